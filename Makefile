@@ -1,0 +1,36 @@
+# Thin wrapper over CMake. `make demo` and `make test` are the README's two set-up commands.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: all build setup demo test test-sanitize bench clean
+
+all: build
+
+setup:
+	@./scripts/setup
+
+$(BUILD)/Makefile: CMakeLists.txt
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+
+build: $(BUILD)/Makefile
+	cmake --build $(BUILD) -j $(JOBS)
+
+demo: setup build
+	./scripts/demo $(BUILD)/ddpc
+
+test: setup build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# Unit tests under AddressSanitizer + UBSan (Debug build in its own directory).
+test-sanitize: setup
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DDDPC_SANITIZE=ON $(CMAKE_FLAGS)
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+		DDPC_SANITIZE=1 ctest --output-on-failure -j $(JOBS) -E 'parity|cli_'
+
+bench: build
+	./bench/run_all.sh $(BUILD)/ddpc
+
+clean:
+	rm -rf $(BUILD) build-asan

@@ -1,0 +1,153 @@
+/* CPU kernels: math on flat fp32 arrays, row-major, no knowledge of layers or ranks.
+ * Conventions: every *_backward ACCUMULATES (+=) into its gradient outputs (dx, dw, db...), so the
+ * caller zeroes them once per step; a gradient pointer that is NULL is skipped. Kernels are
+ * reentrant; they parallelise internally over the one OpenMP pool that OpenBLAS also uses.
+ * Shapes are written beside each argument, PyTorch's layout for weights (Linear: (out, in)). */
+#ifndef DDPC_KERNELS_H
+#define DDPC_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- threads ---------------------------------------------------------------------------- */
+
+/* Sets the compute threads for our kernels and the BLAS (one OpenMP pool). n <= 0 means all cores. */
+void ddpc_kernels_set_threads(int n);
+int ddpc_kernels_threads(void);
+/* "OpenBLAS 0.3.21 (openmp, SkylakeX)"-style description of the BLAS in use. */
+const char *ddpc_kernels_blas_info(void);
+
+/* ---- GEMM: the one matrix-multiply interface ------------------------------------------- */
+
+typedef enum { DDPC_NO_TRANS = 0, DDPC_TRANS = 1 } ddpc_transpose;
+
+/* c (m, n) = alpha * op(a) (m, k) @ op(b) (k, n) + beta * c, row-major with leading dimensions.
+ * Backed by CBLAS sgemm for fp32. */
+void ddpc_gemm_f32(ddpc_transpose ta, ddpc_transpose tb, int64_t m, int64_t n, int64_t k,
+                   float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
+                   float beta, float *c, int64_t ldc);
+
+/* ---- elementwise and small helpers ------------------------------------------------------ */
+
+void ddpc_fill_f32(float *x, float value, int64_t n);
+/* y (n) = a (n) + b (n); y may alias a or b. */
+void ddpc_add_f32(float *y, const float *a, const float *b, int64_t n);
+/* y (n) += alpha * x (n). */
+void ddpc_axpy_f32(float *y, float alpha, const float *x, int64_t n);
+
+/* ---- Linear: y = x @ w^T + b --------------------------------------------------------- */
+
+/* y (n, out) = x (n, in) @ w (out, in)^T + b (out); b may be NULL. y must not alias x. */
+void ddpc_linear_forward(float *y, const float *x, const float *w, const float *b,
+                         int64_t n, int64_t in, int64_t out);
+/* dx (n, in) += dy @ w; dw (out, in) += dy^T @ x; db (out) += column sums of dy (n, out). */
+void ddpc_linear_backward(float *dx, float *dw, float *db, const float *dy, const float *x,
+                          const float *w, int64_t n, int64_t in, int64_t out);
+
+/* ---- activations ------------------------------------------------------------------------ */
+
+/* y (n) = max(x, 0); y may alias x. */
+void ddpc_relu_forward(float *y, const float *x, int64_t n);
+/* dx (n) += dy * (y > 0), from the forward OUTPUT y (so forward may run in place). */
+void ddpc_relu_backward(float *dx, const float *dy, const float *y, int64_t n);
+
+/* GELU, tanh approximation (Hendrycks & Gimpel 2016; PyTorch approximate='tanh').
+ * y (n) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); y must not alias x. */
+void ddpc_gelu_forward(float *y, const float *x, int64_t n);
+/* dx (n) += dy * gelu'(x). */
+void ddpc_gelu_backward(float *dx, const float *dy, const float *x, int64_t n);
+
+/* ---- LayerNorm over the last dimension (Ba et al. 2016), eps = 1e-5 as in PyTorch --------- */
+
+/* y, x (rows, c); w, b (c); saves mean (rows) and rstd (rows) for backward. */
+void ddpc_layernorm_forward(float *y, float *mean, float *rstd, const float *x, const float *w,
+                            const float *b, int64_t rows, int64_t c);
+/* dx (rows, c) += ...; dw (c) += ...; db (c) += ... */
+void ddpc_layernorm_backward(float *dx, float *dw, float *db, const float *dy, const float *x,
+                             const float *w, const float *mean, const float *rstd,
+                             int64_t rows, int64_t c);
+
+/* ---- token + learned position embedding ------------------------------------------------- */
+
+/* y (b, t, c) = wte[tokens[b, t]] (v, c) + wpe[t] (t_max >= t, c). Tokens must be in [0, v). */
+void ddpc_embedding_forward(float *y, const int32_t *tokens, const float *wte, const float *wpe,
+                            int64_t b, int64_t t, int64_t c);
+/* dwte (v, c) += scatter of dy (b, t, c) by token; dwpe (t, c) += sum over batch of dy. */
+void ddpc_embedding_backward(float *dwte, float *dwpe, const float *dy, const int32_t *tokens,
+                             int64_t b, int64_t t, int64_t c);
+
+/* ---- causal multi-head self-attention (Vaswani et al. 2017; GPT-2 layout) ------------------ */
+
+/* Floats of scratch that forward and backward need, passed as `ws`. */
+size_t ddpc_attention_workspace_floats(int64_t b, int64_t t, int64_t c, int64_t nh);
+/* qkv (b, t, 3c) holds q | k | v, each split into nh heads of c/nh; out (b, t, c) is the heads'
+ * outputs concatenated; att (b, nh, t, t) saves the softmax probabilities (zero above the
+ * diagonal). Scale 1/sqrt(c/nh). */
+void ddpc_attention_forward(float *out, float *att, const float *qkv, int64_t b, int64_t t,
+                            int64_t c, int64_t nh, float *ws);
+/* dqkv (b, t, 3c) += gradient of out w.r.t. qkv, given dout (b, t, c), qkv and att from forward. */
+void ddpc_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
+                             int64_t b, int64_t t, int64_t c, int64_t nh, float *ws);
+
+/* ---- Conv2d via im2col + GEMM, NCHW ----------------------------------------------------- */
+
+typedef struct {
+    int64_t n, c, h, w; /* input (n, c, h, w) */
+    int64_t k, r, s;    /* weight (k, c, r, s), bias (k) */
+    int64_t stride, pad;
+} ddpc_conv2d_shape;
+
+static inline int64_t ddpc_conv2d_out_h(const ddpc_conv2d_shape *s) { return (s->h + 2 * s->pad - s->r) / s->stride + 1; }
+static inline int64_t ddpc_conv2d_out_w(const ddpc_conv2d_shape *s) { return (s->w + 2 * s->pad - s->s) / s->stride + 1; }
+/* Floats of scratch (im2col columns) forward and backward need, passed as `ws`. */
+size_t ddpc_conv2d_workspace_floats(const ddpc_conv2d_shape *s);
+/* y (n, k, oh, ow) = conv(x (n, c, h, w), w (k, c, r, s)) + b (k); b may be NULL. */
+void ddpc_conv2d_forward(float *y, const float *x, const float *w, const float *b,
+                         const ddpc_conv2d_shape *s, float *ws);
+/* dx (n, c, h, w) += ...; dw (k, c, r, s) += ...; db (k) += ... (each may be NULL). */
+void ddpc_conv2d_backward(float *dx, float *dw, float *db, const float *dy, const float *x,
+                          const float *w, const ddpc_conv2d_shape *s, float *ws);
+
+/* ---- MaxPool2d, no padding -------------------------------------------------------------- */
+
+/* y (n, c, oh, ow) with oh = (h - k) / stride + 1; idx (n, c, oh, ow) saves each max's flat
+ * position within its (h, w) plane. Ties pick the first maximum, as PyTorch does. */
+void ddpc_maxpool2d_forward(float *y, int32_t *idx, const float *x, int64_t n, int64_t c,
+                            int64_t h, int64_t w, int64_t k, int64_t stride);
+/* dx (n, c, h, w) += dy (n, c, oh, ow) routed through idx. */
+void ddpc_maxpool2d_backward(float *dx, const float *dy, const int32_t *idx, int64_t n, int64_t c,
+                             int64_t h, int64_t w, int64_t k, int64_t stride);
+
+/* ---- Dropout (inverted; the mask is recomputed from the counter-based RNG, never stored) ---- */
+
+/* y (n) = x * keep / (1 - p), keep_i = uniform(seed, stream, i) >= p; p in [0, 1). y may alias x. */
+void ddpc_dropout_forward(float *y, const float *x, int64_t n, float p, uint64_t seed,
+                          uint64_t stream);
+/* dx (n) += dy * keep / (1 - p) with the same (seed, stream). */
+void ddpc_dropout_backward(float *dx, const float *dy, int64_t n, float p, uint64_t seed,
+                           uint64_t stream);
+
+/* ---- softmax cross-entropy, mean over targets != ignore_index (PyTorch's default reduction) -- */
+
+/* probs (n, v) = softmax(logits (n, v)); losses (n) = -log probs[target] (0 where ignored).
+ * Returns the mean loss over valid rows (0 if none) and stores their count in *n_valid.
+ * probs may alias logits. Targets outside [0, v) other than ignore_index are treated as ignored. */
+float ddpc_cross_entropy_forward(float *probs, float *losses, const float *logits,
+                                 const int32_t *targets, int64_t n, int64_t v,
+                                 int32_t ignore_index, int64_t *n_valid);
+/* dlogits (n, v) += dloss / n_valid * (probs - onehot(target)) on valid rows. */
+void ddpc_cross_entropy_backward(float *dlogits, const float *probs, const int32_t *targets,
+                                 int64_t n, int64_t v, int32_t ignore_index, int64_t n_valid,
+                                 float dloss);
+/* Number of rows whose argmax of scores (n, v) equals target (ignored rows never count). */
+int64_t ddpc_argmax_correct(const float *scores, const int32_t *targets, int64_t n, int64_t v,
+                            int32_t ignore_index);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

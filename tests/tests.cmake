@@ -1,0 +1,33 @@
+# Every tests/test_*.c is its own executable and its own ctest, in its own process with a timeout,
+# so a hung test fails instead of hanging the suite.
+file(GLOB DDPC_TEST_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/test_*.c)
+foreach(src ${DDPC_TEST_SOURCES})
+    get_filename_component(name ${src} NAME_WE)
+    add_executable(${name} ${src})
+    target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests)
+    target_link_libraries(${name} PRIVATE ddpc_lib)
+    add_test(NAME ${name} COMMAND ${name})
+    set_tests_properties(${name} PROPERTIES TIMEOUT 120
+        ENVIRONMENT "DDPC_SOURCE_DIR=${CMAKE_SOURCE_DIR};DDPC_BIN=$<TARGET_FILE:ddpc>;OMP_NUM_THREADS=2")
+endforeach()
+
+# Each public header compiles on its own.
+file(GLOB DDPC_PUBLIC_HEADERS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/include/ddpc/*.h)
+set(DDPC_HEADER_CHECK_SOURCES "")
+foreach(h ${DDPC_PUBLIC_HEADERS})
+    get_filename_component(hname ${h} NAME_WE)
+    set(out ${CMAKE_BINARY_DIR}/header_check/${hname}.c)
+    file(WRITE ${out}.in "#include <ddpc/${hname}.h>\nint ddpc_header_check_${hname}(void);\nint ddpc_header_check_${hname}(void) { return 0; }\n")
+    configure_file(${out}.in ${out} COPYONLY)
+    list(APPEND DDPC_HEADER_CHECK_SOURCES ${out})
+endforeach()
+add_library(ddpc_header_check OBJECT ${DDPC_HEADER_CHECK_SOURCES})
+target_include_directories(ddpc_header_check PRIVATE ${CMAKE_SOURCE_DIR}/include)
+
+# Integration tests written as shell or Python scripts live in tests/*.sh and tests/parity/.
+file(GLOB DDPC_SHELL_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/cli_*.sh)
+foreach(sh ${DDPC_SHELL_TESTS})
+    get_filename_component(name ${sh} NAME_WE)
+    add_test(NAME ${name} COMMAND bash ${sh} $<TARGET_FILE:ddpc> ${CMAKE_SOURCE_DIR})
+    set_tests_properties(${name} PROPERTIES TIMEOUT 300)
+endforeach()
