@@ -31,3 +31,12 @@ foreach(sh ${DDPC_SHELL_TESTS})
     add_test(NAME ${name} COMMAND bash ${sh} $<TARGET_FILE:ddpc> ${CMAKE_SOURCE_DIR})
     set_tests_properties(${name} PROPERTIES TIMEOUT 300)
 endforeach()
+
+# Parity with PyTorch (Debian's python3-torch): ddpc's gpt and cnn against the same models in torch.
+add_executable(parity_run ${CMAKE_SOURCE_DIR}/tests/parity/parity_run.c)
+target_link_libraries(parity_run PRIVATE ddpc_lib)
+foreach(kind gpt cnn)
+    add_test(NAME parity_${kind} COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/parity/parity.py
+        $<TARGET_FILE:parity_run> ${kind})
+    set_tests_properties(parity_${kind} PROPERTIES TIMEOUT 300 ENVIRONMENT "OMP_NUM_THREADS=1")
+endforeach()

@@ -1,13 +1,33 @@
-/* ddpc command line: dispatches subcommands; parsing and exit codes live here and nowhere else. */
+/* ddpc command line: dispatches subcommands. Parsing, printing and exit codes live in src/cli and
+ * nowhere else. */
+#include "cli/cli.h"
+
 #include <stdio.h>
 #include <string.h>
 
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: ddpc <command> [args]\n"
+            "  train CONFIG [key=value ...]        train, validate, test or predict (see docs/config.md)\n"
+            "  bench step CONFIG [key=value ...]   time training steps, print one JSON line\n");
+}
+
 int main(int argc, char **argv)
 {
-    if (argc < 2 || strcmp(argv[1], "--help") == 0) {
-        printf("usage: ddpc <train|bench|env> ...\n");
-        return argc < 2 ? 2 : 0;
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
     }
-    fprintf(stderr, "ddpc: unknown command '%s'\n", argv[1]);
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "train") == 0)
+        return ddpc_cli_train(argc - 2, argv + 2);
+    if (strcmp(cmd, "bench") == 0)
+        return ddpc_cli_bench(argc - 2, argv + 2);
+    fprintf(stderr, "ddpc: unknown command '%s' (try 'ddpc --help')\n", cmd);
     return 2;
 }

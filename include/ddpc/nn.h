@@ -1,0 +1,100 @@
+/* Models: named layers over the CPU kernels, selected by name ("mlp", "cnn", "gpt").
+ * A model owns ONE contiguous fp32 parameter buffer and ONE gradient buffer of the same layout;
+ * each parameter is a named view {name, shape, offset}, registered in forward order, so backward
+ * produces gradients from the end of the buffer towards its start. Activations live in an arena
+ * sized for the largest batch seen: after the first step of a size, a step allocates nothing. */
+#ifndef DDPC_NN_H
+#define DDPC_NN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ddpc/status.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DDPC_MODEL_MAX_LAYERS 16
+#define DDPC_PARAM_NAME_MAX 64
+
+/* A parameter: a view of `numel` floats at `offset` in the parameter and gradient buffers. */
+typedef struct {
+    char name[DDPC_PARAM_NAME_MAX]; /* "blocks.0.attn.qkv.weight" */
+    int ndim;
+    int64_t shape[4];
+    size_t offset;
+    size_t numel;
+    bool decay; /* weight decay applies (matrices and embeddings; not biases or norms) */
+} ddpc_param;
+
+typedef struct {
+    char type[16]; /* "mlp" | "cnn" | "gpt" */
+    /* Inputs, usually taken from the dataset. */
+    int64_t in_channels, in_height, in_width; /* images (mlp flattens them) */
+    int64_t num_classes;                      /* classes, or the vocabulary for gpt */
+    /* mlp: hidden sizes. cnn: conv channels (each conv k x k, pad k/2, then ReLU and 2x2 max-pool)
+     * followed by hidden fully connected sizes. */
+    int64_t hidden[DDPC_MODEL_MAX_LAYERS];
+    size_t n_hidden;
+    int64_t channels[DDPC_MODEL_MAX_LAYERS];
+    size_t n_channels;
+    int64_t kernel_size;
+    /* gpt */
+    int64_t n_layer, n_head, n_embd, block_size;
+    float dropout; /* after hidden activations (mlp/cnn) or residual branches (gpt) */
+    uint64_t seed; /* initialisation */
+} ddpc_model_config;
+
+ddpc_model_config ddpc_model_config_default(void);
+
+typedef struct ddpc_model ddpc_model;
+
+/* Inputs of one batch; unused pointers may be NULL. Borrowed until the matching backward. */
+typedef struct {
+    int64_t n;              /* samples */
+    const float *x;         /* images (n, c, h, w) */
+    const int32_t *tokens;  /* gpt (n, block_size) */
+    const int32_t *targets; /* (n) labels or (n, block_size) next tokens; NULL: no loss */
+    uint64_t rng_stream;    /* dropout stream: distinct per step and rank */
+} ddpc_model_input;
+
+typedef struct {
+    float loss;        /* mean cross-entropy over valid targets */
+    int64_t n_valid;   /* targets counted in the loss (samples, or tokens for gpt) */
+    int64_t n_correct; /* argmax hits among them */
+} ddpc_model_output;
+
+/* Builds and initialises (from cfg->seed) a model of cfg->type. Errors name the bad field. */
+ddpc_status ddpc_model_create(ddpc_model **out, const ddpc_model_config *cfg);
+void ddpc_model_destroy(ddpc_model *m);
+/* Comma-separated names of the registered model types. */
+const char *ddpc_model_types(void);
+
+const ddpc_model_config *ddpc_model_config_of(const ddpc_model *m);
+size_t ddpc_model_num_params(const ddpc_model *m); /* floats in each buffer */
+float *ddpc_model_params(ddpc_model *m);          /* (num_params) */
+float *ddpc_model_grads(ddpc_model *m);           /* (num_params) */
+const uint8_t *ddpc_model_decay_mask(const ddpc_model *m); /* (num_params), 1 = decay */
+size_t ddpc_model_num_tensors(const ddpc_model *m);
+const ddpc_param *ddpc_model_tensor(const ddpc_model *m, size_t i);
+/* Forward + backward FLOPs of one training sample (GEMM-dominated estimate, 3x forward). */
+double ddpc_model_train_flops_per_sample(const ddpc_model *m);
+/* Floats in each output row: classes, or block_size * vocab for gpt. */
+int64_t ddpc_model_outputs_per_sample(const ddpc_model *m);
+
+/* Forward pass; with targets, computes the loss and accuracy into *out. `training` enables
+ * dropout. Input shapes must match the config; tokens outside the vocabulary are DDPC_EINVAL. */
+ddpc_status ddpc_model_forward(ddpc_model *m, const ddpc_model_input *in, bool training,
+                               ddpc_model_output *out);
+/* Probabilities (n, outputs_per_sample) of the last forward; valid until the next forward. */
+const float *ddpc_model_probs(const ddpc_model *m);
+/* Accumulates d(dloss * loss)/d(params) into the gradient buffer; needs a forward with targets. */
+ddpc_status ddpc_model_backward(ddpc_model *m, float dloss);
+void ddpc_model_zero_grad(ddpc_model *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

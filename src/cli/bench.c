@@ -1,0 +1,43 @@
+/* `ddpc bench step CONFIG [key=value ...]`: times training steps after warm-up and prints one
+ * JSON line. bench.warmup and bench.steps are config keys like any other. */
+#include "cli/cli.h"
+
+#include <ddpc/train.h>
+
+#include <stdio.h>
+#include <string.h>
+
+static int bench_step(int argc, char **argv)
+{
+    char name[256];
+    ddpc_config *cfg = NULL;
+    int rc = ddpc_cli_load_config(argc, argv, &cfg, name, sizeof name);
+    if (rc != 0)
+        return rc == 1 ? ddpc_cli_fail("bench") : rc;
+    int64_t warmup = 0, steps = 0;
+    ddpc_trainer *t = NULL;
+    ddpc_bench_result r;
+    if (ddpc_config_int(cfg, "bench.warmup", 3, 0, 100000, &warmup) != DDPC_OK ||
+        ddpc_config_int(cfg, "bench.steps", 20, 1, 100000, &steps) != DDPC_OK ||
+        ddpc_trainer_create(&t, cfg, name) != DDPC_OK || ddpc_config_check_unused(cfg) != DDPC_OK ||
+        ddpc_trainer_bench(t, warmup, steps, &r) != DDPC_OK) {
+        rc = ddpc_cli_fail("bench");
+    } else {
+        printf("{\"bench\": \"step\", \"config\": \"%s\", \"threads\": %d, \"batch\": %lld, "
+               "\"steps\": %lld, \"median_step_ms\": %.3f, \"samples_per_s\": %.1f, "
+               "\"tokens_per_s\": %.1f, \"gflops\": %.2f}\n",
+               name, r.threads, (long long)r.batch, (long long)r.steps, 1e3 * r.median_step_s,
+               r.samples_per_s, r.tokens_per_s, r.gflops);
+    }
+    ddpc_trainer_destroy(t);
+    ddpc_config_destroy(cfg);
+    return rc;
+}
+
+int ddpc_cli_bench(int argc, char **argv)
+{
+    if (argc >= 1 && strcmp(argv[0], "step") == 0)
+        return bench_step(argc - 1, argv + 1);
+    fprintf(stderr, "usage: ddpc bench step CONFIG [key=value ...]\n");
+    return 2;
+}

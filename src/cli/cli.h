@@ -1,0 +1,17 @@
+/* Subcommands of the ddpc program. Each returns the process exit status: 0 on success, 1 on a
+ * runtime error, 2 on a usage error; errors are printed as one line on stderr. */
+#ifndef DDPC_CLI_CLI_H
+#define DDPC_CLI_CLI_H
+
+#include <ddpc/config.h>
+
+int ddpc_cli_train(int argc, char **argv);
+int ddpc_cli_bench(int argc, char **argv);
+
+/* Loads CONFIG (argv[0]) and applies key=value overrides (argv[1..]); prints the error itself.
+ * `name` receives the config's base name without extension. */
+int ddpc_cli_load_config(int argc, char **argv, ddpc_config **out, char *name, size_t name_cap);
+/* Prints "ddpc <cmd>: <last error>" and returns 1. */
+int ddpc_cli_fail(const char *cmd);
+
+#endif

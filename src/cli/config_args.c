@@ -1,0 +1,37 @@
+/* Shared by the subcommands that take CONFIG [key=value ...]. */
+#include "cli/cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int ddpc_cli_fail(const char *cmd)
+{
+    fprintf(stderr, "ddpc %s: %s\n", cmd, ddpc_last_error());
+    return 1;
+}
+
+int ddpc_cli_load_config(int argc, char **argv, ddpc_config **out, char *name, size_t name_cap)
+{
+    *out = NULL;
+    if (argc < 1 || strchr(argv[0], '=')) {
+        fprintf(stderr, "ddpc: expected a CONFIG file before key=value overrides\n");
+        return 2;
+    }
+    const char *base = strrchr(argv[0], '/');
+    base = base ? base + 1 : argv[0];
+    snprintf(name, name_cap, "%s", base);
+    char *dot = strrchr(name, '.');
+    if (dot && dot != name)
+        *dot = '\0';
+    ddpc_config *c = NULL;
+    if (ddpc_config_load(&c, argv[0]) != DDPC_OK)
+        return 1;
+    for (int i = 1; i < argc; i++) {
+        if (ddpc_config_set(c, argv[i], i) != DDPC_OK) {
+            ddpc_config_destroy(c);
+            return 1;
+        }
+    }
+    *out = c;
+    return 0;
+}

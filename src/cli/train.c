@@ -1,0 +1,32 @@
+/* `ddpc train CONFIG [key=value ...]`: builds the trainer, rejects unknown keys, runs. */
+#include "cli/cli.h"
+
+#include <ddpc/train.h>
+
+#include <stdio.h>
+
+int ddpc_cli_train(int argc, char **argv)
+{
+    if (argc < 1) {
+        fprintf(stderr, "usage: ddpc train CONFIG [key=value ...]\n");
+        return 2;
+    }
+    char name[256];
+    ddpc_config *cfg = NULL;
+    int rc = ddpc_cli_load_config(argc, argv, &cfg, name, sizeof name);
+    if (rc != 0)
+        return rc == 1 ? ddpc_cli_fail("train") : rc;
+    ddpc_trainer *t = NULL;
+    rc = 0;
+    if (ddpc_trainer_create(&t, cfg, name) != DDPC_OK || ddpc_config_check_unused(cfg) != DDPC_OK) {
+        rc = ddpc_cli_fail("train");
+    } else {
+        setvbuf(stdout, NULL, _IOLBF, 0);
+        ddpc_trainer_set_log(t, stdout);
+        if (ddpc_trainer_run(t) != DDPC_OK)
+            rc = ddpc_cli_fail("train");
+    }
+    ddpc_trainer_destroy(t);
+    ddpc_config_destroy(cfg);
+    return rc;
+}

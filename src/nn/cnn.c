@@ -1,0 +1,192 @@
+/* "cnn": per entry of channels, Conv2d(k x k, stride 1, pad k/2) -> ReLU -> MaxPool2d(2), then the
+ * flattened features go through the fully connected stack (hidden sizes, then classes).
+ * Parameters "conv.<i>.weight" (k_out, c_in, k, k), "conv.<i>.bias", then "fc.<i>.*". */
+#include "nn/fc_stack.h"
+
+#include <ddpc/alloc.h>
+#include <ddpc/kernels.h>
+
+#include <math.h>
+#include <stdio.h>
+
+typedef struct {
+    int n_conv;
+    ddpc_conv2d_shape conv[DDPC_MODEL_MAX_LAYERS]; /* n set per forward */
+    int64_t pool_h[DDPC_MODEL_MAX_LAYERS], pool_w[DDPC_MODEL_MAX_LAYERS];
+    int w_idx[DDPC_MODEL_MAX_LAYERS], b_idx[DDPC_MODEL_MAX_LAYERS];
+    ddpc__fc_stack fc;
+    /* Set by forward. */
+    const float *in[DDPC_MODEL_MAX_LAYERS];   /* conv inputs: x, then pooled outputs */
+    float *act[DDPC_MODEL_MAX_LAYERS];        /* conv outputs after ReLU (n, k, h, w) */
+    int32_t *idx[DDPC_MODEL_MAX_LAYERS];      /* pool argmax (n, k, h/2, w/2) */
+    float *pooled_last;                       /* (n, fc dims[0]) */
+    float *ws, *dlogits, *losses, *dA, *dB;   /* scratch */
+    const int32_t *targets;
+    int64_t n, n_valid;
+} cnn_impl;
+
+static ddpc_status cnn_build(ddpc_model *m)
+{
+    const ddpc_model_config *c = &m->cfg;
+    if (c->n_channels < 1 || c->n_channels > DDPC_MODEL_MAX_LAYERS)
+        return ddpc_errorf(DDPC_EINVAL, "cnn needs 1 to %d conv layers, got %zu",
+                           DDPC_MODEL_MAX_LAYERS, c->n_channels);
+    if (c->kernel_size < 1 || c->kernel_size % 2 == 0)
+        return ddpc_errorf(DDPC_EINVAL, "cnn kernel_size must be odd and positive, got %lld",
+                           (long long)c->kernel_size);
+    cnn_impl *impl = ddpc_calloc(1, sizeof *impl);
+    if (!impl)
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory building cnn");
+    m->impl = impl;
+    impl->n_conv = (int)c->n_channels;
+    int64_t ch = c->in_channels, h = c->in_height, w = c->in_width;
+    double flops = 0;
+    for (int i = 0; i < impl->n_conv; i++) {
+        if (c->channels[i] <= 0 || h < 2 || w < 2)
+            return ddpc_errorf(DDPC_EINVAL, "cnn conv layer %d: %lld channels on a %lldx%lld input "
+                               "cannot be pooled", i, (long long)c->channels[i], (long long)h, (long long)w);
+        impl->conv[i] = (ddpc_conv2d_shape){.c = ch, .h = h, .w = w, .k = c->channels[i],
+                                            .r = c->kernel_size, .s = c->kernel_size,
+                                            .stride = 1, .pad = c->kernel_size / 2};
+        char name[DDPC_PARAM_NAME_MAX];
+        int64_t shape[4] = {c->channels[i], ch, c->kernel_size, c->kernel_size};
+        snprintf(name, sizeof name, "conv.%d.weight", i);
+        impl->w_idx[i] = ddpc__model_add_param(m, name, 4, shape, true);
+        snprintf(name, sizeof name, "conv.%d.bias", i);
+        impl->b_idx[i] = ddpc__model_add_param(m, name, 1, shape, false);
+        if (impl->w_idx[i] < 0 || impl->b_idx[i] < 0)
+            return ddpc_errorf(DDPC_ENOMEM, "out of memory registering cnn parameters");
+        flops += 6.0 * (double)(h * w) * (double)(shape[0] * shape[1] * shape[2] * shape[3]);
+        ch = c->channels[i];
+        h /= 2;
+        w /= 2;
+        impl->pool_h[i] = h;
+        impl->pool_w[i] = w;
+    }
+    DDPC_TRY(ddpc__fc_stack_build(&impl->fc, m, "fc", ch * h * w, c->hidden, c->n_hidden,
+                                  c->num_classes));
+    m->train_flops_per_sample = flops + ddpc__fc_stack_flops(&impl->fc);
+    m->outputs_per_sample = c->num_classes;
+    return DDPC_OK;
+}
+
+static void cnn_init(ddpc_model *m)
+{
+    cnn_impl *impl = m->impl;
+    for (int i = 0; i < impl->n_conv; i++) {
+        const ddpc_conv2d_shape *s = &impl->conv[i];
+        float bound = 1.0f / sqrtf((float)(s->c * s->r * s->s));
+        const ddpc_param *w = &m->tensors[impl->w_idx[i]], *b = &m->tensors[impl->b_idx[i]];
+        ddpc__init_uniform(m->params + w->offset, w->numel, bound, m->cfg.seed, (uint64_t)impl->w_idx[i]);
+        ddpc__init_uniform(m->params + b->offset, b->numel, bound, m->cfg.seed, (uint64_t)impl->b_idx[i]);
+    }
+    ddpc__fc_stack_init(&impl->fc, m);
+}
+
+static size_t cnn_arena_floats(const ddpc_model *m, int64_t n)
+{
+    const cnn_impl *impl = m->impl;
+    size_t total = 0, ws = 0, biggest = 0;
+    for (int i = 0; i < impl->n_conv; i++) {
+        ddpc_conv2d_shape s = impl->conv[i];
+        s.n = n;
+        size_t conv_out = (size_t)(n * s.k * s.h * s.w);
+        size_t pooled = (size_t)(n * s.k * impl->pool_h[i] * impl->pool_w[i]);
+        total += ddpc__round16(conv_out) + 2 * ddpc__round16(pooled);
+        size_t need = ddpc_conv2d_workspace_floats(&s);
+        ws = need > ws ? need : ws;
+        biggest = conv_out > biggest ? conv_out : biggest;
+    }
+    size_t k = (size_t)(n * m->cfg.num_classes);
+    return total + ddpc__round16(ws) + 2 * ddpc__round16(biggest) + 2 * ddpc__round16(k) +
+           ddpc__round16((size_t)n) + ddpc__fc_stack_arena_floats(&impl->fc, n);
+}
+
+static ddpc_status cnn_forward(ddpc_model *m, const ddpc_model_input *in, bool training,
+                               ddpc_model_output *out)
+{
+    cnn_impl *impl = m->impl;
+    if (!in->x)
+        return ddpc_errorf(DDPC_EINVAL, "cnn forward needs image inputs");
+    int64_t n = in->n;
+    float *arena = m->arena;
+    size_t ws = 0, biggest = 0;
+    const float *x = in->x;
+    for (int i = 0; i < impl->n_conv; i++) {
+        ddpc_conv2d_shape *s = &impl->conv[i];
+        s->n = n;
+        size_t need = ddpc_conv2d_workspace_floats(s), conv_out = (size_t)(n * s->k * s->h * s->w);
+        ws = need > ws ? need : ws;
+        biggest = conv_out > biggest ? conv_out : biggest;
+    }
+    impl->ws = ddpc__take(&arena, ws);
+    impl->dA = ddpc__take(&arena, biggest);
+    impl->dB = ddpc__take(&arena, biggest);
+    for (int i = 0; i < impl->n_conv; i++) {
+        const ddpc_conv2d_shape *s = &impl->conv[i];
+        impl->in[i] = x;
+        impl->act[i] = ddpc__take(&arena, (size_t)(n * s->k * s->h * s->w));
+        ddpc_conv2d_forward(impl->act[i], x, ddpc__param_ptr(m, impl->w_idx[i]),
+                            ddpc__param_ptr(m, impl->b_idx[i]), s, impl->ws);
+        ddpc_relu_forward(impl->act[i], impl->act[i], n * s->k * s->h * s->w);
+        size_t pooled = (size_t)(n * s->k * impl->pool_h[i] * impl->pool_w[i]);
+        float *y = ddpc__take(&arena, pooled);
+        impl->idx[i] = (int32_t *)ddpc__take(&arena, pooled);
+        ddpc_maxpool2d_forward(y, impl->idx[i], impl->act[i], n, s->k, s->h, s->w, 2, 2);
+        x = y;
+    }
+    impl->pooled_last = (float *)x;
+    impl->dlogits = ddpc__take(&arena, (size_t)(n * m->cfg.num_classes));
+    impl->losses = ddpc__take(&arena, (size_t)n);
+    float *logits = ddpc__fc_stack_forward(&impl->fc, m, x, n, training, in->rng_stream, &arena);
+    impl->targets = in->targets;
+    impl->n = n;
+    ddpc__classify_loss(m, logits, impl->losses, in->targets, n, m->cfg.num_classes, out);
+    impl->n_valid = out->n_valid;
+    return DDPC_OK;
+}
+
+static void cnn_backward(ddpc_model *m, float dloss)
+{
+    cnn_impl *impl = m->impl;
+    int64_t n = impl->n, k = m->cfg.num_classes;
+    ddpc_fill_f32(impl->dlogits, 0.0f, n * k);
+    ddpc_cross_entropy_backward(impl->dlogits, m->probs, impl->targets, n, k, -1, impl->n_valid,
+                                dloss);
+    /* dA holds the gradient of the current pooled output, dB of the conv output. */
+    int last = impl->n_conv - 1;
+    ddpc_fill_f32(impl->dA, 0.0f, n * impl->fc.dims[0]);
+    ddpc__fc_stack_backward(&impl->fc, m, impl->dlogits, impl->dA);
+    for (int i = last; i >= 0; i--) {
+        const ddpc_conv2d_shape *s = &impl->conv[i];
+        int64_t cnt = n * s->k * s->h * s->w;
+        ddpc_fill_f32(impl->dB, 0.0f, cnt);
+        ddpc_maxpool2d_backward(impl->dB, impl->dA, impl->idx[i], n, s->k, s->h, s->w, 2, 2);
+        /* ReLU backward in place: the gradient is zero where the activation was not positive. */
+        const float *a = impl->act[i];
+        for (int64_t j = 0; j < cnt; j++)
+            impl->dB[j] = a[j] > 0.0f ? impl->dB[j] : 0.0f;
+        float *dx = NULL;
+        if (i > 0) {
+            dx = impl->dA;
+            ddpc_fill_f32(dx, 0.0f, n * s->c * s->h * s->w);
+        }
+        ddpc_conv2d_backward(dx, ddpc__grad_ptr(m, impl->w_idx[i]), ddpc__grad_ptr(m, impl->b_idx[i]),
+                             impl->dB, impl->in[i], ddpc__param_ptr(m, impl->w_idx[i]), s, impl->ws);
+    }
+}
+
+static void cnn_destroy(ddpc_model *m)
+{
+    ddpc_free(m->impl);
+}
+
+const ddpc__model_ops ddpc__cnn_ops = {
+    .name = "cnn",
+    .build = cnn_build,
+    .init = cnn_init,
+    .arena_floats = cnn_arena_floats,
+    .forward = cnn_forward,
+    .backward = cnn_backward,
+    .destroy = cnn_destroy,
+};

@@ -1,0 +1,152 @@
+/* Fully connected stack: Linear + ReLU (+ Dropout) layers and a final Linear, on the model's flat
+ * buffers. Backward ping-pongs between two arena buffers; nothing is allocated per step. */
+#include "nn/fc_stack.h"
+
+#include <ddpc/kernels.h>
+
+#include <math.h>
+#include <stdio.h>
+
+ddpc_status ddpc__fc_stack_build(ddpc__fc_stack *s, ddpc_model *m, const char *prefix, int64_t in,
+                                 const int64_t *hidden, size_t n_hidden, int64_t out)
+{
+    if (n_hidden > DDPC_MODEL_MAX_LAYERS)
+        return ddpc_errorf(DDPC_EINVAL, "at most %d hidden layers, got %zu", DDPC_MODEL_MAX_LAYERS,
+                           n_hidden);
+    s->n_layers = (int)n_hidden + 1;
+    s->dims[0] = in;
+    for (size_t i = 0; i < n_hidden; i++) {
+        if (hidden[i] <= 0)
+            return ddpc_errorf(DDPC_EINVAL, "hidden layer %zu must have a positive size, got %lld",
+                               i, (long long)hidden[i]);
+        s->dims[i + 1] = hidden[i];
+    }
+    s->dims[s->n_layers] = out;
+    for (int i = 0; i < s->n_layers; i++) {
+        char name[DDPC_PARAM_NAME_MAX];
+        int64_t wshape[2] = {s->dims[i + 1], s->dims[i]};
+        snprintf(name, sizeof name, "%s.%d.weight", prefix, i);
+        s->w_idx[i] = ddpc__model_add_param(m, name, 2, wshape, true);
+        snprintf(name, sizeof name, "%s.%d.bias", prefix, i);
+        s->b_idx[i] = ddpc__model_add_param(m, name, 1, &wshape[0], false);
+        if (s->w_idx[i] < 0 || s->b_idx[i] < 0)
+            return ddpc_errorf(DDPC_ENOMEM, "out of memory registering %s parameters", prefix);
+    }
+    return DDPC_OK;
+}
+
+void ddpc__fc_stack_init(const ddpc__fc_stack *s, ddpc_model *m)
+{
+    for (int i = 0; i < s->n_layers; i++) {
+        float bound = 1.0f / sqrtf((float)s->dims[i]);
+        const ddpc_param *w = &m->tensors[s->w_idx[i]], *b = &m->tensors[s->b_idx[i]];
+        ddpc__init_uniform(m->params + w->offset, w->numel, bound, m->cfg.seed, (uint64_t)s->w_idx[i]);
+        ddpc__init_uniform(m->params + b->offset, b->numel, bound, m->cfg.seed, (uint64_t)s->b_idx[i]);
+    }
+}
+
+static int64_t max_dim(const ddpc__fc_stack *s)
+{
+    int64_t d = 0;
+    for (int i = 0; i <= s->n_layers; i++)
+        d = s->dims[i] > d ? s->dims[i] : d;
+    return d;
+}
+
+size_t ddpc__fc_stack_arena_floats(const ddpc__fc_stack *s, int64_t n)
+{
+    size_t total = 3 * ddpc__round16((size_t)(n * max_dim(s)));
+    for (int i = 1; i <= s->n_layers; i++)
+        total += ddpc__round16((size_t)(n * s->dims[i]));
+    return total;
+}
+
+double ddpc__fc_stack_flops(const ddpc__fc_stack *s)
+{
+    double f = 0;
+    for (int i = 0; i < s->n_layers; i++)
+        f += 6.0 * (double)s->dims[i] * (double)s->dims[i + 1];
+    return f;
+}
+
+float *ddpc__fc_stack_forward(ddpc__fc_stack *s, ddpc_model *m, const float *x, int64_t n,
+                              bool training, uint64_t rng_stream, float **arena)
+{
+    s->n = n;
+    s->training = training;
+    s->rng_stream = rng_stream;
+    s->acts[0] = x;
+    float p = training ? m->cfg.dropout : 0.0f;
+    for (int i = 0; i < s->n_layers; i++) {
+        float *y = ddpc__take(arena, (size_t)(n * s->dims[i + 1]));
+        ddpc_linear_forward(y, s->acts[i], ddpc__param_ptr(m, s->w_idx[i]),
+                            ddpc__param_ptr(m, s->b_idx[i]), n, s->dims[i], s->dims[i + 1]);
+        if (i + 1 < s->n_layers) {
+            ddpc_relu_forward(y, y, n * s->dims[i + 1]);
+            if (p > 0.0f)
+                ddpc_dropout_forward(y, y, n * s->dims[i + 1], p, m->cfg.seed, rng_stream * 64 + (uint64_t)i);
+        }
+        s->acts[i + 1] = y;
+    }
+    size_t buf = (size_t)(n * max_dim(s));
+    s->dbuf[0] = ddpc__take(arena, buf);
+    s->dbuf[1] = ddpc__take(arena, buf);
+    s->dtmp = ddpc__take(arena, buf);
+    return (float *)s->acts[s->n_layers];
+}
+
+void ddpc__fc_stack_backward(ddpc__fc_stack *s, ddpc_model *m, const float *dlogits, float *dx)
+{
+    int64_t n = s->n;
+    float p = s->training ? m->cfg.dropout : 0.0f;
+    const float *dy = dlogits;
+    for (int i = s->n_layers - 1; i >= 0; i--) {
+        float *din = i > 0 ? s->dbuf[i % 2] : dx;
+        if (i > 0)
+            ddpc_fill_f32(din, 0.0f, n * s->dims[i]);
+        ddpc_linear_backward(din, ddpc__grad_ptr(m, s->w_idx[i]), ddpc__grad_ptr(m, s->b_idx[i]),
+                             dy, s->acts[i], ddpc__param_ptr(m, s->w_idx[i]), n, s->dims[i],
+                             s->dims[i + 1]);
+        if (i == 0)
+            break;
+        int64_t cnt = n * s->dims[i];
+        const float *dact = din;
+        if (p > 0.0f) {
+            ddpc_fill_f32(s->dtmp, 0.0f, cnt);
+            ddpc_dropout_backward(s->dtmp, din, cnt, p, m->cfg.seed, s->rng_stream * 64 + (uint64_t)(i - 1));
+            dact = s->dtmp;
+        }
+        float *dpre = s->dbuf[(i + 1) % 2];
+        ddpc_fill_f32(dpre, 0.0f, cnt);
+        ddpc_relu_backward(dpre, dact, s->acts[i], cnt);
+        dy = dpre;
+    }
+}
+
+void ddpc__softmax_rows(float *x, int64_t n, int64_t classes)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float *row = x + i * classes;
+        float mx = row[0], sum = 0.0f;
+        for (int64_t j = 1; j < classes; j++)
+            mx = row[j] > mx ? row[j] : mx;
+        for (int64_t j = 0; j < classes; j++)
+            sum += (row[j] = expf(row[j] - mx));
+        for (int64_t j = 0; j < classes; j++)
+            row[j] /= sum;
+    }
+}
+
+void ddpc__classify_loss(ddpc_model *m, float *logits, float *losses, const int32_t *targets,
+                         int64_t n, int64_t classes, ddpc_model_output *out)
+{
+    m->probs = logits;
+    *out = (ddpc_model_output){0};
+    if (!targets) {
+        ddpc__softmax_rows(logits, n, classes);
+        return;
+    }
+    out->n_correct = ddpc_argmax_correct(logits, targets, n, classes, -1);
+    out->loss = ddpc_cross_entropy_forward(logits, losses, logits, targets, n, classes, -1,
+                                           &out->n_valid);
+}

@@ -1,0 +1,40 @@
+/* A stack of fully connected layers, Linear -> ReLU [-> Dropout] ... -> Linear, shared by the mlp
+ * and the cnn's classifier head. Hidden activations are stored after ReLU and dropout (in place),
+ * which is all that backward needs: d(hidden) = dropout'(d) * (a > 0). */
+#ifndef DDPC_NN_FC_STACK_H
+#define DDPC_NN_FC_STACK_H
+
+#include "nn/model_impl.h"
+
+typedef struct {
+    int n_layers;
+    int64_t dims[DDPC_MODEL_MAX_LAYERS + 2]; /* dims[0] inputs ... dims[n_layers] outputs */
+    int w_idx[DDPC_MODEL_MAX_LAYERS + 1];    /* (dims[i+1], dims[i]) */
+    int b_idx[DDPC_MODEL_MAX_LAYERS + 1];    /* (dims[i+1]) */
+    /* Set by forward, read by backward. */
+    const float *acts[DDPC_MODEL_MAX_LAYERS + 2]; /* acts[i] (n, dims[i]); acts[0] is the input */
+    float *dbuf[2], *dtmp;                        /* (n, max dim) each */
+    int64_t n;
+    bool training;
+    uint64_t rng_stream;
+} ddpc__fc_stack;
+
+/* Registers "<prefix>.<i>.weight/bias" for in -> hidden[0..n_hidden) -> out. */
+ddpc_status ddpc__fc_stack_build(ddpc__fc_stack *s, ddpc_model *m, const char *prefix, int64_t in,
+                                 const int64_t *hidden, size_t n_hidden, int64_t out);
+/* PyTorch's nn.Linear default: weight and bias uniform in +-1/sqrt(fan_in). */
+void ddpc__fc_stack_init(const ddpc__fc_stack *s, ddpc_model *m);
+size_t ddpc__fc_stack_arena_floats(const ddpc__fc_stack *s, int64_t n);
+double ddpc__fc_stack_flops(const ddpc__fc_stack *s);
+/* x (n, dims[0]) borrowed until backward; returns the logits (n, dims[n_layers]) in the arena. */
+float *ddpc__fc_stack_forward(ddpc__fc_stack *s, ddpc_model *m, const float *x, int64_t n,
+                              bool training, uint64_t rng_stream, float **arena);
+/* dlogits (n, out); dx (n, dims[0]) += input gradient, or NULL. */
+void ddpc__fc_stack_backward(ddpc__fc_stack *s, ddpc_model *m, const float *dlogits, float *dx);
+
+/* Softmax cross-entropy on logits (n, classes) in place (they become probabilities); losses (n)
+ * is scratch. Without targets, only the probabilities. Ignore index is -1. */
+void ddpc__classify_loss(ddpc_model *m, float *logits, float *losses, const int32_t *targets,
+                         int64_t n, int64_t classes, ddpc_model_output *out);
+
+#endif

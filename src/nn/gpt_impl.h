@@ -1,0 +1,49 @@
+/* Private to the gpt model: parameter indices and the activation pointers that forward saves
+ * for backward. Shapes: B batch, T block_size, C n_embd, NH n_head, V vocabulary. */
+#ifndef DDPC_NN_GPT_IMPL_H
+#define DDPC_NN_GPT_IMPL_H
+
+#include "nn/model_impl.h"
+
+typedef struct {
+    int ln1w, ln1b, qkvw, qkvb, projw, projb, ln2w, ln2b, fcw, fcb, fcprojw, fcprojb;
+} gpt_layer_params;
+
+typedef struct {
+    float *ln1, *ln1_mean, *ln1_rstd; /* (B,T,C), (B,T), (B,T) */
+    float *qkv;                       /* (B,T,3C) */
+    float *att;                       /* (B,NH,T,T) */
+    float *atty;                      /* (B,T,C) */
+    float *res2;                      /* (B,T,C) residual after attention */
+    float *ln2, *ln2_mean, *ln2_rstd; /* (B,T,C), (B,T), (B,T) */
+    float *fch, *fch_gelu;            /* (B,T,4C) */
+    float *res3;                      /* (B,T,C) residual after the MLP: the block's output */
+} gpt_layer_acts;
+
+typedef struct {
+    int wte, wpe, lnfw, lnfb;
+    gpt_layer_params layer[DDPC_MODEL_MAX_LAYERS];
+    /* Set by forward. */
+    gpt_layer_acts acts[DDPC_MODEL_MAX_LAYERS];
+    float *encoded;                   /* (B,T,C) */
+    float *lnf, *lnf_mean, *lnf_rstd; /* (B,T,C), (B,T), (B,T) */
+    float *logits;                    /* (B,T,V), softmax in place */
+    float *losses;                    /* (B,T) */
+    float *ws;                        /* attention workspace */
+    /* Backward temporaries. */
+    float *dlogits;                   /* (B,T,V) */
+    float *dres, *dbranch, *dln, *datty; /* (B,T,C) */
+    float *dqkv;                      /* (B,T,3C) */
+    float *dfch, *dfch_gelu;          /* (B,T,4C) */
+    const int32_t *tokens, *targets;
+    int64_t B, n_valid;
+    bool training;
+    uint64_t rng_stream;
+} gpt_impl;
+
+size_t ddpc__gpt_arena_floats(const ddpc_model *m, int64_t n);
+ddpc_status ddpc__gpt_forward(ddpc_model *m, const ddpc_model_input *in, bool training,
+                              ddpc_model_output *out);
+void ddpc__gpt_backward(ddpc_model *m, float dloss);
+
+#endif

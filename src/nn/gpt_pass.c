@@ -1,0 +1,180 @@
+/* gpt forward and backward passes over the arena. Forward carves the activations in a fixed
+ * order, so arena_floats() and forward() must agree: both walk carve_all(). Backward keeps one
+ * running residual gradient `dres` and accumulates each branch's input gradient into it. */
+#include "nn/gpt_impl.h"
+
+#include <ddpc/kernels.h>
+
+#define P(idx) ddpc__param_ptr(m, (idx))
+#define G(idx) ddpc__grad_ptr(m, (idx))
+
+/* Carves every buffer for a batch of B from `base` (NULL: only counts). Returns floats used. */
+static size_t carve_all(const ddpc_model *m, gpt_impl *g, int64_t B, float *base)
+{
+    const ddpc_model_config *c = &m->cfg;
+    size_t T = (size_t)c->block_size, C = (size_t)c->n_embd, V = (size_t)c->num_classes;
+    size_t NH = (size_t)c->n_head, BT = (size_t)B * T;
+    float *p = base;
+#define TAKE(field, count) do { float *t_ = ddpc__take(&p, (count)); if (g) g->field = t_; } while (0)
+    TAKE(encoded, BT * C);
+    for (int l = 0; l < c->n_layer; l++) {
+        TAKE(acts[l].ln1, BT * C);
+        TAKE(acts[l].ln1_mean, BT);
+        TAKE(acts[l].ln1_rstd, BT);
+        TAKE(acts[l].qkv, BT * 3 * C);
+        TAKE(acts[l].att, (size_t)B * NH * T * T);
+        TAKE(acts[l].atty, BT * C);
+        TAKE(acts[l].res2, BT * C);
+        TAKE(acts[l].ln2, BT * C);
+        TAKE(acts[l].ln2_mean, BT);
+        TAKE(acts[l].ln2_rstd, BT);
+        TAKE(acts[l].fch, BT * 4 * C);
+        TAKE(acts[l].fch_gelu, BT * 4 * C);
+        TAKE(acts[l].res3, BT * C);
+    }
+    TAKE(lnf, BT * C);
+    TAKE(lnf_mean, BT);
+    TAKE(lnf_rstd, BT);
+    TAKE(logits, BT * V);
+    TAKE(losses, BT);
+    TAKE(ws, ddpc_attention_workspace_floats(B, c->block_size, c->n_embd, c->n_head));
+    TAKE(dlogits, BT * V);
+    TAKE(dres, BT * C);
+    TAKE(dbranch, BT * C);
+    TAKE(dln, BT * C);
+    TAKE(datty, BT * C);
+    TAKE(dqkv, BT * 3 * C);
+    TAKE(dfch, BT * 4 * C);
+    TAKE(dfch_gelu, BT * 4 * C);
+#undef TAKE
+    return (size_t)(p - base);
+}
+
+size_t ddpc__gpt_arena_floats(const ddpc_model *m, int64_t n)
+{
+    return carve_all(m, NULL, n, NULL);
+}
+
+static void block_forward(ddpc_model *m, gpt_impl *g, int l, const float *x, int64_t BT, int64_t B)
+{
+    const ddpc_model_config *c = &m->cfg;
+    int64_t C = c->n_embd, T = c->block_size;
+    const gpt_layer_params *p = &g->layer[l];
+    gpt_layer_acts *a = &g->acts[l];
+    float drop = g->training ? c->dropout : 0.0f;
+    ddpc_layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, x, P(p->ln1w), P(p->ln1b), BT, C);
+    ddpc_linear_forward(a->qkv, a->ln1, P(p->qkvw), P(p->qkvb), BT, C, 3 * C);
+    ddpc_attention_forward(a->atty, a->att, a->qkv, B, T, C, c->n_head, g->ws);
+    /* res2 holds the attention branch first, then the residual sum. */
+    ddpc_linear_forward(a->res2, a->atty, P(p->projw), P(p->projb), BT, C, C);
+    if (drop > 0.0f)
+        ddpc_dropout_forward(a->res2, a->res2, BT * C, drop, c->seed, g->rng_stream * 64 + 2 * (uint64_t)l);
+    ddpc_add_f32(a->res2, a->res2, x, BT * C);
+    ddpc_layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, P(p->ln2w), P(p->ln2b), BT, C);
+    ddpc_linear_forward(a->fch, a->ln2, P(p->fcw), P(p->fcb), BT, C, 4 * C);
+    ddpc_gelu_forward(a->fch_gelu, a->fch, BT * 4 * C);
+    ddpc_linear_forward(a->res3, a->fch_gelu, P(p->fcprojw), P(p->fcprojb), BT, 4 * C, C);
+    if (drop > 0.0f)
+        ddpc_dropout_forward(a->res3, a->res3, BT * C, drop, c->seed, g->rng_stream * 64 + 2 * (uint64_t)l + 1);
+    ddpc_add_f32(a->res3, a->res3, a->res2, BT * C);
+}
+
+ddpc_status ddpc__gpt_forward(ddpc_model *m, const ddpc_model_input *in, bool training,
+                              ddpc_model_output *out)
+{
+    gpt_impl *g = m->impl;
+    const ddpc_model_config *c = &m->cfg;
+    int64_t B = in->n, T = c->block_size, C = c->n_embd, V = c->num_classes, BT = B * T;
+    if (!in->tokens)
+        return ddpc_errorf(DDPC_EINVAL, "gpt forward needs token inputs");
+    for (int64_t i = 0; i < BT; i++)
+        if (in->tokens[i] < 0 || in->tokens[i] >= V)
+            return ddpc_errorf(DDPC_EINVAL, "token %d at position %lld is outside the vocabulary of %lld",
+                               in->tokens[i], (long long)i, (long long)V);
+    carve_all(m, g, B, m->arena);
+    g->B = B;
+    g->training = training;
+    g->rng_stream = in->rng_stream;
+    g->tokens = in->tokens;
+    g->targets = in->targets;
+    ddpc_embedding_forward(g->encoded, in->tokens, P(g->wte), P(g->wpe), B, T, C);
+    const float *x = g->encoded;
+    for (int l = 0; l < c->n_layer; l++) {
+        block_forward(m, g, l, x, BT, B);
+        x = g->acts[l].res3;
+    }
+    ddpc_layernorm_forward(g->lnf, g->lnf_mean, g->lnf_rstd, x, P(g->lnfw), P(g->lnfb), BT, C);
+    ddpc_linear_forward(g->logits, g->lnf, P(g->wte), NULL, BT, C, V);
+    m->probs = g->logits;
+    *out = (ddpc_model_output){0};
+    if (!in->targets) {
+        ddpc__softmax_rows(g->logits, BT, V);
+        return DDPC_OK;
+    }
+    out->n_correct = ddpc_argmax_correct(g->logits, in->targets, BT, V, -1);
+    out->loss = ddpc_cross_entropy_forward(g->logits, g->losses, g->logits, in->targets, BT, V, -1,
+                                           &out->n_valid);
+    g->n_valid = out->n_valid;
+    return DDPC_OK;
+}
+
+/* Gradient through an (optional) dropout into `tmp`; returns the buffer that holds it. */
+static const float *through_dropout(const ddpc_model *m, const gpt_impl *g, const float *d,
+                                    float *tmp, int64_t n, uint64_t site)
+{
+    float drop = g->training ? m->cfg.dropout : 0.0f;
+    if (drop <= 0.0f)
+        return d;
+    ddpc_fill_f32(tmp, 0.0f, n);
+    ddpc_dropout_backward(tmp, d, n, drop, m->cfg.seed, g->rng_stream * 64 + site);
+    return tmp;
+}
+
+static void block_backward(ddpc_model *m, gpt_impl *g, int l, const float *x, int64_t BT, int64_t B)
+{
+    const ddpc_model_config *c = &m->cfg;
+    int64_t C = c->n_embd, T = c->block_size;
+    const gpt_layer_params *p = &g->layer[l];
+    const gpt_layer_acts *a = &g->acts[l];
+    /* res3 = res2 + mlp(ln2(res2)): dres passes through and gains the MLP branch's gradient. */
+    const float *dproj = through_dropout(m, g, g->dres, g->dbranch, BT * C, 2 * (uint64_t)l + 1);
+    ddpc_fill_f32(g->dfch_gelu, 0.0f, BT * 4 * C);
+    ddpc_linear_backward(g->dfch_gelu, G(p->fcprojw), G(p->fcprojb), dproj, a->fch_gelu,
+                         P(p->fcprojw), BT, 4 * C, C);
+    ddpc_fill_f32(g->dfch, 0.0f, BT * 4 * C);
+    ddpc_gelu_backward(g->dfch, g->dfch_gelu, a->fch, BT * 4 * C);
+    ddpc_fill_f32(g->dln, 0.0f, BT * C);
+    ddpc_linear_backward(g->dln, G(p->fcw), G(p->fcb), g->dfch, a->ln2, P(p->fcw), BT, C, 4 * C);
+    ddpc_layernorm_backward(g->dres, G(p->ln2w), G(p->ln2b), g->dln, a->res2, P(p->ln2w),
+                            a->ln2_mean, a->ln2_rstd, BT, C);
+    /* res2 = x + attn(ln1(x)). */
+    dproj = through_dropout(m, g, g->dres, g->dbranch, BT * C, 2 * (uint64_t)l);
+    ddpc_fill_f32(g->datty, 0.0f, BT * C);
+    ddpc_linear_backward(g->datty, G(p->projw), G(p->projb), dproj, a->atty, P(p->projw), BT, C, C);
+    ddpc_fill_f32(g->dqkv, 0.0f, BT * 3 * C);
+    ddpc_attention_backward(g->dqkv, g->datty, a->qkv, a->att, B, T, C, c->n_head, g->ws);
+    ddpc_fill_f32(g->dln, 0.0f, BT * C);
+    ddpc_linear_backward(g->dln, G(p->qkvw), G(p->qkvb), g->dqkv, a->ln1, P(p->qkvw), BT, C, 3 * C);
+    ddpc_layernorm_backward(g->dres, G(p->ln1w), G(p->ln1b), g->dln, x, P(p->ln1w), a->ln1_mean,
+                            a->ln1_rstd, BT, C);
+}
+
+void ddpc__gpt_backward(ddpc_model *m, float dloss)
+{
+    gpt_impl *g = m->impl;
+    const ddpc_model_config *c = &m->cfg;
+    int64_t B = g->B, T = c->block_size, C = c->n_embd, V = c->num_classes, BT = B * T;
+    ddpc_fill_f32(g->dlogits, 0.0f, BT * V);
+    ddpc_cross_entropy_backward(g->dlogits, g->logits, g->targets, BT, V, -1, g->n_valid, dloss);
+    ddpc_fill_f32(g->dln, 0.0f, BT * C);
+    ddpc_linear_backward(g->dln, G(g->wte), NULL, g->dlogits, g->lnf, P(g->wte), BT, C, V);
+    const float *last = c->n_layer > 0 ? g->acts[c->n_layer - 1].res3 : g->encoded;
+    ddpc_fill_f32(g->dres, 0.0f, BT * C);
+    ddpc_layernorm_backward(g->dres, G(g->lnfw), G(g->lnfb), g->dln, last, P(g->lnfw), g->lnf_mean,
+                            g->lnf_rstd, BT, C);
+    for (int l = (int)c->n_layer - 1; l >= 0; l--) {
+        const float *x = l > 0 ? g->acts[l - 1].res3 : g->encoded;
+        block_backward(m, g, l, x, BT, B);
+    }
+    ddpc_embedding_backward(G(g->wte), G(g->wpe), g->dres, g->tokens, B, T, C);
+}

@@ -1,0 +1,82 @@
+/* "mlp": images flattened to (n, c*h*w), then Linear+ReLU per hidden size, then Linear to the
+ * classes. Parameters "fc.<i>.weight" (out, in) and "fc.<i>.bias" (out). */
+#include "nn/fc_stack.h"
+
+#include <ddpc/alloc.h>
+#include <ddpc/kernels.h>
+
+typedef struct {
+    ddpc__fc_stack fc;
+    float *dlogits; /* (n, classes) */
+    const int32_t *targets;
+    float *losses;
+    int64_t n_valid;
+} mlp_impl;
+
+static ddpc_status mlp_build(ddpc_model *m)
+{
+    const ddpc_model_config *c = &m->cfg;
+    if (c->in_channels <= 0 || c->in_height <= 0 || c->in_width <= 0 || c->num_classes <= 1)
+        return ddpc_errorf(DDPC_EINVAL, "mlp needs positive input dims and at least 2 classes");
+    mlp_impl *impl = ddpc_calloc(1, sizeof *impl);
+    if (!impl)
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory building mlp");
+    m->impl = impl;
+    int64_t in = c->in_channels * c->in_height * c->in_width;
+    DDPC_TRY(ddpc__fc_stack_build(&impl->fc, m, "fc", in, c->hidden, c->n_hidden, c->num_classes));
+    m->train_flops_per_sample = ddpc__fc_stack_flops(&impl->fc);
+    m->outputs_per_sample = c->num_classes;
+    return DDPC_OK;
+}
+
+static void mlp_init(ddpc_model *m)
+{
+    ddpc__fc_stack_init(&((mlp_impl *)m->impl)->fc, m);
+}
+
+static size_t mlp_arena_floats(const ddpc_model *m, int64_t n)
+{
+    const mlp_impl *impl = m->impl;
+    return ddpc__fc_stack_arena_floats(&impl->fc, n) + 2 * ddpc__round16((size_t)(n * m->cfg.num_classes));
+}
+
+static ddpc_status mlp_forward(ddpc_model *m, const ddpc_model_input *in, bool training,
+                               ddpc_model_output *out)
+{
+    mlp_impl *impl = m->impl;
+    if (!in->x)
+        return ddpc_errorf(DDPC_EINVAL, "mlp forward needs image inputs");
+    float *arena = m->arena;
+    float *logits = ddpc__fc_stack_forward(&impl->fc, m, in->x, in->n, training, in->rng_stream, &arena);
+    impl->dlogits = ddpc__take(&arena, (size_t)(in->n * m->cfg.num_classes));
+    impl->losses = ddpc__take(&arena, (size_t)in->n);
+    impl->targets = in->targets;
+    ddpc__classify_loss(m, logits, impl->losses, in->targets, in->n, m->cfg.num_classes, out);
+    impl->n_valid = out->n_valid;
+    return DDPC_OK;
+}
+
+static void mlp_backward(ddpc_model *m, float dloss)
+{
+    mlp_impl *impl = m->impl;
+    int64_t n = impl->fc.n, k = m->cfg.num_classes;
+    ddpc_fill_f32(impl->dlogits, 0.0f, n * k);
+    ddpc_cross_entropy_backward(impl->dlogits, m->probs, impl->targets, n, k, -1, impl->n_valid,
+                                dloss);
+    ddpc__fc_stack_backward(&impl->fc, m, impl->dlogits, NULL);
+}
+
+static void mlp_destroy(ddpc_model *m)
+{
+    ddpc_free(m->impl);
+}
+
+const ddpc__model_ops ddpc__mlp_ops = {
+    .name = "mlp",
+    .build = mlp_build,
+    .init = mlp_init,
+    .arena_floats = mlp_arena_floats,
+    .forward = mlp_forward,
+    .backward = mlp_backward,
+    .destroy = mlp_destroy,
+};

@@ -1,0 +1,184 @@
+/* The model registry and the parts every model shares: parameter registration into one flat
+ * buffer, the activation arena (grown only when a larger batch arrives), forward/backward
+ * dispatch. Invariant: tensors[i].offset increases with i and views never overlap. */
+#include "nn/model_impl.h"
+
+#include <ddpc/alloc.h>
+#include <ddpc/kernels.h>
+#include <ddpc/rng.h>
+
+#include <stdio.h>
+#include <string.h>
+
+static const ddpc__model_ops *const registry[] = {&ddpc__mlp_ops, &ddpc__cnn_ops, &ddpc__gpt_ops};
+#define N_REGISTRY (sizeof registry / sizeof registry[0])
+
+ddpc_model_config ddpc_model_config_default(void)
+{
+    return (ddpc_model_config){
+        .type = "mlp",
+        .in_channels = 1, .in_height = 28, .in_width = 28, .num_classes = 10,
+        .hidden = {256, 128}, .n_hidden = 2,
+        .channels = {32, 64}, .n_channels = 2, .kernel_size = 3,
+        .n_layer = 4, .n_head = 4, .n_embd = 256, .block_size = 128,
+        .dropout = 0.0f, .seed = 1337,
+    };
+}
+
+const char *ddpc_model_types(void)
+{
+    return "mlp, cnn, gpt";
+}
+
+int ddpc__model_add_param(ddpc_model *m, const char *name, int ndim, const int64_t *shape,
+                          bool decay)
+{
+    if (m->n_tensors == m->cap_tensors) {
+        size_t cap = m->cap_tensors ? 2 * m->cap_tensors : 16;
+        ddpc_param *t = ddpc_malloc(cap * sizeof *t);
+        if (!t)
+            return -1;
+        if (m->n_tensors)
+            memcpy(t, m->tensors, m->n_tensors * sizeof *t);
+        ddpc_free(m->tensors);
+        m->tensors = t;
+        m->cap_tensors = cap;
+    }
+    ddpc_param *p = &m->tensors[m->n_tensors];
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "%s", name);
+    p->ndim = ndim;
+    p->numel = 1;
+    for (int i = 0; i < ndim; i++) {
+        p->shape[i] = shape[i];
+        p->numel *= (size_t)shape[i];
+    }
+    /* 16-float alignment keeps every view 64-byte aligned for vector loads. */
+    p->offset = m->n_params;
+    p->decay = decay;
+    m->n_params += ddpc__round16(p->numel);
+    return (int)m->n_tensors++;
+}
+
+void ddpc__init_uniform(float *w, size_t n, float bound, uint64_t seed, uint64_t stream)
+{
+    for (size_t i = 0; i < n; i++)
+        w[i] = (2.0f * ddpc_rng_uniform_at(seed, stream, i) - 1.0f) * bound;
+}
+
+void ddpc__init_normal(float *w, size_t n, float std, uint64_t seed, uint64_t stream)
+{
+    ddpc_rng r = ddpc_rng_make(seed, stream);
+    for (size_t i = 0; i < n; i++)
+        w[i] = std * ddpc_rng_normal(&r);
+}
+
+static ddpc_status allocate_buffers(ddpc_model *m)
+{
+    m->params = ddpc_calloc(m->n_params, sizeof(float));
+    m->grads = ddpc_calloc(m->n_params, sizeof(float));
+    m->decay_mask = ddpc_calloc(m->n_params, 1);
+    if (!m->params || !m->grads || !m->decay_mask)
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory for %zu model parameters", m->n_params);
+    for (size_t i = 0; i < m->n_tensors; i++)
+        if (m->tensors[i].decay)
+            memset(m->decay_mask + m->tensors[i].offset, 1, m->tensors[i].numel);
+    return DDPC_OK;
+}
+
+ddpc_status ddpc_model_create(ddpc_model **out, const ddpc_model_config *cfg)
+{
+    *out = NULL;
+    const ddpc__model_ops *ops = NULL;
+    for (size_t i = 0; i < N_REGISTRY; i++)
+        if (strcmp(registry[i]->name, cfg->type) == 0)
+            ops = registry[i];
+    if (!ops)
+        return ddpc_errorf(DDPC_EINVAL, "unknown model type '%s' (choose one of: %s)", cfg->type,
+                           ddpc_model_types());
+    if (cfg->dropout < 0.0f || cfg->dropout >= 1.0f)
+        return ddpc_errorf(DDPC_EINVAL, "model dropout must be in [0, 1), got %g", cfg->dropout);
+    ddpc_model *m = ddpc_calloc(1, sizeof *m);
+    if (!m)
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory creating a %s model", cfg->type);
+    m->ops = ops;
+    m->cfg = *cfg;
+    ddpc_status s = ops->build(m);
+    if (s == DDPC_OK)
+        s = allocate_buffers(m);
+    if (s != DDPC_OK) {
+        ddpc_model_destroy(m);
+        return s;
+    }
+    ops->init(m);
+    *out = m;
+    return DDPC_OK;
+}
+
+void ddpc_model_destroy(ddpc_model *m)
+{
+    if (!m)
+        return;
+    if (m->ops && m->ops->destroy)
+        m->ops->destroy(m);
+    ddpc_free(m->tensors);
+    ddpc_free(m->params);
+    ddpc_free(m->grads);
+    ddpc_free(m->decay_mask);
+    ddpc_free(m->arena);
+    ddpc_free(m);
+}
+
+const ddpc_model_config *ddpc_model_config_of(const ddpc_model *m) { return &m->cfg; }
+size_t ddpc_model_num_params(const ddpc_model *m) { return m->n_params; }
+float *ddpc_model_params(ddpc_model *m) { return m->params; }
+float *ddpc_model_grads(ddpc_model *m) { return m->grads; }
+const uint8_t *ddpc_model_decay_mask(const ddpc_model *m) { return m->decay_mask; }
+size_t ddpc_model_num_tensors(const ddpc_model *m) { return m->n_tensors; }
+const ddpc_param *ddpc_model_tensor(const ddpc_model *m, size_t i) { return &m->tensors[i]; }
+double ddpc_model_train_flops_per_sample(const ddpc_model *m) { return m->train_flops_per_sample; }
+int64_t ddpc_model_outputs_per_sample(const ddpc_model *m) { return m->outputs_per_sample; }
+const float *ddpc_model_probs(const ddpc_model *m) { return m->probs; }
+
+void ddpc_model_zero_grad(ddpc_model *m)
+{
+    ddpc_fill_f32(m->grads, 0.0f, (int64_t)m->n_params);
+}
+
+static ddpc_status reserve_arena(ddpc_model *m, int64_t n)
+{
+    size_t need = m->ops->arena_floats(m, n);
+    if (need <= m->arena_floats)
+        return DDPC_OK;
+    float *a = ddpc_malloc(need * sizeof(float));
+    if (!a)
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory for activations of a batch of %lld",
+                           (long long)n);
+    ddpc_free(m->arena);
+    m->arena = a;
+    m->arena_floats = need;
+    return DDPC_OK;
+}
+
+ddpc_status ddpc_model_forward(ddpc_model *m, const ddpc_model_input *in, bool training,
+                               ddpc_model_output *out)
+{
+    if (in->n <= 0)
+        return ddpc_errorf(DDPC_EINVAL, "model forward needs a batch of at least 1, got %lld",
+                           (long long)in->n);
+    DDPC_TRY(reserve_arena(m, in->n));
+    ddpc_model_output local = {0};
+    m->last_n = 0;
+    DDPC_TRY(m->ops->forward(m, in, training, out ? out : &local));
+    if (in->targets)
+        m->last_n = in->n;
+    return DDPC_OK;
+}
+
+ddpc_status ddpc_model_backward(ddpc_model *m, float dloss)
+{
+    if (m->last_n == 0)
+        return ddpc_errorf(DDPC_EINVAL, "model backward needs a forward pass with targets first");
+    m->ops->backward(m, dloss);
+    return DDPC_OK;
+}

@@ -1,0 +1,67 @@
+/* Private model machinery shared by the model files: the per-type operation table, parameter
+ * registration while building, and the activation arena. A model type registers its parameters
+ * in forward order from build(), then model.c allocates the buffers once and calls init(). */
+#ifndef DDPC_NN_MODEL_IMPL_H
+#define DDPC_NN_MODEL_IMPL_H
+
+#include <ddpc/nn.h>
+
+typedef struct {
+    const char *name;
+    /* Validates cfg, registers parameters (ddpc__model_add_param) and sets m->impl. */
+    ddpc_status (*build)(ddpc_model *m);
+    /* Fills the freshly allocated parameter buffer from m->cfg.seed. */
+    void (*init)(ddpc_model *m);
+    /* Arena floats that forward + backward need for a batch of n. */
+    size_t (*arena_floats)(const ddpc_model *m, int64_t n);
+    ddpc_status (*forward)(ddpc_model *m, const ddpc_model_input *in, bool training,
+                           ddpc_model_output *out);
+    void (*backward)(ddpc_model *m, float dloss);
+    void (*destroy)(ddpc_model *m);
+} ddpc__model_ops;
+
+struct ddpc_model {
+    const ddpc__model_ops *ops;
+    ddpc_model_config cfg;
+    void *impl;
+    ddpc_param *tensors; /* (n_tensors) */
+    size_t n_tensors, cap_tensors;
+    size_t n_params;
+    float *params;       /* (n_params) */
+    float *grads;        /* (n_params) */
+    uint8_t *decay_mask; /* (n_params) */
+    float *arena;        /* (arena_floats) activations, scratch, backward temporaries */
+    size_t arena_floats;
+    const float *probs;  /* set by forward: (n, outputs_per_sample) */
+    int64_t last_n;      /* batch of the last forward with targets, 0 if none */
+    double train_flops_per_sample;
+    int64_t outputs_per_sample;
+};
+
+/* Registers a parameter of the given shape; returns its index, or -1 on out-of-memory. */
+int ddpc__model_add_param(ddpc_model *m, const char *name, int ndim, const int64_t *shape,
+                          bool decay);
+static inline float *ddpc__param_ptr(ddpc_model *m, int idx) { return m->params + m->tensors[idx].offset; }
+static inline float *ddpc__grad_ptr(ddpc_model *m, int idx) { return m->grads + m->tensors[idx].offset; }
+
+/* Bump allocation in the arena: returns p and advances it by `count` floats rounded up to 16. */
+static inline float *ddpc__take(float **p, size_t count)
+{
+    float *r = *p;
+    *p += (count + 15) & ~(size_t)15;
+    return r;
+}
+static inline size_t ddpc__round16(size_t count) { return (count + 15) & ~(size_t)15; }
+
+/* Initialisers (deterministic from seed and the parameter's index). */
+void ddpc__init_uniform(float *w, size_t n, float bound, uint64_t seed, uint64_t stream);
+void ddpc__init_normal(float *w, size_t n, float std, uint64_t seed, uint64_t stream);
+
+/* x (n, classes) = softmax of each row, in place. */
+void ddpc__softmax_rows(float *x, int64_t n, int64_t classes);
+
+extern const ddpc__model_ops ddpc__mlp_ops;
+extern const ddpc__model_ops ddpc__cnn_ops;
+extern const ddpc__model_ops ddpc__gpt_ops;
+
+#endif

@@ -1,0 +1,45 @@
+/* metrics.jsonl: one JSON object per line, appended and flushed as each event happens, so a
+ * crashed run keeps everything it logged. Also creates the run directory. */
+#include "train/trainer_impl.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+
+ddpc_status ddpc__make_dirs(const char *path)
+{
+    char buf[1024];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+        return ddpc_errorf(DDPC_EINVAL, "directory path too long: '%s'", path);
+    for (char *p = buf + 1;; p++) {
+        if (*p == '/' || *p == '\0') {
+            char saved = *p;
+            *p = '\0';
+            if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+                return ddpc_errorf(DDPC_EIO, "cannot create directory '%s': %s", buf, strerror(errno));
+            *p = saved;
+            if (saved == '\0')
+                break;
+        }
+    }
+    return DDPC_OK;
+}
+
+ddpc_status ddpc__metrics_open(ddpc_trainer *t)
+{
+    DDPC_TRY(ddpc__make_dirs(t->set.run_dir));
+    char path[1100];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", t->set.run_dir);
+    t->metrics = fopen(path, "w");
+    if (!t->metrics)
+        return ddpc_errorf(DDPC_EIO, "cannot write '%s': %s", path, strerror(errno));
+    return DDPC_OK;
+}
+
+void ddpc__metrics_write(ddpc_trainer *t, const char *json_fields)
+{
+    if (!t->metrics)
+        return;
+    fprintf(t->metrics, "{%s}\n", json_fields);
+    fflush(t->metrics);
+}

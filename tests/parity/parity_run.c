@@ -1,0 +1,140 @@
+/* The ddpc half of the PyTorch parity test: builds a gpt or cnn, saves its initial weights,
+ * deterministic batches, the gradients of step 1 and the losses of 10 AdamW steps under OUT_DIR;
+ * tests/parity/parity.py replays the same steps in PyTorch and compares.
+ * usage: parity_run gpt|cnn OUT_DIR */
+#include <ddpc/alloc.h>
+#include <ddpc/kernels.h>
+#include <ddpc/nn.h>
+#include <ddpc/optim.h>
+#include <ddpc/rng.h>
+#include <ddpc/safetensors.h>
+#include <ddpc/weights.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#define STEPS 10
+
+typedef struct {
+    int64_t batch, in_floats, target_count; /* per batch */
+    bool tokens;
+    int64_t vocab;
+} batch_shape;
+
+static ddpc_status make_model(const char *type, ddpc_model **m, batch_shape *bs)
+{
+    ddpc_model_config c = ddpc_model_config_default();
+    snprintf(c.type, sizeof c.type, "%s", type);
+    c.seed = 7;
+    if (strcmp(type, "gpt") == 0) {
+        c.num_classes = 256, c.n_layer = 2, c.n_head = 4, c.n_embd = 64, c.block_size = 32;
+        *bs = (batch_shape){.batch = 4, .in_floats = 4 * 32, .target_count = 4 * 32, .tokens = true, .vocab = 256};
+    } else {
+        c.channels[0] = 32, c.channels[1] = 64, c.n_channels = 2, c.kernel_size = 3;
+        c.hidden[0] = 128, c.n_hidden = 1;
+        *bs = (batch_shape){.batch = 8, .in_floats = 8 * 28 * 28, .target_count = 8, .vocab = 10};
+    }
+    return ddpc_model_create(m, &c);
+}
+
+/* Batch i: inputs as floats (token ids are exact in fp32) and targets. */
+static void make_batch(const batch_shape *bs, int i, float *x, float *y)
+{
+    ddpc_rng r = ddpc_rng_make(11, (uint64_t)i);
+    for (int64_t k = 0; k < bs->in_floats; k++)
+        x[k] = bs->tokens ? (float)ddpc_rng_below(&r, (uint64_t)bs->vocab) : ddpc_rng_normal(&r);
+    for (int64_t k = 0; k < bs->target_count; k++)
+        y[k] = (float)ddpc_rng_below(&r, (uint64_t)bs->vocab);
+}
+
+static ddpc_status save_batches(const batch_shape *bs, const char *dir)
+{
+    float *buf = ddpc_malloc((size_t)(STEPS * (bs->in_floats + bs->target_count)) * sizeof(float));
+    if (!buf)
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory for batches");
+    ddpc_st_tensor ts[2 * STEPS];
+    char names[2 * STEPS][32];
+    for (int i = 0; i < STEPS; i++) {
+        float *x = buf + i * (bs->in_floats + bs->target_count), *y = x + bs->in_floats;
+        make_batch(bs, i, x, y);
+        snprintf(names[2 * i], 32, "x.%d", i);
+        snprintf(names[2 * i + 1], 32, "y.%d", i);
+        ts[2 * i] = (ddpc_st_tensor){.name = names[2 * i], .ndim = 1, .shape = {bs->in_floats}, .data = x};
+        ts[2 * i + 1] = (ddpc_st_tensor){.name = names[2 * i + 1], .ndim = 1, .shape = {bs->target_count}, .data = y};
+    }
+    char path[1024];
+    snprintf(path, sizeof path, "%s/batches.safetensors", dir);
+    ddpc_status s = ddpc_safetensors_write(path, ts, 2 * STEPS, NULL, NULL, 0);
+    ddpc_free(buf);
+    return s;
+}
+
+static ddpc_status run(const char *type, const char *dir)
+{
+    ddpc_model *m = NULL;
+    batch_shape bs;
+    DDPC_TRY(make_model(type, &m, &bs));
+    char path[1024];
+    snprintf(path, sizeof path, "%s/init.safetensors", dir);
+    ddpc_status s = ddpc_weights_save(m, ddpc_model_params(m), path);
+    if (s == DDPC_OK)
+        s = save_batches(&bs, dir);
+    ddpc_optim_config oc = ddpc_optim_config_default();
+    oc.type = DDPC_OPTIM_ADAMW, oc.lr = 1e-3f, oc.weight_decay = 0.1f;
+    ddpc_optim *opt = NULL;
+    if (s == DDPC_OK)
+        s = ddpc_optim_create(&opt, &oc, ddpc_model_num_params(m));
+    float *x = ddpc_malloc((size_t)bs.in_floats * sizeof(float));
+    float *y = ddpc_malloc((size_t)bs.target_count * sizeof(float));
+    int32_t *tok = ddpc_malloc((size_t)bs.in_floats * sizeof(int32_t));
+    int32_t *tgt = ddpc_malloc((size_t)bs.target_count * sizeof(int32_t));
+    snprintf(path, sizeof path, "%s/losses.txt", dir);
+    FILE *losses = s == DDPC_OK ? fopen(path, "w") : NULL;
+    if (s == DDPC_OK && (!x || !y || !tok || !tgt || !losses))
+        s = ddpc_errorf(DDPC_EIO, "cannot prepare buffers or '%s'", path);
+    for (int i = 0; i < STEPS && s == DDPC_OK; i++) {
+        make_batch(&bs, i, x, y);
+        for (int64_t k = 0; k < bs.in_floats; k++)
+            tok[k] = (int32_t)x[k];
+        for (int64_t k = 0; k < bs.target_count; k++)
+            tgt[k] = (int32_t)y[k];
+        ddpc_model_input in = {.n = bs.batch, .x = bs.tokens ? NULL : x,
+                               .tokens = bs.tokens ? tok : NULL, .targets = tgt};
+        ddpc_model_output out;
+        ddpc_model_zero_grad(m);
+        s = ddpc_model_forward(m, &in, true, &out);
+        if (s == DDPC_OK)
+            s = ddpc_model_backward(m, 1.0f);
+        if (s == DDPC_OK && i == 0) {
+            snprintf(path, sizeof path, "%s/grads1.safetensors", dir);
+            s = ddpc_weights_save(m, ddpc_model_grads(m), path);
+        }
+        if (s == DDPC_OK) {
+            ddpc_optim_step(opt, ddpc_model_params(m), ddpc_model_grads(m), ddpc_model_decay_mask(m), oc.lr);
+            fprintf(losses, "%.9g\n", out.loss);
+        }
+    }
+    if (losses)
+        fclose(losses);
+    ddpc_free(x);
+    ddpc_free(y);
+    ddpc_free(tok);
+    ddpc_free(tgt);
+    ddpc_optim_destroy(opt);
+    ddpc_model_destroy(m);
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3 || (strcmp(argv[1], "gpt") != 0 && strcmp(argv[1], "cnn") != 0)) {
+        fprintf(stderr, "usage: parity_run gpt|cnn OUT_DIR\n");
+        return 2;
+    }
+    ddpc_kernels_set_threads(1);
+    if (run(argv[1], argv[2]) != DDPC_OK) {
+        fprintf(stderr, "parity_run: %s\n", ddpc_last_error());
+        return 1;
+    }
+    return 0;
+}

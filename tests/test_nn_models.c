@@ -1,0 +1,228 @@
+/* Model tests: parameter layout, whole-model gradients against central finite differences
+ * (small mlp, cnn and gpt, dropout off and on), determinism, and no allocation after warm-up. */
+#include <ddpc/alloc.h>
+#include <ddpc/kernels.h>
+#include <ddpc/nn.h>
+#include <ddpc/rng.h>
+
+#include "check.h"
+
+static ddpc_model *make(ddpc_model_config c)
+{
+    ddpc_model *m = NULL;
+    ddpc_status s = ddpc_model_create(&m, &c);
+    if (s != DDPC_OK)
+        fprintf(stderr, "create failed: %s\n", ddpc_last_error());
+    return m;
+}
+
+static double loss_of(ddpc_model *m, const ddpc_model_input *in)
+{
+    ddpc_model_output out;
+    ddpc_status s = ddpc_model_forward(m, in, true, &out);
+    CHECK_EQ_INT(s, DDPC_OK);
+    return out.loss;
+}
+
+/* Compares the analytic gradient of a sample of parameters with central differences. */
+static void check_gradients(ddpc_model *m, const ddpc_model_input *in, int samples, double tol)
+{
+    ddpc_model_zero_grad(m);
+    loss_of(m, in);
+    CHECK_EQ_INT(ddpc_model_backward(m, 1.0f), DDPC_OK);
+    float *p = ddpc_model_params(m);
+    const float *g = ddpc_model_grads(m);
+    ddpc_rng r = ddpc_rng_make(99, 0);
+    double worst = 0;
+    for (size_t t = 0; t < ddpc_model_num_tensors(m); t++) {
+        const ddpc_param *prm = ddpc_model_tensor(m, t);
+        for (int k = 0; k < samples; k++) {
+            size_t i = prm->offset + (size_t)ddpc_rng_below(&r, prm->numel);
+            float saved = p[i];
+            float eps = 1e-2f * (fabsf(saved) > 1.0f ? fabsf(saved) : 1.0f);
+            p[i] = saved + eps;
+            double lp = loss_of(m, in);
+            p[i] = saved - eps;
+            double lm = loss_of(m, in);
+            p[i] = saved;
+            double fd = (lp - lm) / (2.0 * eps);
+            double err = fabs(fd - g[i]) / (fabs(fd) + fabs(g[i]) + 1e-3);
+            if (err > worst)
+                worst = err;
+            if (err > tol)
+                fprintf(stderr, "  %s[%zu]: analytic %.6g vs numeric %.6g\n", prm->name,
+                        i - prm->offset, g[i], fd);
+        }
+    }
+    CHECK(worst <= tol);
+}
+
+static void fill_images(float *x, int32_t *y, int64_t n, int64_t d, int64_t classes)
+{
+    ddpc_rng r = ddpc_rng_make(5, 1);
+    for (int64_t i = 0; i < n * d; i++)
+        x[i] = ddpc_rng_normal(&r);
+    for (int64_t i = 0; i < n; i++)
+        y[i] = (int32_t)ddpc_rng_below(&r, (uint64_t)classes);
+}
+
+static void test_mlp_layout_and_gradients(void)
+{
+    ddpc_model_config c = ddpc_model_config_default();
+    c.in_channels = 1, c.in_height = 3, c.in_width = 5, c.num_classes = 7;
+    c.hidden[0] = 9, c.hidden[1] = 6, c.n_hidden = 2;
+    ddpc_model *m = make(c);
+    CHECK(m != NULL);
+    if (!m)
+        return;
+    CHECK_EQ_INT(ddpc_model_num_tensors(m), 6);
+    CHECK(strcmp(ddpc_model_tensor(m, 0)->name, "fc.0.weight") == 0);
+    CHECK_EQ_INT(ddpc_model_tensor(m, 0)->shape[0], 9);
+    CHECK_EQ_INT(ddpc_model_tensor(m, 0)->shape[1], 15);
+    CHECK(!ddpc_model_tensor(m, 1)->decay);
+    for (size_t i = 1; i < ddpc_model_num_tensors(m); i++)
+        CHECK(ddpc_model_tensor(m, i)->offset >= ddpc_model_tensor(m, i - 1)->offset +
+                                                     ddpc_model_tensor(m, i - 1)->numel);
+    float x[3 * 15];
+    int32_t y[3];
+    fill_images(x, y, 3, 15, 7);
+    ddpc_model_input in = {.n = 3, .x = x, .targets = y};
+    check_gradients(m, &in, 6, 2e-2);
+    ddpc_model_destroy(m);
+}
+
+static void test_mlp_dropout_gradients(void)
+{
+    ddpc_model_config c = ddpc_model_config_default();
+    c.in_channels = 1, c.in_height = 2, c.in_width = 4, c.num_classes = 3;
+    c.hidden[0] = 11, c.n_hidden = 1, c.dropout = 0.3f;
+    ddpc_model *m = make(c);
+    if (!m)
+        return;
+    float x[4 * 8];
+    int32_t y[4];
+    fill_images(x, y, 4, 8, 3);
+    ddpc_model_input in = {.n = 4, .x = x, .targets = y, .rng_stream = 17};
+    check_gradients(m, &in, 6, 2e-2);
+    ddpc_model_destroy(m);
+}
+
+static void test_cnn_gradients(void)
+{
+    ddpc_model_config c = ddpc_model_config_default();
+    strcpy(c.type, "cnn");
+    c.in_channels = 2, c.in_height = 9, c.in_width = 7, c.num_classes = 4;
+    c.channels[0] = 3, c.channels[1] = 5, c.n_channels = 2, c.kernel_size = 3;
+    c.hidden[0] = 6, c.n_hidden = 1;
+    ddpc_model *m = make(c);
+    CHECK(m != NULL);
+    if (!m)
+        return;
+    CHECK(strcmp(ddpc_model_tensor(m, 0)->name, "conv.0.weight") == 0);
+    CHECK_EQ_INT(ddpc_model_tensor(m, 0)->ndim, 4);
+    CHECK(strcmp(ddpc_model_tensor(m, 4)->name, "fc.0.weight") == 0);
+    CHECK_EQ_INT(ddpc_model_tensor(m, 4)->shape[1], 5 * 2 * 1);
+    float x[2 * 2 * 9 * 7];
+    int32_t y[2];
+    fill_images(x, y, 2, 2 * 9 * 7, 4);
+    ddpc_model_input in = {.n = 2, .x = x, .targets = y};
+    check_gradients(m, &in, 5, 3e-2);
+    ddpc_model_destroy(m);
+}
+
+static ddpc_model *small_gpt(float dropout)
+{
+    ddpc_model_config c = ddpc_model_config_default();
+    strcpy(c.type, "gpt");
+    c.num_classes = 11, c.n_layer = 2, c.n_head = 2, c.n_embd = 8, c.block_size = 5;
+    c.dropout = dropout;
+    return make(c);
+}
+
+static void test_gpt_gradients(void)
+{
+    for (int d = 0; d < 2; d++) {
+        ddpc_model *m = small_gpt(d ? 0.2f : 0.0f);
+        CHECK(m != NULL);
+        if (!m)
+            return;
+        CHECK(strcmp(ddpc_model_tensor(m, 0)->name, "wte.weight") == 0);
+        CHECK(strcmp(ddpc_model_tensor(m, 4)->name, "blocks.0.attn.qkv.weight") == 0);
+        int32_t tok[2 * 5], tgt[2 * 5];
+        ddpc_rng r = ddpc_rng_make(3, 3);
+        for (int i = 0; i < 10; i++) {
+            tok[i] = (int32_t)ddpc_rng_below(&r, 11);
+            tgt[i] = (int32_t)ddpc_rng_below(&r, 11);
+        }
+        tgt[3] = -1; /* ignored target */
+        ddpc_model_input in = {.n = 2, .tokens = tok, .targets = tgt, .rng_stream = 4};
+        check_gradients(m, &in, 4, 3e-2);
+        ddpc_model_destroy(m);
+    }
+}
+
+static void test_gpt_rejects_bad_tokens_and_config(void)
+{
+    ddpc_model *m = small_gpt(0);
+    if (!m)
+        return;
+    int32_t tok[5] = {1, 2, 11, 0, 0};
+    ddpc_model_input in = {.n = 1, .tokens = tok, .targets = tok};
+    CHECK_EQ_INT(ddpc_model_forward(m, &in, false, NULL), DDPC_EINVAL);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "outside the vocabulary");
+    ddpc_model_destroy(m);
+    ddpc_model_config c = ddpc_model_config_default();
+    strcpy(c.type, "gpt");
+    c.n_embd = 10, c.n_head = 4;
+    ddpc_model *bad = NULL;
+    CHECK_EQ_INT(ddpc_model_create(&bad, &c), DDPC_EINVAL);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "n_head");
+    strcpy(c.type, "transformer");
+    CHECK_EQ_INT(ddpc_model_create(&bad, &c), DDPC_EINVAL);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "unknown model type 'transformer'");
+}
+
+static void test_step_allocates_nothing_after_warmup(void)
+{
+    ddpc_model *m = small_gpt(0.1f);
+    if (!m)
+        return;
+    int32_t tok[3 * 5] = {0};
+    ddpc_model_input in = {.n = 3, .tokens = tok, .targets = tok};
+    ddpc_model_output out;
+    CHECK_EQ_INT(ddpc_model_forward(m, &in, true, &out), DDPC_OK);
+    CHECK_EQ_INT(ddpc_model_backward(m, 1.0f), DDPC_OK);
+    int64_t before = ddpc_alloc_total();
+    for (int i = 0; i < 3; i++) {
+        ddpc_model_zero_grad(m);
+        CHECK_EQ_INT(ddpc_model_forward(m, &in, true, &out), DDPC_OK);
+        CHECK_EQ_INT(ddpc_model_backward(m, 1.0f), DDPC_OK);
+    }
+    CHECK_EQ_INT(ddpc_alloc_total(), before);
+    ddpc_model_destroy(m);
+}
+
+static void test_create_fails_cleanly_without_memory(void)
+{
+    int64_t live = ddpc_alloc_live();
+    for (int k = 0; k < 8; k++) {
+        ddpc_alloc_fail_after(k);
+        ddpc_model *m = small_gpt(0);
+        ddpc_alloc_fail_after(-1);
+        ddpc_model_destroy(m);
+        CHECK_EQ_INT(ddpc_alloc_live(), live);
+    }
+}
+
+int main(void)
+{
+    ddpc_kernels_set_threads(1);
+    RUN_TEST(test_mlp_layout_and_gradients);
+    RUN_TEST(test_mlp_dropout_gradients);
+    RUN_TEST(test_cnn_gradients);
+    RUN_TEST(test_gpt_gradients);
+    RUN_TEST(test_gpt_rejects_bad_tokens_and_config);
+    RUN_TEST(test_step_allocates_nothing_after_warmup);
+    RUN_TEST(test_create_fails_cleanly_without_memory);
+    return check_summary();
+}
