@@ -1,0 +1,29 @@
+/* Private to src/optim: the optimizer struct and the per-algorithm update loops.
+ * Invariant: state[0..nstate) each hold n floats from ddpc_calloc; step counts calls to
+ * ddpc_optim_step (or what set_step_count restored) and is 0 exactly when no update has happened. */
+#ifndef DDPC_OPTIM_IMPL_H
+#define DDPC_OPTIM_IMPL_H
+
+#include <ddpc/optim.h>
+
+/* Below this many elements an update runs on one thread: a parallel region costs more. */
+#define DDPC_OPTIM_PARALLEL_MIN 32768
+
+#define DDPC_OPTIM_MAX_STATE 2
+
+struct ddpc_optim {
+    ddpc_optim_config cfg;
+    size_t n;
+    int64_t step;
+    size_t nstate;
+    float *state[DDPC_OPTIM_MAX_STATE]; /* each (n) */
+    const char *state_name[DDPC_OPTIM_MAX_STATE];
+};
+
+/* One update with o->step already incremented; arguments as ddpc_optim_step. */
+void ddpc__sgd_update(ddpc_optim *o, float *params, const float *grads, const uint8_t *decay_mask,
+                      float lr);
+void ddpc__adamw_update(ddpc_optim *o, float *params, const float *grads,
+                        const uint8_t *decay_mask, float lr);
+
+#endif

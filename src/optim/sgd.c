@@ -1,0 +1,35 @@
+/* SGD with momentum, dampening, Nesterov and L2 weight decay, as torch.optim.SGD (PyTorch 1.13,
+ * _single_tensor_sgd). Each torch op is reproduced with its fp32 rounding: Tensor.add(x, alpha=a)
+ * is one fused multiply-add on CPU (fmaf), scalars from Python doubles are rounded to float once.
+ * Invariant: the momentum buffer is only read after the first step, which copies the gradient. */
+#include "optim/optim_impl.h"
+
+#include <math.h>
+
+void ddpc__sgd_update(ddpc_optim *o, float *params, const float *grads, const uint8_t *decay_mask,
+                      float lr)
+{
+    const float wd = o->cfg.weight_decay;
+    const float mom = o->cfg.momentum;
+    const float keep = (float)(1.0 - (double)o->cfg.dampening); /* alpha=1 - dampening */
+    const bool nesterov = o->cfg.nesterov;
+    const bool first = o->step == 1;
+    const float neg_lr = -lr;
+    float *buf = o->state[0]; /* (n) */
+    const int64_t n = (int64_t)o->n;
+
+#pragma omp parallel for schedule(static) if (n >= DDPC_OPTIM_PARALLEL_MIN)
+    for (int64_t i = 0; i < n; i++) {
+        float p = params[i];
+        float d = grads[i];
+        if (wd != 0.0f && (!decay_mask || decay_mask[i]))
+            d = fmaf(p, wd, d); /* d_p = d_p.add(param, alpha=wd) */
+        if (mom != 0.0f) {
+            /* buf = clone(d_p) on the first step, else buf.mul_(mom).add_(d_p, alpha=1-damp) */
+            float b = first ? d : fmaf(d, keep, buf[i] * mom);
+            buf[i] = b;
+            d = nesterov ? fmaf(b, mom, d) : b; /* d_p.add(buf, alpha=mom) */
+        }
+        params[i] = fmaf(d, neg_lr, p); /* param.add_(d_p, alpha=-lr) */
+    }
+}
