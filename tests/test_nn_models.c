@@ -24,7 +24,20 @@ static double loss_of(ddpc_model *m, const ddpc_model_input *in)
     return out.loss;
 }
 
-/* Compares the analytic gradient of a sample of parameters with central differences. */
+static double central_difference(ddpc_model *m, const ddpc_model_input *in, float *p, float eps)
+{
+    float saved = *p;
+    *p = saved + eps;
+    double lp = loss_of(m, in);
+    *p = saved - eps;
+    double lm = loss_of(m, in);
+    *p = saved;
+    return (lp - lm) / (2.0 * (double)eps);
+}
+
+/* Compares the analytic gradient of a sample of parameters with central differences. A sample
+ * where the differences at eps and eps/2 disagree sits on a kink (ReLU, max-pool) and is skipped;
+ * at most a quarter may be. */
 static void check_gradients(ddpc_model *m, const ddpc_model_input *in, int samples, double tol)
 {
     ddpc_model_zero_grad(m);
@@ -34,27 +47,31 @@ static void check_gradients(ddpc_model *m, const ddpc_model_input *in, int sampl
     const float *g = ddpc_model_grads(m);
     ddpc_rng r = ddpc_rng_make(99, 0);
     double worst = 0;
+    int checked = 0, skipped = 0;
     for (size_t t = 0; t < ddpc_model_num_tensors(m); t++) {
         const ddpc_param *prm = ddpc_model_tensor(m, t);
         for (int k = 0; k < samples; k++) {
             size_t i = prm->offset + (size_t)ddpc_rng_below(&r, prm->numel);
-            float saved = p[i];
-            float eps = 1e-2f * (fabsf(saved) > 1.0f ? fabsf(saved) : 1.0f);
-            p[i] = saved + eps;
-            double lp = loss_of(m, in);
-            p[i] = saved - eps;
-            double lm = loss_of(m, in);
-            p[i] = saved;
-            double fd = (lp - lm) / (2.0 * eps);
-            double err = fabs(fd - g[i]) / (fabs(fd) + fabs(g[i]) + 1e-3);
+            float eps = 2e-3f * (fabsf(p[i]) > 1.0f ? fabsf(p[i]) : 1.0f);
+            double fd = central_difference(m, in, &p[i], eps);
+            double fd_half = central_difference(m, in, &p[i], eps / 2);
+            if (fabs(fd - fd_half) > 0.05 * (fabs(fd) + fabs(fd_half)) + 2e-3) {
+                skipped++;
+                continue;
+            }
+            checked++;
+            /* Below 4e-4 the difference is fp32 rounding of the loss divided by eps. */
+            double diff = fabs(fd_half - g[i]);
+            double err = diff <= 4e-4 ? 0.0 : diff / (fabs(fd_half) + fabs(g[i]));
             if (err > worst)
                 worst = err;
             if (err > tol)
                 fprintf(stderr, "  %s[%zu]: analytic %.6g vs numeric %.6g\n", prm->name,
-                        i - prm->offset, g[i], fd);
+                        i - prm->offset, g[i], fd_half);
         }
     }
     CHECK(worst <= tol);
+    CHECK(skipped * 3 <= checked);
 }
 
 static void fill_images(float *x, int32_t *y, int64_t n, int64_t d, int64_t classes)
@@ -146,6 +163,12 @@ static void test_gpt_gradients(void)
         CHECK(m != NULL);
         if (!m)
             return;
+        /* GPT-2's init (std 0.02) leaves gradients near fp32's finite-difference noise floor;
+         * larger random parameters give gradients the check can resolve. */
+        ddpc_rng pr = ddpc_rng_make(8, 8);
+        float *prm = ddpc_model_params(m);
+        for (size_t i = 0; i < ddpc_model_num_params(m); i++)
+            prm[i] += 0.3f * ddpc_rng_normal(&pr);
         CHECK(strcmp(ddpc_model_tensor(m, 0)->name, "wte.weight") == 0);
         CHECK(strcmp(ddpc_model_tensor(m, 4)->name, "blocks.0.attn.qkv.weight") == 0);
         int32_t tok[2 * 5], tgt[2 * 5];

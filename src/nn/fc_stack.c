@@ -99,12 +99,14 @@ void ddpc__fc_stack_backward(ddpc__fc_stack *s, ddpc_model *m, const float *dlog
 {
     int64_t n = s->n;
     float p = s->training ? m->cfg.dropout : 0.0f;
+    /* dy is the gradient of layer i's output; din (the other buffer) receives its input's. */
     const float *dy = dlogits;
+    float *din = s->dbuf[1], *dpre = s->dbuf[0];
     for (int i = s->n_layers - 1; i >= 0; i--) {
-        float *din = i > 0 ? s->dbuf[i % 2] : dx;
+        float *dlayer_in = i > 0 ? din : dx;
         if (i > 0)
             ddpc_fill_f32(din, 0.0f, n * s->dims[i]);
-        ddpc_linear_backward(din, ddpc__grad_ptr(m, s->w_idx[i]), ddpc__grad_ptr(m, s->b_idx[i]),
+        ddpc_linear_backward(dlayer_in, ddpc__grad_ptr(m, s->w_idx[i]), ddpc__grad_ptr(m, s->b_idx[i]),
                              dy, s->acts[i], ddpc__param_ptr(m, s->w_idx[i]), n, s->dims[i],
                              s->dims[i + 1]);
         if (i == 0)
@@ -116,7 +118,6 @@ void ddpc__fc_stack_backward(ddpc__fc_stack *s, ddpc_model *m, const float *dlog
             ddpc_dropout_backward(s->dtmp, din, cnt, p, m->cfg.seed, s->rng_stream * 64 + (uint64_t)(i - 1));
             dact = s->dtmp;
         }
-        float *dpre = s->dbuf[(i + 1) % 2];
         ddpc_fill_f32(dpre, 0.0f, cnt);
         ddpc_relu_backward(dpre, dact, s->acts[i], cnt);
         dy = dpre;
