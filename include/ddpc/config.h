@@ -1,0 +1,93 @@
+/* The configuration tree: a YAML file (a subset, see docs/config.md) plus `key=value` overrides,
+ * read through typed getters on dotted keys ("optim.lr", "tasks.1.weight").
+ * Invariant: every value remembers where it came from (file:line or the command-line argument), so
+ * each error names it; every key a getter asks for is recorded, so a key nobody read is an error.
+ * One thread at a time. Getters that fail leave *out unchanged and set ddpc_last_error(). */
+#ifndef DDPC_CONFIG_H
+#define DDPC_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ddpc/status.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ddpc_config ddpc_config;
+
+/* Parses the YAML file at `path`: nested mappings, scalars, block/flow sequences, sequences of
+ * mappings. The top level must be a mapping (an empty file is an empty tree). Anchors, aliases,
+ * tags, multi-document files, duplicate keys and keys containing '.' are DDPC_EFORMAT naming
+ * path:line; a YAML syntax error names path:line:column and libyaml's problem; a file that cannot
+ * be read is DDPC_EIO ("cannot open config 'x.yaml': No such file or directory"). */
+ddpc_status ddpc_config_load(ddpc_config **out, const char *path);
+/* Same from a NUL-terminated string; `name` stands in for the path in messages. */
+ddpc_status ddpc_config_parse(ddpc_config **out, const char *yaml_text, const char *name);
+/* An empty tree, for runs without a file. */
+ddpc_status ddpc_config_create(ddpc_config **out);
+/* Frees the tree and every string a getter returned. NULL is a no-op. */
+void ddpc_config_destroy(ddpc_config *c);
+
+/* Applies one override "optim.lr=3e-4", "model.hidden=[256,128]", "tasks.1.weight=0.5": a dotted
+ * path, creating intermediate mappings; a numeric component indexes a sequence (index == length
+ * appends). A value starting with '[', '{' or a quote is parsed as YAML flow/quoted text; anything
+ * else is taken verbatim (trimmed) as a plain scalar. An existing key's value and origin are
+ * replaced. Messages name the argument as "command line 'optim.lr=abc'". A malformed assignment
+ * (no '=', empty key or component, bad flow syntax, path through a scalar) is DDPC_EINVAL.
+ * `arg_index` is the argument's position in argv, kept for callers; it does not change messages. */
+ddpc_status ddpc_config_set(ddpc_config *c, const char *assignment, int arg_index);
+
+/* Typed getters on dotted keys. A missing key yields the default. Every key asked for is recorded
+ * as known (for suggestions and the dump) and a present key is marked used. A wrong type or an
+ * out-of-range value is DDPC_EINVAL: "x.yaml:7: key 'optim.lr' must be a number in [0, 10], got
+ * 'abc'" (for overrides "command line 'optim.lr=abc': key ..."). DDPC_ENOMEM if recording fails. */
+/* Decimal integers only (YAML 1.2 core): "2.5", "1e3" and values beyond int64 are rejected. */
+ddpc_status ddpc_config_int(ddpc_config *c, const char *key, int64_t def, int64_t min, int64_t max,
+                            int64_t *out);
+/* Decimal numbers: 3, -0.5, .5, 1.0, 3e-4 (no inf/nan). Integers are accepted. */
+ddpc_status ddpc_config_float(ddpc_config *c, const char *key, double def, double min, double max,
+                              double *out);
+/* true/false, yes/no, on/off, 1/0 (any letter case). */
+ddpc_status ddpc_config_bool(ddpc_config *c, const char *key, bool def, bool *out);
+/* Any scalar's text, borrowed until destroy. A plain null (`~`, `null`, or nothing after the
+ * colon) reads as NULL; a quoted "null" is the string. A present mapping or sequence is an
+ * error. */
+ddpc_status ddpc_config_string(ddpc_config *c, const char *key, const char *def, const char **out);
+/* The value must be one of `choices` (NULL-terminated); *out = its index. The error lists the
+ * choices (and suggests the nearest). An absent key yields def's index, or -1 if def is NULL; a
+ * def that is not among the choices is DDPC_EINVAL. */
+ddpc_status ddpc_config_choice(ddpc_config *c, const char *key, const char *def,
+                               const char *const *choices, int *out);
+/* A sequence of integers (a single integer reads as a 1-element list), at most `cap` elements,
+ * each in [min, max]; `def` (n_def elements, n_def <= cap) when absent. Errors name the element. */
+ddpc_status ddpc_config_int_list(ddpc_config *c, const char *key, const int64_t *def, size_t n_def,
+                                 int64_t min, int64_t max, int64_t *out, size_t cap,
+                                 size_t *n_out);
+/* The same for numbers ("optim.betas: [0.9, 0.999]"). */
+ddpc_status ddpc_config_float_list(ddpc_config *c, const char *key, const double *def,
+                                   size_t n_def, double min, double max, double *out, size_t cap,
+                                   size_t *n_out);
+
+/* Whether `key` is present (any kind, null included). Records nothing. */
+bool ddpc_config_has(const ddpc_config *c, const char *key);
+/* Number of elements if `key` is a sequence, else 0 (for iterating "tasks.<i>.*"). */
+size_t ddpc_config_seq_len(const ddpc_config *c, const char *key);
+
+/* Call after every module has read its keys. The first present value (in file order, then
+ * overrides) that no getter used is DDPC_EINVAL: "x.yaml:12: unknown key 'optim.learning_rate'
+ * (did you mean 'optim.lr'?)"; the hint is the closest known key and is omitted when none is close.
+ * An unread sequence of scalars is reported as a whole; a mapping by its first leaf. */
+ddpc_status ddpc_config_check_unused(const ddpc_config *c);
+
+/* Writes the effective configuration as "dotted.key: value\n" lines, one per key asked for, in the
+ * order first asked (the present value, else the default), for saving next to run outputs.
+ * Writes at most cap bytes including the NUL; returns the length needed, like snprintf. */
+size_t ddpc_config_dump(const ddpc_config *c, char *buf, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

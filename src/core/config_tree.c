@@ -1,0 +1,261 @@
+/* The config node tree: creation, destruction, map/sequence growth and dotted-path lookup.
+ * Invariant: the root is always a mapping; every child belongs to exactly one parent, so freeing
+ * the root frees everything; origins and known keys are owned by the config, not by nodes. */
+#include "core/config_impl.h"
+
+#include <ddpc/alloc.h>
+
+#include <stdio.h>
+#include <string.h>
+
+char *ddpc__cfg_strndup(const char *s, size_t n)
+{
+    char *d = ddpc_malloc(n + 1);
+    if (d) {
+        memcpy(d, s, n);
+        d[n] = '\0';
+    }
+    return d;
+}
+
+ddpc__cfg_node *ddpc__cfg_node_new(ddpc__cfg_kind kind, const char *origin, int line)
+{
+    ddpc__cfg_node *n = ddpc_calloc(1, sizeof *n);
+    if (n) {
+        n->kind = kind;
+        n->origin = origin;
+        n->line = line;
+    }
+    return n;
+}
+
+void ddpc__cfg_node_free(ddpc__cfg_node *n)
+{
+    if (!n)
+        return;
+    for (size_t i = 0; i < n->len; i++) {
+        ddpc__cfg_node_free(n->kids[i]);
+        if (n->keys)
+            ddpc_free(n->keys[i]);
+    }
+    ddpc_free(n->kids);
+    ddpc_free(n->keys);
+    ddpc_free(n->key_lines);
+    ddpc_free(n->text);
+    ddpc_free(n);
+}
+
+/* Grows a node's child arrays to hold one more entry; arrays are reallocated all-or-nothing. */
+static bool grow(ddpc__cfg_node *n)
+{
+    if (n->len < n->cap)
+        return true;
+    size_t cap = n->cap ? 2 * n->cap : 4;
+    ddpc__cfg_node **kids = ddpc_malloc(cap * sizeof *kids);
+    char **keys = n->kind == DDPC__CFG_MAP ? ddpc_malloc(cap * sizeof *keys) : NULL;
+    int *lines = n->kind == DDPC__CFG_MAP ? ddpc_malloc(cap * sizeof *lines) : NULL;
+    if (!kids || (n->kind == DDPC__CFG_MAP && (!keys || !lines))) {
+        ddpc_free(kids);
+        ddpc_free(keys);
+        ddpc_free(lines);
+        return false;
+    }
+    if (n->len) {
+        memcpy(kids, n->kids, n->len * sizeof *kids);
+        if (keys) {
+            memcpy(keys, n->keys, n->len * sizeof *keys);
+            memcpy(lines, n->key_lines, n->len * sizeof *lines);
+        }
+    }
+    ddpc_free(n->kids);
+    ddpc_free(n->keys);
+    ddpc_free(n->key_lines);
+    n->kids = kids;
+    n->keys = keys;
+    n->key_lines = lines;
+    n->cap = cap;
+    return true;
+}
+
+ddpc_status ddpc__cfg_map_add(ddpc__cfg_node *map, const char *key, size_t key_len, int key_line,
+                              ddpc__cfg_node *child)
+{
+    DDPC_ASSERT(map->kind == DDPC__CFG_MAP);
+    char *k = ddpc__cfg_strndup(key, key_len);
+    if (!k || !grow(map)) {
+        ddpc_free(k);
+        ddpc__cfg_node_free(child);
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory while building the config tree");
+    }
+    map->keys[map->len] = k;
+    map->key_lines[map->len] = key_line;
+    map->kids[map->len++] = child;
+    return DDPC_OK;
+}
+
+ddpc_status ddpc__cfg_seq_add(ddpc__cfg_node *seq, ddpc__cfg_node *child)
+{
+    DDPC_ASSERT(seq->kind == DDPC__CFG_SEQ);
+    if (!grow(seq)) {
+        ddpc__cfg_node_free(child);
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory while building the config tree");
+    }
+    seq->kids[seq->len++] = child;
+    return DDPC_OK;
+}
+
+ptrdiff_t ddpc__cfg_map_find(const ddpc__cfg_node *map, const char *key, size_t key_len)
+{
+    for (size_t i = 0; i < map->len; i++) {
+        if (strlen(map->keys[i]) == key_len && memcmp(map->keys[i], key, key_len) == 0)
+            return (ptrdiff_t)i;
+    }
+    return -1;
+}
+
+bool ddpc__cfg_parse_index(const char *s, size_t len, size_t *out)
+{
+    if (len == 0 || len > 9)
+        return false;
+    size_t v = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        v = v * 10 + (size_t)(s[i] - '0');
+    }
+    *out = v;
+    return true;
+}
+
+ddpc__cfg_node *ddpc__cfg_find(const ddpc_config *c, const char *key)
+{
+    if (!c || !key)
+        return NULL;
+    ddpc__cfg_node *n = c->root;
+    const char *p = key;
+    for (;;) {
+        const char *dot = strchr(p, '.');
+        size_t len = dot ? (size_t)(dot - p) : strlen(p);
+        size_t idx;
+        if (n->kind == DDPC__CFG_MAP) {
+            ptrdiff_t i = ddpc__cfg_map_find(n, p, len);
+            if (i < 0)
+                return NULL;
+            n = n->kids[i];
+        } else if (n->kind == DDPC__CFG_SEQ && ddpc__cfg_parse_index(p, len, &idx) &&
+                   idx < n->len) {
+            n = n->kids[idx];
+        } else {
+            return NULL;
+        }
+        if (!dot)
+            return n;
+        p = dot + 1;
+    }
+}
+
+const char *ddpc__cfg_origin_add(ddpc_config *c, const char *text)
+{
+    if (c->n_origins == c->cap_origins) {
+        size_t cap = c->cap_origins ? 2 * c->cap_origins : 4;
+        char **o = ddpc_malloc(cap * sizeof *o);
+        if (!o)
+            return NULL;
+        if (c->n_origins)
+            memcpy(o, c->origins, c->n_origins * sizeof *o);
+        ddpc_free(c->origins);
+        c->origins = o;
+        c->cap_origins = cap;
+    }
+    char *s = ddpc__cfg_strndup(text, strlen(text));
+    if (s)
+        c->origins[c->n_origins++] = s;
+    return s;
+}
+
+ddpc_status ddpc__cfg_note_known(ddpc_config *c, const char *key, const char *def, bool def_yaml)
+{
+    for (size_t i = 0; i < c->n_known; i++) {
+        if (strcmp(c->known[i].key, key) == 0)
+            return DDPC_OK;
+    }
+    if (c->n_known == c->cap_known) {
+        size_t cap = c->cap_known ? 2 * c->cap_known : 16;
+        ddpc__cfg_known *k = ddpc_malloc(cap * sizeof *k);
+        if (!k)
+            return ddpc_errorf(DDPC_ENOMEM, "out of memory while reading config key '%s'", key);
+        if (c->n_known)
+            memcpy(k, c->known, c->n_known * sizeof *k);
+        ddpc_free(c->known);
+        c->known = k;
+        c->cap_known = cap;
+    }
+    char *kc = ddpc__cfg_strndup(key, strlen(key));
+    char *dc = def ? ddpc__cfg_strndup(def, strlen(def)) : NULL;
+    if (!kc || (def && !dc)) {
+        ddpc_free(kc);
+        ddpc_free(dc);
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory while reading config key '%s'", key);
+    }
+    c->known[c->n_known++] = (ddpc__cfg_known){kc, dc, def_yaml};
+    return DDPC_OK;
+}
+
+void ddpc__cfg_where(const char *origin, int line, char *buf, size_t cap)
+{
+    if (line > 0)
+        snprintf(buf, cap, "%s:%d", origin, line);
+    else
+        snprintf(buf, cap, "%s", origin);
+}
+
+bool ddpc__cfg_is_null(const ddpc__cfg_node *n)
+{
+    if (n->kind != DDPC__CFG_SCALAR || n->quoted)
+        return false;
+    const char *t = n->text;
+    return !t[0] || strcmp(t, "~") == 0 || strcmp(t, "null") == 0 || strcmp(t, "Null") == 0 ||
+           strcmp(t, "NULL") == 0;
+}
+
+ddpc_status ddpc_config_create(ddpc_config **out)
+{
+    *out = NULL;
+    ddpc_config *c = ddpc_calloc(1, sizeof *c);
+    const char *origin = c ? ddpc__cfg_origin_add(c, "(no config file)") : NULL;
+    if (c && origin)
+        c->root = ddpc__cfg_node_new(DDPC__CFG_MAP, origin, 0);
+    if (!c || !c->root) {
+        ddpc_config_destroy(c);
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory while creating a config");
+    }
+    *out = c;
+    return DDPC_OK;
+}
+
+void ddpc_config_destroy(ddpc_config *c)
+{
+    if (!c)
+        return;
+    ddpc__cfg_node_free(c->root);
+    for (size_t i = 0; i < c->n_origins; i++)
+        ddpc_free(c->origins[i]);
+    ddpc_free(c->origins);
+    for (size_t i = 0; i < c->n_known; i++) {
+        ddpc_free(c->known[i].key);
+        ddpc_free(c->known[i].def);
+    }
+    ddpc_free(c->known);
+    ddpc_free(c);
+}
+
+bool ddpc_config_has(const ddpc_config *c, const char *key)
+{
+    return ddpc__cfg_find(c, key) != NULL;
+}
+
+size_t ddpc_config_seq_len(const ddpc_config *c, const char *key)
+{
+    const ddpc__cfg_node *n = ddpc__cfg_find(c, key);
+    return n && n->kind == DDPC__CFG_SEQ ? n->len : 0;
+}
