@@ -30,13 +30,16 @@ again=$(grep '"split": "test"' "$tmp/c/metrics.jsonl" | tail -1 | sed 's/.*"eval
 check "init_from reproduces the test loss ($final vs $again)" test "$final" = "$again"
 "$ddpc" train "$src/configs/fmnist_mlp.yaml" "${common[@]}" run_dir="$tmp/d" state=predict predict.samples=10 init_from="$tmp/a.safetensors" >"$tmp/d.log" 2>&1
 check "predict writes 10 rows" test "$(wc -l <"$tmp/d/predictions.csv")" -eq 11
-"$ddpc" train "$src/configs/gpt_fortunes.yaml" data.type=synthetic_tokens data.size=20000 model.n_layer=1 \
-    model.n_embd=32 model.block_size=16 max_steps=6 eval_every=3 eval_batches=2 log_every=3 num_threads=1 \
-    run_dir="$tmp/g" >"$tmp/g.log" 2>&1
+cat >"$tmp/gpt.yaml" <<'YAML'
+model: {type: gpt, n_layer: 1, n_head: 2, n_embd: 32, block_size: 16}
+data: {type: synthetic_tokens, size: 20000, batch_size: 4}
+optim: {type: adamw, lr: 0.001}
+num_threads: 1
+YAML
+"$ddpc" train "$tmp/gpt.yaml" max_steps=6 eval_every=3 eval_batches=2 log_every=3 run_dir="$tmp/g" >"$tmp/g.log" 2>&1
 check "gpt trains and logs tokens_per_s" grep -q '"tokens_per_s": [1-9]' "$tmp/g/metrics.jsonl"
-"$ddpc" train "$src/configs/gpt_fortunes.yaml" data.type=synthetic_tokens data.size=20000 model.n_layer=1 \
-    model.n_embd=32 model.block_size=16 num_threads=1 state=predict predict.max_new_tokens=20 \
-    run_dir="$tmp/h" >"$tmp/h.log" 2>&1
+check "gpt periodic eval is limited to eval_batches" grep -q '"split": "val".*"eval_samples": 8' "$tmp/g/metrics.jsonl"
+"$ddpc" train "$tmp/gpt.yaml" state=predict predict.prompt=abc predict.max_new_tokens=20 run_dir="$tmp/h" >"$tmp/h.log" 2>&1
 check "gpt predict writes prompt + 20 bytes" test "$(wc -c <"$tmp/h/samples.txt")" -eq 23
 "$ddpc" bench step "$src/configs/fmnist_mlp.yaml" data.type=synthetic_images data.size=256 bench.steps=3 bench.warmup=1 num_threads=1 >"$tmp/bench.json" 2>&1
 check "bench prints one JSON line" grep -q '"median_step_ms": [0-9]' "$tmp/bench.json"

@@ -90,7 +90,10 @@ ddpc_status ddpc__trainer_fit(ddpc_trainer *t)
                 window_start = ddpc_time_now();
             }
             bool epoch_end = b + 1 == per_epoch || t->step == total;
-            if ((s->eval_every > 0 && t->step % s->eval_every == 0) || (s->eval_every == 0 && epoch_end)) {
+            /* The final test evaluation follows; a validation pass on the same split would repeat it. */
+            bool repeat = t->step == total && t->val == t->test && s->eval_batches == 0;
+            if (!repeat && ((s->eval_every > 0 && t->step % s->eval_every == 0) ||
+                            (s->eval_every == 0 && epoch_end))) {
                 DDPC_TRY(ddpc__trainer_evaluate(t, t->val, "val", true, &r));
                 window_start = ddpc_time_now();
             }

@@ -1,0 +1,166 @@
+#!/usr/bin/python3
+"""PyTorch peer for `ddpc bench step`: times full fp32 training steps (zero_grad, forward,
+cross-entropy, backward, optimizer step) of the same models ddpc benchmarks and prints one
+JSON line. The models here must stay identical to ddpc's (src/nn/gpt.c, mlp.c, cnn.c).
+
+Run with the environment bench/step_bench.sh sets (OMP_NUM_THREADS, OPENBLAS_NUM_THREADS,
+MKL_NUM_THREADS = N, OMP_WAIT_POLICY=PASSIVE at N >= 2, ATEN_CPU_CAPABILITY): see
+/work/shared/PEERS.md, "Running the peers fairly".
+
+    /usr/bin/python3 bench/torch_step.py gpt --threads 1 [--steps 20 --warmup 3]
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+
+try:
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+except ImportError as e:  # pragma: no cover
+    sys.exit(f"torch_step.py: cannot import torch ({e}); run it with /usr/bin/python3 "
+             "(Debian's python3-torch)")
+
+
+# GPT: vocab 256, 4 layers, 4 heads, n_embd 256, block 128 (GPT-2 pre-LN, tied lm head).
+class Block(nn.Module):
+    def __init__(self, C, n_head, T):
+        super().__init__()
+        self.n_head = n_head
+        self.ln1 = nn.LayerNorm(C)
+        self.qkv = nn.Linear(C, 3 * C)
+        self.proj = nn.Linear(C, C)
+        self.ln2 = nn.LayerNorm(C)
+        self.fc = nn.Linear(C, 4 * C)
+        self.fcproj = nn.Linear(4 * C, C)
+        mask = torch.tril(torch.ones(T, T, dtype=torch.bool)).view(1, 1, T, T)
+        self.register_buffer("mask", mask, persistent=False)
+
+    def attn(self, x):
+        B, T, C = x.shape
+        hs = C // self.n_head
+        q, k, v = self.qkv(x).split(C, dim=2)                       # (B, T, C) each
+        q = q.view(B, T, self.n_head, hs).transpose(1, 2)           # (B, nh, T, hs)
+        k = k.view(B, T, self.n_head, hs).transpose(1, 2)
+        v = v.view(B, T, self.n_head, hs).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))     # (B, nh, T, T)
+        att = att.masked_fill(~self.mask[:, :, :T, :T], float("-inf"))
+        att = F.softmax(att, dim=-1)
+        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)    # (B, T, C)
+        return self.proj(y)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
+        x = x + self.fcproj(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+        return x
+
+
+class GPT(nn.Module):
+    def __init__(self, V=256, n_layer=4, n_head=4, C=256, T=128):
+        super().__init__()
+        self.wte = nn.Embedding(V, C)
+        self.wpe = nn.Embedding(T, C)
+        self.blocks = nn.ModuleList([Block(C, n_head, T) for _ in range(n_layer)])
+        self.lnf = nn.LayerNorm(C)
+
+    def forward(self, idx):                                         # idx (B, T)
+        T = idx.shape[1]
+        pos = torch.arange(T, dtype=torch.long)
+        x = self.wte(idx) + self.wpe(pos)                           # (B, T, C)
+        for b in self.blocks:
+            x = b(x)
+        return self.lnf(x) @ self.wte.weight.t()                    # (B, T, V)
+
+
+def make_gpt(B):
+    V, T = 256, 128
+    model = GPT(V=V, n_layer=4, n_head=4, C=256, T=T)
+    decay = [p for p in model.parameters() if p.dim() == 2]
+    no_decay = [p for p in model.parameters() if p.dim() != 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
+                             {"params": no_decay, "weight_decay": 0.0}], lr=1e-3)
+    x = torch.randint(0, V, (B, T))
+    y = torch.randint(0, V, (B, T))
+    loss_fn = lambda logits: F.cross_entropy(logits.view(-1, V), y.view(-1))
+    return model, opt, x, loss_fn, T
+
+
+def make_mlp(B):
+    model = nn.Sequential(nn.Flatten(), nn.Linear(784, 1024), nn.ReLU(),
+                          nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x = torch.randn(B, 1, 28, 28)
+    y = torch.randint(0, 10, (B,))
+    return model, opt, x, lambda logits: F.cross_entropy(logits, y), 0
+
+
+def make_cnn(B):
+    model = nn.Sequential(
+        nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Dropout(0.25),
+        nn.Linear(128, 10))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
+    x = torch.randn(B, 1, 28, 28)
+    y = torch.randint(0, 10, (B,))
+    return model, opt, x, lambda logits: F.cross_entropy(logits, y), 0
+
+
+MODELS = {"gpt": (make_gpt, 8), "mlp": (make_mlp, 128), "cnn": (make_cnn, 64)}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("model", choices=sorted(MODELS))
+    ap.add_argument("--threads", type=int, required=True)
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--batch", type=int, default=None, help="override the model's batch size")
+    ap.add_argument("--seed", type=int, default=1337)
+    a = ap.parse_args()
+    if a.threads < 1 or a.steps < 1 or a.warmup < 0:
+        ap.error("--threads and --steps must be >= 1, --warmup >= 0")
+
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        if os.environ.get(var) != str(a.threads):
+            print(f"torch_step.py: warning: {var}={os.environ.get(var)!r} disagrees with "
+                  f"--threads {a.threads}; PyTorch's thread settings will not hold "
+                  "(see PEERS.md)", file=sys.stderr)
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(a.seed)
+
+    make, default_batch = MODELS[a.model]
+    B = a.batch or default_batch
+    model, opt, x, loss_fn, T = make(B)
+    model.train()
+
+    times = []
+    for i in range(a.warmup + a.steps):
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x))
+        loss.backward()
+        opt.step()
+        dt = time.perf_counter() - t0
+        if not math.isfinite(loss.item()):
+            sys.exit(f"torch_step.py: non-finite loss at step {i}")
+        if i >= a.warmup:
+            times.append(dt)
+
+    med = statistics.median(times)
+    print(json.dumps({
+        "impl": "pytorch", "model": a.model, "threads": a.threads, "batch": B,
+        "median_step_ms": round(1e3 * med, 3),
+        "samples_per_s": round(B / med, 1),
+        "tokens_per_s": round(B * T / med, 1),
+        "torch": torch.__version__,
+        "cpu_capability": os.environ.get("ATEN_CPU_CAPABILITY", "default"),
+    }))
+
+
+if __name__ == "__main__":
+    main()
