@@ -1,0 +1,77 @@
+/* ddpc datasets: an immutable, in-memory collection of samples addressed by index.
+ * Two kinds: images (c, h, w) fp32 pixels with a class label, and token windows (block_size
+ * inputs, block_size next-token targets). A dataset never changes after _create, so every query
+ * and ddpc_dataset_get_batch may run from any number of threads at once. */
+#ifndef DDPC_DATA_H
+#define DDPC_DATA_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <ddpc/status.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ddpc_dataset ddpc_dataset;
+typedef enum { DDPC_DATASET_IMAGES, DDPC_DATASET_TOKENS } ddpc_dataset_kind;
+
+/* Fashion-MNIST mean and std of the train set's pixels in [0, 1], used to normalise both splits. */
+#define DDPC_FMNIST_MEAN 0.2860f
+#define DDPC_FMNIST_STD 0.3530f
+
+/* Fashion-MNIST from `dir` holding {train,t10k}-{images-idx3,labels-idx1}-ubyte.gz (train=false
+ * reads t10k). Pixels become (p/255 - DDPC_FMNIST_MEAN) / DDPC_FMNIST_STD; 10 classes, (1, 28, 28).
+ * Errors name the full file path: a missing file is DDPC_EIO; wrong magic, dims, an image/label
+ * count mismatch, a label > 9, truncated or corrupt gzip data are DDPC_EFORMAT. */
+ddpc_status ddpc_dataset_fmnist_create(ddpc_dataset **out, const char *dir, bool train);
+
+/* Byte-level text from a file, or from a directory's regular files (sorted by name, skipping *.dat
+ * and symlinks and subdirectories), concatenated. The first floor(len * (1 - val_fraction)) bytes
+ * are the train split, the rest the held-out split (train=false). Sample i is the window of
+ * block_size+1 bytes starting at i*block_size: tokens = bytes[s, s+T), targets = bytes[s+1, s+T+1).
+ * Vocabulary 256. DDPC_EIO if the path is missing or unreadable; DDPC_EINVAL if it holds no bytes,
+ * val_fraction is outside [0, 1), block_size < 1 or the split has fewer than block_size+1 bytes. */
+ddpc_status ddpc_dataset_text_create(ddpc_dataset **out, const char *path, int64_t block_size,
+                                     double val_fraction, bool train);
+
+/* Synthetic images for tests: n samples of (c, h, w) standard-normal pixels drawn from `seed`;
+ * labels are the argmax of a fixed seeded random linear map of the pixels, so they are learnable.
+ * 2 <= classes <= 256. The same arguments always give the same dataset. */
+ddpc_status ddpc_dataset_synthetic_images_create(ddpc_dataset **out, int64_t n, int64_t c,
+                                                 int64_t h, int64_t w, int64_t classes,
+                                                 uint64_t seed);
+
+/* Synthetic tokens for tests: a seeded stream of n_tokens over [0, vocab) following
+ * next = (prev * a + b) % vocab (a, b drawn from the seed) except that 10% of positions are
+ * uniform noise; windows as for text. 2 <= vocab <= 2^31-1; n_tokens >= block_size + 1. */
+ddpc_status ddpc_dataset_synthetic_tokens_create(ddpc_dataset **out, int64_t n_tokens,
+                                                 int64_t vocab, int64_t block_size, uint64_t seed);
+
+/* Frees the dataset; NULL is a no-op. */
+void ddpc_dataset_destroy(ddpc_dataset *d);
+
+ddpc_dataset_kind ddpc_dataset_kind_of(const ddpc_dataset *d);
+/* Number of samples. */
+int64_t ddpc_dataset_size(const ddpc_dataset *d);
+/* Number of classes for images, vocabulary size for tokens. */
+int64_t ddpc_dataset_num_classes(const ddpc_dataset *d);
+/* images: shape = (c, h, w); tokens: shape = (block_size, 1, 1). */
+void ddpc_dataset_sample_shape(const ddpc_dataset *d, int64_t shape[3]);
+
+/* Copies samples idx[0..n) into the caller's buffers. images: x (n, c, h, w), targets (n);
+ * tokens: tokens (n, T), targets (n, T). Pointers a kind does not use, and any the caller does not
+ * want, may be NULL. An index outside [0, size) or n < 0 is DDPC_EINVAL, checked before anything
+ * is written. Thread safe (read-only). */
+ddpc_status ddpc_dataset_get_batch(const ddpc_dataset *d, const int64_t *idx, int64_t n, float *x,
+                                   int32_t *tokens, int32_t *targets);
+
+/* Raw labels (size) of an images dataset, owned by the dataset (e.g. to derive a coarse label);
+ * NULL for tokens. */
+const uint8_t *ddpc_dataset_labels(const ddpc_dataset *d);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

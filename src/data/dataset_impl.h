@@ -1,0 +1,35 @@
+/* The dataset struct shared by the dataset constructors (fmnist.c, text.c, synthetic.c) and the
+ * accessors in dataset.c. Invariant: after a constructor returns, nothing in it changes, and it
+ * owns every buffer it points to. Images keep either u8 pixels normalised through `lut` on copy
+ * or fp32 pixels; tokens keep either a u8 or an i32 stream, and sample i is stream[i*T, i*T+T+1). */
+#ifndef DDPC_DATA_DATASET_IMPL_H
+#define DDPC_DATA_DATASET_IMPL_H
+
+#include <ddpc/data.h>
+
+#include <stddef.h>
+
+struct ddpc_dataset {
+    ddpc_dataset_kind kind;
+    int64_t n;        /* samples */
+    int64_t classes;  /* classes, or vocabulary */
+    int64_t shape[3]; /* (c, h, w), or (T, 1, 1) */
+    /* images */
+    uint8_t *pix_u8;   /* (n, c, h, w) raw bytes, mapped through lut; or NULL */
+    float *pix_f32;    /* (n, c, h, w) ready pixels; or NULL */
+    float lut[256];    /* u8 pixel value -> normalised float */
+    uint8_t *labels;   /* (n) */
+    /* tokens */
+    uint8_t *tok_u8;   /* (n_tokens) byte stream; or NULL */
+    int32_t *tok_i32;  /* (n_tokens) token stream; or NULL */
+    int64_t n_tokens;
+};
+
+/* A zeroed dataset of the given kind, or NULL when out of memory. */
+ddpc_dataset *ddpc__dataset_alloc(ddpc_dataset_kind kind);
+
+/* Sets d->n from the stream length and block size T; DDPC_EINVAL naming `what` if the stream has
+ * fewer than T+1 tokens. */
+ddpc_status ddpc__dataset_set_windows(ddpc_dataset *d, int64_t block_size, const char *what);
+
+#endif
