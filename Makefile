@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all build setup demo test test-sanitize bench clean
+.PHONY: all build setup demo test test-sanitize fuzz bench clean
 
 all: build
 
@@ -29,8 +29,13 @@ test-sanitize: setup
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		DDPC_SANITIZE=1 ctest --output-on-failure -j $(JOBS) -E 'parity|cli_'
 
+# libFuzzer harnesses for every parser of outside bytes (clang), FUZZ_SECONDS each.
+FUZZ_SECONDS ?= 30
+fuzz:
+	./tests/fuzz/run.sh $(FUZZ_SECONDS)
+
 bench: build
-	./bench/run_all.sh $(BUILD)/ddpc
+	./bench/step_bench.sh $(BUILD)/ddpc
 
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) build-asan build-fuzz

@@ -42,8 +42,9 @@ static void shuffle_epoch(ddpc_trainer *t, int64_t epoch)
     }
 }
 
-static void log_progress(ddpc_trainer *t, int64_t epoch, int64_t total, double elapsed, double window_s)
+static void log_progress(ddpc_trainer *t, int64_t epoch, int64_t total, double elapsed)
 {
+    double window_s = t->window_time;
     int64_t per_sample = t->tokens_per_sample;
     double samples_per_s = (double)(t->window_steps * t->set.batch_size) / window_s;
     double loss = t->window_loss / (double)t->window_steps;
@@ -63,6 +64,7 @@ static void log_progress(ddpc_trainer *t, int64_t epoch, int64_t total, double e
     t->last_train_loss = loss;
     t->window_loss = 0;
     t->window_steps = 0;
+    t->window_time = 0;
 }
 
 ddpc_status ddpc__trainer_fit(ddpc_trainer *t)
@@ -75,27 +77,26 @@ ddpc_status ddpc__trainer_fit(ddpc_trainer *t)
                 ddpc_model_config_of(t->model)->type, ddpc_model_num_params(t->model),
                 (long long)ddpc_dataset_size(t->train), (long long)s->batch_size, (long long)total,
                 ddpc_kernels_threads());
-    double start = ddpc_time_now(), window_start = start;
+    double start = ddpc_time_now();
     ddpc_eval_result r;
     for (int64_t epoch = 0; t->step < total; epoch++) {
         shuffle_epoch(t, epoch);
         for (int64_t b = 0; b < per_epoch && t->step < total; b++) {
             float loss;
+            double t0 = ddpc_time_now();
             DDPC_TRY(ddpc__trainer_train_step(t, t->perm + b * s->batch_size, s->batch_size, &loss));
+            /* Throughput counts training steps only, not evaluation or logging. */
+            t->window_time += ddpc_time_now() - t0;
             t->window_loss += loss;
             t->window_steps++;
-            if (t->step % s->log_every == 0 || t->step == total) {
-                double now = ddpc_time_now();
-                log_progress(t, epoch, total, now - start, now - window_start);
-                window_start = ddpc_time_now();
-            }
+            if (t->step % s->log_every == 0 || t->step == total)
+                log_progress(t, epoch, total, ddpc_time_now() - start);
             bool epoch_end = b + 1 == per_epoch || t->step == total;
             /* The final test evaluation follows; a validation pass on the same split would repeat it. */
             bool repeat = t->step == total && t->val == t->test && s->eval_batches == 0;
             if (!repeat && ((s->eval_every > 0 && t->step % s->eval_every == 0) ||
                             (s->eval_every == 0 && epoch_end))) {
                 DDPC_TRY(ddpc__trainer_evaluate(t, t->val, "val", true, &r));
-                window_start = ddpc_time_now();
             }
         }
     }

@@ -45,7 +45,7 @@ struct ddpc_trainer {
     int64_t *perm; /* (train size) this epoch's order */
     FILE *metrics;
     int64_t step;
-    double window_loss;
+    double window_loss, window_time; /* since the last progress line */
     int64_t window_steps;
     double last_train_loss;
     ddpc_eval_result last_eval;
