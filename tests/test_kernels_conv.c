@@ -79,10 +79,11 @@ static void check_conv(ddpc_conv2d_shape s)
     CHECK(tu_rel_err(db, db1, s.k, 1e-6) < 1e-5);
 
     /* No bias: forward is the bare convolution. */
+    float *bias = c.b;
     c.b = NULL;
     conv_loss(&c);
     CHECK(naive_conv_err(&c) < 1e-5 * (double)(s.c * s.r * s.s));
-    float *bufs[] = {c.y, c.x, c.w, c.r, c.ws, dx, dw, db, dx1, dw1, db1};
+    float *bufs[] = {c.y, c.x, c.w, bias, c.r, c.ws, dx, dw, db, dx1, dw1, db1};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         ddpc_free(bufs[i]);
 }
