@@ -26,19 +26,11 @@ static void causal_softmax_rows(float *p, int64_t r0, int64_t r1, int64_t t)
 {
     for (int64_t i = r0; i < r1; i++) {
         float *restrict row = p + i * t;
-        float mx = row[0];
-        for (int64_t j = 1; j <= i; j++)
-            mx = row[j] > mx ? row[j] : mx;
-        float sum = 0.0f;
-        for (int64_t j = 0; j <= i; j++) {
-            float e = ddpc__expf(row[j] - mx);
-            row[j] = e;
-            sum += e;
-        }
-        float inv = 1.0f / sum;
-        for (int64_t j = 0; j <= i; j++)
+        const int64_t len = i + 1; /* keys 0..i; a `j <= i` bound defeats the vectoriser */
+        float inv = 1.0f / ddpc__exp_sum_f32(row, row, len, ddpc__max_f32(row, len));
+        for (int64_t j = 0; j < len; j++)
             row[j] *= inv;
-        for (int64_t j = i + 1; j < t; j++)
+        for (int64_t j = len; j < t; j++)
             row[j] = 0.0f;
     }
 }
@@ -79,12 +71,14 @@ static void softmax_backward_rows(float *dp, const float *p, int64_t r0, int64_t
     for (int64_t i = r0; i < r1; i++) {
         float *restrict d = dp + i * t;
         const float *restrict pi = p + i * t;
+        const int64_t len = i + 1;
         float dot = 0.0f;
-        for (int64_t j = 0; j <= i; j++)
+#pragma omp simd reduction(+ : dot)
+        for (int64_t j = 0; j < len; j++)
             dot += pi[j] * d[j];
-        for (int64_t j = 0; j <= i; j++)
+        for (int64_t j = 0; j < len; j++)
             d[j] = scale * pi[j] * (d[j] - dot);
-        for (int64_t j = i + 1; j < r1; j++)
+        for (int64_t j = len; j < r1; j++)
             d[j] = 0.0f;
     }
 }

@@ -58,6 +58,7 @@ static void bias_backward(float *db, const float *dy, int64_t n, int64_t k, int6
         float acc = 0.0f;
         for (int64_t i = 0; i < n; i++) {
             const float *restrict g = dy + (i * k + ki) * ohw;
+#pragma omp simd reduction(+ : acc)
             for (int64_t j = 0; j < ohw; j++)
                 acc += g[j];
         }

@@ -16,16 +16,9 @@ static int valid_target(int32_t tg, int64_t v, int32_t ignore_index)
 /* probs row = softmax(logits row); returns -log p[target] (0 when the target is ignored). */
 static float row_forward(float *probs, const float *logits, int32_t tg, int64_t v, int valid)
 {
-    float mx = logits[0];
-    for (int64_t j = 1; j < v; j++)
-        mx = logits[j] > mx ? logits[j] : mx;
+    float mx = ddpc__max_f32(logits, v);
     float shifted_target = valid ? logits[tg] - mx : 0.0f; /* read before probs overwrites it */
-    float sum = 0.0f;
-    for (int64_t j = 0; j < v; j++) {
-        float e = ddpc__expf(logits[j] - mx);
-        probs[j] = e;
-        sum += e;
-    }
+    float sum = ddpc__exp_sum_f32(probs, logits, v, mx);
     float inv = 1.0f / sum;
     for (int64_t j = 0; j < v; j++)
         probs[j] *= inv;

@@ -31,10 +31,14 @@ static void apply_mask(float *out, const float *in, int64_t n, float p, uint64_t
 {
     const uint64_t key = stream_key(seed, stream);
     const float scale = 1.0f / (1.0f - p);
+    if (accumulate) {
 #pragma omp parallel for schedule(static) if (n >= DDPC__PAR_MIN_WORK)
-    for (int64_t i = 0; i < n; i++) {
-        float v = mask_uniform(key, (uint64_t)i) >= p ? in[i] * scale : 0.0f;
-        out[i] = accumulate ? out[i] + v : v;
+        for (int64_t i = 0; i < n; i++)
+            out[i] += ddpc__select(mask_uniform(key, (uint64_t)i) >= p, in[i] * scale, 0.0f);
+    } else {
+#pragma omp parallel for schedule(static) if (n >= DDPC__PAR_MIN_WORK)
+        for (int64_t i = 0; i < n; i++)
+            out[i] = ddpc__select(mask_uniform(key, (uint64_t)i) >= p, in[i] * scale, 0.0f);
     }
 }
 

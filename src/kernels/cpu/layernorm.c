@@ -17,10 +17,12 @@ void ddpc_layernorm_forward(float *y, float *mean, float *rstd, const float *x, 
         const float *restrict xi = x + i * c;
         float *restrict yi = y + i * c;
         float s = 0.0f;
+#pragma omp simd reduction(+ : s)
         for (int64_t j = 0; j < c; j++)
             s += xi[j];
         float m = s / (float)c;
         float v = 0.0f; /* two-pass variance: no cancellation for rows with a large mean */
+#pragma omp simd reduction(+ : v)
         for (int64_t j = 0; j < c; j++) {
             float d = xi[j] - m;
             v += d * d;
@@ -82,6 +84,7 @@ void ddpc_layernorm_backward(float *dx, float *dw, float *db, const float *dy, c
         float *restrict dxi = dx + i * c;
         float m = mean[i], r = rstd[i];
         float sg = 0.0f, sgx = 0.0f;
+#pragma omp simd reduction(+ : sg, sgx)
         for (int64_t j = 0; j < c; j++) {
             float g = gi[j] * (w ? w[j] : 1.0f);
             sg += g;
