@@ -1,0 +1,87 @@
+/* Softmax cross-entropy with PyTorch's defaults: mean over rows whose target is valid, where
+ * ignore_index (and any target outside [0, v)) marks a row as ignored.
+ * Invariant: the loss sum runs serially over the per-row losses in row order, so the mean is
+ * deterministic whatever the thread count; probs may overwrite logits row by row. */
+#include <ddpc/kernels.h>
+
+#include <math.h>
+
+#include "kernels/cpu/cpu_impl.h"
+
+static int valid_target(int32_t tg, int64_t v, int32_t ignore_index)
+{
+    return tg != ignore_index && tg >= 0 && tg < v;
+}
+
+/* probs row = softmax(logits row); returns -log p[target] (0 when the target is ignored). */
+static float row_forward(float *probs, const float *logits, int32_t tg, int64_t v, int valid)
+{
+    float mx = ddpc__max_f32(logits, v);
+    float shifted_target = valid ? logits[tg] - mx : 0.0f; /* read before probs overwrites it */
+    float sum = ddpc__exp_sum_f32(probs, logits, v, mx);
+    float inv = 1.0f / sum;
+    for (int64_t j = 0; j < v; j++)
+        probs[j] *= inv;
+    return valid ? logf(sum) - shifted_target : 0.0f;
+}
+
+float ddpc_cross_entropy_forward(float *probs, float *losses, const float *logits,
+                                 const int32_t *targets, int64_t n, int64_t v,
+                                 int32_t ignore_index, int64_t *n_valid)
+{
+    int64_t count = 0;
+    double total = 0.0;
+    if (losses) {
+#pragma omp parallel for schedule(static) if (n * v >= DDPC__PAR_MIN_WORK)
+        for (int64_t i = 0; i < n; i++)
+            losses[i] = row_forward(probs + i * v, logits + i * v, targets[i], v,
+                                    valid_target(targets[i], v, ignore_index));
+    }
+    for (int64_t i = 0; i < n; i++) {
+        int valid = valid_target(targets[i], v, ignore_index);
+        float li = losses ? losses[i]
+                          : row_forward(probs + i * v, logits + i * v, targets[i], v, valid);
+        count += valid;
+        total += li;
+    }
+    if (n_valid)
+        *n_valid = count;
+    return count ? (float)(total / (double)count) : 0.0f;
+}
+
+void ddpc_cross_entropy_backward(float *dlogits, const float *probs, const int32_t *targets,
+                                 int64_t n, int64_t v, int32_t ignore_index, int64_t n_valid,
+                                 float dloss)
+{
+    if (n_valid <= 0)
+        return;
+    const float g = dloss / (float)n_valid;
+#pragma omp parallel for schedule(static) if (n * v >= DDPC__PAR_MIN_WORK)
+    for (int64_t i = 0; i < n; i++) {
+        int32_t tg = targets[i];
+        if (!valid_target(tg, v, ignore_index))
+            continue;
+        float *restrict d = dlogits + i * v;
+        const float *restrict p = probs + i * v;
+        for (int64_t j = 0; j < v; j++)
+            d[j] += g * p[j];
+        d[tg] -= g;
+    }
+}
+
+int64_t ddpc_argmax_correct(const float *scores, const int32_t *targets, int64_t n, int64_t v,
+                            int32_t ignore_index)
+{
+    int64_t correct = 0;
+#pragma omp parallel for schedule(static) reduction(+ : correct) if (n * v >= DDPC__PAR_MIN_WORK)
+    for (int64_t i = 0; i < n; i++) {
+        if (!valid_target(targets[i], v, ignore_index))
+            continue;
+        const float *row = scores + i * v;
+        int64_t best = 0;
+        for (int64_t j = 1; j < v; j++)
+            best = row[j] > row[best] ? j : best;
+        correct += best == targets[i];
+    }
+    return correct;
+}

@@ -1,0 +1,100 @@
+/* LayerNorm over the last dimension (Ba et al. 2016) with PyTorch's eps = 1e-5 and biased variance.
+ * Invariant: mean and rstd (rows) saved by forward are exactly what backward uses, so backward
+ * never recomputes statistics; w or b may be NULL (treated as ones / zeros). */
+#include <ddpc/kernels.h>
+
+#include <math.h>
+
+#include "kernels/cpu/cpu_impl.h"
+
+#define LN_EPS 1e-5f
+
+void ddpc_layernorm_forward(float *y, float *mean, float *rstd, const float *x, const float *w,
+                            const float *b, int64_t rows, int64_t c)
+{
+#pragma omp parallel for schedule(static) if (rows * c >= DDPC__PAR_MIN_WORK)
+    for (int64_t i = 0; i < rows; i++) {
+        const float *restrict xi = x + i * c;
+        float *restrict yi = y + i * c;
+        float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+        for (int64_t j = 0; j < c; j++)
+            s += xi[j];
+        float m = s / (float)c;
+        float v = 0.0f; /* two-pass variance: no cancellation for rows with a large mean */
+#pragma omp simd reduction(+ : v)
+        for (int64_t j = 0; j < c; j++) {
+            float d = xi[j] - m;
+            v += d * d;
+        }
+        float r = 1.0f / sqrtf(v / (float)c + LN_EPS);
+        if (w && b) {
+            for (int64_t j = 0; j < c; j++)
+                yi[j] = (xi[j] - m) * r * w[j] + b[j];
+        } else {
+            for (int64_t j = 0; j < c; j++)
+                yi[j] = (xi[j] - m) * r * (w ? w[j] : 1.0f) + (b ? b[j] : 0.0f);
+        }
+        if (mean)
+            mean[i] = m;
+        if (rstd)
+            rstd[i] = r;
+    }
+}
+
+/* dw (c) += sum_i dy * xhat, db (c) += sum_i dy; threads own disjoint column blocks. */
+static void params_backward(float *dw, float *db, const float *dy, const float *x,
+                            const float *mean, const float *rstd, int64_t rows, int64_t c)
+{
+    enum { BLOCK = 64 };
+    int64_t nblocks = (c + BLOCK - 1) / BLOCK;
+#pragma omp parallel for schedule(static) if (rows * c >= DDPC__PAR_MIN_WORK)
+    for (int64_t jb = 0; jb < nblocks; jb++) {
+        int64_t j0 = jb * BLOCK, len = c - j0 < BLOCK ? c - j0 : BLOCK;
+        float aw[BLOCK] = {0}, ab[BLOCK] = {0};
+        for (int64_t i = 0; i < rows; i++) {
+            const float *restrict xi = x + i * c + j0, *restrict gi = dy + i * c + j0;
+            float m = mean[i], r = rstd[i];
+            for (int64_t j = 0; j < len; j++) {
+                aw[j] += gi[j] * (xi[j] - m) * r;
+                ab[j] += gi[j];
+            }
+        }
+        for (int64_t j = 0; j < len; j++) {
+            if (dw)
+                dw[j0 + j] += aw[j];
+            if (db)
+                db[j0 + j] += ab[j];
+        }
+    }
+}
+
+void ddpc_layernorm_backward(float *dx, float *dw, float *db, const float *dy, const float *x,
+                             const float *w, const float *mean, const float *rstd,
+                             int64_t rows, int64_t c)
+{
+    if (dw || db)
+        params_backward(dw, db, dy, x, mean, rstd, rows, c);
+    if (!dx)
+        return;
+    /* dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * w. */
+#pragma omp parallel for schedule(static) if (rows * c >= DDPC__PAR_MIN_WORK)
+    for (int64_t i = 0; i < rows; i++) {
+        const float *restrict xi = x + i * c, *restrict gi = dy + i * c;
+        float *restrict dxi = dx + i * c;
+        float m = mean[i], r = rstd[i];
+        float sg = 0.0f, sgx = 0.0f;
+#pragma omp simd reduction(+ : sg, sgx)
+        for (int64_t j = 0; j < c; j++) {
+            float g = gi[j] * (w ? w[j] : 1.0f);
+            sg += g;
+            sgx += g * (xi[j] - m) * r;
+        }
+        sg /= (float)c;
+        sgx /= (float)c;
+        for (int64_t j = 0; j < c; j++) {
+            float g = gi[j] * (w ? w[j] : 1.0f);
+            dxi[j] += r * (g - sg - (xi[j] - m) * r * sgx);
+        }
+    }
+}
