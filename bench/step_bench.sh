@@ -61,7 +61,8 @@ except Exception: print("n/a")' "$1" "$2"
 }
 
 failed=0
-echo "| threads | model | ddpc samples/s (tok/s for gpt) | PyTorch | ratio ddpc/PyTorch | ddpc GFLOP/s | sgemm peak GFLOP/s |"
+echo "| threads | model | ddpc samples/s (tok/s for gpt) | PyTorch |"\
+" ratio ddpc/PyTorch | ddpc GFLOP/s | sgemm peak GFLOP/s |"
 echo "|---|---|---|---|---|---|---|"
 for t in $THREADS; do
     peak_line=$(thread_env "$t" "$TMP/sgemm_peak" "$t")
@@ -69,7 +70,8 @@ for t in $THREADS; do
     peak=$(json sgemm_peak_gflops <<<"$peak_line")
     for m in $MODELS; do
         case $m in
-            cnn) cfg=("$HERE/../configs/fmnist_cnn.yaml" data.type=synthetic_images data.size=4096) ;;
+            cnn) cfg=("$HERE/../configs/fmnist_cnn.yaml"
+                      data.type=synthetic_images data.size=4096) ;;
             *) cfg=("$HERE/configs/$m.yaml") ;;
         esac
         key=samples_per_s
