@@ -56,7 +56,8 @@ void ddpc_attention_forward(float *out, float *att, const float *qkv, int64_t b,
     (void)ws;
     int64_t hs = c / nh, jobs = b * nh;
     float scale = 1.0f / sqrtf((float)hs);
-#pragma omp parallel for schedule(static) if (jobs >= omp_get_max_threads())
+    int par = jobs >= omp_get_max_threads() && jobs * t * t * hs >= DDPC__PAR_MIN_MACS;
+#pragma omp parallel for schedule(static) if (par)
     for (int64_t job = 0; job < jobs; job++) {
         int64_t bi = job / nh, h = job % nh;
         head_forward(out + bi * t * c + h * hs, att + job * t * t, qkv + bi * t * 3 * c + h * hs,
@@ -114,7 +115,8 @@ void ddpc_attention_backward(float *dqkv, const float *dout, const float *qkv, c
 {
     int64_t hs = c / nh, jobs = b * nh;
     float scale = 1.0f / sqrtf((float)hs);
-#pragma omp parallel for schedule(static) if (jobs >= omp_get_max_threads())
+    int par = jobs >= omp_get_max_threads() && jobs * t * t * hs >= DDPC__PAR_MIN_MACS;
+#pragma omp parallel for schedule(static) if (par)
     for (int64_t job = 0; job < jobs; job++) {
         int64_t bi = job / nh, h = job % nh;
         float *dp = ws + (int64_t)omp_get_thread_num() * t * t;

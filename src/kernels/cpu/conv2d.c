@@ -18,6 +18,14 @@ static int is_pointwise(const ddpc_conv2d_shape *s)
     return s->r == 1 && s->s == 1 && s->stride == 1 && s->pad == 0;
 }
 
+/* Split samples across threads? Not with fewer samples than threads (then the BLAS threads each
+ * GEMM instead) nor for tiny convolutions. */
+static int parallel_over_samples(const ddpc_conv2d_shape *s)
+{
+    int64_t macs = s->n * s->k * s->c * s->r * s->s * ddpc_conv2d_out_h(s) * ddpc_conv2d_out_w(s);
+    return s->n >= omp_get_max_threads() && macs >= DDPC__PAR_MIN_MACS;
+}
+
 size_t ddpc_conv2d_workspace_floats(const ddpc_conv2d_shape *s)
 {
     int64_t per_slot = col_floats(s) + s->k * s->c * s->r * s->s;
@@ -29,8 +37,7 @@ void ddpc_conv2d_forward(float *y, const float *x, const float *w, const float *
 {
     const int64_t crs = s->c * s->r * s->s, ohw = ddpc_conv2d_out_h(s) * ddpc_conv2d_out_w(s);
     const int64_t slot_floats = col_floats(s) + s->k * crs;
-    /* With fewer samples than threads, stay serial here and let the BLAS use the threads. */
-#pragma omp parallel for schedule(static) if (s->n >= omp_get_max_threads())
+#pragma omp parallel for schedule(static) if (parallel_over_samples(s))
     for (int64_t i = 0; i < s->n; i++) {
         const float *xi = x + i * s->c * s->h * s->w;
         float *yi = y + i * s->k * ohw;
@@ -102,7 +109,7 @@ void ddpc_conv2d_backward(float *dx, float *dw, float *db, const float *dy, cons
     if (!dx && !dw)
         return;
     int used = 1;
-#pragma omp parallel if (s->n >= omp_get_max_threads())
+#pragma omp parallel if (parallel_over_samples(s))
     {
         int tid = omp_get_thread_num();
         float *col = ws + (int64_t)tid * slot_floats;

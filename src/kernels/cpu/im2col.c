@@ -40,9 +40,11 @@ void ddpc__im2col(float *restrict col, const float *restrict x, const ddpc_conv2
                     int64_t base = iy * s->w - pad + si; /* + ox * st, >= 0 on [lo, hi) */
                     for (int64_t ox = 0; ox < lo; ox++)
                         out[ox] = 0.0f;
-                    if (st == 1 && hi > lo)
-                        memcpy(out + lo, xc + base + lo, (size_t)(hi - lo) * sizeof(float));
-                    else
+                    if (st == 1 && hi > lo) { /* rows are short: a loop beats memcpy's call */
+                        const float *restrict in = xc + base + lo;
+                        for (int64_t ox = 0; ox < hi - lo; ox++)
+                            out[lo + ox] = in[ox];
+                    } else
                         for (int64_t ox = lo; ox < hi; ox++)
                             out[ox] = xc[base + ox * st];
                     for (int64_t ox = hi; ox < ow; ox++)
