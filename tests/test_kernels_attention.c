@@ -53,9 +53,15 @@ static double naive_max_err(const att_ctx *a)
 static void check_attention(int64_t b, int64_t t, int64_t c, int64_t nh)
 {
     int64_t nqkv = b * t * 3 * c, nout = b * t * c;
-    att_ctx a = {tu_alloc(nout), tu_alloc(b * nh * t * t), tu_rand(nqkv, -1.5f, 1.5f, 1),
-                 tu_rand(nout, -1, 1, 2), tu_alloc((int64_t)ddpc_attention_workspace_floats(b, t, c, nh)),
-                 b, t, c, nh};
+    att_ctx a = {tu_alloc(nout),
+                 tu_alloc(b * nh * t * t),
+                 tu_rand(nqkv, -1.5f, 1.5f, 1),
+                 tu_rand(nout, -1, 1, 2),
+                 tu_alloc((int64_t)ddpc_attention_workspace_floats(b, t, c, nh)),
+                 b,
+                 t,
+                 c,
+                 nh};
     /* Stale garbage in att above the diagonal must be overwritten with zeros. */
     ddpc_fill_f32(a.att, 7.0f, b * nh * t * t);
     att_loss(&a);
@@ -113,7 +119,8 @@ static void test_attention_crosses_row_block(void)
  * bit for bit, since each job is computed by one thread in a fixed order. */
 static void test_attention_threads_agree(void)
 {
-    int64_t b = 4, t = 64, c = 64, nh = 4, nqkv = b * t * 3 * c, nout = b * t * c, na = b * nh * t * t;
+    int64_t b = 4, t = 64, c = 64, nh = 4, nqkv = b * t * 3 * c, nout = b * t * c,
+            na = b * nh * t * t;
     float *qkv = tu_rand(nqkv, -1, 1, 3), *dout = tu_rand(nout, -1, 1, 4);
     float *ws = tu_alloc((int64_t)ddpc_attention_workspace_floats(b, t, c, nh));
     float *o1 = tu_alloc(nout), *o2 = tu_alloc(nout), *a1 = tu_alloc(na), *a2 = tu_alloc(na);

@@ -49,9 +49,13 @@ static double naive_conv_err(const conv_ctx *c)
 static void check_conv(ddpc_conv2d_shape s)
 {
     int64_t nx = s.n * s.c * s.h * s.w, nw = s.k * s.c * s.r * s.s, ny = out_size(&s);
-    conv_ctx c = {tu_alloc(ny),        tu_rand(nx, -1, 1, 1), tu_rand(nw, -1, 1, 2),
-                  tu_rand(s.k, -1, 1, 3), tu_rand(ny, -1, 1, 4),
-                  tu_alloc((int64_t)ddpc_conv2d_workspace_floats(&s)), s};
+    conv_ctx c = {tu_alloc(ny),
+                  tu_rand(nx, -1, 1, 1),
+                  tu_rand(nw, -1, 1, 2),
+                  tu_rand(s.k, -1, 1, 3),
+                  tu_rand(ny, -1, 1, 4),
+                  tu_alloc((int64_t)ddpc_conv2d_workspace_floats(&s)),
+                  s};
     conv_loss(&c);
     CHECK(naive_conv_err(&c) < 1e-5 * (double)(s.c * s.r * s.s));
     float *dx = tu_alloc(nx), *dw = tu_alloc(nw), *db = tu_alloc(s.k);
@@ -90,36 +94,36 @@ static void check_conv(ddpc_conv2d_shape s)
 
 static void test_conv_stride1_pad1(void)
 {
-    check_conv((ddpc_conv2d_shape){.n = 1, .c = 1, .h = 5, .w = 5, .k = 2, .r = 3, .s = 3,
-                                   .stride = 1, .pad = 1});
-    check_conv((ddpc_conv2d_shape){.n = 4, .c = 3, .h = 9, .w = 7, .k = 5, .r = 3, .s = 3,
-                                   .stride = 1, .pad = 1});
+    check_conv((ddpc_conv2d_shape){
+        .n = 1, .c = 1, .h = 5, .w = 5, .k = 2, .r = 3, .s = 3, .stride = 1, .pad = 1});
+    check_conv((ddpc_conv2d_shape){
+        .n = 4, .c = 3, .h = 9, .w = 7, .k = 5, .r = 3, .s = 3, .stride = 1, .pad = 1});
 }
 
 static void test_conv_stride2_and_padding(void)
 {
-    check_conv((ddpc_conv2d_shape){.n = 3, .c = 2, .h = 7, .w = 6, .k = 3, .r = 3, .s = 2,
-                                   .stride = 2, .pad = 1});
-    check_conv((ddpc_conv2d_shape){.n = 2, .c = 2, .h = 8, .w = 9, .k = 3, .r = 5, .s = 5,
-                                   .stride = 2, .pad = 2});
-    check_conv((ddpc_conv2d_shape){.n = 2, .c = 1, .h = 10, .w = 11, .k = 2, .r = 2, .s = 3,
-                                   .stride = 3, .pad = 0});
+    check_conv((ddpc_conv2d_shape){
+        .n = 3, .c = 2, .h = 7, .w = 6, .k = 3, .r = 3, .s = 2, .stride = 2, .pad = 1});
+    check_conv((ddpc_conv2d_shape){
+        .n = 2, .c = 2, .h = 8, .w = 9, .k = 3, .r = 5, .s = 5, .stride = 2, .pad = 2});
+    check_conv((ddpc_conv2d_shape){
+        .n = 2, .c = 1, .h = 10, .w = 11, .k = 2, .r = 2, .s = 3, .stride = 3, .pad = 0});
 }
 
 static void test_conv_pointwise(void)
 {
-    check_conv((ddpc_conv2d_shape){.n = 3, .c = 4, .h = 5, .w = 3, .k = 6, .r = 1, .s = 1,
-                                   .stride = 1, .pad = 0});
-    check_conv((ddpc_conv2d_shape){.n = 1, .c = 2, .h = 3, .w = 3, .k = 3, .r = 1, .s = 1,
-                                   .stride = 2, .pad = 1});
+    check_conv((ddpc_conv2d_shape){
+        .n = 3, .c = 4, .h = 5, .w = 3, .k = 6, .r = 1, .s = 1, .stride = 1, .pad = 0});
+    check_conv((ddpc_conv2d_shape){
+        .n = 1, .c = 2, .h = 3, .w = 3, .k = 3, .r = 1, .s = 1, .stride = 2, .pad = 1});
 }
 
 /* Large enough to split samples across threads: forward and dx equal the one-thread run bit for
  * bit; dw and db differ only by the order the per-thread partial sums are added. */
 static void test_conv_threads_agree(void)
 {
-    ddpc_conv2d_shape s = {.n = 5, .c = 8, .h = 16, .w = 15, .k = 16, .r = 3, .s = 3,
-                           .stride = 1, .pad = 1};
+    ddpc_conv2d_shape s = {
+        .n = 5, .c = 8, .h = 16, .w = 15, .k = 16, .r = 3, .s = 3, .stride = 1, .pad = 1};
     int64_t nx = s.n * s.c * s.h * s.w, nw = s.k * s.c * 9, ny = out_size(&s);
     float *x = tu_rand(nx, -1, 1, 1), *w = tu_rand(nw, -1, 1, 2), *b = tu_rand(s.k, -1, 1, 3);
     float *dy = tu_rand(ny, -1, 1, 4), *ws = tu_alloc((int64_t)ddpc_conv2d_workspace_floats(&s));
@@ -244,8 +248,16 @@ static void test_maxpool_backward_overlapping(void)
     /* Overlapping 3x3 windows with stride 2 on 7x9 planes; distinct values spaced 1e-2 apart. */
     int64_t n = 2, c = 3, h = 7, w = 9, k = 3, st = 2, oh = 3, ow = 4;
     int64_t nx = n * c * h * w, ny = n * c * oh * ow;
-    pool_ctx q = {tu_alloc(ny), tu_alloc(nx), tu_rand(ny, -1, 1, 5),
-                  ddpc_malloc((size_t)ny * sizeof(int32_t)), n, c, h, w, k, st};
+    pool_ctx q = {tu_alloc(ny),
+                  tu_alloc(nx),
+                  tu_rand(ny, -1, 1, 5),
+                  ddpc_malloc((size_t)ny * sizeof(int32_t)),
+                  n,
+                  c,
+                  h,
+                  w,
+                  k,
+                  st};
     for (int64_t i = 0; i < nx; i++)
         q.x[i] = 0.01f * (float)((i * 37) % nx);
     pool_loss(&q);

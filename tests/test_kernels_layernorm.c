@@ -17,9 +17,15 @@ static double ln_loss(void *p)
 static void check_layernorm(int64_t rows, int64_t ch, float offset)
 {
     int64_t n = rows * ch;
-    ln_ctx c = {tu_alloc(n),         tu_alloc(rows),           tu_alloc(rows),
-                tu_rand(n, -2, 2, 1), tu_rand(ch, 0.5f, 1.5f, 2), tu_rand(ch, -1, 1, 3),
-                tu_rand(n, -1, 1, 4), rows,                    ch};
+    ln_ctx c = {tu_alloc(n),
+                tu_alloc(rows),
+                tu_alloc(rows),
+                tu_rand(n, -2, 2, 1),
+                tu_rand(ch, 0.5f, 1.5f, 2),
+                tu_rand(ch, -1, 1, 3),
+                tu_rand(n, -1, 1, 4),
+                rows,
+                ch};
     for (int64_t i = 0; i < n; i++)
         c.x[i] += offset;
     ln_loss(&c);
@@ -73,7 +79,8 @@ static void test_layernorm_without_affine(void)
     ddpc_layernorm_forward(y, m, rs, x, NULL, NULL, rows, ch);
     ddpc_layernorm_forward(y1, m, rs, x, ones, zeros, rows, ch);
     CHECK(tu_rel_err(y, y1, rows * ch, 1e-6) < 1e-6);
-    float *dx = tu_alloc(rows * ch), *dx1 = tu_alloc(rows * ch), *dy = tu_rand(rows * ch, -1, 1, 10);
+    float *dx = tu_alloc(rows * ch), *dx1 = tu_alloc(rows * ch),
+          *dy = tu_rand(rows * ch, -1, 1, 10);
     ddpc_layernorm_backward(dx, NULL, NULL, dy, x, NULL, m, rs, rows, ch);
     ddpc_layernorm_backward(dx1, NULL, NULL, dy, x, ones, m, rs, rows, ch);
     CHECK(tu_rel_err(dx, dx1, rows * ch, 1e-6) < 1e-5);
@@ -87,7 +94,7 @@ static void test_layernorm(void)
     check_layernorm(1, 1, 0.0f);
     check_layernorm(1, 7, 0.0f);
     check_layernorm(5, 13, 0.0f);
-    check_layernorm(3, 100, 50.0f); /* large mean: two-pass variance stays accurate */
+    check_layernorm(3, 100, 50.0f);  /* large mean: two-pass variance stays accurate */
     check_layernorm(300, 130, 0.0f); /* threaded paths, column blocks with a tail */
 }
 
@@ -110,8 +117,14 @@ static void check_embedding(int64_t b, int64_t t, int64_t c, int64_t v)
     int32_t *tok = ddpc_malloc((size_t)(b * t) * sizeof(int32_t));
     for (int64_t i = 0; i < b * t; i++)
         tok[i] = (int32_t)((i * 7 + 3) % v); /* repeats when b*t > v */
-    emb_ctx e = {tu_alloc(n), tu_rand(v * c, -1, 1, 1), tu_rand((t + 2) * c, -1, 1, 2),
-                 tu_rand(n, -1, 1, 3), tok, b, t, c};
+    emb_ctx e = {tu_alloc(n),
+                 tu_rand(v * c, -1, 1, 1),
+                 tu_rand((t + 2) * c, -1, 1, 2),
+                 tu_rand(n, -1, 1, 3),
+                 tok,
+                 b,
+                 t,
+                 c};
     emb_loss(&e);
     int bad = 0;
     for (int64_t i = 0; i < b * t; i++)

@@ -88,7 +88,7 @@ static void test_cross_entropy_backward(void)
 
 static void test_cross_entropy_threaded_matches_serial(void)
 {
-    /* n * v large enough to fork: the threaded (losses given) and serial (losses NULL) paths agree. */
+    /* n * v large enough to fork: threaded (losses given) and serial (losses NULL) paths agree. */
     int64_t n = 300, v = 257;
     int32_t *targets = ddpc_malloc((size_t)n * sizeof(int32_t));
     for (int64_t i = 0; i < n; i++)

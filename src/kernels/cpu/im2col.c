@@ -5,8 +5,8 @@
 #include "kernels/cpu/cpu_impl.h"
 
 /* Output columns [*lo, *hi) whose input column ox * stride - pad + si lies inside [0, w). */
-static void valid_range(int64_t si, int64_t w, int64_t ow, int64_t stride, int64_t pad,
-                        int64_t *lo, int64_t *hi)
+static void valid_range(int64_t si, int64_t w, int64_t ow, int64_t stride, int64_t pad, int64_t *lo,
+                        int64_t *hi)
 {
     int64_t first = pad - si; /* smallest ox * stride that is in range */
     int64_t l = first <= 0 ? 0 : (first + stride - 1) / stride;

@@ -54,8 +54,8 @@ static void pool_plane_2x2(float *restrict yp, int32_t *restrict ip, const float
     }
 }
 
-void ddpc_maxpool2d_forward(float *y, int32_t *idx, const float *x, int64_t n, int64_t c,
-                            int64_t h, int64_t w, int64_t k, int64_t stride)
+void ddpc_maxpool2d_forward(float *y, int32_t *idx, const float *x, int64_t n, int64_t c, int64_t h,
+                            int64_t w, int64_t k, int64_t stride)
 {
     const int64_t oh = (h - k) / stride + 1, ow = (w - k) / stride + 1;
 #pragma omp parallel for schedule(static) if (n * c * h * w >= DDPC__PAR_MIN_WORK)
