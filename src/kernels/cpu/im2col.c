@@ -18,7 +18,15 @@ static void valid_range(int64_t si, int64_t w, int64_t ow, int64_t stride, int64
         *hi = *lo;
 }
 
-void ddpc__im2col(float *restrict col, const float *restrict x, const ddpc_conv2d_shape *s)
+/* Rows are ~10-30 floats: GCC would turn the copy loops into memcpy/memset calls costing more than
+ * the copies, so that transformation is switched off here. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define NO_LIBCALLS __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#else
+#define NO_LIBCALLS
+#endif
+
+NO_LIBCALLS void ddpc__im2col(float *restrict col, const float *restrict x, const ddpc_conv2d_shape *s)
 {
     const int64_t oh = ddpc_conv2d_out_h(s), ow = ddpc_conv2d_out_w(s);
     const int64_t st = s->stride, pad = s->pad;
