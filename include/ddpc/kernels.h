@@ -16,7 +16,8 @@ extern "C" {
 /* ---- threads ---------------------------------------------------------------------------- */
 
 /* Sets the compute threads for our kernels and the BLAS (one OpenMP pool). n <= 0 means all cores.
- * Like omp_set_num_threads it applies to the calling thread (and threads it later starts). */
+ * Like omp_set_num_threads it applies to the calling thread only; other threads keep the
+ * OMP_NUM_THREADS default. */
 void ddpc_kernels_set_threads(int n);
 int ddpc_kernels_threads(void);
 /* "OpenBLAS 0.3.21 (openmp, SkylakeX)"-style description of the BLAS in use. */
