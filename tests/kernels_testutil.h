@@ -58,12 +58,16 @@ static inline double tu_rel_err(const float *a, const float *b, int64_t n, doubl
 typedef double (*tu_loss_fn)(void *ctx);
 
 /* Compares grad (n) with central differences of loss over param (n), checking every `step`-th
- * element. Returns max |numeric - analytic| / max(max |analytic|, 1e-3); prints the worst. */
+ * element. Returns max |numeric - analytic| / max(max |analytic|, 1e-3); prints the worst.
+ * The forwards run on one thread; grad is whatever the caller computed (at the default threads). */
 static inline double tu_grad_check(const char *what, float *param, const float *grad, int64_t n,
                                    int64_t step, float eps, tu_loss_fn loss, void *ctx)
 {
     double worst = 0.0, scale = tu_max_abs(grad, n);
     int64_t worst_i = -1;
+    /* Thousands of forwards: run them on one thread so a busy machine cannot stall every fork. */
+    int threads = ddpc_kernels_threads();
+    ddpc_kernels_set_threads(1);
     double worst_num = 0.0;
     scale = scale > 1e-3 ? scale : 1e-3;
     for (int64_t i = 0; i < n; i += step) {
@@ -81,6 +85,7 @@ static inline double tu_grad_check(const char *what, float *param, const float *
             worst_num = num;
         }
     }
+    ddpc_kernels_set_threads(threads);
     if (worst > 1e-3)
         fprintf(stderr, "  %s: worst rel err %.3g at %lld (numeric %.6g analytic %.6g)\n", what,
                 worst, (long long)worst_i, worst_num, worst_i >= 0 ? grad[worst_i] : 0.0f);

@@ -53,9 +53,15 @@ static double naive_max_err(const att_ctx *a)
 static void check_attention(int64_t b, int64_t t, int64_t c, int64_t nh)
 {
     int64_t nqkv = b * t * 3 * c, nout = b * t * c;
-    att_ctx a = {tu_alloc(nout), tu_alloc(b * nh * t * t), tu_rand(nqkv, -1.5f, 1.5f, 1),
-                 tu_rand(nout, -1, 1, 2), tu_alloc((int64_t)ddpc_attention_workspace_floats(b, t, c, nh)),
-                 b, t, c, nh};
+    att_ctx a = {tu_alloc(nout),
+                 tu_alloc(b * nh * t * t),
+                 tu_rand(nqkv, -1.5f, 1.5f, 1),
+                 tu_rand(nout, -1, 1, 2),
+                 tu_alloc((int64_t)ddpc_attention_workspace_floats(b, t, c, nh)),
+                 b,
+                 t,
+                 c,
+                 nh};
     /* Stale garbage in att above the diagonal must be overwritten with zeros. */
     ddpc_fill_f32(a.att, 7.0f, b * nh * t * t);
     att_loss(&a);
@@ -109,10 +115,37 @@ static void test_attention_crosses_row_block(void)
     check_attention(1, 129, 8, 1);
 }
 
+/* Large enough to split (batch, head) jobs across threads: results equal the one-thread run
+ * bit for bit, since each job is computed by one thread in a fixed order. */
+static void test_attention_threads_agree(void)
+{
+    int64_t b = 4, t = 64, c = 64, nh = 4, nqkv = b * t * 3 * c, nout = b * t * c,
+            na = b * nh * t * t;
+    float *qkv = tu_rand(nqkv, -1, 1, 3), *dout = tu_rand(nout, -1, 1, 4);
+    float *ws = tu_alloc((int64_t)ddpc_attention_workspace_floats(b, t, c, nh));
+    float *o1 = tu_alloc(nout), *o2 = tu_alloc(nout), *a1 = tu_alloc(na), *a2 = tu_alloc(na);
+    float *d1 = tu_alloc(nqkv), *d2 = tu_alloc(nqkv);
+    int threads = ddpc_kernels_threads();
+    ddpc_kernels_set_threads(1);
+    ddpc_attention_forward(o1, a1, qkv, b, t, c, nh, ws);
+    ddpc_attention_backward(d1, dout, qkv, a1, b, t, c, nh, ws);
+    ddpc_kernels_set_threads(2);
+    ddpc_attention_forward(o2, a2, qkv, b, t, c, nh, ws);
+    ddpc_attention_backward(d2, dout, qkv, a2, b, t, c, nh, ws);
+    ddpc_kernels_set_threads(threads);
+    CHECK(memcmp(o1, o2, (size_t)nout * 4) == 0);
+    CHECK(memcmp(a1, a2, (size_t)na * 4) == 0);
+    CHECK(memcmp(d1, d2, (size_t)nqkv * 4) == 0);
+    float *bufs[] = {qkv, dout, ws, o1, o2, a1, a2, d1, d2};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        ddpc_free(bufs[i]);
+}
+
 int main(void)
 {
     RUN_TEST(test_attention_t1);
     RUN_TEST(test_attention_t5);
     RUN_TEST(test_attention_crosses_row_block);
+    RUN_TEST(test_attention_threads_agree);
     return check_summary();
 }

@@ -49,9 +49,13 @@ static double naive_conv_err(const conv_ctx *c)
 static void check_conv(ddpc_conv2d_shape s)
 {
     int64_t nx = s.n * s.c * s.h * s.w, nw = s.k * s.c * s.r * s.s, ny = out_size(&s);
-    conv_ctx c = {tu_alloc(ny),        tu_rand(nx, -1, 1, 1), tu_rand(nw, -1, 1, 2),
-                  tu_rand(s.k, -1, 1, 3), tu_rand(ny, -1, 1, 4),
-                  tu_alloc((int64_t)ddpc_conv2d_workspace_floats(&s)), s};
+    conv_ctx c = {tu_alloc(ny),
+                  tu_rand(nx, -1, 1, 1),
+                  tu_rand(nw, -1, 1, 2),
+                  tu_rand(s.k, -1, 1, 3),
+                  tu_rand(ny, -1, 1, 4),
+                  tu_alloc((int64_t)ddpc_conv2d_workspace_floats(&s)),
+                  s};
     conv_loss(&c);
     CHECK(naive_conv_err(&c) < 1e-5 * (double)(s.c * s.r * s.s));
     float *dx = tu_alloc(nx), *dw = tu_alloc(nw), *db = tu_alloc(s.k);
@@ -90,28 +94,58 @@ static void check_conv(ddpc_conv2d_shape s)
 
 static void test_conv_stride1_pad1(void)
 {
-    check_conv((ddpc_conv2d_shape){.n = 1, .c = 1, .h = 5, .w = 5, .k = 2, .r = 3, .s = 3,
-                                   .stride = 1, .pad = 1});
-    check_conv((ddpc_conv2d_shape){.n = 4, .c = 3, .h = 9, .w = 7, .k = 5, .r = 3, .s = 3,
-                                   .stride = 1, .pad = 1});
+    check_conv((ddpc_conv2d_shape){
+        .n = 1, .c = 1, .h = 5, .w = 5, .k = 2, .r = 3, .s = 3, .stride = 1, .pad = 1});
+    check_conv((ddpc_conv2d_shape){
+        .n = 4, .c = 3, .h = 9, .w = 7, .k = 5, .r = 3, .s = 3, .stride = 1, .pad = 1});
 }
 
 static void test_conv_stride2_and_padding(void)
 {
-    check_conv((ddpc_conv2d_shape){.n = 3, .c = 2, .h = 7, .w = 6, .k = 3, .r = 3, .s = 2,
-                                   .stride = 2, .pad = 1});
-    check_conv((ddpc_conv2d_shape){.n = 2, .c = 2, .h = 8, .w = 9, .k = 3, .r = 5, .s = 5,
-                                   .stride = 2, .pad = 2});
-    check_conv((ddpc_conv2d_shape){.n = 2, .c = 1, .h = 10, .w = 11, .k = 2, .r = 2, .s = 3,
-                                   .stride = 3, .pad = 0});
+    check_conv((ddpc_conv2d_shape){
+        .n = 3, .c = 2, .h = 7, .w = 6, .k = 3, .r = 3, .s = 2, .stride = 2, .pad = 1});
+    check_conv((ddpc_conv2d_shape){
+        .n = 2, .c = 2, .h = 8, .w = 9, .k = 3, .r = 5, .s = 5, .stride = 2, .pad = 2});
+    check_conv((ddpc_conv2d_shape){
+        .n = 2, .c = 1, .h = 10, .w = 11, .k = 2, .r = 2, .s = 3, .stride = 3, .pad = 0});
 }
 
 static void test_conv_pointwise(void)
 {
-    check_conv((ddpc_conv2d_shape){.n = 3, .c = 4, .h = 5, .w = 3, .k = 6, .r = 1, .s = 1,
-                                   .stride = 1, .pad = 0});
-    check_conv((ddpc_conv2d_shape){.n = 1, .c = 2, .h = 3, .w = 3, .k = 3, .r = 1, .s = 1,
-                                   .stride = 2, .pad = 1});
+    check_conv((ddpc_conv2d_shape){
+        .n = 3, .c = 4, .h = 5, .w = 3, .k = 6, .r = 1, .s = 1, .stride = 1, .pad = 0});
+    check_conv((ddpc_conv2d_shape){
+        .n = 1, .c = 2, .h = 3, .w = 3, .k = 3, .r = 1, .s = 1, .stride = 2, .pad = 1});
+}
+
+/* Large enough to split samples across threads: forward and dx equal the one-thread run bit for
+ * bit; dw and db differ only by the order the per-thread partial sums are added. */
+static void test_conv_threads_agree(void)
+{
+    ddpc_conv2d_shape s = {
+        .n = 5, .c = 8, .h = 16, .w = 15, .k = 16, .r = 3, .s = 3, .stride = 1, .pad = 1};
+    int64_t nx = s.n * s.c * s.h * s.w, nw = s.k * s.c * 9, ny = out_size(&s);
+    float *x = tu_rand(nx, -1, 1, 1), *w = tu_rand(nw, -1, 1, 2), *b = tu_rand(s.k, -1, 1, 3);
+    float *dy = tu_rand(ny, -1, 1, 4), *ws = tu_alloc((int64_t)ddpc_conv2d_workspace_floats(&s));
+    float *y[2], *dx[2], *dw[2], *db[2];
+    int threads = ddpc_kernels_threads();
+    for (int i = 0; i < 2; i++) {
+        y[i] = tu_alloc(ny);
+        dx[i] = tu_alloc(nx);
+        dw[i] = tu_alloc(nw);
+        db[i] = tu_alloc(s.k);
+        ddpc_kernels_set_threads(i + 1);
+        ddpc_conv2d_forward(y[i], x, w, b, &s, ws);
+        ddpc_conv2d_backward(dx[i], dw[i], db[i], dy, x, w, &s, ws);
+    }
+    ddpc_kernels_set_threads(threads);
+    CHECK(memcmp(y[0], y[1], (size_t)ny * 4) == 0);
+    CHECK(memcmp(dx[0], dx[1], (size_t)nx * 4) == 0);
+    CHECK(tu_rel_err(dw[1], dw[0], nw, 1e-6) < 1e-5);
+    CHECK(tu_rel_err(db[1], db[0], s.k, 1e-6) < 1e-5);
+    float *bufs[] = {x, w, b, dy, ws, y[0], y[1], dx[0], dx[1], dw[0], dw[1], db[0], db[1]};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        ddpc_free(bufs[i]);
 }
 
 static void test_maxpool_forward_ties_and_odd_sizes(void)
@@ -154,6 +188,47 @@ static void test_maxpool_forward_ties_and_odd_sizes(void)
     CHECK_NEAR(total, 72.0, 0);
 }
 
+/* Naive pooling with first-maximum ties; returns the number of outputs that differ. */
+static int naive_pool_mismatches(const float *y, const int32_t *idx, const float *x, int64_t planes,
+                                 int64_t h, int64_t w, int64_t k, int64_t st)
+{
+    int64_t oh = (h - k) / st + 1, ow = (w - k) / st + 1;
+    int bad = 0;
+    for (int64_t p = 0; p < planes; p++)
+        for (int64_t oy = 0; oy < oh; oy++)
+            for (int64_t ox = 0; ox < ow; ox++) {
+                int64_t best = -1;
+                for (int64_t dy = 0; dy < k; dy++)
+                    for (int64_t dx = 0; dx < k; dx++) {
+                        int64_t q = (oy * st + dy) * w + ox * st + dx;
+                        if (best < 0 || x[p * h * w + q] > x[p * h * w + best])
+                            best = q;
+                    }
+                int64_t o = (p * oh + oy) * ow + ox;
+                bad += idx[o] != best || y[o] != x[p * h * w + best];
+            }
+    return bad;
+}
+
+static void test_maxpool_many_ties(void)
+{
+    /* Values from {0, 1, 2}: most windows tie. 2x2/2 takes the fast path, 3x3/2 and 2x2/1 not. */
+    const int64_t cfg[][4] = {{7, 9, 2, 2}, {8, 8, 2, 2}, {7, 9, 3, 2}, {6, 5, 2, 1}};
+    for (size_t t = 0; t < sizeof cfg / sizeof cfg[0]; t++) {
+        int64_t h = cfg[t][0], w = cfg[t][1], k = cfg[t][2], st = cfg[t][3], planes = 2 * 3;
+        int64_t ny = planes * ((h - k) / st + 1) * ((w - k) / st + 1);
+        float *x = tu_alloc(planes * h * w), *y = tu_alloc(ny);
+        int32_t *idx = ddpc_malloc((size_t)ny * sizeof(int32_t));
+        for (int64_t i = 0; i < planes * h * w; i++)
+            x[i] = (float)(ddpc_rng_at(7, (uint64_t)t, (uint64_t)i) % 3);
+        ddpc_maxpool2d_forward(y, idx, x, 2, 3, h, w, k, st);
+        CHECK_EQ_INT(naive_pool_mismatches(y, idx, x, planes, h, w, k, st), 0);
+        ddpc_free(x);
+        ddpc_free(y);
+        ddpc_free(idx);
+    }
+}
+
 typedef struct {
     float *y, *x, *r;
     int32_t *idx;
@@ -173,8 +248,16 @@ static void test_maxpool_backward_overlapping(void)
     /* Overlapping 3x3 windows with stride 2 on 7x9 planes; distinct values spaced 1e-2 apart. */
     int64_t n = 2, c = 3, h = 7, w = 9, k = 3, st = 2, oh = 3, ow = 4;
     int64_t nx = n * c * h * w, ny = n * c * oh * ow;
-    pool_ctx q = {tu_alloc(ny), tu_alloc(nx), tu_rand(ny, -1, 1, 5),
-                  ddpc_malloc((size_t)ny * sizeof(int32_t)), n, c, h, w, k, st};
+    pool_ctx q = {tu_alloc(ny),
+                  tu_alloc(nx),
+                  tu_rand(ny, -1, 1, 5),
+                  ddpc_malloc((size_t)ny * sizeof(int32_t)),
+                  n,
+                  c,
+                  h,
+                  w,
+                  k,
+                  st};
     for (int64_t i = 0; i < nx; i++)
         q.x[i] = 0.01f * (float)((i * 37) % nx);
     pool_loss(&q);
@@ -193,7 +276,9 @@ int main(void)
     RUN_TEST(test_conv_stride1_pad1);
     RUN_TEST(test_conv_stride2_and_padding);
     RUN_TEST(test_conv_pointwise);
+    RUN_TEST(test_conv_threads_agree);
     RUN_TEST(test_maxpool_forward_ties_and_odd_sizes);
     RUN_TEST(test_maxpool_backward_overlapping);
+    RUN_TEST(test_maxpool_many_ties);
     return check_summary();
 }

@@ -16,8 +16,14 @@ static double linear_loss(void *p)
 
 static void check_linear(int64_t n, int64_t in, int64_t out)
 {
-    linear_ctx c = {tu_alloc(n * out), tu_rand(n * in, -1, 1, 1), tu_rand(out * in, -1, 1, 2),
-                    tu_rand(out, -1, 1, 3), tu_rand(n * out, -1, 1, 4), n, in, out};
+    linear_ctx c = {tu_alloc(n * out),
+                    tu_rand(n * in, -1, 1, 1),
+                    tu_rand(out * in, -1, 1, 2),
+                    tu_rand(out, -1, 1, 3),
+                    tu_rand(n * out, -1, 1, 4),
+                    n,
+                    in,
+                    out};
     ddpc_linear_forward(c.y, c.x, c.w, c.b, n, in, out);
     double ferr = 0.0;
     for (int64_t i = 0; i < n; i++)

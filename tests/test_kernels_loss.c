@@ -86,6 +86,29 @@ static void test_cross_entropy_backward(void)
     ddpc_free(twice);
 }
 
+static void test_cross_entropy_threaded_matches_serial(void)
+{
+    /* n * v large enough to fork: threaded (losses given) and serial (losses NULL) paths agree. */
+    int64_t n = 300, v = 257;
+    int32_t *targets = ddpc_malloc((size_t)n * sizeof(int32_t));
+    for (int64_t i = 0; i < n; i++)
+        targets[i] = i % 7 == 0 ? -100 : (int32_t)((i * 31) % v);
+    float *logits = tu_rand(n * v, -4, 4, 11), *p1 = tu_alloc(n * v), *p2 = tu_alloc(n * v);
+    float *losses = tu_alloc(n);
+    int64_t nv1, nv2;
+    float a = ddpc_cross_entropy_forward(p1, losses, logits, targets, n, v, -100, &nv1);
+    float b = ddpc_cross_entropy_forward(p2, NULL, logits, targets, n, v, -100, &nv2);
+    CHECK_EQ_INT(nv1, nv2);
+    CHECK_EQ_INT(nv1, n - 43);
+    CHECK(a == b);
+    CHECK(memcmp(p1, p2, (size_t)(n * v) * 4) == 0);
+    ddpc_free(targets);
+    ddpc_free(logits);
+    ddpc_free(p1);
+    ddpc_free(p2);
+    ddpc_free(losses);
+}
+
 static void test_dropout_mask(void)
 {
     int64_t n = 1 << 20;
@@ -126,6 +149,7 @@ int main(void)
 {
     RUN_TEST(test_cross_entropy_forward);
     RUN_TEST(test_cross_entropy_backward);
+    RUN_TEST(test_cross_entropy_threaded_matches_serial);
     RUN_TEST(test_dropout_mask);
     return check_summary();
 }

@@ -15,7 +15,9 @@ extern "C" {
 
 /* ---- threads ---------------------------------------------------------------------------- */
 
-/* Sets the compute threads for our kernels and the BLAS (one OpenMP pool). n <= 0 means all cores. */
+/* Sets the compute threads for our kernels and the BLAS (one OpenMP pool). n <= 0 means all cores.
+ * Like omp_set_num_threads it applies to the calling thread only; other threads keep the
+ * OMP_NUM_THREADS default. */
 void ddpc_kernels_set_threads(int n);
 int ddpc_kernels_threads(void);
 /* "OpenBLAS 0.3.21 (openmp, SkylakeX)"-style description of the BLAS in use. */
@@ -82,7 +84,9 @@ void ddpc_embedding_backward(float *dwte, float *dwpe, const float *dy, const in
 
 /* ---- causal multi-head self-attention (Vaswani et al. 2017; GPT-2 layout) ------------------ */
 
-/* Floats of scratch that forward and backward need, passed as `ws`. */
+/* Floats of scratch that forward and backward need, passed as `ws`: one (t, t) matrix per thread
+ * slot, slots = max(ddpc_kernels_threads(), cores) when queried, so query again after raising the
+ * thread count above the core count. Forward does not touch ws (it may be NULL there). */
 size_t ddpc_attention_workspace_floats(int64_t b, int64_t t, int64_t c, int64_t nh);
 /* qkv (b, t, 3c) holds q | k | v, each split into nh heads of c/nh; out (b, t, c) is the heads'
  * outputs concatenated; att (b, nh, t, t) saves the softmax probabilities (zero above the
@@ -103,7 +107,9 @@ typedef struct {
 
 static inline int64_t ddpc_conv2d_out_h(const ddpc_conv2d_shape *s) { return (s->h + 2 * s->pad - s->r) / s->stride + 1; }
 static inline int64_t ddpc_conv2d_out_w(const ddpc_conv2d_shape *s) { return (s->w + 2 * s->pad - s->s) / s->stride + 1; }
-/* Floats of scratch (im2col columns) forward and backward need, passed as `ws`. */
+/* Floats of scratch forward and backward need, passed as `ws`: per thread slot one im2col matrix
+ * (c*r*s, oh*ow) and one dw partial (k, c*r*s); slots = max(ddpc_kernels_threads(), cores) when
+ * queried, so query again after raising the thread count above the core count. */
 size_t ddpc_conv2d_workspace_floats(const ddpc_conv2d_shape *s);
 /* y (n, k, oh, ow) = conv(x (n, c, h, w), w (k, c, r, s)) + b (k); b may be NULL. */
 void ddpc_conv2d_forward(float *y, const float *x, const float *w, const float *b,

@@ -42,8 +42,8 @@ static void head_forward(float *out_h, float *att_bh, const float *q, int64_t t,
     const float *k = q + c, *v = q + 2 * c;
     for (int64_t r0 = 0; r0 < t; r0 += ROW_BLOCK) {
         int64_t r1 = r0 + ROW_BLOCK < t ? r0 + ROW_BLOCK : t;
-        ddpc_gemm_f32(DDPC_NO_TRANS, DDPC_TRANS, r1 - r0, r1, hs, scale, q + r0 * 3 * c, 3 * c,
-                      k, 3 * c, 0.0f, att_bh + r0 * t, t);
+        ddpc_gemm_f32(DDPC_NO_TRANS, DDPC_TRANS, r1 - r0, r1, hs, scale, q + r0 * 3 * c, 3 * c, k,
+                      3 * c, 0.0f, att_bh + r0 * t, t);
         causal_softmax_rows(att_bh, r0, r1, t);
         ddpc_gemm_f32(DDPC_NO_TRANS, DDPC_NO_TRANS, r1 - r0, hs, r1, 1.0f, att_bh + r0 * t, t, v,
                       3 * c, 0.0f, out_h + r0 * c, c);
@@ -56,11 +56,12 @@ void ddpc_attention_forward(float *out, float *att, const float *qkv, int64_t b,
     (void)ws;
     int64_t hs = c / nh, jobs = b * nh;
     float scale = 1.0f / sqrtf((float)hs);
-#pragma omp parallel for schedule(static) if (jobs >= omp_get_max_threads())
+    int par = jobs >= omp_get_max_threads() && jobs * t * t * hs >= DDPC__PAR_MIN_MACS;
+#pragma omp parallel for schedule(static) if (par)
     for (int64_t job = 0; job < jobs; job++) {
         int64_t bi = job / nh, h = job % nh;
-        head_forward(out + bi * t * c + h * hs, att + job * t * t, qkv + bi * t * 3 * c + h * hs,
-                     t, c, hs, scale);
+        head_forward(out + bi * t * c + h * hs, att + job * t * t, qkv + bi * t * 3 * c + h * hs, t,
+                     c, hs, scale);
     }
 }
 
@@ -101,7 +102,7 @@ static void head_backward(float *dq, const float *dout_h, const float *q, const 
     }
     for (int64_t r0 = 0; r0 < t; r0 += ROW_BLOCK) {
         int64_t r1 = r0 + ROW_BLOCK < t ? r0 + ROW_BLOCK : t, n = r1 - r0;
-        /* Keys r0..r1 receive from queries r0..T only (causal): dk += dS^T @ q, dv += P^T @ dout. */
+        /* Keys r0..r1 hear from queries r0..T only (causal): dk += dS^T @ q, dv += P^T @ dout */
         ddpc_gemm_f32(DDPC_TRANS, DDPC_NO_TRANS, n, hs, t - r0, 1.0f, dp + r0 * t + r0, t,
                       q + r0 * ld, ld, 1.0f, dk + r0 * ld, ld);
         ddpc_gemm_f32(DDPC_TRANS, DDPC_NO_TRANS, n, hs, t - r0, 1.0f, att_bh + r0 * t + r0, t,
@@ -114,7 +115,8 @@ void ddpc_attention_backward(float *dqkv, const float *dout, const float *qkv, c
 {
     int64_t hs = c / nh, jobs = b * nh;
     float scale = 1.0f / sqrtf((float)hs);
-#pragma omp parallel for schedule(static) if (jobs >= omp_get_max_threads())
+    int par = jobs >= omp_get_max_threads() && jobs * t * t * hs >= DDPC__PAR_MIN_MACS;
+#pragma omp parallel for schedule(static) if (par)
     for (int64_t job = 0; job < jobs; job++) {
         int64_t bi = job / nh, h = job % nh;
         float *dp = ws + (int64_t)omp_get_thread_num() * t * t;

@@ -1,7 +1,7 @@
 /* Conv2d (NCHW, cross-correlation as in PyTorch) by im2col + sgemm, one OpenMP job per sample.
  * Workspace: per thread slot (ddpc__kernel_slots) one column matrix (c*r*s, oh*ow) and one
  * private dw partial (k, c*r*s); partials are summed in slot order, so results are deterministic
- * for a given thread count. A 1x1 stride-1 unpadded conv skips im2col (x already is the columns). */
+ * for a given thread count. A 1x1 stride-1 unpadded conv skips im2col: x is already the columns. */
 #include <ddpc/kernels.h>
 
 #include <omp.h>
@@ -18,6 +18,14 @@ static int is_pointwise(const ddpc_conv2d_shape *s)
     return s->r == 1 && s->s == 1 && s->stride == 1 && s->pad == 0;
 }
 
+/* Split samples across threads? Not with fewer samples than threads (then the BLAS threads each
+ * GEMM instead) nor for tiny convolutions. */
+static int parallel_over_samples(const ddpc_conv2d_shape *s)
+{
+    int64_t macs = s->n * s->k * s->c * s->r * s->s * ddpc_conv2d_out_h(s) * ddpc_conv2d_out_w(s);
+    return s->n >= omp_get_max_threads() && macs >= DDPC__PAR_MIN_MACS;
+}
+
 size_t ddpc_conv2d_workspace_floats(const ddpc_conv2d_shape *s)
 {
     int64_t per_slot = col_floats(s) + s->k * s->c * s->r * s->s;
@@ -29,8 +37,7 @@ void ddpc_conv2d_forward(float *y, const float *x, const float *w, const float *
 {
     const int64_t crs = s->c * s->r * s->s, ohw = ddpc_conv2d_out_h(s) * ddpc_conv2d_out_w(s);
     const int64_t slot_floats = col_floats(s) + s->k * crs;
-    /* With fewer samples than threads, stay serial here and let the BLAS use the threads. */
-#pragma omp parallel for schedule(static) if (s->n >= omp_get_max_threads())
+#pragma omp parallel for schedule(static) if (parallel_over_samples(s))
     for (int64_t i = 0; i < s->n; i++) {
         const float *xi = x + i * s->c * s->h * s->w;
         float *yi = y + i * s->k * ohw;
@@ -82,12 +89,12 @@ static void sample_backward(float *dx_i, float *dw_part, const float *dy_i, cons
     }
     if (dx_i) {
         if (is_pointwise(s)) { /* dx_i (c, hw) += w^T (c, k) @ dy_i (k, hw) directly */
-            ddpc_gemm_f32(DDPC_TRANS, DDPC_NO_TRANS, crs, ohw, s->k, 1.0f, w, crs, dy_i, ohw,
-                          1.0f, dx_i, ohw);
+            ddpc_gemm_f32(DDPC_TRANS, DDPC_NO_TRANS, crs, ohw, s->k, 1.0f, w, crs, dy_i, ohw, 1.0f,
+                          dx_i, ohw);
             return;
         }
-        ddpc_gemm_f32(DDPC_TRANS, DDPC_NO_TRANS, crs, ohw, s->k, 1.0f, w, crs, dy_i, ohw, 0.0f,
-                      col, ohw);
+        ddpc_gemm_f32(DDPC_TRANS, DDPC_NO_TRANS, crs, ohw, s->k, 1.0f, w, crs, dy_i, ohw, 0.0f, col,
+                      ohw);
         ddpc__col2im(dx_i, col, s);
     }
 }
@@ -102,7 +109,7 @@ void ddpc_conv2d_backward(float *dx, float *dw, float *db, const float *dy, cons
     if (!dx && !dw)
         return;
     int used = 1;
-#pragma omp parallel if (s->n >= omp_get_max_threads())
+#pragma omp parallel if (parallel_over_samples(s))
     {
         int tid = omp_get_thread_num();
         float *col = ws + (int64_t)tid * slot_floats;
@@ -115,8 +122,8 @@ void ddpc_conv2d_backward(float *dx, float *dw, float *db, const float *dy, cons
         used = omp_get_num_threads();
 #pragma omp for schedule(static)
         for (int64_t i = 0; i < s->n; i++)
-            sample_backward(dx ? dx + i * chw : NULL, part, dy + i * s->k * ohw, x + i * chw, w,
-                            s, col);
+            sample_backward(dx ? dx + i * chw : NULL, part, dy + i * s->k * ohw, x + i * chw, w, s,
+                            col);
     }
     for (int t = 1; dw && t < used; t++)
         ddpc_axpy_f32(dw, 1.0f, ws + (int64_t)t * slot_floats + col_floats(s), s->k * crs);

@@ -11,8 +11,11 @@
 
 #include <ddpc/kernels.h>
 
-/* OpenMP forks only when a loop has at least this many scalar operations of work. */
+/* OpenMP forks only when a loop has at least this many scalar operations of work, or a loop of
+ * small GEMMs at least this many multiply-adds: below that a fork/join costs more than it saves
+ * (and far more when another process holds a core and the barrier waits for a time slice). */
 #define DDPC__PAR_MIN_WORK 32768
+#define DDPC__PAR_MIN_MACS (1 << 20)
 
 /* c ? a : b as bit masks. GCC will not if-convert a ?: that feeds trapping float math (it needs
  * -fno-trapping-math), which stops the loop from vectorising; this form always vectorises. */

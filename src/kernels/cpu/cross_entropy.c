@@ -26,8 +26,8 @@ static float row_forward(float *probs, const float *logits, int32_t tg, int64_t 
 }
 
 float ddpc_cross_entropy_forward(float *probs, float *losses, const float *logits,
-                                 const int32_t *targets, int64_t n, int64_t v,
-                                 int32_t ignore_index, int64_t *n_valid)
+                                 const int32_t *targets, int64_t n, int64_t v, int32_t ignore_index,
+                                 int64_t *n_valid)
 {
     int64_t count = 0;
     double total = 0.0;
@@ -39,8 +39,8 @@ float ddpc_cross_entropy_forward(float *probs, float *losses, const float *logit
     }
     for (int64_t i = 0; i < n; i++) {
         int valid = valid_target(targets[i], v, ignore_index);
-        float li = losses ? losses[i]
-                          : row_forward(probs + i * v, logits + i * v, targets[i], v, valid);
+        float li =
+            losses ? losses[i] : row_forward(probs + i * v, logits + i * v, targets[i], v, valid);
         count += valid;
         total += li;
     }

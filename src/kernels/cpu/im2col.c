@@ -5,8 +5,8 @@
 #include "kernels/cpu/cpu_impl.h"
 
 /* Output columns [*lo, *hi) whose input column ox * stride - pad + si lies inside [0, w). */
-static void valid_range(int64_t si, int64_t w, int64_t ow, int64_t stride, int64_t pad,
-                        int64_t *lo, int64_t *hi)
+static void valid_range(int64_t si, int64_t w, int64_t ow, int64_t stride, int64_t pad, int64_t *lo,
+                        int64_t *hi)
 {
     int64_t first = pad - si; /* smallest ox * stride that is in range */
     int64_t l = first <= 0 ? 0 : (first + stride - 1) / stride;
@@ -18,7 +18,15 @@ static void valid_range(int64_t si, int64_t w, int64_t ow, int64_t stride, int64
         *hi = *lo;
 }
 
-void ddpc__im2col(float *restrict col, const float *restrict x, const ddpc_conv2d_shape *s)
+/* Rows are ~10-30 floats: GCC would turn the copy loops into memcpy/memset calls costing more than
+ * the copies, so that transformation is switched off here. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define NO_LIBCALLS __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#else
+#define NO_LIBCALLS
+#endif
+
+NO_LIBCALLS void ddpc__im2col(float *restrict col, const float *restrict x, const ddpc_conv2d_shape *s)
 {
     const int64_t oh = ddpc_conv2d_out_h(s), ow = ddpc_conv2d_out_w(s);
     const int64_t st = s->stride, pad = s->pad;
@@ -40,9 +48,11 @@ void ddpc__im2col(float *restrict col, const float *restrict x, const ddpc_conv2
                     int64_t base = iy * s->w - pad + si; /* + ox * st, >= 0 on [lo, hi) */
                     for (int64_t ox = 0; ox < lo; ox++)
                         out[ox] = 0.0f;
-                    if (st == 1 && hi > lo)
-                        memcpy(out + lo, xc + base + lo, (size_t)(hi - lo) * sizeof(float));
-                    else
+                    if (st == 1 && hi > lo) { /* rows are short: a loop beats memcpy's call */
+                        const float *restrict in = xc + base + lo;
+                        for (int64_t ox = 0; ox < hi - lo; ox++)
+                            out[lo + ox] = in[ox];
+                    } else
                         for (int64_t ox = lo; ox < hi; ox++)
                             out[ox] = xc[base + ox * st];
                     for (int64_t ox = hi; ox < ow; ox++)

@@ -70,14 +70,14 @@ static void params_backward(float *dw, float *db, const float *dy, const float *
 }
 
 void ddpc_layernorm_backward(float *dx, float *dw, float *db, const float *dy, const float *x,
-                             const float *w, const float *mean, const float *rstd,
-                             int64_t rows, int64_t c)
+                             const float *w, const float *mean, const float *rstd, int64_t rows,
+                             int64_t c)
 {
     if (dw || db)
         params_backward(dw, db, dy, x, mean, rstd, rows, c);
     if (!dx)
         return;
-    /* dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * w. */
+        /* dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * w. */
 #pragma omp parallel for schedule(static) if (rows * c >= DDPC__PAR_MIN_WORK)
     for (int64_t i = 0; i < rows; i++) {
         const float *restrict xi = x + i * c, *restrict gi = dy + i * c;

@@ -45,8 +45,7 @@ void ddpc_linear_backward(float *dx, float *dw, float *db, const float *dy, cons
                           const float *w, int64_t n, int64_t in, int64_t out)
 {
     if (dx) /* dx (n, in) += dy (n, out) @ w (out, in) */
-        ddpc_gemm_f32(DDPC_NO_TRANS, DDPC_NO_TRANS, n, in, out, 1.0f, dy, out, w, in, 1.0f, dx,
-                      in);
+        ddpc_gemm_f32(DDPC_NO_TRANS, DDPC_NO_TRANS, n, in, out, 1.0f, dy, out, w, in, 1.0f, dx, in);
     if (dw) /* dw (out, in) += dy^T (out, n) @ x (n, in) */
         ddpc_gemm_f32(DDPC_TRANS, DDPC_NO_TRANS, out, in, n, 1.0f, dy, out, x, in, 1.0f, dw, in);
     if (db)
