@@ -346,25 +346,28 @@ static void fmt_list(const num_spec *sp, const int64_t *iv, const double *fv, si
     snprintf(buf + len, cap - len, "]");
 }
 
-ddpc_status ddpc_config_int_list(ddpc_config *c, const char *key, const int64_t *def, size_t n_def,
-                                 int64_t min, int64_t max, int64_t *out, size_t cap,
-                                 size_t *n_out)
+/* Shared body of the list getters: exactly one of iv/fv (out and def) is used, per sp->is_int. */
+static ddpc_status get_list(ddpc_config *c, const char *key, const num_spec *sp, const void *def,
+                            size_t n_def, void *out, size_t cap, size_t *n_out)
 {
+    size_t elem = sp->is_int ? sizeof(int64_t) : sizeof(double);
     if (n_def > cap || (n_def && !def) || (cap && !out) || !n_out)
         return ddpc_errorf(DDPC_EINVAL, "config key '%s': bad list arguments", key ? key : "");
-    num_spec sp = {.is_int = true, .imin = min, .imax = max};
     char dt[1024];
-    fmt_list(&sp, def, NULL, n_def, dt, sizeof dt);
+    fmt_list(sp, sp->is_int ? def : NULL, sp->is_int ? NULL : def, n_def, dt, sizeof dt);
     ddpc__cfg_node *n;
-    DDPC_TRY(check_list(c, key, dt, &sp, cap, &n));
+    DDPC_TRY(check_list(c, key, dt, sp, cap, &n));
     if (!n) {
         if (n_def)
-            memcpy(out, def, n_def * sizeof *out);
+            memcpy(out, def, n_def * elem);
         *n_out = n_def;
         return DDPC_OK;
     }
     for (size_t i = 0; i < list_len(n); i++) {
-        convert(&sp, list_elem(n, i), &out[i], NULL);
+        if (sp->is_int)
+            convert(sp, list_elem(n, i), (int64_t *)out + i, NULL);
+        else
+            convert(sp, list_elem(n, i), NULL, (double *)out + i);
         list_elem(n, i)->used = true;
     }
     n->used = true;
@@ -372,28 +375,18 @@ ddpc_status ddpc_config_int_list(ddpc_config *c, const char *key, const int64_t 
     return DDPC_OK;
 }
 
+ddpc_status ddpc_config_int_list(ddpc_config *c, const char *key, const int64_t *def, size_t n_def,
+                                 int64_t min, int64_t max, int64_t *out, size_t cap,
+                                 size_t *n_out)
+{
+    num_spec sp = {.is_int = true, .imin = min, .imax = max};
+    return get_list(c, key, &sp, def, n_def, out, cap, n_out);
+}
+
 ddpc_status ddpc_config_float_list(ddpc_config *c, const char *key, const double *def,
                                    size_t n_def, double min, double max, double *out, size_t cap,
                                    size_t *n_out)
 {
-    if (n_def > cap || (n_def && !def) || (cap && !out) || !n_out)
-        return ddpc_errorf(DDPC_EINVAL, "config key '%s': bad list arguments", key ? key : "");
     num_spec sp = {.is_int = false, .fmin = min, .fmax = max};
-    char dt[1024];
-    fmt_list(&sp, NULL, def, n_def, dt, sizeof dt);
-    ddpc__cfg_node *n;
-    DDPC_TRY(check_list(c, key, dt, &sp, cap, &n));
-    if (!n) {
-        if (n_def)
-            memcpy(out, def, n_def * sizeof *out);
-        *n_out = n_def;
-        return DDPC_OK;
-    }
-    for (size_t i = 0; i < list_len(n); i++) {
-        convert(&sp, list_elem(n, i), NULL, &out[i]);
-        list_elem(n, i)->used = true;
-    }
-    n->used = true;
-    *n_out = list_len(n);
-    return DDPC_OK;
+    return get_list(c, key, &sp, def, n_def, out, cap, n_out);
 }

@@ -19,10 +19,8 @@ typedef struct {
     const float *in[DDPC_MODEL_MAX_LAYERS];   /* conv inputs: x, then pooled outputs */
     float *act[DDPC_MODEL_MAX_LAYERS];        /* conv outputs after ReLU (n, k, h, w) */
     int32_t *idx[DDPC_MODEL_MAX_LAYERS];      /* pool argmax (n, k, h/2, w/2) */
-    float *pooled_last;                       /* (n, fc dims[0]) */
-    float *ws, *dlogits, *losses, *dA, *dB;   /* scratch */
-    const int32_t *targets;
-    int64_t n, n_valid;
+    float *ws, *dA, *dB;                      /* scratch */
+    int64_t n;
 } cnn_impl;
 
 static ddpc_status cnn_build(ddpc_model *m)
@@ -97,9 +95,8 @@ static size_t cnn_arena_floats(const ddpc_model *m, int64_t n)
         ws = need > ws ? need : ws;
         biggest = conv_out > biggest ? conv_out : biggest;
     }
-    size_t k = (size_t)(n * m->cfg.num_classes);
-    return total + ddpc__round16(ws) + 2 * ddpc__round16(biggest) + 2 * ddpc__round16(k) +
-           ddpc__round16((size_t)n) + ddpc__fc_stack_arena_floats(&impl->fc, n);
+    return total + ddpc__round16(ws) + 2 * ddpc__round16(biggest) +
+           ddpc__fc_stack_arena_floats(&impl->fc, n);
 }
 
 static ddpc_status cnn_forward(ddpc_model *m, const ddpc_model_input *in, bool training,
@@ -135,28 +132,19 @@ static ddpc_status cnn_forward(ddpc_model *m, const ddpc_model_input *in, bool t
         ddpc_maxpool2d_forward(y, impl->idx[i], impl->act[i], n, s->k, s->h, s->w, 2, 2);
         x = y;
     }
-    impl->pooled_last = (float *)x;
-    impl->dlogits = ddpc__take(&arena, (size_t)(n * m->cfg.num_classes));
-    impl->losses = ddpc__take(&arena, (size_t)n);
-    float *logits = ddpc__fc_stack_forward(&impl->fc, m, x, n, training, in->rng_stream, &arena);
-    impl->targets = in->targets;
     impl->n = n;
-    ddpc__classify_loss(m, logits, impl->losses, in->targets, n, m->cfg.num_classes, out);
-    impl->n_valid = out->n_valid;
+    ddpc__fc_stack_forward(&impl->fc, m, x, in, training, &arena, out);
     return DDPC_OK;
 }
 
 static void cnn_backward(ddpc_model *m, float dloss)
 {
     cnn_impl *impl = m->impl;
-    int64_t n = impl->n, k = m->cfg.num_classes;
-    ddpc_fill_f32(impl->dlogits, 0.0f, n * k);
-    ddpc_cross_entropy_backward(impl->dlogits, m->probs, impl->targets, n, k, -1, impl->n_valid,
-                                dloss);
+    int64_t n = impl->n;
     /* dA holds the gradient of the current pooled output, dB of the conv output. */
     int last = impl->n_conv - 1;
     ddpc_fill_f32(impl->dA, 0.0f, n * impl->fc.dims[0]);
-    ddpc__fc_stack_backward(&impl->fc, m, impl->dlogits, impl->dA);
+    ddpc__fc_stack_backward(&impl->fc, m, dloss, impl->dA);
     for (int i = last; i >= 0; i--) {
         const ddpc_conv2d_shape *s = &impl->conv[i];
         int64_t cnt = n * s->k * s->h * s->w;

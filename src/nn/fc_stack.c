@@ -55,7 +55,8 @@ static int64_t max_dim(const ddpc__fc_stack *s)
 
 size_t ddpc__fc_stack_arena_floats(const ddpc__fc_stack *s, int64_t n)
 {
-    size_t total = 3 * ddpc__round16((size_t)(n * max_dim(s)));
+    size_t total = 3 * ddpc__round16((size_t)(n * max_dim(s))) +
+                   ddpc__round16((size_t)(n * s->dims[s->n_layers])) + ddpc__round16((size_t)n);
     for (int i = 1; i <= s->n_layers; i++)
         total += ddpc__round16((size_t)(n * s->dims[i]));
     return total;
@@ -69,12 +70,32 @@ double ddpc__fc_stack_flops(const ddpc__fc_stack *s)
     return f;
 }
 
-float *ddpc__fc_stack_forward(ddpc__fc_stack *s, ddpc_model *m, const float *x, int64_t n,
-                              bool training, uint64_t rng_stream, float **arena)
+/* Softmax cross-entropy on the logits (n, classes) in place: they become the probabilities.
+ * Without targets, only the probabilities. Ignore index is -1. */
+static void classify_loss(ddpc__fc_stack *s, ddpc_model *m, float *logits, ddpc_model_output *out)
 {
+    int64_t n = s->n, classes = s->dims[s->n_layers];
+    m->probs = logits;
+    *out = (ddpc_model_output){0};
+    if (!s->targets) {
+        ddpc__softmax_rows(logits, n, classes);
+        return;
+    }
+    out->n_correct = ddpc_argmax_correct(logits, s->targets, n, classes, -1);
+    out->loss = ddpc_cross_entropy_forward(logits, s->losses, logits, s->targets, n, classes, -1,
+                                           &out->n_valid);
+    s->n_valid = out->n_valid;
+}
+
+void ddpc__fc_stack_forward(ddpc__fc_stack *s, ddpc_model *m, const float *x,
+                            const ddpc_model_input *in, bool training, float **arena,
+                            ddpc_model_output *out)
+{
+    int64_t n = in->n;
     s->n = n;
     s->training = training;
-    s->rng_stream = rng_stream;
+    s->rng_stream = in->rng_stream;
+    s->targets = in->targets;
     s->acts[0] = x;
     float p = training ? m->cfg.dropout : 0.0f;
     for (int i = 0; i < s->n_layers; i++) {
@@ -84,7 +105,7 @@ float *ddpc__fc_stack_forward(ddpc__fc_stack *s, ddpc_model *m, const float *x, 
         if (i + 1 < s->n_layers) {
             ddpc_relu_forward(y, y, n * s->dims[i + 1]);
             if (p > 0.0f)
-                ddpc_dropout_forward(y, y, n * s->dims[i + 1], p, m->cfg.seed, rng_stream * 64 + (uint64_t)i);
+                ddpc_dropout_forward(y, y, n * s->dims[i + 1], p, m->cfg.seed, in->rng_stream * 64 + (uint64_t)i);
         }
         s->acts[i + 1] = y;
     }
@@ -92,15 +113,19 @@ float *ddpc__fc_stack_forward(ddpc__fc_stack *s, ddpc_model *m, const float *x, 
     s->dbuf[0] = ddpc__take(arena, buf);
     s->dbuf[1] = ddpc__take(arena, buf);
     s->dtmp = ddpc__take(arena, buf);
-    return (float *)s->acts[s->n_layers];
+    s->dlogits = ddpc__take(arena, (size_t)(n * s->dims[s->n_layers]));
+    s->losses = ddpc__take(arena, (size_t)n);
+    classify_loss(s, m, (float *)s->acts[s->n_layers], out);
 }
 
-void ddpc__fc_stack_backward(ddpc__fc_stack *s, ddpc_model *m, const float *dlogits, float *dx)
+void ddpc__fc_stack_backward(ddpc__fc_stack *s, ddpc_model *m, float dloss, float *dx)
 {
-    int64_t n = s->n;
+    int64_t n = s->n, k = s->dims[s->n_layers];
     float p = s->training ? m->cfg.dropout : 0.0f;
+    ddpc_fill_f32(s->dlogits, 0.0f, n * k);
+    ddpc_cross_entropy_backward(s->dlogits, m->probs, s->targets, n, k, -1, s->n_valid, dloss);
     /* dy is the gradient of layer i's output; din (the other buffer) receives its input's. */
-    const float *dy = dlogits;
+    const float *dy = s->dlogits;
     float *din = s->dbuf[1], *dpre = s->dbuf[0];
     for (int i = s->n_layers - 1; i >= 0; i--) {
         float *dlayer_in = i > 0 ? din : dx;
@@ -136,18 +161,4 @@ void ddpc__softmax_rows(float *x, int64_t n, int64_t classes)
         for (int64_t j = 0; j < classes; j++)
             row[j] /= sum;
     }
-}
-
-void ddpc__classify_loss(ddpc_model *m, float *logits, float *losses, const int32_t *targets,
-                         int64_t n, int64_t classes, ddpc_model_output *out)
-{
-    m->probs = logits;
-    *out = (ddpc_model_output){0};
-    if (!targets) {
-        ddpc__softmax_rows(logits, n, classes);
-        return;
-    }
-    out->n_correct = ddpc_argmax_correct(logits, targets, n, classes, -1);
-    out->loss = ddpc_cross_entropy_forward(logits, losses, logits, targets, n, classes, -1,
-                                           &out->n_valid);
 }

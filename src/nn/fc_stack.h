@@ -1,5 +1,5 @@
-/* A stack of fully connected layers, Linear -> ReLU [-> Dropout] ... -> Linear, shared by the mlp
- * and the cnn's classifier head. Hidden activations are stored after ReLU and dropout (in place),
+/* A stack of fully connected layers, Linear -> ReLU [-> Dropout] ... -> Linear, ending in the
+ * softmax cross-entropy loss; the mlp and the cnn's classifier head. Hidden activations are stored after ReLU and dropout (in place),
  * which is all that backward needs: d(hidden) = dropout'(d) * (a > 0). */
 #ifndef DDPC_NN_FC_STACK_H
 #define DDPC_NN_FC_STACK_H
@@ -14,7 +14,9 @@ typedef struct {
     /* Set by forward, read by backward. */
     const float *acts[DDPC_MODEL_MAX_LAYERS + 2]; /* acts[i] (n, dims[i]); acts[0] is the input */
     float *dbuf[2], *dtmp;                        /* (n, max dim) each */
-    int64_t n;
+    float *dlogits, *losses;                      /* (n, out), (n) */
+    const int32_t *targets;                       /* (n) or NULL */
+    int64_t n, n_valid;
     bool training;
     uint64_t rng_stream;
 } ddpc__fc_stack;
@@ -26,15 +28,13 @@ ddpc_status ddpc__fc_stack_build(ddpc__fc_stack *s, ddpc_model *m, const char *p
 void ddpc__fc_stack_init(const ddpc__fc_stack *s, ddpc_model *m);
 size_t ddpc__fc_stack_arena_floats(const ddpc__fc_stack *s, int64_t n);
 double ddpc__fc_stack_flops(const ddpc__fc_stack *s);
-/* x (n, dims[0]) borrowed until backward; returns the logits (n, dims[n_layers]) in the arena. */
-float *ddpc__fc_stack_forward(ddpc__fc_stack *s, ddpc_model *m, const float *x, int64_t n,
-                              bool training, uint64_t rng_stream, float **arena);
-/* dlogits (n, out); dx (n, dims[0]) += input gradient, or NULL. */
-void ddpc__fc_stack_backward(ddpc__fc_stack *s, ddpc_model *m, const float *dlogits, float *dx);
-
-/* Softmax cross-entropy on logits (n, classes) in place (they become probabilities); losses (n)
- * is scratch. Without targets, only the probabilities. Ignore index is -1. */
-void ddpc__classify_loss(ddpc_model *m, float *logits, float *losses, const int32_t *targets,
-                         int64_t n, int64_t classes, ddpc_model_output *out);
+/* x (n, dims[0]) and in->targets are borrowed until backward. Runs the layers and the loss: the
+ * logits become probabilities in the arena (m->probs); with targets, *out gets loss and accuracy. */
+void ddpc__fc_stack_forward(ddpc__fc_stack *s, ddpc_model *m, const float *x,
+                            const ddpc_model_input *in, bool training, float **arena,
+                            ddpc_model_output *out);
+/* Accumulates d(dloss * loss) into the stack's gradients; dx (n, dims[0]) += input gradient, or
+ * NULL. */
+void ddpc__fc_stack_backward(ddpc__fc_stack *s, ddpc_model *m, float dloss, float *dx);
 
 #endif

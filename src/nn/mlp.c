@@ -7,10 +7,6 @@
 
 typedef struct {
     ddpc__fc_stack fc;
-    float *dlogits; /* (n, classes) */
-    const int32_t *targets;
-    float *losses;
-    int64_t n_valid;
 } mlp_impl;
 
 static ddpc_status mlp_build(ddpc_model *m)
@@ -37,7 +33,7 @@ static void mlp_init(ddpc_model *m)
 static size_t mlp_arena_floats(const ddpc_model *m, int64_t n)
 {
     const mlp_impl *impl = m->impl;
-    return ddpc__fc_stack_arena_floats(&impl->fc, n) + 2 * ddpc__round16((size_t)(n * m->cfg.num_classes));
+    return ddpc__fc_stack_arena_floats(&impl->fc, n);
 }
 
 static ddpc_status mlp_forward(ddpc_model *m, const ddpc_model_input *in, bool training,
@@ -47,23 +43,13 @@ static ddpc_status mlp_forward(ddpc_model *m, const ddpc_model_input *in, bool t
     if (!in->x)
         return ddpc_errorf(DDPC_EINVAL, "mlp forward needs image inputs");
     float *arena = m->arena;
-    float *logits = ddpc__fc_stack_forward(&impl->fc, m, in->x, in->n, training, in->rng_stream, &arena);
-    impl->dlogits = ddpc__take(&arena, (size_t)(in->n * m->cfg.num_classes));
-    impl->losses = ddpc__take(&arena, (size_t)in->n);
-    impl->targets = in->targets;
-    ddpc__classify_loss(m, logits, impl->losses, in->targets, in->n, m->cfg.num_classes, out);
-    impl->n_valid = out->n_valid;
+    ddpc__fc_stack_forward(&impl->fc, m, in->x, in, training, &arena, out);
     return DDPC_OK;
 }
 
 static void mlp_backward(ddpc_model *m, float dloss)
 {
-    mlp_impl *impl = m->impl;
-    int64_t n = impl->fc.n, k = m->cfg.num_classes;
-    ddpc_fill_f32(impl->dlogits, 0.0f, n * k);
-    ddpc_cross_entropy_backward(impl->dlogits, m->probs, impl->targets, n, k, -1, impl->n_valid,
-                                dloss);
-    ddpc__fc_stack_backward(&impl->fc, m, impl->dlogits, NULL);
+    ddpc__fc_stack_backward(&((mlp_impl *)m->impl)->fc, m, dloss, NULL);
 }
 
 static void mlp_destroy(ddpc_model *m)

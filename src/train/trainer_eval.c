@@ -71,7 +71,8 @@ static ddpc_status predict_classes(ddpc_trainer *t, FILE *f)
     return DDPC_OK;
 }
 
-/* Samples one token from probabilities p (v) sharpened by temperature (0: argmax). */
+/* Samples one token from probabilities p (v) sharpened by temperature (0: argmax):
+ * weight_j = (p_j / p_max)^(1/temperature), drawn by inverse CDF in two passes. */
 static int32_t sample_token(const float *p, int64_t v, float temperature, ddpc_rng *r)
 {
     int64_t best = 0;
@@ -79,15 +80,14 @@ static int32_t sample_token(const float *p, int64_t v, float temperature, ddpc_r
         best = p[j] > p[best] ? j : best;
     if (temperature <= 0.0f)
         return (int32_t)best;
-    double total = 0, w[1024];
-    int64_t n = v < 1024 ? v : 1024;
-    for (int64_t j = 0; j < n; j++)
-        total += (w[j] = pow((double)p[j] / (double)p[best], 1.0 / (double)temperature));
+    double inv_t = 1.0 / (double)temperature, total = 0;
+    for (int64_t j = 0; j < v; j++)
+        total += pow((double)p[j] / (double)p[best], inv_t);
     double u = (double)ddpc_rng_uniform(r) * total;
-    for (int64_t j = 0; j < n; j++)
-        if ((u -= w[j]) <= 0)
+    for (int64_t j = 0; j < v; j++)
+        if ((u -= pow((double)p[j] / (double)p[best], inv_t)) <= 0)
             return (int32_t)j;
-    return (int32_t)(n - 1);
+    return (int32_t)best;
 }
 
 /* Autoregressive generation: the context (at most block_size tokens) is left-aligned and the

@@ -3,12 +3,11 @@
  * final evaluation on the test split, then weights_out. Deterministic given config and seed. */
 #include "train/trainer_impl.h"
 
+#include <ddpc/alloc.h>
 #include <ddpc/kernels.h>
 #include <ddpc/rng.h>
 #include <ddpc/timer.h>
 #include <ddpc/weights.h>
-
-#include <ddpc/alloc.h>
 
 #include <stdio.h>
 #include <stdlib.h>
