@@ -46,7 +46,8 @@ endforeach()
 # itself with torchrun-style variables; mpi ranks are started by mpiexec.
 add_executable(dist_conformance ${CMAKE_SOURCE_DIR}/tests/dist/conformance.c
     ${CMAKE_SOURCE_DIR}/tests/dist/conformance_util.c)
-target_include_directories(dist_conformance PRIVATE ${CMAKE_SOURCE_DIR}/tests/dist)
+target_include_directories(dist_conformance PRIVATE ${CMAKE_SOURCE_DIR}/tests/dist
+    ${CMAKE_SOURCE_DIR}/tests)
 target_link_libraries(dist_conformance PRIVATE ddpc_lib)
 foreach(n 1 2 3 4)
     add_test(NAME dist_shm_w${n} COMMAND dist_conformance --spawn ${n} --backend shm)

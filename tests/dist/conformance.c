@@ -7,6 +7,7 @@
  *   dist_conformance [--backend B] [--quick]           one rank; its place comes from the env
  *   dist_conformance --spawn N [--backend B] [--quick] forks N ranks with torchrun-style env */
 #include "conformance_util.h"
+#include "spawn.h"
 
 #include <ddpc/alloc.h>
 #include <ddpc/dist.h>
@@ -62,7 +63,7 @@ static void check_all_reduce(suite *s, ddpc_dtype dt, ddpc_reduce_op op, size_t 
     char *send = ddpc_malloc(n * es + 1), *recv = ddpc_malloc(n * es + 1);
     char *want = ddpc_malloc(n * es + 1);
     conf_fill(send, n, dt, s->rank, 1);
-    conf_reference_reduce(want, n, dt, op, s->world, 1, 0, 0);
+    conf_reference_reduce(want, n, dt, op, s->world, 1, 0);
     char what[96];
     snprintf(what, sizeof what, "all_reduce %s %s n=%zu%s", ddpc_dtype_name(dt),
              ddpc_reduce_op_name(op), n, inplace ? " in place" : "");
@@ -82,7 +83,7 @@ static void check_reduce_scatter(suite *s, ddpc_dtype dt, ddpc_reduce_op op, siz
     char *send = ddpc_malloc(total * es + 1), *recv = ddpc_malloc(n * es + 1);
     char *want = ddpc_malloc(n * es + 1);
     conf_fill(send, total, dt, s->rank, 2);
-    conf_reference_reduce(want, n, dt, op, s->world, 2, (size_t)s->rank * n, 0);
+    conf_reference_reduce(want, n, dt, op, s->world, 2, (size_t)s->rank * n);
     char what[96];
     snprintf(what, sizeof what, "reduce_scatter %s %s n=%zu%s", ddpc_dtype_name(dt),
              ddpc_reduce_op_name(op), n, inplace ? " in place" : "");
@@ -174,7 +175,7 @@ static void run_async(suite *s)
     enum { K = 12, N = 4099 };
     float *bufs[K], *want = ddpc_malloc(N * sizeof(float));
     ddpc_work *work[K];
-    conf_reference_reduce(want, N, DDPC_DTYPE_F32, DDPC_REDUCE_SUM, s->world, 5, 0, 0);
+    conf_reference_reduce(want, N, DDPC_DTYPE_F32, DDPC_REDUCE_SUM, s->world, 5, 0);
     for (int k = 0; k < K; k++) {
         bufs[k] = ddpc_malloc(N * sizeof(float));
         conf_fill(bufs[k], N, DDPC_DTYPE_F32, s->rank, 5);
@@ -264,6 +265,18 @@ static int run_rank(ddpc_backend backend, bool quick)
     return s.failures == 0 ? 0 : 1;
 }
 
+typedef struct {
+    ddpc_backend backend;
+    bool quick;
+} options;
+
+static int spawned_rank(int rank, int world, void *ctx)
+{
+    (void)rank, (void)world; /* the rank reads its place from the environment spawn_ranks set */
+    const options *o = ctx;
+    return run_rank(o->backend, o->quick);
+}
+
 int main(int argc, char **argv)
 {
     ddpc_backend backend = DDPC_BACKEND_AUTO;
@@ -284,7 +297,9 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (spawn > 0)
-        return conf_spawn(spawn, 100.0, run_rank, backend, quick);
+    if (spawn > 0) {
+        options opt = {backend, quick};
+        return spawn_ranks(spawn, 150.0, spawned_rank, &opt);
+    }
     return run_rank(backend, quick);
 }

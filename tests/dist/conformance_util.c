@@ -1,17 +1,9 @@
-/* Inputs, reference reductions and the forking spawner of the conformance suite. The reference
+/* Inputs and reference reductions of the conformance suite. The reference
  * uses compiler conversions (_Float16) and its own bf16 rounding, not src/dist's code. */
 #include "conformance_util.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 static uint64_t mix(uint64_t x)
 {
@@ -141,9 +133,8 @@ static int64_t int_ref(ddpc_reduce_op op, int world, int salt, size_t idx)
 }
 
 void conf_reference_reduce(void *want, size_t n, ddpc_dtype dt, ddpc_reduce_op op, int world,
-                           int salt, size_t offset, int unused)
+                           int salt, size_t offset)
 {
-    (void)unused;
     for (size_t i = 0; i < n; i++) {
         if (is_int(dt))
             put(want, i, dt, (double)int_ref(op, world, salt, offset + i));
@@ -159,81 +150,4 @@ uint64_t conf_hash(const void *buf, size_t bytes)
     for (size_t i = 0; i < bytes; i++)
         h = (h ^ p[i]) * 1099511628211ULL;
     return h;
-}
-
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
-        getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
-        perror("conformance: free port");
-        exit(1);
-    }
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
-static void set_int_env(const char *name, int v)
-{
-    char s[32];
-    snprintf(s, sizeof s, "%d", v);
-    setenv(name, s, 1);
-}
-
-int conf_spawn(int n, double timeout_s, int (*fn)(ddpc_backend, bool), ddpc_backend backend,
-               bool quick)
-{
-    int port = free_port();
-    pid_t pids[64];
-    if (n > 64)
-        return 2;
-    fflush(NULL);
-    for (int r = 0; r < n; r++) {
-        pids[r] = fork();
-        if (pids[r] == 0) {
-            set_int_env("RANK", r);
-            set_int_env("LOCAL_RANK", r);
-            set_int_env("WORLD_SIZE", n);
-            set_int_env("LOCAL_WORLD_SIZE", n);
-            set_int_env("MASTER_PORT", port);
-            setenv("MASTER_ADDR", "127.0.0.1", 1);
-            int rc = fn(backend, quick);
-            fflush(NULL);
-            _exit(rc);
-        }
-    }
-    int failed = 0, left = n;
-    struct timespec t0, now, nap = {0, 5 * 1000 * 1000};
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    while (left > 0) {
-        int status;
-        pid_t p = waitpid(-1, &status, WNOHANG);
-        if (p > 0) {
-            left--;
-            for (int r = 0; r < n; r++)
-                if (pids[r] == p) {
-                    pids[r] = 0;
-                    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-                        fprintf(stderr, "conformance: rank %d of %d failed (status 0x%x)\n", r,
-                                n, status);
-                        failed = 1;
-                    }
-                }
-            continue;
-        }
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        double el = (double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec);
-        if (failed || el > timeout_s) {
-            if (!failed)
-                fprintf(stderr, "conformance: timed out after %.0f s\n", timeout_s);
-            failed = 1;
-            for (int r = 0; r < n; r++)
-                if (pids[r] > 0)
-                    kill(pids[r], SIGKILL);
-        }
-        nanosleep(&nap, NULL);
-    }
-    return failed;
 }

@@ -18,14 +18,8 @@ void conf_fill(void *buf, size_t n, ddpc_dtype dt, int rank, int salt);
 void conf_fill_random(void *buf, size_t n, ddpc_dtype dt, int rank);
 /* want: (n) = op over ranks 0..world-1 of conf_fill values at indices offset..offset+n-1. */
 void conf_reference_reduce(void *want, size_t n, ddpc_dtype dt, ddpc_reduce_op op, int world,
-                           int salt, size_t offset, int unused);
+                           int salt, size_t offset);
 double conf_get(const void *buf, size_t i, ddpc_dtype dt);
 uint64_t conf_hash(const void *buf, size_t bytes);
-
-/* Forks `n` ranks, each with RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR and a
- * free MASTER_PORT set, running fn(backend, quick); kills the rest when one fails. Returns 0 when
- * every rank returned 0 within timeout_s. */
-int conf_spawn(int n, double timeout_s, int (*fn)(ddpc_backend, bool), ddpc_backend backend,
-               bool quick);
 
 #endif
