@@ -118,5 +118,5 @@ ddpc_status ddpc__find_program(const char *name, const char *const *envp, char *
             break;
         p = colon + 1;
     }
-    return ddpc_errorf(DDPC_EINVAL, "program '%s' was not found in PATH (%s)", name, path);
+    return ddpc_errorf(DDPC_EINVAL, "program '%s' was not found in PATH", name);
 }
