@@ -128,16 +128,30 @@ static void test_nested_launch_refused(void)
 {
     const char *plain[] = {"PATH=/bin", "RANK=0", "WORLD_SIZE=1", "OMPI_COMM_WORLD_SIZE=1", NULL};
     CHECK_EQ_INT(ddpc_launch_check_nested(plain), DDPC_OK);
-    const char *cases[][2] = {{"TORCHELASTIC_RUN_ID=abc", "TORCHELASTIC_RUN_ID"},
-                              {"DDPC_LAUNCHER=1", "DDPC_LAUNCHER"},
-                              {"OMPI_COMM_WORLD_SIZE=4", "OMPI_COMM_WORLD_SIZE"},
-                              {"PMI_SIZE=2", "PMI_SIZE"}};
-    for (int i = 0; i < 4; i++) {
-        const char *env[] = {"PATH=/bin", cases[i][0], NULL};
+    const char *cases[][3] = {
+        {"TORCHELASTIC_RUN_ID=abc", "HOME=/root", "TORCHELASTIC_RUN_ID is set"},
+        {"DDPC_LAUNCHER=1", "WORLD_SIZE=1", "DDPC_LAUNCHER is set"},
+        {"OMPI_COMM_WORLD_SIZE=4", "OMPI_COMM_WORLD_RANK=2", "rank 2 of 4 started by mpirun"},
+        {"PMI_SIZE=2", "PMI_RANK=0", "rank 0 of 2 started by an MPI launcher"},
+        {"SLURM_STEP_ID=0", "SLURM_PROCID=1", "rank 1 of 3 started by srun"},
+        /* Malformed rank variables: the launcher marker alone still refuses. */
+        {"TORCHELASTIC_RUN_ID=x", "RANK=abc", "TORCHELASTIC_RUN_ID or DDPC_LAUNCHER is set"},
+    };
+    for (int i = 0; i < 6; i++) {
+        const char *env[] = {"PATH=/bin", cases[i][0], cases[i][1], "SLURM_NTASKS=3",
+                             "SLURM_JOB_ID=7", NULL};
         CHECK_EQ_INT(ddpc_launch_check_nested(env), DDPC_EINVAL);
-        CHECK_STR_CONTAINS(ddpc_last_error(), cases[i][1]);
+        CHECK_STR_CONTAINS(ddpc_last_error(), cases[i][2]);
         CHECK_STR_CONTAINS(ddpc_last_error(), "another launcher");
     }
+    /* An sbatch script (SLURM variables, no step) may start a job; so may a 1-rank mpirun. */
+    const char *sbatch[] = {"SLURM_PROCID=0", "SLURM_NTASKS=8", "SLURM_JOB_ID=7", NULL};
+    CHECK_EQ_INT(ddpc_launch_check_nested(sbatch), DDPC_OK);
+    const char *one[] = {"OMPI_COMM_WORLD_SIZE=1", "OMPI_COMM_WORLD_RANK=0", NULL};
+    CHECK_EQ_INT(ddpc_launch_check_nested(one), DDPC_OK);
+    /* A malformed environment without launcher markers does not block a launch. */
+    const char *junk[] = {"OMPI_COMM_WORLD_SIZE=abc", NULL};
+    CHECK_EQ_INT(ddpc_launch_check_nested(junk), DDPC_OK);
 }
 
 static void test_run_ids(void)
@@ -307,6 +321,55 @@ static void test_mpirun_argv(void)
     ddpc__strv_free(v);
 }
 
+static void test_mpirun_nodes(void)
+{
+    ddpc_launch_config c = ddpc_launch_config_default();
+    const char *none[] = {NULL};
+    const char *slurm[] = {"SLURM_JOB_NODELIST=node[01-03],gpu7", NULL};
+    const char *bad[] = {"SLURM_JOB_NODELIST=node[3-1]", NULL};
+    int n = 0;
+    c.backend = DDPC_BACKEND_MPI;
+    CHECK_EQ_INT(ddpc__mpirun_nodes(&c, none, &n), DDPC_OK);
+    CHECK_EQ_INT(n, 1);
+    c.nnodes = 4;
+    CHECK_EQ_INT(ddpc__mpirun_nodes(&c, slurm, &n), DDPC_OK);
+    CHECK_EQ_INT(n, 4);
+    c.nnodes = 5;
+    CHECK_EQ_INT(ddpc__mpirun_nodes(&c, slurm, &n), DDPC_EINVAL);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "--nnodes 5 but the SLURM allocation");
+    CHECK_STR_CONTAINS(ddpc_last_error(), "has 4 host(s)");
+    c.nnodes = 2;
+    CHECK_EQ_INT(ddpc__mpirun_nodes(&c, bad, &n), DDPC_EINVAL);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "SLURM_JOB_NODELIST=node[3-1]");
+    CHECK_EQ_INT(ddpc__mpirun_nodes(&c, none, &n), DDPC_EINVAL);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "--nnodes 2 needs the hosts");
+    c.node_rank = 1;
+    CHECK_EQ_INT(ddpc__mpirun_nodes(&c, slurm, &n), DDPC_EINVAL);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "--node-rank 1");
+    c.node_rank = 0;
+    c.max_restarts = 2;
+    CHECK_EQ_INT(ddpc__mpirun_nodes(&c, slurm, &n), DDPC_EINVAL);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "--max-restarts 2");
+    /* A hostfile gives the node count; --nnodes may use fewer of its hosts, not more. */
+    char path[] = "/tmp/ddpc_test_hostsXXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    close(fd);
+    write_file(path, "a\nb\nc\n");
+    c.max_restarts = 0;
+    c.nnodes = 1;
+    snprintf(c.hostfile, sizeof c.hostfile, "%s", path);
+    CHECK_EQ_INT(ddpc__mpirun_nodes(&c, none, &n), DDPC_OK);
+    CHECK_EQ_INT(n, 3);
+    c.nnodes = 2;
+    CHECK_EQ_INT(ddpc__mpirun_nodes(&c, none, &n), DDPC_OK);
+    CHECK_EQ_INT(n, 2);
+    c.nnodes = 4;
+    CHECK_EQ_INT(ddpc__mpirun_nodes(&c, none, &n), DDPC_EINVAL);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "names 3 host(s)");
+    unlink(path);
+}
+
 int main(void)
 {
     RUN_TEST(test_worker_env_contract);
@@ -320,5 +383,6 @@ int main(void)
     RUN_TEST(test_wait_status_names);
     RUN_TEST(test_hostfile);
     RUN_TEST(test_mpirun_argv);
+    RUN_TEST(test_mpirun_nodes);
     return check_summary();
 }

@@ -8,7 +8,6 @@
 
 #include <errno.h>
 #include <signal.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -199,19 +198,39 @@ ddpc_status ddpc_launch_run(const ddpc_launch_config *cfg, const char *const *en
     return s;
 }
 
+/* Why `envp` belongs to a worker of some launcher, or NULL. Rank discovery (dist) decides; when
+ * it rejects a malformed environment, the launcher markers alone still count. */
+static const char *nested_reason(const char *const *envp, char *buf, size_t cap)
+{
+    ddpc_dist_env e;
+    ddpc_status s = ddpc_dist_env_parse(envp, &e);
+    ddpc_clear_error();
+    bool torchrun_marks = ddpc__env_get(envp, "TORCHELASTIC_RUN_ID") ||
+                          ddpc__env_get(envp, "DDPC_LAUNCHER");
+    if (s != DDPC_OK)
+        return torchrun_marks ? "TORCHELASTIC_RUN_ID or DDPC_LAUNCHER is set" : NULL;
+    if (e.nested_launcher) {
+        snprintf(buf, cap, "%s is set",
+                 ddpc__env_get(envp, "TORCHELASTIC_RUN_ID") ? "TORCHELASTIC_RUN_ID"
+                                                             : "DDPC_LAUNCHER");
+        return buf;
+    }
+    bool mpi_like = e.source == DDPC_DIST_SOURCE_OPENMPI || e.source == DDPC_DIST_SOURCE_PMI ||
+                    e.source == DDPC_DIST_SOURCE_SLURM;
+    if (mpi_like && e.world_size > 1) {
+        snprintf(buf, cap, "it is rank %d of %d started by %s", e.rank, e.world_size,
+                 e.source == DDPC_DIST_SOURCE_OPENMPI ? "mpirun"
+                 : e.source == DDPC_DIST_SOURCE_PMI   ? "an MPI launcher (PMI)"
+                                                      : "srun");
+        return buf;
+    }
+    return NULL;
+}
+
 ddpc_status ddpc_launch_check_nested(const char *const *envp)
 {
-    const char *why = NULL;
-    const char *ompi = ddpc__env_get(envp, "OMPI_COMM_WORLD_SIZE");
-    const char *pmi = ddpc__env_get(envp, "PMI_SIZE");
-    if (ddpc__env_get(envp, "TORCHELASTIC_RUN_ID"))
-        why = "TORCHELASTIC_RUN_ID is set";
-    else if (ddpc__env_get(envp, "DDPC_LAUNCHER"))
-        why = "DDPC_LAUNCHER is set";
-    else if (ompi && atoi(ompi) > 1)
-        why = "OMPI_COMM_WORLD_SIZE is above 1";
-    else if (pmi && atoi(pmi) > 1)
-        why = "PMI_SIZE is above 1";
+    char buf[160];
+    const char *why = nested_reason(envp, buf, sizeof buf);
     if (!why)
         return DDPC_OK;
     return ddpc_errorf(DDPC_EINVAL,

@@ -152,6 +152,11 @@ ddpc_status ddpc__attempt_run(const ddpc_launch_config *cfg, const char *program
 /* Counts the distinct hosts of an Open MPI hostfile ("host [slots=N ...]", '#' comments).
  * DDPC_EIO when unreadable, DDPC_EFORMAT when it names no host. */
 ddpc_status ddpc__hostfile_hosts(const char *path, int *hosts);
+/* How many hosts an mpirun job spans: the hostfile's hosts (or --nnodes of them), or --nnodes
+ * checked against SLURM_JOB_NODELIST. DDPC_EINVAL when the request cannot go to mpirun
+ * (--node-rank > 0, --max-restarts > 0, more nodes than hosts, --nnodes > 1 with no hosts). */
+ddpc_status ddpc__mpirun_nodes(const ddpc_launch_config *cfg, const char *const *envp,
+                               int *nnodes);
 /* The mpirun command line for the job: mpirun -np TOTAL [--hostfile F] --map-by ppr:N:node
  * [--allow-run-as-root] --oversubscribe -x DDPC_BACKEND=mpi ... PROGRAM ARGS. `nnodes` is the
  * number of hosts the job spans. */

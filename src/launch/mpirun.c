@@ -4,6 +4,8 @@
  * then owns failure handling (it aborts the whole job when one rank fails). */
 #include "launch/launch_impl.h"
 
+#include "dist/env_impl.h"
+
 #include <ddpc/alloc.h>
 
 #include <errno.h>
@@ -99,8 +101,8 @@ ddpc_status ddpc__mpirun_argv(const ddpc_launch_config *cfg, const char *mpirun,
     return DDPC_OK;
 }
 
-/* How many hosts the job spans, and whether the request makes sense for mpirun. */
-static ddpc_status job_nodes(const ddpc_launch_config *cfg, const char *const *envp, int *nnodes)
+ddpc_status ddpc__mpirun_nodes(const ddpc_launch_config *cfg, const char *const *envp,
+                               int *nnodes)
 {
     if (cfg->node_rank != 0)
         return ddpc_errorf(DDPC_EINVAL, "--node-rank %d: with mpirun, run 'ddpc run' once, on one "
@@ -120,10 +122,21 @@ static ddpc_status job_nodes(const ddpc_launch_config *cfg, const char *const *e
             *nnodes = hosts;
         return DDPC_OK;
     }
-    if (cfg->nnodes > 1 && !ddpc__env_get(envp, "SLURM_JOB_NODELIST"))
+    /* Inside a SLURM allocation Open MPI's mpirun takes the hosts from SLURM itself; we only
+     * check that the allocation has enough of them. */
+    const char *nodelist = ddpc__env_get(envp, "SLURM_JOB_NODELIST");
+    if (cfg->nnodes > 1 && !nodelist)
         return ddpc_errorf(DDPC_EINVAL, "--nnodes %d needs the hosts: give --hostfile FILE, or "
                            "run inside a SLURM allocation (salloc/sbatch; or 'srun PROGRAM' with "
                            "the mpi backend)", cfg->nnodes);
+    if (cfg->nnodes > 1) {
+        int hosts = 0;
+        DDPC_TRY(ddpc__slurm_hostlist_count("SLURM_JOB_NODELIST", nodelist, &hosts));
+        if (cfg->nnodes > hosts)
+            return ddpc_errorf(DDPC_EINVAL, "--nnodes %d but the SLURM allocation "
+                               "(SLURM_JOB_NODELIST=%s) has %d host(s)", cfg->nnodes, nodelist,
+                               hosts);
+    }
     return DDPC_OK;
 }
 
@@ -144,7 +157,7 @@ static void print_command(FILE *f, char *const *argv)
 ddpc_status ddpc__mpirun_exec(const ddpc_launch_config *cfg, const char *const *envp)
 {
     int nnodes = 1;
-    DDPC_TRY(job_nodes(cfg, envp, &nnodes));
+    DDPC_TRY(ddpc__mpirun_nodes(cfg, envp, &nnodes));
     char mpirun[4096];
     if (ddpc__find_program("mpirun", envp, mpirun, sizeof mpirun) != DDPC_OK)
         return ddpc_errorf(DDPC_EINVAL, "mpirun was not found in PATH: --hostfile, --nnodes > 1 "

@@ -133,8 +133,7 @@ static ddpc_status push_contract(char ***v, int *n, const ddpc_launch_config *cf
     DDPC_TRY(ddpc__strv_pushf(v, n, "TORCHELASTIC_RUN_ID=%s", ids->run_id));
     DDPC_TRY(ddpc__strv_push(v, n, "DDPC_LAUNCHER=1"));
     if (cfg->backend != DDPC_BACKEND_AUTO)
-        DDPC_TRY(ddpc__strv_pushf(v, n, "DDPC_BACKEND=%s",
-                                          cfg->backend == DDPC_BACKEND_MPI ? "mpi" : "shm"));
+        DDPC_TRY(ddpc__strv_pushf(v, n, "DDPC_BACKEND=%s", ddpc_backend_name(cfg->backend)));
     if (cfg->collective_timeout_s > 0)
         DDPC_TRY(ddpc__strv_pushf(v, n, "DDPC_COLLECTIVE_TIMEOUT=%g", cfg->collective_timeout_s));
     if (ids->omp_threads > 0)
