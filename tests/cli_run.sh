@@ -134,6 +134,14 @@ rc=$?
     grep -qx "out 0" "$tmp/logs2/attempt_0/rank_0.log" && ok "--tee prefixes" ||
     bad "--tee (exit $rc)" "$tmp/t.out" "$tmp/t.err"
 
+# 8b. Through a pipe, a line reaches the reader when it is printed, not when the job ends.
+t0=$(now)
+"$ddpc" run -- bash -c 'echo first; sleep 2; echo second' 2>/dev/null |
+    { read -r line; elapsed "$t0" >"$tmp/first.t"; cat >/dev/null; }
+first=$(cat "$tmp/first.t")
+awk -v t="$first" 'BEGIN { exit !(t < 1.5) }' && ok "piped console line after ${first}s" ||
+    bad "piped console line only after ${first}s"
+
 # 9. Bad options: one clear line on stderr, exit 2.
 expect_usage() { # name, expected substring, args... (RUN_PATH: PATH for ddpc only)
     local name=$1 want=$2

@@ -95,9 +95,17 @@ static ddpc_status pump_output(attempt *a)
     }
     if (poll(pfd, (nfds_t)np, ms) < 0 && errno != EINTR)
         return ddpc_errorf(DDPC_EIO, "poll on worker output failed: %s", strerror(errno));
-    for (int k = 0; k < np; k++)
-        if (pfd[k].revents)
+    bool any = false;
+    for (int k = 0; k < np; k++) {
+        if (pfd[k].revents) {
             DDPC_TRY(ddpc__worker_read(&a->w[a->slot[k] / 2], a->slot[k] % 2));
+            any = true;
+        }
+    }
+    if (any) { /* lines reach a piped console as they come, not when a buffer fills */
+        fflush(a->cfg->out);
+        fflush(a->cfg->err);
+    }
     return DDPC_OK;
 }
 

@@ -4,7 +4,6 @@
 #include "launch/launch_impl.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
