@@ -39,8 +39,9 @@ static void test_worker_env_contract(void)
     c.max_restarts = 3;
     c.backend = DDPC_BACKEND_SHM;
     c.collective_timeout_s = 2.5;
-    const char *base[] = {"PATH=/bin", "RANK=99", "WORLD_SIZE=7", "HOME=/root",
-                          "DDPC_BACKEND=mpi", "TORCHELASTIC_RUN_ID=old", NULL};
+    const char *base[] = {"PATH=/bin",  "RANK=99",          "WORLD_SIZE=7",
+                          "HOME=/root", "DDPC_BACKEND=mpi", "TORCHELASTIC_RUN_ID=old",
+                          NULL};
     ddpc__job_ids ids = {.master_port = 29555, .omp_threads = 2, .restart_count = 1};
     snprintf(ids.run_id, sizeof ids.run_id, "job7");
     char **env = NULL;
@@ -138,8 +139,8 @@ static void test_nested_launch_refused(void)
         {"TORCHELASTIC_RUN_ID=x", "RANK=abc", "TORCHELASTIC_RUN_ID or DDPC_LAUNCHER is set"},
     };
     for (int i = 0; i < 6; i++) {
-        const char *env[] = {"PATH=/bin", cases[i][0], cases[i][1], "SLURM_NTASKS=3",
-                             "SLURM_JOB_ID=7", NULL};
+        const char *env[] = {"PATH=/bin",      cases[i][0],      cases[i][1],
+                             "SLURM_NTASKS=3", "SLURM_JOB_ID=7", NULL};
         CHECK_EQ_INT(ddpc_launch_check_nested(env), DDPC_EINVAL);
         CHECK_STR_CONTAINS(ddpc_last_error(), cases[i][2]);
         CHECK_STR_CONTAINS(ddpc_last_error(), "another launcher");
@@ -295,10 +296,24 @@ static void test_mpirun_argv(void)
     snprintf(c.hostfile, sizeof c.hostfile, "hosts.txt");
     char **v = NULL;
     CHECK_EQ_INT(ddpc__mpirun_argv(&c, "/usr/bin/mpirun", 3, true, 1, &v), DDPC_OK);
-    const char *want[] = {"/usr/bin/mpirun", "-np", "6", "--hostfile", "hosts.txt", "--map-by",
-                          "ppr:2:node", "--allow-run-as-root", "--oversubscribe", "-x",
-                          "DDPC_BACKEND=mpi", "-x", "DDPC_COLLECTIVE_TIMEOUT=30", "-x",
-                          "OMP_NUM_THREADS=1", "./train", "cfg.yaml", NULL};
+    const char *want[] = {"/usr/bin/mpirun",
+                          "-np",
+                          "6",
+                          "--hostfile",
+                          "hosts.txt",
+                          "--map-by",
+                          "ppr:2:node",
+                          "--allow-run-as-root",
+                          "--oversubscribe",
+                          "-x",
+                          "DDPC_BACKEND=mpi",
+                          "-x",
+                          "DDPC_COLLECTIVE_TIMEOUT=30",
+                          "-x",
+                          "OMP_NUM_THREADS=1",
+                          "./train",
+                          "cfg.yaml",
+                          NULL};
     for (int i = 0; want[i]; i++) {
         CHECK(v[i] != NULL);
         if (!v[i])
@@ -313,8 +328,10 @@ static void test_mpirun_argv(void)
     c.collective_timeout_s = 0;
     c.tee = true;
     CHECK_EQ_INT(ddpc__mpirun_argv(&c, "mpirun", 1, false, 0, &v), DDPC_OK);
-    const char *want2[] = {"mpirun", "-np", "2", "--map-by", "ppr:2:node", "--oversubscribe",
-                           "--tag-output", "-x", "DDPC_BACKEND=mpi", "./train", "cfg.yaml", NULL};
+    const char *want2[] = {"mpirun",       "-np",        "2",
+                           "--map-by",     "ppr:2:node", "--oversubscribe",
+                           "--tag-output", "-x",         "DDPC_BACKEND=mpi",
+                           "./train",      "cfg.yaml",   NULL};
     for (int i = 0; want2[i]; i++)
         CHECK(v[i] && strcmp(v[i], want2[i]) == 0);
     CHECK(v[11] == NULL);

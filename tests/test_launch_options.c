@@ -37,11 +37,32 @@ static void test_defaults(void)
 static void test_every_option(void)
 {
     ddpc_launch_config c;
-    char *argv[] = {"--nproc-per-node", "3", "--backend=shm", "--max-restarts", "2",
-                    "--monitor-interval", "0.05", "--log-dir", "/tmp/x", "--tee",
-                    "--master-addr", "localhost", "--master-port=29500", "--run-id", "job.1_a-b",
-                    "--collective-timeout", "7.5", "--nnodes", "1", "--node-rank", "0",
-                    "--", "prog", "--nproc-per-node", "9", NULL};
+    char *argv[] = {"--nproc-per-node",
+                    "3",
+                    "--backend=shm",
+                    "--max-restarts",
+                    "2",
+                    "--monitor-interval",
+                    "0.05",
+                    "--log-dir",
+                    "/tmp/x",
+                    "--tee",
+                    "--master-addr",
+                    "localhost",
+                    "--master-port=29500",
+                    "--run-id",
+                    "job.1_a-b",
+                    "--collective-timeout",
+                    "7.5",
+                    "--nnodes",
+                    "1",
+                    "--node-rank",
+                    "0",
+                    "--",
+                    "prog",
+                    "--nproc-per-node",
+                    "9",
+                    NULL};
     int argc = (int)(sizeof argv / sizeof argv[0]) - 1;
     CHECK_EQ_INT(parse(&c, argc, argv), DDPC_OK);
     CHECK_EQ_INT(c.nproc_per_node, 3);

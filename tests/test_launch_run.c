@@ -57,8 +57,9 @@ static result run(int nproc, const char *script, void (*tweak)(ddpc_launch_confi
 static void test_all_succeed(void)
 {
     int64_t live = ddpc_alloc_live();
-    result r = run(3, "echo \"rank=$RANK/$WORLD_SIZE local=$LOCAL_RANK/$LOCAL_WORLD_SIZE "
-                      "port=$MASTER_PORT\"; echo to-stderr-$RANK >&2",
+    result r = run(3,
+                   "echo \"rank=$RANK/$WORLD_SIZE local=$LOCAL_RANK/$LOCAL_WORLD_SIZE "
+                   "port=$MASTER_PORT\"; echo to-stderr-$RANK >&2",
                    NULL);
     CHECK_EQ_INT(r.status, DDPC_OK);
     CHECK_EQ_INT(r.code, 0);
@@ -73,8 +74,8 @@ static void test_all_succeed(void)
 
 static void test_exit_code_stops_the_others(void)
 {
-    result r = run(3, "echo started $RANK; if [ $RANK = 1 ]; then echo bye; exit 3; fi; sleep 30",
-                   NULL);
+    result r =
+        run(3, "echo started $RANK; if [ $RANK = 1 ]; then echo bye; exit 3; fi; sleep 30", NULL);
     CHECK_EQ_INT(r.status, DDPC_OK);
     CHECK_EQ_INT(r.code, 3);
     CHECK(r.seconds < 5.0);
@@ -100,8 +101,9 @@ static void one_restart(ddpc_launch_config *c)
 
 static void test_restart_increments_count(void)
 {
-    result r = run(2, "echo attempt=$TORCHELASTIC_RESTART_COUNT max=$TORCHELASTIC_MAX_RESTARTS; "
-                      "if [ $TORCHELASTIC_RESTART_COUNT = 0 ] && [ $RANK = 1 ]; then exit 5; fi",
+    result r = run(2,
+                   "echo attempt=$TORCHELASTIC_RESTART_COUNT max=$TORCHELASTIC_MAX_RESTARTS; "
+                   "if [ $TORCHELASTIC_RESTART_COUNT = 0 ] && [ $RANK = 1 ]; then exit 5; fi",
                    one_restart);
     CHECK_EQ_INT(r.code, 0);
     CHECK_STR_CONTAINS(r.out, "attempt=1 max=1");
@@ -121,8 +123,9 @@ static void short_grace(ddpc_launch_config *c)
 static void test_sigterm_ignored_then_sigkill(void)
 {
     /* Rank 0 ignores SIGTERM (and SIGSTOPs itself first: SIGCONT must wake it). */
-    result r = run(2, "if [ $RANK = 0 ]; then trap '' TERM; kill -STOP $$; "
-                      "while :; do sleep 0.05; done; fi; sleep 0.2; exit 1",
+    result r = run(2,
+                   "if [ $RANK = 0 ]; then trap '' TERM; kill -STOP $$; "
+                   "while :; do sleep 0.05; done; fi; sleep 0.2; exit 1",
                    short_grace);
     CHECK_EQ_INT(r.code, 1);
     CHECK(r.seconds < 3.0);

@@ -61,8 +61,7 @@ bool ddpc_launch_uses_mpirun(const ddpc_launch_config *cfg);
  * this process (execve) and returns only on failure. Errors: DDPC_EINVAL (program or mpirun not
  * found, bad hostfile), DDPC_EIO (fork, pipe, log files). Blocks SIGINT, SIGTERM, SIGHUP and
  * SIGPIPE while it runs, so call it from a single-threaded process. */
-ddpc_status ddpc_launch_run(const ddpc_launch_config *cfg, const char *const *envp,
-                            int *exit_code);
+ddpc_status ddpc_launch_run(const ddpc_launch_config *cfg, const char *const *envp, int *exit_code);
 
 /* "exit code 3", "signal SIGKILL" for a waitpid status; returns buf. */
 const char *ddpc_launch_describe_wait(int wait_status, char *buf, size_t cap);

@@ -11,22 +11,22 @@ extern char **environ;
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: ddpc run [options] [--] PROGRAM [ARGS...]\n"
-            "Starts PROGRAM as a group of workers with torchrun's environment (RANK, WORLD_SIZE,\n"
-            "MASTER_ADDR, MASTER_PORT, ...); see docs/launcher.md.\n"
-            "  --nproc-per-node N|auto   workers on this host (auto: online CPUs; default 1)\n"
-            "  --backend shm|mpi         exported as DDPC_BACKEND (mpi goes through mpirun)\n"
-            "  --max-restarts K          restart the whole group up to K times (default 0)\n"
-            "  --monitor-interval S      seconds between checks of the workers (default 0.1)\n"
-            "  --log-dir DIR             DIR/attempt_K/rank_R.log per worker, not the console\n"
-            "  --tee                     also copy worker lines to the console as '[rank r/w] ...'\n"
-            "  --master-addr A           rendezvous address (default 127.0.0.1)\n"
-            "  --master-port P           rendezvous port (default: a free port)\n"
-            "  --run-id ID               job id given to workers (default: unique)\n"
-            "  --collective-timeout S    exported as DDPC_COLLECTIVE_TIMEOUT\n"
-            "  --nnodes N, --node-rank R hosts in the job, this host's index\n"
-            "  --hostfile FILE           run on the hosts of FILE through mpirun\n");
+    fprintf(
+        f, "usage: ddpc run [options] [--] PROGRAM [ARGS...]\n"
+           "Starts PROGRAM as a group of workers with torchrun's environment (RANK, WORLD_SIZE,\n"
+           "MASTER_ADDR, MASTER_PORT, ...); see docs/launcher.md.\n"
+           "  --nproc-per-node N|auto   workers on this host (auto: online CPUs; default 1)\n"
+           "  --backend shm|mpi         exported as DDPC_BACKEND (mpi goes through mpirun)\n"
+           "  --max-restarts K          restart the whole group up to K times (default 0)\n"
+           "  --monitor-interval S      seconds between checks of the workers (default 0.1)\n"
+           "  --log-dir DIR             DIR/attempt_K/rank_R.log per worker, not the console\n"
+           "  --tee                     also copy worker lines to the console as '[rank r/w] ...'\n"
+           "  --master-addr A           rendezvous address (default 127.0.0.1)\n"
+           "  --master-port P           rendezvous port (default: a free port)\n"
+           "  --run-id ID               job id given to workers (default: unique)\n"
+           "  --collective-timeout S    exported as DDPC_COLLECTIVE_TIMEOUT\n"
+           "  --nnodes N, --node-rank R hosts in the job, this host's index\n"
+           "  --hostfile FILE           run on the hosts of FILE through mpirun\n");
 }
 
 int ddpc_cli_run(int argc, char **argv)

@@ -169,9 +169,10 @@ static void report_failure(const attempt *a, int attempt_no)
     FILE *f = a->cfg->err;
     char how[96];
     ddpc_launch_describe_wait(w->wait_status, how, sizeof how);
-    fprintf(f, "ddpc run: rank %d (local rank %d, pid %ld) failed with %s on attempt %d; "
-               "stopped the other %d local worker(s).", w->rank, a->res->failed_rank,
-            (long)w->pid, how, attempt_no, a->n - 1);
+    fprintf(f,
+            "ddpc run: rank %d (local rank %d, pid %ld) failed with %s on attempt %d; "
+            "stopped the other %d local worker(s).",
+            w->rank, a->res->failed_rank, (long)w->pid, how, attempt_no, a->n - 1);
     if (a->cfg->log_dir[0])
         fprintf(f, " Its log: %s/attempt_%d/rank_%d.log.", a->cfg->log_dir, attempt_no, w->rank);
     if (w->ring.count == 0) {

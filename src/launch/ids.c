@@ -67,7 +67,8 @@ void ddpc__run_id_make(char *buf, size_t cap)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    unsigned long long ns = (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+    unsigned long long ns =
+        (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
     snprintf(buf, cap, "ddpc-%ld-%llx", (long)getpid(), ns);
 }
 

@@ -22,9 +22,10 @@ static ddpc_status check_config(const ddpc_launch_config *cfg)
         return ddpc_errorf(DDPC_EINVAL, "bad job shape: %d worker(s) per node, node %d of %d",
                            cfg->nproc_per_node, cfg->node_rank, cfg->nnodes);
     if (!(cfg->monitor_interval_s > 0) || !(cfg->stop_grace_s >= 0) || cfg->max_restarts < 0)
-        return ddpc_errorf(DDPC_EINVAL, "monitor interval %g s, stop grace %g s and max restarts "
-                           "%d must be positive", cfg->monitor_interval_s, cfg->stop_grace_s,
-                           cfg->max_restarts);
+        return ddpc_errorf(DDPC_EINVAL,
+                           "monitor interval %g s, stop grace %g s and max restarts "
+                           "%d must be positive",
+                           cfg->monitor_interval_s, cfg->stop_grace_s, cfg->max_restarts);
     if (!cfg->out || !cfg->err)
         return ddpc_errorf(DDPC_EINVAL, "the launch config has no console streams");
     return DDPC_OK;
@@ -85,8 +86,7 @@ static ddpc_status build_envs(const ddpc_launch_config *cfg, const char *const *
 /* Runs attempts until success, interruption, an error, or no restarts left. */
 static ddpc_status run_attempts(const ddpc_launch_config *cfg, const char *program,
                                 const char *const *envp, ddpc__job_ids *ids,
-                                const sigset_t *watched, const sigset_t *child_mask,
-                                int *exit_code)
+                                const sigset_t *watched, const sigset_t *child_mask, int *exit_code)
 {
     for (int attempt_no = 0;; attempt_no++) {
         ids->restart_count = attempt_no;
@@ -95,8 +95,7 @@ static ddpc_status run_attempts(const ddpc_launch_config *cfg, const char *progr
             DDPC_TRY(make_attempt_dir(cfg, attempt_no));
         DDPC_TRY(build_envs(cfg, envp, ids, &envs));
         ddpc__attempt_result r;
-        ddpc_status s =
-            ddpc__attempt_run(cfg, program, envs, attempt_no, watched, child_mask, &r);
+        ddpc_status s = ddpc__attempt_run(cfg, program, envs, attempt_no, watched, child_mask, &r);
         free_envs(envs, cfg->nproc_per_node);
         DDPC_TRY(s);
         if (r.outcome == DDPC__ATTEMPT_SUCCEEDED) {
@@ -113,8 +112,8 @@ static ddpc_status run_attempts(const ddpc_launch_config *cfg, const char *progr
                     cfg->max_restarts, *exit_code);
             return DDPC_OK;
         }
-        fprintf(cfg->err, "ddpc run: restarting all workers (restart %d of %d).\n",
-                attempt_no + 1, cfg->max_restarts);
+        fprintf(cfg->err, "ddpc run: restarting all workers (restart %d of %d).\n", attempt_no + 1,
+                cfg->max_restarts);
         fflush(cfg->err);
     }
 }
@@ -136,9 +135,10 @@ static ddpc_status job_ids(const ddpc_launch_config *cfg, const char *const *env
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     ids->omp_threads = ddpc__omp_threads(envp, cfg->nproc_per_node, cpus > 0 ? (int)cpus : 1);
     if (ids->omp_threads > 0) {
-        fprintf(cfg->err, "ddpc run: OMP_NUM_THREADS is unset; setting it to %d for each of the "
-                "%d workers (%ld CPUs). Set it yourself to tune.\n", ids->omp_threads,
-                cfg->nproc_per_node, cpus);
+        fprintf(cfg->err,
+                "ddpc run: OMP_NUM_THREADS is unset; setting it to %d for each of the "
+                "%d workers (%ld CPUs). Set it yourself to tune.\n",
+                ids->omp_threads, cfg->nproc_per_node, cpus);
         fflush(cfg->err);
     }
     return DDPC_OK;
@@ -173,8 +173,7 @@ static ddpc_status run_job(const ddpc_launch_config *cfg, const char *program,
     return s;
 }
 
-ddpc_status ddpc_launch_run(const ddpc_launch_config *cfg, const char *const *envp,
-                            int *exit_code)
+ddpc_status ddpc_launch_run(const ddpc_launch_config *cfg, const char *const *envp, int *exit_code)
 {
     *exit_code = 1;
     DDPC_TRY(check_config(cfg));
@@ -205,14 +204,14 @@ static const char *nested_reason(const char *const *envp, char *buf, size_t cap)
     ddpc_dist_env e;
     ddpc_status s = ddpc_dist_env_parse(envp, &e);
     ddpc_clear_error();
-    bool torchrun_marks = ddpc__env_get(envp, "TORCHELASTIC_RUN_ID") ||
-                          ddpc__env_get(envp, "DDPC_LAUNCHER");
+    bool torchrun_marks =
+        ddpc__env_get(envp, "TORCHELASTIC_RUN_ID") || ddpc__env_get(envp, "DDPC_LAUNCHER");
     if (s != DDPC_OK)
         return torchrun_marks ? "TORCHELASTIC_RUN_ID or DDPC_LAUNCHER is set" : NULL;
     if (e.nested_launcher) {
         snprintf(buf, cap, "%s is set",
                  ddpc__env_get(envp, "TORCHELASTIC_RUN_ID") ? "TORCHELASTIC_RUN_ID"
-                                                             : "DDPC_LAUNCHER");
+                                                            : "DDPC_LAUNCHER");
         return buf;
     }
     bool mpi_like = e.source == DDPC_DIST_SOURCE_OPENMPI || e.source == DDPC_DIST_SOURCE_PMI ||

@@ -98,16 +98,16 @@ void ddpc__line_flush(ddpc__line_buf *b, const ddpc__line_sink *sink);
 /* ---- one worker process (worker.c) ---- */
 
 typedef struct {
-    int rank;        /* global rank */
-    pid_t pid;       /* also its process group id; 0 when not started */
-    int fds[2];      /* read ends of its stdout and stderr pipes; -1 once closed */
+    int rank;   /* global rank */
+    pid_t pid;  /* also its process group id; 0 when not started */
+    int fds[2]; /* read ends of its stdout and stderr pipes; -1 once closed */
     ddpc__line_buf bufs[2];
     ddpc__line_sink sinks[2];
     ddpc__line_ring ring;
     FILE *log;
     char prefix[32];
-    bool exited;     /* observed (not yet reaped: the zombie keeps its pid and group id ours) */
-    bool failed;     /* exited non-zero or by a signal */
+    bool exited; /* observed (not yet reaped: the zombie keeps its pid and group id ours) */
+    bool failed; /* exited non-zero or by a signal */
     bool reaped;
     int wait_status; /* valid once exited */
 } ddpc__worker;
@@ -135,9 +135,9 @@ typedef enum {
 
 typedef struct {
     ddpc__attempt_outcome outcome;
-    int failed_rank;  /* FAILED: the first rank seen failing */
-    int wait_status;  /* FAILED: its waitpid status */
-    int signo;        /* INTERRUPTED: the signal the launcher got */
+    int failed_rank; /* FAILED: the first rank seen failing */
+    int wait_status; /* FAILED: its waitpid status */
+    int signo;       /* INTERRUPTED: the signal the launcher got */
 } ddpc__attempt_result;
 
 /* Runs one attempt: spawns every worker (envs[i] for local rank i), forwards output, and watches
@@ -155,8 +155,7 @@ ddpc_status ddpc__hostfile_hosts(const char *path, int *hosts);
 /* How many hosts an mpirun job spans: the hostfile's hosts (or --nnodes of them), or --nnodes
  * checked against SLURM_JOB_NODELIST. DDPC_EINVAL when the request cannot go to mpirun
  * (--node-rank > 0, --max-restarts > 0, more nodes than hosts, --nnodes > 1 with no hosts). */
-ddpc_status ddpc__mpirun_nodes(const ddpc_launch_config *cfg, const char *const *envp,
-                               int *nnodes);
+ddpc_status ddpc__mpirun_nodes(const ddpc_launch_config *cfg, const char *const *envp, int *nnodes);
 /* The mpirun command line for the job: mpirun -np TOTAL [--hostfile F] --map-by ppr:N:node
  * [--allow-run-as-root] --oversubscribe -x DDPC_BACKEND=mpi ... PROGRAM ARGS. `nnodes` is the
  * number of hosts the job spans. */

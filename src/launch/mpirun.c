@@ -58,10 +58,10 @@ ddpc_status ddpc__mpirun_argv(const ddpc_launch_config *cfg, const char *mpirun,
     char **v = NULL;
     int n = 0;
     ddpc_status s = ddpc__strv_push(&v, &n, mpirun);
-#define PUSH(expr)              \
-    do {                        \
-        if (s == DDPC_OK)       \
-            s = (expr);         \
+#define PUSH(expr)                                                                                 \
+    do {                                                                                           \
+        if (s == DDPC_OK)                                                                          \
+            s = (expr);                                                                            \
     } while (0)
     PUSH(ddpc__strv_push(&v, &n, "-np"));
     PUSH(ddpc__strv_pushf(&v, &n, "%d", cfg->nproc_per_node * nnodes));
@@ -101,14 +101,16 @@ ddpc_status ddpc__mpirun_argv(const ddpc_launch_config *cfg, const char *mpirun,
     return DDPC_OK;
 }
 
-ddpc_status ddpc__mpirun_nodes(const ddpc_launch_config *cfg, const char *const *envp,
-                               int *nnodes)
+ddpc_status ddpc__mpirun_nodes(const ddpc_launch_config *cfg, const char *const *envp, int *nnodes)
 {
     if (cfg->node_rank != 0)
-        return ddpc_errorf(DDPC_EINVAL, "--node-rank %d: with mpirun, run 'ddpc run' once, on one "
-                           "host; mpirun starts the ranks on every host", cfg->node_rank);
+        return ddpc_errorf(DDPC_EINVAL,
+                           "--node-rank %d: with mpirun, run 'ddpc run' once, on one "
+                           "host; mpirun starts the ranks on every host",
+                           cfg->node_rank);
     if (cfg->max_restarts > 0)
-        return ddpc_errorf(DDPC_EINVAL, "--max-restarts %d is not available when mpirun runs the "
+        return ddpc_errorf(DDPC_EINVAL,
+                           "--max-restarts %d is not available when mpirun runs the "
                            "job: mpirun aborts the whole job at the first failure",
                            cfg->max_restarts);
     *nnodes = cfg->nnodes;
@@ -126,16 +128,19 @@ ddpc_status ddpc__mpirun_nodes(const ddpc_launch_config *cfg, const char *const 
      * check that the allocation has enough of them. */
     const char *nodelist = ddpc__env_get(envp, "SLURM_JOB_NODELIST");
     if (cfg->nnodes > 1 && !nodelist)
-        return ddpc_errorf(DDPC_EINVAL, "--nnodes %d needs the hosts: give --hostfile FILE, or "
+        return ddpc_errorf(DDPC_EINVAL,
+                           "--nnodes %d needs the hosts: give --hostfile FILE, or "
                            "run inside a SLURM allocation (salloc/sbatch; or 'srun PROGRAM' with "
-                           "the mpi backend)", cfg->nnodes);
+                           "the mpi backend)",
+                           cfg->nnodes);
     if (cfg->nnodes > 1) {
         int hosts = 0;
         DDPC_TRY(ddpc__slurm_hostlist_count("SLURM_JOB_NODELIST", nodelist, &hosts));
         if (cfg->nnodes > hosts)
-            return ddpc_errorf(DDPC_EINVAL, "--nnodes %d but the SLURM allocation "
-                               "(SLURM_JOB_NODELIST=%s) has %d host(s)", cfg->nnodes, nodelist,
-                               hosts);
+            return ddpc_errorf(DDPC_EINVAL,
+                               "--nnodes %d but the SLURM allocation "
+                               "(SLURM_JOB_NODELIST=%s) has %d host(s)",
+                               cfg->nnodes, nodelist, hosts);
     }
     return DDPC_OK;
 }
@@ -144,10 +149,10 @@ static void print_command(FILE *f, char *const *argv)
 {
     fputs("ddpc run: exec", f);
     for (int i = 0; argv[i]; i++) {
-        bool plain = argv[i][0] != '\0' && strspn(argv[i], "abcdefghijklmnopqrstuvwxyz"
-                                                            "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                            "0123456789-_./=:,+@%") ==
-                                                   strlen(argv[i]);
+        bool plain =
+            argv[i][0] != '\0' && strspn(argv[i], "abcdefghijklmnopqrstuvwxyz"
+                                                  "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                  "0123456789-_./=:,+@%") == strlen(argv[i]);
         fprintf(f, plain ? " %s" : " '%s'", argv[i]);
     }
     fputc('\n', f);
@@ -160,7 +165,8 @@ ddpc_status ddpc__mpirun_exec(const ddpc_launch_config *cfg, const char *const *
     DDPC_TRY(ddpc__mpirun_nodes(cfg, envp, &nnodes));
     char mpirun[4096];
     if (ddpc__find_program("mpirun", envp, mpirun, sizeof mpirun) != DDPC_OK)
-        return ddpc_errorf(DDPC_EINVAL, "mpirun was not found in PATH: --hostfile, --nnodes > 1 "
+        return ddpc_errorf(DDPC_EINVAL,
+                           "mpirun was not found in PATH: --hostfile, --nnodes > 1 "
                            "and --backend mpi hand the job to Open MPI's mpirun (install "
                            "openmpi-bin or load your MPI module)");
     char program[4096];

@@ -39,8 +39,7 @@ static ddpc_status parse_int(const char *opt, const char *v, int lo, int hi, int
     return DDPC_OK;
 }
 
-static ddpc_status parse_seconds(const char *opt, const char *v, double lo, double hi,
-                                 double *out)
+static ddpc_status parse_seconds(const char *opt, const char *v, double lo, double hi, double *out)
 {
     char *end = NULL;
     errno = 0;
@@ -69,8 +68,10 @@ static ddpc_status parse_nproc(const char *v, int *out)
         return DDPC_OK;
     }
     if (parse_int("--nproc-per-node", v, 1, 4096, out) != DDPC_OK)
-        return ddpc_errorf(DDPC_EINVAL, "--nproc-per-node: '%s' is not 'auto' or an integer in "
-                                        "[1, 4096]", v);
+        return ddpc_errorf(DDPC_EINVAL,
+                           "--nproc-per-node: '%s' is not 'auto' or an integer in "
+                           "[1, 4096]",
+                           v);
     return DDPC_OK;
 }
 
@@ -112,8 +113,10 @@ static ddpc_status apply(ddpc_launch_config *c, const char *name, const char *v)
         return copy_str(name, v, c->hostfile, sizeof c->hostfile);
     if (strcmp(name, "--run-id") == 0) {
         if (!ddpc__run_id_valid(v))
-            return ddpc_errorf(DDPC_EINVAL, "--run-id: '%s' is not 1 to 100 characters of "
-                                            "letters, digits, '.', '_' and '-'", v);
+            return ddpc_errorf(DDPC_EINVAL,
+                               "--run-id: '%s' is not 1 to 100 characters of "
+                               "letters, digits, '.', '_' and '-'",
+                               v);
         return copy_str(name, v, c->run_id, sizeof c->run_id);
     }
     return ddpc_errorf(DDPC_EINVAL, "unknown option '%s' (try 'ddpc run --help')", name);
@@ -122,9 +125,9 @@ static ddpc_status apply(ddpc_launch_config *c, const char *name, const char *v)
 static bool takes_value(const char *name)
 {
     static const char *const names[] = {
-        "--nproc-per-node", "--nnodes",      "--node-rank",   "--backend",
+        "--nproc-per-node", "--nnodes",           "--node-rank",          "--backend",
         "--max-restarts",   "--monitor-interval", "--collective-timeout", "--log-dir",
-        "--master-addr",    "--master-port", "--hostfile",    "--run-id",
+        "--master-addr",    "--master-port",      "--hostfile",           "--run-id",
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(name, names[i]) == 0)
@@ -180,8 +183,7 @@ ddpc_status ddpc_launch_parse_args(int argc, char *const *argv, ddpc_launch_conf
         }
         if (strncmp(arg, "--", 2) != 0) {
             if (arg[0] == '-')
-                return ddpc_errorf(DDPC_EINVAL, "unknown option '%s' (try 'ddpc run --help')",
-                                   arg);
+                return ddpc_errorf(DDPC_EINVAL, "unknown option '%s' (try 'ddpc run --help')", arg);
             break;
         }
         char name[64];

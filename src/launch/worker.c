@@ -33,8 +33,7 @@ static void child_exec(const int pipes[2][2], const char *path, char *const *arg
     sigprocmask(SIG_SETMASK, child_mask, NULL);
     execve(path, argv, envp);
     char msg[512];
-    int n = snprintf(msg, sizeof msg, "ddpc run: cannot execute '%s': %s\n", path,
-                     strerror(errno));
+    int n = snprintf(msg, sizeof msg, "ddpc run: cannot execute '%s': %s\n", path, strerror(errno));
     if (n > 0)
         (void)!write(STDERR_FILENO, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
     _exit(127);
@@ -65,8 +64,7 @@ ddpc_status ddpc__worker_spawn(ddpc__worker *w, const char *path, char *const *a
     if (pid < 0) {
         close_fd(&pipes[0][0]);
         close_fd(&pipes[1][0]);
-        return ddpc_errorf(DDPC_EIO, "cannot start rank %d: fork failed: %s", w->rank,
-                           strerror(e));
+        return ddpc_errorf(DDPC_EIO, "cannot start rank %d: fork failed: %s", w->rank, strerror(e));
     }
     /* Also from the parent, so the group exists before the first signal we might send;
      * EACCES means the child already exec'd, after its own setpgid. */
