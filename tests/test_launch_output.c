@@ -56,6 +56,14 @@ static void test_lines_are_forwarded_whole(void)
     CHECK(strcmp(buf, "hello\nworld\na\nb\ncd\n") == 0);
     CHECK_EQ_INT(ring.count, 5);
     CHECK(strcmp(ddpc__ring_line(&ring, 4), "cd") == 0);
+    /* A line that already carries its rank's prefix (the library's logging) keeps just one; the
+     * prefix elsewhere in a line does not count. */
+    const char *own = "[rank 1/2] own\nx[rank 1/2] y\n";
+    CHECK_EQ_INT(ddpc__line_feed(&b, own, strlen(own), &sink), DDPC_OK);
+    contents(con, buf, sizeof buf);
+    CHECK_STR_CONTAINS(buf, "cd\n[rank 1/2] own\n[rank 1/2] x[rank 1/2] y\n");
+    CHECK(strstr(buf, "[rank 1/2] [rank 1/2]") == NULL);
+    ddpc__line_flush(&b, &sink);
     CHECK(b.buf == NULL);
     fclose(log);
     fclose(con);

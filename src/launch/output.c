@@ -36,7 +36,9 @@ static void emit(const ddpc__line_sink *sink, const char *line, size_t len)
     if (sink->log)
         fwrite(line, 1, len, sink->log);
     if (sink->console) {
-        if (sink->prefix)
+        /* A line the library's rank-aware logging already prefixed is not prefixed twice. */
+        size_t plen = sink->prefix ? strlen(sink->prefix) : 0;
+        if (plen && !(len >= plen && memcmp(line, sink->prefix, plen) == 0))
             fputs(sink->prefix, sink->console);
         fwrite(line, 1, len, sink->console);
     }
