@@ -125,7 +125,10 @@ static void test_lightning_modes(void)
  * ([0..4], 0, 1), ([5..9], 1, 1), ([10..14], 2, 1). */
 static void test_lightning_sequential(void)
 {
-    static const int64_t want[][4] = {{0, 0, 0, 4}, {0, 1, 4, 2}, {1, 0, 0, 5}, {1, 1, 5, 5},
+    static const int64_t want[][4] = {{0, 0, 0, 4},
+                                      {0, 1, 4, 2},
+                                      {1, 0, 0, 5},
+                                      {1, 1, 5, 5},
                                       {1, 2, 10, 5}}; /* task, index, first, n */
     for (int w = 0; w <= 2; w += 2) {
         tasks t;

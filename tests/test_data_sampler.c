@@ -78,6 +78,7 @@ static void test_distributed_hand_examples(void)
     CHECK(expect_list(c, 2, 0, (int64_t[]){2, 5, 8, 1}, 4));
     c.drop_last = true; /* floor(10/3) = 3 each; 9 is dropped */
     CHECK(expect_list(c, 0, 0, (int64_t[]){0, 3, 6}, 3));
+    CHECK(expect_list(c, 1, 0, (int64_t[]){1, 4, 7}, 3));
     CHECK(expect_list(c, 2, 0, (int64_t[]){2, 5, 8}, 3));
     /* size < world: [0, 1] repeated to [0, 1, 0, 1, 0]. */
     c.drop_last = false;
@@ -205,6 +206,9 @@ static void test_rank_split_bounds_and_down_sampling(void)
     CHECK(expect_list(c, 2, 0, (int64_t[]){6, 2}, 2));
     CHECK(expect_list(c, 3, 0, (int64_t[]){10, 4}, 2));
     c.drop_last = true;
+    CHECK(expect_list(c, 0, 0, (int64_t[]){2}, 1));
+    CHECK(expect_list(c, 1, 0, (int64_t[]){4}, 1));
+    CHECK(expect_list(c, 2, 0, (int64_t[]){6}, 1));
     CHECK(expect_list(c, 3, 0, (int64_t[]){10}, 1));
     /* Ratios: ceil(n * ratio) kept, every (1/ratio)-th from the first. */
     int64_t one[] = {10};
@@ -291,9 +295,14 @@ static void test_rank_split_streaming(void)
     CHECK(expect_list(c, 1, 0, (int64_t[]){2, 3, 9, 7, 4, 0}, 6));
     CHECK(expect_list(c, 1, 7, (int64_t[]){2, 3, 9, 7, 4, 0}, 6)); /* epoch-independent */
     c.world = 4; /* 6 batches padded to 8 by repeating A0 B0 */
+    CHECK(expect_list(c, 0, 0, (int64_t[]){0, 1, 5, 6}, 4));
+    CHECK(expect_list(c, 1, 0, (int64_t[]){7, 8, 2, 3}, 4));
     CHECK(expect_list(c, 2, 0, (int64_t[]){9, 7, 4, 0}, 4));
     CHECK(expect_list(c, 3, 0, (int64_t[]){0, 1, 5, 6}, 4));
     c.drop_last = true; /* A0 A1, B0, C0 -> A0 B0 C0 A1; 4 batches over 4 ranks */
+    CHECK(expect_list(c, 0, 0, (int64_t[]){0, 1}, 2));
+    CHECK(expect_list(c, 1, 0, (int64_t[]){5, 6}, 2));
+    CHECK(expect_list(c, 2, 0, (int64_t[]){7, 8}, 2));
     CHECK(expect_list(c, 3, 0, (int64_t[]){2, 3}, 2));
     c.world = 2;
     CHECK(expect_list(c, 0, 0, (int64_t[]){0, 1, 5, 6}, 4));

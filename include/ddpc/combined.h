@@ -40,7 +40,7 @@ typedef struct {
     int task;      /* sequential: the task whose batch this is; -1 in the other modes */
     const ddpc_batch *const *batches; /* (num_tasks) task t's batch, or NULL when t yields
                                          nothing this step */
-    double wait_s; /* seconds blocked in the loaders for this step */
+    double wait_s;                    /* seconds blocked in the loaders for this step */
 } ddpc_combined_step;
 
 typedef struct ddpc_combined ddpc_combined;

@@ -28,8 +28,8 @@ ddpc_loader_config ddpc_loader_config_default(void);
 
 /* One batch, owned by the loader. Row i is the sampler's global index idx[i]. */
 typedef struct {
-    int64_t n;              /* rows, <= batch_size (only the last batch may be short) */
-    int64_t index;          /* batch number within the epoch, from 0 */
+    int64_t n;     /* rows, <= batch_size (only the last batch may be short) */
+    int64_t index; /* batch number within the epoch, from 0 */
     int64_t epoch;
     int source;             /* the dataset every row comes from, or -1 when rows mix datasets */
     const int64_t *idx;     /* (n) sampler (global) indices */
@@ -45,8 +45,9 @@ typedef struct ddpc_loader ddpc_loader;
  * the indices of `sampler` (borrowed until destroy; the loader sets its epoch, so nobody else may
  * while the loader exists). The datasets must share kind and sample shape, and the sampler's
  * sources must match them in number and size; a streaming sampler's batch_size must equal c's.
- * Allocates every batch buffer and starts the workers; the workers wait for start_epoch. Errors:
- * DDPC_EINVAL naming the mismatch or field, DDPC_ENOMEM, DDPC_EINTERNAL if a thread cannot start. */
+ * Allocates every batch buffer and starts the workers, which wait for start_epoch. Errors:
+ * DDPC_EINVAL naming the mismatch or field, DDPC_ENOMEM, DDPC_EINTERNAL if a thread cannot start.
+ */
 ddpc_status ddpc_loader_create(const ddpc_dataset *const *datasets, int num_datasets,
                                ddpc_sampler *sampler, const ddpc_loader_config *c,
                                ddpc_loader **out);

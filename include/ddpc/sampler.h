@@ -34,19 +34,19 @@ ddpc_status ddpc_sampler_kind_parse(const char *name, ddpc_sampler_kind *out);
  * concatenated in order, source i's local index j is offset_i + j, offset_i = sum of sizes[<i]. */
 typedef struct {
     ddpc_sampler_kind kind;
-    int rank;            /* 0 <= rank < world */
-    int world;           /* >= 1 */
-    uint64_t seed;       /* shuffles use seed + epoch, as torch's DistributedSampler does */
-    bool shuffle;        /* distributed, rank_split (not streaming), task_shard; default true */
-    bool drop_last;      /* distributed, rank_split: drop the tail instead of padding */
-    int64_t size;        /* distributed, case: number of samples */
-    int num_sources;     /* rank_split, task_shard: number of datasets / tasks, >= 1 */
-    const int64_t *sizes;       /* rank_split, task_shard: (num_sources) samples per source */
+    int rank;             /* 0 <= rank < world */
+    int world;            /* >= 1 */
+    uint64_t seed;        /* shuffles use seed + epoch, as torch's DistributedSampler does */
+    bool shuffle;         /* distributed, rank_split (not streaming), task_shard; default true */
+    bool drop_last;       /* distributed, rank_split: drop the tail instead of padding */
+    int64_t size;         /* distributed, case: number of samples */
+    int num_sources;      /* rank_split, task_shard: number of datasets / tasks, >= 1 */
+    const int64_t *sizes; /* rank_split, task_shard: (num_sources) samples per source */
     const int64_t *left_index;  /* rank_split: (num_sources) first local index used; NULL = 0 */
     const int64_t *right_index; /* rank_split: (num_sources) end, exclusive; -1 or NULL = size */
     double down_sample_ratio;   /* rank_split: fraction kept of each source, in (0, 1]; 1 */
-    bool streaming;      /* rank_split: single-source batches, round-robin over sources */
-    int64_t batch_size;  /* rank_split streaming: batch size, >= 1 */
+    bool streaming;             /* rank_split: single-source batches, round-robin over sources */
+    int64_t batch_size;         /* rank_split streaming: batch size, >= 1 */
 } ddpc_sampler_config;
 
 /* distributed, rank 0 of world 1, seed 0, shuffle on, drop_last off, size 0, ratio 1. */
@@ -62,7 +62,8 @@ ddpc_status ddpc_sampler_create(const ddpc_sampler_config *c, ddpc_sampler **out
 /* NULL is a no-op. */
 void ddpc_sampler_destroy(ddpc_sampler *s);
 
-/* Recomputes this rank's indices for `epoch` (>= 0); the same epoch always gives the same list. */
+/* Recomputes this rank's indices for `epoch` (a negative epoch counts as 0); the same epoch
+ * always gives the same list. Allocates nothing. */
 void ddpc_sampler_set_epoch(ddpc_sampler *s, int64_t epoch);
 int64_t ddpc_sampler_epoch(const ddpc_sampler *s);
 /* Number of indices this rank visits per epoch (the same for every epoch). */

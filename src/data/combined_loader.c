@@ -14,14 +14,14 @@ static const char *const mode_names[DDPC_COMBINED_COUNT] = {"max_size_cycle", "m
 struct ddpc_combined {
     ddpc_combined_mode mode;
     int n;
-    ddpc_loader **loaders; /* (n) borrowed */
-    char **names;          /* (n) owned copies */
-    int64_t *len;          /* (n) batches per epoch of each loader */
-    int64_t *pos;          /* (n) batches taken since the loader's last start_epoch */
+    ddpc_loader **loaders;      /* (n) borrowed */
+    char **names;               /* (n) owned copies */
+    int64_t *len;               /* (n) batches per epoch of each loader */
+    int64_t *pos;               /* (n) batches taken since the loader's last start_epoch */
     const ddpc_batch **batches; /* (n) the current step's batches */
     ddpc_combined_step cur;
     int64_t epoch, steps, done;
-    int task;               /* sequential: the loader being consumed */
+    int task; /* sequential: the loader being consumed */
     double wait_total;
     bool started;
 };
@@ -159,8 +159,8 @@ static ddpc_status take(ddpc_combined *c, int t, bool cycle)
     }
     DDPC_TRY(ddpc_loader_next(c->loaders[t], &c->batches[t]));
     if (!c->batches[t])
-        return ddpc_errorf(DDPC_EINTERNAL, "combined loader: task '%s' ended after %lld of %lld "
-                                           "batches",
+        return ddpc_errorf(DDPC_EINTERNAL,
+                           "combined loader: task '%s' ended after %lld of %lld batches",
                            c->names[t], (long long)c->pos[t], (long long)c->len[t]);
     c->pos[t]++;
     c->cur.wait_s += c->batches[t]->wait_s;

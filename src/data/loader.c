@@ -77,8 +77,8 @@ static ddpc_status check_inputs(ddpc_loader *l, const ddpc_dataset *const *ds, i
         ddpc_dataset_sample_shape(ds[i], i ? shape : shape0);
         if (i && (ddpc_dataset_kind_of(ds[i]) != ddpc_dataset_kind_of(ds[0]) ||
                   memcmp(shape, shape0, sizeof shape) != 0))
-            return ddpc_errorf(DDPC_EINVAL, "loader: dataset %d differs from dataset 0 in kind "
-                                            "or sample shape",
+            return ddpc_errorf(DDPC_EINVAL,
+                               "loader: dataset %d differs from dataset 0 in kind or sample shape",
                                i);
     }
     l->kind = ddpc_dataset_kind_of(ds[0]);
@@ -124,8 +124,7 @@ static ddpc_status start_workers(ddpc_loader *l)
         return DDPC_OK;
     l->threads = ddpc_calloc((size_t)l->cfg.num_workers, sizeof *l->threads);
     if (!l->threads)
-        return ddpc_errorf(DDPC_ENOMEM, "loader: out of memory for %d workers",
-                           l->cfg.num_workers);
+        return ddpc_errorf(DDPC_ENOMEM, "loader: out of memory for %d workers", l->cfg.num_workers);
     for (; l->num_threads < l->cfg.num_workers; l->num_threads++)
         if (pthread_create(&l->threads[l->num_threads], NULL, worker_main, l) != 0)
             return ddpc_errorf(DDPC_EINTERNAL, "loader: cannot start worker thread %d of %d",

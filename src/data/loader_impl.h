@@ -33,13 +33,13 @@ struct ddpc_loader {
     ddpc_sampler *sampler; /* borrowed */
     ddpc_loader_config cfg;
     ddpc_dataset_kind kind;
-    int64_t x_per;      /* floats per image sample (c * h * w); 0 for tokens */
-    int64_t t_per;      /* tokens per sample (T); 0 for images */
+    int64_t x_per; /* floats per image sample (c * h * w); 0 for tokens */
+    int64_t t_per; /* tokens per sample (T); 0 for images */
     int64_t num_batches;
     int num_slots;
     ddpc__loader_slot *slots;
     pthread_t *threads;
-    int num_threads;    /* started */
+    int num_threads; /* started */
     pthread_mutex_t mu;
     pthread_cond_t work_cv;  /* workers: a batch may be claimed, or shutdown */
     pthread_cond_t ready_cv; /* consumer: a batch is ready, or a worker went idle */
@@ -50,7 +50,7 @@ struct ddpc_loader {
     int64_t released;   /* batches [0, released) were handed back: their slots are free */
     int busy;           /* workers filling a slot now */
     /* consumer's own (only the calling thread touches them) */
-    int64_t delivered;  /* batches returned by next this epoch */
+    int64_t delivered; /* batches returned by next this epoch */
     double wait_total;
     ddpc_status failed; /* sticky error of this epoch */
     char fail_msg[DDPC__LOADER_MSG];

@@ -30,10 +30,8 @@ ddpc_status ddpc_sampler_kind_parse(const char *name, ddpc_sampler_kind *out)
 
 ddpc_sampler_config ddpc_sampler_config_default(void)
 {
-    return (ddpc_sampler_config){.kind = DDPC_SAMPLER_DISTRIBUTED,
-                                 .world = 1,
-                                 .shuffle = true,
-                                 .down_sample_ratio = 1.0};
+    return (ddpc_sampler_config){
+        .kind = DDPC_SAMPLER_DISTRIBUTED, .world = 1, .shuffle = true, .down_sample_ratio = 1.0};
 }
 
 ddpc_status ddpc__sampler_alloc(int64_t **p, int64_t count, const char *what)
@@ -71,8 +69,9 @@ static ddpc_status init_sources(ddpc_sampler *s, const ddpc_sampler_config *c)
         return ddpc_errorf(DDPC_EINVAL, "%s sampler: size must be >= 0, got %lld", kind,
                            (long long)c->size);
     if (!one && (c->num_sources < 1 || !c->sizes))
-        return ddpc_errorf(DDPC_EINVAL, "%s sampler: num_sources must be >= 1 with sizes given, "
-                                        "got %d sources (sizes %s)",
+        return ddpc_errorf(DDPC_EINVAL,
+                           "%s sampler: num_sources must be >= 1 with sizes given, "
+                           "got %d sources (sizes %s)",
                            kind, c->num_sources, c->sizes ? "set" : "NULL");
     s->num_sources = one ? 1 : c->num_sources;
     DDPC_TRY(ddpc__sampler_alloc(&s->sizes, s->num_sources, "source sizes"));
@@ -102,10 +101,18 @@ ddpc_status ddpc_sampler_create(const ddpc_sampler_config *c, ddpc_sampler **out
     ddpc_status st = init_sources(s, c);
     if (st == DDPC_OK) {
         switch (c->kind) {
-        case DDPC_SAMPLER_DISTRIBUTED: st = ddpc__sampler_distributed_init(s); break;
-        case DDPC_SAMPLER_RANK_SPLIT: st = ddpc__sampler_rank_split_init(s); break;
-        case DDPC_SAMPLER_CASE: st = ddpc__sampler_case_init(s); break;
-        default: st = ddpc__sampler_task_shard_init(s); break;
+        case DDPC_SAMPLER_DISTRIBUTED:
+            st = ddpc__sampler_distributed_init(s);
+            break;
+        case DDPC_SAMPLER_RANK_SPLIT:
+            st = ddpc__sampler_rank_split_init(s);
+            break;
+        case DDPC_SAMPLER_CASE:
+            st = ddpc__sampler_case_init(s);
+            break;
+        default:
+            st = ddpc__sampler_task_shard_init(s);
+            break;
         }
     }
     /* The copied config must not point at the caller's arrays after create returns. */
@@ -139,10 +146,18 @@ void ddpc_sampler_set_epoch(ddpc_sampler *s, int64_t epoch)
 {
     s->epoch = epoch < 0 ? 0 : epoch;
     switch (s->cfg.kind) {
-    case DDPC_SAMPLER_DISTRIBUTED: ddpc__sampler_distributed_fill(s); break;
-    case DDPC_SAMPLER_RANK_SPLIT: ddpc__sampler_rank_split_fill(s); break;
-    case DDPC_SAMPLER_CASE: ddpc__sampler_case_fill(s); break;
-    default: ddpc__sampler_task_shard_fill(s); break;
+    case DDPC_SAMPLER_DISTRIBUTED:
+        ddpc__sampler_distributed_fill(s);
+        break;
+    case DDPC_SAMPLER_RANK_SPLIT:
+        ddpc__sampler_rank_split_fill(s);
+        break;
+    case DDPC_SAMPLER_CASE:
+        ddpc__sampler_case_fill(s);
+        break;
+    default:
+        ddpc__sampler_task_shard_fill(s);
+        break;
     }
 }
 

@@ -23,11 +23,11 @@ struct ddpc_sampler {
     int64_t *keep;    /* rank_split: (num_sources) samples kept after down-sampling */
     int *owner;       /* task_shard: (num_sources) rank owning each task */
     int64_t epoch;
-    int64_t len;      /* entries of out this rank visits */
-    int64_t *out;     /* (len) */
-    int64_t *work;    /* scratch: distributed (size), rank_split (sum keep), task_shard (len) */
-    int64_t *aux;     /* rank_split: shuffled subset scratch (largest range), or the streaming
-                         batch table (2 per batch: source, batch number within the source) */
+    int64_t len;         /* entries of out this rank visits */
+    int64_t *out;        /* (len) */
+    int64_t *work;       /* scratch: distributed (size), rank_split (sum keep), task_shard (len) */
+    int64_t *aux;        /* rank_split: shuffled subset scratch (largest range), or the streaming
+                            batch table (2 per batch: source, batch number within the source) */
     int64_t num_batches; /* rank_split streaming: batches in the round-robin sequence */
 };
 

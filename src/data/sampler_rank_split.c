@@ -39,12 +39,14 @@ static ddpc_status check_bounds(ddpc_sampler *s, int i)
     int64_t lo = c->left_index ? c->left_index[i] : 0;
     int64_t hi = c->right_index ? c->right_index[i] : -1;
     if (lo < 0 || lo > n)
-        return ddpc_errorf(DDPC_EINVAL, "rank_split sampler: left_index[%d] = %lld is outside "
-                                        "[0, %lld] (size of source %d)",
+        return ddpc_errorf(DDPC_EINVAL,
+                           "rank_split sampler: left_index[%d] = %lld is outside "
+                           "[0, %lld] (size of source %d)",
                            i, (long long)lo, (long long)n, i);
     if (hi < -1 || hi > n)
-        return ddpc_errorf(DDPC_EINVAL, "rank_split sampler: right_index[%d] = %lld is outside "
-                                        "[0, %lld] (size of source %d) and is not -1 (the end)",
+        return ddpc_errorf(DDPC_EINVAL,
+                           "rank_split sampler: right_index[%d] = %lld is outside "
+                           "[0, %lld] (size of source %d) and is not -1 (the end)",
                            i, (long long)hi, (long long)n, i);
     if (hi == -1)
         hi = n;
@@ -81,8 +83,8 @@ static ddpc_status init_streaming(ddpc_sampler *s)
                 g++;
             }
         }
-    int64_t per_rank = ddpc__sampler_split_strided(NULL, total, c->world, c->rank, c->drop_last,
-                                                   NULL);
+    int64_t per_rank =
+        ddpc__sampler_split_strided(NULL, total, c->world, c->rank, c->drop_last, NULL);
     if (per_rank > INT64_MAX / 4 / b)
         return ddpc_errorf(DDPC_EINVAL, "rank_split sampler: batch_size %lld is too large",
                            (long long)b);
@@ -133,8 +135,8 @@ static void kept_indices(ddpc_sampler *s, int i, int64_t *dst)
         /* A seeded random subset per epoch: the first keep of a permutation of the range. */
         for (int64_t j = 0; j < n; j++)
             s->aux[j] = j;
-        ddpc_rng r = ddpc_rng_make(c->seed + (uint64_t)s->epoch,
-                                   DDPC__SAMPLER_STREAM_SUBSET + (uint64_t)i);
+        ddpc_rng r =
+            ddpc_rng_make(c->seed + (uint64_t)s->epoch, DDPC__SAMPLER_STREAM_SUBSET + (uint64_t)i);
         ddpc_rng_shuffle(&r, s->aux, n);
         for (int64_t j = 0; j < keep; j++)
             dst[j] = base + s->aux[j];

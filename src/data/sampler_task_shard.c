@@ -57,8 +57,8 @@ void ddpc__sampler_task_shard_fill(ddpc_sampler *s)
             for (int64_t j = 0; j < s->sizes[t]; j++)
                 s->out[k++] = s->offsets[t] + j;
     if (s->cfg.shuffle) {
-        ddpc_rng r = ddpc_rng_make(s->cfg.seed + (uint64_t)s->epoch,
-                                   DDPC__SAMPLER_STREAM_TASK_SHUFFLE);
+        ddpc_rng r =
+            ddpc_rng_make(s->cfg.seed + (uint64_t)s->epoch, DDPC__SAMPLER_STREAM_TASK_SHUFFLE);
         ddpc_rng_shuffle(&r, s->out, k);
     }
 }
