@@ -227,16 +227,19 @@ static ddpc__loader_slot *take(ddpc_loader *l, int64_t seq)
 {
     ddpc__loader_slot *slot = &l->slots[seq % l->num_slots];
     pthread_mutex_lock(&l->mu);
-    l->released = seq;
+    l->released = seq; /* frees exactly one slot: one worker may claim one more batch */
     if (l->num_threads > 0) {
-        pthread_cond_broadcast(&l->work_cv);
+        if (!(slot->ready && slot->seq == seq))
+            pthread_cond_signal(&l->work_cv);
         while (!(slot->ready && slot->seq == seq))
             pthread_cond_wait(&l->ready_cv, &l->mu);
     } else {
         slot->b.epoch = l->epoch;
     }
     pthread_mutex_unlock(&l->mu);
-    if (l->num_threads == 0)
+    if (l->num_threads > 0)
+        pthread_cond_signal(&l->work_cv); /* after unlocking, so the worker need not wait for mu */
+    else
         ddpc__loader_fill(l, slot, seq);
     return slot;
 }
