@@ -61,9 +61,11 @@ ddpc_status ddpc_combined_next(ddpc_combined *c, const ddpc_combined_step **step
 
 /* Steps per epoch: max, min, max or sum of the loaders' lengths by mode. */
 int64_t ddpc_combined_len(const ddpc_combined *c);
+/* Number of tasks (loaders). */
 int ddpc_combined_num_tasks(const ddpc_combined *c);
 /* Name of task t; NULL out of range. */
 const char *ddpc_combined_task_name(const ddpc_combined *c, int task);
+/* The mode it was created with. */
 ddpc_combined_mode ddpc_combined_mode_of(const ddpc_combined *c);
 /* Seconds blocked in the loaders during the current epoch (sum of the steps' wait_s). */
 double ddpc_combined_epoch_wait(const ddpc_combined *c);

@@ -24,6 +24,7 @@ typedef struct {
     bool drop_last;      /* drop this rank's last batch when it is partial; false */
 } ddpc_loader_config;
 
+/* batch_size 64, num_workers 0, prefetch_factor 2, drop_last off. */
 ddpc_loader_config ddpc_loader_config_default(void);
 
 /* One batch, owned by the loader. Row i is the sampler's global index idx[i]. */
@@ -65,6 +66,7 @@ ddpc_status ddpc_loader_next(ddpc_loader *l, const ddpc_batch **batch);
 
 /* Batches per epoch. */
 int64_t ddpc_loader_len(const ddpc_loader *l);
+/* The configured batch size. */
 int64_t ddpc_loader_batch_size(const ddpc_loader *l);
 /* Seconds the caller was blocked in ddpc_loader_next during the current epoch (sum of wait_s). */
 double ddpc_loader_epoch_wait(const ddpc_loader *l);

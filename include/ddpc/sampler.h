@@ -65,6 +65,7 @@ void ddpc_sampler_destroy(ddpc_sampler *s);
 /* Recomputes this rank's indices for `epoch` (a negative epoch counts as 0); the same epoch
  * always gives the same list. Allocates nothing. */
 void ddpc_sampler_set_epoch(ddpc_sampler *s, int64_t epoch);
+/* The epoch of the current list. */
 int64_t ddpc_sampler_epoch(const ddpc_sampler *s);
 /* Number of indices this rank visits per epoch (the same for every epoch). */
 int64_t ddpc_sampler_len(const ddpc_sampler *s);
@@ -72,9 +73,11 @@ int64_t ddpc_sampler_len(const ddpc_sampler *s);
  * set_epoch or destroy. */
 const int64_t *ddpc_sampler_indices(const ddpc_sampler *s);
 
+/* The kind it was created as. */
 ddpc_sampler_kind ddpc_sampler_kind_of(const ddpc_sampler *s);
 /* Sources of the global index space: distributed and case have one of `size` samples. */
 int ddpc_sampler_num_sources(const ddpc_sampler *s);
+/* Samples in `source`; 0 out of range. */
 int64_t ddpc_sampler_source_size(const ddpc_sampler *s, int source);
 /* Source holding global index `g` and its local index there; -1 when g is outside every source. */
 int ddpc_sampler_source_of(const ddpc_sampler *s, int64_t g, int64_t *local);
