@@ -11,7 +11,7 @@
 
 #define MAXN 4096
 
-static ddpc_sampler *make(ddpc_sampler_config c)
+static inline ddpc_sampler *make(ddpc_sampler_config c)
 {
     ddpc_sampler *s = NULL;
     ddpc_status st = ddpc_sampler_create(&c, &s);
@@ -21,8 +21,8 @@ static ddpc_sampler *make(ddpc_sampler_config c)
 }
 
 /* Checks that rank `rank`'s list at `epoch` equals want (n). */
-static int expect_list(ddpc_sampler_config c, int rank, int64_t epoch, const int64_t *want,
-                       int64_t n)
+static inline int expect_list(ddpc_sampler_config c, int rank, int64_t epoch, const int64_t *want,
+                              int64_t n)
 {
     c.rank = rank;
     ddpc_sampler *s = make(c);
@@ -44,7 +44,7 @@ static int expect_list(ddpc_sampler_config c, int rank, int64_t epoch, const int
 
 /* padded (world * per) = the ranks' lists interleaved back into torch's padded order
  * (entry r + k * world from rank r's k-th index); returns per, or -1 if counts differ. */
-static int64_t gather_strided(ddpc_sampler_config c, int64_t epoch, int64_t *padded)
+static inline int64_t gather_strided(ddpc_sampler_config c, int64_t epoch, int64_t *padded)
 {
     int64_t per = -1;
     for (int r = 0; r < c.world; r++) {
