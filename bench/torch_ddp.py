@@ -14,12 +14,16 @@ What it measures, per rank batch as in the ddpc config (GPT 8, MLP 128, CNN 64):
 - step: zero_grad + forward + cross-entropy + backward (DDP's bucketed all-reduce overlapping it)
   + optimizer step. The step time of a step is the slowest rank's; the median over the timed
   steps after warm-up gives samples/s (global = world x batch / median).
-- sync_overhead: median step with gradient synchronisation minus median step under
-  `model.no_sync()` (same steps, no all-reduce): what communication adds to a step, i.e. the
-  part of it backward did not hide (plus DDP's bucket copies and the CPU its comm threads take).
+- exposed: PyTorch's own DDP timers (the reducer's runtime stats, sampled every step through
+  _set_ddp_runtime_logging_sample_rate(1)): kBackwardCommEnd - kBackwardComputeEnd, the time
+  backward's final callback waited for the bucket all-reduces after the last gradient was ready
+  (ddpc's exposed is the same interval). comm_span: kBackwardCommEnd - kBackwardCommStart, from
+  the first bucket's launch to the last one's completion, backward compute included. A step's
+  stats are recorded at the next forward, so timed steps 1..N-1 are read after steps 2..N; mean
+  over ranks, then median and mean over steps.
 - allreduce: median time of one blocking gloo all-reduce of a flat float32 buffer as large as
   all the gradients: the communication a step needs when nothing overlaps it.
-  exposed_fraction = sync_overhead / allreduce.
+  exposed_fraction = mean exposed / allreduce.
 At world 1 the model is not wrapped (as ddpc, which builds no reducer for one rank), unless
 --wrap-single.
 """
@@ -42,20 +46,46 @@ except ImportError as e:  # pragma: no cover
              "(Debian's python3-torch)")
 
 
-def timed_steps(model, opt, x, loss_fn, n):
-    """Wall time of each of n training steps, and the last loss."""
+def timed_steps(model, opt, x, loss_fn, n, after=None):
+    """Wall time of each of n training steps; after(i), if given, runs untimed after step i."""
     times = []
     loss = None
-    for _ in range(n):
+    for i in range(n):
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
         loss = loss_fn(model(x))
         loss.backward()
         opt.step()
         times.append(time.perf_counter() - t0)
+        if after:
+            after(i)
     if not math.isfinite(loss.item()):
         sys.exit("torch_ddp.py: non-finite loss")
     return times
+
+
+class CommStats:
+    """Per-step exposed and total communication (ns) from DDP's own runtime stats."""
+
+    def __init__(self, model):
+        self.model, self.exposed, self.comm = model, [], []
+        model._set_ddp_runtime_logging_sample_rate(1)
+
+    def __call__(self, i):
+        if i == 0:  # what the first timed step's forward recorded is the last warm-up step
+            return
+        d = self.model._get_ddp_logging_data()
+        self.exposed.append(d["backward_comm_time_end"] - d["backward_compute_time_end"])
+        self.comm.append(d["backward_comm_time"])
+
+    def summary_ms(self, world):
+        """Medians and means over steps of the mean over ranks, in ms."""
+        t = torch.tensor([self.exposed, self.comm], dtype=torch.float64)
+        dist.all_reduce(t)
+        t /= world * 1e6
+        e, c = t[0].tolist(), t[1].tolist()
+        return {"exposed_comm_ms": statistics.median(e), "comm_span_ms": statistics.median(c),
+                "exposed_comm_mean_ms": statistics.mean(e), "comm_span_mean_ms": statistics.mean(c)}
 
 
 def slowest_rank(times, world):
@@ -91,9 +121,10 @@ def parse_args():
     ap.add_argument("--seed", type=int, default=1337)
     ap.add_argument("--bucket-cap-mb", type=float, default=25.0, help="DDP's (default 25)")
     ap.add_argument("--no-grad-view", action="store_true",
-                    help="gradient_as_bucket_view=False (DDP's default; we use True, its faster)")
-    ap.add_argument("--no-overhead", action="store_true", help="skip the no_sync and all-reduce "
-                    "measurements")
+                    help="gradient_as_bucket_view=False (DDP's default; True, the default here, "
+                         "saves a copy per bucket)")
+    ap.add_argument("--no-allreduce", action="store_true",
+                    help="skip the reference all-reduce timing")
     ap.add_argument("--wrap-single", action="store_true", help="wrap in DDP even at world 1")
     a = ap.parse_args()
     if a.threads < 1 or a.steps < 1 or a.warmup < 0:
@@ -129,7 +160,9 @@ def main():
                     gradient_as_bucket_view=not a.no_grad_view)
 
     timed_steps(model, opt, x, loss_fn, a.warmup)
-    med = statistics.median(slowest_rank(timed_steps(model, opt, x, loss_fn, a.steps), world))
+    stats = CommStats(model) if wrapped else None
+    med = statistics.median(slowest_rank(timed_steps(model, opt, x, loss_fn, a.steps, stats),
+                                         world))
     out = {"impl": "pytorch-ddp", "model": a.model, "threads": a.threads, "world": world,
            "batch": B, "steps": a.steps, "median_step_ms": round(1e3 * med, 3),
            "samples_per_s": round(B / med, 1), "tokens_per_s": round(B * T / med, 1),
@@ -137,16 +170,12 @@ def main():
            "global_tokens_per_s": round(world * B * T / med, 1),
            "wrapped": wrapped, "bucket_cap_mb": a.bucket_cap_mb,
            "gradient_as_bucket_view": not a.no_grad_view, "params": numel}
-    if wrapped and not a.no_overhead:
-        with model.no_sync():
-            timed_steps(model, opt, x, loss_fn, 1)
-            local = statistics.median(slowest_rank(timed_steps(model, opt, x, loss_fn, a.steps),
-                                                   world))
-        ar = allreduce_time(numel, 10)
-        out.update({"no_sync_step_ms": round(1e3 * local, 3),
-                    "sync_overhead_ms": round(1e3 * (med - local), 3),
-                    "allreduce_ms": round(1e3 * ar, 3),
-                    "exposed_fraction": round((med - local) / ar, 4)})
+    if stats and stats.exposed:
+        out.update({k: round(v, 3) for k, v in stats.summary_ms(world).items()})
+    if wrapped and not a.no_allreduce:
+        out["allreduce_ms"] = round(1e3 * allreduce_time(numel, 10), 3)
+        if "exposed_comm_mean_ms" in out:
+            out["exposed_fraction"] = round(out["exposed_comm_mean_ms"] / out["allreduce_ms"], 4)
     out.update({"torch": torch.__version__,
                 "cpu_capability": os.environ.get("ATEN_CPU_CAPABILITY", "default")})
     if rank == 0:
