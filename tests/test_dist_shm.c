@@ -21,6 +21,12 @@
 
 typedef void (*rank_fn)(const ddpc_dist_env *env, void *arg);
 
+/* Every rank 0 this process forked, for the /dev/shm check at the end. */
+static struct {
+    pid_t pid[256];
+    int n;
+} rank0_pids;
+
 static ddpc_dist_env base_env(int world)
 {
     ddpc_dist_env e;
@@ -69,6 +75,8 @@ static void run_ranks(int world, const ddpc_dist_env *base, rank_fn fn, void *ar
             _exit(check_failures_in_test ? 1 : 0);
         }
     }
+    if (rank0_pids.n < 256)
+        rank0_pids.pid[rank0_pids.n++] = pids[0];
     double end = ddpc_time_now() + limit_s;
     for (int r = 0; r < world; r++) {
         int status = 0;
@@ -372,6 +380,206 @@ static void test_config_errors(void)
     CHECK_STR_CONTAINS(ddpc_last_error(), "backend mpi");
 }
 
+/* ---- failures during collectives ---- */
+
+typedef struct {
+    int culprit;  /* the rank that misbehaves */
+    bool dies;    /* _exit right after joining; else joins but never calls the collective */
+    double limit; /* the others must fail within this many seconds */
+} fault_arg;
+
+static void rank_fault(const ddpc_dist_env *e, void *arg)
+{
+    const fault_arg *f = arg;
+    ddpc_pg *pg = join(e);
+    if (!pg)
+        return;
+    CHECK_EQ_INT(ddpc_pg_barrier(pg), DDPC_OK); /* #0: everyone is there */
+    if (e->rank == f->culprit) {
+        if (f->dies)
+            _exit(0);
+        nanosleep(&(struct timespec){1, 600000000}, NULL); /* past the others' 1 s timeout */
+        ddpc_pg_destroy(pg);
+        return;
+    }
+    float v[64] = {1};
+    double t0 = ddpc_time_now();
+    ddpc_status s = ddpc_pg_all_reduce(pg, v, v, 64, DDPC_DTYPE_F32, DDPC_REDUCE_SUM); /* #1 */
+    double took = ddpc_time_now() - t0;
+    CHECK_EQ_INT(s, f->dies ? DDPC_EPEER : DDPC_ETIMEOUT);
+    char want[128];
+    if (f->dies)
+        snprintf(want, sizeof want, "rank %d (pid ", f->culprit);
+    else
+        snprintf(want, sizeof want, "all_reduce #1 timed out after 1 s: rank %d never arrived",
+                 f->culprit);
+    CHECK_STR_CONTAINS(ddpc_last_error(), want);
+    if (f->dies)
+        CHECK_STR_CONTAINS(ddpc_last_error(), "exited during all_reduce #1");
+    if (took >= f->limit)
+        fprintf(stderr, "rank %d failed after %.2f s\n", e->rank, took);
+    CHECK(took < f->limit);
+    CHECK_STR_CONTAINS(ddpc_pg_error(pg), want); /* the group stays failed */
+    CHECK_EQ_INT(ddpc_pg_barrier(pg), DDPC_EPEER);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "process group failed earlier");
+    ddpc_pg_destroy(pg);
+}
+
+static void test_timeout_names_missing_rank(void)
+{
+    ddpc_dist_env e = base_env(3);
+    e.master_port = free_port();
+    e.timeout_s = 1;
+    fault_arg f = {2, false, 2.5};
+    int codes[16];
+    run_ranks(3, &e, rank_fault, &f, 30, codes);
+    expect_all_ok(3, codes);
+}
+
+static void test_dead_peer_detected(void)
+{
+    ddpc_dist_env e = base_env(3);
+    set_run_id(&e, "dead");
+    e.timeout_s = 30; /* detection must not wait for the timeout */
+    fault_arg f = {1, true, 1.0};
+    int codes[16];
+    run_ranks(3, &e, rank_fault, &f, 30, codes);
+    expect_all_ok(3, codes);
+}
+
+/* ---- determinism, isolation, async ---- */
+
+static void rank_repeatable(const ddpc_dist_env *e, void *arg)
+{
+    int salt = *(const int *)arg;
+    ddpc_pg *pg = join(e);
+    if (!pg)
+        return;
+    int w = ddpc_pg_world_size(pg);
+    for (size_t count = 1000; count <= 3000000; count *= 3000) {
+        float *x = ddpc_malloc(count * 4), *a = ddpc_malloc(count * 4), *b = ddpc_malloc(count * 4);
+        fill(x, count, DDPC_DTYPE_F32, e->rank, salt);
+        for (size_t i = 0; i < count; i++)
+            x[i] *= 1.0f + 1e-3f * (float)(i % 97); /* rounding differs by summation order */
+        for (int rep = 0; rep < 50; rep++) {
+            CHECK_EQ_INT(
+                ddpc_pg_all_reduce(pg, x, rep ? b : a, count, DDPC_DTYPE_F32, DDPC_REDUCE_SUM),
+                DDPC_OK);
+            if (rep && memcmp(a, b, count * 4) != 0) {
+                CHECK(!"all_reduce is not bitwise repeatable");
+                break;
+            }
+            if (count > 1000 && rep == 2)
+                break;
+        }
+        uint64_t h = 1469598103934665603ull, all[16];
+        for (size_t i = 0; i < count * 4; i++)
+            h = (h ^ ((unsigned char *)a)[i]) * 1099511628211ull;
+        CHECK_EQ_INT(ddpc_pg_all_gather(pg, &h, all, 1, DDPC_DTYPE_I64), DDPC_OK);
+        for (int k = 0; k < w; k++)
+            CHECK(all[k] == h); /* every rank got the same bits */
+        ddpc_free(x);
+        ddpc_free(a);
+        ddpc_free(b);
+    }
+    ddpc_pg_destroy(pg);
+}
+
+static void test_two_groups_at_once_are_bitwise_repeatable(void)
+{
+    ddpc_dist_env e1 = base_env(2), e2 = base_env(2);
+    e1.master_port = free_port();
+    e2.master_port = free_port();
+    int salt1 = 1, salt2 = 2, c1[16], c2[16];
+    fflush(NULL);
+    pid_t other = fork();
+    if (other == 0) {
+        check_failures_in_test = 0;
+        run_ranks(2, &e2, rank_repeatable, &salt2, 60, c2);
+        _exit(check_failures_in_test || c2[0] || c2[1]);
+    }
+    run_ranks(2, &e1, rank_repeatable, &salt1, 60, c1);
+    expect_all_ok(2, c1);
+    int status = 0;
+    waitpid(other, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+static void rank_async(const ddpc_dist_env *e, void *arg)
+{
+    (void)arg;
+    ddpc_pg *pg = join(e);
+    if (!pg)
+        return;
+    enum { N = 24, COUNT = 20000 };
+    int w = ddpc_pg_world_size(pg);
+    float *buf = ddpc_malloc((size_t)N * COUNT * 4);
+    ddpc_work *work[N];
+    for (int i = 0; i < N; i++) {
+        fill(buf + (size_t)i * COUNT, COUNT, DDPC_DTYPE_F32, e->rank, i);
+        CHECK_EQ_INT(ddpc_pg_iall_reduce(pg, buf + (size_t)i * COUNT, buf + (size_t)i * COUNT,
+                                         COUNT, DDPC_DTYPE_F32, DDPC_REDUCE_AVG, &work[i]),
+                     DDPC_OK);
+    }
+    int64_t one = e->rank, sum = 0;
+    CHECK_EQ_INT(ddpc_pg_all_reduce(pg, &one, &sum, 1, DDPC_DTYPE_I64, DDPC_REDUCE_SUM), DDPC_OK);
+    CHECK_EQ_INT(sum, (int64_t)w * (w - 1) / 2);
+    for (int i = 0; i < N; i++) {
+        bool done = false;
+        CHECK_EQ_INT(ddpc_work_test(work[i], &done), DDPC_OK);
+        CHECK(done); /* the blocking call ran after all of them */
+        CHECK_EQ_INT(ddpc_work_wait(work[i]), DDPC_OK);
+        ddpc_work_destroy(work[i]);
+        void *want = expected_reduce(w, COUNT, DDPC_DTYPE_F32, DDPC_REDUCE_AVG, i, 0);
+        CHECK(same(buf + (size_t)i * COUNT, want, COUNT * 4, "async all_reduce", e->rank));
+        ddpc_free(want);
+    }
+    CHECK_EQ_INT(ddpc_pg_seq(pg), N + 1);
+    ddpc_free(buf);
+    ddpc_pg_destroy(pg);
+}
+
+static void test_async_in_order(void)
+{
+    ddpc_dist_env e = base_env(3);
+    set_run_id(&e, "async");
+    int codes[16];
+    run_ranks(3, &e, rank_async, NULL, 30, codes);
+    expect_all_ok(3, codes);
+}
+
+/* ---- /dev/shm ---- */
+
+/* Segments this test created and did not remove: named ones carry the parent's pid in the run
+ * id; TCP ones are "ddpc-UID-PID-..." with the pid of some rank 0 (recorded by run_ranks). */
+static int count_leftovers(void)
+{
+    char mine[64];
+    snprintf(mine, sizeof mine, "_%d_", (int)getpid());
+    DIR *d = opendir("/dev/shm");
+    int n = 0;
+    for (struct dirent *de; d && (de = readdir(d));) {
+        bool ours = strncmp(de->d_name, "ddpc-u", 6) == 0 && strstr(de->d_name, mine);
+        for (int i = 0; i < rank0_pids.n && !ours; i++) {
+            char tcp[64];
+            snprintf(tcp, sizeof tcp, "ddpc-%d-%d-", (int)getuid(), (int)rank0_pids.pid[i]);
+            ours = strncmp(de->d_name, tcp, strlen(tcp)) == 0;
+        }
+        if (ours)
+            fprintf(stderr, "left in /dev/shm: %s\n", de->d_name);
+        n += ours;
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static void test_nothing_left_in_dev_shm(void)
+{
+    CHECK(rank0_pids.n > 10);
+    CHECK_EQ_INT(count_leftovers(), 0);
+}
+
 int main(void)
 {
     RUN_TEST(test_collectives_by_port);
@@ -379,5 +587,10 @@ int main(void)
     RUN_TEST(test_port_in_use);
     RUN_TEST(test_world_size_mismatch_and_duplicate_rank);
     RUN_TEST(test_config_errors);
+    RUN_TEST(test_timeout_names_missing_rank);
+    RUN_TEST(test_dead_peer_detected);
+    RUN_TEST(test_two_groups_at_once_are_bitwise_repeatable);
+    RUN_TEST(test_async_in_order);
+    RUN_TEST(test_nothing_left_in_dev_shm);
     return check_summary();
 }
