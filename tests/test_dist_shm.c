@@ -4,7 +4,8 @@
  * paths: port in use, world-size mismatch, duplicate rank, a rank that never arrives (timeout
  * naming it), a rank that dies, the failed state, and nothing left in /dev/shm afterwards.
  * A rank reports by its exit status (0 = all its checks passed); the parent reaps with a limit. */
-#include "dist/pg_impl.h"
+#include "dist/pg_front.h"
+#include "dist/shm_impl.h"
 
 #include <ddpc/alloc.h>
 #include <ddpc/timer.h>
@@ -548,6 +549,39 @@ static void test_async_in_order(void)
     expect_all_ok(3, codes);
 }
 
+/* The cross-memory-attach paths (off by default, see shm_rendezvous.c), forced on. */
+static void rank_cma(const ddpc_dist_env *e, void *arg)
+{
+    (void)arg;
+    ddpc_pg *pg = join(e);
+    if (!pg)
+        return;
+    ddpc__shm_state *st = pg->state;
+    if (!st->use_cma)
+        fprintf(stderr, "rank %d: process_vm_readv refused here; pipeline paths only\n", e->rank);
+    st->cma_min = 0;
+    static const size_t sizes[] = {0, 1, 7, 4099, 100003};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        for (int t = 0; t < DDPC_DTYPE_COUNT; t += 2) {
+            check_all_reduce(pg, sizes[i], t, (i + t) % DDPC_REDUCE_COUNT, i % 2, (int)i);
+            check_reduce_scatter(pg, sizes[i], t, (i + t + 1) % DDPC_REDUCE_COUNT, i % 2 == 0,
+                                 (int)i);
+            check_gather_and_broadcast(pg, sizes[i], t, i % 2, (int)i + t);
+        }
+    }
+    check_all_reduce(pg, 3u << 20, DDPC_DTYPE_F32, DDPC_REDUCE_SUM, true, 11);
+    ddpc_pg_destroy(pg);
+}
+
+static void test_cross_memory_attach_paths(void)
+{
+    ddpc_dist_env e = base_env(3);
+    e.master_port = free_port();
+    int codes[16];
+    run_ranks(3, &e, rank_cma, NULL, 60, codes);
+    expect_all_ok(3, codes);
+}
+
 /* ---- /dev/shm ---- */
 
 /* Segments this test created and did not remove: named ones carry the parent's pid in the run
@@ -580,8 +614,61 @@ static void test_nothing_left_in_dev_shm(void)
     CHECK_EQ_INT(count_leftovers(), 0);
 }
 
+/* ---- the rendezvous messages (bytes from the network) ---- */
+
+static bool hello_ok(const char *line)
+{
+    ddpc__shm_hello h;
+    return ddpc__shm_hello_parse(line, strlen(line), &h) == DDPC_OK;
+}
+
+static void test_hello_parser_is_strict(void)
+{
+    ddpc__shm_hello h = {.version = 1, .rank = 3, .world = 4, .pid = 4242, .host = "node-1.lan"};
+    char line[DDPC__SHM_LINE_MAX + 1];
+    int n = ddpc__shm_hello_format(line, sizeof line, &h);
+    ddpc__shm_hello back;
+    CHECK_EQ_INT(ddpc__shm_hello_parse(line, (size_t)n, &back), DDPC_OK);
+    CHECK(back.rank == 3 && back.world == 4 && back.pid == 4242 &&
+          !strcmp(back.host, "node-1.lan"));
+    CHECK(hello_ok("ddpc-shm-hello 1 rank=0 world=1 pid=1 host=\n"));    /* empty host: allowed */
+    CHECK(!hello_ok("ddpc-shm-hello 1 rank=01 world=2 pid=5 host=a\n")); /* leading zero */
+    CHECK(!hello_ok("ddpc-shm-hello 1 rank=+1 world=2 pid=5 host=a\n")); /* sign */
+    CHECK(!hello_ok("ddpc-shm-hello 1 rank=1 world=99999999999 pid=5 host=a\n"));
+    CHECK(!hello_ok("ddpc-shm-hello 1 rank=1 world=2 pid=5 host=a\nx")); /* bytes after it */
+    CHECK(!hello_ok("ddpc-shm-hello 1 rank=1 world=2 pid=5 host=a"));    /* no newline */
+    CHECK(!hello_ok("ddpc-shm-hello 1 rank=1 world=2 pid=5 host=a b\n"));
+    CHECK(!hello_ok("ddpc-shm-hello 1 rank=1 world=0 pid=5 host=a\n"));
+    CHECK(!hello_ok("ddpc-shm-hello 1 rank=1  world=2 pid=5 host=a\n"));
+    CHECK(!hello_ok("GET / HTTP/1.1\r\n"));
+    CHECK_EQ_INT(ddpc__shm_hello_parse(line, 0, &back), DDPC_EFORMAT);
+
+    bool ok = false;
+    char text[DDPC__SHM_MSG_CAP];
+    n = ddpc__shm_reply_format(line, sizeof line, true, "/ddpc-0-1-ab");
+    CHECK_EQ_INT(ddpc__shm_reply_parse(line, (size_t)n, &ok, text, sizeof text), DDPC_OK);
+    CHECK(ok && !strcmp(text, "/ddpc-0-1-ab"));
+    n = ddpc__shm_reply_format(line, sizeof line, false, "world size\tmismatch\n");
+    CHECK_EQ_INT(ddpc__shm_reply_parse(line, (size_t)n, &ok, text, sizeof text), DDPC_OK);
+    CHECK(!ok && !strcmp(text, "world size?mismatch?")); /* kept on one printable line */
+    const char *bad[] = {"ddpc-shm-ok ../etc/passwd\n", "ddpc-shm-ok /a/b\n", "ddpc-shm-ok /\n",
+                         "ddpc-shm-error \n", "ddpc-shm-ok /a\n\n"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK_EQ_INT(ddpc__shm_reply_parse(bad[i], strlen(bad[i]), &ok, text, sizeof text),
+                     DDPC_EFORMAT);
+    /* found by fuzz_rdzv: a segment name longer than any we create must not parse, since the
+     * reply could not be formatted back the same */
+    char longname[DDPC__SHM_LINE_MAX];
+    n = snprintf(longname, sizeof longname, "ddpc-shm-ok /");
+    memset(longname + n, 'l', 480);
+    longname[n + 480] = '\n';
+    CHECK_EQ_INT(ddpc__shm_reply_parse(longname, (size_t)n + 481, &ok, text, sizeof text),
+                 DDPC_EFORMAT);
+}
+
 int main(void)
 {
+    RUN_TEST(test_hello_parser_is_strict);
     RUN_TEST(test_collectives_by_port);
     RUN_TEST(test_rendezvous_by_run_id);
     RUN_TEST(test_port_in_use);
@@ -591,6 +678,7 @@ int main(void)
     RUN_TEST(test_dead_peer_detected);
     RUN_TEST(test_two_groups_at_once_are_bitwise_repeatable);
     RUN_TEST(test_async_in_order);
+    RUN_TEST(test_cross_memory_attach_paths);
     RUN_TEST(test_nothing_left_in_dev_shm);
     return check_summary();
 }
