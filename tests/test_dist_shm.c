@@ -15,12 +15,21 @@
 #include <dirent.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 typedef void (*rank_fn)(const ddpc_dist_env *env, void *arg);
+
+/* Sanitizer builds run the same paths on smaller "large" messages (still many pipeline blocks). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+enum { BIG_SHIFT = 0 };
+#else
+enum { BIG_SHIFT = 3 };
+#endif
+#define BIG(n) ((size_t)(n) << BIG_SHIFT)
 
 /* Every rank 0 this process forked, for the /dev/shm check at the end. */
 static struct {
@@ -258,11 +267,11 @@ static void rank_collectives(const ddpc_dist_env *e, void *arg)
             check_gather_and_broadcast(pg, sizes[i], t, salt % 2, salt);
         }
     CHECK_EQ_INT(ddpc_pg_barrier(pg), DDPC_OK);
-    /* >= 16 MiB: many pipeline blocks, far more than the whole segment */
-    check_all_reduce(pg, 4u << 20, DDPC_DTYPE_F32, DDPC_REDUCE_SUM, false, 7);
-    check_all_reduce(pg, (2u << 20) + 3, DDPC_DTYPE_BF16, DDPC_REDUCE_AVG, true, 8);
-    check_reduce_scatter(pg, (1u << 20) + 5, DDPC_DTYPE_F64, DDPC_REDUCE_MAX, true, 9);
-    check_gather_and_broadcast(pg, (1u << 20) + 1, DDPC_DTYPE_F32, false, 10);
+    /* 16 MiB in release builds: many pipeline blocks, far more than the whole segment */
+    check_all_reduce(pg, BIG(1u << 19), DDPC_DTYPE_F32, DDPC_REDUCE_SUM, false, 7);
+    check_all_reduce(pg, BIG(1u << 18) + 3, DDPC_DTYPE_BF16, DDPC_REDUCE_AVG, true, 8);
+    check_reduce_scatter(pg, BIG(1u << 17) + 5, DDPC_DTYPE_F64, DDPC_REDUCE_MAX, true, 9);
+    check_gather_and_broadcast(pg, BIG(1u << 17) + 1, DDPC_DTYPE_F32, false, 10);
     ddpc_pg_destroy(pg);
 }
 
@@ -301,6 +310,40 @@ static void test_rendezvous_by_run_id(void)
     e.restart_count = 1;
     run_ranks(3, &e, rank_small_sum, NULL, 30, codes);
     expect_all_ok(3, codes);
+}
+
+/* A segment left by a job whose rank 0 died is replaced; one whose creator lives is an error. */
+static void test_run_id_stale_and_in_use(void)
+{
+    ddpc_dist_env e = base_env(2);
+    set_run_id(&e, "stale");
+    char name[256];
+    ddpc__shm_segment_name(&e, name, sizeof name);
+    fflush(NULL);
+    pid_t child = fork();
+    if (child == 0) { /* creates the segment, then dies without unlinking it */
+        void *base = NULL;
+        size_t bytes = 0;
+        _exit(ddpc__shm_seg_create(name, 2, "somehost", &base, &bytes) == DDPC_OK ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    int codes[16];
+    run_ranks(2, &e, rank_small_sum, NULL, 30, codes);
+    expect_all_ok(2, codes);
+
+    void *base = NULL; /* now this process holds the name, alive */
+    size_t bytes = 0;
+    CHECK_EQ_INT(ddpc__shm_seg_create(name, 2, "somehost", &base, &bytes), DDPC_OK);
+    ddpc_pg *pg = NULL;
+    e.timeout_s = 5;
+    CHECK_EQ_INT(ddpc_pg_create(&e, NULL, &pg), DDPC_EIO);
+    char want[160];
+    snprintf(want, sizeof want, "run id '%s' is in use by pid %d", e.run_id, (int)getpid());
+    CHECK_STR_CONTAINS(ddpc_last_error(), want);
+    shm_unlink(name);
+    munmap(base, bytes);
 }
 
 static void test_port_in_use(void)
@@ -457,7 +500,7 @@ static void rank_repeatable(const ddpc_dist_env *e, void *arg)
     if (!pg)
         return;
     int w = ddpc_pg_world_size(pg);
-    for (size_t count = 1000; count <= 3000000; count *= 3000) {
+    for (size_t count = 1000; count <= BIG(400000); count *= BIG(400)) {
         float *x = ddpc_malloc(count * 4), *a = ddpc_malloc(count * 4), *b = ddpc_malloc(count * 4);
         fill(x, count, DDPC_DTYPE_F32, e->rank, salt);
         for (size_t i = 0; i < count; i++)
@@ -569,7 +612,7 @@ static void rank_cma(const ddpc_dist_env *e, void *arg)
             check_gather_and_broadcast(pg, sizes[i], t, i % 2, (int)i + t);
         }
     }
-    check_all_reduce(pg, 3u << 20, DDPC_DTYPE_F32, DDPC_REDUCE_SUM, true, 11);
+    check_all_reduce(pg, BIG(1u << 18), DDPC_DTYPE_F32, DDPC_REDUCE_SUM, true, 11);
     ddpc_pg_destroy(pg);
 }
 
@@ -671,6 +714,7 @@ int main(void)
     RUN_TEST(test_hello_parser_is_strict);
     RUN_TEST(test_collectives_by_port);
     RUN_TEST(test_rendezvous_by_run_id);
+    RUN_TEST(test_run_id_stale_and_in_use);
     RUN_TEST(test_port_in_use);
     RUN_TEST(test_world_size_mismatch_and_duplicate_rank);
     RUN_TEST(test_config_errors);

@@ -116,6 +116,8 @@ ddpc_status ddpc__shm_reply_parse(const char *buf, size_t len, bool *ok, char *t
 /* shm_tcp.c / shm_named.c: the two rendezvous; on success `s` is mapped and every rank joined. */
 ddpc_status ddpc__shm_rdzv_tcp(ddpc__shm_state *s, const ddpc_dist_env *env, double deadline);
 ddpc_status ddpc__shm_rdzv_named(ddpc__shm_state *s, const ddpc_dist_env *env, double deadline);
+/* The /dev/shm name the run-id rendezvous uses for `env`. */
+void ddpc__shm_segment_name(const ddpc_dist_env *env, char *out, size_t cap);
 /* Waits until every rank attached (rank 0 then unlinks `name` and sets joined) or the deadline;
  * names the missing ranks. */
 ddpc_status ddpc__shm_wait_joined(ddpc__shm_state *s, const char *name, double deadline,
