@@ -155,7 +155,7 @@ ddpc_status ddpc__shm_cma_probe(ddpc__shm_state *s, double deadline)
                                    "shm join timed out after %.3g s: rank %d did "
                                    "not finish joining",
                                    s->timeout_s, k);
-            if (!ddpc__pid_alive(s->pids[k], s->starts[k]))
+            if (s->watch[k] && !ddpc__pid_alive(s->pids[k], s->starts[k]))
                 return ddpc_errorf(DDPC_EPEER, "rank %d (pid %d) exited while joining", k,
                                    (int)s->pids[k]);
             nanosleep(&(struct timespec){0, 200000}, NULL);

@@ -44,6 +44,7 @@ typedef struct {
     _Alignas(DDPC__SHM_LINE) atomic_uint_least64_t step;
     _Alignas(DDPC__SHM_LINE) atomic_int pid; /* 0 until the rank claims its slot */
     uint64_t start_time;                     /* /proc/PID/stat starttime; 0 unknown */
+    uint64_t pid_ns;                         /* inode of /proc/self/ns/pid; 0 unknown */
     uint64_t cma_addr;                       /* address of cma_word in that process */
     uint64_t cma_word;                       /* the value a CMA probe must read there */
     atomic_uint cma_ok;                      /* 1 + whether it could read every peer */
@@ -62,7 +63,8 @@ typedef struct {
     bool use_cma;
     uint64_t cma_word;  /* read by peers through process_vm_readv */
     pid_t *pids;        /* (world) peers' pids, for liveness */
-    uint64_t *starts;   /* (world) their start times; 0 = cannot check */
+    uint64_t *starts;   /* (world) their start times */
+    bool *watch;        /* (world) whether this process can see that one in /proc */
     const void **srcs;  /* (world) scratch for ddpc__reduce_many */
     unsigned char *tmp; /* (world, cma_chunk) peers' data pulled by CMA */
     size_t cma_chunk;   /* bytes per pull while reducing */
@@ -97,6 +99,8 @@ ddpc_status ddpc__shm_claim(ddpc__shm_state *s);
 uint64_t ddpc__proc_start_time(pid_t pid, bool *dead);
 /* False once `pid` with start time `start` is gone (exited, zombie, or pid reused). */
 bool ddpc__pid_alive(pid_t pid, uint64_t start);
+/* Inode number of this process's pid namespace, 0 if unknown. */
+uint64_t ddpc__pid_namespace(void);
 /* The host name, "" if unknown. */
 void ddpc__host_name(char *out, size_t cap);
 

@@ -67,6 +67,7 @@ static void shm_destroy(void *state)
     ddpc_free(s->pids);
     ddpc_free(s->starts);
     ddpc_free(s->srcs);
+    ddpc_free(s->watch);
     ddpc_free(s->tmp);
     ddpc_free(s);
 }
@@ -79,6 +80,8 @@ static ddpc_status finish(ddpc__shm_state *s, double deadline)
     for (int k = 0; k < s->world; k++) {
         s->pids[k] = atomic_load_explicit(&s->ranks[k].pid, memory_order_acquire);
         s->starts[k] = s->ranks[k].start_time;
+        /* a peer in another pid namespace cannot be watched; the timeout still holds */
+        s->watch[k] = k != s->rank && s->ranks[k].pid_ns == s->ranks[s->rank].pid_ns;
     }
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     s->spin = cpus >= s->world ? 20000 : 50; /* ranks outnumber cores: yield almost at once */
@@ -120,8 +123,9 @@ ddpc_status ddpc__shm_create(const ddpc_dist_env *env, double deadline,
     s->pids = ddpc_calloc((size_t)s->world, sizeof *s->pids);
     s->starts = ddpc_calloc((size_t)s->world, sizeof *s->starts);
     s->srcs = ddpc_calloc((size_t)s->world, sizeof *s->srcs);
+    s->watch = ddpc_calloc((size_t)s->world, sizeof *s->watch);
     ddpc_status st = DDPC_OK;
-    if (!s->pids || !s->starts || !s->srcs)
+    if (!s->pids || !s->starts || !s->srcs || !s->watch)
         st = ddpc_errorf(DDPC_ENOMEM, "out of memory for the shm backend");
     else if (env->run_id[0] == '\0')
         st = ddpc__shm_rdzv_tcp(s, env, deadline);
