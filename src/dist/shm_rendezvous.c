@@ -1,7 +1,9 @@
-/* The shm backend's constructor and destructor: checks that every rank is on this host, runs the
- * TCP rendezvous (MASTER_ADDR/MASTER_PORT) or the named one (run id), waits until all joined, and
- * fills the per-process state. Invariant: once every rank has attached, rank 0 unlinks the
- * segment's name, so nothing is left in /dev/shm whatever happens to the processes later. */
+/* The shm backend's constructor and destructor: checks that every rank is on this host, finds the
+ * peers, waits until all joined, and fills the per-process state. With a run id (torchrun and
+ * `ddpc run` always give one) the segment is named from it (shm_named.c): torchrun's agent already
+ * listens on MASTER_PORT, so the port only tells jobs apart; with MASTER_PORT alone, rank 0 listens
+ * there (shm_tcp.c). Invariant: once every rank has attached, rank 0 unlinks the segment's name,
+ * so nothing is left in /dev/shm whatever happens to the processes later. */
 #include "dist/shm_impl.h"
 
 #include <ddpc/alloc.h>
@@ -84,7 +86,9 @@ static ddpc_status finish(ddpc__shm_state *s, double deadline)
         s->watch[k] = k != s->rank && s->ranks[k].pid_ns == s->ranks[s->rank].pid_ns;
     }
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    s->spin = cpus >= s->world ? 20000 : 50; /* ranks outnumber cores: yield almost at once */
+    /* ~50 us of pause (25 ns each here) covers a peer that is a step behind; ranks that
+     * outnumber the cores yield almost at once so the peer they wait for can run */
+    s->spin = cpus >= s->world ? 2000 : 50;
     s->cma_chunk = CMA_CHUNK;
     /* Measured on the 2-core reference VM, the cache-resident two-copy pipeline beat CMA at every
      * size, collective and world size (pinning remote pages costs ~0.5 us each there), so CMA is
