@@ -172,9 +172,9 @@ ddpc_status ddpc__shm_run(void *state, const ddpc__coll *c)
     bool cma = s->use_cma && bytes >= s->cma_min;
     switch (c->kind) {
     case DDPC__COLL_ALL_REDUCE:
-        st = cma                ? ddpc__shm_cma_all_reduce(s, c)
-             : bytes <= s->slot ? all_reduce_small(s, c, bytes)
-                                : all_reduce_pipelined(s, c);
+        st = cma                     ? ddpc__shm_cma_all_reduce(s, c)
+             : bytes <= s->small_max ? all_reduce_small(s, c, bytes)
+                                     : all_reduce_pipelined(s, c);
         break;
     case DDPC__COLL_BROADCAST:
         st = cma ? ddpc__shm_cma_broadcast(s, c) : broadcast(s, c);

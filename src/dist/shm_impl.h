@@ -69,6 +69,7 @@ typedef struct {
     unsigned char *tmp; /* (world, cma_chunk) peers' data pulled by CMA */
     size_t cma_chunk;   /* bytes per pull while reducing */
     size_t cma_min;     /* messages from this size on use CMA when use_cma */
+    size_t small_max;   /* all-reduces up to this size take the one-step path (<= slot) */
 } ddpc__shm_state;
 
 /* Segment geometry for `world` ranks. */

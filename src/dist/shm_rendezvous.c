@@ -17,6 +17,7 @@
 enum {
     MAX_WORLD = 1024,
     CMA_CHUNK = 64 * 1024, /* per peer, reduced while still in L1/L2 */
+    SMALL_MAX = 32 * 1024, /* measured crossover: above, the pipeline's split work wins */
 };
 
 /* "2, 5" for ranks whose slot is still unclaimed. */
@@ -89,6 +90,7 @@ static ddpc_status finish(ddpc__shm_state *s, double deadline)
     /* ~50 us of pause (25 ns each here) covers a peer that is a step behind; ranks that
      * outnumber the cores yield almost at once so the peer they wait for can run */
     s->spin = cpus >= s->world ? 2000 : 50;
+    s->small_max = SMALL_MAX;
     s->cma_chunk = CMA_CHUNK;
     /* Measured on the 2-core reference VM, the cache-resident two-copy pipeline beat CMA at every
      * size, collective and world size (pinning remote pages costs ~0.5 us each there), so CMA is
