@@ -59,6 +59,7 @@ typedef struct {
     size_t map_bytes, slot;
     uint64_t step;    /* steps this rank completed */
     int spin;         /* pause-loop iterations before yielding */
+    bool yielded;     /* the last wait outlasted its spin: spin briefly next time */
     double timeout_s; /* of the current collective, for messages */
     bool use_cma;
     uint64_t cma_word;  /* read by peers through process_vm_readv */

@@ -87,9 +87,10 @@ static ddpc_status finish(ddpc__shm_state *s, double deadline)
         s->watch[k] = k != s->rank && s->ranks[k].pid_ns == s->ranks[s->rank].pid_ns;
     }
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    /* ~50 us of pause (25 ns each here) covers a peer that is a step behind; ranks that
-     * outnumber the cores yield almost at once so the peer they wait for can run */
-    s->spin = cpus >= s->world ? 2000 : 50;
+    /* ~3 us of pause (25 ns each here) covers a peer that is running and nearly there; beyond
+     * that it is busy or off-CPU and yielding (~0.6 us a call) costs less than spinning. Ranks
+     * that outnumber the cores yield almost at once so the peer they wait for can run. */
+    s->spin = cpus >= s->world ? 128 : 16;
     s->small_max = SMALL_MAX;
     s->cma_chunk = CMA_CHUNK;
     /* Measured on the 2-core reference VM, the cache-resident two-copy pipeline beat CMA at every

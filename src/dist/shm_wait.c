@@ -78,11 +78,17 @@ static ddpc_status check_peers(const ddpc__shm_state *s, const ddpc__coll *c, ui
 static ddpc_status wait_slow(ddpc__shm_state *s, const ddpc__coll *c, int k, uint64_t target)
 {
     const atomic_uint_least64_t *step = &s->ranks[k].step;
-    for (int i = 0; i < s->spin; i++) {
+    /* A peer that kept us waiting past the spin last time is probably not on a CPU (it shares
+     * ours, or the machine is busy): spinning would only delay it, so spin briefly. */
+    int spin = s->yielded ? s->spin / 8 : s->spin;
+    for (int i = 0; i < spin; i++) {
         cpu_relax();
-        if (atomic_load_explicit(step, memory_order_acquire) >= target)
+        if (atomic_load_explicit(step, memory_order_acquire) >= target) {
+            s->yielded = false;
             return DDPC_OK;
+        }
     }
+    s->yielded = true;
     double start = ddpc_time_now(), last = start;
     bool sleeping = false; /* a long wait: stop burning the core */
     for (unsigned i = 1;; i++) {
