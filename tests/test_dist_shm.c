@@ -346,6 +346,93 @@ static void test_run_id_stale_and_in_use(void)
     munmap(base, bytes);
 }
 
+/* Ranks 0 and 1 of 3 join; rank 2 never starts: both fail at the deadline naming rank 2. */
+static void rank_join_without_2(const ddpc_dist_env *e, void *arg)
+{
+    (void)arg;
+    if (e->rank == 2)
+        return;
+    ddpc_pg *pg = NULL;
+    double t0 = ddpc_time_now();
+    CHECK_EQ_INT(ddpc_pg_create(e, NULL, &pg), DDPC_ETIMEOUT);
+    CHECK(ddpc_time_now() - t0 < 3.0);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "timed out after 1 s: rank 2 never");
+    if (getenv("DDPC_TEST_VERBOSE"))
+        fprintf(stderr, "rank %d: %s\n", e->rank, ddpc_last_error());
+}
+
+static void test_rendezvous_timeout_names_missing_rank(void)
+{
+    ddpc_dist_env e = base_env(3);
+    e.timeout_s = 1;
+    e.master_port = free_port();
+    int codes[16];
+    run_ranks(3, &e, rank_join_without_2, NULL, 30, codes);
+    expect_all_ok(3, codes);
+    e.master_port = 0;
+    set_run_id(&e, "late");
+    run_ranks(3, &e, rank_join_without_2, NULL, 30, codes);
+    expect_all_ok(3, codes);
+}
+
+/* Talks to a rank 0 by hand: a stranger's bytes are ignored, a hello from another host is refused
+ * with a reply, and rank 0 fails with the same reason. */
+static int connect_retry(int port)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    for (int i = 0; i < 500; i++) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0)
+            return fd;
+        close(fd);
+        nanosleep(&(struct timespec){0, 10000000}, NULL);
+    }
+    return -1;
+}
+
+static void test_hello_from_another_host_is_refused(void)
+{
+    ddpc_dist_env e = base_env(2);
+    e.master_port = free_port();
+    e.timeout_s = 10;
+    fflush(NULL);
+    pid_t child = fork();
+    if (child == 0) {
+        check_failures_in_test = 0;
+        ddpc_pg *pg = NULL;
+        CHECK_EQ_INT(ddpc_pg_create(&e, NULL, &pg), DDPC_EINVAL);
+        CHECK_STR_CONTAINS(ddpc_last_error(), "is on host 'elsewhere'");
+        CHECK_STR_CONTAINS(ddpc_last_error(), "use backend mpi");
+        fflush(NULL);
+        _exit(check_failures_in_test ? 1 : 0);
+    }
+    int fd = connect_retry(e.master_port);
+    CHECK(fd >= 0);
+    const char junk[] = "GET / HTTP/1.0\r\n\r\n";
+    CHECK(write(fd, junk, sizeof junk - 1) > 0);
+    char buf[600];
+    CHECK(read(fd, buf, sizeof buf) <= 0); /* closed without an answer */
+    close(fd);
+    fd = connect_retry(e.master_port);
+    char hello[200];
+    int n =
+        snprintf(hello, sizeof hello, "ddpc-shm-hello %u rank=1 world=2 pid=%d host=elsewhere\n",
+                 DDPC__SHM_VERSION, (int)getpid());
+    CHECK(write(fd, hello, (size_t)n) == n);
+    ssize_t got = 0, r;
+    while (got < (ssize_t)sizeof buf - 1 && (r = read(fd, buf + got, sizeof buf - 1 - got)) > 0)
+        got += r;
+    buf[got > 0 ? got : 0] = '\0';
+    close(fd);
+    CHECK_STR_CONTAINS(buf, "ddpc-shm-error rank 1");
+    CHECK_STR_CONTAINS(buf, "is on host 'elsewhere'");
+    int status = 0;
+    waitpid(child, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 static void test_port_in_use(void)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -716,6 +803,8 @@ int main(void)
     RUN_TEST(test_rendezvous_by_run_id);
     RUN_TEST(test_run_id_stale_and_in_use);
     RUN_TEST(test_port_in_use);
+    RUN_TEST(test_rendezvous_timeout_names_missing_rank);
+    RUN_TEST(test_hello_from_another_host_is_refused);
     RUN_TEST(test_world_size_mismatch_and_duplicate_rank);
     RUN_TEST(test_config_errors);
     RUN_TEST(test_timeout_names_missing_rank);

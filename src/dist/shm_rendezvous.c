@@ -20,14 +20,20 @@ enum {
     SMALL_MAX = 32 * 1024, /* measured crossover: above, the pipeline's split work wins */
 };
 
-/* "2, 5" for ranks whose slot is still unclaimed. */
-static void unclaimed(const ddpc__shm_state *s, char *out, size_t cap)
+/* "2, 5" for ranks whose slot is still unclaimed; returns how many. */
+static int unclaimed(const ddpc__shm_state *s, char *out, size_t cap)
 {
     size_t len = 0;
+    int n = 0;
     out[0] = '\0';
-    for (int k = 0; k < s->world && len + 16 < cap; k++)
-        if (atomic_load_explicit(&s->ranks[k].pid, memory_order_acquire) == 0)
-            len += (size_t)snprintf(out + len, cap - len, "%s%d", len ? ", " : "", k);
+    for (int k = 0; k < s->world; k++) {
+        if (atomic_load_explicit(&s->ranks[k].pid, memory_order_acquire) != 0)
+            continue;
+        if (len + 16 < cap)
+            len += (size_t)snprintf(out + len, cap - len, "%s%d", n ? ", " : "", k);
+        n++;
+    }
+    return n;
 }
 
 ddpc_status ddpc__shm_wait_joined(ddpc__shm_state *s, const char *name, double deadline,
@@ -51,10 +57,15 @@ ddpc_status ddpc__shm_wait_joined(ddpc__shm_state *s, const char *name, double d
                                (int)h->owner_pid, where);
         if (ddpc_time_now() > deadline) {
             char list[256];
-            unclaimed(s, list, sizeof list);
-            return ddpc_errorf(DDPC_ETIMEOUT, "shm rendezvous %s timed out after %.3g s: %s%s",
-                               where, s->timeout_s, list[0] ? "never joined: ranks " : "",
-                               list[0] ? list : "rank 0 did not confirm the join");
+            int n = unclaimed(s, list, sizeof list);
+            if (n == 0)
+                return ddpc_errorf(DDPC_ETIMEOUT,
+                                   "shm rendezvous %s timed out after %.3g s: rank "
+                                   "0 did not confirm the join",
+                                   where, s->timeout_s);
+            return ddpc_errorf(DDPC_ETIMEOUT,
+                               "shm rendezvous %s timed out after %.3g s: rank%s %s never joined",
+                               where, s->timeout_s, n == 1 ? "" : "s", list);
         }
         nanosleep(&(struct timespec){0, 1000000}, NULL);
     }
