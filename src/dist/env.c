@@ -302,16 +302,16 @@ static ddpc_status pmi(const char *const *envp, ddpc_dist_env *e)
     return in_step ? slurm_run_id(envp, step, e) : DDPC_OK;
 }
 
+/* ddpc_backend_parse, with the variable's name in front of its message. */
 static ddpc_status parse_backend(const char *s, ddpc_backend *out)
 {
-    static const char *const names[] = {"auto", "shm", "mpi"};
-    for (int i = 0; i < 3; i++) {
-        if (strcmp(s, names[i]) == 0) {
-            *out = (ddpc_backend)i;
-            return DDPC_OK;
-        }
+    ddpc_status st = ddpc_backend_parse(s, out);
+    if (st != DDPC_OK) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", ddpc_last_error());
+        return ddpc_errorf(st, "DDPC_BACKEND=%s: %s", s, why);
     }
-    return ddpc_errorf(DDPC_EINVAL, "DDPC_BACKEND=%s is not one of auto, shm, mpi", s);
+    return DDPC_OK;
 }
 
 static ddpc_status parse_timeout(const char *s, double *out)
