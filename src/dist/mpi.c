@@ -112,11 +112,11 @@ static void backoff(unsigned *spins, double waited)
     nanosleep(&ms, NULL);
 }
 
-/* Joins with MPI_Comm_idup (bounded by the deadline, unlike a blocking MPI_Comm_dup). */
-static ddpc_status join(ddpc__mpi_state *st, double deadline)
+/* Joins with MPI_Comm_idup (bounded by the deadline, unlike a blocking MPI_Comm_dup). `start` is
+ * when ddpc__mpi_create began, before MPI_Init (which the deadline cannot bound). */
+static ddpc_status join(ddpc__mpi_state *st, double start, double deadline)
 {
     MPI_Request req;
-    double start = ddpc_time_now();
     if (MPI_Comm_idup(MPI_COMM_WORLD, &st->comm, &req) != MPI_SUCCESS)
         return ddpc_errorf(DDPC_EIO, "mpi backend: MPI_Comm_idup failed");
     unsigned spins = 0;
@@ -131,7 +131,7 @@ static ddpc_status join(ddpc__mpi_state *st, double deadline)
             return ddpc_errorf(DDPC_ETIMEOUT,
                                "mpi backend: joining the group timed out after %.3g s: not every "
                                "rank called ddpc_pg_create (the mpi backend cannot tell which)",
-                               now - start);
+                               deadline - start);
         }
         if (!done)
             backoff(&spins, now - start);
@@ -286,7 +286,7 @@ ddpc_status ddpc__mpi_wait(ddpc__mpi_state *st, MPI_Request *req, const ddpc__co
             mark_failed(st);
             return ddpc_errorf(DDPC_ETIMEOUT, "%s #%llu timed out after %.3g s: %s",
                                ddpc__coll_name(coll->kind), (unsigned long long)coll->seq,
-                               coll->deadline - start, who);
+                               st->timeout_s, who);
         }
         backoff(&spins, now - start);
     }
@@ -357,13 +357,15 @@ ddpc_status ddpc__mpi_create(const ddpc_dist_env *env, double deadline,
 {
     *ops = NULL;
     *state = NULL;
+    double start = ddpc_time_now();
     DDPC_TRY(ensure_init());
     DDPC_TRY(check_place(env));
     ddpc__mpi_state *st = NULL;
     DDPC_TRY(alloc_state(env->world_size, &st));
     st->rank = env->rank;
     st->world = env->world_size;
-    ddpc_status s = join(st, deadline);
+    st->timeout_s = deadline - start; /* pg_create set deadline = now + timeout just before */
+    ddpc_status s = join(st, start, deadline);
     if (s != DDPC_OK) {
         if (st->failed)
             mark_failed(st); /* st leaks: the idup may still complete into it */

@@ -12,6 +12,7 @@
 typedef struct {
     MPI_Comm comm; /* our duplicate of MPI_COMM_WORLD; errors return instead of aborting */
     int rank, world;
+    double timeout_s; /* the group's collective timeout, for messages */
     bool failed;
     /* Progress window: each rank's uint64 holds 1 + the sequence number of the last collective
      * it entered, readable by every rank without the owner's help (osc/sm on one host), so a
@@ -34,7 +35,7 @@ void ddpc__mpi_enter(ddpc__mpi_state *st, uint64_t seq);
 
 /* Polls *req with MPI_Test until it completes or coll->deadline passes. Timeout: DDPC_ETIMEOUT
  * "all_reduce #17 timed out after 300 s: ranks 2, 3 never arrived". An MPI error: DDPC_EPEER.
- * Either marks the group failed. `start` is when the collective began. */
+ * Either marks the group failed. */
 ddpc_status ddpc__mpi_wait(ddpc__mpi_state *st, MPI_Request *req, const ddpc__coll *coll,
                            double start);
 
