@@ -103,5 +103,37 @@ else
     echo "note: mpirun not installed, the mpirun case was not run"
 fi
 
+# GPUs and NCCL through stand-in libraries (this machine has no GPU driver): a fake libcuda.so.1
+# with two devices and fake libnccl.so.2 in the new and the pre-2.9 version encoding.
+if command -v cc >/dev/null 2>&1; then
+    mkdir -p "$tmp/new" "$tmp/old"
+    cat >"$tmp/cuda.c" <<'C'
+#include <stddef.h>
+#include <string.h>
+int cuInit(unsigned f) { return f == 0 ? 0 : 1; }
+int cuDriverGetVersion(int *v) { *v = 12040; return 0; }
+int cuDeviceGetCount(int *n) { *n = 2; return 0; }
+int cuDeviceGet(int *d, int i) { *d = 10 + i; return 0; }
+int cuDeviceGetName(char *s, int len, int d) { strncpy(s, d == 10 ? "Fake H100" : "Fake L4", (size_t)len); return 0; }
+int cuDeviceTotalMem_v2(size_t *b, int d) { *b = (size_t)(d == 10 ? 80 : 24) << 30; return 0; }
+int cuDeviceGetAttribute(int *v, int a, int d) { *v = a == 75 ? (d == 10 ? 9 : 8) : (d == 10 ? 0 : 9); return 0; }
+C
+    printf 'int ncclGetVersion(int *v) { *v = 22105; return 0; }
+' >"$tmp/nccl_new.c"
+    printf 'int ncclGetVersion(int *v) { *v = 2804; return 0; }
+' >"$tmp/nccl_old.c"
+    cc -shared -fPIC -o "$tmp/new/libcuda.so.1" "$tmp/cuda.c" &&
+        cc -shared -fPIC -o "$tmp/new/libnccl.so.2" "$tmp/nccl_new.c" &&
+        cc -shared -fPIC -o "$tmp/old/libnccl.so.2" "$tmp/nccl_old.c"
+    run LD_LIBRARY_PATH="$tmp/new"
+    expect "GPUs and NCCL found through dlopen" '^  CUDA driver: +CUDA driver 12.4 \(libcuda.so.1\)$' \
+        '^  GPU 0: +Fake H100, 80.0 GiB, sm_90$' '^  GPU 1: +Fake L4, 24.0 GiB, sm_89$' \
+        '^  NCCL: +NCCL 2.21.5 \(libnccl.so.2\)$'
+    run LD_LIBRARY_PATH="$tmp/old"
+    expect "NCCL before 2.9 encodes its version differently" '^  NCCL: +NCCL 2.8.4 \(libnccl.so.2\)$'
+else
+    echo "note: no C compiler, the fake CUDA/NCCL case was not run"
+fi
+
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]

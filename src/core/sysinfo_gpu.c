@@ -80,12 +80,16 @@ static void cuda(ddpc_sysinfo *out)
     }
     cu_init_fn init = LOAD(cu_init_fn, lib, "cuInit");
     cu_int_fn version = LOAD(cu_int_fn, lib, "cuDriverGetVersion");
-    int v = 0, err;
-    if (!init || !version || version(&v) != 0) {
+    int v = 0, err = 0;
+    char why[96];
+    if (!init || !version) {
         snprintf(out->cuda_driver, sizeof out->cuda_driver,
                  "not usable (libcuda.so.1 lacks cuInit or cuDriverGetVersion)");
+    } else if ((err = version(&v)) != 0) {
+        cu_error(lib, err, why, sizeof why);
+        snprintf(out->cuda_driver, sizeof out->cuda_driver,
+                 "not usable (libcuda.so.1 found, cuDriverGetVersion failed: %s)", why);
     } else if ((err = init(0)) != 0) {
-        char why[96];
         cu_error(lib, err, why, sizeof why);
         snprintf(out->cuda_driver, sizeof out->cuda_driver,
                  "CUDA driver %d.%d (libcuda.so.1), cuInit failed: %s", v / 1000, v % 1000 / 10,

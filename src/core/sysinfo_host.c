@@ -20,6 +20,7 @@ static const char *const simd[] = {"sse4_2",   "avx",         "f16c",        "fm
 static void simd_built(char *b, size_t cap)
 {
     b[0] = '\0';
+    (void)cap; /* unused when the build targets baseline x86-64 */
 #ifdef __SSE4_2__
     ddpc__strlcatf(b, cap, " sse4_2");
 #endif
