@@ -83,8 +83,8 @@ static int rank_basic(void)
     const ddpc_dtype dts[4] = {DDPC_DTYPE_F32, DDPC_DTYPE_BF16, DDPC_DTYPE_F16, DDPC_DTYPE_I32};
     for (int d = 0; d < 4; d++)
         for (int op = 0; op < DDPC_REDUCE_COUNT; op++) {
-            bad |= check_against_rank_order(pg, dts[d], (ddpc_reduce_op)op, 100);     /* gather */
-            bad |= check_against_rank_order(pg, dts[d], (ddpc_reduce_op)op, 100003);  /* chunks */
+            bad |= check_against_rank_order(pg, dts[d], (ddpc_reduce_op)op, 100);    /* gather */
+            bad |= check_against_rank_order(pg, dts[d], (ddpc_reduce_op)op, 100003); /* chunks */
         }
     float x[3] = {1, 2, 3};
     ddpc_work *w[3];
@@ -227,8 +227,8 @@ static double mpirun(int np, const char *mode, int *status)
 {
     char nps[16];
     snprintf(nps, sizeof nps, "%d", np);
-    char *argv[] = {"mpirun", "--oversubscribe", "--mca", "btl", "self,vader", "-np", nps, self,
-                    "--rank", (char *)mode, NULL};
+    char *argv[] = {"mpirun", "--oversubscribe", "--mca",      "btl", "self,vader", "-np", nps,
+                    self,     "--rank",          (char *)mode, NULL};
     const char *vars[] = {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
                           "OMP_NUM_THREADS=1", NULL};
     return run_job(argv, vars, 60, status);
@@ -269,8 +269,9 @@ static void test_stopped_rank_times_out_named(void)
     for (int r = 0; r < 2; r++) {
         char head[64];
         snprintf(head, sizeof head, "rank %d status DDPC_ETIMEOUT after ", r);
-        CHECK(line_has(output, head, "(in time): all_reduce #1 timed out after 1 s: rank 2 never "
-                                     "arrived"));
+        CHECK(line_has(output, head,
+                       "(in time): all_reduce #1 timed out after 1 s: rank 2 never "
+                       "arrived"));
         snprintf(head, sizeof head, "rank %d then DDPC_EPEER", r);
         CHECK(line_has(output, head, "process group failed earlier: all_reduce #1 timed out"));
         snprintf(head, sizeof head, "rank %d destroyed in 0.0 s", r);
@@ -299,8 +300,13 @@ static void test_env_contradicting_mpi(void)
 {
     int status = 0;
     char *argv[] = {self, "--rank", "mismatch", NULL};
-    const char *vars[] = {"RANK=0", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=1",
-                          "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", NULL};
+    const char *vars[] = {"RANK=0",
+                          "WORLD_SIZE=2",
+                          "MASTER_ADDR=127.0.0.1",
+                          "MASTER_PORT=1",
+                          "OMPI_ALLOW_RUN_AS_ROOT=1",
+                          "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
+                          NULL};
     double took = run_job(argv, vars, 60, &status);
     CHECK(took >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
     CHECK_STR_CONTAINS(output, "mismatch DDPC_EINVAL: mpi backend: MPI says this process is rank "
@@ -317,7 +323,8 @@ static void test_built_without_mpi(void)
     const ddpc__pg_backend *ops = (const ddpc__pg_backend *)1;
     void *state = (void *)1;
     CHECK_EQ_INT(ddpc__mpi_create(&env, ddpc_time_now() + 1, &ops, &state), DDPC_EUNSUPPORTED);
-    CHECK_STR_CONTAINS(ddpc_last_error(), "ddpc was built without MPI; rebuild with an MPI library");
+    CHECK_STR_CONTAINS(ddpc_last_error(),
+                       "ddpc was built without MPI; rebuild with an MPI library");
     CHECK(ops == NULL && state == NULL);
     ddpc_pg_config cfg = ddpc_pg_config_default();
     cfg.backend = DDPC_BACKEND_MPI;

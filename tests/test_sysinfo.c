@@ -92,8 +92,8 @@ static void test_dist_part_follows_environment(void)
     setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
     s = collect();
     CHECK_EQ_INT(s->dist.source, DDPC_DIST_SOURCE_OPENMPI);
-    CHECK_EQ_INT(s->dist_backend, ddpc_backend_available(DDPC_BACKEND_MPI) ? DDPC_BACKEND_MPI
-                                                                           : DDPC_BACKEND_SHM);
+    CHECK_EQ_INT(s->dist_backend,
+                 ddpc_backend_available(DDPC_BACKEND_MPI) ? DDPC_BACKEND_MPI : DDPC_BACKEND_SHM);
     ddpc_free(s);
     unsetenv("OMPI_COMM_WORLD_RANK");
     unsetenv("OMPI_COMM_WORLD_SIZE");

@@ -84,8 +84,11 @@ void ddpc__sysinfo_build(ddpc_sysinfo *out)
         out->blas_config[--n] = '\0';
     out->blas_threads = openblas_get_num_threads();
     snprintf(out->openmp, sizeof out->openmp, "OpenMP %s (%d)",
-             _OPENMP >= 202011 ? "5.1" : _OPENMP >= 201811 ? "5.0" : _OPENMP >= 201511 ? "4.5"
-                                     : _OPENMP >= 201307 ? "4.0" : "3.x or older",
+             _OPENMP >= 202011   ? "5.1"
+             : _OPENMP >= 201811 ? "5.0"
+             : _OPENMP >= 201511 ? "4.5"
+             : _OPENMP >= 201307 ? "4.0"
+                                 : "3.x or older",
              (int)_OPENMP);
     out->omp_max_threads = omp_get_max_threads();
 }

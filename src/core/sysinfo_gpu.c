@@ -102,7 +102,8 @@ static void cuda(ddpc_sysinfo *out)
     dlclose(lib);
 }
 
-/* ncclGetVersion's code: major*10000 + minor*100 + patch since NCCL 2.9, major*1000 + ... before. */
+/* ncclGetVersion's code: major*10000 + minor*100 + patch since NCCL 2.9, major*1000 + ... before.
+ */
 static void nccl(ddpc_sysinfo *out)
 {
     void *lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);

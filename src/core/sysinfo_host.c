@@ -12,9 +12,10 @@
 #include <unistd.h>
 
 /* SIMD extensions worth reporting, by their /proc/cpuinfo flag names. */
-static const char *const simd[] = {"sse4_2",   "avx",         "f16c",        "fma",      "avx2",
-                                   "avx_vnni", "avx512f",     "avx512bw",    "avx512vl", "avx512_vnni",
-                                   "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8"};
+static const char *const simd[] = {"sse4_2",   "avx",         "f16c",        "fma",
+                                   "avx2",     "avx_vnni",    "avx512f",     "avx512bw",
+                                   "avx512vl", "avx512_vnni", "avx512_bf16", "avx512_fp16",
+                                   "amx_tile", "amx_bf16",    "amx_int8"};
 
 /* Those of simd[] the compiler was told it may use (-march), from its predefined macros. */
 static void simd_built(char *b, size_t cap)
@@ -121,8 +122,7 @@ static void read_cpuinfo(ddpc_sysinfo *out)
             ddpc__strlcatf(out->cpu_model, sizeof out->cpu_model, "%s", v);
         } else if ((v = cpuinfo_value(line, "flags")) && !flags[0]) {
             ddpc__strlcatf(flags, sizeof flags, "%s", v);
-        }
-        else if ((v = cpuinfo_value(line, "physical id")))
+        } else if ((v = cpuinfo_value(line, "physical id")))
             sscanf(v, "%d", &package);
         else if ((v = cpuinfo_value(line, "core id"))) {
             int core = 0, key, i;

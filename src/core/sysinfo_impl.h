@@ -16,6 +16,7 @@ void ddpc__sysinfo_build(ddpc_sysinfo *out);
 void ddpc__sysinfo_gpu(ddpc_sysinfo *out);
 
 /* Appends a printf-formatted string to dst (cap bytes), truncating; dst stays NUL-terminated. */
-void ddpc__strlcatf(char *dst, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void ddpc__strlcatf(char *dst, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 #endif

@@ -18,14 +18,15 @@ ddpc_log_ranks ddpc_log_ranks_single(void)
 
 ddpc_log_ranks ddpc_log_ranks_from_pg(const ddpc_pg *pg)
 {
-    return (ddpc_log_ranks){.rank = ddpc_pg_rank(pg), .world_size = ddpc_pg_world_size(pg),
+    return (ddpc_log_ranks){.rank = ddpc_pg_rank(pg),
+                            .world_size = ddpc_pg_world_size(pg),
                             .local_rank = ddpc_pg_local_rank(pg)};
 }
 
 ddpc_log_ranks ddpc_log_ranks_from_env(const ddpc_dist_env *env)
 {
-    return (ddpc_log_ranks){.rank = env->rank, .world_size = env->world_size,
-                            .local_rank = env->local_rank};
+    return (ddpc_log_ranks){
+        .rank = env->rank, .world_size = env->world_size, .local_rank = env->local_rank};
 }
 
 bool ddpc_log_enabled(ddpc_log_ranks ranks, ddpc_log_scope scope)

@@ -249,8 +249,9 @@ static void name_missing(ddpc__mpi_state *st, uint64_t seq, char *buf, size_t ca
         append(buf, cap, " did not answer, so whether they arrived is unknown", 0);
     }
     if (!n[MISSING] && !n[UNKNOWN])
-        snprintf(buf, cap, "every rank arrived, but the collective did not complete (a rank "
-                           "stalled or died during the transfer)");
+        snprintf(buf, cap,
+                 "every rank arrived, but the collective did not complete (a rank "
+                 "stalled or died during the transfer)");
 }
 
 static void mark_failed(ddpc__mpi_state *st)

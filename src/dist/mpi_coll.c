@@ -78,8 +78,7 @@ static ddpc_status all_reduce_gather(ddpc__mpi_state *st, const ddpc__coll *c, d
 
 /* Large messages: chunk r of every rank's input goes to rank r (alltoallv), rank r reduces it,
  * and the reduced chunks are gathered back into every rank's recv (allgatherv, in place). */
-static ddpc_status all_reduce_scatter_gather(ddpc__mpi_state *st, const ddpc__coll *c,
-                                             double start)
+static ddpc_status all_reduce_scatter_gather(ddpc__mpi_state *st, const ddpc__coll *c, double start)
 {
     size_t n = c->count, es = ddpc_dtype_size(c->dtype), off, len;
     for (int k = 0; k < st->world; k++) {
@@ -97,8 +96,8 @@ static ddpc_status all_reduce_scatter_gather(ddpc__mpi_state *st, const ddpc__co
         return DDPC_ENOMEM;
     MPI_Datatype t = mpi_type(c->dtype);
     MPI_Request req;
-    int err = MPI_Ialltoallv(c->send, st->counts, st->displs, t, tmp, st->rcounts, st->rdispls,
-                             t, st->comm, &req);
+    int err = MPI_Ialltoallv(c->send, st->counts, st->displs, t, tmp, st->rcounts, st->rdispls, t,
+                             st->comm, &req);
     if (err)
         return ddpc__mpi_fail(st, c, "MPI_Ialltoallv", err);
     DDPC_TRY(ddpc__mpi_wait(st, &req, c, start));

@@ -19,8 +19,8 @@ typedef struct {
      * timed-out rank can name who never arrived. win_ok false: no window, ranks are unknown. */
     MPI_Win win;
     bool win_ok;
-    uint64_t *seen;        /* (world) progress values read on a timeout */
-    MPI_Request *reqs;     /* (world) their requests */
+    uint64_t *seen;    /* (world) progress values read on a timeout */
+    MPI_Request *reqs; /* (world) their requests */
     /* Scratch for the collectives, grown on demand and kept, so a steady training step allocates
      * nothing. */
     void *scratch;
