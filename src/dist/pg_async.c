@@ -6,6 +6,7 @@
 #include "dist/pg_front.h"
 
 #include <ddpc/alloc.h>
+#include <ddpc/timer.h>
 
 #include <stdio.h>
 #include <string.h>
@@ -36,7 +37,10 @@ static void *comm_main(void *arg)
         if (!pg->head)
             pg->tail = NULL;
         pthread_mutex_unlock(&pg->mu);
-        complete(pg, w, ddpc__pg_execute(pg, &w->coll));
+        double t0 = ddpc_time_now();
+        ddpc_status s = ddpc__pg_execute(pg, &w->coll);
+        w->seconds = ddpc_time_now() - t0;
+        complete(pg, w, s);
         pthread_mutex_lock(&pg->mu);
     }
     pthread_mutex_unlock(&pg->mu);
@@ -111,6 +115,7 @@ ddpc_status ddpc__pg_submit(ddpc_pg *pg, const ddpc__coll *coll, ddpc_work **wor
     }
     w->coll = *coll;
     w->status = DDPC_OK;
+    w->seconds = 0;
     w->msg[0] = '\0';
     atomic_init(&w->done, false);
     w->pg = pg;
@@ -149,6 +154,13 @@ ddpc_status ddpc_work_test(ddpc_work *work, bool *done)
     if (*done && work->status != DDPC_OK)
         return ddpc_errorf(work->status, "%s", work->msg);
     return DDPC_OK;
+}
+
+double ddpc_work_seconds(const ddpc_work *work)
+{
+    if (!work || !atomic_load_explicit(&((ddpc_work *)work)->done, memory_order_acquire))
+        return 0;
+    return work->seconds;
 }
 
 void ddpc_work_destroy(ddpc_work *work)
