@@ -10,7 +10,9 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: ddpc <command> [args]\n"
             "  train CONFIG [key=value ...]        train, validate, test or predict (see docs/config.md)\n"
-            "  bench step CONFIG [key=value ...]   time training steps, print one JSON line\n");
+            "  bench step CONFIG [key=value ...]   time training steps, print one JSON line\n"
+            "  run [options] -- PROGRAM [ARGS]     start PROGRAM as a group of workers (docs/launcher.md)\n"
+            "  env                                 system, build, MPI/CUDA/NCCL and launch variables\n");
 }
 
 int main(int argc, char **argv)
@@ -28,6 +30,10 @@ int main(int argc, char **argv)
         return ddpc_cli_train(argc - 2, argv + 2);
     if (strcmp(cmd, "bench") == 0)
         return ddpc_cli_bench(argc - 2, argv + 2);
+    if (strcmp(cmd, "run") == 0)
+        return ddpc_cli_run(argc - 2, argv + 2);
+    if (strcmp(cmd, "env") == 0)
+        return ddpc_cli_env(argc - 2, argv + 2);
     fprintf(stderr, "ddpc: unknown command '%s' (try 'ddpc --help')\n", cmd);
     return 2;
 }

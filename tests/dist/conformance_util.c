@@ -14,9 +14,11 @@ static uint64_t mix(uint64_t x)
     return x ^ (x >> 33);
 }
 
+/* A cheap multiplicative hash (the big cases fill tens of millions of elements). */
 static int64_t value_k(int rank, size_t i, int salt)
 {
-    return (int64_t)(mix(((uint64_t)rank << 48) ^ ((uint64_t)salt << 40) ^ i) % 17) - 8;
+    uint32_t h = (uint32_t)i * 2654435761u + (uint32_t)rank * 40503u + (uint32_t)salt * 977u;
+    return (int64_t)((h ^ (h >> 15)) % 17u) - 8;
 }
 
 static uint16_t bf16_round(float f)
