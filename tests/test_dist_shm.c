@@ -578,6 +578,34 @@ static void test_dead_peer_detected(void)
     expect_all_ok(3, codes);
 }
 
+/* Ranks that disagree on the collective fail at once with both sides named (no garbage). */
+static void rank_mismatch_coll(const ddpc_dist_env *e, void *arg)
+{
+    (void)arg;
+    ddpc_pg *pg = join(e);
+    if (!pg)
+        return;
+    float v[300] = {0};
+    CHECK_EQ_INT(ddpc_pg_barrier(pg), DDPC_OK);
+    ddpc_status s = e->rank == 1
+                        ? ddpc_pg_broadcast(pg, v, 100, DDPC_DTYPE_F32, 0)
+                        : ddpc_pg_all_reduce(pg, v, v, 300, DDPC_DTYPE_F32, DDPC_REDUCE_MAX);
+    CHECK_EQ_INT(s, DDPC_EINVAL);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "collective mismatch");
+    CHECK_STR_CONTAINS(ddpc_last_error(), "all_reduce #1 of 300 f32 (max)");
+    CHECK_STR_CONTAINS(ddpc_last_error(), "broadcast #1 of 100 f32 from root 0");
+    ddpc_pg_destroy(pg);
+}
+
+static void test_collective_mismatch_is_an_error(void)
+{
+    ddpc_dist_env e = base_env(3);
+    e.master_port = free_port();
+    int codes[16];
+    run_ranks(3, &e, rank_mismatch_coll, NULL, 30, codes);
+    expect_all_ok(3, codes);
+}
+
 /* ---- determinism, isolation, async ---- */
 
 static void rank_repeatable(const ddpc_dist_env *e, void *arg)
@@ -809,6 +837,7 @@ int main(void)
     RUN_TEST(test_config_errors);
     RUN_TEST(test_timeout_names_missing_rank);
     RUN_TEST(test_dead_peer_detected);
+    RUN_TEST(test_collective_mismatch_is_an_error);
     RUN_TEST(test_two_groups_at_once_are_bitwise_repeatable);
     RUN_TEST(test_async_in_order);
     RUN_TEST(test_cross_memory_attach_paths);

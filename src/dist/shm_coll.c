@@ -170,6 +170,7 @@ ddpc_status ddpc__shm_run(void *state, const ddpc__coll *c)
     size_t bytes = c->count * ddpc_dtype_size(c->dtype);
     ddpc_status st;
     bool cma = s->use_cma && bytes >= s->cma_min;
+    ddpc__shm_describe(s, c);
     switch (c->kind) {
     case DDPC__COLL_ALL_REDUCE:
         st = cma                     ? ddpc__shm_cma_all_reduce(s, c)

@@ -39,9 +39,19 @@ typedef struct {
     char abort_msg[DDPC__SHM_MSG_CAP];
 } ddpc__shm_header;
 
-/* One rank's control block: the arrival counter alone on its line, then identity. */
+/* What a rank says it is running, written before the first step of each collective into the
+ * slot of that step's parity (a peer can be at most one step ahead, so it cannot overwrite the
+ * slot a slower rank still has to read). */
+typedef struct {
+    uint64_t seq, count;
+    int32_t kind, dtype, op, root;
+} ddpc__shm_desc;
+
+/* One rank's control block: the arrival counter and the collective descriptors on one line (a
+ * waiter that sees the counter has the descriptor in cache), then identity. */
 typedef struct {
     _Alignas(DDPC__SHM_LINE) atomic_uint_least64_t step;
+    ddpc__shm_desc desc[2];
     _Alignas(DDPC__SHM_LINE) atomic_int pid; /* 0 until the rank claims its slot */
     uint64_t start_time;                     /* /proc/PID/stat starttime; 0 unknown */
     uint64_t pid_ns;                         /* inode of /proc/self/ns/pid; 0 unknown */
@@ -60,6 +70,7 @@ typedef struct {
     uint64_t step;    /* steps this rank completed */
     int spin;         /* pause-loop iterations before yielding */
     bool yielded;     /* the last wait outlasted its spin: spin briefly next time */
+    bool check_desc;  /* the next step is a collective's first: compare descriptors after it */
     double timeout_s; /* of the current collective, for messages */
     bool use_cma;
     uint64_t cma_word;  /* read by peers through process_vm_readv */
@@ -132,6 +143,9 @@ ddpc_status ddpc__shm_wait_joined(ddpc__shm_state *s, const char *name, double d
 /* shm_wait.c: one step: publish arrival, wait for every peer (spin, then yield), watching the
  * deadline, dead peers and the segment's abort flag. `c` names the collective in errors. */
 ddpc_status ddpc__shm_step(ddpc__shm_state *s, const ddpc__coll *c);
+/* Publishes what collective `c` is, for the check after its first step (a mismatch between
+ * ranks is DDPC_EINVAL naming both). Called before the collective's first step. */
+void ddpc__shm_describe(ddpc__shm_state *s, const ddpc__coll *c);
 /* Marks the segment aborted with `status` and this thread's last error, so peers fail fast. */
 void ddpc__shm_abort(ddpc__shm_state *s, ddpc_status status);
 
