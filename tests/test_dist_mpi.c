@@ -7,6 +7,7 @@
  *   test_dist_mpi                      the ctest: runs the jobs below and checks their output
  *   test_dist_mpi --rank MODE          one rank of a job (basic, timeout, join, mismatch) */
 #include <ddpc/alloc.h>
+#include <ddpc/half.h>
 #include <ddpc/dist.h>
 #include <ddpc/timer.h>
 
@@ -27,9 +28,9 @@ static void fill(void *buf, size_t n, ddpc_dtype dt, int rank)
         if (dt == DDPC_DTYPE_F32)
             ((float *)buf)[i] = v;
         else if (dt == DDPC_DTYPE_BF16)
-            ((uint16_t *)buf)[i] = ddpc__f32_to_bf16(v);
+            ((uint16_t *)buf)[i] = ddpc_f32_to_bf16(v);
         else if (dt == DDPC_DTYPE_F16)
-            ((uint16_t *)buf)[i] = ddpc__f32_to_f16(v);
+            ((uint16_t *)buf)[i] = ddpc_f32_to_f16(v);
         else
             ((int32_t *)buf)[i] = (int32_t)(v * 1000.0f);
     }

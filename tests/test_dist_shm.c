@@ -8,6 +8,7 @@
 #include "dist/shm_impl.h"
 
 #include <ddpc/alloc.h>
+#include <ddpc/half.h>
 #include <ddpc/timer.h>
 
 #include "check.h"
@@ -130,10 +131,10 @@ static void fill(void *p, size_t count, ddpc_dtype t, int k, int salt)
             ((double *)p)[i] = (double)f / 3.0;
             break;
         case DDPC_DTYPE_BF16:
-            ((uint16_t *)p)[i] = ddpc__f32_to_bf16(f);
+            ((uint16_t *)p)[i] = ddpc_f32_to_bf16(f);
             break;
         case DDPC_DTYPE_F16:
-            ((uint16_t *)p)[i] = ddpc__f32_to_f16(f);
+            ((uint16_t *)p)[i] = ddpc_f32_to_f16(f);
             break;
         case DDPC_DTYPE_I32:
             ((int32_t *)p)[i] = v * 1000003;
