@@ -159,7 +159,7 @@ static void check_heads(ddpc_model_config c, int64_t n, int64_t in_floats, size_
     CHECK_EQ_INT(ddpc_model_num_tensors(m), first_head + 2 * c.n_heads);
     for (size_t k = 0; k < c.n_heads; k++) {
         const ddpc_param *w = ddpc_model_tensor(m, first_head + 2 * k);
-        char name[32];
+        char name[64];
         snprintf(name, sizeof name, "heads.%zu.weight", k);
         CHECK(strcmp(w->name, name) == 0);
         CHECK_EQ_INT(w->shape[0], c.head_classes[k]);

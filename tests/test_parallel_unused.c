@@ -227,9 +227,9 @@ static int rank_main(int rank, int world, void *ctx)
     if (rc == 0 && !expect_failure) {
         rc = j->error_steps != 0;
         rc |= compare_with_reference(j, m, rank);
-        int64_t h = 0, all[8];
+        uint64_t h = 0, all[8]; /* unsigned: the hash wraps */
         for (size_t i = 0; i < ddpc_model_num_params(m); i++)
-            h = h * 31 + (int64_t)((const int32_t *)ddpc_model_params(m))[i];
+            h = h * 31 + ((const uint32_t *)ddpc_model_params(m))[i];
         rc |= ddpc_pg_all_gather(pg, &h, all, 1, DDPC_DTYPE_I64) != DDPC_OK;
         for (int r = 0; r < world; r++)
             rc |= all[r] != h;
