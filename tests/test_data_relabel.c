@@ -106,7 +106,7 @@ static void test_bad_maps(void)
     const int64_t zero[4] = {0, 0, 0, 0};
     CHECK_EQ_INT(ddpc_dataset_relabel_create(&v, base, three, 3), DDPC_EINVAL);
     CHECK_STR_CONTAINS(ddpc_last_error(), "label_map has 3 entries; it needs one per class of "
-                       "the dataset (4)");
+                                          "the dataset (4)");
     CHECK_EQ_INT(ddpc_dataset_relabel_create(&v, base, neg, 4), DDPC_EINVAL);
     CHECK_STR_CONTAINS(ddpc_last_error(), "entry 2 must be in [0, 255], got -1");
     CHECK_EQ_INT(ddpc_dataset_relabel_create(&v, base, big, 4), DDPC_EINVAL);

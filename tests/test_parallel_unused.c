@@ -193,8 +193,10 @@ static int compare_with_reference(job *j, ddpc_model *m, int rank)
     double d, e;
     rel_diffs(ddpc_model_params(m), j->params, n, &d, &e);
     if (d > 1e-5 || e > 1e-4) {
-        fprintf(stderr, "rank %d: relative difference %g (tolerance 1e-5), element-wise %g "
-                "(tolerance 1e-4)\n", rank, d, e);
+        fprintf(stderr,
+                "rank %d: relative difference %g (tolerance 1e-5), element-wise %g "
+                "(tolerance 1e-4)\n",
+                rank, d, e);
         return 1;
     }
     /* Plain SGD moves a parameter only along its gradient: a head that never ran is unchanged. */

@@ -12,8 +12,10 @@ ddpc_status ddpc_dataset_relabel_create(ddpc_dataset **out, const ddpc_dataset *
     if (!base || base->kind != DDPC_DATASET_IMAGES)
         return ddpc_errorf(DDPC_EINVAL, "label_map: only an images dataset can be relabelled");
     if (!map || map_len != base->classes)
-        return ddpc_errorf(DDPC_EINVAL, "label_map has %lld entries; it needs one per class of "
-                           "the dataset (%lld)", (long long)map_len, (long long)base->classes);
+        return ddpc_errorf(DDPC_EINVAL,
+                           "label_map has %lld entries; it needs one per class of "
+                           "the dataset (%lld)",
+                           (long long)map_len, (long long)base->classes);
     int64_t classes = 0;
     for (int64_t k = 0; k < map_len; k++) {
         if (map[k] < 0 || map[k] > 255)
@@ -23,7 +25,7 @@ ddpc_status ddpc_dataset_relabel_create(ddpc_dataset **out, const ddpc_dataset *
     }
     if (classes < 2)
         return ddpc_errorf(DDPC_EINVAL, "label_map maps every class to 0: a task needs at least "
-                           "2 classes");
+                                        "2 classes");
     ddpc_dataset *d = ddpc__dataset_alloc(DDPC_DATASET_IMAGES);
     if (d)
         d->labels = ddpc_malloc(base->n > 0 ? (size_t)base->n : 1);

@@ -12,9 +12,9 @@
 #define DDPC__TASK_NAME_MAX 32
 
 typedef struct {
-    char name[DDPC__TASK_NAME_MAX]; /* letters, digits, '_', '-', '.' */
-    const char *data_type;          /* for the start line */
-    ddpc_dataset *train, *test;     /* borrowed from owned */
+    char name[DDPC__TASK_NAME_MAX];      /* letters, digits, '_', '-', '.' */
+    const char *data_type;               /* for the start line */
+    ddpc_dataset *train, *test;          /* borrowed from owned */
     int64_t batch_size, eval_batch_size; /* per rank */
     float loss_weight;
     int64_t num_classes; /* the head's width, >= the dataset's classes */
@@ -33,7 +33,7 @@ struct ddpc__trainer_tasks {
     int n_owned;
     ddpc_combined_mode mode; /* training; evaluation is always sequential */
     ddpc_combined *combined;
-    int64_t window_samples;  /* rows this rank trained on since the last progress line */
+    int64_t window_samples; /* rows this rank trained on since the last progress line */
 };
 
 /* trainer_tasks_setup.c */

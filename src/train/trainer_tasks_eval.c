@@ -62,8 +62,8 @@ static ddpc_status evaluate_shares(ddpc_trainer *t, bool limit, double *sums)
         if (limit && t->set.eval_batches > 0 && step->index >= t->set.eval_batches)
             continue;
         const ddpc_batch *b = step->batches[step->task];
-        ddpc_model_input in = {.n = b->n, .x = b->x, .tokens = b->tokens, .targets = b->targets,
-                               .task = step->task};
+        ddpc_model_input in = {
+            .n = b->n, .x = b->x, .tokens = b->tokens, .targets = b->targets, .task = step->task};
         ddpc_model_output out;
         st = ddpc_model_forward(t->model, &in, false, &out);
         if (st != DDPC_OK)
@@ -103,9 +103,11 @@ ddpc_status ddpc__tasks_evaluate(ddpc_trainer *t, const char *split, bool limit)
                  (long long)samples);
         ddpc__metrics_write(t, fields);
         if (t->log)
-            fprintf(t->log, "eval %-4s step %6lld | task %-12s | loss %.4f | accuracy %.2f%% | "
-                    "%lld samples\n", split, (long long)t->step, mt->task[i].name, r.loss,
-                    100.0 * r.accuracy, (long long)samples);
+            fprintf(t->log,
+                    "eval %-4s step %6lld | task %-12s | loss %.4f | accuracy %.2f%% | "
+                    "%lld samples\n",
+                    split, (long long)t->step, mt->task[i].name, r.loss, 100.0 * r.accuracy,
+                    (long long)samples);
     }
     return DDPC_OK;
 }

@@ -19,12 +19,18 @@ static ddpc_status task_pass(ddpc_trainer *t, int i, const ddpc_batch *b, int64_
     ddpc__task *task = &mt->task[i];
     int64_t accum = t->set.accum_steps;
     /* Dropout stream: distinct for every pass of every micro-step of every rank. */
-    uint64_t stream = ((((uint64_t)t->step * (uint64_t)accum + (uint64_t)k) * (uint64_t)mt->n +
-                        (uint64_t)i) * (uint64_t)t->world) + (uint64_t)t->rank;
+    uint64_t stream =
+        ((((uint64_t)t->step * (uint64_t)accum + (uint64_t)k) * (uint64_t)mt->n + (uint64_t)i) *
+         (uint64_t)t->world) +
+        (uint64_t)t->rank;
     if (t->reducer)
         ddpc_reducer_prepare(t->reducer, false); /* no_sync: communicate after the last task */
-    ddpc_model_input in = {.n = b->n, .x = b->x, .tokens = b->tokens, .targets = b->targets,
-                           .rng_stream = stream, .task = i};
+    ddpc_model_input in = {.n = b->n,
+                           .x = b->x,
+                           .tokens = b->tokens,
+                           .targets = b->targets,
+                           .rng_stream = stream,
+                           .task = i};
     ddpc_model_output out;
     DDPC_TRY(ddpc_model_forward(t->model, &in, true, &out));
     DDPC_TRY(ddpc_model_backward(t->model, task->loss_weight / (float)accum));
@@ -47,8 +53,10 @@ static ddpc_status train_step(ddpc_trainer *t, double *loss)
         const ddpc_combined_step *st;
         DDPC_TRY(ddpc_combined_next(mt->combined, &st));
         if (!st)
-            return ddpc_errorf(DDPC_EINTERNAL, "the combined loader ended its epoch early, at "
-                               "step %lld", (long long)t->step);
+            return ddpc_errorf(DDPC_EINTERNAL,
+                               "the combined loader ended its epoch early, at "
+                               "step %lld",
+                               (long long)t->step);
         t->window_wait += st->wait_s;
         for (int i = 0; i < mt->n; i++)
             if (st->batches[i])
@@ -62,7 +70,8 @@ static ddpc_status train_step(ddpc_trainer *t, double *loss)
     if (t->set.grad_clip > 0.0f) /* the gradients are identical on every rank: so is the norm */
         ddpc_clip_grad_norm(ddpc_model_grads(m), np, t->set.grad_clip);
     float lr = ddpc_lr_at(&t->sched, t->step) * ddpc__trainer_lr_scale(t);
-    ddpc_optim_step(t->opt, ddpc_model_params(m), ddpc_model_grads(m), ddpc_model_decay_mask(m), lr);
+    ddpc_optim_step(t->opt, ddpc_model_params(m), ddpc_model_grads(m), ddpc_model_decay_mask(m),
+                    lr);
     t->step++;
     *loss = sum / (double)accum;
     return DDPC_OK;
@@ -117,9 +126,11 @@ static void log_progress(ddpc_trainer *t, int64_t epoch, int64_t total, double e
              elapsed);
     ddpc__metrics_write(t, fields);
     if (t->log)
-        fprintf(t->log, "step %6lld/%lld | epoch %lld | loss %.4f (%s) | lr %.3e | %.0f samples/s "
-                "| %.1f s\n", (long long)t->step, (long long)total, (long long)epoch, loss, text,
-                lr, samples_per_s, elapsed);
+        fprintf(t->log,
+                "step %6lld/%lld | epoch %lld | loss %.4f (%s) | lr %.3e | %.0f samples/s "
+                "| %.1f s\n",
+                (long long)t->step, (long long)total, (long long)epoch, loss, text, lr,
+                samples_per_s, elapsed);
     t->last_train_loss = loss;
     t->window_loss = 0;
     t->window_steps = 0;
@@ -133,16 +144,20 @@ static void log_start(ddpc_trainer *t, int64_t total)
     const struct ddpc__trainer_tasks *mt = t->tasks;
     if (!t->log)
         return;
-    fprintf(t->log, "training %s with %d task heads: %zu parameters, %lld steps, %d threads per "
-            "rank\n", ddpc_model_config_of(t->model)->type, mt->n, ddpc_model_num_params(t->model),
+    fprintf(t->log,
+            "training %s with %d task heads: %zu parameters, %lld steps, %d threads per "
+            "rank\n",
+            ddpc_model_config_of(t->model)->type, mt->n, ddpc_model_num_params(t->model),
             (long long)total, ddpc_kernels_threads());
     int64_t per_rank = 0;
     char parts[64 * DDPC_MODEL_MAX_HEADS] = "";
     size_t len = 0;
     for (int i = 0; i < mt->n; i++) {
         const ddpc__task *k = &mt->task[i];
-        fprintf(t->log, "task %s: %s, %lld classes, %lld samples, batch %lld per rank, loss "
-                "weight %g\n", k->name, k->data_type, (long long)k->num_classes,
+        fprintf(t->log,
+                "task %s: %s, %lld classes, %lld samples, batch %lld per rank, loss "
+                "weight %g\n",
+                k->name, k->data_type, (long long)k->num_classes,
                 (long long)ddpc_dataset_size(k->train), (long long)k->batch_size,
                 (double)k->loss_weight);
         per_rank += k->batch_size;
@@ -150,12 +165,13 @@ static void log_start(ddpc_trainer *t, int64_t total)
                                 k->name, (long long)k->batch_size);
     }
     const trainer_settings *s = &t->set;
-    fprintf(t->log, "global batch %lld = %lld per rank (%s) x %d rank%s x %lld accumulation "
+    fprintf(t->log,
+            "global batch %lld = %lld per rank (%s) x %d rank%s x %lld accumulation "
             "step%s (combined %s, backend %s, lr x %.3g)\n",
-            (long long)(per_rank * t->world * s->accum_steps), (long long)per_rank, parts,
-            t->world, t->world == 1 ? "" : "s", (long long)s->accum_steps,
-            s->accum_steps == 1 ? "" : "s", ddpc_combined_mode_name(mt->mode),
-            ddpc_backend_name(ddpc_pg_backend(t->pg)), ddpc__trainer_lr_scale(t));
+            (long long)(per_rank * t->world * s->accum_steps), (long long)per_rank, parts, t->world,
+            t->world == 1 ? "" : "s", (long long)s->accum_steps, s->accum_steps == 1 ? "" : "s",
+            ddpc_combined_mode_name(mt->mode), ddpc_backend_name(ddpc_pg_backend(t->pg)),
+            ddpc__trainer_lr_scale(t));
 }
 
 /* Periodic work after a step: stats sync, progress line, validation. */
@@ -170,8 +186,8 @@ static ddpc_status after_step(ddpc_trainer *t, int64_t epoch, int64_t total, boo
         log_progress(t, epoch, total, ddpc_time_now() - start);
     /* Validation uses the test splits, which the final evaluation covers. */
     bool repeat = t->step == total && s->eval_batches == 0;
-    if (!repeat && ((s->eval_every > 0 && t->step % s->eval_every == 0) ||
-                    (s->eval_every == 0 && epoch_end)))
+    if (!repeat &&
+        ((s->eval_every > 0 && t->step % s->eval_every == 0) || (s->eval_every == 0 && epoch_end)))
         DDPC_TRY(ddpc__tasks_evaluate(t, "val", true));
     return DDPC_OK;
 }

@@ -10,8 +10,8 @@
 #include <string.h>
 
 static const char *const task_data_types[] = {"fmnist", "synthetic_images", NULL};
-static const char *const combined_modes[] = {"max_size_cycle", "min_size", "max_size",
-                                             "sequential", NULL};
+static const char *const combined_modes[] = {"max_size_cycle", "min_size", "max_size", "sequential",
+                                             NULL};
 
 /* "tasks.<i>.<suffix>" into buf. */
 static const char *task_key(char *buf, size_t cap, int i, const char *suffix)
@@ -56,8 +56,8 @@ static ddpc_status load_base(ddpc_trainer *t, base_data *b)
     DDPC_TRY(ddpc_dataset_synthetic_images_create(&b->train, b->size, 1, 28, 28, b->classes,
                                                   t->set.seed));
     DDPC_TRY(own(mt, b->train));
-    DDPC_TRY(ddpc_dataset_synthetic_images_create(&b->test, b->size / 4 + 1, 1, 28, 28,
-                                                  b->classes, t->set.seed + 1));
+    DDPC_TRY(ddpc_dataset_synthetic_images_create(&b->test, b->size / 4 + 1, 1, 28, 28, b->classes,
+                                                  t->set.seed + 1));
     return own(mt, b->test);
 }
 
@@ -72,8 +72,8 @@ static ddpc_status load_task_data(ddpc_trainer *t, int i, base_data *bases, int 
                                 task_data_types, &want.type));
     k->data_type = task_data_types[want.type];
     if (want.type == 0) {
-        DDPC_TRY(ddpc_config_string(c, task_key(key, sizeof key, i, "data.path"),
-                                    DDPC__FMNIST_DIR, &want.path));
+        DDPC_TRY(ddpc_config_string(c, task_key(key, sizeof key, i, "data.path"), DDPC__FMNIST_DIR,
+                                    &want.path));
     } else {
         DDPC_TRY(ddpc_config_int(c, task_key(key, sizeof key, i, "data.size"), 1024, 1, INT64_MAX,
                                  &want.size));
@@ -119,11 +119,14 @@ static ddpc_status read_name(ddpc_trainer *t, int i)
     const char *name;
     DDPC_TRY(ddpc_config_string(t->cfg, task_key(key, sizeof key, i, "name"), NULL, &name));
     size_t len = name ? strlen(name) : 0;
-    if (len == 0 || len >= DDPC__TASK_NAME_MAX || strspn(name, "abcdefghijklmnopqrstuvwxyz"
-                                                              "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                              "0123456789_-.") != len)
-        return ddpc_errorf(DDPC_EINVAL, "key '%s' must be 1 to %d letters, digits, '_', '-' or "
-                           "'.', got '%s'", key, DDPC__TASK_NAME_MAX - 1, name ? name : "");
+    if (len == 0 || len >= DDPC__TASK_NAME_MAX ||
+        strspn(name, "abcdefghijklmnopqrstuvwxyz"
+                     "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                     "0123456789_-.") != len)
+        return ddpc_errorf(DDPC_EINVAL,
+                           "key '%s' must be 1 to %d letters, digits, '_', '-' or "
+                           "'.', got '%s'",
+                           key, DDPC__TASK_NAME_MAX - 1, name ? name : "");
     for (int j = 0; j < i; j++)
         if (strcmp(t->tasks->task[j].name, name) == 0)
             return ddpc_errorf(DDPC_EINVAL, "key '%s': '%s' is already the name of tasks.%d", key,
@@ -147,8 +150,8 @@ static ddpc_status read_task(ddpc_trainer *t, int i, base_data *bases, int *n_ba
     DDPC_TRY(ddpc_config_float(c, task_key(key, sizeof key, i, "loss_weight"), 1.0, 0.0, 1e6, &w));
     k->loss_weight = (float)w;
     int64_t classes = ddpc_dataset_num_classes(k->train);
-    DDPC_TRY(ddpc_config_int(c, task_key(key, sizeof key, i, "num_classes"), classes, classes,
-                             256, &k->num_classes));
+    DDPC_TRY(ddpc_config_int(c, task_key(key, sizeof key, i, "num_classes"), classes, classes, 256,
+                             &k->num_classes));
     return DDPC_OK;
 }
 
@@ -157,8 +160,10 @@ ddpc_status ddpc__tasks_load(ddpc_trainer *t)
     ddpc_config *c = t->cfg;
     size_t n = ddpc_config_seq_len(c, "tasks");
     if (n == 0 || n > DDPC_MODEL_MAX_HEADS)
-        return ddpc_errorf(DDPC_EINVAL, "key 'tasks' must be a list of 1 to %d task mappings, got "
-                           "%zu", DDPC_MODEL_MAX_HEADS, n);
+        return ddpc_errorf(DDPC_EINVAL,
+                           "key 'tasks' must be a list of 1 to %d task mappings, got "
+                           "%zu",
+                           DDPC_MODEL_MAX_HEADS, n);
     t->tasks = ddpc_calloc(1, sizeof *t->tasks);
     if (!t->tasks)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory for %zu tasks", n);
@@ -185,9 +190,10 @@ ddpc_status ddpc__tasks_model_heads(ddpc_trainer *t, ddpc_model_config *mc)
         int64_t shape[3];
         ddpc_dataset_sample_shape(mt->task[i].train, shape);
         if (memcmp(shape, shape0, sizeof shape) != 0)
-            return ddpc_errorf(DDPC_EINVAL, "tasks.%d ('%s') has samples of shape (%lld, %lld, "
-                               "%lld), tasks.0 of (%lld, %lld, %lld): the trunk is shared", i,
-                               mt->task[i].name, (long long)shape[0], (long long)shape[1],
+            return ddpc_errorf(DDPC_EINVAL,
+                               "tasks.%d ('%s') has samples of shape (%lld, %lld, "
+                               "%lld), tasks.0 of (%lld, %lld, %lld): the trunk is shared",
+                               i, mt->task[i].name, (long long)shape[0], (long long)shape[1],
                                (long long)shape[2], (long long)shape0[0], (long long)shape0[1],
                                (long long)shape0[2]);
         mc->head_classes[i] = mt->task[i].num_classes;
@@ -216,9 +222,10 @@ static ddpc_status build_loader(ddpc_trainer *t, int i)
     const ddpc_dataset *ds[1] = {k->train};
     DDPC_TRY(ddpc_loader_create(ds, 1, k->sampler, &lc, &k->loader));
     if (ddpc_loader_len(k->loader) == 0)
-        return ddpc_errorf(DDPC_EINVAL, "tasks.%d ('%s'): batch_size %lld on each of %d ranks is "
-                           "more than its %lld training samples", i, k->name,
-                           (long long)k->batch_size, t->world,
+        return ddpc_errorf(DDPC_EINVAL,
+                           "tasks.%d ('%s'): batch_size %lld on each of %d ranks is "
+                           "more than its %lld training samples",
+                           i, k->name, (long long)k->batch_size, t->world,
                            (long long)ddpc_dataset_size(k->train));
     return DDPC_OK;
 }
@@ -236,7 +243,8 @@ ddpc_status ddpc__tasks_build_loaders(ddpc_trainer *t, int64_t *per_epoch)
     DDPC_TRY(ddpc_combined_create(loaders, names, mt->n, mt->mode, &mt->combined));
     *per_epoch = ddpc_combined_len(mt->combined) / t->set.accum_steps;
     if (*per_epoch == 0)
-        return ddpc_errorf(DDPC_EINVAL, "an epoch of %lld combined steps (data.combined_mode %s) "
+        return ddpc_errorf(DDPC_EINVAL,
+                           "an epoch of %lld combined steps (data.combined_mode %s) "
                            "is shorter than optim.grad_accum_steps %lld",
                            (long long)ddpc_combined_len(mt->combined),
                            ddpc_combined_mode_name(mt->mode), (long long)t->set.accum_steps);
