@@ -60,10 +60,13 @@ typedef struct {
     int spin;         /* pause-loop iterations before yielding */
     double timeout_s; /* of the current collective, for messages */
     bool use_cma;
-    uint64_t cma_word; /* read by peers through process_vm_readv */
-    pid_t *pids;       /* (world) peers' pids, for liveness */
-    uint64_t *starts;  /* (world) their start times; 0 = cannot check */
-    const void **srcs; /* (world) scratch for ddpc__reduce_many */
+    uint64_t cma_word;  /* read by peers through process_vm_readv */
+    pid_t *pids;        /* (world) peers' pids, for liveness */
+    uint64_t *starts;   /* (world) their start times; 0 = cannot check */
+    const void **srcs;  /* (world) scratch for ddpc__reduce_many */
+    unsigned char *tmp; /* (world, cma_chunk) peers' data pulled by CMA */
+    size_t cma_chunk;   /* bytes per pull while reducing */
+    size_t cma_min;     /* messages from this size on use CMA when use_cma */
 } ddpc__shm_state;
 
 /* Segment geometry for `world` ranks. */
@@ -98,14 +101,15 @@ bool ddpc__pid_alive(pid_t pid, uint64_t start);
 void ddpc__host_name(char *out, size_t cap);
 
 /* shm_hello.c: the rendezvous messages (one line each, at most DDPC__SHM_LINE_MAX bytes). */
-enum { DDPC__SHM_LINE_MAX = 512 };
+enum { DDPC__SHM_LINE_MAX = 512, DDPC__SHM_REPLY_TEXT_MAX = 400 };
 typedef struct {
     int version, rank, world, pid;
     char host[DDPC__SHM_HOST_CAP];
 } ddpc__shm_hello;
 int ddpc__shm_hello_format(char *out, size_t cap, const ddpc__shm_hello *h);
 ddpc_status ddpc__shm_hello_parse(const char *buf, size_t len, ddpc__shm_hello *out);
-/* Reply: ok with the segment name, or an error message (printable ASCII). */
+/* Reply: ok with the segment name (< DDPC__SHM_NAME_CAP chars), or an error message (printable
+ * ASCII, cut to DDPC__SHM_REPLY_TEXT_MAX chars). */
 int ddpc__shm_reply_format(char *out, size_t cap, bool ok, const char *text);
 ddpc_status ddpc__shm_reply_parse(const char *buf, size_t len, bool *ok, char *text, size_t cap);
 
@@ -125,5 +129,13 @@ void ddpc__shm_abort(ddpc__shm_state *s, ddpc_status status);
 
 /* shm_coll.c */
 ddpc_status ddpc__shm_run(void *state, const ddpc__coll *c);
+
+/* shm_cma.c: single-copy large collectives (callers check s->use_cma), and the join-time probe
+ * that sets use_cma on every rank alike. */
+ddpc_status ddpc__shm_cma_all_reduce(ddpc__shm_state *s, const ddpc__coll *c);
+ddpc_status ddpc__shm_cma_reduce_scatter(ddpc__shm_state *s, const ddpc__coll *c);
+ddpc_status ddpc__shm_cma_all_gather(ddpc__shm_state *s, const ddpc__coll *c);
+ddpc_status ddpc__shm_cma_broadcast(ddpc__shm_state *s, const ddpc__coll *c);
+ddpc_status ddpc__shm_cma_probe(ddpc__shm_state *s, double deadline);
 
 #endif

@@ -158,6 +158,8 @@ ddpc_status ddpc__shm_claim(ddpc__shm_state *s)
     int expected = 0;
     bool dead;
     me->start_time = ddpc__proc_start_time(getpid(), &dead);
+    me->cma_addr = (uint64_t)(uintptr_t)&s->cma_word; /* published by the attach below */
+    me->cma_word = s->cma_word;
     if (!atomic_compare_exchange_strong(&me->pid, &expected, (int)getpid()))
         return ddpc_errorf(DDPC_EINVAL,
                            "rank %d is already taken by pid %d (two processes with the same rank?)",

@@ -291,7 +291,16 @@ static ddpc_status rank_n(ddpc__shm_state *s, const endpoint *ep, double deadlin
                            text);
     void *base = NULL;
     bool retry = false;
-    DDPC_TRY(ddpc__shm_seg_open(text, s->world, &base, &s->map_bytes, &retry));
+    if (ddpc__shm_seg_open(text, s->world, &base, &s->map_bytes, &retry) != DDPC_OK) {
+        char why[DDPC__SHM_MSG_CAP];
+        snprintf(why, sizeof why, "%s", ddpc_last_error());
+        if (retry)
+            return ddpc_errorf(DDPC_EPEER,
+                               "shm rendezvous at %s: rank 0 gave up before rank %d could attach "
+                               "(see rank 0's error): %s",
+                               ep->where, s->rank, why);
+        return ddpc_errorf(DDPC_EIO, "shm rendezvous at %s: %s", ep->where, why);
+    }
     ddpc__shm_bind(s, base);
     st = ddpc__shm_claim(s);
     if (st != DDPC_OK) {
