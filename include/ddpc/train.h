@@ -42,7 +42,8 @@ typedef struct {
 /* Times `steps` full training steps (forward, backward, clip, optimizer) after `warmup`. */
 ddpc_status ddpc_trainer_bench(ddpc_trainer *t, int64_t warmup, int64_t steps, ddpc_bench_result *r);
 
-/* Last evaluation's results (for tests and the CLI's summary). */
+/* Last evaluation's results (for tests and the CLI's summary); with `tasks`, the first task's
+ * (metrics.jsonl has every task's). */
 typedef struct {
     double loss;
     double accuracy;
