@@ -21,19 +21,6 @@ static void dist_vars(const char *const *envp, char *buf, size_t cap)
     }
 }
 
-/* The rule of ddpc_pg_create for backend AUTO (keep in step with pick_backend in pg.c). */
-static ddpc_backend auto_backend(const ddpc_dist_env *e)
-{
-    if (e->backend != DDPC_BACKEND_AUTO)
-        return e->backend;
-    bool mpi_launched = e->source == DDPC_DIST_SOURCE_OPENMPI ||
-                        e->source == DDPC_DIST_SOURCE_PMI || e->source == DDPC_DIST_SOURCE_SLURM ||
-                        e->num_nodes > 1;
-    if (mpi_launched && ddpc_backend_available(DDPC_BACKEND_MPI))
-        return DDPC_BACKEND_MPI;
-    return DDPC_BACKEND_SHM;
-}
-
 void ddpc_sysinfo_collect(ddpc_sysinfo *out)
 {
     memset(out, 0, sizeof *out);
@@ -47,5 +34,5 @@ void ddpc_sysinfo_collect(ddpc_sysinfo *out)
     out->dist_status = ddpc_dist_env_parse(envp, &out->dist);
     if (out->dist_status != DDPC_OK)
         snprintf(out->dist_error, sizeof out->dist_error, "%s", ddpc_last_error());
-    out->dist_backend = auto_backend(&out->dist);
+    out->dist_backend = ddpc_pg_choose_backend(&out->dist, DDPC_BACKEND_AUTO);
 }
