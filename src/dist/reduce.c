@@ -1,0 +1,260 @@
+/* Reduction kernels shared by the backends, and the bf16/f16 <-> f32 conversions.
+ * Invariant: a reduction of n inputs is evaluated strictly left to right, srcs[0] op srcs[1] op
+ * ... op srcs[n-1], element by element, so every rank that reduces the same inputs gets the same
+ * bits. bf16/f16 accumulate in f32 and round once (nearest even). Integer SUM wraps around in its
+ * type and AVG is that sum divided by n, truncated toward zero (NCCL's semantics). MIN/MAX
+ * propagate NaN. Work runs in L1-sized chunks so n inputs cost one pass over dst. */
+#include "dist/pg_impl.h"
+
+#include <string.h>
+#ifdef __F16C__
+#include <immintrin.h>
+#endif
+
+enum { CHUNK = 1024 }; /* elements per pass: 4 KiB of f32 stays in L1 across the n inputs */
+
+static uint32_t f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static float bits_f32(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+float ddpc__bf16_to_f32(uint16_t h)
+{
+    return bits_f32((uint32_t)h << 16);
+}
+
+uint16_t ddpc__f32_to_bf16(float f)
+{
+    uint32_t u = f32_bits(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) /* NaN: keep sign and top payload, force quiet */
+        return (uint16_t)((u >> 16) | 0x0040u);
+    u += 0x7fffu + ((u >> 16) & 1u); /* round to nearest even; overflow carries into inf */
+    return (uint16_t)(u >> 16);
+}
+
+float ddpc__f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+    if (exp == 0x1f) /* inf or NaN: payload moves to the top of the f32 mantissa */
+        return bits_f32(sign | 0x7f800000u | (man << 13));
+    if (exp == 0) { /* zero or subnormal: man * 2^-24, exact in f32 */
+        float v = (float)man * 0x1p-24f;
+        return bits_f32(sign | f32_bits(v));
+    }
+    return bits_f32(sign | ((exp + 112u) << 23) | (man << 13));
+}
+
+uint16_t ddpc__f32_to_f16(float f)
+{
+    uint32_t u = f32_bits(f);
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    u &= 0x7fffffffu;
+    if (u > 0x7f800000u) /* NaN: quiet, keep the top payload bits */
+        return (uint16_t)(sign | 0x7e00u | ((u >> 13) & 0x3ffu));
+    if (u >= 0x477ff000u) /* >= 65520 rounds to inf (65504 is the largest finite) */
+        return (uint16_t)(sign | 0x7c00u);
+    if (u < 0x38800000u) { /* below 2^-14: f16 subnormal; adding 0.5 rounds at 2^-24 (RNE) */
+        float r = bits_f32(u) + 0.5f;
+        return (uint16_t)(sign | (f32_bits(r) - f32_bits(0.5f)));
+    }
+    uint32_t odd = (u >> 13) & 1u; /* rebias 127 -> 15 and round the 13 dropped bits to even */
+    u += ((uint32_t)(15 - 127) << 23) + 0xfffu + odd;
+    return (uint16_t)(sign | (u >> 13));
+}
+
+/* ---- 16-bit float chunks <-> f32 ---- */
+
+static void bf16_load(float *restrict out, const uint16_t *restrict in, size_t m)
+{
+    for (size_t i = 0; i < m; i++) {
+        uint32_t u = (uint32_t)in[i] << 16;
+        memcpy(out + i, &u, sizeof u);
+    }
+}
+
+static void bf16_store(uint16_t *restrict out, const float *restrict in, size_t m)
+{
+    for (size_t i = 0; i < m; i++) {
+        uint32_t u;
+        memcpy(&u, in + i, sizeof u);
+        uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+        uint32_t nan = (u >> 16) | 0x0040u;
+        out[i] = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
+    }
+}
+
+static void f16_load(float *restrict out, const uint16_t *restrict in, size_t m)
+{
+    size_t i = 0;
+#ifdef __F16C__
+    for (; i + 8 <= m; i += 8)
+        _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(in + i))));
+#endif
+    for (; i < m; i++)
+        out[i] = ddpc__f16_to_f32(in[i]);
+}
+
+static void f16_store(uint16_t *restrict out, const float *restrict in, size_t m)
+{
+    size_t i = 0;
+#ifdef __F16C__
+    for (; i + 8 <= m; i += 8) {
+        __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT);
+        _mm_storeu_si128((__m128i *)(out + i), h);
+    }
+#endif
+    for (; i < m; i++)
+        out[i] = ddpc__f32_to_f16(in[i]);
+}
+
+/* ---- element-wise kernels: d = a op b (bin) and d = d op b (acc), AVG accumulates as SUM ---- */
+
+/* a[i] is the running value, b[i] the next input; MIN/MAX take a NaN input over anything. */
+#define FLOAT_OPS                                                                                  \
+    case DDPC_REDUCE_SUM:                                                                          \
+    case DDPC_REDUCE_AVG:                                                                          \
+        LOOP(a[i] + b[i]);                                                                         \
+        break;                                                                                     \
+    case DDPC_REDUCE_MIN:                                                                          \
+        LOOP((b[i] < a[i] || b[i] != b[i]) ? b[i] : a[i]);                                         \
+        break;                                                                                     \
+    default:                                                                                       \
+        LOOP((b[i] > a[i] || b[i] != b[i]) ? b[i] : a[i]);                                         \
+        break;
+
+#define INT_OPS(T, U)                                                                              \
+    case DDPC_REDUCE_SUM:                                                                          \
+    case DDPC_REDUCE_AVG:                                                                          \
+        LOOP((T)((U)a[i] + (U)b[i]));                                                              \
+        break;                                                                                     \
+    case DDPC_REDUCE_MIN:                                                                          \
+        LOOP(b[i] < a[i] ? b[i] : a[i]);                                                           \
+        break;                                                                                     \
+    default:                                                                                       \
+        LOOP(b[i] > a[i] ? b[i] : a[i]);                                                           \
+        break;
+
+#define DEFINE_KERNELS(SFX, T, OPS)                                                                \
+    static void SFX##_bin(T *restrict d, const T *restrict a, const T *restrict b, size_t m,       \
+                          ddpc_reduce_op op)                                                       \
+    {                                                                                              \
+        switch (op) {                                                                              \
+            OPS                                                                                    \
+        }                                                                                          \
+    }                                                                                              \
+    static void SFX##_acc(T *restrict d, const T *restrict b, size_t m, ddpc_reduce_op op)         \
+    {                                                                                              \
+        const T *a = d;                                                                            \
+        switch (op) {                                                                              \
+            OPS                                                                                    \
+        }                                                                                          \
+    }                                                                                              \
+    static void SFX##_div(T *restrict d, size_t m, int n)                                          \
+    {                                                                                              \
+        for (size_t i = 0; i < m; i++)                                                             \
+            d[i] = (T)(d[i] / (T)n);                                                               \
+    }                                                                                              \
+    static void SFX##_many(T *dst, const void *const *srcs, int n, size_t count,                   \
+                           ddpc_reduce_op op)                                                      \
+    {                                                                                              \
+        for (size_t base = 0; base < count; base += CHUNK) {                                       \
+            size_t m = count - base < CHUNK ? count - base : CHUNK;                                \
+            T *d = dst + base;                                                                     \
+            const T *s0 = (const T *)srcs[0] + base, *s1 = (const T *)srcs[1] + base;              \
+            if (d == s0)                                                                           \
+                SFX##_acc(d, s1, m, op);                                                           \
+            else                                                                                   \
+                SFX##_bin(d, s0, s1, m, op);                                                       \
+            for (int k = 2; k < n; k++)                                                            \
+                SFX##_acc(d, (const T *)srcs[k] + base, m, op);                                    \
+            if (op == DDPC_REDUCE_AVG)                                                             \
+                SFX##_div(d, m, n);                                                                \
+        }                                                                                          \
+    }
+
+#define LOOP(EXPR)                                                                                 \
+    for (size_t i = 0; i < m; i++)                                                                 \
+        d[i] = (EXPR);
+
+DEFINE_KERNELS(f32, float, FLOAT_OPS)
+DEFINE_KERNELS(f64, double, FLOAT_OPS)
+DEFINE_KERNELS(i32, int32_t, INT_OPS(int32_t, uint32_t))
+DEFINE_KERNELS(i64, int64_t, INT_OPS(int64_t, uint64_t))
+#undef LOOP
+
+/* bf16/f16: widen each chunk to f32, reduce there in order, divide for AVG, round once. */
+static void half_many(uint16_t *dst, const void *const *srcs, int n, size_t count,
+                      ddpc_reduce_op op, bool bf16)
+{
+    float acc[CHUNK], tmp[CHUNK];
+    for (size_t base = 0; base < count; base += CHUNK) {
+        size_t m = count - base < CHUNK ? count - base : CHUNK;
+        for (int k = 0; k < n; k++) {
+            const uint16_t *s = (const uint16_t *)srcs[k] + base;
+            float *into = k == 0 ? acc : tmp;
+            if (bf16)
+                bf16_load(into, s, m);
+            else
+                f16_load(into, s, m);
+            if (k > 0)
+                f32_acc(acc, tmp, m, op);
+        }
+        if (op == DDPC_REDUCE_AVG)
+            f32_div(acc, m, n);
+        if (bf16)
+            bf16_store(dst + base, acc, m);
+        else
+            f16_store(dst + base, acc, m);
+    }
+}
+
+void ddpc__reduce_many(void *dst, const void *const *srcs, int n, size_t count, ddpc_dtype dtype,
+                       ddpc_reduce_op op)
+{
+    if (n <= 0 || count == 0)
+        return;
+    if (n == 1) { /* a single input, AVG included, is the value itself */
+        if (dst != srcs[0])
+            memmove(dst, srcs[0], count * ddpc_dtype_size(dtype));
+        return;
+    }
+    switch (dtype) {
+    case DDPC_DTYPE_F32:
+        f32_many(dst, srcs, n, count, op);
+        break;
+    case DDPC_DTYPE_F64:
+        f64_many(dst, srcs, n, count, op);
+        break;
+    case DDPC_DTYPE_BF16:
+    case DDPC_DTYPE_F16:
+        half_many(dst, srcs, n, count, op, dtype == DDPC_DTYPE_BF16);
+        break;
+    case DDPC_DTYPE_I32:
+        i32_many(dst, srcs, n, count, op);
+        break;
+    default:
+        i64_many(dst, srcs, n, count, op);
+        break;
+    }
+}
+
+/* AVG acts as SUM here: a pairwise step cannot know n; whoever finishes divides. bf16/f16 round
+ * after every call, so reductions of many inputs should use ddpc__reduce_many. */
+void ddpc__reduce_into(void *dst, const void *src, size_t count, ddpc_dtype dtype,
+                       ddpc_reduce_op op)
+{
+    if (op == DDPC_REDUCE_AVG)
+        op = DDPC_REDUCE_SUM;
+    const void *srcs[2] = {dst, src};
+    ddpc__reduce_many(dst, srcs, 2, count, dtype, op);
+}
