@@ -5,11 +5,14 @@
  * rule). Sizes are total bytes S (all_gather: the gathered buffer; reduce_scatter: the input).
  * Build: mpicc -std=c11 -O3 bench/coll_mpi.c -o coll_mpi
  * Run:   mpirun -np 2 ./coll_mpi allreduce [--min-bytes 4K] [--max-bytes 256M] [--step-factor 2]
- *          [--iters 20] [--warmup 5] [--dtype f32|f64|i32|i64] [--op sum|min|max] [--check] [--json] */
+ *          [--iters 20] [--warmup 5] [--min-ms 0] [--max-ms 0] [--dtype f32|f64|i32|i64]
+ *          [--op sum|min|max] [--check] [--json]
+ * --min-ms/--max-ms raise/lower the timed calls of a size to last about that long (as ddpc's). */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
 
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +29,7 @@ static const size_t type_sizes[] = {4, 8, 4, 8};
 typedef struct {
     int coll, op, type;
     size_t min_bytes, max_bytes;
-    long factor, iters, warmup;
+    long factor, iters, warmup, min_ms, max_ms;
     int check, json;
 } options;
 
@@ -101,6 +104,10 @@ static int parse_options(int argc, char **argv, options *o, int rank)
             bad = (o->iters = parse_long(v, 1, 1000000)) < 1 ? v : NULL;
         else if (strcmp(a, "--warmup") == 0)
             bad = (o->warmup = parse_long(v, 0, 1000000)) < 0 ? v : NULL;
+        else if (strcmp(a, "--min-ms") == 0)
+            bad = (o->min_ms = parse_long(v, 0, 3600000)) < 0 ? v : NULL;
+        else if (strcmp(a, "--max-ms") == 0)
+            bad = (o->max_ms = parse_long(v, 0, 3600000)) < 0 ? v : NULL;
         else if (strcmp(a, "--dtype") == 0)
             bad = (o->type = lookup(v, type_names, 4)) < 0 ? v : NULL;
         else if (strcmp(a, "--op") == 0)
@@ -119,7 +126,12 @@ static int parse_options(int argc, char **argv, options *o, int rank)
 
 static MPI_Datatype mpi_type(int t)
 {
-    return t == T_F32 ? MPI_FLOAT : t == T_F64 ? MPI_DOUBLE : t == T_I32 ? MPI_INT32_T : MPI_INT64_T;
+    switch (t) {
+    case T_F32: return MPI_FLOAT;
+    case T_F64: return MPI_DOUBLE;
+    case T_I32: return MPI_INT32_T;
+    default: return MPI_INT64_T;
+    }
 }
 
 /* Rank r's input element i: a small integer, exact in every type and in any sum of <= 32 ranks. */
@@ -199,6 +211,18 @@ static void run_once(const options *o, void *send, void *recv, size_t per)
     }
 }
 
+/* Timed calls: --iters, raised to last --min-ms and lowered to fit --max-ms (at least 1), judged
+ * by `est`, the max over ranks of the mean warm-up call, so every rank runs the same count. */
+static long timed_iters(const options *o, double est)
+{
+    long n = o->iters;
+    if (o->min_ms > 0 && est > 0 && (double)n * est < 1e-3 * (double)o->min_ms)
+        n = (long)fmin(1e6, ceil(1e-3 * (double)o->min_ms / est));
+    if (o->max_ms > 0 && (double)n * est > 1e-3 * (double)o->max_ms)
+        n = (long)fmax(1.0, floor(1e-3 * (double)o->max_ms / est));
+    return n;
+}
+
 /* Times one size; prints its row on rank 0. Returns the number of wrong elements on all ranks. */
 static long bench_size(const options *o, int rank, int n, void *send, void *recv, size_t bytes)
 {
@@ -207,14 +231,19 @@ static long bench_size(const options *o, int rank, int n, void *send, void *recv
     size_t per = bytes / ts / (per_rank ? (size_t)n : 1);
     size_t total = per * (per_rank ? (size_t)n : 1);
     fill(o, rank, send, recv, per, n);
+    long warm = o->warmup > 0 ? o->warmup : (o->min_ms > 0 || o->max_ms > 0);
     MPI_Barrier(MPI_COMM_WORLD);
-    for (long i = 0; i < o->warmup; i++)
+    double t0 = MPI_Wtime(), est = 0.0;
+    for (long i = 0; i < warm; i++)
         run_once(o, send, recv, per);
+    double est_local = warm > 0 ? (MPI_Wtime() - t0) / (double)warm : 0.0;
+    MPI_Allreduce(&est_local, &est, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    long iters = timed_iters(o, est);
     MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = MPI_Wtime();
-    for (long i = 0; i < o->iters; i++)
+    t0 = MPI_Wtime();
+    for (long i = 0; i < iters; i++)
         run_once(o, send, recv, per);
-    double mean = (MPI_Wtime() - t0) / (double)o->iters, tmax = 0.0;
+    double mean = (MPI_Wtime() - t0) / (double)iters, tmax = 0.0;
     MPI_Allreduce(&mean, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     long wrong = 0, wrong_all = 0;
     if (o->check) {
@@ -231,10 +260,10 @@ static long bench_size(const options *o, int rank, int n, void *send, void *recv
     if (o->check)
         snprintf(wbuf, sizeof wbuf, "%ld", wrong_all);
     if (rank == 0 && o->json)
-        printf("{\"bench\": \"%s\", \"impl\": \"mpi\", \"ranks\": %d, \"size\": %zu, \"count\": %zu, "
-               "\"type\": \"%s\", \"redop\": \"%s\", \"iters\": %ld, \"time_us\": %.3f, "
-               "\"algbw\": %.4f, \"busbw\": %.4f, \"wrong\": %s}\n",
-               coll_names[o->coll], n, total * ts, total, type_names[o->type], op, o->iters,
+        printf("{\"bench\": \"%s\", \"impl\": \"mpi\", \"ranks\": %d, \"size\": %zu, "
+               "\"count\": %zu, \"type\": \"%s\", \"redop\": \"%s\", \"iters\": %ld, "
+               "\"time_us\": %.3f, \"algbw\": %.4f, \"busbw\": %.4f, \"wrong\": %s}\n",
+               coll_names[o->coll], n, total * ts, total, type_names[o->type], op, iters,
                tmax * 1e6, algbw, algbw * factor, o->check ? wbuf : "null");
     else if (rank == 0)
         printf("%12zu  %12zu  %6s  %6s  %10.2f  %7.2f  %7.2f  %6s\n", total * ts, total,
@@ -273,8 +302,10 @@ int main(int argc, char **argv)
         return 1;
     }
     if (rank == 0 && !o.json) {
-        printf("# coll_mpi %s: %d ranks, %ld iters after %ld warm-up, time = max over ranks of "
-               "the mean per call\n", coll_names[o.coll], n, o.iters, o.warmup);
+        printf("# coll_mpi %s: %d ranks, %ld iters", coll_names[o.coll], n, o.iters);
+        if (o.min_ms > 0 || o.max_ms > 0)
+            printf(" (fitted to %ld..%ld ms per size)", o.min_ms, o.max_ms);
+        printf(" after %ld warm-up; time = max over ranks of the mean per call\n", o.warmup);
         printf("# %10s  %12s  %6s  %6s  %10s  %7s  %7s  %6s\n", "size", "count", "type", "redop",
                "time", "algbw", "busbw", "#wrong");
         printf("# %10s  %12s  %6s  %6s  %10s  %7s  %7s  %6s\n", "(B)", "(elements)", "", "",

@@ -10,7 +10,9 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: ddpc <command> [args]\n"
             "  train CONFIG [key=value ...]        train, validate, test or predict (see docs/config.md)\n"
-            "  bench step CONFIG [key=value ...]   time training steps, print one JSON line\n");
+            "  bench step CONFIG [key=value ...]   time training steps, print one JSON line\n"
+            "  bench allreduce|broadcast|all_gather|reduce_scatter [options]\n"
+            "                                      collective sweep as one worker of a job\n");
 }
 
 int main(int argc, char **argv)
