@@ -132,7 +132,7 @@ static void fill_random(void *p, size_t count, ddpc_dtype t, ddpc_rng *r)
             ((uint16_t *)p)[i] = ddpc__f32_to_f16(f);
             break;
         case DDPC_DTYPE_I32:
-            ((int32_t *)p)[i] = (int32_t)(ddpc_rng_next(r) >> 1) - (1 << 30);
+            ((int32_t *)p)[i] = (int32_t)(uint32_t)ddpc_rng_next(r);
             break;
         default:
             ((int64_t *)p)[i] = (int64_t)ddpc_rng_next(r);

@@ -1,0 +1,160 @@
+/* The comm thread and work handles. One thread per group, started by the first async call, takes
+ * work from a FIFO (mutex + condvar) and runs it with ddpc__pg_execute; a blocking call runs on
+ * the caller's thread when nothing is pending and otherwise queues behind the async work, so
+ * completion order is issue order. Invariant: `done` is set after status/msg and never cleared,
+ * and a group is destroyed only after all its work is done, so a handle outlives its group. */
+#include "dist/pg_front.h"
+
+#include <ddpc/alloc.h>
+
+#include <stdio.h>
+#include <string.h>
+
+static void complete(ddpc_pg *pg, ddpc_work *w, ddpc_status s)
+{
+    w->status = s;
+    if (s != DDPC_OK)
+        snprintf(w->msg, sizeof w->msg, "%s", ddpc_last_error());
+    pthread_mutex_lock(&pg->mu);
+    atomic_store_explicit(&w->done, true, memory_order_release);
+    pg->pending--;
+    pthread_cond_broadcast(&pg->done_cv);
+    pthread_mutex_unlock(&pg->mu);
+}
+
+static void *comm_main(void *arg)
+{
+    ddpc_pg *pg = arg;
+    pthread_mutex_lock(&pg->mu);
+    for (;;) {
+        while (!pg->head && !pg->stopping)
+            pthread_cond_wait(&pg->work_cv, &pg->mu);
+        ddpc_work *w = pg->head;
+        if (!w)
+            break; /* stopping and drained */
+        pg->head = w->next;
+        if (!pg->head)
+            pg->tail = NULL;
+        pthread_mutex_unlock(&pg->mu);
+        complete(pg, w, ddpc__pg_execute(pg, &w->coll));
+        pthread_mutex_lock(&pg->mu);
+    }
+    pthread_mutex_unlock(&pg->mu);
+    return NULL;
+}
+
+static ddpc_status start_thread(ddpc_pg *pg)
+{
+    if (pg->thread_started)
+        return DDPC_OK;
+    int rc = pthread_create(&pg->thread, NULL, comm_main, pg);
+    if (rc != 0)
+        return ddpc_errorf(DDPC_ENOMEM, "could not start the process group's comm thread: %s",
+                           strerror(rc));
+    pg->thread_started = true;
+    return DDPC_OK;
+}
+
+static void enqueue(ddpc_pg *pg, ddpc_work *w)
+{
+    w->next = NULL;
+    pthread_mutex_lock(&pg->mu);
+    if (pg->tail)
+        pg->tail->next = w;
+    else
+        pg->head = w;
+    pg->tail = w;
+    pg->pending++;
+    pthread_cond_signal(&pg->work_cv);
+    pthread_mutex_unlock(&pg->mu);
+}
+
+/* Blocks until `w` is done; `pg` must be alive unless `w` is already done. */
+static void wait_done(ddpc_pg *pg, ddpc_work *w)
+{
+    if (atomic_load_explicit(&w->done, memory_order_acquire))
+        return;
+    pthread_mutex_lock(&pg->mu);
+    while (!atomic_load_explicit(&w->done, memory_order_acquire))
+        pthread_cond_wait(&pg->done_cv, &pg->mu);
+    pthread_mutex_unlock(&pg->mu);
+}
+
+ddpc_status ddpc__pg_run_blocking(ddpc_pg *pg, ddpc__coll *coll)
+{
+    if (!pg->thread_started)
+        return ddpc__pg_execute(pg, coll);
+    pthread_mutex_lock(&pg->mu);
+    bool idle = pg->pending == 0;
+    pthread_mutex_unlock(&pg->mu);
+    if (idle) /* the comm thread has nothing and only this thread can give it more */
+        return ddpc__pg_execute(pg, coll);
+    ddpc_work w = {.pg = pg, .coll = *coll};
+    atomic_init(&w.done, false);
+    enqueue(pg, &w);
+    wait_done(pg, &w);
+    if (w.status != DDPC_OK)
+        return ddpc_errorf(w.status, "%s", w.msg);
+    return DDPC_OK;
+}
+
+ddpc_status ddpc__pg_submit(ddpc_pg *pg, const ddpc__coll *coll, ddpc_work **work)
+{
+    ddpc_work *w = ddpc_malloc(sizeof *w);
+    if (!w)
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory allocating a work handle for %s #%llu",
+                           ddpc__coll_name(coll->kind), (unsigned long long)coll->seq);
+    ddpc_status s = start_thread(pg);
+    if (s != DDPC_OK) {
+        ddpc_free(w);
+        return s;
+    }
+    w->coll = *coll;
+    w->status = DDPC_OK;
+    w->msg[0] = '\0';
+    atomic_init(&w->done, false);
+    w->pg = pg;
+    enqueue(pg, w);
+    *work = w;
+    return DDPC_OK;
+}
+
+void ddpc__pg_stop_thread(ddpc_pg *pg)
+{
+    if (!pg->thread_started)
+        return;
+    pthread_mutex_lock(&pg->mu);
+    pg->stopping = true;
+    pthread_cond_signal(&pg->work_cv);
+    pthread_mutex_unlock(&pg->mu);
+    pthread_join(pg->thread, NULL);
+    pg->thread_started = false;
+}
+
+ddpc_status ddpc_work_wait(ddpc_work *work)
+{
+    if (!work)
+        return ddpc_errorf(DDPC_EINVAL, "ddpc_work_wait: work is NULL");
+    wait_done(work->pg, work);
+    if (work->status != DDPC_OK)
+        return ddpc_errorf(work->status, "%s", work->msg);
+    return DDPC_OK;
+}
+
+ddpc_status ddpc_work_test(ddpc_work *work, bool *done)
+{
+    if (!work || !done)
+        return ddpc_errorf(DDPC_EINVAL, "ddpc_work_test: %s is NULL", work ? "done" : "work");
+    *done = atomic_load_explicit(&work->done, memory_order_acquire);
+    if (*done && work->status != DDPC_OK)
+        return ddpc_errorf(work->status, "%s", work->msg);
+    return DDPC_OK;
+}
+
+void ddpc_work_destroy(ddpc_work *work)
+{
+    if (!work)
+        return;
+    wait_done(work->pg, work);
+    ddpc_free(work);
+}
