@@ -127,7 +127,7 @@ def ratio(a, b):
     return f"{a / b:.2f}" if b > 0 else "n/a"
 bad = {n: sum(r["wrong"] or 0 for r in t.values()) for n, t in (("ddpc", d), ("mpi", m), ("gloo", g))}
 coll_name = d[min(d)]["bench"]
-print(f"{coll_name}, {nproc} ranks, {d[min(d)]['type']} {d[min(d)]['redop']}; busbw in GB/s "
+print(f"{coll_name}, world size {nproc}, {d[min(d)]['type']} {d[min(d)]['redop']}; busbw in GB/s "
       "(nccl-tests' definition); memcpy: one thread, bytes copied per second\n")
 print("| size (B) | ddpc busbw | MPI busbw | gloo busbw | memcpy GB/s | ddpc/MPI | ddpc/gloo |")
 print("|---:|---:|---:|---:|---:|---:|---:|")

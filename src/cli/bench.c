@@ -5,6 +5,7 @@
 
 #include <ddpc/train.h>
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -45,7 +46,9 @@ int ddpc_cli_bench(int argc, char **argv)
     for (size_t i = 0; argc >= 1 && i < sizeof colls / sizeof colls[0]; i++)
         if (strcmp(argv[0], colls[i]) == 0)
             return ddpc_cli_bench_coll(argv[0], argc - 1, argv + 1);
-    fprintf(stderr, "usage: ddpc bench step CONFIG [key=value ...] | ddpc bench "
-                    "allreduce|broadcast|all_gather|reduce_scatter [options] (see --help)\n");
-    return 2;
+    bool help = argc >= 1 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0);
+    fprintf(help ? stdout : stderr, "usage: ddpc bench step CONFIG [key=value ...] | ddpc bench "
+                                    "allreduce|broadcast|all_gather|reduce_scatter [options] "
+                                    "(see 'ddpc bench allreduce --help')\n");
+    return help ? 0 : 2;
 }

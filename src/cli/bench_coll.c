@@ -114,7 +114,7 @@ static int parse_value(ddpc__bench_options *o, const char *opt, const char *v)
         if (ddpc_backend_parse(v, &o->backend) != DDPC_OK)
             return bad_option(opt, v, "one of auto, shm, mpi");
     } else {
-        fprintf(stderr, "ddpc bench: unknown option '%s' (try 'ddpc bench --help')\n", opt);
+        fprintf(stderr, "ddpc bench: unknown option '%s' (try 'ddpc bench allreduce --help')\n", opt);
         return 2;
     }
     return 0;
@@ -271,8 +271,9 @@ static ddpc_status bench_size(sweep *s, size_t bytes)
 static void print_header(const sweep *s)
 {
     const ddpc__bench_options *o = s->o;
-    printf("# ddpc bench %s: %d ranks, backend %s, %ld iters", coll_names[o->coll],
-           ddpc_pg_world_size(s->pg), ddpc_backend_name(ddpc_pg_backend(s->pg)), o->iters);
+    printf("# ddpc bench %s: %d rank%s, backend %s, %ld iters", coll_names[o->coll],
+           ddpc_pg_world_size(s->pg), ddpc_pg_world_size(s->pg) == 1 ? "" : "s",
+           ddpc_backend_name(ddpc_pg_backend(s->pg)), o->iters);
     if (o->min_ms > 0 || o->max_ms > 0)
         printf(" (fitted to %ld..%ld ms per size)", o->min_ms, o->max_ms);
     printf(" after %ld warm-up; time = max over ranks of the mean per call\n", o->warmup);
