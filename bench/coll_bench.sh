@@ -98,7 +98,7 @@ ddpc_job() {
     port=$(free_port)
     for ((r = 0; r < NPROC; r++)); do
         RANK=$r WORLD_SIZE=$NPROC LOCAL_RANK=$r LOCAL_WORLD_SIZE=$NPROC GROUP_RANK=0 \
-            MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "${cmd[@]}" &
+            MASTER_ADDR=127.0.0.1 MASTER_PORT=$port DDPC_COLLECTIVE_TIMEOUT=120 "${cmd[@]}" &
         pids+=($!)
     done
     for p in "${pids[@]}"; do wait "$p" || rc=$?; done

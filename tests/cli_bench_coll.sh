@@ -68,7 +68,7 @@ launch() {
     port=$(free_port)
     for ((r = 0; r < n; r++)); do
         RANK=$r WORLD_SIZE=$n LOCAL_RANK=$r LOCAL_WORLD_SIZE=$n GROUP_RANK=0 MASTER_ADDR=127.0.0.1 \
-            MASTER_PORT=$port timeout 60 "$ddpc" bench "$@" >"$tmp/rank$r.out" 2>"$tmp/rank$r.err" &
+            MASTER_PORT=$port DDPC_COLLECTIVE_TIMEOUT=30 timeout 60 "$ddpc" bench "$@" >"$tmp/rank$r.out" 2>"$tmp/rank$r.err" &
         pids+=($!)
     done
     for p in "${pids[@]}"; do wait "$p" || rc=1; done
