@@ -21,15 +21,15 @@ const char *ddpc__coll_name(ddpc__coll_kind kind);
 /* One collective as the backend sees it; arguments were already validated by pg.c. */
 typedef struct {
     ddpc__coll_kind kind;
-    const void *send;     /* all_reduce: (count); all_gather: (count); reduce_scatter: (world, count) */
-    void *recv;           /* all_reduce: (count); all_gather: (world, count); reduce_scatter: (count);
-                             broadcast: the buffer, (count) */
-    size_t count;         /* elements, as in the public call (recv_count for reduce_scatter) */
+    const void *send; /* all_reduce: (count); all_gather: (count); reduce_scatter: (world, count) */
+    void *recv;       /* all_reduce: (count); all_gather: (world, count); reduce_scatter: (count);
+                         broadcast: the buffer, (count) */
+    size_t count;     /* elements, as in the public call (recv_count for reduce_scatter) */
     ddpc_dtype dtype;
     ddpc_reduce_op op;
-    int root;             /* broadcast only */
-    uint64_t seq;         /* sequence number, the same on every rank */
-    double deadline;      /* ddpc_time_now() value after which the backend returns DDPC_ETIMEOUT */
+    int root;        /* broadcast only */
+    uint64_t seq;    /* sequence number, the same on every rank */
+    double deadline; /* ddpc_time_now() value after which the backend returns DDPC_ETIMEOUT */
 } ddpc__coll;
 
 /* A backend's function table. `state` is what init returned. Every function returns a status;
