@@ -76,6 +76,7 @@ run_peer() {
     local name=$1
     shift
     echo "$0: running $name ..." >&2
+    local t0=$SECONDS
     if ! "$@" >"$TMP/$name.out" 2>"$TMP/$name.err"; then
         echo "$0: $name failed: $*" >&2
         tail -n 20 "$TMP/$name.err" "$TMP/$name.out" >&2
@@ -83,6 +84,7 @@ run_peer() {
     fi
     grep -o '{"bench".*}' "$TMP/$name.out" >"$TMP/$name.jsonl" || true
     cat "$TMP/$name.jsonl" >&2
+    echo "$0: $name took $((SECONDS - t0)) s" >&2
     [[ -s $TMP/$name.jsonl ]] || { echo "$0: $name printed no results" >&2; exit 1; }
 }
 
