@@ -43,10 +43,23 @@ static size_t parse_bytes(const char *s)
         return 0;
     unsigned long long mul = 1;
     switch (*end) {
-    case 'K': case 'k': mul = 1ull << 10; end++; break;
-    case 'M': case 'm': mul = 1ull << 20; end++; break;
-    case 'G': case 'g': mul = 1ull << 30; end++; break;
-    default: break;
+    case 'K':
+    case 'k':
+        mul = 1ull << 10;
+        end++;
+        break;
+    case 'M':
+    case 'm':
+        mul = 1ull << 20;
+        end++;
+        break;
+    case 'G':
+    case 'g':
+        mul = 1ull << 30;
+        end++;
+        break;
+    default:
+        break;
     }
     if (*end != '\0' || v > (1ull << 40) / mul)
         return 0;
@@ -81,8 +94,8 @@ static int parse_coll(const char *s)
 /* Returns 0, or 2 after printing one usage line (on rank 0). */
 static int parse_options(int argc, char **argv, options *o, int rank)
 {
-    *o = (options){.min_bytes = 4096, .max_bytes = 256u << 20, .factor = 2, .iters = 20,
-                   .warmup = 5};
+    *o = (options){
+        .min_bytes = 4096, .max_bytes = 256u << 20, .factor = 2, .iters = 20, .warmup = 5};
     const char *bad = NULL;
     if (argc < 2 || (o->coll = parse_coll(argv[1])) < 0)
         bad = argc < 2 ? "(no collective)" : argv[1];
@@ -119,18 +132,24 @@ static int parse_options(int argc, char **argv, options *o, int rank)
     if (!bad && o->min_bytes > o->max_bytes)
         bad = "--min-bytes larger than --max-bytes";
     if (bad && rank == 0)
-        fprintf(stderr, "coll_mpi: bad argument '%s' (usage: coll_mpi allreduce|broadcast|"
-                        "all_gather|reduce_scatter [--min-bytes B] [--max-bytes B] ...)\n", bad);
+        fprintf(stderr,
+                "coll_mpi: bad argument '%s' (usage: coll_mpi allreduce|broadcast|"
+                "all_gather|reduce_scatter [--min-bytes B] [--max-bytes B] ...)\n",
+                bad);
     return bad ? 2 : 0;
 }
 
 static MPI_Datatype mpi_type(int t)
 {
     switch (t) {
-    case T_F32: return MPI_FLOAT;
-    case T_F64: return MPI_DOUBLE;
-    case T_I32: return MPI_INT32_T;
-    default: return MPI_INT64_T;
+    case T_F32:
+        return MPI_FLOAT;
+    case T_F64:
+        return MPI_DOUBLE;
+    case T_I32:
+        return MPI_INT32_T;
+    default:
+        return MPI_INT64_T;
     }
 }
 
@@ -143,20 +162,32 @@ static double value(int r, size_t i)
 static void put(void *buf, int t, size_t i, double v)
 {
     switch (t) {
-    case T_F32: ((float *)buf)[i] = (float)v; break;
-    case T_F64: ((double *)buf)[i] = v; break;
-    case T_I32: ((int32_t *)buf)[i] = (int32_t)v; break;
-    default: ((int64_t *)buf)[i] = (int64_t)v; break;
+    case T_F32:
+        ((float *)buf)[i] = (float)v;
+        break;
+    case T_F64:
+        ((double *)buf)[i] = v;
+        break;
+    case T_I32:
+        ((int32_t *)buf)[i] = (int32_t)v;
+        break;
+    default:
+        ((int64_t *)buf)[i] = (int64_t)v;
+        break;
     }
 }
 
 static double get(const void *buf, int t, size_t i)
 {
     switch (t) {
-    case T_F32: return ((const float *)buf)[i];
-    case T_F64: return ((const double *)buf)[i];
-    case T_I32: return ((const int32_t *)buf)[i];
-    default: return (double)((const int64_t *)buf)[i];
+    case T_F32:
+        return ((const float *)buf)[i];
+    case T_F64:
+        return ((const double *)buf)[i];
+    case T_I32:
+        return ((const int32_t *)buf)[i];
+    default:
+        return (double)((const int64_t *)buf)[i];
     }
 }
 
@@ -188,10 +219,18 @@ static long count_wrong(const options *o, int rank, const void *recv, size_t per
     for (size_t i = 0; i < nr; i++) {
         double want;
         switch (o->coll) {
-        case ALL_REDUCE: want = reduce_ref(o->op, n, i); break;
-        case BROADCAST: want = value(0, i); break;
-        case ALL_GATHER: want = value((int)(i / per), i % per); break;
-        default: want = reduce_ref(o->op, n, (size_t)rank * per + i); break;
+        case ALL_REDUCE:
+            want = reduce_ref(o->op, n, i);
+            break;
+        case BROADCAST:
+            want = value(0, i);
+            break;
+        case ALL_GATHER:
+            want = value((int)(i / per), i % per);
+            break;
+        default:
+            want = reduce_ref(o->op, n, (size_t)rank * per + i);
+            break;
         }
         wrong += get(recv, o->type, i) != want;
     }
@@ -204,10 +243,18 @@ static void run_once(const options *o, void *send, void *recv, size_t per)
     MPI_Datatype t = mpi_type(o->type);
     int cnt = (int)per;
     switch (o->coll) {
-    case ALL_REDUCE: MPI_Allreduce(send, recv, cnt, t, ops[o->op], MPI_COMM_WORLD); break;
-    case BROADCAST: MPI_Bcast(recv, cnt, t, 0, MPI_COMM_WORLD); break;
-    case ALL_GATHER: MPI_Allgather(send, cnt, t, recv, cnt, t, MPI_COMM_WORLD); break;
-    default: MPI_Reduce_scatter_block(send, recv, cnt, t, ops[o->op], MPI_COMM_WORLD); break;
+    case ALL_REDUCE:
+        MPI_Allreduce(send, recv, cnt, t, ops[o->op], MPI_COMM_WORLD);
+        break;
+    case BROADCAST:
+        MPI_Bcast(recv, cnt, t, 0, MPI_COMM_WORLD);
+        break;
+    case ALL_GATHER:
+        MPI_Allgather(send, cnt, t, recv, cnt, t, MPI_COMM_WORLD);
+        break;
+    default:
+        MPI_Reduce_scatter_block(send, recv, cnt, t, ops[o->op], MPI_COMM_WORLD);
+        break;
     }
 }
 
@@ -253,8 +300,9 @@ static long bench_size(const options *o, int rank, int n, void *send, void *recv
     }
     MPI_Allreduce(&wrong, &wrong_all, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     double sz = (double)(total * ts), algbw = tmax > 0 ? sz / tmax * 1e-9 : 0.0;
-    double factor = o->coll == ALL_REDUCE ? 2.0 * (n - 1) / n
-                    : o->coll == BROADCAST ? 1.0 : (double)(n - 1) / n;
+    double factor = o->coll == ALL_REDUCE  ? 2.0 * (n - 1) / n
+                    : o->coll == BROADCAST ? 1.0
+                                           : (double)(n - 1) / n;
     const char *op = o->coll == ALL_REDUCE || o->coll == REDUCE_SCATTER ? op_names[o->op] : "none";
     char wbuf[32] = "N/A";
     if (o->check)
@@ -308,8 +356,8 @@ int main(int argc, char **argv)
         printf(" after %ld warm-up; time = max over ranks of the mean per call\n", o.warmup);
         printf("# %10s  %12s  %6s  %6s  %10s  %7s  %7s  %6s\n", "size", "count", "type", "redop",
                "time", "algbw", "busbw", "#wrong");
-        printf("# %10s  %12s  %6s  %6s  %10s  %7s  %7s  %6s\n", "(B)", "(elements)", "", "",
-               "(us)", "(GB/s)", "(GB/s)", "");
+        printf("# %10s  %12s  %6s  %6s  %10s  %7s  %7s  %6s\n", "(B)", "(elements)", "", "", "(us)",
+               "(GB/s)", "(GB/s)", "");
     }
     long wrong = 0;
     for (size_t b = o.min_bytes; b <= o.max_bytes;) {

@@ -36,10 +36,23 @@ static size_t parse_bytes(const char *s)
         return 0;
     unsigned long long mul = 1;
     switch (*end) {
-    case 'K': case 'k': mul = 1ull << 10; end++; break;
-    case 'M': case 'm': mul = 1ull << 20; end++; break;
-    case 'G': case 'g': mul = 1ull << 30; end++; break;
-    default: break;
+    case 'K':
+    case 'k':
+        mul = 1ull << 10;
+        end++;
+        break;
+    case 'M':
+    case 'm':
+        mul = 1ull << 20;
+        end++;
+        break;
+    case 'G':
+    case 'g':
+        mul = 1ull << 30;
+        end++;
+        break;
+    default:
+        break;
     }
     if (*end != '\0' || v > (1ull << 40) / mul)
         return 0;
@@ -59,8 +72,8 @@ static long parse_long(const char *s, long lo, long hi)
 /* Returns 0, or 2 after printing one usage line. */
 static int parse_options(int argc, char **argv, options *o)
 {
-    *o = (options){.min_bytes = 4096, .max_bytes = 256u << 20, .factor = 2, .iters = 20,
-                   .warmup = 5};
+    *o = (options){
+        .min_bytes = 4096, .max_bytes = 256u << 20, .factor = 2, .iters = 20, .warmup = 5};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int bad = 0;
@@ -90,8 +103,8 @@ static int parse_options(int argc, char **argv, options *o)
         i++;
     }
     if (o->min_bytes > o->max_bytes) {
-        fprintf(stderr, "memcpy_bw: --min-bytes %zu is larger than --max-bytes %zu\n",
-                o->min_bytes, o->max_bytes);
+        fprintf(stderr, "memcpy_bw: --min-bytes %zu is larger than --max-bytes %zu\n", o->min_bytes,
+                o->max_bytes);
         return 2;
     }
     return 0;
@@ -142,8 +155,8 @@ int main(int argc, char **argv)
         b[i] = (char)(i * 3u);
     }
     if (!o.json) {
-        printf("# memcpy_bw: one thread, mean of >= %ld copies after %ld warm-up copies\n",
-               o.iters, o.warmup);
+        printf("# memcpy_bw: one thread, mean of >= %ld copies after %ld warm-up copies\n", o.iters,
+               o.warmup);
         printf("# %10s  %10s  %8s\n", "size", "time", "bw");
         printf("# %10s  %10s  %8s\n", "(B)", "(us)", "(GB/s)");
     }
@@ -151,8 +164,8 @@ int main(int argc, char **argv)
         double t = time_copies(a, b, n, &o);
         double gbs = (double)n / t * 1e-9;
         if (o.json)
-            printf("{\"bench\": \"memcpy\", \"size\": %zu, \"time_us\": %.3f, \"gbps\": %.3f}\n",
-                   n, t * 1e6, gbs);
+            printf("{\"bench\": \"memcpy\", \"size\": %zu, \"time_us\": %.3f, \"gbps\": %.3f}\n", n,
+                   t * 1e6, gbs);
         else
             printf("  %10zu  %10.2f  %8.2f\n", n, t * 1e6, gbs);
         fflush(stdout);

@@ -17,10 +17,11 @@ static ddpc__bench_shape shape(const ddpc__bench_options *o, int rank, int world
 {
     bool blocks = o->coll == DDPC__BENCH_ALL_GATHER || o->coll == DDPC__BENCH_REDUCE_SCATTER;
     size_t nb = blocks ? (size_t)world : 1;
-    return (ddpc__bench_shape){
-        .rank = rank, .world = world, .per = N,
-        .n_send = o->coll == DDPC__BENCH_REDUCE_SCATTER ? N * nb : N,
-        .n_recv = o->coll == DDPC__BENCH_ALL_GATHER ? N * nb : N};
+    return (ddpc__bench_shape){.rank = rank,
+                               .world = world,
+                               .per = N,
+                               .n_send = o->coll == DDPC__BENCH_REDUCE_SCATTER ? N * nb : N,
+                               .n_recv = o->coll == DDPC__BENCH_ALL_GATHER ? N * nb : N};
 }
 
 static void test_input_values_and_bits(void)
@@ -85,8 +86,10 @@ static void test_three_rank_f32_reductions(void)
         for (int i = 0; i < N; i++) {
             float a = in[0][i], b = in[1][i], c = in[2][i];
             float mn = fminf(a, fminf(b, c)), mx = fmaxf(a, fmaxf(b, c));
-            recv[i] = op == DDPC_REDUCE_SUM ? a + b + c : op == DDPC_REDUCE_AVG ? (a + b + c) / 3.0f
-                      : op == DDPC_REDUCE_MIN ? mn : mx;
+            recv[i] = op == DDPC_REDUCE_SUM   ? a + b + c
+                      : op == DDPC_REDUCE_AVG ? (a + b + c) / 3.0f
+                      : op == DDPC_REDUCE_MIN ? mn
+                                              : mx;
         }
         ddpc__bench_shape s = shape(&o, 2, 3);
         CHECK_EQ_INT(ddpc__bench_count_wrong(&o, &s, recv), 0);

@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const coll_names[DDPC__BENCH_COUNT] = {"all_reduce", "broadcast",
-                                                          "all_gather", "reduce_scatter"};
+static const char *const coll_names[DDPC__BENCH_COUNT] = {"all_reduce", "broadcast", "all_gather",
+                                                          "reduce_scatter"};
 
 typedef struct {
     ddpc_pg *pg;
@@ -114,7 +114,8 @@ static int parse_value(ddpc__bench_options *o, const char *opt, const char *v)
         if (ddpc_backend_parse(v, &o->backend) != DDPC_OK)
             return bad_option(opt, v, "one of auto, shm, mpi");
     } else {
-        fprintf(stderr, "ddpc bench: unknown option '%s' (try 'ddpc bench allreduce --help')\n", opt);
+        fprintf(stderr, "ddpc bench: unknown option '%s' (try 'ddpc bench allreduce --help')\n",
+                opt);
         return 2;
     }
     return 0;
@@ -122,9 +123,15 @@ static int parse_value(ddpc__bench_options *o, const char *opt, const char *v)
 
 static int parse_options(ddpc__bench_coll coll, int argc, char **argv, ddpc__bench_options *o)
 {
-    *o = (ddpc__bench_options){.coll = coll, .min_bytes = 4096, .max_bytes = (size_t)256 << 20,
-                               .factor = 2, .iters = 20, .warmup = 5, .dtype = DDPC_DTYPE_F32,
-                               .op = DDPC_REDUCE_SUM, .backend = DDPC_BACKEND_AUTO};
+    *o = (ddpc__bench_options){.coll = coll,
+                               .min_bytes = 4096,
+                               .max_bytes = (size_t)256 << 20,
+                               .factor = 2,
+                               .iters = 20,
+                               .warmup = 5,
+                               .dtype = DDPC_DTYPE_F32,
+                               .op = DDPC_REDUCE_SUM,
+                               .backend = DDPC_BACKEND_AUTO};
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--check") == 0 || strcmp(argv[i], "--json") == 0) {
             *(strcmp(argv[i], "--check") == 0 ? &o->check : &o->json) = true;
@@ -216,11 +223,13 @@ static void print_row(const sweep *s, const ddpc__bench_shape *sh, long iters, d
     const ddpc__bench_options *o = s->o;
     int n = sh->world;
     size_t count = o->coll == DDPC__BENCH_ALL_REDUCE || o->coll == DDPC__BENCH_BROADCAST
-                       ? sh->per : sh->per * (size_t)n;
+                       ? sh->per
+                       : sh->per * (size_t)n;
     size_t bytes = count * ddpc_dtype_size(o->dtype);
     double algbw = t > 0 ? (double)bytes / t * 1e-9 : 0.0;
-    double factor = o->coll == DDPC__BENCH_ALL_REDUCE ? 2.0 * (n - 1) / n
-                    : o->coll == DDPC__BENCH_BROADCAST ? 1.0 : (double)(n - 1) / n;
+    double factor = o->coll == DDPC__BENCH_ALL_REDUCE  ? 2.0 * (n - 1) / n
+                    : o->coll == DDPC__BENCH_BROADCAST ? 1.0
+                                                       : (double)(n - 1) / n;
     bool reduces = o->coll == DDPC__BENCH_ALL_REDUCE || o->coll == DDPC__BENCH_REDUCE_SCATTER;
     const char *op = reduces ? ddpc_reduce_op_name(o->op) : "none";
     char w[32] = "N/A";
@@ -246,10 +255,12 @@ static ddpc_status bench_size(sweep *s, size_t bytes)
     const ddpc__bench_options *o = s->o;
     ddpc__bench_shape sh = {.rank = ddpc_pg_rank(s->pg), .world = ddpc_pg_world_size(s->pg)};
     size_t blocks = o->coll == DDPC__BENCH_ALL_GATHER || o->coll == DDPC__BENCH_REDUCE_SCATTER
-                        ? (size_t)sh.world : 1;
+                        ? (size_t)sh.world
+                        : 1;
     sh.per = bytes / ddpc_dtype_size(o->dtype) / blocks;
     sh.n_send = o->coll == DDPC__BENCH_REDUCE_SCATTER ? sh.per * blocks
-                : o->coll == DDPC__BENCH_BROADCAST ? 0 : sh.per;
+                : o->coll == DDPC__BENCH_BROADCAST    ? 0
+                                                      : sh.per;
     sh.n_recv = o->coll == DDPC__BENCH_ALL_GATHER ? sh.per * blocks : sh.per;
     ddpc__bench_fill(o, &sh, s->send, s->recv);
     long iters = 0;
@@ -287,13 +298,15 @@ static void print_header(const sweep *s)
  * rank that cannot allocate says so through the group so no rank waits for it. */
 static ddpc_status run_sweep(ddpc_pg *pg, const ddpc__bench_options *o, int64_t *wrong)
 {
-    sweep s = {.pg = pg, .o = o, .send = ddpc_malloc(o->max_bytes),
-               .recv = ddpc_malloc(o->max_bytes)};
+    sweep s = {
+        .pg = pg, .o = o, .send = ddpc_malloc(o->max_bytes), .recv = ddpc_malloc(o->max_bytes)};
     int32_t ok = s.send && s.recv;
     ddpc_status st = ddpc_pg_all_reduce(pg, &ok, &ok, 1, DDPC_DTYPE_I32, DDPC_REDUCE_MIN);
     if (st == DDPC_OK && !ok)
-        st = ddpc_errorf(DDPC_ENOMEM, "a rank could not allocate 2 x %zu bytes of buffers "
-                         "(lower --max-bytes)", o->max_bytes);
+        st = ddpc_errorf(DDPC_ENOMEM,
+                         "a rank could not allocate 2 x %zu bytes of buffers "
+                         "(lower --max-bytes)",
+                         o->max_bytes);
     if (st == DDPC_OK && ddpc_pg_rank(pg) == 0 && !o->json)
         print_header(&s);
     for (size_t b = o->min_bytes; st == DDPC_OK && b <= o->max_bytes;) {

@@ -56,28 +56,49 @@ static double f16_value(uint16_t h)
 static void put(void *buf, ddpc_dtype t, size_t i, double v)
 {
     switch (t) {
-    case DDPC_DTYPE_F32: ((float *)buf)[i] = (float)v; break;
-    case DDPC_DTYPE_F64: ((double *)buf)[i] = v; break;
-    case DDPC_DTYPE_BF16: ((uint16_t *)buf)[i] = half_bits(v, true); break;
-    case DDPC_DTYPE_F16: ((uint16_t *)buf)[i] = half_bits(v, false); break;
-    case DDPC_DTYPE_I32: ((int32_t *)buf)[i] = (int32_t)v; break;
-    default: ((int64_t *)buf)[i] = (int64_t)v; break;
+    case DDPC_DTYPE_F32:
+        ((float *)buf)[i] = (float)v;
+        break;
+    case DDPC_DTYPE_F64:
+        ((double *)buf)[i] = v;
+        break;
+    case DDPC_DTYPE_BF16:
+        ((uint16_t *)buf)[i] = half_bits(v, true);
+        break;
+    case DDPC_DTYPE_F16:
+        ((uint16_t *)buf)[i] = half_bits(v, false);
+        break;
+    case DDPC_DTYPE_I32:
+        ((int32_t *)buf)[i] = (int32_t)v;
+        break;
+    default:
+        ((int64_t *)buf)[i] = (int64_t)v;
+        break;
     }
 }
 
 static double get(const void *buf, ddpc_dtype t, size_t i)
 {
     switch (t) {
-    case DDPC_DTYPE_F32: return ((const float *)buf)[i];
-    case DDPC_DTYPE_F64: return ((const double *)buf)[i];
-    case DDPC_DTYPE_BF16: return bf16_value(((const uint16_t *)buf)[i]);
-    case DDPC_DTYPE_F16: return f16_value(((const uint16_t *)buf)[i]);
-    case DDPC_DTYPE_I32: return ((const int32_t *)buf)[i];
-    default: return (double)((const int64_t *)buf)[i];
+    case DDPC_DTYPE_F32:
+        return ((const float *)buf)[i];
+    case DDPC_DTYPE_F64:
+        return ((const double *)buf)[i];
+    case DDPC_DTYPE_BF16:
+        return bf16_value(((const uint16_t *)buf)[i]);
+    case DDPC_DTYPE_F16:
+        return f16_value(((const uint16_t *)buf)[i]);
+    case DDPC_DTYPE_I32:
+        return ((const int32_t *)buf)[i];
+    default:
+        return (double)((const int64_t *)buf)[i];
     }
 }
 
-static bool is_int(ddpc_dtype t) { return t == DDPC_DTYPE_I32 || t == DDPC_DTYPE_I64; }
+static bool is_int(ddpc_dtype t)
+{
+    return t == DDPC_DTYPE_I32 || t == DDPC_DTYPE_I64;
+}
 
 /* The reduction over ranks 0..world-1 of element i; avg of integers truncates toward zero. */
 static double reduce_ref(ddpc_reduce_op op, ddpc_dtype t, int world, size_t i)
@@ -105,20 +126,28 @@ static double tolerance(const ddpc__bench_options *o)
         o->coll == DDPC__BENCH_ALL_GATHER)
         return 0.0;
     switch (o->dtype) {
-    case DDPC_DTYPE_F64: return ldexp(1.0, -52);
-    case DDPC_DTYPE_BF16: return ldexp(1.0, -8);
-    case DDPC_DTYPE_F16: return ldexp(1.0, -10);
-    default: return ldexp(1.0, -23);
+    case DDPC_DTYPE_F64:
+        return ldexp(1.0, -52);
+    case DDPC_DTYPE_BF16:
+        return ldexp(1.0, -8);
+    case DDPC_DTYPE_F16:
+        return ldexp(1.0, -10);
+    default:
+        return ldexp(1.0, -23);
     }
 }
 
 static double expected(const ddpc__bench_options *o, const ddpc__bench_shape *s, size_t i)
 {
     switch (o->coll) {
-    case DDPC__BENCH_ALL_REDUCE: return reduce_ref(o->op, o->dtype, s->world, i);
-    case DDPC__BENCH_BROADCAST: return input_value(o->root, i);
-    case DDPC__BENCH_ALL_GATHER: return input_value((int)(i / s->per), i % s->per);
-    default: return reduce_ref(o->op, o->dtype, s->world, (size_t)s->rank * s->per + i);
+    case DDPC__BENCH_ALL_REDUCE:
+        return reduce_ref(o->op, o->dtype, s->world, i);
+    case DDPC__BENCH_BROADCAST:
+        return input_value(o->root, i);
+    case DDPC__BENCH_ALL_GATHER:
+        return input_value((int)(i / s->per), i % s->per);
+    default:
+        return reduce_ref(o->op, o->dtype, s->world, (size_t)s->rank * s->per + i);
     }
 }
 
