@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all build setup demo test test-sanitize fuzz bench clean
+.PHONY: all build setup demo test test-sanitize test-tsan fuzz bench clean
 
 all: build
 
@@ -27,7 +27,16 @@ test-sanitize: setup
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DDDPC_SANITIZE=ON $(CMAKE_FLAGS)
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-		DDPC_SANITIZE=1 ctest --output-on-failure -j $(JOBS) -E 'parity|cli_'
+		DDPC_SANITIZE=1 ctest --output-on-failure -j $(JOBS) -E 'parity|cli_|dist_mpi'
+
+# Threaded code (process groups, comm thread, loaders) under ThreadSanitizer. TSan does not know
+# Open MPI's internals, so the mpi backend's tests are left to the other builds.
+TSAN_TESTS ?= dist_shm|test_dist|test_data_loader|test_data_combined
+test-tsan: setup
+	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DDDPC_TSAN=ON $(CMAKE_FLAGS)
+	cmake --build build-tsan -j $(JOBS)
+	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 DDPC_SANITIZE=1 \
+		ctest --output-on-failure -j $(JOBS) -R '$(TSAN_TESTS)'
 
 # libFuzzer harnesses for every parser of outside bytes (clang), FUZZ_SECONDS each.
 FUZZ_SECONDS ?= 30
@@ -38,4 +47,4 @@ bench: build
 	./bench/step_bench.sh $(BUILD)/ddpc
 
 clean:
-	rm -rf $(BUILD) build-asan build-fuzz
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz

@@ -40,3 +40,22 @@ foreach(kind gpt cnn)
         $<TARGET_FILE:parity_run> ${kind})
     set_tests_properties(parity_${kind} PROPERTIES TIMEOUT 300 ENVIRONMENT "OMP_NUM_THREADS=1")
 endforeach()
+
+# Collective conformance: one suite (tests/dist/conformance.c) run unchanged on every backend at
+# world sizes 1-4 (3 and 4 oversubscribe a 2-core machine). shm ranks are forked by the suite
+# itself with torchrun-style variables; mpi ranks are started by mpiexec.
+add_executable(dist_conformance ${CMAKE_SOURCE_DIR}/tests/dist/conformance.c
+    ${CMAKE_SOURCE_DIR}/tests/dist/conformance_util.c)
+target_include_directories(dist_conformance PRIVATE ${CMAKE_SOURCE_DIR}/tests/dist
+    ${CMAKE_SOURCE_DIR}/tests)
+target_link_libraries(dist_conformance PRIVATE ddpc_lib)
+foreach(n 1 2 3 4)
+    add_test(NAME dist_shm_w${n} COMMAND dist_conformance --spawn ${n} --backend shm)
+    set_tests_properties(dist_shm_w${n} PROPERTIES TIMEOUT 200 ENVIRONMENT "OMP_NUM_THREADS=1")
+    if(MPI_C_FOUND AND MPIEXEC_EXECUTABLE)
+        add_test(NAME dist_mpi_w${n} COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${n}
+            --oversubscribe --mca btl self,vader $<TARGET_FILE:dist_conformance> --backend mpi)
+        set_tests_properties(dist_mpi_w${n} PROPERTIES TIMEOUT 200 ENVIRONMENT
+            "OMP_NUM_THREADS=1;OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+    endif()
+endforeach()

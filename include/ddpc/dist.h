@@ -155,6 +155,9 @@ ddpc_status ddpc_pg_ibarrier(ddpc_pg *pg, ddpc_work **work);
 ddpc_status ddpc_work_wait(ddpc_work *work);
 /* Sets *done without blocking; returns the work's status once done, DDPC_OK before. */
 ddpc_status ddpc_work_test(ddpc_work *work, bool *done);
+/* Seconds the collective itself ran (from the moment it started executing, after any work queued
+ * before it, to its completion); 0 until done. */
+double ddpc_work_seconds(const ddpc_work *work);
 /* Waits if still running, then frees the handle. NULL is a no-op. */
 void ddpc_work_destroy(ddpc_work *work);
 

@@ -15,7 +15,8 @@ extern "C" {
 
 /* ---- threads ---------------------------------------------------------------------------- */
 
-/* Sets the compute threads for our kernels and the BLAS (one OpenMP pool). n <= 0 means all cores.
+/* Sets the compute threads for our kernels and the BLAS (one OpenMP pool). n <= 0 keeps OpenMP's
+ * count (OMP_NUM_THREADS when set, else every core) and gives the BLAS the same.
  * Like omp_set_num_threads it applies to the calling thread only; other threads keep the
  * OMP_NUM_THREADS default. */
 void ddpc_kernels_set_threads(int n);

@@ -94,6 +94,13 @@ const float *ddpc_model_probs(const ddpc_model *m);
 ddpc_status ddpc_model_backward(ddpc_model *m, float dloss);
 void ddpc_model_zero_grad(ddpc_model *m);
 
+/* Called from inside ddpc_model_backward each time tensor `tensor`'s gradient is final for this
+ * backward pass (DDP launches a bucket's all-reduce from here while backward goes on). Tensors
+ * arrive roughly in reverse registration order; a tensor backward did not reach is never reported. */
+typedef void (*ddpc_grad_ready_fn)(void *ctx, size_t tensor);
+/* Installs (or with fn NULL removes) the hook; ctx is borrowed. */
+void ddpc_model_set_grad_ready_hook(ddpc_model *m, ddpc_grad_ready_fn fn, void *ctx);
+
 #ifdef __cplusplus
 }
 #endif

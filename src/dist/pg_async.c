@@ -6,12 +6,14 @@
 #include "dist/pg_front.h"
 
 #include <ddpc/alloc.h>
+#include <ddpc/timer.h>
 
 #include <stdio.h>
 #include <string.h>
 
-static void complete(ddpc_pg *pg, ddpc_work *w, ddpc_status s)
+static void complete(ddpc_pg *pg, ddpc_work *w, ddpc_status s, double started)
 {
+    w->seconds = ddpc_time_now() - started;
     w->status = s;
     if (s != DDPC_OK)
         snprintf(w->msg, sizeof w->msg, "%s", ddpc_last_error());
@@ -36,7 +38,8 @@ static void *comm_main(void *arg)
         if (!pg->head)
             pg->tail = NULL;
         pthread_mutex_unlock(&pg->mu);
-        complete(pg, w, ddpc__pg_execute(pg, &w->coll));
+        double started = ddpc_time_now();
+        complete(pg, w, ddpc__pg_execute(pg, &w->coll), started);
         pthread_mutex_lock(&pg->mu);
     }
     pthread_mutex_unlock(&pg->mu);
@@ -111,6 +114,7 @@ ddpc_status ddpc__pg_submit(ddpc_pg *pg, const ddpc__coll *coll, ddpc_work **wor
     }
     w->coll = *coll;
     w->status = DDPC_OK;
+    w->seconds = 0;
     w->msg[0] = '\0';
     atomic_init(&w->done, false);
     w->pg = pg;
@@ -149,6 +153,11 @@ ddpc_status ddpc_work_test(ddpc_work *work, bool *done)
     if (*done && work->status != DDPC_OK)
         return ddpc_errorf(work->status, "%s", work->msg);
     return DDPC_OK;
+}
+
+double ddpc_work_seconds(const ddpc_work *work)
+{
+    return work && atomic_load_explicit(&work->done, memory_order_acquire) ? work->seconds : 0.0;
 }
 
 void ddpc_work_destroy(ddpc_work *work)

@@ -17,6 +17,7 @@ struct ddpc_work {
     ddpc_pg *pg; /* only dereferenced while the work is not done */
     ddpc__coll coll;
     ddpc_status status;
+    double seconds;         /* how long the collective ran, set before done */
     atomic_bool done;       /* set (release) after status and msg; never cleared */
     struct ddpc_work *next; /* queue link, guarded by pg->mu */
     char msg[DDPC__PG_MSG_CAP];

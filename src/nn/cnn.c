@@ -161,6 +161,8 @@ static void cnn_backward(ddpc_model *m, float dloss)
         }
         ddpc_conv2d_backward(dx, ddpc__grad_ptr(m, impl->w_idx[i]), ddpc__grad_ptr(m, impl->b_idx[i]),
                              impl->dB, impl->in[i], ddpc__param_ptr(m, impl->w_idx[i]), s, impl->ws);
+        ddpc__model_grad_ready(m, impl->w_idx[i]);
+        ddpc__model_grad_ready(m, impl->b_idx[i]);
     }
 }
 

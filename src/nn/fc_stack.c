@@ -134,6 +134,8 @@ void ddpc__fc_stack_backward(ddpc__fc_stack *s, ddpc_model *m, float dloss, floa
         ddpc_linear_backward(dlayer_in, ddpc__grad_ptr(m, s->w_idx[i]), ddpc__grad_ptr(m, s->b_idx[i]),
                              dy, s->acts[i], ddpc__param_ptr(m, s->w_idx[i]), n, s->dims[i],
                              s->dims[i + 1]);
+        ddpc__model_grad_ready(m, s->w_idx[i]);
+        ddpc__model_grad_ready(m, s->b_idx[i]);
         if (i == 0)
             break;
         int64_t cnt = n * s->dims[i];

@@ -130,6 +130,13 @@ static const float *through_dropout(const ddpc_model *m, const gpt_impl *g, cons
     return tmp;
 }
 
+/* Reports a weight/bias (or gain/shift) pair's gradients as final. */
+static void ready(ddpc_model *m, int a, int b)
+{
+    ddpc__model_grad_ready(m, a);
+    ddpc__model_grad_ready(m, b);
+}
+
 static void block_backward(ddpc_model *m, gpt_impl *g, int l, const float *x, int64_t BT, int64_t B)
 {
     const ddpc_model_config *c = &m->cfg;
@@ -141,22 +148,28 @@ static void block_backward(ddpc_model *m, gpt_impl *g, int l, const float *x, in
     ddpc_fill_f32(g->dfch_gelu, 0.0f, BT * 4 * C);
     ddpc_linear_backward(g->dfch_gelu, G(p->fcprojw), G(p->fcprojb), dproj, a->fch_gelu,
                          P(p->fcprojw), BT, 4 * C, C);
+    ready(m, p->fcprojw, p->fcprojb);
     ddpc_fill_f32(g->dfch, 0.0f, BT * 4 * C);
     ddpc_gelu_backward(g->dfch, g->dfch_gelu, a->fch, BT * 4 * C);
     ddpc_fill_f32(g->dln, 0.0f, BT * C);
     ddpc_linear_backward(g->dln, G(p->fcw), G(p->fcb), g->dfch, a->ln2, P(p->fcw), BT, C, 4 * C);
+    ready(m, p->fcw, p->fcb);
     ddpc_layernorm_backward(g->dres, G(p->ln2w), G(p->ln2b), g->dln, a->res2, P(p->ln2w),
                             a->ln2_mean, a->ln2_rstd, BT, C);
+    ready(m, p->ln2w, p->ln2b);
     /* res2 = x + attn(ln1(x)). */
     dproj = through_dropout(m, g, g->dres, g->dbranch, BT * C, 2 * (uint64_t)l);
     ddpc_fill_f32(g->datty, 0.0f, BT * C);
     ddpc_linear_backward(g->datty, G(p->projw), G(p->projb), dproj, a->atty, P(p->projw), BT, C, C);
+    ready(m, p->projw, p->projb);
     ddpc_fill_f32(g->dqkv, 0.0f, BT * 3 * C);
     ddpc_attention_backward(g->dqkv, g->datty, a->qkv, a->att, B, T, C, c->n_head, g->ws);
     ddpc_fill_f32(g->dln, 0.0f, BT * C);
     ddpc_linear_backward(g->dln, G(p->qkvw), G(p->qkvb), g->dqkv, a->ln1, P(p->qkvw), BT, C, 3 * C);
+    ready(m, p->qkvw, p->qkvb);
     ddpc_layernorm_backward(g->dres, G(p->ln1w), G(p->ln1b), g->dln, x, P(p->ln1w), a->ln1_mean,
                             a->ln1_rstd, BT, C);
+    ready(m, p->ln1w, p->ln1b);
 }
 
 void ddpc__gpt_backward(ddpc_model *m, float dloss)
@@ -172,9 +185,12 @@ void ddpc__gpt_backward(ddpc_model *m, float dloss)
     ddpc_fill_f32(g->dres, 0.0f, BT * C);
     ddpc_layernorm_backward(g->dres, G(g->lnfw), G(g->lnfb), g->dln, last, P(g->lnfw), g->lnf_mean,
                             g->lnf_rstd, BT, C);
+    ready(m, g->lnfw, g->lnfb);
     for (int l = (int)c->n_layer - 1; l >= 0; l--) {
         const float *x = l > 0 ? g->acts[l - 1].res3 : g->encoded;
         block_backward(m, g, l, x, BT, B);
     }
     ddpc_embedding_backward(G(g->wte), G(g->wpe), g->dres, g->tokens, B, T, C);
+    /* wte is tied to the output projection: its gradient is final only now. */
+    ready(m, g->wte, g->wpe);
 }

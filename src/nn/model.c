@@ -175,6 +175,12 @@ ddpc_status ddpc_model_forward(ddpc_model *m, const ddpc_model_input *in, bool t
     return DDPC_OK;
 }
 
+void ddpc_model_set_grad_ready_hook(ddpc_model *m, ddpc_grad_ready_fn fn, void *ctx)
+{
+    m->grad_ready = fn;
+    m->grad_ready_ctx = fn ? ctx : NULL;
+}
+
 ddpc_status ddpc_model_backward(ddpc_model *m, float dloss)
 {
     if (m->last_n == 0)

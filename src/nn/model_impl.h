@@ -34,6 +34,8 @@ struct ddpc_model {
     size_t arena_floats;
     const float *probs;  /* set by forward: (n, outputs_per_sample) */
     int64_t last_n;      /* batch of the last forward with targets, 0 if none */
+    ddpc_grad_ready_fn grad_ready; /* may be NULL */
+    void *grad_ready_ctx;
     double train_flops_per_sample;
     int64_t outputs_per_sample;
 };
@@ -43,6 +45,13 @@ int ddpc__model_add_param(ddpc_model *m, const char *name, int ndim, const int64
                           bool decay);
 static inline float *ddpc__param_ptr(ddpc_model *m, int idx) { return m->params + m->tensors[idx].offset; }
 static inline float *ddpc__grad_ptr(ddpc_model *m, int idx) { return m->grads + m->tensors[idx].offset; }
+
+/* Reports tensor idx's gradient as final for this backward (see ddpc_model_set_grad_ready_hook). */
+static inline void ddpc__model_grad_ready(ddpc_model *m, int idx)
+{
+    if (m->grad_ready)
+        m->grad_ready(m->grad_ready_ctx, (size_t)idx);
+}
 
 /* Bump allocation in the arena: returns p and advances it by `count` floats rounded up to 16. */
 static inline float *ddpc__take(float **p, size_t count)

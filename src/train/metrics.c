@@ -27,6 +27,8 @@ ddpc_status ddpc__make_dirs(const char *path)
 
 ddpc_status ddpc__metrics_open(ddpc_trainer *t)
 {
+    if (t->rank != 0) /* one metrics file per run, written by global rank 0 */
+        return DDPC_OK;
     DDPC_TRY(ddpc__make_dirs(t->set.run_dir));
     char path[1100];
     snprintf(path, sizeof path, "%s/metrics.jsonl", t->set.run_dir);

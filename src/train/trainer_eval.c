@@ -1,6 +1,7 @@
-/* Evaluation and prediction. Evaluation walks a split in order, in batches of eval_batch_size
- * with a final partial batch, so every sample counts exactly once; the loss is the mean over
- * all valid targets (samples, or tokens for text). */
+/* Evaluation and prediction. Evaluation splits a split into contiguous per-rank shares (no
+ * padding), walks each in batches of eval_batch_size with a final partial batch and sums over
+ * ranks, so every sample counts exactly once; the loss is the mean over all valid targets
+ * (samples, or tokens for text). Prediction runs on rank 0 only. */
 #include "train/trainer_impl.h"
 
 #include <ddpc/alloc.h>
@@ -11,26 +12,47 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Runs this rank's share of d (the `case` sampler: contiguous, unpadded) and adds its sums to
+ * sums[4] = {loss x targets, targets, correct, samples}. */
+static ddpc_status evaluate_share(ddpc_trainer *t, const ddpc_dataset *d, bool limit, double *sums)
+{
+    ddpc_sampler_config sc = ddpc_sampler_config_default();
+    sc.kind = DDPC_SAMPLER_CASE;
+    sc.rank = t->rank;
+    sc.world = t->world;
+    sc.size = ddpc_dataset_size(d);
+    ddpc_sampler *smp = NULL;
+    DDPC_TRY(ddpc_sampler_create(&sc, &smp));
+    const int64_t *idx = ddpc_sampler_indices(smp);
+    int64_t len = ddpc_sampler_len(smp), bs = t->set.eval_batch_size;
+    int64_t batches = (len + bs - 1) / bs;
+    if (limit && t->set.eval_batches > 0 && t->set.eval_batches < batches)
+        batches = t->set.eval_batches; /* per rank */
+    ddpc_status st = DDPC_OK;
+    for (int64_t b = 0; b < batches && st == DDPC_OK; b++) {
+        int64_t n = b * bs + bs <= len ? bs : len - b * bs;
+        ddpc_model_output out;
+        st = ddpc__trainer_forward(t, d, idx + b * bs, n, false, &out);
+        if (st == DDPC_OK) {
+            sums[0] += (double)out.loss * (double)out.n_valid;
+            sums[1] += (double)out.n_valid;
+            sums[2] += (double)out.n_correct;
+            sums[3] += (double)n;
+        }
+    }
+    ddpc_sampler_destroy(smp);
+    return st;
+}
+
 ddpc_status ddpc__trainer_evaluate(ddpc_trainer *t, const ddpc_dataset *d, const char *split,
                                    bool limit, ddpc_eval_result *r)
 {
-    int64_t size = ddpc_dataset_size(d), bs = t->set.eval_batch_size;
-    int64_t batches = (size + bs - 1) / bs;
-    if (limit && t->set.eval_batches > 0 && t->set.eval_batches < batches)
-        batches = t->set.eval_batches;
-    double loss_sum = 0;
-    int64_t valid = 0, correct = 0, samples = 0;
-    for (int64_t b = 0; b < batches; b++) {
-        int64_t n = b * bs + bs <= size ? bs : size - b * bs;
-        for (int64_t i = 0; i < n; i++)
-            t->idx[i] = b * bs + i;
-        ddpc_model_output out;
-        DDPC_TRY(ddpc__trainer_forward(t, d, t->idx, n, false, &out));
-        loss_sum += (double)out.loss * (double)out.n_valid;
-        valid += out.n_valid;
-        correct += out.n_correct;
-        samples += n;
-    }
+    double sums[4] = {0, 0, 0, 0};
+    DDPC_TRY(evaluate_share(t, d, limit, sums));
+    /* Every sample was evaluated by exactly one rank: the totals are exact. */
+    DDPC_TRY(ddpc__trainer_sum(t, sums, 4));
+    double loss_sum = sums[0];
+    int64_t valid = (int64_t)sums[1], correct = (int64_t)sums[2], samples = (int64_t)sums[3];
     r->loss = valid ? loss_sum / (double)valid : 0.0;
     r->accuracy = valid ? (double)correct / (double)valid : 0.0;
     r->samples = samples;
@@ -125,6 +147,8 @@ static ddpc_status generate_text(ddpc_trainer *t, FILE *f)
 
 ddpc_status ddpc__trainer_predict(ddpc_trainer *t)
 {
+    if (t->rank != 0)
+        return DDPC_OK;
     bool images = ddpc_dataset_kind_of(t->train) == DDPC_DATASET_IMAGES;
     char path[1100];
     snprintf(path, sizeof path, "%s/%s", t->set.run_dir, images ? "predictions.csv" : "samples.txt");

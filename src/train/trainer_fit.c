@@ -12,48 +12,63 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-ddpc_status ddpc__trainer_train_step(ddpc_trainer *t, const int64_t *idx, int64_t n, float *loss)
+ddpc_status ddpc__trainer_train_step(ddpc_trainer *t, const ddpc_batch *const *batches,
+                                     float *loss)
 {
     ddpc_model *m = t->model;
-    ddpc_model_output out;
+    int64_t k_steps = t->set.accum_steps;
+    double sum = 0;
     ddpc_model_zero_grad(m);
-    DDPC_TRY(ddpc__trainer_forward(t, t->train, idx, n, true, &out));
-    DDPC_TRY(ddpc_model_backward(m, 1.0f));
+    for (int64_t k = 0; k < k_steps; k++) {
+        ddpc_model_output out;
+        /* Dropout stream: distinct for every micro-step of every rank. */
+        uint64_t stream = ((uint64_t)t->step * (uint64_t)k_steps + (uint64_t)k) * (uint64_t)t->world +
+                          (uint64_t)t->rank;
+        if (t->reducer) /* communicate only on the last micro-step (no_sync before it) */
+            ddpc_reducer_prepare(t->reducer, k == k_steps - 1);
+        DDPC_TRY(ddpc__trainer_forward_batch(t, batches[k], true, stream, &out));
+        DDPC_TRY(ddpc_model_backward(m, 1.0f / (float)k_steps));
+        sum += out.loss;
+    }
+    if (t->reducer)
+        DDPC_TRY(ddpc_reducer_finish(t->reducer));
     size_t np = ddpc_model_num_params(m);
+    /* After the all-reduce the gradients are identical, so every rank computes the same norm. */
     if (t->set.grad_clip > 0.0f)
         ddpc_clip_grad_norm(ddpc_model_grads(m), np, t->set.grad_clip);
-    float lr = ddpc_lr_at(&t->sched, t->step);
+    float lr = ddpc_lr_at(&t->sched, t->step) * ddpc__trainer_lr_scale(t);
     ddpc_optim_step(t->opt, ddpc_model_params(m), ddpc_model_grads(m), ddpc_model_decay_mask(m), lr);
     t->step++;
-    *loss = out.loss;
+    *loss = (float)(sum / (double)k_steps);
     return DDPC_OK;
 }
 
-static void shuffle_epoch(ddpc_trainer *t, int64_t epoch)
+/* Averages the losses of every rank since the last sync into the logging window. */
+static ddpc_status sync_stats(ddpc_trainer *t)
 {
-    int64_t n = ddpc_dataset_size(t->train);
-    for (int64_t i = 0; i < n; i++)
-        t->perm[i] = i;
-    if (t->set.shuffle) {
-        /* Stream 1000 + epoch: every epoch a different order, reproducible from the seed. */
-        ddpc_rng r = ddpc_rng_make(t->set.seed, 1000 + (uint64_t)epoch);
-        ddpc_rng_shuffle(&r, t->perm, n);
-    }
+    double v[2] = {t->unsynced_loss, (double)t->unsynced_steps};
+    DDPC_TRY(ddpc__trainer_sum(t, v, 2));
+    t->window_loss += v[0] / (double)t->world;
+    t->window_steps += t->unsynced_steps;
+    t->unsynced_loss = 0;
+    t->unsynced_steps = 0;
+    return DDPC_OK;
 }
 
 static void log_progress(ddpc_trainer *t, int64_t epoch, int64_t total, double elapsed)
 {
     double window_s = t->window_time;
     int64_t per_sample = t->tokens_per_sample;
-    double samples_per_s = (double)(t->window_steps * t->set.batch_size) / window_s;
-    double loss = t->window_loss / (double)t->window_steps;
-    float lr = ddpc_lr_at(&t->sched, t->step - 1);
+    int64_t global_batch = t->set.batch_size * t->set.accum_steps * t->world;
+    double samples_per_s = (double)(t->window_steps * global_batch) / window_s;
+    double loss = t->window_steps ? t->window_loss / (double)t->window_steps : 0.0;
+    float lr = ddpc_lr_at(&t->sched, t->step - 1) * ddpc__trainer_lr_scale(t);
     char fields[512];
     snprintf(fields, sizeof fields,
              "\"step\": %lld, \"epoch\": %lld, \"loss\": %.6f, \"lr\": %.6g, \"samples_per_s\": %.1f, "
-             "\"tokens_per_s\": %.1f, \"time_s\": %.3f",
+             "\"tokens_per_s\": %.1f, \"data_wait_s\": %.4f, \"time_s\": %.3f",
              (long long)t->step, (long long)epoch, loss, lr, samples_per_s,
-             samples_per_s * (double)per_sample, elapsed);
+             samples_per_s * (double)per_sample, t->window_wait, elapsed);
     ddpc__metrics_write(t, fields);
     if (t->log)
         fprintf(t->log, "step %6lld/%lld | epoch %lld | loss %.4f | lr %.3e | %.0f %s/s | %.1f s\n",
@@ -64,45 +79,89 @@ static void log_progress(ddpc_trainer *t, int64_t epoch, int64_t total, double e
     t->window_loss = 0;
     t->window_steps = 0;
     t->window_time = 0;
+    t->window_wait = 0;
+}
+
+static void log_start(ddpc_trainer *t, int64_t total)
+{
+    const trainer_settings *s = &t->set;
+    if (!t->log)
+        return;
+    fprintf(t->log, "training %s: %zu parameters, %lld samples, %lld steps, %d threads per rank\n",
+            ddpc_model_config_of(t->model)->type, ddpc_model_num_params(t->model),
+            (long long)ddpc_dataset_size(t->train), (long long)total, ddpc_kernels_threads());
+    fprintf(t->log, "global batch %lld = %lld per rank x %d rank%s x %lld accumulation step%s "
+            "(backend %s, lr x %.3g)\n",
+            (long long)(s->batch_size * t->world * s->accum_steps), (long long)s->batch_size,
+            t->world, t->world == 1 ? "" : "s", (long long)s->accum_steps,
+            s->accum_steps == 1 ? "" : "s", ddpc_backend_name(ddpc_pg_backend(t->pg)),
+            ddpc__trainer_lr_scale(t));
+}
+
+/* Takes accum_steps batches from the loader; false at the end of the epoch. */
+static ddpc_status next_batches(ddpc_trainer *t, const ddpc_batch **batches, bool *ok)
+{
+    *ok = true;
+    for (int64_t k = 0; k < t->set.accum_steps && *ok; k++) {
+        DDPC_TRY(ddpc_loader_next(t->train_loader, &batches[k]));
+        *ok = batches[k] != NULL;
+        if (*ok)
+            t->window_wait += batches[k]->wait_s;
+    }
+    return DDPC_OK;
+}
+
+/* Periodic work after a step: stats sync, progress line, validation. */
+static ddpc_status after_step(ddpc_trainer *t, int64_t epoch, int64_t total, bool epoch_end,
+                              double start)
+{
+    const trainer_settings *s = &t->set;
+    bool log_now = t->step % s->log_every == 0 || t->step == total;
+    if (t->step % s->stats_sync_every == 0 || log_now)
+        DDPC_TRY(sync_stats(t));
+    if (log_now)
+        log_progress(t, epoch, total, ddpc_time_now() - start);
+    /* The final test evaluation follows; a validation pass on the same split would repeat it. */
+    bool repeat = t->step == total && t->val == t->test && s->eval_batches == 0;
+    if (!repeat && ((s->eval_every > 0 && t->step % s->eval_every == 0) ||
+                    (s->eval_every == 0 && epoch_end))) {
+        ddpc_eval_result r;
+        DDPC_TRY(ddpc__trainer_evaluate(t, t->val, "val", true, &r));
+    }
+    return DDPC_OK;
 }
 
 ddpc_status ddpc__trainer_fit(ddpc_trainer *t)
 {
     const trainer_settings *s = &t->set;
-    int64_t per_epoch = ddpc_dataset_size(t->train) / s->batch_size;
+    int64_t per_epoch = ddpc_loader_len(t->train_loader) / s->accum_steps;
     int64_t total = t->sched.total_steps;
-    if (t->log)
-        fprintf(t->log, "training %s: %zu parameters, %lld samples, batch %lld, %lld steps, %d threads\n",
-                ddpc_model_config_of(t->model)->type, ddpc_model_num_params(t->model),
-                (long long)ddpc_dataset_size(t->train), (long long)s->batch_size, (long long)total,
-                ddpc_kernels_threads());
+    log_start(t, total);
     double start = ddpc_time_now();
-    ddpc_eval_result r;
+    const ddpc_batch *batches[DDPC_TRAIN_MAX_ACCUM];
     for (int64_t epoch = 0; t->step < total; epoch++) {
-        shuffle_epoch(t, epoch);
+        DDPC_TRY(ddpc_loader_start_epoch(t->train_loader, epoch));
         for (int64_t b = 0; b < per_epoch && t->step < total; b++) {
+            bool ok;
             float loss;
             double t0 = ddpc_time_now();
-            DDPC_TRY(ddpc__trainer_train_step(t, t->perm + b * s->batch_size, s->batch_size, &loss));
+            DDPC_TRY(next_batches(t, batches, &ok));
+            if (!ok)
+                return ddpc_errorf(DDPC_EINTERNAL, "the loader ended epoch %lld after %lld of %lld "
+                                   "steps", (long long)epoch, (long long)b, (long long)per_epoch);
+            DDPC_TRY(ddpc__trainer_train_step(t, batches, &loss));
             /* Throughput counts training steps only, not evaluation or logging. */
             t->window_time += ddpc_time_now() - t0;
-            t->window_loss += loss;
-            t->window_steps++;
-            if (t->step % s->log_every == 0 || t->step == total)
-                log_progress(t, epoch, total, ddpc_time_now() - start);
-            bool epoch_end = b + 1 == per_epoch || t->step == total;
-            /* The final test evaluation follows; a validation pass on the same split would repeat it. */
-            bool repeat = t->step == total && t->val == t->test && s->eval_batches == 0;
-            if (!repeat && ((s->eval_every > 0 && t->step % s->eval_every == 0) ||
-                            (s->eval_every == 0 && epoch_end))) {
-                DDPC_TRY(ddpc__trainer_evaluate(t, t->val, "val", true, &r));
-            }
+            t->unsynced_loss += loss;
+            t->unsynced_steps++;
+            DDPC_TRY(after_step(t, epoch, total, b + 1 == per_epoch || t->step == total, start));
         }
     }
+    ddpc_eval_result r;
     DDPC_TRY(ddpc__trainer_evaluate(t, t->test, "test", false, &r));
     if (t->log)
         fprintf(t->log, "done in %.1f s\n", ddpc_time_now() - start);
-    if (s->weights_out) {
+    if (s->weights_out && t->rank == 0) {
         DDPC_TRY(ddpc_weights_save(t->model, ddpc_model_params(t->model), s->weights_out));
         if (t->log)
             fprintf(t->log, "saved weights to %s\n", s->weights_out);
@@ -141,13 +200,23 @@ ddpc_status ddpc_trainer_bench(ddpc_trainer *t, int64_t warmup, int64_t steps, d
     double *dt = ddpc_malloc((size_t)steps * sizeof(double));
     if (!dt)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory for %lld bench timings", (long long)steps);
-    shuffle_epoch(t, 0);
+    for (int64_t i = 0; i < size; i++)
+        t->perm[i] = i;
+    ddpc_rng order = ddpc_rng_make(t->set.seed, 1000);
+    ddpc_rng_shuffle(&order, t->perm, size);
     ddpc_status st = DDPC_OK;
+    /* Every micro-step of a bench step reuses one gathered batch: the data path is not timed. */
+    ddpc_batch batch = {.n = n, .x = t->x, .tokens = t->tokens, .targets = t->targets};
+    const ddpc_batch *batches[DDPC_TRAIN_MAX_ACCUM];
+    for (int64_t k = 0; k < t->set.accum_steps; k++)
+        batches[k] = &batch;
     for (int64_t i = 0; i < warmup + steps && st == DDPC_OK; i++) {
         int64_t off = (i * n) % (size - n + 1);
         float loss;
+        st = ddpc_dataset_get_batch(t->train, t->perm + off, n, t->x, t->tokens, t->targets);
         double t0 = ddpc_time_now();
-        st = ddpc__trainer_train_step(t, t->perm + off, n, &loss);
+        if (st == DDPC_OK)
+            st = ddpc__trainer_train_step(t, batches, &loss);
         if (i >= warmup)
             dt[i - warmup] = ddpc_time_now() - t0;
     }

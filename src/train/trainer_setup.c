@@ -16,6 +16,7 @@ static const char *const state_names[] = {"train", "val", "test", "predict", NUL
 static const char *const data_types[] = {"fmnist", "text", "synthetic_images", "synthetic_tokens", NULL};
 static const char *const optim_types[] = {"sgd", "adamw", NULL};
 static const char *const schedules[] = {"constant", "cosine", "linear", NULL};
+static const char *const lr_scales[] = {"none", "linear", "sqrt", NULL};
 
 ddpc_status ddpc__trainer_read_settings(ddpc_trainer *t, const char *config_name)
 {
@@ -45,6 +46,15 @@ ddpc_status ddpc__trainer_read_settings(ddpc_trainer *t, const char *config_name
     DDPC_TRY(ddpc_config_int(c, "data.batch_size", 64, 1, 1 << 20, &s->batch_size));
     DDPC_TRY(ddpc_config_int(c, "data.eval_batch_size", s->batch_size, 1, 1 << 20, &s->eval_batch_size));
     DDPC_TRY(ddpc_config_bool(c, "data.shuffle", true, &s->shuffle));
+    DDPC_TRY(ddpc_config_int(c, "data.num_workers", 1, 0, 64, &v));
+    s->num_workers = (int)v;
+    DDPC_TRY(ddpc_config_int(c, "data.prefetch_factor", 2, 1, 1024, &v));
+    s->prefetch_factor = (int)v;
+    DDPC_TRY(ddpc_config_int(c, "optim.grad_accum_steps", 1, 1, DDPC_TRAIN_MAX_ACCUM, &s->accum_steps));
+    int scale;
+    DDPC_TRY(ddpc_config_choice(c, "optim.lr_scale", "none", lr_scales, &scale));
+    s->lr_scale = (lr_scale_kind)scale;
+    DDPC_TRY(ddpc_config_int(c, "stats_sync_every", s->log_every, 1, INT64_MAX, &s->stats_sync_every));
     DDPC_TRY(ddpc_config_float(c, "optim.grad_clip", 0.0, 0.0, 1e9, &f));
     s->grad_clip = (float)f;
     DDPC_TRY(ddpc_config_int(c, "predict.samples", 20, 0, INT64_MAX, &s->predict_samples));
@@ -173,10 +183,17 @@ ddpc_status ddpc__trainer_build_model(ddpc_trainer *t)
     ddpc_model_config mc;
     DDPC_TRY(read_model_config(t, &mc));
     DDPC_TRY(ddpc_model_create(&t->model, &mc));
-    int64_t per_epoch = ddpc_dataset_size(t->train) / t->set.batch_size;
-    if (t->set.state == STATE_TRAIN && per_epoch == 0)
-        return ddpc_errorf(DDPC_EINVAL, "data.batch_size %lld is larger than the %lld training samples",
-                           (long long)t->set.batch_size, (long long)ddpc_dataset_size(t->train));
+    int64_t per_epoch = 0;
+    if (t->set.state == STATE_TRAIN) {
+        DDPC_TRY(ddpc__trainer_build_loader(t));
+        per_epoch = ddpc_loader_len(t->train_loader) / t->set.accum_steps;
+        if (per_epoch == 0)
+            return ddpc_errorf(DDPC_EINVAL, "one step takes data.batch_size %lld x "
+                               "optim.grad_accum_steps %lld samples on each of %d ranks, more than "
+                               "the %lld training samples",
+                               (long long)t->set.batch_size, (long long)t->set.accum_steps,
+                               t->world, (long long)ddpc_dataset_size(t->train));
+    }
     int64_t total = t->set.epochs * per_epoch;
     if (t->set.max_steps > 0 && (total == 0 || t->set.max_steps < total))
         total = t->set.max_steps;
@@ -205,15 +222,20 @@ ddpc_status ddpc_trainer_create(ddpc_trainer **out, ddpc_config *cfg, const char
     if (!t)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory creating the trainer");
     t->cfg = cfg;
+    t->world = 1;
     ddpc_status s = ddpc__trainer_read_settings(t, config_name);
     if (s == DDPC_OK) {
         ddpc_kernels_set_threads(t->set.threads);
-        s = ddpc__trainer_load_data(t);
+        s = ddpc__trainer_init_dist(t);
     }
+    if (s == DDPC_OK)
+        s = ddpc__trainer_load_data(t);
     if (s == DDPC_OK)
         s = ddpc__trainer_build_model(t);
     if (s == DDPC_OK && t->set.init_from)
         s = ddpc_weights_load(t->model, t->set.init_from);
+    if (s == DDPC_OK) /* last: the reducer copies rank 0's (possibly loaded) parameters */
+        s = ddpc__trainer_init_ddp(t);
     if (s != DDPC_OK) {
         ddpc_trainer_destroy(t);
         return s;
@@ -228,6 +250,9 @@ void ddpc_trainer_destroy(ddpc_trainer *t)
         return;
     if (t->metrics)
         fclose(t->metrics);
+    ddpc_loader_destroy(t->train_loader);
+    ddpc_sampler_destroy(t->train_sampler);
+    ddpc__trainer_fini_dist(t);
     ddpc_free(t->x);
     ddpc_free(t->tokens);
     ddpc_free(t->targets);
@@ -242,7 +267,7 @@ void ddpc_trainer_destroy(ddpc_trainer *t)
 
 void ddpc_trainer_set_log(ddpc_trainer *t, FILE *log)
 {
-    t->log = log;
+    t->log = t->rank == 0 ? log : NULL; /* progress comes from global rank 0 only */
 }
 
 ddpc_eval_result ddpc_trainer_last_eval(const ddpc_trainer *t)

@@ -12,8 +12,9 @@
 
 void ddpc_kernels_set_threads(int n)
 {
+    /* OpenMP's default is OMP_NUM_THREADS when set (ddpc run sets it per worker), else every core. */
     if (n <= 0)
-        n = omp_get_num_procs();
+        n = omp_get_max_threads();
     omp_set_num_threads(n);
     openblas_set_num_threads(n);
 }

@@ -1,0 +1,70 @@
+/* The DDP gradient reducer: keeps N model replicas equal by averaging their gradients, as
+ * PyTorch's DistributedDataParallel does. Buckets are contiguous ranges of the model's flat
+ * gradient buffer in the order backward produces them (last tensors first); each bucket's
+ * all-reduce is launched on the process group's comm thread as soon as its last tensor is ready,
+ * while backward goes on, and in bucket order on every rank. One thread at a time. */
+#ifndef DDPC_REDUCER_H
+#define DDPC_REDUCER_H
+
+#include <ddpc/dist.h>
+#include <ddpc/nn.h>
+#include <ddpc/status.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    double bucket_cap_mb;        /* bucket size limit (default 25, as PyTorch) */
+    double first_bucket_mb;      /* smaller first bucket so communication starts early (default 1) */
+    bool find_unused_parameters; /* tensors backward never reached count as ready (zero gradient);
+                                    without it they are an error naming them */
+    ddpc_dtype comm_dtype;       /* F32 (default), or BF16 / F16 to halve the bytes sent */
+    bool broadcast_params;       /* copy rank 0's parameters to every rank at create (default on) */
+    const char *fingerprint;     /* extra text every rank must agree on (e.g. the config), borrowed;
+                                    NULL for none */
+} ddpc_reducer_config;
+
+ddpc_reducer_config ddpc_reducer_config_default(void);
+
+typedef struct {
+    size_t num_buckets;
+    double exposed_s;  /* total time ddpc_reducer_finish blocked waiting for communication */
+    double comm_s;     /* total time the buckets' collectives took on the comm thread */
+    uint64_t steps;    /* synchronised steps so far */
+} ddpc_reducer_stats;
+
+typedef struct ddpc_reducer ddpc_reducer;
+
+/* Builds the buckets, compares the model fingerprint (every tensor's name and shape, then
+ * cfg->fingerprint line by line) across ranks — a mismatch is DDPC_EINVAL naming the first
+ * difference and the ranks — broadcasts rank 0's parameters, and installs itself as the model's
+ * gradient-ready hook. Borrows pg and model until destroy. Collective: every rank calls it. */
+ddpc_status ddpc_reducer_create(ddpc_pg *pg, ddpc_model *model, const ddpc_reducer_config *cfg,
+                                ddpc_reducer **out);
+/* Removes the hook, waits for anything in flight and frees. NULL is a no-op. */
+void ddpc_reducer_destroy(ddpc_reducer *r);
+
+/* Call before each backward. sync false (no_sync, or a micro-step before the last of a gradient
+ * accumulation) lets gradients accumulate locally with no communication; sync true makes this
+ * backward's ready tensors launch their buckets. */
+void ddpc_reducer_prepare(ddpc_reducer *r, bool sync);
+/* After the last backward of a synchronised step: launches what is left (unused tensors, or every
+ * bucket when several backward passes fed this step), waits for all buckets and leaves the
+ * average over ranks in the gradient buffer, identical on every rank. Errors: the collective's
+ * (timeout, peer), or DDPC_EINVAL naming tensors that got no gradient without
+ * find_unused_parameters (after communicating, so the other ranks are not left waiting). */
+ddpc_status ddpc_reducer_finish(ddpc_reducer *r);
+/* Marks every tensor ready now (used when several backward passes — tasks of a multi-task step —
+ * feed one step and only the last should communicate). */
+void ddpc_reducer_mark_all_ready(ddpc_reducer *r);
+
+ddpc_reducer_stats ddpc_reducer_stats_of(const ddpc_reducer *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

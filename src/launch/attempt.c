@@ -1,0 +1,243 @@
+/* One attempt of the worker group: spawn every local worker, forward output, watch for exits and
+ * for the launcher's own signals, and stop the group (SIGTERM + SIGCONT, SIGKILL after the grace)
+ * at the first failure or signal. Invariant: when ddpc__attempt_run returns, every worker of the
+ * attempt has been reaped and its process group killed; nothing outlives the attempt. */
+#include "launch/launch_impl.h"
+
+#include <ddpc/alloc.h>
+#include <ddpc/timer.h>
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct {
+    const ddpc_launch_config *cfg;
+    ddpc__worker *w; /* (nproc_per_node) */
+    int n;
+    bool stopping, killed;
+    double kill_at; /* ddpc_time_now() after which stopping turns into SIGKILL */
+    ddpc__attempt_result *res;
+    struct pollfd *pfd; /* (2 * n) scratch for poll */
+    int *slot;          /* (2 * n) worker index * 2 + stream of each pfd entry */
+} attempt;
+
+static ddpc_status open_log(const ddpc_launch_config *cfg, int attempt_no, ddpc__worker *w)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s/attempt_%d/rank_%d.log", cfg->log_dir, attempt_no, w->rank);
+    w->log = fopen(path, "w");
+    if (!w->log)
+        return ddpc_errorf(DDPC_EIO, "cannot open log file '%s': %s", path, strerror(errno));
+    setvbuf(w->log, NULL, _IOLBF, 0);
+    return DDPC_OK;
+}
+
+static ddpc_status setup_worker(const ddpc_launch_config *cfg, int attempt_no, int local,
+                                ddpc__worker *w)
+{
+    int world = cfg->nnodes * cfg->nproc_per_node;
+    w->rank = cfg->node_rank * cfg->nproc_per_node + local;
+    w->fds[0] = w->fds[1] = -1;
+    snprintf(w->prefix, sizeof w->prefix, "[rank %d/%d] ", w->rank, world);
+    if (cfg->log_dir[0])
+        DDPC_TRY(open_log(cfg, attempt_no, w));
+    bool console = !cfg->log_dir[0] || cfg->tee;
+    for (int s = 0; s < 2; s++) {
+        w->sinks[s].log = w->log;
+        w->sinks[s].console = console ? (s == 0 ? cfg->out : cfg->err) : NULL;
+        w->sinks[s].prefix = cfg->tee ? w->prefix : NULL;
+        w->sinks[s].ring = &w->ring;
+    }
+    return DDPC_OK;
+}
+
+static void signal_all(attempt *a, int sig)
+{
+    for (int i = 0; i < a->n; i++)
+        ddpc__worker_signal(&a->w[i], sig);
+}
+
+static void begin_stop(attempt *a)
+{
+    if (a->stopping) {
+        return;
+    }
+    a->stopping = true;
+    a->kill_at = ddpc_time_now() + a->cfg->stop_grace_s;
+    signal_all(a, SIGTERM);
+    signal_all(a, SIGCONT); /* a stopped worker must run to act on SIGTERM */
+}
+
+/* Waits up to one monitor interval (less when the SIGKILL deadline is near) for output. */
+static ddpc_status pump_output(attempt *a)
+{
+    struct pollfd *pfd = a->pfd;
+    int np = 0;
+    for (int i = 0; i < a->n; i++) {
+        for (int s = 0; s < 2; s++) {
+            if (a->w[i].fds[s] >= 0) {
+                pfd[np] = (struct pollfd){.fd = a->w[i].fds[s], .events = POLLIN};
+                a->slot[np++] = 2 * i + s;
+            }
+        }
+    }
+    double wait_s = a->cfg->monitor_interval_s;
+    if (a->stopping && !a->killed && a->kill_at - ddpc_time_now() < wait_s)
+        wait_s = a->kill_at - ddpc_time_now();
+    int ms = wait_s > 0 ? (int)(wait_s * 1000.0 + 0.5) : 0;
+    if (np == 0) {
+        struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        return DDPC_OK;
+    }
+    if (poll(pfd, (nfds_t)np, ms) < 0 && errno != EINTR)
+        return ddpc_errorf(DDPC_EIO, "poll on worker output failed: %s", strerror(errno));
+    bool any = false;
+    for (int k = 0; k < np; k++) {
+        if (pfd[k].revents) {
+            DDPC_TRY(ddpc__worker_read(&a->w[a->slot[k] / 2], a->slot[k] % 2));
+            any = true;
+        }
+    }
+    if (any) { /* lines reach a piped console as they come, not when a buffer fills */
+        fflush(a->cfg->out);
+        fflush(a->cfg->err);
+    }
+    return DDPC_OK;
+}
+
+static void check_signals(attempt *a, const sigset_t *watched)
+{
+    struct timespec zero = {0, 0};
+    int sig;
+    while ((sig = sigtimedwait(watched, NULL, &zero)) > 0) {
+        if (sig == SIGPIPE)
+            continue; /* the console went away; writes fail with EPIPE instead */
+        if (a->stopping && a->res->outcome == DDPC__ATTEMPT_INTERRUPTED) {
+            signal_all(a, SIGKILL); /* a second Ctrl-C does not wait for the grace */
+            a->killed = true;
+            continue;
+        }
+        if (!a->stopping) {
+            a->res->outcome = DDPC__ATTEMPT_INTERRUPTED;
+            a->res->signo = sig;
+            begin_stop(a);
+        }
+    }
+}
+
+/* True once every worker has exited. Records the first failure and starts the stop. */
+static bool check_exits(attempt *a)
+{
+    int running = 0;
+    for (int i = 0; i < a->n; i++) {
+        ddpc__worker *w = &a->w[i];
+        if (!ddpc__worker_poll_exit(w)) {
+            running++;
+            continue;
+        }
+        if (w->failed && !a->stopping) {
+            a->res->outcome = DDPC__ATTEMPT_FAILED;
+            a->res->failed_rank = i; /* local index until the report */
+            begin_stop(a);
+        }
+    }
+    return running == 0;
+}
+
+static ddpc_status monitor(attempt *a, const sigset_t *watched)
+{
+    for (;;) {
+        DDPC_TRY(pump_output(a));
+        check_signals(a, watched);
+        if (check_exits(a))
+            return DDPC_OK;
+        if (a->stopping && !a->killed && ddpc_time_now() >= a->kill_at) {
+            signal_all(a, SIGKILL);
+            a->killed = true;
+        }
+    }
+}
+
+/* The one message a failure gets: which rank, how it ended, the last lines it printed. */
+static void report_failure(const attempt *a, int attempt_no)
+{
+    const ddpc__worker *w = &a->w[a->res->failed_rank];
+    FILE *f = a->cfg->err;
+    char how[96];
+    ddpc_launch_describe_wait(w->wait_status, how, sizeof how);
+    fprintf(f,
+            "ddpc run: rank %d (local rank %d, pid %ld) failed with %s on attempt %d; "
+            "stopped the other %d local worker(s).",
+            w->rank, a->res->failed_rank, (long)w->pid, how, attempt_no, a->n - 1);
+    if (a->cfg->log_dir[0])
+        fprintf(f, " Its log: %s/attempt_%d/rank_%d.log.", a->cfg->log_dir, attempt_no, w->rank);
+    if (w->ring.count == 0) {
+        fprintf(f, " It printed nothing.\n");
+    } else {
+        fprintf(f, " Its last %d line(s):\n", w->ring.count);
+        for (int i = 0; i < w->ring.count; i++)
+            fprintf(f, "    %s%s\n", w->prefix, ddpc__ring_line(&w->ring, i));
+    }
+    fflush(f);
+}
+
+static void report_interrupt(const attempt *a)
+{
+    char name[32];
+    fprintf(a->cfg->err, "ddpc run: got %s; stopped all %d local worker(s).\n",
+            ddpc_launch_signal_name(a->res->signo, name, sizeof name), a->n);
+    fflush(a->cfg->err);
+}
+
+static ddpc_status spawn_all(attempt *a, const char *program, char **const *envs, int attempt_no,
+                             const sigset_t *child_mask)
+{
+    for (int i = 0; i < a->n; i++) {
+        DDPC_TRY(setup_worker(a->cfg, attempt_no, i, &a->w[i]));
+        DDPC_TRY(ddpc__worker_spawn(&a->w[i], program, a->cfg->argv, envs[i], child_mask));
+    }
+    return DDPC_OK;
+}
+
+ddpc_status ddpc__attempt_run(const ddpc_launch_config *cfg, const char *program,
+                              char **const *envs, int attempt_no, const sigset_t *watched,
+                              const sigset_t *child_mask, ddpc__attempt_result *res)
+{
+    memset(res, 0, sizeof *res);
+    res->outcome = DDPC__ATTEMPT_SUCCEEDED;
+    res->failed_rank = -1;
+    attempt a = {.cfg = cfg, .n = cfg->nproc_per_node, .res = res};
+    a.w = ddpc_calloc((size_t)a.n, sizeof *a.w);
+    a.pfd = ddpc_calloc((size_t)a.n * 2, sizeof *a.pfd);
+    a.slot = ddpc_calloc((size_t)a.n * 2, sizeof *a.slot);
+    ddpc_status s = DDPC_OK;
+    if (!a.w || !a.pfd || !a.slot)
+        s = ddpc_errorf(DDPC_ENOMEM, "out of memory for %d workers", a.n);
+    for (int i = 0; a.w && i < a.n; i++)
+        a.w[i].fds[0] = a.w[i].fds[1] = -1;
+    if (s == DDPC_OK)
+        s = spawn_all(&a, program, envs, attempt_no, child_mask);
+    if (s == DDPC_OK)
+        s = monitor(&a, watched);
+    if (s != DDPC_OK)
+        signal_all(&a, SIGKILL); /* could not run the attempt: leave nothing behind */
+    for (int i = 0; a.w && i < a.n; i++)
+        ddpc__worker_finish(&a.w[i]);
+    fflush(cfg->out);
+    fflush(cfg->err);
+    if (s == DDPC_OK && res->outcome == DDPC__ATTEMPT_FAILED) {
+        res->wait_status = a.w[res->failed_rank].wait_status;
+        report_failure(&a, attempt_no);
+        res->failed_rank = a.w[res->failed_rank].rank;
+    } else if (s == DDPC_OK && res->outcome == DDPC__ATTEMPT_INTERRUPTED) {
+        report_interrupt(&a);
+    }
+    ddpc_free(a.slot);
+    ddpc_free(a.pfd);
+    ddpc_free(a.w);
+    return s;
+}

@@ -1,0 +1,241 @@
+/* ddpc_launch_run: the job as a sequence of attempts. It resolves the program, fixes the job's
+ * identities (run id, reserved master port, OMP_NUM_THREADS) once, blocks the signals it watches,
+ * and runs attempts until one succeeds, the launcher is interrupted, or restarts run out.
+ * Invariant: the signal mask and the reserved port are restored and released on every return. */
+#include "launch/launch_impl.h"
+
+#include <ddpc/alloc.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static ddpc_status check_config(const ddpc_launch_config *cfg)
+{
+    if (cfg->argc < 1 || !cfg->argv || !cfg->argv[0])
+        return ddpc_errorf(DDPC_EINVAL, "no PROGRAM to launch");
+    if (cfg->nproc_per_node < 1 || cfg->nnodes < 1 || cfg->node_rank < 0 ||
+        cfg->node_rank >= cfg->nnodes)
+        return ddpc_errorf(DDPC_EINVAL, "bad job shape: %d worker(s) per node, node %d of %d",
+                           cfg->nproc_per_node, cfg->node_rank, cfg->nnodes);
+    if (!(cfg->monitor_interval_s > 0) || !(cfg->stop_grace_s >= 0) || cfg->max_restarts < 0)
+        return ddpc_errorf(DDPC_EINVAL,
+                           "monitor interval %g s, stop grace %g s and max restarts "
+                           "%d must be positive",
+                           cfg->monitor_interval_s, cfg->stop_grace_s, cfg->max_restarts);
+    if (!cfg->out || !cfg->err)
+        return ddpc_errorf(DDPC_EINVAL, "the launch config has no console streams");
+    return DDPC_OK;
+}
+
+/* mkdir -p: every missing component of `path` is created. */
+static ddpc_status make_dirs(const char *path)
+{
+    char buf[1200];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+        return ddpc_errorf(DDPC_EINVAL, "log directory path '%.60s...' is too long", path);
+    for (char *p = buf + 1;; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char c = *p;
+        *p = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return ddpc_errorf(DDPC_EIO, "cannot create log directory '%s': %s", buf,
+                               strerror(errno));
+        *p = c;
+        if (c == '\0')
+            return DDPC_OK;
+    }
+}
+
+static ddpc_status make_attempt_dir(const ddpc_launch_config *cfg, int attempt_no)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s/attempt_%d", cfg->log_dir, attempt_no);
+    return make_dirs(path);
+}
+
+static void free_envs(char ***envs, int n)
+{
+    for (int i = 0; envs && i < n; i++)
+        ddpc__strv_free(envs[i]);
+    ddpc_free(envs);
+}
+
+static ddpc_status build_envs(const ddpc_launch_config *cfg, const char *const *base,
+                              const ddpc__job_ids *ids, char ****out)
+{
+    int n = cfg->nproc_per_node;
+    char ***envs = ddpc_calloc((size_t)n, sizeof *envs);
+    if (!envs)
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory for %d worker environments", n);
+    for (int i = 0; i < n; i++) {
+        ddpc_status s = ddpc__worker_env(cfg, base, ids, i, &envs[i]);
+        if (s != DDPC_OK) {
+            free_envs(envs, n);
+            return s;
+        }
+    }
+    *out = envs;
+    return DDPC_OK;
+}
+
+/* Runs attempts until success, interruption, an error, or no restarts left. */
+static ddpc_status run_attempts(const ddpc_launch_config *cfg, const char *program,
+                                const char *const *envp, ddpc__job_ids *ids,
+                                const sigset_t *watched, const sigset_t *child_mask, int *exit_code)
+{
+    for (int attempt_no = 0;; attempt_no++) {
+        ids->restart_count = attempt_no;
+        char ***envs = NULL;
+        if (cfg->log_dir[0])
+            DDPC_TRY(make_attempt_dir(cfg, attempt_no));
+        DDPC_TRY(build_envs(cfg, envp, ids, &envs));
+        ddpc__attempt_result r;
+        ddpc_status s = ddpc__attempt_run(cfg, program, envs, attempt_no, watched, child_mask, &r);
+        free_envs(envs, cfg->nproc_per_node);
+        DDPC_TRY(s);
+        if (r.outcome == DDPC__ATTEMPT_SUCCEEDED) {
+            *exit_code = 0;
+            return DDPC_OK;
+        }
+        if (r.outcome == DDPC__ATTEMPT_INTERRUPTED) {
+            *exit_code = 128 + r.signo;
+            return DDPC_OK;
+        }
+        *exit_code = ddpc_launch_exit_code(r.wait_status);
+        if (attempt_no >= cfg->max_restarts) {
+            fprintf(cfg->err, "ddpc run: no restarts left (--max-restarts %d); exiting with %d.\n",
+                    cfg->max_restarts, *exit_code);
+            return DDPC_OK;
+        }
+        fprintf(cfg->err, "ddpc run: restarting all workers (restart %d of %d).\n", attempt_no + 1,
+                cfg->max_restarts);
+        fflush(cfg->err);
+    }
+}
+
+/* Run id, master port and OMP_NUM_THREADS, fixed for the whole job. *port_fd gets the socket
+ * that keeps a chosen port reserved (-1 when the port was given). */
+static ddpc_status job_ids(const ddpc_launch_config *cfg, const char *const *envp,
+                           ddpc__job_ids *ids, int *port_fd)
+{
+    memset(ids, 0, sizeof *ids);
+    *port_fd = -1;
+    if (cfg->run_id[0])
+        snprintf(ids->run_id, sizeof ids->run_id, "%s", cfg->run_id);
+    else
+        ddpc__run_id_make(ids->run_id, sizeof ids->run_id);
+    ids->master_port = cfg->master_port;
+    if (ids->master_port == 0)
+        DDPC_TRY(ddpc__port_reserve(cfg->master_addr, port_fd, &ids->master_port));
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    ids->omp_threads = ddpc__omp_threads(envp, cfg->nproc_per_node, cpus > 0 ? (int)cpus : 1);
+    if (ids->omp_threads > 0) {
+        fprintf(cfg->err,
+                "ddpc run: OMP_NUM_THREADS is unset; setting it to %d for each of the "
+                "%d workers (%ld CPUs). Set it yourself to tune.\n",
+                ids->omp_threads, cfg->nproc_per_node, cpus);
+        fflush(cfg->err);
+    }
+    return DDPC_OK;
+}
+
+/* The job once the config and program are known: ids, signal mask, attempts. */
+static ddpc_status run_job(const ddpc_launch_config *cfg, const char *program,
+                           const char *const *envp, int *exit_code)
+{
+    if (cfg->log_dir[0])
+        DDPC_TRY(make_dirs(cfg->log_dir));
+    ddpc__job_ids ids;
+    int port_fd = -1;
+    DDPC_TRY(job_ids(cfg, envp, &ids, &port_fd));
+    sigset_t watched, old_mask;
+    sigemptyset(&watched);
+    sigaddset(&watched, SIGINT);
+    sigaddset(&watched, SIGTERM);
+    sigaddset(&watched, SIGHUP);
+    sigaddset(&watched, SIGPIPE);
+    sigprocmask(SIG_BLOCK, &watched, &old_mask);
+    ddpc_status s = run_attempts(cfg, program, envp, &ids, &watched, &old_mask, exit_code);
+    /* A signal that came after the last check still counts: it decides the exit code. */
+    struct timespec zero = {0, 0};
+    int sig;
+    while ((sig = sigtimedwait(&watched, NULL, &zero)) > 0)
+        if (sig != SIGPIPE && s == DDPC_OK && *exit_code == 0)
+            *exit_code = 128 + sig;
+    sigprocmask(SIG_SETMASK, &old_mask, NULL);
+    if (port_fd >= 0)
+        close(port_fd);
+    return s;
+}
+
+ddpc_status ddpc_launch_run(const ddpc_launch_config *cfg, const char *const *envp, int *exit_code)
+{
+    *exit_code = 1;
+    DDPC_TRY(check_config(cfg));
+    /* execve needs argv[argc] == NULL, which a caller's config need not promise. */
+    char **args = ddpc_calloc((size_t)cfg->argc + 1, sizeof *args);
+    if (!args)
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory for %d program arguments", cfg->argc);
+    memcpy(args, cfg->argv, (size_t)cfg->argc * sizeof *args);
+    ddpc_launch_config job = *cfg;
+    job.argv = args;
+    ddpc_status s;
+    if (ddpc_launch_uses_mpirun(&job)) {
+        s = ddpc__mpirun_exec(&job, envp);
+    } else {
+        char program[4096];
+        s = ddpc__find_program(job.argv[0], envp, program, sizeof program);
+        if (s == DDPC_OK)
+            s = run_job(&job, program, envp, exit_code);
+    }
+    ddpc_free(args);
+    return s;
+}
+
+/* Why `envp` belongs to a worker of some launcher, or NULL. Rank discovery (dist) decides; when
+ * it rejects a malformed environment, the launcher markers alone still count. */
+static const char *nested_reason(const char *const *envp, char *buf, size_t cap)
+{
+    ddpc_dist_env e;
+    ddpc_status s = ddpc_dist_env_parse(envp, &e);
+    ddpc_clear_error();
+    bool torchrun_marks =
+        ddpc__env_get(envp, "TORCHELASTIC_RUN_ID") || ddpc__env_get(envp, "DDPC_LAUNCHER");
+    if (s != DDPC_OK)
+        return torchrun_marks ? "TORCHELASTIC_RUN_ID or DDPC_LAUNCHER is set" : NULL;
+    if (e.nested_launcher) {
+        snprintf(buf, cap, "%s is set",
+                 ddpc__env_get(envp, "TORCHELASTIC_RUN_ID") ? "TORCHELASTIC_RUN_ID"
+                                                            : "DDPC_LAUNCHER");
+        return buf;
+    }
+    bool mpi_like = e.source == DDPC_DIST_SOURCE_OPENMPI || e.source == DDPC_DIST_SOURCE_PMI ||
+                    e.source == DDPC_DIST_SOURCE_SLURM;
+    if (mpi_like && e.world_size > 1) {
+        snprintf(buf, cap, "it is rank %d of %d started by %s", e.rank, e.world_size,
+                 e.source == DDPC_DIST_SOURCE_OPENMPI ? "mpirun"
+                 : e.source == DDPC_DIST_SOURCE_PMI   ? "an MPI launcher (PMI)"
+                                                      : "srun");
+        return buf;
+    }
+    return NULL;
+}
+
+ddpc_status ddpc_launch_check_nested(const char *const *envp)
+{
+    char buf[160];
+    const char *why = nested_reason(envp, buf, sizeof buf);
+    if (!why)
+        return DDPC_OK;
+    return ddpc_errorf(DDPC_EINVAL,
+                       "refusing to start inside a worker of another launcher (%s): every worker "
+                       "would start its own group and the ranks would never form one job; run "
+                       "PROGRAM directly under the outer launcher, or start 'ddpc run' from a "
+                       "plain shell",
+                       why);
+}

@@ -1,0 +1,167 @@
+/* Private to src/launch: the pieces of the supervisor, split so each can be unit-tested.
+ * Environment arrays are NULL-terminated "KEY=VALUE" vectors from ddpc_malloc; a worker owns two
+ * pipes (stdout, stderr) whose bytes become whole lines before they reach a ring, a log or the
+ * console. The launcher is single-threaded: nothing here locks. */
+#ifndef DDPC_LAUNCH_IMPL_H
+#define DDPC_LAUNCH_IMPL_H
+
+#include <ddpc/launch.h>
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+/* ---- environment vectors (worker_env.c) ---- */
+
+/* The value of `key` in a NULL-terminated "KEY=VALUE" vector, or NULL. envp may be NULL. */
+const char *ddpc__env_get(const char *const *envp, const char *key);
+/* Frees a vector from ddpc__worker_env or ddpc__strv_*; NULL is a no-op. */
+void ddpc__strv_free(char **v);
+/* Appends a copy of `s` to the vector *v of *n entries (kept NULL-terminated). */
+ddpc_status ddpc__strv_push(char ***v, int *n, const char *s);
+/* Same with printf formatting. */
+ddpc_status ddpc__strv_pushf(char ***v, int *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* What ddpc__worker_env needs besides the config; the launcher fills it once per job. */
+typedef struct {
+    char run_id[128];
+    int master_port;
+    int omp_threads; /* > 0: set OMP_NUM_THREADS (the caller's was unset); 0: leave it */
+    int restart_count;
+} ddpc__job_ids;
+
+/* OMP_NUM_THREADS for each worker as torchrun picks it: 0 when `base` sets it or nproc <= 1,
+ * else max(1, cpus / nproc). */
+int ddpc__omp_threads(const char *const *base, int nproc, int cpus);
+
+/* The environment of worker `local_rank`: `base` without the variables the launcher owns, then
+ * RANK, LOCAL_RANK, WORLD_SIZE, ... (torchrun's contract), DDPC_LAUNCHER=1, and DDPC_BACKEND /
+ * DDPC_COLLECTIVE_TIMEOUT / OMP_NUM_THREADS when the config or `ids` ask for them. */
+ddpc_status ddpc__worker_env(const ddpc_launch_config *cfg, const char *const *base,
+                             const ddpc__job_ids *ids, int local_rank, char ***out);
+
+/* ---- identities: ports, run ids, programs (ids.c) ---- */
+
+/* Binds a TCP socket to addr:0 and returns it (close-on-exec) in *fd with its port in *port; the
+ * socket then allows SO_REUSEADDR binds, so rank 0 can listen on the port while the launcher's
+ * reservation keeps every other bind(0) on the host off it. */
+ddpc_status ddpc__port_reserve(const char *addr, int *fd, int *port);
+/* A run id unique on this host: "ddpc-<pid>-<nanoseconds in hex>". */
+void ddpc__run_id_make(char *buf, size_t cap);
+/* True when `id` is 1..100 characters of [A-Za-z0-9._-]. */
+bool ddpc__run_id_valid(const char *id);
+/* Resolves `name` as execvp would (a name with '/' is taken as is, else each PATH entry of envp;
+ * PATH unset means /usr/local/bin:/usr/bin:/bin). DDPC_EINVAL naming it when no executable file. */
+ddpc_status ddpc__find_program(const char *name, const char *const *envp, char *out, size_t cap);
+
+/* ---- output: line assembly and the failure ring (output.c) ---- */
+
+#define DDPC__RING_LINES 20
+#define DDPC__RING_LINE_MAX 512
+#define DDPC__LINE_MAX 65536 /* a longer line is forwarded in pieces of this size */
+
+/* The last DDPC__RING_LINES lines, each cut to DDPC__RING_LINE_MAX - 1 bytes. */
+typedef struct {
+    char lines[DDPC__RING_LINES][DDPC__RING_LINE_MAX];
+    int next;  /* slot the next line goes to */
+    int count; /* lines held, <= DDPC__RING_LINES */
+} ddpc__line_ring;
+
+void ddpc__ring_push(ddpc__line_ring *r, const char *line, size_t len);
+/* The i-th held line, oldest first (0 <= i < r->count). */
+const char *ddpc__ring_line(const ddpc__line_ring *r, int i);
+
+/* Where one worker's lines go. `prefix` ("[rank r/w] ") is put before console lines when tee. */
+typedef struct {
+    FILE *log;     /* NULL: no log file */
+    FILE *console; /* NULL: not to the console */
+    const char *prefix;
+    ddpc__line_ring *ring;
+} ddpc__line_sink;
+
+/* Bytes of one stream waiting for their newline. */
+typedef struct {
+    char *buf; /* (DDPC__LINE_MAX) from ddpc_malloc, or NULL before the first byte */
+    size_t len;
+} ddpc__line_buf;
+
+/* Feeds `n` bytes: every complete line (and every DDPC__LINE_MAX bytes without one) goes to the
+ * sink with its newline. DDPC_ENOMEM when the buffer cannot be allocated. */
+ddpc_status ddpc__line_feed(ddpc__line_buf *b, const char *data, size_t n,
+                            const ddpc__line_sink *sink);
+/* At end of stream: a pending partial line goes out with a newline added; frees the buffer. */
+void ddpc__line_flush(ddpc__line_buf *b, const ddpc__line_sink *sink);
+
+/* ---- one worker process (worker.c) ---- */
+
+typedef struct {
+    int rank;   /* global rank */
+    pid_t pid;  /* also its process group id; 0 when not started */
+    int fds[2]; /* read ends of its stdout and stderr pipes; -1 once closed */
+    ddpc__line_buf bufs[2];
+    ddpc__line_sink sinks[2];
+    ddpc__line_ring ring;
+    FILE *log;
+    char prefix[32];
+    bool exited; /* observed (not yet reaped: the zombie keeps its pid and group id ours) */
+    bool failed; /* exited non-zero or by a signal */
+    bool reaped;
+    int wait_status; /* valid once exited */
+} ddpc__worker;
+
+/* Starts `path` with `argv` and `envp` in its own process group, with stdout and stderr on fresh
+ * pipes and `child_mask` as its signal mask. DDPC_EIO on pipe or fork failure. */
+ddpc_status ddpc__worker_spawn(ddpc__worker *w, const char *path, char *const *argv,
+                               char *const *envp, const sigset_t *child_mask);
+/* Checks without blocking whether the worker exited (sets exited, failed); leaves a zombie. */
+bool ddpc__worker_poll_exit(ddpc__worker *w);
+/* Sends `sig` to the worker's whole process group (no-op once reaped). */
+void ddpc__worker_signal(ddpc__worker *w, int sig);
+/* Reads what its pipe `stream` (0 stdout, 1 stderr) holds into the sinks; closes it at EOF. */
+ddpc_status ddpc__worker_read(ddpc__worker *w, int stream);
+/* SIGKILLs what is left of its group, reaps it, flushes and closes its pipes. */
+void ddpc__worker_finish(ddpc__worker *w);
+
+/* ---- one attempt of the whole group (attempt.c) ---- */
+
+typedef enum {
+    DDPC__ATTEMPT_SUCCEEDED,   /* every worker exited 0 */
+    DDPC__ATTEMPT_FAILED,      /* a worker failed; the others were stopped */
+    DDPC__ATTEMPT_INTERRUPTED, /* the launcher got SIGINT/SIGTERM/SIGHUP; workers were stopped */
+} ddpc__attempt_outcome;
+
+typedef struct {
+    ddpc__attempt_outcome outcome;
+    int failed_rank; /* FAILED: the first rank seen failing */
+    int wait_status; /* FAILED: its waitpid status */
+    int signo;       /* INTERRUPTED: the signal the launcher got */
+} ddpc__attempt_result;
+
+/* Runs one attempt: spawns every worker (envs[i] for local rank i), forwards output, and watches
+ * for exits and for the signals in `watched` (blocked by the caller). Reports a failure on
+ * cfg->err. Returns an error only when the attempt could not be started or run. */
+ddpc_status ddpc__attempt_run(const ddpc_launch_config *cfg, const char *program,
+                              char **const *envs, int attempt, const sigset_t *watched,
+                              const sigset_t *child_mask, ddpc__attempt_result *res);
+
+/* ---- mpirun hand-off (mpirun.c) ---- */
+
+/* Counts the distinct hosts of an Open MPI hostfile ("host [slots=N ...]", '#' comments).
+ * DDPC_EIO when unreadable, DDPC_EFORMAT when it names no host. */
+ddpc_status ddpc__hostfile_hosts(const char *path, int *hosts);
+/* How many hosts an mpirun job spans: the hostfile's hosts (or --nnodes of them), or --nnodes
+ * checked against SLURM_JOB_NODELIST. DDPC_EINVAL when the request cannot go to mpirun
+ * (--node-rank > 0, --max-restarts > 0, more nodes than hosts, --nnodes > 1 with no hosts). */
+ddpc_status ddpc__mpirun_nodes(const ddpc_launch_config *cfg, const char *const *envp, int *nnodes);
+/* The mpirun command line for the job: mpirun -np TOTAL [--hostfile F] --map-by ppr:N:node
+ * [--allow-run-as-root] --oversubscribe -x DDPC_BACKEND=mpi ... PROGRAM ARGS. `nnodes` is the
+ * number of hosts the job spans. */
+ddpc_status ddpc__mpirun_argv(const ddpc_launch_config *cfg, const char *mpirun, int nnodes,
+                              bool as_root, int omp_threads, char ***out);
+/* Prints the command line and replaces this process with mpirun; returns only on failure. */
+ddpc_status ddpc__mpirun_exec(const ddpc_launch_config *cfg, const char *const *envp);
+
+#endif

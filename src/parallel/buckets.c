@@ -1,0 +1,48 @@
+/* Bucket assignment for the reducer, after PyTorch's compute_bucket_assignment_by_size: tensors
+ * in reverse registration order (the order backward finishes them) fill buckets up to a byte cap,
+ * with a smaller first bucket so the first all-reduce starts early in backward. Because the model
+ * lays tensors out contiguously, each bucket is one contiguous range of the gradient buffer. */
+#include "parallel/reducer_impl.h"
+
+#include <ddpc/alloc.h>
+
+static ddpc_status alloc_tables(ddpc_reducer *r, size_t nt)
+{
+    r->n_tensors = nt;
+    r->bucket_of = ddpc_calloc(nt ? nt : 1, sizeof *r->bucket_of);
+    r->ready = ddpc_calloc(nt ? nt : 1, 1);
+    r->buckets = ddpc_calloc(nt ? nt : 1, sizeof *r->buckets);
+    if (!r->bucket_of || !r->ready || !r->buckets)
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory for the reducer's bucket tables");
+    return DDPC_OK;
+}
+
+ddpc_status ddpc__reducer_build_buckets(ddpc_reducer *r)
+{
+    size_t nt = ddpc_model_num_tensors(r->model);
+    DDPC_TRY(alloc_tables(r, nt));
+    double cap = r->cfg.first_bucket_mb * 1048576.0;
+    ddpc__bucket *b = NULL;
+    for (size_t k = nt; k-- > 0;) {
+        const ddpc_param *p = ddpc_model_tensor(r->model, k);
+        bool fits = b && (double)(b->hi - p->offset) * sizeof(float) <= cap;
+        /* Tensors are contiguous: a bucket grows downwards from its first (last-registered) one. */
+        if (!fits || !b || p->offset + p->numel != b->lo) {
+            if (b) /* after the first bucket, the regular cap applies */
+                cap = r->cfg.bucket_cap_mb * 1048576.0;
+            b = &r->buckets[r->n_buckets++];
+            b->hi = p->offset + p->numel;
+        }
+        b->lo = p->offset;
+        b->n_tensors++;
+        r->bucket_of[k] = (size_t)(b - r->buckets);
+    }
+    if (r->cfg.comm_dtype != DDPC_DTYPE_F32) {
+        for (size_t i = 0; i < r->n_buckets; i++) {
+            r->buckets[i].comm = ddpc_malloc((r->buckets[i].hi - r->buckets[i].lo) * 2 + 2);
+            if (!r->buckets[i].comm)
+                return ddpc_errorf(DDPC_ENOMEM, "out of memory for the reducer's bf16 buffers");
+        }
+    }
+    return DDPC_OK;
+}

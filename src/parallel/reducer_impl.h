@@ -1,0 +1,42 @@
+/* Private to the reducer: the bucket table and the per-step readiness state. A bucket is the
+ * gradient range [lo, hi) holding whole tensors; bucket_of maps a tensor to its bucket. */
+#ifndef DDPC_PARALLEL_REDUCER_IMPL_H
+#define DDPC_PARALLEL_REDUCER_IMPL_H
+
+#include <ddpc/reducer.h>
+
+#include <stdint.h>
+
+typedef struct {
+    size_t lo, hi;          /* float range of the gradient buffer */
+    size_t n_tensors;       /* tensors in the bucket */
+    size_t pending;         /* tensors not yet ready in this step */
+    bool launched;
+    ddpc_work *work;        /* in flight, or NULL */
+    uint16_t *comm;         /* (hi - lo) bf16/f16 staging when compressing, else NULL */
+} ddpc__bucket;
+
+struct ddpc_reducer {
+    ddpc_pg *pg;
+    ddpc_model *model;
+    ddpc_reducer_config cfg;
+    ddpc__bucket *buckets;  /* (n_buckets), bucket 0 = the last registered tensors */
+    size_t n_buckets;
+    size_t *bucket_of;      /* (n_tensors) */
+    uint8_t *ready;         /* (n_tensors) ready in this step */
+    size_t n_tensors;
+    size_t next_launch;     /* buckets [0, next_launch) have been launched this step */
+    bool sync, step_open;
+    ddpc_status error;      /* first error raised inside the hook */
+    char message[512];
+    ddpc_reducer_stats stats;
+};
+
+/* Splits the model's tensors, from the last registered to the first, into buckets of at most
+ * cfg.bucket_cap_mb (the first at most cfg.first_bucket_mb); a tensor larger than the cap gets a
+ * bucket of its own. Allocates the tables. */
+ddpc_status ddpc__reducer_build_buckets(ddpc_reducer *r);
+/* Compares every tensor's name and shape and cfg.fingerprint's lines across ranks. */
+ddpc_status ddpc__reducer_check_fingerprint(ddpc_reducer *r);
+
+#endif

@@ -1,0 +1,79 @@
+/* The trainer's distributed side: the process group (from the launcher's environment and the
+ * `dist` keys), the DDP reducer (the `ddp` keys) and cross-rank statistics. With one process the
+ * group is trivial and no reducer exists, so single-process runs take the same code path. */
+#include "train/trainer_impl.h"
+
+#include <ddpc/alloc.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const backends[] = {"auto", "shm", "mpi", NULL};
+static const char *const comm_dtypes[] = {"f32", "bf16", "f16", NULL};
+
+ddpc_status ddpc__trainer_init_dist(ddpc_trainer *t)
+{
+    ddpc_config *c = t->cfg;
+    ddpc_dist_env env;
+    DDPC_TRY(ddpc_dist_env_discover(&env));
+    ddpc_pg_config pc = ddpc_pg_config_default();
+    int backend;
+    DDPC_TRY(ddpc_config_choice(c, "dist.backend", "auto", backends, &backend));
+    pc.backend = (ddpc_backend)backend; /* the table follows ddpc_backend's order */
+    /* Unset: the launcher's --collective-timeout, else 300 s (ddpc_pg_create decides). */
+    DDPC_TRY(ddpc_config_float(c, "dist.timeout_s", 0.0, 0.0, 1e7, &pc.timeout_s));
+    DDPC_TRY(ddpc_pg_create(&env, &pc, &t->pg));
+    t->rank = ddpc_pg_rank(t->pg);
+    t->world = ddpc_pg_world_size(t->pg);
+    return DDPC_OK;
+}
+
+ddpc_status ddpc__trainer_init_ddp(ddpc_trainer *t)
+{
+    ddpc_config *c = t->cfg;
+    ddpc_reducer_config rc = ddpc_reducer_config_default();
+    int dtype;
+    DDPC_TRY(ddpc_config_float(c, "ddp.bucket_cap_mb", 25.0, 1e-6, 1e6, &rc.bucket_cap_mb));
+    DDPC_TRY(ddpc_config_float(c, "ddp.first_bucket_mb", 1.0, 1e-6, 1e6, &rc.first_bucket_mb));
+    DDPC_TRY(ddpc_config_bool(c, "ddp.find_unused_parameters", false, &rc.find_unused_parameters));
+    DDPC_TRY(ddpc_config_choice(c, "ddp.comm_dtype", "f32", comm_dtypes, &dtype));
+    rc.comm_dtype = dtype == 0 ? DDPC_DTYPE_F32 : dtype == 1 ? DDPC_DTYPE_BF16 : DDPC_DTYPE_F16;
+    if (t->world == 1)
+        return DDPC_OK;
+    /* Every rank must run the same config: compare it line by line (the dump is canonical). */
+    size_t need = ddpc_config_dump(c, NULL, 0) + 1;
+    char *dump = ddpc_malloc(need);
+    if (!dump)
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory for the config fingerprint");
+    ddpc_config_dump(c, dump, need);
+    rc.fingerprint = dump;
+    ddpc_status st = ddpc_reducer_create(t->pg, t->model, &rc, &t->reducer);
+    ddpc_free(dump);
+    return st;
+}
+
+ddpc_status ddpc__trainer_sum(ddpc_trainer *t, double *values, size_t n)
+{
+    if (t->world == 1)
+        return DDPC_OK;
+    return ddpc_pg_all_reduce(t->pg, values, values, n, DDPC_DTYPE_F64, DDPC_REDUCE_SUM);
+}
+
+float ddpc__trainer_lr_scale(const ddpc_trainer *t)
+{
+    double k = (double)(t->world * t->set.accum_steps);
+    switch (t->set.lr_scale) {
+    case LR_SCALE_LINEAR: return (float)k;
+    case LR_SCALE_SQRT: return (float)sqrt(k);
+    default: return 1.0f;
+    }
+}
+
+void ddpc__trainer_fini_dist(ddpc_trainer *t)
+{
+    ddpc_reducer_destroy(t->reducer);
+    t->reducer = NULL;
+    ddpc_pg_destroy(t->pg);
+    t->pg = NULL;
+}

@@ -1,0 +1,104 @@
+/* The gradient-ready hook that DDP's bucketed overlap stands on: during one backward every tensor
+ * is reported exactly once, and at the moment it is reported its gradient already has its final
+ * value (a snapshot taken in the hook equals the buffer after backward, bit for bit). */
+#include "check.h"
+
+#include <ddpc/alloc.h>
+#include <ddpc/nn.h>
+
+#include <string.h>
+
+typedef struct {
+    ddpc_model *m;
+    float *snapshot; /* (num_params) grads as seen when each tensor was reported */
+    int reports[64];
+    size_t order[64], n_order;
+} hook_log;
+
+static void on_ready(void *ctx, size_t tensor)
+{
+    hook_log *h = ctx;
+    const ddpc_param *p = ddpc_model_tensor(h->m, tensor);
+    memcpy(h->snapshot + p->offset, ddpc_model_grads(h->m) + p->offset, p->numel * sizeof(float));
+    h->reports[tensor]++;
+    h->order[h->n_order++] = tensor;
+}
+
+static void check_model(ddpc_model_config c, int64_t n, int64_t in_floats)
+{
+    ddpc_model *m = NULL;
+    CHECK_EQ_INT(ddpc_model_create(&m, &c), DDPC_OK);
+    if (!m)
+        return;
+    size_t nt = ddpc_model_num_tensors(m), np = ddpc_model_num_params(m);
+    CHECK(nt <= 64);
+    float *x = ddpc_malloc(sizeof(float) * (size_t)(n * in_floats + 1));
+    int32_t *tok = ddpc_malloc(sizeof(int32_t) * (size_t)(n * in_floats + 1));
+    int32_t *tgt = ddpc_malloc(sizeof(int32_t) * (size_t)(n * in_floats + 1));
+    for (int64_t i = 0; i < n * in_floats; i++) {
+        x[i] = (float)((i * 37) % 11) / 11.0f - 0.5f;
+        tok[i] = (int32_t)((i * 7) % c.num_classes);
+        tgt[i] = (int32_t)((i * 5 + 1) % c.num_classes);
+    }
+    hook_log h = {.m = m, .snapshot = ddpc_calloc(np, sizeof(float))};
+    ddpc_model_set_grad_ready_hook(m, on_ready, &h);
+    ddpc_model_input in = {.n = n, .x = x, .tokens = tok, .targets = tgt};
+    ddpc_model_output out;
+    for (int pass = 0; pass < 2; pass++) { /* the second pass accumulates onto the first */
+        memset(h.reports, 0, sizeof h.reports);
+        h.n_order = 0;
+        CHECK_EQ_INT(ddpc_model_forward(m, &in, true, &out), DDPC_OK);
+        CHECK_EQ_INT(ddpc_model_backward(m, 1.0f), DDPC_OK);
+        for (size_t t = 0; t < nt; t++)
+            CHECK_EQ_INT(h.reports[t], 1);
+        CHECK(memcmp(h.snapshot, ddpc_model_grads(m), np * sizeof(float)) == 0);
+    }
+    /* The last tensor registered (the head) is reported first: backward runs in reverse. */
+    CHECK(h.n_order > 0 && h.order[0] >= nt - 2);
+    ddpc_model_set_grad_ready_hook(m, NULL, NULL);
+    h.n_order = 0;
+    CHECK_EQ_INT(ddpc_model_forward(m, &in, true, &out), DDPC_OK);
+    CHECK_EQ_INT(ddpc_model_backward(m, 1.0f), DDPC_OK);
+    CHECK_EQ_INT(h.n_order, 0);
+    ddpc_free(h.snapshot);
+    ddpc_free(x);
+    ddpc_free(tok);
+    ddpc_free(tgt);
+    ddpc_model_destroy(m);
+}
+
+static void test_mlp_reports_every_tensor_once(void)
+{
+    ddpc_model_config c = ddpc_model_config_default();
+    strcpy(c.type, "mlp");
+    c.in_channels = 1, c.in_height = 4, c.in_width = 4, c.num_classes = 3;
+    c.hidden[0] = 8, c.hidden[1] = 6, c.n_hidden = 2;
+    c.dropout = 0.2f;
+    check_model(c, 5, 16);
+}
+
+static void test_cnn_reports_every_tensor_once(void)
+{
+    ddpc_model_config c = ddpc_model_config_default();
+    strcpy(c.type, "cnn");
+    c.in_channels = 1, c.in_height = 8, c.in_width = 8, c.num_classes = 4;
+    c.channels[0] = 3, c.channels[1] = 4, c.n_channels = 2, c.kernel_size = 3;
+    c.hidden[0] = 6, c.n_hidden = 1;
+    check_model(c, 3, 64);
+}
+
+static void test_gpt_reports_every_tensor_once(void)
+{
+    ddpc_model_config c = ddpc_model_config_default();
+    strcpy(c.type, "gpt");
+    c.num_classes = 13, c.n_layer = 2, c.n_head = 2, c.n_embd = 8, c.block_size = 6;
+    check_model(c, 2, 6);
+}
+
+int main(void)
+{
+    RUN_TEST(test_mlp_reports_every_tensor_once);
+    RUN_TEST(test_cnn_reports_every_tensor_once);
+    RUN_TEST(test_gpt_reports_every_tensor_once);
+    return check_summary();
+}
