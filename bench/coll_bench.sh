@@ -148,6 +148,20 @@ lat += f", gloo {g[s]['time_us']:.2f} us" if s in g else ", gloo n/a"
 if s in m and d[s]["time_us"] > 0:
     lat += f" (MPI/ddpc time {m[s]['time_us'] / d[s]['time_us']:.2f})"
 print(lat)
+# Issue #3's bar, judged on this run: at >= 1 MiB, ddpc busbw >= MPI's and >= 2x gloo's; at the
+# smallest size, ddpc's time <= MPI's.
+big = [s for s in sorted(d) if s >= 1 << 20 and s in m and s in g]
+if big:
+    def verdict(ok):
+        return "yes" if ok else "NO"
+    vs_mpi = [s for s in big if d[s]["busbw"] < m[s]["busbw"]]
+    vs_gloo = [s for s in big if d[s]["busbw"] < 2 * g[s]["busbw"]]
+    print(f"\nbar at >= 1 MiB: ddpc >= MPI {verdict(not vs_mpi)}"
+          + (f" (below at {', '.join(map(str, vs_mpi))})" if vs_mpi else "")
+          + f"; ddpc >= 2x gloo {verdict(not vs_gloo)}"
+          + (f" (below at {', '.join(map(str, vs_gloo))})" if vs_gloo else ""))
+if s in m:
+    print(f"bar at {s} B: ddpc time <= MPI time {'yes' if d[s]['time_us'] <= m[s]['time_us'] else 'NO'}")
 if any(bad.values()):
     print("WRONG RESULTS: " + ", ".join(f"{k} {v}" for k, v in bad.items() if v), file=sys.stderr)
     sys.exit(1)
