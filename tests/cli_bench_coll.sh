@@ -108,6 +108,15 @@ many "2 ranks broadcast from rank 1" 2 3 broadcast 4 broadcast --check --root 1 
 many "2 ranks all_gather f32" 2 3 all_gather 4 all_gather --check --max-bytes 16K --iters 3
 many "2 ranks reduce_scatter i32 min" 2 3 reduce_scatter 4 reduce_scatter --check --dtype i32 --op min --max-bytes 16K --iters 3
 
+# As a worker of `ddpc run`: the launcher's variables, rank 0's table on the console.
+if DDPC_COLLECTIVE_TIMEOUT=30 timeout 60 "$ddpc" run --nproc-per-node 2 -- "$ddpc" bench allreduce \
+    --check --max-bytes 16K --iters 3 >"$tmp/out" 2>"$tmp/err" &&
+    table_ok "$tmp/out" 3 2 all_reduce 4 && grep -q '^# ddpc bench all_reduce: 2 ranks, backend shm' "$tmp/out"; then
+    ok "2 ranks under ddpc run"
+else
+    fail "2 ranks under ddpc run" "$tmp/out" "$tmp/err"
+fi
+
 # expect_usage NAME WANT ARGS...: exit 2 with exactly one stderr line containing WANT.
 expect_usage() {
     local name=$1 want=$2
