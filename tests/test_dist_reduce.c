@@ -353,24 +353,28 @@ static void test_f16_encode_rounding(void)
     CHECK_EQ_INT(ddpc__f32_to_f16(-0.0f), 0x8000);
 }
 
-/* The vector (F16C) conversions inside the f16 reduction agree with the scalar ones. */
-static void test_f16_vector_path_matches_scalar(void)
+/* The vectorised conversions inside the bf16/f16 reductions (F16C, compiler-vectorised loops)
+ * agree with the scalar ones on every 16-bit pattern, NaN and infinities included. */
+static void check_half_vector_path(ddpc_dtype t)
 {
     enum { N = 65536 };
     uint16_t *a = ddpc_malloc(N * 2), *b = ddpc_malloc(N * 2), *out = ddpc_malloc(N * 2);
-    ddpc_rng r = ddpc_rng_make(8, 0);
+    ddpc_rng r = ddpc_rng_make(8, (uint64_t)t);
     for (int i = 0; i < N; i++) {
         a[i] = (uint16_t)i;
         b[i] = (uint16_t)ddpc_rng_next(&r);
     }
+    bool bf = t == DDPC_DTYPE_BF16;
+    float (*dec)(uint16_t) = bf ? ddpc__bf16_to_f32 : ddpc__f16_to_f32;
+    uint16_t (*enc)(float) = bf ? ddpc__f32_to_bf16 : ddpc__f32_to_f16;
     const void *s[2] = {a, b};
-    ddpc__reduce_many(out, s, 2, N, DDPC_DTYPE_F16, DDPC_REDUCE_SUM);
+    ddpc__reduce_many(out, s, 2, N, t, DDPC_REDUCE_SUM);
     int bad = 0;
     for (int i = 0; i < N && bad < 5; i++) {
-        uint16_t want = ddpc__f32_to_f16(ddpc__f16_to_f32(a[i]) + ddpc__f16_to_f32(b[i]));
-        int both_nan = isnan(ddpc__f16_to_f32(want)) && isnan(ddpc__f16_to_f32(out[i]));
-        if (out[i] != want && !both_nan) {
-            fprintf(stderr, "f16 %04x + %04x: got %04x want %04x\n", a[i], b[i], out[i], want);
+        uint16_t want = enc(dec(a[i]) + dec(b[i]));
+        if (out[i] != want && !(isnan(dec(want)) && isnan(dec(out[i])))) {
+            fprintf(stderr, "%s %04x + %04x: got %04x want %04x\n", ddpc_dtype_name(t), a[i], b[i],
+                    out[i], want);
             bad++;
         }
     }
@@ -378,6 +382,12 @@ static void test_f16_vector_path_matches_scalar(void)
     ddpc_free(a);
     ddpc_free(b);
     ddpc_free(out);
+}
+
+static void test_half_vector_paths_match_scalar(void)
+{
+    check_half_vector_path(DDPC_DTYPE_F16);
+    check_half_vector_path(DDPC_DTYPE_BF16);
 }
 
 int main(void)
@@ -389,6 +399,6 @@ int main(void)
     RUN_TEST(test_bf16_conversion);
     RUN_TEST(test_f16_decode_all);
     RUN_TEST(test_f16_encode_rounding);
-    RUN_TEST(test_f16_vector_path_matches_scalar);
+    RUN_TEST(test_half_vector_paths_match_scalar);
     return check_summary();
 }

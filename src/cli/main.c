@@ -13,7 +13,8 @@ static void usage(FILE *f)
             "  bench step CONFIG [key=value ...]   time training steps, print one JSON line\n"
             "  bench allreduce|broadcast|all_gather|reduce_scatter [options]\n"
             "                                      collective sweep as one worker of a job\n"
-            "  run [options] -- PROGRAM [ARGS]     start PROGRAM as a group of workers (docs/launcher.md)\n");
+            "  run [options] -- PROGRAM [ARGS]     start PROGRAM as a group of workers (docs/launcher.md)\n"
+            "  env                                 system, build, MPI/CUDA/NCCL and launch variables\n");
 }
 
 int main(int argc, char **argv)
@@ -33,6 +34,8 @@ int main(int argc, char **argv)
         return ddpc_cli_bench(argc - 2, argv + 2);
     if (strcmp(cmd, "run") == 0)
         return ddpc_cli_run(argc - 2, argv + 2);
+    if (strcmp(cmd, "env") == 0)
+        return ddpc_cli_env(argc - 2, argv + 2);
     fprintf(stderr, "ddpc: unknown command '%s' (try 'ddpc --help')\n", cmd);
     return 2;
 }
