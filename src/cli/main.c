@@ -11,6 +11,8 @@ static void usage(FILE *f)
             "usage: ddpc <command> [args]\n"
             "  train CONFIG [key=value ...]        train, validate, test or predict (see docs/config.md)\n"
             "  bench step CONFIG [key=value ...]   time training steps, print one JSON line\n"
+            "  bench allreduce|broadcast|all_gather|reduce_scatter [options]\n"
+            "                                      collective sweep as one worker of a job\n"
             "  run [options] -- PROGRAM [ARGS]     start PROGRAM as a group of workers (docs/launcher.md)\n"
             "  env                                 system, build, MPI/CUDA/NCCL and launch variables\n");
 }
