@@ -69,11 +69,7 @@ for t in $THREADS; do
     echo "$peak_line" >&2
     peak=$(json sgemm_peak_gflops <<<"$peak_line")
     for m in $MODELS; do
-        case $m in
-            cnn) cfg=("$HERE/../configs/fmnist_cnn.yaml"
-                      data.type=synthetic_images data.size=4096) ;;
-            *) cfg=("$HERE/configs/$m.yaml") ;;
-        esac
+        cfg=("$HERE/configs/$m.yaml")
         key=samples_per_s
         [[ $m == gpt ]] && key=tokens_per_s
         if d_out=$(thread_env "$t" "$DDPC" bench step "${cfg[@]}" num_threads="$t" \

@@ -30,17 +30,29 @@ void ddpc_trainer_set_log(ddpc_trainer *t, FILE *log);
 ddpc_status ddpc_trainer_run(ddpc_trainer *t);
 
 typedef struct {
-    int threads;
-    int64_t batch;             /* samples per step */
-    int64_t steps;             /* timed steps */
-    double median_step_s;
-    double samples_per_s;
-    double tokens_per_s;       /* 0 for image models */
-    double gflops;             /* achieved, from the model's FLOP estimate */
+    int threads;                 /* kernel threads per rank */
+    int rank, world;             /* this process, ranks in the job (0 and 1 without a launcher) */
+    int64_t batch;               /* samples per step on each rank */
+    int64_t steps;               /* timed steps */
+    double median_step_s;        /* median over steps of the slowest rank's step time */
+    double samples_per_s;        /* per rank: batch / median_step_s */
+    double tokens_per_s;         /* per rank; 0 for image models */
+    double global_samples_per_s; /* all ranks: world x batch / median_step_s */
+    double global_tokens_per_s;  /* 0 for image models */
+    double gflops;               /* achieved per rank, from the model's FLOP estimate */
+    /* Data-parallel communication per step, averaged over ranks (all 0 on one rank): exposed is
+     * the time the step blocked in ddpc_reducer_finish after backward, comm the time the bucket
+     * all-reduces ran on the comm thread; exposed / comm is the share not hidden by backward. */
+    size_t num_buckets;
+    double exposed_median_s, exposed_mean_s;
+    double comm_median_s, comm_mean_s;
 } ddpc_bench_result;
 
-/* Times `steps` full training steps (forward, backward, clip, optimizer) after `warmup`. */
-ddpc_status ddpc_trainer_bench(ddpc_trainer *t, int64_t warmup, int64_t steps, ddpc_bench_result *r);
+/* Times `steps` full training steps (forward, backward, gradient all-reduce when world > 1, clip,
+ * optimizer) after `warmup`. Collective when world > 1: every rank calls it with the same
+ * arguments and gets the same result apart from `rank`. */
+ddpc_status ddpc_trainer_bench(ddpc_trainer *t, int64_t warmup, int64_t steps,
+                               ddpc_bench_result *r);
 
 /* Last evaluation's results (for tests and the CLI's summary); with `tasks`, the first task's
  * (metrics.jsonl has every task's). */

@@ -1,5 +1,6 @@
 /* `ddpc bench step CONFIG [key=value ...]`: times training steps after warm-up and prints one
- * JSON line. bench.warmup and bench.steps are config keys like any other.
+ * JSON line. bench.warmup and bench.steps are config keys like any other. Under `ddpc run` every
+ * rank benchmarks data-parallel steps and only rank 0 prints (the figures cover the whole job).
  * `ddpc bench allreduce|broadcast|all_gather|reduce_scatter ...` is bench_coll.c. */
 #include "cli/cli.h"
 
@@ -8,6 +9,22 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+
+static void print_result(const char *name, const ddpc_bench_result *r)
+{
+    /* Share of the all-reduce time that backward did not hide (0 when nothing communicated). */
+    double exposed_frac = r->comm_mean_s > 0 ? r->exposed_mean_s / r->comm_mean_s : 0.0;
+    printf("{\"bench\": \"step\", \"config\": \"%s\", \"threads\": %d, \"world\": %d, "
+           "\"batch\": %lld, \"steps\": %lld, \"median_step_ms\": %.3f, \"samples_per_s\": %.1f, "
+           "\"tokens_per_s\": %.1f, \"global_samples_per_s\": %.1f, "
+           "\"global_tokens_per_s\": %.1f, \"gflops\": %.2f, \"buckets\": %zu, "
+           "\"exposed_comm_ms\": %.3f, \"exposed_comm_mean_ms\": %.3f, \"comm_ms\": %.3f, "
+           "\"comm_mean_ms\": %.3f, \"exposed_comm_fraction\": %.4f}\n",
+           name, r->threads, r->world, (long long)r->batch, (long long)r->steps,
+           1e3 * r->median_step_s, r->samples_per_s, r->tokens_per_s, r->global_samples_per_s,
+           r->global_tokens_per_s, r->gflops, r->num_buckets, 1e3 * r->exposed_median_s,
+           1e3 * r->exposed_mean_s, 1e3 * r->comm_median_s, 1e3 * r->comm_mean_s, exposed_frac);
+}
 
 static int bench_step(int argc, char **argv)
 {
@@ -24,12 +41,8 @@ static int bench_step(int argc, char **argv)
         ddpc_trainer_create(&t, cfg, name) != DDPC_OK || ddpc_config_check_unused(cfg) != DDPC_OK ||
         ddpc_trainer_bench(t, warmup, steps, &r) != DDPC_OK) {
         rc = ddpc_cli_fail("bench");
-    } else {
-        printf("{\"bench\": \"step\", \"config\": \"%s\", \"threads\": %d, \"batch\": %lld, "
-               "\"steps\": %lld, \"median_step_ms\": %.3f, \"samples_per_s\": %.1f, "
-               "\"tokens_per_s\": %.1f, \"gflops\": %.2f}\n",
-               name, r.threads, (long long)r.batch, (long long)r.steps, 1e3 * r.median_step_s,
-               r.samples_per_s, r.tokens_per_s, r.gflops);
+    } else if (r.rank == 0) { /* one line per job: the figures are already combined over ranks */
+        print_result(name, &r);
     }
     ddpc_trainer_destroy(t);
     ddpc_config_destroy(cfg);
