@@ -231,6 +231,7 @@ static void test_async_world1(void)
     CHECK_EQ_INT(ddpc_pg_iall_reduce(pg, a, b, 8, DDPC_DTYPE_F64, DDPC_REDUCE_AVG, &w), DDPC_OK);
     CHECK_EQ_INT(ddpc_work_wait(w), DDPC_OK);
     CHECK(b[7] == 8.0);
+    CHECK(ddpc_work_seconds(w) >= 0);
     bool done = false;
     CHECK_EQ_INT(ddpc_work_test(w, &done), DDPC_OK);
     CHECK(done);
@@ -272,6 +273,8 @@ static void test_async_in_order_then_blocking(void)
         CHECK_EQ_INT(ddpc_work_test(w[i], &done), DDPC_OK);
         CHECK(done);
         CHECK(y[i][3] == x[i][3]);
+        /* its own 0.2 ms, not the time it queued behind the others */
+        CHECK(ddpc_work_seconds(w[i]) >= 1.5e-4 && ddpc_work_seconds(w[i]) < 0.1);
         ddpc_work_destroy(w[i]);
     }
     CHECK_EQ_INT(f.n_seen, N + 1);

@@ -4,6 +4,7 @@
 #include "dist/pg_impl.h"
 
 #include <ddpc/alloc.h>
+#include <ddpc/half.h>
 #include <ddpc/rng.h>
 
 #include "check.h"
@@ -34,9 +35,9 @@ static double ref_load(const void *p, size_t i, ddpc_dtype t)
     case DDPC_DTYPE_F64:
         return ((const double *)p)[i];
     case DDPC_DTYPE_BF16:
-        return ddpc__bf16_to_f32(((const uint16_t *)p)[i]);
+        return ddpc_bf16_to_f32(((const uint16_t *)p)[i]);
     case DDPC_DTYPE_F16:
-        return ddpc__f16_to_f32(((const uint16_t *)p)[i]);
+        return ddpc_f16_to_f32(((const uint16_t *)p)[i]);
     default:
         return 0;
     }
@@ -109,7 +110,7 @@ static void ref_element(void *out, const void *const *srcs, int n, size_t i, ddp
     if (t == DDPC_DTYPE_F32) {
         memcpy(out, &acc, 4);
     } else {
-        uint16_t h = t == DDPC_DTYPE_BF16 ? ddpc__f32_to_bf16(acc) : ddpc__f32_to_f16(acc);
+        uint16_t h = t == DDPC_DTYPE_BF16 ? ddpc_f32_to_bf16(acc) : ddpc_f32_to_f16(acc);
         memcpy(out, &h, 2);
     }
 }
@@ -126,10 +127,10 @@ static void fill_random(void *p, size_t count, ddpc_dtype t, ddpc_rng *r)
             ((double *)p)[i] = (double)f * 1.000000123;
             break;
         case DDPC_DTYPE_BF16:
-            ((uint16_t *)p)[i] = ddpc__f32_to_bf16(f);
+            ((uint16_t *)p)[i] = ddpc_f32_to_bf16(f);
             break;
         case DDPC_DTYPE_F16:
-            ((uint16_t *)p)[i] = ddpc__f32_to_f16(f);
+            ((uint16_t *)p)[i] = ddpc_f32_to_f16(f);
             break;
         case DDPC_DTYPE_I32:
             ((int32_t *)p)[i] = (int32_t)(uint32_t)ddpc_rng_next(r);
@@ -191,13 +192,13 @@ static void test_order_and_single_rounding(void)
     ddpc__reduce_many(out, s3, 3, 1, DDPC_DTYPE_F32, DDPC_REDUCE_SUM);
     CHECK(out[0] == 0.0f);
     /* bf16: 1 + 3 * 2^-9 is 0.75 ulp above 1: rounding once gives 1 + 2^-7, every step gives 1. */
-    uint16_t one = ddpc__f32_to_bf16(1.0f), tiny = ddpc__f32_to_bf16(0x1p-9f), h[1];
+    uint16_t one = ddpc_f32_to_bf16(1.0f), tiny = ddpc_f32_to_bf16(0x1p-9f), h[1];
     uint16_t v0[1] = {one}, v1[1] = {tiny}, v2[1] = {tiny}, v3[1] = {tiny};
     const void *s4[4] = {v0, v1, v2, v3};
     ddpc__reduce_many(h, s4, 4, 1, DDPC_DTYPE_BF16, DDPC_REDUCE_SUM);
     CHECK_EQ_INT(h[0], 0x3f81);
     /* f16 the same way: ulp at 1 is 2^-10. */
-    uint16_t f0[1] = {ddpc__f32_to_f16(1.0f)}, ft[1] = {ddpc__f32_to_f16(0x1p-12f)};
+    uint16_t f0[1] = {ddpc_f32_to_f16(1.0f)}, ft[1] = {ddpc_f32_to_f16(0x1p-12f)};
     const void *sf[4] = {f0, ft, ft, ft};
     ddpc__reduce_many(h, sf, 4, 1, DDPC_DTYPE_F16, DDPC_REDUCE_SUM);
     CHECK_EQ_INT(h[0], 0x3c01);
@@ -252,10 +253,10 @@ static void test_bf16_conversion(void)
 {
     int bad = 0; /* every bf16 value decodes exactly and survives a round trip */
     for (uint32_t h = 0; h < 65536 && !bad; h++) {
-        float f = ddpc__bf16_to_f32((uint16_t)h);
-        uint16_t back = ddpc__f32_to_bf16(f);
+        float f = ddpc_bf16_to_f32((uint16_t)h);
+        uint16_t back = ddpc_f32_to_bf16(f);
         bad = bits(f) != h << 16 ||
-              (isnan(f) ? !isnan(ddpc__bf16_to_f32(back)) || (back & 0x8000) != (h & 0x8000)
+              (isnan(f) ? !isnan(ddpc_bf16_to_f32(back)) || (back & 0x8000) != (h & 0x8000)
                         : back != h);
         if (bad)
             fprintf(stderr, "bf16 %04x -> %a -> %04x\n", (unsigned)h, (double)f, back);
@@ -267,19 +268,19 @@ static void test_bf16_conversion(void)
         float f = from_bits(u);
         if (isnan(f) || (u & 0x7fffffffu) >= 0x7f7f8000u)
             continue;
-        uint16_t lo = (uint16_t)(u >> 16), got = ddpc__f32_to_bf16(f);
-        uint16_t want = ref_nearest(f, lo, (uint16_t)(lo + 1), ddpc__bf16_to_f32);
+        uint16_t lo = (uint16_t)(u >> 16), got = ddpc_f32_to_bf16(f);
+        uint16_t want = ref_nearest(f, lo, (uint16_t)(lo + 1), ddpc_bf16_to_f32);
         if (got != want) {
             fprintf(stderr, "f32 %08x\n", u);
             CHECK_EQ_INT(got, want);
             return;
         }
     }
-    CHECK_EQ_INT(ddpc__f32_to_bf16(from_bits(0x7f7fffffu)), 0x7f80); /* FLT_MAX overflows */
-    CHECK_EQ_INT(ddpc__f32_to_bf16(-INFINITY), 0xff80);
-    CHECK(isnan(ddpc__bf16_to_f32(ddpc__f32_to_bf16(from_bits(0x7f800001u))))); /* low payload */
-    CHECK_EQ_INT(ddpc__f32_to_bf16(from_bits(0x3f808000u)), 0x3f80); /* tie to even (down) */
-    CHECK_EQ_INT(ddpc__f32_to_bf16(from_bits(0x3f818000u)), 0x3f82); /* tie to even (up) */
+    CHECK_EQ_INT(ddpc_f32_to_bf16(from_bits(0x7f7fffffu)), 0x7f80); /* FLT_MAX overflows */
+    CHECK_EQ_INT(ddpc_f32_to_bf16(-INFINITY), 0xff80);
+    CHECK(isnan(ddpc_bf16_to_f32(ddpc_f32_to_bf16(from_bits(0x7f800001u))))); /* low payload */
+    CHECK_EQ_INT(ddpc_f32_to_bf16(from_bits(0x3f808000u)), 0x3f80); /* tie to even (down) */
+    CHECK_EQ_INT(ddpc_f32_to_bf16(from_bits(0x3f818000u)), 0x3f82); /* tie to even (up) */
 }
 
 static double f16_value(uint16_t h)
@@ -292,10 +293,10 @@ static double f16_value(uint16_t h)
 static void test_f16_decode_all(void)
 {
     for (uint32_t h = 0; h < 65536; h++) {
-        float f = ddpc__f16_to_f32((uint16_t)h);
+        float f = ddpc_f16_to_f32((uint16_t)h);
         int e = (h >> 10) & 31;
         if (e == 31) {
-            uint16_t back = ddpc__f32_to_f16(f);
+            uint16_t back = ddpc_f32_to_f16(f);
             if (!((h & 1023) ? isnan(f) : isinf(f)) || (signbit(f) != 0) != ((h & 0x8000) != 0) ||
                 back != (h & 1023 ? (h | 0x200) : h)) {
                 fprintf(stderr, "f16 %04x decodes to %a, back to %04x\n", (unsigned)h, (double)f,
@@ -306,9 +307,9 @@ static void test_f16_decode_all(void)
             continue;
         }
         if ((double)f != f16_value((uint16_t)h) || (signbit(f) != 0) != ((h & 0x8000) != 0) ||
-            ddpc__f32_to_f16(f) != h) {
+            ddpc_f32_to_f16(f) != h) {
             fprintf(stderr, "f16 %04x decodes to %a\n", (unsigned)h, (double)f);
-            CHECK_EQ_INT(ddpc__f32_to_f16(f), h);
+            CHECK_EQ_INT(ddpc_f32_to_f16(f), h);
             return;
         }
     }
@@ -333,44 +334,48 @@ static void test_f16_encode_rounding(void)
                     lo = cand;
             }
             want =
-                f16_value(lo) == a ? lo : ref_nearest(a, lo, (uint16_t)(lo + 1), ddpc__f16_to_f32);
+                f16_value(lo) == a ? lo : ref_nearest(a, lo, (uint16_t)(lo + 1), ddpc_f16_to_f32);
         }
         want |= signbit(f) ? 0x8000 : 0;
-        uint16_t got = ddpc__f32_to_f16(f);
+        uint16_t got = ddpc_f32_to_f16(f);
         if (got != want) {
             fprintf(stderr, "f=%a\n", (double)f);
             CHECK_EQ_INT(got, want);
             return;
         }
     }
-    CHECK_EQ_INT(ddpc__f32_to_f16(65504.0f), 0x7bff);
-    CHECK_EQ_INT(ddpc__f32_to_f16(65519.99f), 0x7bff);
-    CHECK_EQ_INT(ddpc__f32_to_f16(65520.0f), 0x7c00);
-    CHECK_EQ_INT(ddpc__f32_to_f16(0x1p-25f), 0x0000);     /* tie to even: 0 */
-    CHECK_EQ_INT(ddpc__f32_to_f16(0x1.8p-25f), 0x0001);   /* above the tie */
-    CHECK_EQ_INT(ddpc__f32_to_f16(0x1.ff8p-15f), 0x03ff); /* largest subnormal */
-    CHECK_EQ_INT(ddpc__f32_to_f16(0x1.ffcp-15f), 0x0400); /* tie rounds up into the normals */
-    CHECK_EQ_INT(ddpc__f32_to_f16(-0.0f), 0x8000);
+    CHECK_EQ_INT(ddpc_f32_to_f16(65504.0f), 0x7bff);
+    CHECK_EQ_INT(ddpc_f32_to_f16(65519.99f), 0x7bff);
+    CHECK_EQ_INT(ddpc_f32_to_f16(65520.0f), 0x7c00);
+    CHECK_EQ_INT(ddpc_f32_to_f16(0x1p-25f), 0x0000);     /* tie to even: 0 */
+    CHECK_EQ_INT(ddpc_f32_to_f16(0x1.8p-25f), 0x0001);   /* above the tie */
+    CHECK_EQ_INT(ddpc_f32_to_f16(0x1.ff8p-15f), 0x03ff); /* largest subnormal */
+    CHECK_EQ_INT(ddpc_f32_to_f16(0x1.ffcp-15f), 0x0400); /* tie rounds up into the normals */
+    CHECK_EQ_INT(ddpc_f32_to_f16(-0.0f), 0x8000);
 }
 
-/* The vector (F16C) conversions inside the f16 reduction agree with the scalar ones. */
-static void test_f16_vector_path_matches_scalar(void)
+/* The vectorised conversions inside the bf16/f16 reductions (F16C, compiler-vectorised loops)
+ * agree with the scalar ones on every 16-bit pattern, NaN and infinities included. */
+static void check_half_vector_path(ddpc_dtype t)
 {
     enum { N = 65536 };
     uint16_t *a = ddpc_malloc(N * 2), *b = ddpc_malloc(N * 2), *out = ddpc_malloc(N * 2);
-    ddpc_rng r = ddpc_rng_make(8, 0);
+    ddpc_rng r = ddpc_rng_make(8, (uint64_t)t);
     for (int i = 0; i < N; i++) {
         a[i] = (uint16_t)i;
         b[i] = (uint16_t)ddpc_rng_next(&r);
     }
+    bool bf = t == DDPC_DTYPE_BF16;
+    float (*dec)(uint16_t) = bf ? ddpc_bf16_to_f32 : ddpc_f16_to_f32;
+    uint16_t (*enc)(float) = bf ? ddpc_f32_to_bf16 : ddpc_f32_to_f16;
     const void *s[2] = {a, b};
-    ddpc__reduce_many(out, s, 2, N, DDPC_DTYPE_F16, DDPC_REDUCE_SUM);
+    ddpc__reduce_many(out, s, 2, N, t, DDPC_REDUCE_SUM);
     int bad = 0;
     for (int i = 0; i < N && bad < 5; i++) {
-        uint16_t want = ddpc__f32_to_f16(ddpc__f16_to_f32(a[i]) + ddpc__f16_to_f32(b[i]));
-        int both_nan = isnan(ddpc__f16_to_f32(want)) && isnan(ddpc__f16_to_f32(out[i]));
-        if (out[i] != want && !both_nan) {
-            fprintf(stderr, "f16 %04x + %04x: got %04x want %04x\n", a[i], b[i], out[i], want);
+        uint16_t want = enc(dec(a[i]) + dec(b[i]));
+        if (out[i] != want && !(isnan(dec(want)) && isnan(dec(out[i])))) {
+            fprintf(stderr, "%s %04x + %04x: got %04x want %04x\n", ddpc_dtype_name(t), a[i], b[i],
+                    out[i], want);
             bad++;
         }
     }
@@ -378,6 +383,12 @@ static void test_f16_vector_path_matches_scalar(void)
     ddpc_free(a);
     ddpc_free(b);
     ddpc_free(out);
+}
+
+static void test_half_vector_paths_match_scalar(void)
+{
+    check_half_vector_path(DDPC_DTYPE_F16);
+    check_half_vector_path(DDPC_DTYPE_BF16);
 }
 
 int main(void)
@@ -389,6 +400,6 @@ int main(void)
     RUN_TEST(test_bf16_conversion);
     RUN_TEST(test_f16_decode_all);
     RUN_TEST(test_f16_encode_rounding);
-    RUN_TEST(test_f16_vector_path_matches_scalar);
+    RUN_TEST(test_half_vector_paths_match_scalar);
     return check_summary();
 }

@@ -4,9 +4,11 @@
  * paths: port in use, world-size mismatch, duplicate rank, a rank that never arrives (timeout
  * naming it), a rank that dies, the failed state, and nothing left in /dev/shm afterwards.
  * A rank reports by its exit status (0 = all its checks passed); the parent reaps with a limit. */
-#include "dist/pg_impl.h"
+#include "dist/pg_front.h"
+#include "dist/shm_impl.h"
 
 #include <ddpc/alloc.h>
+#include <ddpc/half.h>
 #include <ddpc/timer.h>
 
 #include "check.h"
@@ -14,12 +16,27 @@
 #include <dirent.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 typedef void (*rank_fn)(const ddpc_dist_env *env, void *arg);
+
+/* Sanitizer builds run the same paths on smaller "large" messages (still many pipeline blocks). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+enum { BIG_SHIFT = 0 };
+#else
+enum { BIG_SHIFT = 3 };
+#endif
+#define BIG(n) ((size_t)(n) << BIG_SHIFT)
+
+/* Every rank 0 this process forked, for the /dev/shm check at the end. */
+static struct {
+    pid_t pid[256];
+    int n;
+} rank0_pids;
 
 static ddpc_dist_env base_env(int world)
 {
@@ -69,6 +86,8 @@ static void run_ranks(int world, const ddpc_dist_env *base, rank_fn fn, void *ar
             _exit(check_failures_in_test ? 1 : 0);
         }
     }
+    if (rank0_pids.n < 256)
+        rank0_pids.pid[rank0_pids.n++] = pids[0];
     double end = ddpc_time_now() + limit_s;
     for (int r = 0; r < world; r++) {
         int status = 0;
@@ -112,10 +131,10 @@ static void fill(void *p, size_t count, ddpc_dtype t, int k, int salt)
             ((double *)p)[i] = (double)f / 3.0;
             break;
         case DDPC_DTYPE_BF16:
-            ((uint16_t *)p)[i] = ddpc__f32_to_bf16(f);
+            ((uint16_t *)p)[i] = ddpc_f32_to_bf16(f);
             break;
         case DDPC_DTYPE_F16:
-            ((uint16_t *)p)[i] = ddpc__f32_to_f16(f);
+            ((uint16_t *)p)[i] = ddpc_f32_to_f16(f);
             break;
         case DDPC_DTYPE_I32:
             ((int32_t *)p)[i] = v * 1000003;
@@ -249,11 +268,11 @@ static void rank_collectives(const ddpc_dist_env *e, void *arg)
             check_gather_and_broadcast(pg, sizes[i], t, salt % 2, salt);
         }
     CHECK_EQ_INT(ddpc_pg_barrier(pg), DDPC_OK);
-    /* >= 16 MiB: many pipeline blocks, far more than the whole segment */
-    check_all_reduce(pg, 4u << 20, DDPC_DTYPE_F32, DDPC_REDUCE_SUM, false, 7);
-    check_all_reduce(pg, (2u << 20) + 3, DDPC_DTYPE_BF16, DDPC_REDUCE_AVG, true, 8);
-    check_reduce_scatter(pg, (1u << 20) + 5, DDPC_DTYPE_F64, DDPC_REDUCE_MAX, true, 9);
-    check_gather_and_broadcast(pg, (1u << 20) + 1, DDPC_DTYPE_F32, false, 10);
+    /* 16 MiB in release builds: many pipeline blocks, far more than the whole segment */
+    check_all_reduce(pg, BIG(1u << 19), DDPC_DTYPE_F32, DDPC_REDUCE_SUM, false, 7);
+    check_all_reduce(pg, BIG(1u << 18) + 3, DDPC_DTYPE_BF16, DDPC_REDUCE_AVG, true, 8);
+    check_reduce_scatter(pg, BIG(1u << 17) + 5, DDPC_DTYPE_F64, DDPC_REDUCE_MAX, true, 9);
+    check_gather_and_broadcast(pg, BIG(1u << 17) + 1, DDPC_DTYPE_F32, false, 10);
     ddpc_pg_destroy(pg);
 }
 
@@ -292,6 +311,127 @@ static void test_rendezvous_by_run_id(void)
     e.restart_count = 1;
     run_ranks(3, &e, rank_small_sum, NULL, 30, codes);
     expect_all_ok(3, codes);
+}
+
+/* A segment left by a job whose rank 0 died is replaced; one whose creator lives is an error. */
+static void test_run_id_stale_and_in_use(void)
+{
+    ddpc_dist_env e = base_env(2);
+    set_run_id(&e, "stale");
+    char name[256];
+    ddpc__shm_segment_name(&e, name, sizeof name);
+    fflush(NULL);
+    pid_t child = fork();
+    if (child == 0) { /* creates the segment, then dies without unlinking it */
+        void *base = NULL;
+        size_t bytes = 0;
+        _exit(ddpc__shm_seg_create(name, 2, "somehost", &base, &bytes) == DDPC_OK ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    int codes[16];
+    run_ranks(2, &e, rank_small_sum, NULL, 30, codes);
+    expect_all_ok(2, codes);
+
+    void *base = NULL; /* now this process holds the name, alive */
+    size_t bytes = 0;
+    CHECK_EQ_INT(ddpc__shm_seg_create(name, 2, "somehost", &base, &bytes), DDPC_OK);
+    ddpc_pg *pg = NULL;
+    e.timeout_s = 5;
+    CHECK_EQ_INT(ddpc_pg_create(&e, NULL, &pg), DDPC_EIO);
+    char want[160];
+    snprintf(want, sizeof want, "run id '%s' is in use by pid %d", e.run_id, (int)getpid());
+    CHECK_STR_CONTAINS(ddpc_last_error(), want);
+    shm_unlink(name);
+    munmap(base, bytes);
+}
+
+/* Ranks 0 and 1 of 3 join; rank 2 never starts: both fail at the deadline naming rank 2. */
+static void rank_join_without_2(const ddpc_dist_env *e, void *arg)
+{
+    (void)arg;
+    if (e->rank == 2)
+        return;
+    ddpc_pg *pg = NULL;
+    double t0 = ddpc_time_now();
+    CHECK_EQ_INT(ddpc_pg_create(e, NULL, &pg), DDPC_ETIMEOUT);
+    CHECK(ddpc_time_now() - t0 < 3.0);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "timed out after 1 s: rank 2 never");
+    if (getenv("DDPC_TEST_VERBOSE"))
+        fprintf(stderr, "rank %d: %s\n", e->rank, ddpc_last_error());
+}
+
+static void test_rendezvous_timeout_names_missing_rank(void)
+{
+    ddpc_dist_env e = base_env(3);
+    e.timeout_s = 1;
+    e.master_port = free_port();
+    int codes[16];
+    run_ranks(3, &e, rank_join_without_2, NULL, 30, codes);
+    expect_all_ok(3, codes);
+    e.master_port = 0;
+    set_run_id(&e, "late");
+    run_ranks(3, &e, rank_join_without_2, NULL, 30, codes);
+    expect_all_ok(3, codes);
+}
+
+/* Talks to a rank 0 by hand: a stranger's bytes are ignored, a hello from another host is refused
+ * with a reply, and rank 0 fails with the same reason. */
+static int connect_retry(int port)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    for (int i = 0; i < 500; i++) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0)
+            return fd;
+        close(fd);
+        nanosleep(&(struct timespec){0, 10000000}, NULL);
+    }
+    return -1;
+}
+
+static void test_hello_from_another_host_is_refused(void)
+{
+    ddpc_dist_env e = base_env(2);
+    e.master_port = free_port();
+    e.timeout_s = 10;
+    fflush(NULL);
+    pid_t child = fork();
+    if (child == 0) {
+        check_failures_in_test = 0;
+        ddpc_pg *pg = NULL;
+        CHECK_EQ_INT(ddpc_pg_create(&e, NULL, &pg), DDPC_EINVAL);
+        CHECK_STR_CONTAINS(ddpc_last_error(), "is on host 'elsewhere'");
+        CHECK_STR_CONTAINS(ddpc_last_error(), "use backend mpi");
+        fflush(NULL);
+        _exit(check_failures_in_test ? 1 : 0);
+    }
+    int fd = connect_retry(e.master_port);
+    CHECK(fd >= 0);
+    const char junk[] = "GET / HTTP/1.0\r\n\r\n";
+    CHECK(write(fd, junk, sizeof junk - 1) > 0);
+    char buf[600];
+    CHECK(read(fd, buf, sizeof buf) <= 0); /* closed without an answer */
+    close(fd);
+    fd = connect_retry(e.master_port);
+    char hello[200];
+    int n =
+        snprintf(hello, sizeof hello, "ddpc-shm-hello %u rank=1 world=2 pid=%d host=elsewhere\n",
+                 DDPC__SHM_VERSION, (int)getpid());
+    CHECK(write(fd, hello, (size_t)n) == n);
+    ssize_t got = 0, r;
+    while (got < (ssize_t)sizeof buf - 1 && (r = read(fd, buf + got, sizeof buf - 1 - got)) > 0)
+        got += r;
+    buf[got > 0 ? got : 0] = '\0';
+    close(fd);
+    CHECK_STR_CONTAINS(buf, "ddpc-shm-error rank 1");
+    CHECK_STR_CONTAINS(buf, "is on host 'elsewhere'");
+    int status = 0;
+    waitpid(child, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 static void test_port_in_use(void)
@@ -372,12 +512,336 @@ static void test_config_errors(void)
     CHECK_STR_CONTAINS(ddpc_last_error(), "backend mpi");
 }
 
+/* ---- failures during collectives ---- */
+
+typedef struct {
+    int culprit;  /* the rank that misbehaves */
+    bool dies;    /* _exit right after joining; else joins but never calls the collective */
+    double limit; /* the others must fail within this many seconds */
+} fault_arg;
+
+static void rank_fault(const ddpc_dist_env *e, void *arg)
+{
+    const fault_arg *f = arg;
+    ddpc_pg *pg = join(e);
+    if (!pg)
+        return;
+    CHECK_EQ_INT(ddpc_pg_barrier(pg), DDPC_OK); /* #0: everyone is there */
+    if (e->rank == f->culprit) {
+        if (f->dies)
+            _exit(0);
+        nanosleep(&(struct timespec){1, 600000000}, NULL); /* past the others' 1 s timeout */
+        ddpc_pg_destroy(pg);
+        return;
+    }
+    float v[64] = {1};
+    double t0 = ddpc_time_now();
+    ddpc_status s = ddpc_pg_all_reduce(pg, v, v, 64, DDPC_DTYPE_F32, DDPC_REDUCE_SUM); /* #1 */
+    double took = ddpc_time_now() - t0;
+    CHECK_EQ_INT(s, f->dies ? DDPC_EPEER : DDPC_ETIMEOUT);
+    char want[128];
+    if (f->dies)
+        snprintf(want, sizeof want, "rank %d (pid ", f->culprit);
+    else
+        snprintf(want, sizeof want, "all_reduce #1 timed out after 1 s: rank %d never arrived",
+                 f->culprit);
+    CHECK_STR_CONTAINS(ddpc_last_error(), want);
+    if (f->dies)
+        CHECK_STR_CONTAINS(ddpc_last_error(), "exited during all_reduce #1");
+    if (took >= f->limit)
+        fprintf(stderr, "rank %d failed after %.2f s\n", e->rank, took);
+    CHECK(took < f->limit);
+    CHECK_STR_CONTAINS(ddpc_pg_error(pg), want); /* the group stays failed */
+    CHECK_EQ_INT(ddpc_pg_barrier(pg), DDPC_EPEER);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "process group failed earlier");
+    ddpc_pg_destroy(pg);
+}
+
+static void test_timeout_names_missing_rank(void)
+{
+    ddpc_dist_env e = base_env(3);
+    e.master_port = free_port();
+    e.timeout_s = 1;
+    fault_arg f = {2, false, 2.5};
+    int codes[16];
+    run_ranks(3, &e, rank_fault, &f, 30, codes);
+    expect_all_ok(3, codes);
+}
+
+static void test_dead_peer_detected(void)
+{
+    ddpc_dist_env e = base_env(3);
+    set_run_id(&e, "dead");
+    e.timeout_s = 30; /* detection must not wait for the timeout */
+    fault_arg f = {1, true, 1.0};
+    int codes[16];
+    run_ranks(3, &e, rank_fault, &f, 30, codes);
+    expect_all_ok(3, codes);
+}
+
+/* Ranks that disagree on the collective fail at once with both sides named (no garbage). */
+static void rank_mismatch_coll(const ddpc_dist_env *e, void *arg)
+{
+    (void)arg;
+    ddpc_pg *pg = join(e);
+    if (!pg)
+        return;
+    float v[300] = {0};
+    CHECK_EQ_INT(ddpc_pg_barrier(pg), DDPC_OK);
+    ddpc_status s = e->rank == 1
+                        ? ddpc_pg_broadcast(pg, v, 100, DDPC_DTYPE_F32, 0)
+                        : ddpc_pg_all_reduce(pg, v, v, 300, DDPC_DTYPE_F32, DDPC_REDUCE_MAX);
+    CHECK_EQ_INT(s, DDPC_EINVAL);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "collective mismatch");
+    CHECK_STR_CONTAINS(ddpc_last_error(), "all_reduce #1 of 300 f32 (max)");
+    CHECK_STR_CONTAINS(ddpc_last_error(), "broadcast #1 of 100 f32 from root 0");
+    ddpc_pg_destroy(pg);
+}
+
+static void test_collective_mismatch_is_an_error(void)
+{
+    ddpc_dist_env e = base_env(3);
+    e.master_port = free_port();
+    int codes[16];
+    run_ranks(3, &e, rank_mismatch_coll, NULL, 30, codes);
+    expect_all_ok(3, codes);
+}
+
+/* ---- determinism, isolation, async ---- */
+
+static void rank_repeatable(const ddpc_dist_env *e, void *arg)
+{
+    int salt = *(const int *)arg;
+    ddpc_pg *pg = join(e);
+    if (!pg)
+        return;
+    int w = ddpc_pg_world_size(pg);
+    for (size_t count = 1000; count <= BIG(400000); count *= BIG(400)) {
+        float *x = ddpc_malloc(count * 4), *a = ddpc_malloc(count * 4), *b = ddpc_malloc(count * 4);
+        fill(x, count, DDPC_DTYPE_F32, e->rank, salt);
+        for (size_t i = 0; i < count; i++)
+            x[i] *= 1.0f + 1e-3f * (float)(i % 97); /* rounding differs by summation order */
+        for (int rep = 0; rep < 50; rep++) {
+            CHECK_EQ_INT(
+                ddpc_pg_all_reduce(pg, x, rep ? b : a, count, DDPC_DTYPE_F32, DDPC_REDUCE_SUM),
+                DDPC_OK);
+            if (rep && memcmp(a, b, count * 4) != 0) {
+                CHECK(!"all_reduce is not bitwise repeatable");
+                break;
+            }
+            if (count > 1000 && rep == 2)
+                break;
+        }
+        uint64_t h = 1469598103934665603ull, all[16];
+        for (size_t i = 0; i < count * 4; i++)
+            h = (h ^ ((unsigned char *)a)[i]) * 1099511628211ull;
+        CHECK_EQ_INT(ddpc_pg_all_gather(pg, &h, all, 1, DDPC_DTYPE_I64), DDPC_OK);
+        for (int k = 0; k < w; k++)
+            CHECK(all[k] == h); /* every rank got the same bits */
+        ddpc_free(x);
+        ddpc_free(a);
+        ddpc_free(b);
+    }
+    ddpc_pg_destroy(pg);
+}
+
+static void test_two_groups_at_once_are_bitwise_repeatable(void)
+{
+    ddpc_dist_env e1 = base_env(2), e2 = base_env(2);
+    e1.master_port = free_port();
+    e2.master_port = free_port();
+    int salt1 = 1, salt2 = 2, c1[16], c2[16];
+    fflush(NULL);
+    pid_t other = fork();
+    if (other == 0) {
+        check_failures_in_test = 0;
+        run_ranks(2, &e2, rank_repeatable, &salt2, 60, c2);
+        _exit(check_failures_in_test || c2[0] || c2[1]);
+    }
+    run_ranks(2, &e1, rank_repeatable, &salt1, 60, c1);
+    expect_all_ok(2, c1);
+    int status = 0;
+    waitpid(other, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+static void rank_async(const ddpc_dist_env *e, void *arg)
+{
+    (void)arg;
+    ddpc_pg *pg = join(e);
+    if (!pg)
+        return;
+    enum { N = 24, COUNT = 20000 };
+    int w = ddpc_pg_world_size(pg);
+    float *buf = ddpc_malloc((size_t)N * COUNT * 4);
+    ddpc_work *work[N];
+    for (int i = 0; i < N; i++) {
+        fill(buf + (size_t)i * COUNT, COUNT, DDPC_DTYPE_F32, e->rank, i);
+        CHECK_EQ_INT(ddpc_pg_iall_reduce(pg, buf + (size_t)i * COUNT, buf + (size_t)i * COUNT,
+                                         COUNT, DDPC_DTYPE_F32, DDPC_REDUCE_AVG, &work[i]),
+                     DDPC_OK);
+    }
+    int64_t one = e->rank, sum = 0;
+    CHECK_EQ_INT(ddpc_pg_all_reduce(pg, &one, &sum, 1, DDPC_DTYPE_I64, DDPC_REDUCE_SUM), DDPC_OK);
+    CHECK_EQ_INT(sum, (int64_t)w * (w - 1) / 2);
+    for (int i = 0; i < N; i++) {
+        bool done = false;
+        CHECK_EQ_INT(ddpc_work_test(work[i], &done), DDPC_OK);
+        CHECK(done); /* the blocking call ran after all of them */
+        CHECK_EQ_INT(ddpc_work_wait(work[i]), DDPC_OK);
+        ddpc_work_destroy(work[i]);
+        void *want = expected_reduce(w, COUNT, DDPC_DTYPE_F32, DDPC_REDUCE_AVG, i, 0);
+        CHECK(same(buf + (size_t)i * COUNT, want, COUNT * 4, "async all_reduce", e->rank));
+        ddpc_free(want);
+    }
+    CHECK_EQ_INT(ddpc_pg_seq(pg), N + 1);
+    ddpc_free(buf);
+    ddpc_pg_destroy(pg);
+}
+
+static void test_async_in_order(void)
+{
+    ddpc_dist_env e = base_env(3);
+    set_run_id(&e, "async");
+    int codes[16];
+    run_ranks(3, &e, rank_async, NULL, 30, codes);
+    expect_all_ok(3, codes);
+}
+
+/* The cross-memory-attach paths (off by default, see shm_rendezvous.c), forced on. */
+static void rank_cma(const ddpc_dist_env *e, void *arg)
+{
+    (void)arg;
+    ddpc_pg *pg = join(e);
+    if (!pg)
+        return;
+    ddpc__shm_state *st = pg->state;
+    if (!st->use_cma)
+        fprintf(stderr, "rank %d: process_vm_readv refused here; pipeline paths only\n", e->rank);
+    st->cma_min = 0;
+    static const size_t sizes[] = {0, 1, 7, 4099, 100003};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        for (int t = 0; t < DDPC_DTYPE_COUNT; t += 2) {
+            check_all_reduce(pg, sizes[i], t, (i + t) % DDPC_REDUCE_COUNT, i % 2, (int)i);
+            check_reduce_scatter(pg, sizes[i], t, (i + t + 1) % DDPC_REDUCE_COUNT, i % 2 == 0,
+                                 (int)i);
+            check_gather_and_broadcast(pg, sizes[i], t, i % 2, (int)i + t);
+        }
+    }
+    check_all_reduce(pg, BIG(1u << 18), DDPC_DTYPE_F32, DDPC_REDUCE_SUM, true, 11);
+    ddpc_pg_destroy(pg);
+}
+
+static void test_cross_memory_attach_paths(void)
+{
+    ddpc_dist_env e = base_env(3);
+    e.master_port = free_port();
+    int codes[16];
+    run_ranks(3, &e, rank_cma, NULL, 60, codes);
+    expect_all_ok(3, codes);
+}
+
+/* ---- /dev/shm ---- */
+
+/* Segments this test created and did not remove: named ones carry the parent's pid in the run
+ * id; TCP ones are "ddpc-UID-PID-..." with the pid of some rank 0 (recorded by run_ranks). */
+static int count_leftovers(void)
+{
+    char mine[64];
+    snprintf(mine, sizeof mine, "_%d_", (int)getpid());
+    DIR *d = opendir("/dev/shm");
+    int n = 0;
+    for (struct dirent *de; d && (de = readdir(d));) {
+        bool ours = strncmp(de->d_name, "ddpc-u", 6) == 0 && strstr(de->d_name, mine);
+        for (int i = 0; i < rank0_pids.n && !ours; i++) {
+            char tcp[64];
+            snprintf(tcp, sizeof tcp, "ddpc-%d-%d-", (int)getuid(), (int)rank0_pids.pid[i]);
+            ours = strncmp(de->d_name, tcp, strlen(tcp)) == 0;
+        }
+        if (ours)
+            fprintf(stderr, "left in /dev/shm: %s\n", de->d_name);
+        n += ours;
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static void test_nothing_left_in_dev_shm(void)
+{
+    CHECK(rank0_pids.n > 10);
+    CHECK_EQ_INT(count_leftovers(), 0);
+}
+
+/* ---- the rendezvous messages (bytes from the network) ---- */
+
+static bool hello_ok(const char *line)
+{
+    ddpc__shm_hello h;
+    return ddpc__shm_hello_parse(line, strlen(line), &h) == DDPC_OK;
+}
+
+static void test_hello_parser_is_strict(void)
+{
+    ddpc__shm_hello h = {.version = 1, .rank = 3, .world = 4, .pid = 4242, .host = "node-1.lan"};
+    char line[DDPC__SHM_LINE_MAX + 1];
+    int n = ddpc__shm_hello_format(line, sizeof line, &h);
+    ddpc__shm_hello back;
+    CHECK_EQ_INT(ddpc__shm_hello_parse(line, (size_t)n, &back), DDPC_OK);
+    CHECK(back.rank == 3 && back.world == 4 && back.pid == 4242 &&
+          !strcmp(back.host, "node-1.lan"));
+    CHECK(hello_ok("ddpc-shm-hello 1 rank=0 world=1 pid=1 host=\n"));    /* empty host: allowed */
+    CHECK(!hello_ok("ddpc-shm-hello 1 rank=01 world=2 pid=5 host=a\n")); /* leading zero */
+    CHECK(!hello_ok("ddpc-shm-hello 1 rank=+1 world=2 pid=5 host=a\n")); /* sign */
+    CHECK(!hello_ok("ddpc-shm-hello 1 rank=1 world=99999999999 pid=5 host=a\n"));
+    CHECK(!hello_ok("ddpc-shm-hello 1 rank=1 world=2 pid=5 host=a\nx")); /* bytes after it */
+    CHECK(!hello_ok("ddpc-shm-hello 1 rank=1 world=2 pid=5 host=a"));    /* no newline */
+    CHECK(!hello_ok("ddpc-shm-hello 1 rank=1 world=2 pid=5 host=a b\n"));
+    CHECK(!hello_ok("ddpc-shm-hello 1 rank=1 world=0 pid=5 host=a\n"));
+    CHECK(!hello_ok("ddpc-shm-hello 1 rank=1  world=2 pid=5 host=a\n"));
+    CHECK(!hello_ok("GET / HTTP/1.1\r\n"));
+    CHECK_EQ_INT(ddpc__shm_hello_parse(line, 0, &back), DDPC_EFORMAT);
+
+    bool ok = false;
+    char text[DDPC__SHM_MSG_CAP];
+    n = ddpc__shm_reply_format(line, sizeof line, true, "/ddpc-0-1-ab");
+    CHECK_EQ_INT(ddpc__shm_reply_parse(line, (size_t)n, &ok, text, sizeof text), DDPC_OK);
+    CHECK(ok && !strcmp(text, "/ddpc-0-1-ab"));
+    n = ddpc__shm_reply_format(line, sizeof line, false, "world size\tmismatch\n");
+    CHECK_EQ_INT(ddpc__shm_reply_parse(line, (size_t)n, &ok, text, sizeof text), DDPC_OK);
+    CHECK(!ok && !strcmp(text, "world size?mismatch?")); /* kept on one printable line */
+    const char *bad[] = {"ddpc-shm-ok ../etc/passwd\n", "ddpc-shm-ok /a/b\n", "ddpc-shm-ok /\n",
+                         "ddpc-shm-error \n", "ddpc-shm-ok /a\n\n"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK_EQ_INT(ddpc__shm_reply_parse(bad[i], strlen(bad[i]), &ok, text, sizeof text),
+                     DDPC_EFORMAT);
+    /* found by fuzz_rdzv: a segment name longer than any we create must not parse, since the
+     * reply could not be formatted back the same */
+    char longname[DDPC__SHM_LINE_MAX];
+    n = snprintf(longname, sizeof longname, "ddpc-shm-ok /");
+    memset(longname + n, 'l', 480);
+    longname[n + 480] = '\n';
+    CHECK_EQ_INT(ddpc__shm_reply_parse(longname, (size_t)n + 481, &ok, text, sizeof text),
+                 DDPC_EFORMAT);
+}
+
 int main(void)
 {
+    RUN_TEST(test_hello_parser_is_strict);
     RUN_TEST(test_collectives_by_port);
     RUN_TEST(test_rendezvous_by_run_id);
+    RUN_TEST(test_run_id_stale_and_in_use);
     RUN_TEST(test_port_in_use);
+    RUN_TEST(test_rendezvous_timeout_names_missing_rank);
+    RUN_TEST(test_hello_from_another_host_is_refused);
     RUN_TEST(test_world_size_mismatch_and_duplicate_rank);
     RUN_TEST(test_config_errors);
+    RUN_TEST(test_timeout_names_missing_rank);
+    RUN_TEST(test_dead_peer_detected);
+    RUN_TEST(test_collective_mismatch_is_an_error);
+    RUN_TEST(test_two_groups_at_once_are_bitwise_repeatable);
+    RUN_TEST(test_async_in_order);
+    RUN_TEST(test_cross_memory_attach_paths);
+    RUN_TEST(test_nothing_left_in_dev_shm);
     return check_summary();
 }

@@ -1,6 +1,7 @@
 /* The gradient-ready hook that DDP's bucketed overlap stands on: during one backward every tensor
  * is reported exactly once, and at the moment it is reported its gradient already has its final
- * value (a snapshot taken in the hook equals the buffer after backward, bit for bit). */
+ * value (a snapshot taken in the hook equals the buffer after backward, bit for bit). A multi-head
+ * model reports the trunk and the head that ran, never the other heads (a dead branch). */
 #include "check.h"
 
 #include <ddpc/alloc.h>
@@ -95,10 +96,78 @@ static void test_gpt_reports_every_tensor_once(void)
     check_model(c, 2, 6);
 }
 
+/* Multi-head: backward of task k reports the trunk and heads.k once each, other heads never, and
+ * snapshots still equal the final gradients. */
+static void check_heads(ddpc_model_config c, int64_t n, int64_t in_floats, size_t first_head)
+{
+    ddpc_model *m = NULL;
+    CHECK_EQ_INT(ddpc_model_create(&m, &c), DDPC_OK);
+    if (!m)
+        return;
+    size_t nt = ddpc_model_num_tensors(m), np = ddpc_model_num_params(m);
+    CHECK(nt <= 64 && nt == first_head + 2 * c.n_heads);
+    float *x = ddpc_malloc(sizeof(float) * (size_t)(n * in_floats));
+    int32_t tgt[16];
+    for (int64_t i = 0; i < n * in_floats; i++)
+        x[i] = (float)((i * 37) % 11) / 11.0f - 0.5f;
+    for (int64_t i = 0; i < n; i++)
+        tgt[i] = (int32_t)(i % 2);
+    hook_log h = {.m = m, .snapshot = ddpc_calloc(np, sizeof(float))};
+    ddpc_model_set_grad_ready_hook(m, on_ready, &h);
+    for (int task = 0; task < (int)c.n_heads; task++) {
+        memset(h.reports, 0, sizeof h.reports);
+        h.n_order = 0;
+        ddpc_model_input in = {.n = n, .x = x, .targets = tgt, .task = task};
+        ddpc_model_output out;
+        CHECK_EQ_INT(ddpc_model_forward(m, &in, true, &out), DDPC_OK);
+        CHECK_EQ_INT(ddpc_model_backward(m, 1.0f), DDPC_OK);
+        for (size_t t = 0; t < nt; t++) {
+            bool head = t >= first_head;
+            bool used = !head || (t - first_head) / 2 == (size_t)task;
+            CHECK_EQ_INT(h.reports[t], used ? 1 : 0);
+            CHECK((strncmp(ddpc_model_tensor(m, t)->name, "heads.", 6) == 0) == head);
+        }
+        CHECK_EQ_INT(h.n_order, first_head + 2);
+        /* The running head comes first. */
+        CHECK_EQ_INT(h.order[0] / 2 * 2, first_head + 2 * (size_t)task);
+        for (size_t t = 0; t < nt; t++) {
+            const ddpc_param *p = ddpc_model_tensor(m, t);
+            if (h.reports[t])
+                CHECK(memcmp(h.snapshot + p->offset, ddpc_model_grads(m) + p->offset,
+                             p->numel * sizeof(float)) == 0);
+        }
+    }
+    ddpc_free(h.snapshot);
+    ddpc_free(x);
+    ddpc_model_destroy(m);
+}
+
+static void test_multi_head_mlp_reports_trunk_and_one_head(void)
+{
+    ddpc_model_config c = ddpc_model_config_default();
+    c.in_channels = 1, c.in_height = 4, c.in_width = 4;
+    c.hidden[0] = 8, c.hidden[1] = 6, c.n_hidden = 2;
+    c.head_classes[0] = 3, c.head_classes[1] = 2, c.head_classes[2] = 4, c.n_heads = 3;
+    check_heads(c, 5, 16, 4);
+}
+
+static void test_multi_head_cnn_reports_trunk_and_one_head(void)
+{
+    ddpc_model_config c = ddpc_model_config_default();
+    strcpy(c.type, "cnn");
+    c.in_channels = 1, c.in_height = 8, c.in_width = 8;
+    c.channels[0] = 3, c.n_channels = 1, c.kernel_size = 3;
+    c.hidden[0] = 6, c.n_hidden = 1;
+    c.head_classes[0] = 10, c.head_classes[1] = 4, c.n_heads = 2;
+    check_heads(c, 3, 64, 4);
+}
+
 int main(void)
 {
     RUN_TEST(test_mlp_reports_every_tensor_once);
     RUN_TEST(test_cnn_reports_every_tensor_once);
     RUN_TEST(test_gpt_reports_every_tensor_once);
+    RUN_TEST(test_multi_head_mlp_reports_trunk_and_one_head);
+    RUN_TEST(test_multi_head_cnn_reports_trunk_and_one_head);
     return check_summary();
 }

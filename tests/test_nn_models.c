@@ -1,5 +1,6 @@
 /* Model tests: parameter layout, whole-model gradients against central finite differences
- * (small mlp, cnn and gpt, dropout off and on), determinism, and no allocation after warm-up. */
+ * (small mlp, cnn and gpt, dropout off and on; multi-head mlp and cnn through each head),
+ * determinism, and no allocation after warm-up. */
 #include <ddpc/alloc.h>
 #include <ddpc/kernels.h>
 #include <ddpc/nn.h>
@@ -147,6 +148,120 @@ static void test_cnn_gradients(void)
     ddpc_model_destroy(m);
 }
 
+/* A multi-head model: tensors of the trunk, then heads.<k>; each head's gradients match finite
+ * differences of its own loss, and the other heads' gradients stay exactly zero. */
+static void check_heads(ddpc_model_config c, int64_t n, int64_t in_floats, size_t first_head)
+{
+    ddpc_model *m = make(c);
+    CHECK(m != NULL);
+    if (!m)
+        return;
+    CHECK_EQ_INT(ddpc_model_num_tensors(m), first_head + 2 * c.n_heads);
+    for (size_t k = 0; k < c.n_heads; k++) {
+        const ddpc_param *w = ddpc_model_tensor(m, first_head + 2 * k);
+        char name[64];
+        snprintf(name, sizeof name, "heads.%zu.weight", k);
+        CHECK(strcmp(w->name, name) == 0);
+        CHECK_EQ_INT(w->shape[0], c.head_classes[k]);
+        snprintf(name, sizeof name, "heads.%zu.bias", k);
+        CHECK(strcmp(ddpc_model_tensor(m, first_head + 2 * k + 1)->name, name) == 0);
+    }
+    CHECK_EQ_INT(ddpc_model_outputs_per_sample(m), c.head_classes[0]);
+    float *x = ddpc_malloc(sizeof(float) * (size_t)(n * in_floats));
+    int32_t y[8];
+    for (int task = 0; task < (int)c.n_heads; task++) {
+        fill_images(x, y, n, in_floats, c.head_classes[task]);
+        ddpc_model_input in = {.n = n, .x = x, .targets = y, .task = task, .rng_stream = 3};
+        check_gradients(m, &in, 5, 3e-2);
+        const float *g = ddpc_model_grads(m);
+        for (size_t k = 0; k < c.n_heads; k++) {
+            const ddpc_param *w = ddpc_model_tensor(m, first_head + 2 * k);
+            const ddpc_param *b = ddpc_model_tensor(m, first_head + 2 * k + 1);
+            double norm = 0;
+            for (size_t i = w->offset; i < b->offset + b->numel; i++)
+                norm += fabs((double)g[i]);
+            CHECK((norm == 0.0) == ((int)k != task));
+        }
+        /* The probabilities have the running head's width. */
+        const float *p = ddpc_model_probs(m);
+        double row = 0;
+        for (int64_t j = 0; j < c.head_classes[task]; j++)
+            row += p[j];
+        CHECK_NEAR(row, 1.0, 1e-5);
+    }
+    ddpc_model_input bad = {.n = n, .x = x, .targets = y, .task = (int)c.n_heads};
+    CHECK_EQ_INT(ddpc_model_forward(m, &bad, false, NULL), DDPC_EINVAL);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "task");
+    ddpc_free(x);
+    ddpc_model_destroy(m);
+}
+
+static void test_multi_head_mlp_gradients(void)
+{
+    ddpc_model_config c = ddpc_model_config_default();
+    c.in_channels = 1, c.in_height = 3, c.in_width = 4, c.num_classes = 99;
+    c.hidden[0] = 9, c.hidden[1] = 7, c.n_hidden = 2, c.dropout = 0.2f;
+    c.head_classes[0] = 5, c.head_classes[1] = 3, c.head_classes[2] = 2, c.n_heads = 3;
+    check_heads(c, 4, 12, 4);
+}
+
+static void test_multi_head_cnn_gradients(void)
+{
+    ddpc_model_config c = ddpc_model_config_default();
+    strcpy(c.type, "cnn");
+    c.in_channels = 1, c.in_height = 6, c.in_width = 6, c.num_classes = 99;
+    c.channels[0] = 3, c.n_channels = 1, c.kernel_size = 3;
+    c.hidden[0] = 6, c.n_hidden = 1;
+    c.head_classes[0] = 4, c.head_classes[1] = 3, c.n_heads = 2;
+    check_heads(c, 3, 36, 4);
+}
+
+/* One head is the single-head model under other names: same initial values, same loss bits. */
+static void test_one_head_equals_single_head(void)
+{
+    ddpc_model_config c = ddpc_model_config_default();
+    c.in_channels = 1, c.in_height = 2, c.in_width = 5, c.num_classes = 4;
+    c.hidden[0] = 6, c.n_hidden = 1;
+    ddpc_model *single = make(c);
+    c.head_classes[0] = 4, c.n_heads = 1;
+    ddpc_model *headed = make(c);
+    if (!single || !headed)
+        return;
+    CHECK(strcmp(ddpc_model_tensor(single, 2)->name, "fc.1.weight") == 0);
+    CHECK(strcmp(ddpc_model_tensor(headed, 2)->name, "heads.0.weight") == 0);
+    CHECK_EQ_INT(ddpc_model_num_params(single), ddpc_model_num_params(headed));
+    size_t np = ddpc_model_num_params(single);
+    CHECK(memcmp(ddpc_model_params(single), ddpc_model_params(headed), np * sizeof(float)) == 0);
+    float x[3 * 10];
+    int32_t y[3];
+    fill_images(x, y, 3, 10, 4);
+    ddpc_model_input in = {.n = 3, .x = x, .targets = y};
+    ddpc_model_output a, b;
+    CHECK_EQ_INT(ddpc_model_forward(single, &in, true, &a), DDPC_OK);
+    CHECK_EQ_INT(ddpc_model_forward(headed, &in, true, &b), DDPC_OK);
+    CHECK(a.loss == b.loss);
+    ddpc_model_destroy(single);
+    ddpc_model_destroy(headed);
+}
+
+static void test_bad_heads_are_rejected(void)
+{
+    ddpc_model_config c = ddpc_model_config_default();
+    c.head_classes[0] = 4, c.head_classes[1] = 1, c.n_heads = 2;
+    ddpc_model *m = NULL;
+    CHECK_EQ_INT(ddpc_model_create(&m, &c), DDPC_EINVAL);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "head 1 needs at least 2 classes");
+    c.n_heads = DDPC_MODEL_MAX_HEADS + 1;
+    CHECK_EQ_INT(ddpc_model_create(&m, &c), DDPC_EINVAL);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "heads");
+    strcpy(c.type, "gpt");
+    c.num_classes = 11, c.n_layer = 1, c.n_head = 2, c.n_embd = 8, c.block_size = 5;
+    c.n_heads = 2, c.head_classes[1] = 3;
+    CHECK_EQ_INT(ddpc_model_create(&m, &c), DDPC_EINVAL);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "gpt has one output head");
+    CHECK(m == NULL);
+}
+
 static ddpc_model *small_gpt(float dropout)
 {
     ddpc_model_config c = ddpc_model_config_default();
@@ -243,6 +358,10 @@ int main(void)
     RUN_TEST(test_mlp_layout_and_gradients);
     RUN_TEST(test_mlp_dropout_gradients);
     RUN_TEST(test_cnn_gradients);
+    RUN_TEST(test_multi_head_mlp_gradients);
+    RUN_TEST(test_multi_head_cnn_gradients);
+    RUN_TEST(test_one_head_equals_single_head);
+    RUN_TEST(test_bad_heads_are_rejected);
     RUN_TEST(test_gpt_gradients);
     RUN_TEST(test_gpt_rejects_bad_tokens_and_config);
     RUN_TEST(test_step_allocates_nothing_after_warmup);

@@ -143,9 +143,9 @@ static int rank_main(int rank, int world, void *ctx)
     int rc = train(j, pg, rank, world, m);
     if (rc == 0 && !j->mismatch) {
         size_t n = ddpc_model_num_params(m);
-        int64_t h = 0, all[8];
+        uint64_t h = 0, all[8]; /* unsigned: the hash wraps */
         for (size_t i = 0; i < n; i++)
-            h = h * 31 + (int64_t)((const int32_t *)ddpc_model_params(m))[i];
+            h = h * 31 + ((const uint32_t *)ddpc_model_params(m))[i];
         rc |= ddpc_pg_all_gather(pg, &h, all, 1, DDPC_DTYPE_I64) != DDPC_OK;
         for (int r = 0; r < world; r++)
             rc |= all[r] != h;

@@ -49,6 +49,13 @@ ddpc_status ddpc_dataset_synthetic_images_create(ddpc_dataset **out, int64_t n, 
 ddpc_status ddpc_dataset_synthetic_tokens_create(ddpc_dataset **out, int64_t n_tokens,
                                                  int64_t vocab, int64_t block_size, uint64_t seed);
 
+/* An images dataset with base's pixels (borrowed: base must outlive it) and derived labels
+ * label = map[base label], for a coarser task over the same samples (Fashion-MNIST's 10 classes
+ * into 4 groups, say). map has one entry per base class (map_len = base's classes), each in
+ * [0, 255]; the view has max(map) + 1 classes, at least 2. DDPC_EINVAL names the mismatch. */
+ddpc_status ddpc_dataset_relabel_create(ddpc_dataset **out, const ddpc_dataset *base,
+                                        const int64_t *map, int64_t map_len);
+
 /* Frees the dataset; NULL is a no-op. */
 void ddpc_dataset_destroy(ddpc_dataset *d);
 

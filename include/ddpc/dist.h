@@ -96,6 +96,9 @@ typedef struct {
 
 ddpc_pg_config ddpc_pg_config_default(void);
 
+/* The backend ddpc_pg_create would use for `asked` (DDPC_BACKEND_AUTO applies the rule above). */
+ddpc_backend ddpc_pg_choose_backend(const ddpc_dist_env *env, ddpc_backend asked);
+
 typedef struct ddpc_pg ddpc_pg;
 typedef struct ddpc_work ddpc_work;
 

@@ -17,6 +17,7 @@ extern "C" {
 #endif
 
 #define DDPC_MODEL_MAX_LAYERS 16
+#define DDPC_MODEL_MAX_HEADS 16
 #define DDPC_PARAM_NAME_MAX 64
 
 /* A parameter: a view of `numel` floats at `offset` in the parameter and gradient buffers. */
@@ -41,6 +42,12 @@ typedef struct {
     int64_t channels[DDPC_MODEL_MAX_LAYERS];
     size_t n_channels;
     int64_t kernel_size;
+    /* Multi-task (mlp, cnn): n_heads > 0 replaces the classifier "fc.<n_hidden>" by heads
+     * "heads.<k>.weight" (head_classes[k], trunk width) and "heads.<k>.bias" over the shared trunk
+     * (every hidden layer, ReLU included); num_classes is then unused. 0: one head of num_classes,
+     * the single-task layout. */
+    int64_t head_classes[DDPC_MODEL_MAX_HEADS];
+    size_t n_heads;
     /* gpt */
     int64_t n_layer, n_head, n_embd, block_size;
     float dropout; /* after hidden activations (mlp/cnn) or residual branches (gpt) */
@@ -58,6 +65,8 @@ typedef struct {
     const int32_t *tokens;  /* gpt (n, block_size) */
     const int32_t *targets; /* (n) labels or (n, block_size) next tokens; NULL: no loss */
     uint64_t rng_stream;    /* dropout stream: distinct per step and rank */
+    int task;               /* head to run, in [0, n_heads); 0 for a single-head model. Backward
+                               then reaches only that head and the trunk. */
 } ddpc_model_input;
 
 typedef struct {
@@ -81,14 +90,17 @@ size_t ddpc_model_num_tensors(const ddpc_model *m);
 const ddpc_param *ddpc_model_tensor(const ddpc_model *m, size_t i);
 /* Forward + backward FLOPs of one training sample (GEMM-dominated estimate, 3x forward). */
 double ddpc_model_train_flops_per_sample(const ddpc_model *m);
-/* Floats in each output row: classes, or block_size * vocab for gpt. */
+/* Floats in each output row: classes (head 0's for a multi-head model; head k has
+ * head_classes[k]), or block_size * vocab for gpt. */
 int64_t ddpc_model_outputs_per_sample(const ddpc_model *m);
 
 /* Forward pass; with targets, computes the loss and accuracy into *out. `training` enables
- * dropout. Input shapes must match the config; tokens outside the vocabulary are DDPC_EINVAL. */
+ * dropout. Input shapes must match the config; tokens outside the vocabulary and a task outside
+ * the model's heads are DDPC_EINVAL. */
 ddpc_status ddpc_model_forward(ddpc_model *m, const ddpc_model_input *in, bool training,
                                ddpc_model_output *out);
-/* Probabilities (n, outputs_per_sample) of the last forward; valid until the next forward. */
+/* Probabilities (n, classes of the head that ran, or outputs_per_sample) of the last forward;
+ * valid until the next forward. */
 const float *ddpc_model_probs(const ddpc_model *m);
 /* Accumulates d(dloss * loss)/d(params) into the gradient buffer; needs a forward with targets. */
 ddpc_status ddpc_model_backward(ddpc_model *m, float dloss);

@@ -54,7 +54,8 @@ typedef struct {
 ddpc_status ddpc_trainer_bench(ddpc_trainer *t, int64_t warmup, int64_t steps,
                                ddpc_bench_result *r);
 
-/* Last evaluation's results (for tests and the CLI's summary). */
+/* Last evaluation's results (for tests and the CLI's summary); with `tasks`, the first task's
+ * (metrics.jsonl has every task's). */
 typedef struct {
     double loss;
     double accuracy;

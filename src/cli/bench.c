@@ -1,10 +1,12 @@
 /* `ddpc bench step CONFIG [key=value ...]`: times training steps after warm-up and prints one
  * JSON line. bench.warmup and bench.steps are config keys like any other. Under `ddpc run` every
- * rank benchmarks data-parallel steps and only rank 0 prints (the figures cover the whole job). */
+ * rank benchmarks data-parallel steps and only rank 0 prints (the figures cover the whole job).
+ * `ddpc bench allreduce|broadcast|all_gather|reduce_scatter ...` is bench_coll.c. */
 #include "cli/cli.h"
 
 #include <ddpc/train.h>
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -49,8 +51,17 @@ static int bench_step(int argc, char **argv)
 
 int ddpc_cli_bench(int argc, char **argv)
 {
+    static const char *const colls[] = {"allreduce", "all_reduce", "broadcast", "bcast",
+                                        "all_gather", "allgather", "reduce_scatter",
+                                        "reducescatter"};
     if (argc >= 1 && strcmp(argv[0], "step") == 0)
         return bench_step(argc - 1, argv + 1);
-    fprintf(stderr, "usage: ddpc bench step CONFIG [key=value ...]\n");
-    return 2;
+    for (size_t i = 0; argc >= 1 && i < sizeof colls / sizeof colls[0]; i++)
+        if (strcmp(argv[0], colls[i]) == 0)
+            return ddpc_cli_bench_coll(argv[0], argc - 1, argv + 1);
+    bool help = argc >= 1 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0);
+    fprintf(help ? stdout : stderr, "usage: ddpc bench step CONFIG [key=value ...] | ddpc bench "
+                                    "allreduce|broadcast|all_gather|reduce_scatter [options] "
+                                    "(see 'ddpc bench allreduce --help')\n");
+    return help ? 0 : 2;
 }

@@ -11,7 +11,10 @@ static void usage(FILE *f)
             "usage: ddpc <command> [args]\n"
             "  train CONFIG [key=value ...]        train, validate, test or predict (see docs/config.md)\n"
             "  bench step CONFIG [key=value ...]   time training steps, print one JSON line\n"
-            "  run [options] -- PROGRAM [ARGS]     start PROGRAM as a group of workers (docs/launcher.md)\n");
+            "  bench allreduce|broadcast|all_gather|reduce_scatter [options]\n"
+            "                                      collective sweep as one worker of a job\n"
+            "  run [options] -- PROGRAM [ARGS]     start PROGRAM as a group of workers (docs/launcher.md)\n"
+            "  env                                 system, build, MPI/CUDA/NCCL and launch variables\n");
 }
 
 int main(int argc, char **argv)
@@ -31,6 +34,8 @@ int main(int argc, char **argv)
         return ddpc_cli_bench(argc - 2, argv + 2);
     if (strcmp(cmd, "run") == 0)
         return ddpc_cli_run(argc - 2, argv + 2);
+    if (strcmp(cmd, "env") == 0)
+        return ddpc_cli_env(argc - 2, argv + 2);
     fprintf(stderr, "ddpc: unknown command '%s' (try 'ddpc --help')\n", cmd);
     return 2;
 }

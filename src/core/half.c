@@ -1,39 +1,68 @@
-/* bf16 and f16 conversions. bf16 is the top half of an f32, rounded to nearest even; f16 goes
- * through the compiler's _Float16 (F16C instructions with -march=native, exact IEEE rounding). */
+/* bf16 and f16 conversions in portable bit arithmetic (no _Float16, so every compiler builds it).
+ * bf16 is the top half of an f32 rounded to nearest even; f16 rebiases the exponent and rounds the
+ * 13 dropped mantissa bits to even, with subnormals, infinities and quiet NaNs. The exhaustive
+ * checks are in tests/test_dist_reduce.c. */
 #include <ddpc/half.h>
 
 #include <string.h>
 
-uint16_t ddpc_f32_to_bf16(float f)
+static uint32_t f32_bits(float f)
 {
     uint32_t u;
     memcpy(&u, &f, sizeof u);
-    if ((u & 0x7fffffffu) > 0x7f800000u) /* NaN: keep it quiet and non-zero in the top half */
-        return (uint16_t)((u >> 16) | 0x40u);
-    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    return u;
 }
 
-float ddpc_bf16_to_f32(uint16_t h)
+static float bits_f32(uint32_t u)
 {
-    uint32_t u = (uint32_t)h << 16;
     float f;
     memcpy(&f, &u, sizeof f);
     return f;
 }
 
-uint16_t ddpc_f32_to_f16(float f)
+float ddpc_bf16_to_f32(uint16_t h)
 {
-    _Float16 h = (_Float16)f;
-    uint16_t u;
-    memcpy(&u, &h, sizeof u);
-    return u;
+    return bits_f32((uint32_t)h << 16);
 }
 
-float ddpc_f16_to_f32(uint16_t u)
+uint16_t ddpc_f32_to_bf16(float f)
 {
-    _Float16 h;
-    memcpy(&h, &u, sizeof h);
-    return (float)h;
+    uint32_t u = f32_bits(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) /* NaN: keep sign and top payload, force quiet */
+        return (uint16_t)((u >> 16) | 0x0040u);
+    u += 0x7fffu + ((u >> 16) & 1u); /* round to nearest even; overflow carries into inf */
+    return (uint16_t)(u >> 16);
+}
+
+float ddpc_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+    if (exp == 0x1f) /* inf or NaN: payload moves to the top of the f32 mantissa */
+        return bits_f32(sign | 0x7f800000u | (man << 13));
+    if (exp == 0) { /* zero or subnormal: man * 2^-24, exact in f32 */
+        float v = (float)man * 0x1p-24f;
+        return bits_f32(sign | f32_bits(v));
+    }
+    return bits_f32(sign | ((exp + 112u) << 23) | (man << 13));
+}
+
+uint16_t ddpc_f32_to_f16(float f)
+{
+    uint32_t u = f32_bits(f);
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    u &= 0x7fffffffu;
+    if (u > 0x7f800000u) /* NaN: quiet, keep the top payload bits */
+        return (uint16_t)(sign | 0x7e00u | ((u >> 13) & 0x3ffu));
+    if (u >= 0x477ff000u) /* >= 65520 rounds to inf (65504 is the largest finite) */
+        return (uint16_t)(sign | 0x7c00u);
+    if (u < 0x38800000u) { /* below 2^-14: f16 subnormal; adding 0.5 rounds at 2^-24 (RNE) */
+        float r = bits_f32(u) + 0.5f;
+        return (uint16_t)(sign | (f32_bits(r) - f32_bits(0.5f)));
+    }
+    uint32_t odd = (u >> 13) & 1u; /* rebias 127 -> 15 and round the 13 dropped bits to even */
+    u += ((uint32_t)(15 - 127) << 23) + 0xfffu + odd;
+    return (uint16_t)(sign | (u >> 13));
 }
 
 void ddpc_f32_to_half_array(uint16_t *restrict dst, const float *restrict src, size_t n, int bf16)

@@ -110,7 +110,7 @@ ddpc_status ddpc_dataset_get_batch(const ddpc_dataset *d, const int64_t *idx, in
         int64_t i = idx[b];
         if (d->kind == DDPC_DATASET_IMAGES) {
             if (x)
-                copy_image(d, i, per, x + b * per);
+                copy_image(d->base ? d->base : d, i, per, x + b * per);
             if (targets)
                 targets[b] = d->labels[i];
         } else {

@@ -1,7 +1,8 @@
 /* The dataset struct shared by the dataset constructors (fmnist.c, text.c, synthetic.c) and the
  * accessors in dataset.c. Invariant: after a constructor returns, nothing in it changes, and it
  * owns every buffer it points to. Images keep either u8 pixels normalised through `lut` on copy
- * or fp32 pixels; tokens keep either a u8 or an i32 stream, and sample i is stream[i*T, i*T+T+1). */
+ * or fp32 pixels (a relabelled view keeps neither and reads its base's); tokens keep either a u8 or
+ * an i32 stream, and sample i is stream[i*T, i*T+T+1). */
 #ifndef DDPC_DATA_DATASET_IMPL_H
 #define DDPC_DATA_DATASET_IMPL_H
 
@@ -19,6 +20,7 @@ struct ddpc_dataset {
     float *pix_f32;    /* (n, c, h, w) ready pixels; or NULL */
     float lut[256];    /* u8 pixel value -> normalised float */
     uint8_t *labels;   /* (n) */
+    const ddpc_dataset *base; /* relabelled view: pixels come from base (borrowed); or NULL */
     /* tokens */
     uint8_t *tok_u8;   /* (n_tokens) byte stream; or NULL */
     int32_t *tok_i32;  /* (n_tokens) token stream; or NULL */

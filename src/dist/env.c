@@ -103,7 +103,8 @@ static ddpc_status derive_local_world(const ranks *r, int *local_world)
         return ddpc_errorf(DDPC_EINVAL,
                            "%s is not set and %s=%d ranks do not divide evenly over %s=%d nodes, "
                            "so the ranks on this node are unknown",
-                           r->local_world.name, r->world.name, r->world.v, r->num_nodes.name, nodes);
+                           r->local_world.name, r->world.name, r->world.v, r->num_nodes.name,
+                           nodes);
     *local_world = r->world.v / nodes;
     return DDPC_OK;
 }
@@ -123,9 +124,11 @@ static ddpc_status resolve_local(const ranks *r, ddpc_dist_env *e)
             return ddpc_errorf(DDPC_EINVAL, "%s=%s is not below %s=%d", r->local_rank.name,
                                r->local_rank.text, r->local_world.name, e->local_world_size);
         if (r->local_rank.v >= e->local_world_size)
-            return ddpc_errorf(DDPC_EINVAL, "%s=%s is not below %d, the ranks on this node (%s is "
-                               "not set)", r->local_rank.name, r->local_rank.text,
-                               e->local_world_size, r->local_world.name);
+            return ddpc_errorf(DDPC_EINVAL,
+                               "%s=%s is not below %d, the ranks on this node (%s is "
+                               "not set)",
+                               r->local_rank.name, r->local_rank.text, e->local_world_size,
+                               r->local_world.name);
         e->local_rank = r->local_rank.v;
     } else {
         /* launchers number ranks contiguously per node (torchrun, srun's block distribution) */
@@ -154,7 +157,9 @@ static ddpc_status resolve_nodes(const ranks *r, ddpc_dist_env *e)
 static ddpc_status resolve(const ranks *r, ddpc_dist_env *e)
 {
     if (!r->world.set) {
-        const field *f = r->rank.set ? &r->rank : r->local_rank.set ? &r->local_rank : &r->local_world;
+        const field *f = r->rank.set         ? &r->rank
+                         : r->local_rank.set ? &r->local_rank
+                                             : &r->local_world;
         return ddpc_errorf(DDPC_EINVAL, "%s=%s is set without %s", f->name, f->text, r->world.name);
     }
     if (!r->rank.set && r->world.v != 1)
@@ -224,8 +229,8 @@ static ddpc_status slurm_ranks(const char *const *envp, ranks *r)
     DDPC_TRY(read_int(envp, NAMES("SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"), 1, &r->world));
     DDPC_TRY(read_int(envp, NAMES("SLURM_LOCALID"), 0, &r->local_rank));
     DDPC_TRY(read_int(envp, NAMES("SLURM_STEP_NODEID", "SLURM_NODEID"), 0, &r->node_rank));
-    DDPC_TRY(read_int(envp, NAMES("SLURM_STEP_NUM_NODES", "SLURM_NNODES", "SLURM_JOB_NUM_NODES"),
-                      1, &r->num_nodes));
+    DDPC_TRY(read_int(envp, NAMES("SLURM_STEP_NUM_NODES", "SLURM_NNODES", "SLURM_JOB_NUM_NODES"), 1,
+                      &r->num_nodes));
     r->local_world = (field){.name = "SLURM_STEP_TASKS_PER_NODE"};
     const char *which = NULL;
     const char *tpn =
@@ -302,16 +307,16 @@ static ddpc_status pmi(const char *const *envp, ddpc_dist_env *e)
     return in_step ? slurm_run_id(envp, step, e) : DDPC_OK;
 }
 
+/* ddpc_backend_parse, with the variable's name in front of its message. */
 static ddpc_status parse_backend(const char *s, ddpc_backend *out)
 {
-    static const char *const names[] = {"auto", "shm", "mpi"};
-    for (int i = 0; i < 3; i++) {
-        if (strcmp(s, names[i]) == 0) {
-            *out = (ddpc_backend)i;
-            return DDPC_OK;
-        }
+    ddpc_status st = ddpc_backend_parse(s, out);
+    if (st != DDPC_OK) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", ddpc_last_error());
+        return ddpc_errorf(st, "DDPC_BACKEND=%s: %s", s, why);
     }
-    return ddpc_errorf(DDPC_EINVAL, "DDPC_BACKEND=%s is not one of auto, shm, mpi", s);
+    return DDPC_OK;
 }
 
 static ddpc_status parse_timeout(const char *s, double *out)
@@ -319,8 +324,10 @@ static ddpc_status parse_timeout(const char *s, double *out)
     char *end = NULL;
     double t = (s[0] >= '0' && s[0] <= '9') || s[0] == '.' ? strtod(s, &end) : 0.0;
     if (!end || *end != '\0' || strpbrk(s, "xXnN") || !isfinite(t) || t <= 0.0)
-        return ddpc_errorf(DDPC_EINVAL, "DDPC_COLLECTIVE_TIMEOUT=%s is not a positive number of "
-                                        "seconds", s);
+        return ddpc_errorf(DDPC_EINVAL,
+                           "DDPC_COLLECTIVE_TIMEOUT=%s is not a positive number of "
+                           "seconds",
+                           s);
     *out = t;
     return DDPC_OK;
 }
@@ -358,8 +365,11 @@ static bool any_set(const char *const *envp, const char *const *names)
 
 ddpc_dist_env ddpc_dist_env_single(void)
 {
-    return (ddpc_dist_env){.source = DDPC_DIST_SOURCE_NONE, .world_size = 1,
-                           .local_world_size = 1, .num_nodes = 1, .backend = DDPC_BACKEND_AUTO};
+    return (ddpc_dist_env){.source = DDPC_DIST_SOURCE_NONE,
+                           .world_size = 1,
+                           .local_world_size = 1,
+                           .num_nodes = 1,
+                           .backend = DDPC_BACKEND_AUTO};
 }
 
 ddpc_status ddpc_dist_env_parse(const char *const *envp, ddpc_dist_env *out)

@@ -40,7 +40,7 @@ static ddpc_status check_env(const ddpc_dist_env *e)
 }
 
 /* AUTO: the env's choice, else mpi under mpirun/PMI/SLURM or across nodes when built, else shm. */
-static ddpc_backend pick_backend(const ddpc_dist_env *e, ddpc_backend asked)
+ddpc_backend ddpc_pg_choose_backend(const ddpc_dist_env *e, ddpc_backend asked)
 {
     if (asked != DDPC_BACKEND_AUTO)
         return asked;
@@ -98,7 +98,7 @@ ddpc_status ddpc_pg_create(const ddpc_dist_env *env, const ddpc_pg_config *cfg, 
     double timeout = c.timeout_s > 0      ? c.timeout_s
                      : env->timeout_s > 0 ? env->timeout_s
                                           : DEFAULT_TIMEOUT_S;
-    ddpc_backend backend = pick_backend(env, c.backend);
+    ddpc_backend backend = ddpc_pg_choose_backend(env, c.backend);
     if (!ddpc_backend_available(backend))
         return ddpc_errorf(DDPC_EUNSUPPORTED,
                            "backend %s is not built into this ddpc (rebuild with an MPI library "

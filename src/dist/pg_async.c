@@ -11,9 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static void complete(ddpc_pg *pg, ddpc_work *w, ddpc_status s, double started)
+static void complete(ddpc_pg *pg, ddpc_work *w, ddpc_status s)
 {
-    w->seconds = ddpc_time_now() - started;
     w->status = s;
     if (s != DDPC_OK)
         snprintf(w->msg, sizeof w->msg, "%s", ddpc_last_error());
@@ -38,8 +37,10 @@ static void *comm_main(void *arg)
         if (!pg->head)
             pg->tail = NULL;
         pthread_mutex_unlock(&pg->mu);
-        double started = ddpc_time_now();
-        complete(pg, w, ddpc__pg_execute(pg, &w->coll), started);
+        double t0 = ddpc_time_now();
+        ddpc_status s = ddpc__pg_execute(pg, &w->coll);
+        w->seconds = ddpc_time_now() - t0;
+        complete(pg, w, s);
         pthread_mutex_lock(&pg->mu);
     }
     pthread_mutex_unlock(&pg->mu);
@@ -157,7 +158,9 @@ ddpc_status ddpc_work_test(ddpc_work *work, bool *done)
 
 double ddpc_work_seconds(const ddpc_work *work)
 {
-    return work && atomic_load_explicit(&work->done, memory_order_acquire) ? work->seconds : 0.0;
+    if (!work || !atomic_load_explicit(&((ddpc_work *)work)->done, memory_order_acquire))
+        return 0;
+    return work->seconds;
 }
 
 void ddpc_work_destroy(ddpc_work *work)

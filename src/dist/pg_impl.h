@@ -59,10 +59,4 @@ void ddpc__reduce_into(void *dst, const void *src, size_t count, ddpc_dtype dtyp
 void ddpc__reduce_many(void *dst, const void *const *srcs, int n, size_t count, ddpc_dtype dtype,
                        ddpc_reduce_op op);
 
-/* bf16/f16 <-> f32 conversions, round to nearest even; NaN stays NaN. */
-float ddpc__bf16_to_f32(uint16_t h);
-uint16_t ddpc__f32_to_bf16(float f);
-float ddpc__f16_to_f32(uint16_t h);
-uint16_t ddpc__f32_to_f16(float f);
-
 #endif

@@ -6,6 +6,8 @@
  * propagate NaN. Work runs in L1-sized chunks so n inputs cost one pass over dst. */
 #include "dist/pg_impl.h"
 
+#include <ddpc/half.h>
+
 #include <string.h>
 #ifdef __F16C__
 #include <immintrin.h>
@@ -13,64 +15,6 @@
 
 enum { CHUNK = 1024 }; /* elements per pass: 4 KiB of f32 stays in L1 across the n inputs */
 
-static uint32_t f32_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-static float bits_f32(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-float ddpc__bf16_to_f32(uint16_t h)
-{
-    return bits_f32((uint32_t)h << 16);
-}
-
-uint16_t ddpc__f32_to_bf16(float f)
-{
-    uint32_t u = f32_bits(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u) /* NaN: keep sign and top payload, force quiet */
-        return (uint16_t)((u >> 16) | 0x0040u);
-    u += 0x7fffu + ((u >> 16) & 1u); /* round to nearest even; overflow carries into inf */
-    return (uint16_t)(u >> 16);
-}
-
-float ddpc__f16_to_f32(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
-    if (exp == 0x1f) /* inf or NaN: payload moves to the top of the f32 mantissa */
-        return bits_f32(sign | 0x7f800000u | (man << 13));
-    if (exp == 0) { /* zero or subnormal: man * 2^-24, exact in f32 */
-        float v = (float)man * 0x1p-24f;
-        return bits_f32(sign | f32_bits(v));
-    }
-    return bits_f32(sign | ((exp + 112u) << 23) | (man << 13));
-}
-
-uint16_t ddpc__f32_to_f16(float f)
-{
-    uint32_t u = f32_bits(f);
-    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
-    u &= 0x7fffffffu;
-    if (u > 0x7f800000u) /* NaN: quiet, keep the top payload bits */
-        return (uint16_t)(sign | 0x7e00u | ((u >> 13) & 0x3ffu));
-    if (u >= 0x477ff000u) /* >= 65520 rounds to inf (65504 is the largest finite) */
-        return (uint16_t)(sign | 0x7c00u);
-    if (u < 0x38800000u) { /* below 2^-14: f16 subnormal; adding 0.5 rounds at 2^-24 (RNE) */
-        float r = bits_f32(u) + 0.5f;
-        return (uint16_t)(sign | (f32_bits(r) - f32_bits(0.5f)));
-    }
-    uint32_t odd = (u >> 13) & 1u; /* rebias 127 -> 15 and round the 13 dropped bits to even */
-    u += ((uint32_t)(15 - 127) << 23) + 0xfffu + odd;
-    return (uint16_t)(sign | (u >> 13));
-}
 
 /* ---- 16-bit float chunks <-> f32 ---- */
 
@@ -101,7 +45,7 @@ static void f16_load(float *restrict out, const uint16_t *restrict in, size_t m)
         _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(in + i))));
 #endif
     for (; i < m; i++)
-        out[i] = ddpc__f16_to_f32(in[i]);
+        out[i] = ddpc_f16_to_f32(in[i]);
 }
 
 static void f16_store(uint16_t *restrict out, const float *restrict in, size_t m)
@@ -114,7 +58,7 @@ static void f16_store(uint16_t *restrict out, const float *restrict in, size_t m
     }
 #endif
     for (; i < m; i++)
-        out[i] = ddpc__f32_to_f16(in[i]);
+        out[i] = ddpc_f32_to_f16(in[i]);
 }
 
 /* ---- element-wise kernels: d = a op b (bin) and d = d op b (acc), AVG accumulates as SUM ---- */

@@ -169,18 +169,22 @@ ddpc_status ddpc__shm_run(void *state, const ddpc__coll *c)
     s->timeout_s = c->deadline - ddpc_time_now();
     size_t bytes = c->count * ddpc_dtype_size(c->dtype);
     ddpc_status st;
+    bool cma = s->use_cma && bytes >= s->cma_min;
+    ddpc__shm_describe(s, c);
     switch (c->kind) {
     case DDPC__COLL_ALL_REDUCE:
-        st = bytes <= s->slot ? all_reduce_small(s, c, bytes) : all_reduce_pipelined(s, c);
+        st = cma                     ? ddpc__shm_cma_all_reduce(s, c)
+             : bytes <= s->small_max ? all_reduce_small(s, c, bytes)
+                                     : all_reduce_pipelined(s, c);
         break;
     case DDPC__COLL_BROADCAST:
-        st = broadcast(s, c);
+        st = cma ? ddpc__shm_cma_broadcast(s, c) : broadcast(s, c);
         break;
     case DDPC__COLL_ALL_GATHER:
-        st = all_gather(s, c);
+        st = cma ? ddpc__shm_cma_all_gather(s, c) : all_gather(s, c);
         break;
     case DDPC__COLL_REDUCE_SCATTER:
-        st = reduce_scatter(s, c);
+        st = cma ? ddpc__shm_cma_reduce_scatter(s, c) : reduce_scatter(s, c);
         break;
     default:
         st = ddpc__shm_step(s, c);

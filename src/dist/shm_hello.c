@@ -49,7 +49,8 @@ static bool name_char(char ch, bool slash)
            ch == '.' || ch == '-' || ch == '_' || (slash && ch == '/');
 }
 
-/* Copies characters accepted by `ok_char` up to the '\n' that must end the buffer. */
+/* Copies the rest of the line up to the '\n' that must end the buffer, at most cap - 1 chars of
+ * kind 0 (host: [A-Za-z0-9._-]), 1 (segment: the same and '/') or 2 (message: printable). */
 static bool eat_rest(cursor *c, char *out, size_t cap, size_t min, int kind)
 {
     size_t n = 0;
@@ -87,7 +88,7 @@ ddpc_status ddpc__shm_hello_parse(const char *buf, size_t len, ddpc__shm_hello *
 
 int ddpc__shm_reply_format(char *out, size_t cap, bool ok, const char *text)
 {
-    char clean[DDPC__SHM_LINE_MAX - 32];
+    char clean[DDPC__SHM_REPLY_TEXT_MAX + 1]; /* longer messages are cut; names never are */
     size_t n = 0;
     for (; text[n] && n + 1 < sizeof clean; n++) /* messages must stay one printable line */
         clean[n] = (text[n] >= 0x20 && text[n] <= 0x7e) ? text[n] : '?';
@@ -100,12 +101,14 @@ ddpc_status ddpc__shm_reply_parse(const char *buf, size_t len, bool *ok, char *t
     cursor c = {buf, buf + len};
     bool good = false;
     if (len <= DDPC__SHM_LINE_MAX && cap > 0) {
+        size_t limit = cap < DDPC__SHM_REPLY_TEXT_MAX + 1 ? cap : DDPC__SHM_REPLY_TEXT_MAX + 1;
         if (eat(&c, OK)) {
             *ok = true;
-            good = eat_rest(&c, text, cap, 2, 1) && text[0] == '/' && !strchr(text + 1, '/');
+            limit = limit < DDPC__SHM_NAME_CAP ? limit : DDPC__SHM_NAME_CAP;
+            good = eat_rest(&c, text, limit, 2, 1) && text[0] == '/' && !strchr(text + 1, '/');
         } else if (eat(&c, ERR)) {
             *ok = false;
-            good = eat_rest(&c, text, cap, 1, 2);
+            good = eat_rest(&c, text, limit, 1, 2);
         }
     }
     if (!good)

@@ -39,11 +39,22 @@ typedef struct {
     char abort_msg[DDPC__SHM_MSG_CAP];
 } ddpc__shm_header;
 
-/* One rank's control block: the arrival counter alone on its line, then identity. */
+/* What a rank says it is running, written before the first step of each collective into the
+ * slot of that step's parity (a peer can be at most one step ahead, so it cannot overwrite the
+ * slot a slower rank still has to read). */
+typedef struct {
+    uint64_t seq, count;
+    int32_t kind, dtype, op, root;
+} ddpc__shm_desc;
+
+/* One rank's control block: the arrival counter and the collective descriptors on one line (a
+ * waiter that sees the counter has the descriptor in cache), then identity. */
 typedef struct {
     _Alignas(DDPC__SHM_LINE) atomic_uint_least64_t step;
+    ddpc__shm_desc desc[2];
     _Alignas(DDPC__SHM_LINE) atomic_int pid; /* 0 until the rank claims its slot */
     uint64_t start_time;                     /* /proc/PID/stat starttime; 0 unknown */
+    uint64_t pid_ns;                         /* inode of /proc/self/ns/pid; 0 unknown */
     uint64_t cma_addr;                       /* address of cma_word in that process */
     uint64_t cma_word;                       /* the value a CMA probe must read there */
     atomic_uint cma_ok;                      /* 1 + whether it could read every peer */
@@ -58,12 +69,19 @@ typedef struct {
     size_t map_bytes, slot;
     uint64_t step;    /* steps this rank completed */
     int spin;         /* pause-loop iterations before yielding */
+    bool yielded;     /* the last wait outlasted its spin: spin briefly next time */
+    bool check_desc;  /* the next step is a collective's first: compare descriptors after it */
     double timeout_s; /* of the current collective, for messages */
     bool use_cma;
-    uint64_t cma_word; /* read by peers through process_vm_readv */
-    pid_t *pids;       /* (world) peers' pids, for liveness */
-    uint64_t *starts;  /* (world) their start times; 0 = cannot check */
-    const void **srcs; /* (world) scratch for ddpc__reduce_many */
+    uint64_t cma_word;  /* read by peers through process_vm_readv */
+    pid_t *pids;        /* (world) peers' pids, for liveness */
+    uint64_t *starts;   /* (world) their start times */
+    bool *watch;        /* (world) whether this process can see that one in /proc */
+    const void **srcs;  /* (world) scratch for ddpc__reduce_many */
+    unsigned char *tmp; /* (world, cma_chunk) peers' data pulled by CMA */
+    size_t cma_chunk;   /* bytes per pull while reducing */
+    size_t cma_min;     /* messages from this size on use CMA when use_cma */
+    size_t small_max;   /* all-reduces up to this size take the one-step path (<= slot) */
 } ddpc__shm_state;
 
 /* Segment geometry for `world` ranks. */
@@ -94,24 +112,29 @@ ddpc_status ddpc__shm_claim(ddpc__shm_state *s);
 uint64_t ddpc__proc_start_time(pid_t pid, bool *dead);
 /* False once `pid` with start time `start` is gone (exited, zombie, or pid reused). */
 bool ddpc__pid_alive(pid_t pid, uint64_t start);
+/* Inode number of this process's pid namespace, 0 if unknown. */
+uint64_t ddpc__pid_namespace(void);
 /* The host name, "" if unknown. */
 void ddpc__host_name(char *out, size_t cap);
 
 /* shm_hello.c: the rendezvous messages (one line each, at most DDPC__SHM_LINE_MAX bytes). */
-enum { DDPC__SHM_LINE_MAX = 512 };
+enum { DDPC__SHM_LINE_MAX = 512, DDPC__SHM_REPLY_TEXT_MAX = 400 };
 typedef struct {
     int version, rank, world, pid;
     char host[DDPC__SHM_HOST_CAP];
 } ddpc__shm_hello;
 int ddpc__shm_hello_format(char *out, size_t cap, const ddpc__shm_hello *h);
 ddpc_status ddpc__shm_hello_parse(const char *buf, size_t len, ddpc__shm_hello *out);
-/* Reply: ok with the segment name, or an error message (printable ASCII). */
+/* Reply: ok with the segment name (< DDPC__SHM_NAME_CAP chars), or an error message (printable
+ * ASCII, cut to DDPC__SHM_REPLY_TEXT_MAX chars). */
 int ddpc__shm_reply_format(char *out, size_t cap, bool ok, const char *text);
 ddpc_status ddpc__shm_reply_parse(const char *buf, size_t len, bool *ok, char *text, size_t cap);
 
 /* shm_tcp.c / shm_named.c: the two rendezvous; on success `s` is mapped and every rank joined. */
 ddpc_status ddpc__shm_rdzv_tcp(ddpc__shm_state *s, const ddpc_dist_env *env, double deadline);
 ddpc_status ddpc__shm_rdzv_named(ddpc__shm_state *s, const ddpc_dist_env *env, double deadline);
+/* The /dev/shm name the run-id rendezvous uses for `env`. */
+void ddpc__shm_segment_name(const ddpc_dist_env *env, char *out, size_t cap);
 /* Waits until every rank attached (rank 0 then unlinks `name` and sets joined) or the deadline;
  * names the missing ranks. */
 ddpc_status ddpc__shm_wait_joined(ddpc__shm_state *s, const char *name, double deadline,
@@ -120,10 +143,21 @@ ddpc_status ddpc__shm_wait_joined(ddpc__shm_state *s, const char *name, double d
 /* shm_wait.c: one step: publish arrival, wait for every peer (spin, then yield), watching the
  * deadline, dead peers and the segment's abort flag. `c` names the collective in errors. */
 ddpc_status ddpc__shm_step(ddpc__shm_state *s, const ddpc__coll *c);
+/* Publishes what collective `c` is, for the check after its first step (a mismatch between
+ * ranks is DDPC_EINVAL naming both). Called before the collective's first step. */
+void ddpc__shm_describe(ddpc__shm_state *s, const ddpc__coll *c);
 /* Marks the segment aborted with `status` and this thread's last error, so peers fail fast. */
 void ddpc__shm_abort(ddpc__shm_state *s, ddpc_status status);
 
 /* shm_coll.c */
 ddpc_status ddpc__shm_run(void *state, const ddpc__coll *c);
+
+/* shm_cma.c: single-copy large collectives (callers check s->use_cma), and the join-time probe
+ * that sets use_cma on every rank alike. */
+ddpc_status ddpc__shm_cma_all_reduce(ddpc__shm_state *s, const ddpc__coll *c);
+ddpc_status ddpc__shm_cma_reduce_scatter(ddpc__shm_state *s, const ddpc__coll *c);
+ddpc_status ddpc__shm_cma_all_gather(ddpc__shm_state *s, const ddpc__coll *c);
+ddpc_status ddpc__shm_cma_broadcast(ddpc__shm_state *s, const ddpc__coll *c);
+ddpc_status ddpc__shm_cma_probe(ddpc__shm_state *s, double deadline);
 
 #endif

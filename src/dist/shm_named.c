@@ -19,7 +19,7 @@
 enum { RUN_ID_CHARS = 40 };
 static const double UNINIT_GRACE_S = 1.0; /* a creator takes far less to write its header */
 
-static void segment_name(const ddpc_dist_env *env, char *out, size_t cap)
+void ddpc__shm_segment_name(const ddpc_dist_env *env, char *out, size_t cap)
 {
     char clean[RUN_ID_CHARS + 1];
     uint64_t hash = 1469598103934665603ull; /* FNV-1a over the raw id */
@@ -150,6 +150,6 @@ static ddpc_status rank_n(ddpc__shm_state *s, const ddpc_dist_env *env, const ch
 ddpc_status ddpc__shm_rdzv_named(ddpc__shm_state *s, const ddpc_dist_env *env, double deadline)
 {
     char name[DDPC__SHM_NAME_CAP + 64];
-    segment_name(env, name, sizeof name);
+    ddpc__shm_segment_name(env, name, sizeof name);
     return s->rank == 0 ? rank0(s, env, name, deadline) : rank_n(s, env, name, deadline);
 }

@@ -1,7 +1,9 @@
-/* The shm backend's constructor and destructor: checks that every rank is on this host, runs the
- * TCP rendezvous (MASTER_ADDR/MASTER_PORT) or the named one (run id), waits until all joined, and
- * fills the per-process state. Invariant: once every rank has attached, rank 0 unlinks the
- * segment's name, so nothing is left in /dev/shm whatever happens to the processes later. */
+/* The shm backend's constructor and destructor: checks that every rank is on this host, finds the
+ * peers, waits until all joined, and fills the per-process state. With a run id (torchrun and
+ * `ddpc run` always give one) the segment is named from it (shm_named.c): torchrun's agent already
+ * listens on MASTER_PORT, so the port only tells jobs apart; with MASTER_PORT alone, rank 0 listens
+ * there (shm_tcp.c). Invariant: once every rank has attached, rank 0 unlinks the segment's name,
+ * so nothing is left in /dev/shm whatever happens to the processes later. */
 #include "dist/shm_impl.h"
 
 #include <ddpc/alloc.h>
@@ -12,16 +14,26 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { MAX_WORLD = 1024 };
+enum {
+    MAX_WORLD = 1024,
+    CMA_CHUNK = 64 * 1024, /* per peer, reduced while still in L1/L2 */
+    SMALL_MAX = 32 * 1024, /* measured crossover: above, the pipeline's split work wins */
+};
 
-/* "2, 5" for ranks whose slot is still unclaimed. */
-static void unclaimed(const ddpc__shm_state *s, char *out, size_t cap)
+/* "2, 5" for ranks whose slot is still unclaimed; returns how many. */
+static int unclaimed(const ddpc__shm_state *s, char *out, size_t cap)
 {
     size_t len = 0;
+    int n = 0;
     out[0] = '\0';
-    for (int k = 0; k < s->world && len + 16 < cap; k++)
-        if (atomic_load_explicit(&s->ranks[k].pid, memory_order_acquire) == 0)
-            len += (size_t)snprintf(out + len, cap - len, "%s%d", len ? ", " : "", k);
+    for (int k = 0; k < s->world; k++) {
+        if (atomic_load_explicit(&s->ranks[k].pid, memory_order_acquire) != 0)
+            continue;
+        if (len + 16 < cap)
+            len += (size_t)snprintf(out + len, cap - len, "%s%d", n ? ", " : "", k);
+        n++;
+    }
+    return n;
 }
 
 ddpc_status ddpc__shm_wait_joined(ddpc__shm_state *s, const char *name, double deadline,
@@ -45,10 +57,15 @@ ddpc_status ddpc__shm_wait_joined(ddpc__shm_state *s, const char *name, double d
                                (int)h->owner_pid, where);
         if (ddpc_time_now() > deadline) {
             char list[256];
-            unclaimed(s, list, sizeof list);
-            return ddpc_errorf(DDPC_ETIMEOUT, "shm rendezvous %s timed out after %.3g s: %s%s",
-                               where, s->timeout_s, list[0] ? "never joined: ranks " : "",
-                               list[0] ? list : "rank 0 did not confirm the join");
+            int n = unclaimed(s, list, sizeof list);
+            if (n == 0)
+                return ddpc_errorf(DDPC_ETIMEOUT,
+                                   "shm rendezvous %s timed out after %.3g s: rank "
+                                   "0 did not confirm the join",
+                                   where, s->timeout_s);
+            return ddpc_errorf(DDPC_ETIMEOUT,
+                               "shm rendezvous %s timed out after %.3g s: rank%s %s never joined",
+                               where, s->timeout_s, n == 1 ? "" : "s", list);
         }
         nanosleep(&(struct timespec){0, 1000000}, NULL);
     }
@@ -64,20 +81,37 @@ static void shm_destroy(void *state)
     ddpc_free(s->pids);
     ddpc_free(s->starts);
     ddpc_free(s->srcs);
+    ddpc_free(s->watch);
+    ddpc_free(s->tmp);
     ddpc_free(s);
 }
 
 static const ddpc__pg_backend shm_ops = {"shm", ddpc__shm_run, shm_destroy};
 
-/* After the join: peers' identities for liveness checks, and how long to spin. */
-static void finish(ddpc__shm_state *s)
+/* After the join: peers' identities for liveness checks, how long to spin, whether CMA works. */
+static ddpc_status finish(ddpc__shm_state *s, double deadline)
 {
     for (int k = 0; k < s->world; k++) {
         s->pids[k] = atomic_load_explicit(&s->ranks[k].pid, memory_order_acquire);
         s->starts[k] = s->ranks[k].start_time;
+        /* a peer in another pid namespace cannot be watched; the timeout still holds */
+        s->watch[k] = k != s->rank && s->ranks[k].pid_ns == s->ranks[s->rank].pid_ns;
     }
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    s->spin = cpus >= s->world ? 20000 : 50; /* ranks outnumber cores: yield almost at once */
+    /* ~3 us of pause (25 ns each here) covers a peer that is running and nearly there; beyond
+     * that it is busy or off-CPU and yielding (~0.6 us a call) costs less than spinning. Ranks
+     * that outnumber the cores yield almost at once so the peer they wait for can run. */
+    s->spin = cpus >= s->world ? 128 : 16;
+    s->small_max = SMALL_MAX;
+    s->cma_chunk = CMA_CHUNK;
+    /* Measured on the 2-core reference VM, the cache-resident two-copy pipeline beat CMA at every
+     * size, collective and world size (pinning remote pages costs ~0.5 us each there), so CMA is
+     * off unless a caller lowers cma_min; the probe still runs so it can be turned on. */
+    s->cma_min = SIZE_MAX;
+    s->tmp = ddpc_malloc((size_t)s->world * s->cma_chunk);
+    if (!s->tmp)
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory for the shm backend");
+    return ddpc__shm_cma_probe(s, deadline);
 }
 
 ddpc_status ddpc__shm_create(const ddpc_dist_env *env, double deadline,
@@ -103,21 +137,24 @@ ddpc_status ddpc__shm_create(const ddpc_dist_env *env, double deadline,
     s->rank = env->rank;
     s->world = env->world_size;
     s->timeout_s = deadline - ddpc_time_now();
+    s->cma_word = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ (uint64_t)(ddpc_time_now() * 1e9);
     s->pids = ddpc_calloc((size_t)s->world, sizeof *s->pids);
     s->starts = ddpc_calloc((size_t)s->world, sizeof *s->starts);
     s->srcs = ddpc_calloc((size_t)s->world, sizeof *s->srcs);
+    s->watch = ddpc_calloc((size_t)s->world, sizeof *s->watch);
     ddpc_status st = DDPC_OK;
-    if (!s->pids || !s->starts || !s->srcs)
+    if (!s->pids || !s->starts || !s->srcs || !s->watch)
         st = ddpc_errorf(DDPC_ENOMEM, "out of memory for the shm backend");
     else if (env->run_id[0] == '\0')
         st = ddpc__shm_rdzv_tcp(s, env, deadline);
     else
         st = ddpc__shm_rdzv_named(s, env, deadline);
+    if (st == DDPC_OK)
+        st = finish(s, deadline);
     if (st != DDPC_OK) {
         shm_destroy(s);
         return st;
     }
-    finish(s);
     *ops = &shm_ops;
     *state = s;
     return DDPC_OK;

@@ -158,6 +158,9 @@ ddpc_status ddpc__shm_claim(ddpc__shm_state *s)
     int expected = 0;
     bool dead;
     me->start_time = ddpc__proc_start_time(getpid(), &dead);
+    me->pid_ns = ddpc__pid_namespace();
+    me->cma_addr = (uint64_t)(uintptr_t)&s->cma_word; /* published by the attach below */
+    me->cma_word = s->cma_word;
     if (!atomic_compare_exchange_strong(&me->pid, &expected, (int)getpid()))
         return ddpc_errorf(DDPC_EINVAL,
                            "rank %d is already taken by pid %d (two processes with the same rank?)",
@@ -205,6 +208,14 @@ bool ddpc__pid_alive(pid_t pid, uint64_t start)
     if (start != 0 && now != 0)
         return now == start;
     return kill(pid, 0) == 0 || errno == EPERM; /* no /proc view of it: existence only */
+}
+
+uint64_t ddpc__pid_namespace(void)
+{
+    char link[64] = {0};
+    ssize_t n = readlink("/proc/self/ns/pid", link, sizeof link - 1); /* "pid:[4026531836]" */
+    const char *p = n > 0 ? strchr(link, '[') : NULL;
+    return p ? strtoull(p + 1, NULL, 10) : 0;
 }
 
 void ddpc__host_name(char *out, size_t cap)

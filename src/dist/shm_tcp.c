@@ -23,7 +23,7 @@
 
 typedef struct {
     struct sockaddr_in sa;
-    char addr[256], where[300]; /* "127.0.0.1:29500" */
+    char addr[256], where[300], at[304]; /* "127.0.0.1:29500", "at 127.0.0.1:29500" */
     int port;
 } endpoint;
 
@@ -32,6 +32,7 @@ static ddpc_status resolve(const ddpc_dist_env *env, endpoint *ep)
     snprintf(ep->addr, sizeof ep->addr, "%s", env->master_addr[0] ? env->master_addr : "127.0.0.1");
     ep->port = env->master_port;
     snprintf(ep->where, sizeof ep->where, "%s:%d", ep->addr, ep->port);
+    snprintf(ep->at, sizeof ep->at, "at %s", ep->where);
     struct addrinfo hints, *res = NULL;
     memset(&hints, 0, sizeof hints);
     hints.ai_family = AF_INET;
@@ -233,7 +234,7 @@ static ddpc_status rank0(ddpc__shm_state *s, const endpoint *ep, double deadline
         st = serve(s, ep, lfd, name, deadline);
     close(lfd);
     if (st == DDPC_OK)
-        st = ddpc__shm_wait_joined(s, name, deadline, ep->where);
+        st = ddpc__shm_wait_joined(s, name, deadline, ep->at);
     if (st != DDPC_OK) {
         ddpc__shm_abort(s, st); /* peers that already attached fail at once */
         shm_unlink(name);
@@ -291,14 +292,23 @@ static ddpc_status rank_n(ddpc__shm_state *s, const endpoint *ep, double deadlin
                            text);
     void *base = NULL;
     bool retry = false;
-    DDPC_TRY(ddpc__shm_seg_open(text, s->world, &base, &s->map_bytes, &retry));
+    if (ddpc__shm_seg_open(text, s->world, &base, &s->map_bytes, &retry) != DDPC_OK) {
+        char why[DDPC__SHM_MSG_CAP];
+        snprintf(why, sizeof why, "%s", ddpc_last_error());
+        if (retry)
+            return ddpc_errorf(DDPC_EPEER,
+                               "shm rendezvous at %s: rank 0 gave up before rank %d could attach "
+                               "(see rank 0's error): %s",
+                               ep->where, s->rank, why);
+        return ddpc_errorf(DDPC_EIO, "shm rendezvous at %s: %s", ep->where, why);
+    }
     ddpc__shm_bind(s, base);
     st = ddpc__shm_claim(s);
     if (st != DDPC_OK) {
         ddpc__shm_abort(s, st);
         return st;
     }
-    return ddpc__shm_wait_joined(s, text, deadline, ep->where);
+    return ddpc__shm_wait_joined(s, text, deadline, ep->at);
 }
 
 ddpc_status ddpc__shm_rdzv_tcp(ddpc__shm_state *s, const ddpc_dist_env *env, double deadline)

@@ -59,7 +59,7 @@ static ddpc_status check_peers(const ddpc__shm_state *s, const ddpc__coll *c, ui
     for (int k = 0; k < s->world; k++) {
         if (k == s->rank || atomic_load_explicit(&s->ranks[k].step, memory_order_acquire) >= target)
             continue;
-        if (!ddpc__pid_alive(s->pids[k], s->starts[k]))
+        if (s->watch[k] && !ddpc__pid_alive(s->pids[k], s->starts[k]))
             return ddpc_errorf(DDPC_EPEER, "rank %d (pid %d) exited during %s #%llu", k,
                                (int)s->pids[k], ddpc__coll_name(c->kind),
                                (unsigned long long)c->seq);
@@ -78,11 +78,17 @@ static ddpc_status check_peers(const ddpc__shm_state *s, const ddpc__coll *c, ui
 static ddpc_status wait_slow(ddpc__shm_state *s, const ddpc__coll *c, int k, uint64_t target)
 {
     const atomic_uint_least64_t *step = &s->ranks[k].step;
-    for (int i = 0; i < s->spin; i++) {
+    /* A peer that kept us waiting past the spin last time is probably not on a CPU (it shares
+     * ours, or the machine is busy): spinning would only delay it, so spin briefly. */
+    int spin = s->yielded ? s->spin / 8 : s->spin;
+    for (int i = 0; i < spin; i++) {
         cpu_relax();
-        if (atomic_load_explicit(step, memory_order_acquire) >= target)
+        if (atomic_load_explicit(step, memory_order_acquire) >= target) {
+            s->yielded = false;
             return DDPC_OK;
+        }
     }
+    s->yielded = true;
     double start = ddpc_time_now(), last = start;
     bool sleeping = false; /* a long wait: stop burning the core */
     for (unsigned i = 1;; i++) {
@@ -103,6 +109,56 @@ static ddpc_status wait_slow(ddpc__shm_state *s, const ddpc__coll *c, int k, uin
     }
 }
 
+static void describe(const ddpc__shm_desc *d, char *out, size_t cap)
+{
+    const char *kind = ddpc__coll_name((ddpc__coll_kind)d->kind);
+    const char *dt = ddpc_dtype_name((ddpc_dtype)d->dtype);
+    if (d->kind == DDPC__COLL_BARRIER)
+        snprintf(out, cap, "%s #%llu", kind, (unsigned long long)d->seq);
+    else if (d->kind == DDPC__COLL_BROADCAST)
+        snprintf(out, cap, "%s #%llu of %llu %s from root %d", kind, (unsigned long long)d->seq,
+                 (unsigned long long)d->count, dt, (int)d->root);
+    else if (d->kind == DDPC__COLL_ALL_GATHER)
+        snprintf(out, cap, "%s #%llu of %llu %s", kind, (unsigned long long)d->seq,
+                 (unsigned long long)d->count, dt);
+    else
+        snprintf(out, cap, "%s #%llu of %llu %s (%s)", kind, (unsigned long long)d->seq,
+                 (unsigned long long)d->count, dt, ddpc_reduce_op_name((ddpc_reduce_op)d->op));
+}
+
+void ddpc__shm_describe(ddpc__shm_state *s, const ddpc__coll *c)
+{
+    bool reduces = c->kind == DDPC__COLL_ALL_REDUCE || c->kind == DDPC__COLL_REDUCE_SCATTER;
+    s->ranks[s->rank].desc[(s->step + 1) & 1] =
+        (ddpc__shm_desc){.seq = c->seq,
+                         .count = c->kind == DDPC__COLL_BARRIER ? 0 : c->count,
+                         .kind = c->kind,
+                         .dtype = c->kind == DDPC__COLL_BARRIER ? 0 : c->dtype,
+                         .op = reduces ? (int32_t)c->op : 0,
+                         .root = c->kind == DDPC__COLL_BROADCAST ? c->root : 0};
+    s->check_desc = true;
+}
+
+/* After a collective's first step: every rank must be running the very same collective. */
+static ddpc_status compare_desc(ddpc__shm_state *s)
+{
+    s->check_desc = false;
+    const ddpc__shm_desc *mine = &s->ranks[s->rank].desc[s->step & 1];
+    for (int k = 0; k < s->world; k++) {
+        const ddpc__shm_desc *d = &s->ranks[k].desc[s->step & 1];
+        if (memcmp(d, mine, sizeof *d) == 0)
+            continue;
+        char a[160], b[160];
+        describe(mine, a, sizeof a);
+        describe(d, b, sizeof b);
+        return ddpc_errorf(DDPC_EINVAL,
+                           "collective mismatch: rank %d issued %s but rank %d issued %s (every "
+                           "rank must issue the same collectives in the same order)",
+                           s->rank, a, k, b);
+    }
+    return DDPC_OK;
+}
+
 ddpc_status ddpc__shm_step(ddpc__shm_state *s, const ddpc__coll *c)
 {
     uint64_t target = ++s->step;
@@ -112,7 +168,7 @@ ddpc_status ddpc__shm_step(ddpc__shm_state *s, const ddpc__coll *c)
             continue;
         DDPC_TRY(wait_slow(s, c, k, target));
     }
-    return DDPC_OK;
+    return s->check_desc ? compare_desc(s) : DDPC_OK;
 }
 
 void ddpc__shm_abort(ddpc__shm_state *s, ddpc_status status)

@@ -77,8 +77,8 @@ static ddpc_status bracket(cursor *c, char *host, size_t *len, int *size)
         if (first && host) {
             if (*len + (size_t)lo_digits > DDPC__HOSTNAME_MAX)
                 return bad(c, "host name longer than 255 bytes");
-            *len += (size_t)snprintf(host + *len, DDPC__HOSTNAME_MAX + 1 - *len, "%0*d",
-                                     lo_digits, lo);
+            *len +=
+                (size_t)snprintf(host + *len, DDPC__HOSTNAME_MAX + 1 - *len, "%0*d", lo_digits, lo);
         }
         first = false;
         total = sat_add(total, hi - lo + 1);

@@ -1,6 +1,7 @@
 /* "cnn": per entry of channels, Conv2d(k x k, stride 1, pad k/2) -> ReLU -> MaxPool2d(2), then the
  * flattened features go through the fully connected stack (hidden sizes, then classes).
- * Parameters "conv.<i>.weight" (k_out, c_in, k, k), "conv.<i>.bias", then "fc.<i>.*". */
+ * Parameters "conv.<i>.weight" (k_out, c_in, k, k), "conv.<i>.bias", then "fc.<i>.*"; a multi-head
+ * cnn ends in "heads.<k>.weight/bias" instead of the last "fc" layer. */
 #include "nn/fc_stack.h"
 
 #include <ddpc/alloc.h>
@@ -62,9 +63,9 @@ static ddpc_status cnn_build(ddpc_model *m)
         impl->pool_w[i] = w;
     }
     DDPC_TRY(ddpc__fc_stack_build(&impl->fc, m, "fc", ch * h * w, c->hidden, c->n_hidden,
-                                  c->num_classes));
+                                  c->num_classes, c->head_classes, c->n_heads));
     m->train_flops_per_sample = flops + ddpc__fc_stack_flops(&impl->fc);
-    m->outputs_per_sample = c->num_classes;
+    m->outputs_per_sample = impl->fc.dims[impl->fc.n_layers];
     return DDPC_OK;
 }
 

@@ -7,13 +7,31 @@
 #include <math.h>
 #include <stdio.h>
 
+static ddpc_status add_layer(ddpc_model *m, const char *prefix, int i, int64_t in, int64_t out,
+                             int *w, int *b)
+{
+    char name[DDPC_PARAM_NAME_MAX];
+    int64_t wshape[2] = {out, in};
+    snprintf(name, sizeof name, "%s.%d.weight", prefix, i);
+    *w = ddpc__model_add_param(m, name, 2, wshape, true);
+    snprintf(name, sizeof name, "%s.%d.bias", prefix, i);
+    *b = ddpc__model_add_param(m, name, 1, &wshape[0], false);
+    if (*w < 0 || *b < 0)
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory registering %s parameters", prefix);
+    return DDPC_OK;
+}
+
 ddpc_status ddpc__fc_stack_build(ddpc__fc_stack *s, ddpc_model *m, const char *prefix, int64_t in,
-                                 const int64_t *hidden, size_t n_hidden, int64_t out)
+                                 const int64_t *hidden, size_t n_hidden, int64_t out,
+                                 const int64_t *heads, size_t n_heads)
 {
     if (n_hidden > DDPC_MODEL_MAX_LAYERS)
         return ddpc_errorf(DDPC_EINVAL, "at most %d hidden layers, got %zu", DDPC_MODEL_MAX_LAYERS,
                            n_hidden);
+    if (n_heads > DDPC_MODEL_MAX_HEADS)
+        return ddpc_errorf(DDPC_EINVAL, "at most %d heads, got %zu", DDPC_MODEL_MAX_HEADS, n_heads);
     s->n_layers = (int)n_hidden + 1;
+    s->n_heads = (int)n_heads;
     s->dims[0] = in;
     for (size_t i = 0; i < n_hidden; i++) {
         if (hidden[i] <= 0)
@@ -21,34 +39,62 @@ ddpc_status ddpc__fc_stack_build(ddpc__fc_stack *s, ddpc_model *m, const char *p
                                i, (long long)hidden[i]);
         s->dims[i + 1] = hidden[i];
     }
-    s->dims[s->n_layers] = out;
-    for (int i = 0; i < s->n_layers; i++) {
-        char name[DDPC_PARAM_NAME_MAX];
-        int64_t wshape[2] = {s->dims[i + 1], s->dims[i]};
-        snprintf(name, sizeof name, "%s.%d.weight", prefix, i);
-        s->w_idx[i] = ddpc__model_add_param(m, name, 2, wshape, true);
-        snprintf(name, sizeof name, "%s.%d.bias", prefix, i);
-        s->b_idx[i] = ddpc__model_add_param(m, name, 1, &wshape[0], false);
-        if (s->w_idx[i] < 0 || s->b_idx[i] < 0)
-            return ddpc_errorf(DDPC_ENOMEM, "out of memory registering %s parameters", prefix);
+    for (size_t k = 0; k < n_heads; k++)
+        if (heads[k] < 2)
+            return ddpc_errorf(DDPC_EINVAL, "head %zu needs at least 2 classes, got %lld", k,
+                               (long long)heads[k]);
+    s->dims[s->n_layers] = n_heads ? heads[0] : out;
+    int last = n_heads ? s->n_layers - 1 : s->n_layers;
+    for (int i = 0; i < last; i++)
+        DDPC_TRY(add_layer(m, prefix, i, s->dims[i], s->dims[i + 1], &s->w_idx[i], &s->b_idx[i]));
+    for (int k = 0; k < s->n_heads; k++) {
+        s->head_out[k] = heads[k];
+        DDPC_TRY(add_layer(m, "heads", k, s->dims[last], heads[k], &s->head_w[k], &s->head_b[k]));
     }
+    if (s->n_heads)
+        ddpc__fc_stack_select(s, 0);
     return DDPC_OK;
+}
+
+void ddpc__fc_stack_select(ddpc__fc_stack *s, int task)
+{
+    if (s->n_heads == 0)
+        return;
+    s->w_idx[s->n_layers - 1] = s->head_w[task];
+    s->b_idx[s->n_layers - 1] = s->head_b[task];
+    s->dims[s->n_layers] = s->head_out[task];
+}
+
+static void init_layer(ddpc_model *m, int w_idx, int b_idx, int64_t fan_in)
+{
+    float bound = 1.0f / sqrtf((float)fan_in);
+    const ddpc_param *w = &m->tensors[w_idx], *b = &m->tensors[b_idx];
+    ddpc__init_uniform(m->params + w->offset, w->numel, bound, m->cfg.seed, (uint64_t)w_idx);
+    ddpc__init_uniform(m->params + b->offset, b->numel, bound, m->cfg.seed, (uint64_t)b_idx);
 }
 
 void ddpc__fc_stack_init(const ddpc__fc_stack *s, ddpc_model *m)
 {
-    for (int i = 0; i < s->n_layers; i++) {
-        float bound = 1.0f / sqrtf((float)s->dims[i]);
-        const ddpc_param *w = &m->tensors[s->w_idx[i]], *b = &m->tensors[s->b_idx[i]];
-        ddpc__init_uniform(m->params + w->offset, w->numel, bound, m->cfg.seed, (uint64_t)s->w_idx[i]);
-        ddpc__init_uniform(m->params + b->offset, b->numel, bound, m->cfg.seed, (uint64_t)s->b_idx[i]);
-    }
+    int last = s->n_heads ? s->n_layers - 1 : s->n_layers;
+    for (int i = 0; i < last; i++)
+        init_layer(m, s->w_idx[i], s->b_idx[i], s->dims[i]);
+    for (int k = 0; k < s->n_heads; k++)
+        init_layer(m, s->head_w[k], s->head_b[k], s->dims[last]);
+}
+
+/* The widest output any head can produce. */
+static int64_t max_out(const ddpc__fc_stack *s)
+{
+    int64_t d = s->dims[s->n_layers];
+    for (int k = 0; k < s->n_heads; k++)
+        d = s->head_out[k] > d ? s->head_out[k] : d;
+    return d;
 }
 
 static int64_t max_dim(const ddpc__fc_stack *s)
 {
-    int64_t d = 0;
-    for (int i = 0; i <= s->n_layers; i++)
+    int64_t d = max_out(s);
+    for (int i = 0; i < s->n_layers; i++)
         d = s->dims[i] > d ? s->dims[i] : d;
     return d;
 }
@@ -56,8 +102,8 @@ static int64_t max_dim(const ddpc__fc_stack *s)
 size_t ddpc__fc_stack_arena_floats(const ddpc__fc_stack *s, int64_t n)
 {
     size_t total = 3 * ddpc__round16((size_t)(n * max_dim(s))) +
-                   ddpc__round16((size_t)(n * s->dims[s->n_layers])) + ddpc__round16((size_t)n);
-    for (int i = 1; i <= s->n_layers; i++)
+                   2 * ddpc__round16((size_t)(n * max_out(s))) + ddpc__round16((size_t)n);
+    for (int i = 1; i < s->n_layers; i++)
         total += ddpc__round16((size_t)(n * s->dims[i]));
     return total;
 }
@@ -92,6 +138,7 @@ void ddpc__fc_stack_forward(ddpc__fc_stack *s, ddpc_model *m, const float *x,
                             ddpc_model_output *out)
 {
     int64_t n = in->n;
+    ddpc__fc_stack_select(s, in->task);
     s->n = n;
     s->training = training;
     s->rng_stream = in->rng_stream;

@@ -1,6 +1,8 @@
 /* A stack of fully connected layers, Linear -> ReLU [-> Dropout] ... -> Linear, ending in the
- * softmax cross-entropy loss; the mlp and the cnn's classifier head. Hidden activations are stored after ReLU and dropout (in place),
- * which is all that backward needs: d(hidden) = dropout'(d) * (a > 0). */
+ * softmax cross-entropy loss; the mlp and the cnn's classifier. Hidden activations are stored
+ * after ReLU and dropout (in place), which is all that backward needs: d(hidden) = dropout'(d) *
+ * (a > 0). With heads, the last Linear is one of several (selected per forward): the layer at
+ * n_layers - 1 always views the selected head's tensors, so forward and backward never see others. */
 #ifndef DDPC_NN_FC_STACK_H
 #define DDPC_NN_FC_STACK_H
 
@@ -11,6 +13,11 @@ typedef struct {
     int64_t dims[DDPC_MODEL_MAX_LAYERS + 2]; /* dims[0] inputs ... dims[n_layers] outputs */
     int w_idx[DDPC_MODEL_MAX_LAYERS + 1];    /* (dims[i+1], dims[i]) */
     int b_idx[DDPC_MODEL_MAX_LAYERS + 1];    /* (dims[i+1]) */
+    /* Multi-head: the last layer is head_w/head_b[task], dims[n_layers] = head_out[task]. */
+    int n_heads;                              /* 0: a single last layer named like the others */
+    int head_w[DDPC_MODEL_MAX_HEADS];         /* (head_out[k], dims[n_layers - 1]) */
+    int head_b[DDPC_MODEL_MAX_HEADS];         /* (head_out[k]) */
+    int64_t head_out[DDPC_MODEL_MAX_HEADS];
     /* Set by forward, read by backward. */
     const float *acts[DDPC_MODEL_MAX_LAYERS + 2]; /* acts[i] (n, dims[i]); acts[0] is the input */
     float *dbuf[2], *dtmp;                        /* (n, max dim) each */
@@ -21,9 +28,14 @@ typedef struct {
     uint64_t rng_stream;
 } ddpc__fc_stack;
 
-/* Registers "<prefix>.<i>.weight/bias" for in -> hidden[0..n_hidden) -> out. */
+/* Registers "<prefix>.<i>.weight/bias" for in -> hidden[0..n_hidden) -> out; with n_heads > 0,
+ * the last layer is instead "heads.<k>.weight/bias" to heads[k] outputs for each k (out unused).
+ * Head 0 is selected. Errors name the bad size. */
 ddpc_status ddpc__fc_stack_build(ddpc__fc_stack *s, ddpc_model *m, const char *prefix, int64_t in,
-                                 const int64_t *hidden, size_t n_hidden, int64_t out);
+                                 const int64_t *hidden, size_t n_hidden, int64_t out,
+                                 const int64_t *heads, size_t n_heads);
+/* Makes head `task` the last layer (0 for a single head; the caller checks the range). */
+void ddpc__fc_stack_select(ddpc__fc_stack *s, int task);
 /* PyTorch's nn.Linear default: weight and bias uniform in +-1/sqrt(fan_in). */
 void ddpc__fc_stack_init(const ddpc__fc_stack *s, ddpc_model *m);
 size_t ddpc__fc_stack_arena_floats(const ddpc__fc_stack *s, int64_t n);

@@ -30,6 +30,9 @@ static ddpc_status gpt_build(ddpc_model *m)
                            (long long)c->n_embd, (long long)c->n_head);
     if (c->block_size < 1 || c->num_classes < 2)
         return ddpc_errorf(DDPC_EINVAL, "gpt needs block_size >= 1 and a vocabulary of at least 2");
+    if (c->n_heads > 0)
+        return ddpc_errorf(DDPC_EINVAL, "gpt has one output head (its tied embedding); model heads "
+                           "are for mlp and cnn, got %zu", c->n_heads);
     gpt_impl *g = ddpc_calloc(1, sizeof *g);
     if (!g)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory building gpt");

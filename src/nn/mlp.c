@@ -1,5 +1,6 @@
 /* "mlp": images flattened to (n, c*h*w), then Linear+ReLU per hidden size, then Linear to the
- * classes. Parameters "fc.<i>.weight" (out, in) and "fc.<i>.bias" (out). */
+ * classes. Parameters "fc.<i>.weight" (out, in) and "fc.<i>.bias" (out); a multi-head mlp ends
+ * in "heads.<k>.weight/bias" instead of the last "fc" layer. */
 #include "nn/fc_stack.h"
 
 #include <ddpc/alloc.h>
@@ -12,16 +13,18 @@ typedef struct {
 static ddpc_status mlp_build(ddpc_model *m)
 {
     const ddpc_model_config *c = &m->cfg;
-    if (c->in_channels <= 0 || c->in_height <= 0 || c->in_width <= 0 || c->num_classes <= 1)
+    if (c->in_channels <= 0 || c->in_height <= 0 || c->in_width <= 0 ||
+        (c->n_heads == 0 && c->num_classes <= 1))
         return ddpc_errorf(DDPC_EINVAL, "mlp needs positive input dims and at least 2 classes");
     mlp_impl *impl = ddpc_calloc(1, sizeof *impl);
     if (!impl)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory building mlp");
     m->impl = impl;
     int64_t in = c->in_channels * c->in_height * c->in_width;
-    DDPC_TRY(ddpc__fc_stack_build(&impl->fc, m, "fc", in, c->hidden, c->n_hidden, c->num_classes));
+    DDPC_TRY(ddpc__fc_stack_build(&impl->fc, m, "fc", in, c->hidden, c->n_hidden, c->num_classes,
+                                  c->head_classes, c->n_heads));
     m->train_flops_per_sample = ddpc__fc_stack_flops(&impl->fc);
-    m->outputs_per_sample = c->num_classes;
+    m->outputs_per_sample = impl->fc.dims[impl->fc.n_layers];
     return DDPC_OK;
 }
 

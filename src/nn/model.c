@@ -166,6 +166,10 @@ ddpc_status ddpc_model_forward(ddpc_model *m, const ddpc_model_input *in, bool t
     if (in->n <= 0)
         return ddpc_errorf(DDPC_EINVAL, "model forward needs a batch of at least 1, got %lld",
                            (long long)in->n);
+    int heads = m->cfg.n_heads ? (int)m->cfg.n_heads : 1;
+    if (in->task < 0 || in->task >= heads)
+        return ddpc_errorf(DDPC_EINVAL, "model forward: task %d is not one of the model's %d "
+                           "head%s", in->task, heads, heads == 1 ? "" : "s");
     DDPC_TRY(reserve_arena(m, in->n));
     ddpc_model_output local = {0};
     m->last_n = 0;

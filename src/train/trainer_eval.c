@@ -32,7 +32,7 @@ static ddpc_status evaluate_share(ddpc_trainer *t, const ddpc_dataset *d, bool l
     for (int64_t b = 0; b < batches && st == DDPC_OK; b++) {
         int64_t n = b * bs + bs <= len ? bs : len - b * bs;
         ddpc_model_output out;
-        st = ddpc__trainer_forward(t, d, idx + b * bs, n, false, &out);
+        st = ddpc__trainer_forward(t, d, idx + b * bs, n, 0, false, &out);
         if (st == DDPC_OK) {
             sums[0] += (double)out.loss * (double)out.n_valid;
             sums[1] += (double)out.n_valid;
@@ -69,17 +69,20 @@ ddpc_status ddpc__trainer_evaluate(ddpc_trainer *t, const ddpc_dataset *d, const
     return DDPC_OK;
 }
 
-static ddpc_status predict_classes(ddpc_trainer *t, FILE *f)
+static ddpc_status predict_classes(ddpc_trainer *t, const ddpc_dataset *d, int task, FILE *f,
+                                   const char *file)
 {
-    const ddpc_dataset *d = t->test;
-    int64_t size = ddpc_dataset_size(d), k = ddpc_dataset_num_classes(d);
+    int64_t size = ddpc_dataset_size(d);
+    int64_t k = ddpc_model_config_of(t->model)->n_heads
+                    ? ddpc_model_config_of(t->model)->head_classes[task]
+                    : ddpc_dataset_num_classes(d);
     if (t->set.predict_samples > 0 && t->set.predict_samples < size)
         size = t->set.predict_samples;
     fprintf(f, "index,label,predicted,confidence\n");
     int64_t correct = 0;
     for (int64_t i = 0; i < size; i++) {
         ddpc_model_output out;
-        DDPC_TRY(ddpc__trainer_forward(t, d, &i, 1, false, &out));
+        DDPC_TRY(ddpc__trainer_forward(t, d, &i, 1, task, false, &out));
         const float *p = ddpc_model_probs(t->model);
         int64_t best = 0;
         for (int64_t j = 1; j < k; j++)
@@ -88,8 +91,8 @@ static ddpc_status predict_classes(ddpc_trainer *t, FILE *f)
         fprintf(f, "%lld,%d,%lld,%.4f\n", (long long)i, t->targets[0], (long long)best, p[best]);
     }
     if (t->log)
-        fprintf(t->log, "predicted %lld test samples (%.2f%% correct) into %s/predictions.csv\n",
-                (long long)size, 100.0 * (double)correct / (double)size, t->set.run_dir);
+        fprintf(t->log, "predicted %lld test samples (%.2f%% correct) into %s/%s\n",
+                (long long)size, 100.0 * (double)correct / (double)size, t->set.run_dir, file);
     return DDPC_OK;
 }
 
@@ -145,18 +148,29 @@ static ddpc_status generate_text(ddpc_trainer *t, FILE *f)
     return s;
 }
 
+static ddpc_status write_file(ddpc_trainer *t, const char *file, const ddpc_dataset *d, int task)
+{
+    char path[1100];
+    snprintf(path, sizeof path, "%s/%s", t->set.run_dir, file);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return ddpc_errorf(DDPC_EIO, "cannot write '%s': %s", path, strerror(errno));
+    ddpc_status s = d ? predict_classes(t, d, task, f, file) : generate_text(t, f);
+    if (fclose(f) != 0 && s == DDPC_OK)
+        s = ddpc_errorf(DDPC_EIO, "cannot write '%s': %s", path, strerror(errno));
+    return s;
+}
+
+ddpc_status ddpc__trainer_predict_classes(ddpc_trainer *t, const ddpc_dataset *d, int task,
+                                          const char *file)
+{
+    return write_file(t, file, d, task);
+}
+
 ddpc_status ddpc__trainer_predict(ddpc_trainer *t)
 {
     if (t->rank != 0)
         return DDPC_OK;
     bool images = ddpc_dataset_kind_of(t->train) == DDPC_DATASET_IMAGES;
-    char path[1100];
-    snprintf(path, sizeof path, "%s/%s", t->set.run_dir, images ? "predictions.csv" : "samples.txt");
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return ddpc_errorf(DDPC_EIO, "cannot write '%s': %s", path, strerror(errno));
-    ddpc_status s = images ? predict_classes(t, f) : generate_text(t, f);
-    if (fclose(f) != 0 && s == DDPC_OK)
-        s = ddpc_errorf(DDPC_EIO, "cannot write '%s': %s", path, strerror(errno));
-    return s;
+    return write_file(t, images ? "predictions.csv" : "samples.txt", images ? t->test : NULL, 0);
 }

@@ -2,6 +2,7 @@
  * progress every log_every steps, evaluation every eval_every steps (or each epoch's end), a
  * final evaluation on the test split, then weights_out. Deterministic given config and seed. */
 #include "train/trainer_impl.h"
+#include "train/trainer_tasks.h"
 
 #include <ddpc/alloc.h>
 #include <ddpc/kernels.h>
@@ -175,13 +176,15 @@ ddpc_status ddpc_trainer_run(ddpc_trainer *t)
     ddpc_eval_result r;
     switch (t->set.state) {
     case STATE_TRAIN:
-        return ddpc__trainer_fit(t);
+        return t->tasks ? ddpc__tasks_fit(t) : ddpc__trainer_fit(t);
     case STATE_VAL:
-        return ddpc__trainer_evaluate(t, t->val, "val", false, &r);
+        return t->tasks ? ddpc__tasks_evaluate(t, "val", false)
+                        : ddpc__trainer_evaluate(t, t->val, "val", false, &r);
     case STATE_TEST:
-        return ddpc__trainer_evaluate(t, t->test, "test", false, &r);
+        return t->tasks ? ddpc__tasks_evaluate(t, "test", false)
+                        : ddpc__trainer_evaluate(t, t->test, "test", false, &r);
     case STATE_PREDICT:
-        return ddpc__trainer_predict(t);
+        return t->tasks ? ddpc__tasks_predict(t) : ddpc__trainer_predict(t);
     }
     return ddpc_errorf(DDPC_EINTERNAL, "unknown trainer state %d", (int)t->set.state);
 }

@@ -15,6 +15,9 @@
 
 #include <stdbool.h>
 
+#define DDPC__FMNIST_DIR "/usr/share/datasets/fashion-mnist"
+#define DDPC__FORTUNES_DIR "/usr/share/games/fortunes"
+
 typedef enum { STATE_TRAIN, STATE_VAL, STATE_TEST, STATE_PREDICT } trainer_state;
 #define DDPC_TRAIN_MAX_ACCUM 1024
 
@@ -44,7 +47,8 @@ struct ddpc_trainer {
     ddpc_config *cfg;
     FILE *log;
     trainer_settings set;
-    ddpc_dataset *train, *val, *test;
+    ddpc_dataset *train, *val, *test; /* with tasks: task 0's, owned by `tasks` */
+    struct ddpc__trainer_tasks *tasks; /* multi-task state (trainer_tasks.h); NULL for one task */
     ddpc_model *model;
     ddpc_optim *opt;
     ddpc_lr_schedule sched;
@@ -77,9 +81,10 @@ ddpc_status ddpc__trainer_read_settings(ddpc_trainer *t, const char *config_name
 ddpc_status ddpc__trainer_load_data(ddpc_trainer *t);
 ddpc_status ddpc__trainer_build_model(ddpc_trainer *t);
 
-/* trainer_batch.c: gathers samples idx[0..n) of d into the batch buffers, runs the model. */
+/* trainer_batch.c: gathers samples idx[0..n) of d into the batch buffers, runs the model's head
+ * `task` (0 for one task). */
 ddpc_status ddpc__trainer_forward(ddpc_trainer *t, const ddpc_dataset *d, const int64_t *idx,
-                                  int64_t n, bool training, ddpc_model_output *out);
+                                  int64_t n, int task, bool training, ddpc_model_output *out);
 /* The training sampler (distributed: seeded shuffle per epoch, equal padded shares per rank)
  * and its prefetching loader (drop_last, so every rank runs the same number of steps). */
 ddpc_status ddpc__trainer_build_loader(ddpc_trainer *t);
@@ -106,6 +111,10 @@ void ddpc__trainer_fini_dist(ddpc_trainer *t);
 ddpc_status ddpc__trainer_evaluate(ddpc_trainer *t, const ddpc_dataset *d, const char *split,
                                    bool limit, ddpc_eval_result *r);
 ddpc_status ddpc__trainer_predict(ddpc_trainer *t);
+/* Writes run_dir/`file`: index,label,predicted,confidence for predict.samples samples of d (all
+ * when 0) through head `task`. */
+ddpc_status ddpc__trainer_predict_classes(ddpc_trainer *t, const ddpc_dataset *d, int task,
+                                          const char *file);
 
 /* metrics.c: one JSON object per line in run_dir/metrics.jsonl. */
 ddpc_status ddpc__metrics_open(ddpc_trainer *t);

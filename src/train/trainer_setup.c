@@ -1,6 +1,7 @@
 /* Trainer construction: every config key the trainer understands is read here, with its default
  * and range, so docs/config.md and this file list the same keys. */
 #include "train/trainer_impl.h"
+#include "train/trainer_tasks.h"
 
 #include <ddpc/alloc.h>
 #include <ddpc/kernels.h>
@@ -9,8 +10,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define FMNIST_DIR "/usr/share/datasets/fashion-mnist"
-#define FORTUNES_DIR "/usr/share/games/fortunes"
 
 static const char *const state_names[] = {"train", "val", "test", "predict", NULL};
 static const char *const data_types[] = {"fmnist", "text", "synthetic_images", "synthetic_tokens", NULL};
@@ -77,12 +76,12 @@ ddpc_status ddpc__trainer_load_data(ddpc_trainer *t)
         DDPC_TRY(ddpc_config_int(c, "model.block_size", 128, 1, 1 << 16, &block));
     switch (type) {
     case 0:
-        DDPC_TRY(ddpc_config_string(c, "data.path", FMNIST_DIR, &path));
+        DDPC_TRY(ddpc_config_string(c, "data.path", DDPC__FMNIST_DIR, &path));
         DDPC_TRY(ddpc_dataset_fmnist_create(&t->train, path, true));
         DDPC_TRY(ddpc_dataset_fmnist_create(&t->test, path, false));
         break;
     case 1:
-        DDPC_TRY(ddpc_config_string(c, "data.path", FORTUNES_DIR, &path));
+        DDPC_TRY(ddpc_config_string(c, "data.path", DDPC__FORTUNES_DIR, &path));
         DDPC_TRY(ddpc_config_float(c, "data.val_fraction", 0.1, 0.001, 0.999, &val_fraction));
         DDPC_TRY(ddpc_dataset_text_create(&t->train, path, block, val_fraction, true));
         DDPC_TRY(ddpc_dataset_text_create(&t->test, path, block, val_fraction, false));
@@ -145,6 +144,8 @@ static ddpc_status read_model_config(ddpc_trainer *t, ddpc_model_config *mc)
         return ddpc_errorf(DDPC_EINVAL, "model.type '%s' needs an image dataset (data.type fmnist "
                            "or synthetic_images)", types[type]);
     }
+    if (t->tasks)
+        DDPC_TRY(ddpc__tasks_model_heads(t, mc));
     return DDPC_OK;
 }
 
@@ -184,7 +185,9 @@ ddpc_status ddpc__trainer_build_model(ddpc_trainer *t)
     DDPC_TRY(read_model_config(t, &mc));
     DDPC_TRY(ddpc_model_create(&t->model, &mc));
     int64_t per_epoch = 0;
-    if (t->set.state == STATE_TRAIN) {
+    if (t->set.state == STATE_TRAIN && t->tasks) {
+        DDPC_TRY(ddpc__tasks_build_loaders(t, &per_epoch));
+    } else if (t->set.state == STATE_TRAIN) {
         DDPC_TRY(ddpc__trainer_build_loader(t));
         per_epoch = ddpc_loader_len(t->train_loader) / t->set.accum_steps;
         if (per_epoch == 0)
@@ -204,6 +207,8 @@ ddpc_status ddpc__trainer_build_model(ddpc_trainer *t)
     t->sample_floats = images ? shape[0] * shape[1] * shape[2] : 0;
     t->tokens_per_sample = images ? 1 : shape[0];
     t->max_batch = t->set.batch_size > t->set.eval_batch_size ? t->set.batch_size : t->set.eval_batch_size;
+    if (t->tasks && ddpc__tasks_max_batch(t) > t->max_batch)
+        t->max_batch = ddpc__tasks_max_batch(t);
     int64_t n = t->max_batch;
     t->x = images ? ddpc_malloc((size_t)(n * t->sample_floats) * sizeof(float)) : NULL;
     t->tokens = images ? NULL : ddpc_malloc((size_t)(n * t->tokens_per_sample) * sizeof(int32_t));
@@ -229,7 +234,7 @@ ddpc_status ddpc_trainer_create(ddpc_trainer **out, ddpc_config *cfg, const char
         s = ddpc__trainer_init_dist(t);
     }
     if (s == DDPC_OK)
-        s = ddpc__trainer_load_data(t);
+        s = ddpc__tasks_declared(cfg) ? ddpc__tasks_load(t) : ddpc__trainer_load_data(t);
     if (s == DDPC_OK)
         s = ddpc__trainer_build_model(t);
     if (s == DDPC_OK && t->set.init_from)
@@ -250,6 +255,7 @@ void ddpc_trainer_destroy(ddpc_trainer *t)
         return;
     if (t->metrics)
         fclose(t->metrics);
+    ddpc__tasks_destroy(t);
     ddpc_loader_destroy(t->train_loader);
     ddpc_sampler_destroy(t->train_sampler);
     ddpc__trainer_fini_dist(t);

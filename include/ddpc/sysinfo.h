@@ -1,0 +1,61 @@
+/* What `ddpc env` reports: the host (OS, CPU, SIMD), the build (compiler, flags, BLAS, OpenMP),
+ * the communication libraries (MPI, CUDA driver and GPUs, NCCL) and the distributed launch
+ * variables with the rank they resolve to. Every field is filled; what cannot be found reads
+ * "unknown" or "not found (why)", never an error: collecting is a diagnostic that must not fail. */
+#ifndef DDPC_SYSINFO_H
+#define DDPC_SYSINFO_H
+
+#include <ddpc/dist.h>
+#include <ddpc/status.h>
+
+#include <stdbool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DDPC_SYSINFO_MAX_GPUS 16
+
+typedef struct {
+    /* host */
+    char os[192];     /* uname: "Linux 6.1.0-18-amd64 x86_64" */
+    char distro[128]; /* PRETTY_NAME of /etc/os-release, or "unknown" */
+    char hostname[256];
+    char cpu_model[128]; /* "model name" of /proc/cpuinfo, or "unknown" */
+    int cpu_cores;       /* physical cores (distinct package/core pairs); 0 when unknown */
+    int cpu_threads;     /* logical CPUs online */
+    int cpu_allowed;     /* logical CPUs this process may run on (affinity mask) */
+    char simd_host[256]; /* SIMD extensions of this CPU, from a fixed list: "sse4_2 avx avx2 fma" */
+    char simd_build[256];   /* those the library was compiled to use (-march) */
+    char simd_missing[256]; /* used by the build but absent on this CPU: "" when none */
+    /* build */
+    char compiler[128]; /* "gcc 12.2.0" */
+    char
+        build_flags[256]; /* release flags and how this library was compiled: "-O3 -DNDEBUG; ..." */
+    char blas_library[256]; /* the BLAS linked at build time (path) */
+    char blas_config[256];  /* openblas_get_config() */
+    int blas_threads;       /* openblas_get_num_threads() */
+    char openmp[64];        /* "OpenMP 4.5 (201511)" */
+    int omp_max_threads;    /* omp_get_max_threads() */
+    /* communication libraries */
+    bool mpi_built;        /* the mpi backend is compiled in */
+    char mpi_library[256]; /* first line of MPI_Get_library_version, or "not built with MPI" */
+    char cuda_driver[192]; /* "CUDA driver 12.4 (libcuda.so.1)" or "not found (...)" */
+    int gpu_count;         /* GPUs the driver reports (names of the first DDPC_SYSINFO_MAX_GPUS) */
+    char gpu_names[DDPC_SYSINFO_MAX_GPUS][128]; /* "NVIDIA H100 80GB HBM3, 79.1 GiB, sm_90" */
+    char nccl[192]; /* "NCCL 2.21.5 (libnccl.so.2)" or "not found (...)" */
+    /* distributed launch */
+    char dist_vars[2048];    /* "KEY=VALUE\n" for each launcher variable set, in precedence order */
+    ddpc_status dist_status; /* of ddpc_dist_env_discover */
+    char dist_error[512];    /* its message when dist_status != DDPC_OK */
+    ddpc_dist_env dist;      /* what it found (valid when dist_status == DDPC_OK) */
+    ddpc_backend dist_backend; /* the backend ddpc_pg_create would choose with backend AUTO */
+} ddpc_sysinfo;
+
+/* Fills *out. Never fails; takes about as long as loading libcuda and libnccl (when present). */
+void ddpc_sysinfo_collect(ddpc_sysinfo *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

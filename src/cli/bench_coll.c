@@ -1,0 +1,361 @@
+/* `ddpc bench allreduce|broadcast|all_gather|reduce_scatter [options]`: the collective benchmark,
+ * run as one worker of a job (under `ddpc run`, mpirun or torchrun --no-python). Rank 0 prints an
+ * nccl-tests table: per size S (total bytes of one call) the max over ranks of the mean time per
+ * call, algbw = S / time and busbw = algbw x 2(n-1)/n (all_reduce), (n-1)/n (all_gather,
+ * reduce_scatter) or 1 (broadcast); with --check the wrong elements of every rank, summed.
+ * Buffers are allocated once at the largest size and every rank runs the same calls in order. */
+#include "cli/bench_coll.h"
+#include "cli/cli.h"
+
+#include <ddpc/alloc.h>
+#include <ddpc/timer.h>
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const coll_names[DDPC__BENCH_COUNT] = {"all_reduce", "broadcast", "all_gather",
+                                                          "reduce_scatter"};
+
+typedef struct {
+    ddpc_pg *pg;
+    const ddpc__bench_options *o;
+    void *send, *recv; /* (max_bytes) each */
+    int64_t wrong;     /* over every rank and size so far */
+} sweep;
+
+static const char usage_line[] =
+    "usage: ddpc bench allreduce|broadcast|all_gather|reduce_scatter [--iters N] [--warmup W] "
+    "[--min-bytes A] [--max-bytes B] [--step-factor F] [--min-ms T] [--max-ms T] "
+    "[--dtype f32|f64|bf16|f16|i32|i64] [--op sum|avg|min|max] [--backend auto|shm|mpi] "
+    "[--root R] [--check] [--json]\n";
+
+static int bad_option(const char *opt, const char *value, const char *why)
+{
+    fprintf(stderr, "ddpc bench: bad %s '%s' (%s)\n", opt, value ? value : "", why);
+    return 2;
+}
+
+/* "4096", "4K", "256M", "1G": powers of 1024, as nccl-tests reads -b/-e. 0 when malformed. */
+static size_t parse_bytes(const char *s)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || s[0] == '-')
+        return 0;
+    unsigned long long mul = 1;
+    if (*end == 'K' || *end == 'k')
+        mul = 1ull << 10;
+    else if (*end == 'M' || *end == 'm')
+        mul = 1ull << 20;
+    else if (*end == 'G' || *end == 'g')
+        mul = 1ull << 30;
+    end += mul > 1;
+    if (*end != '\0' || v > (1ull << 40) / mul)
+        return 0;
+    return (size_t)(v * mul);
+}
+
+static bool parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end != '\0' || v < lo || v > hi)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* Parses the value of one option that takes one; returns 0 or 2 (after one stderr line). */
+static int parse_value(ddpc__bench_options *o, const char *opt, const char *v)
+{
+    long root = 0;
+    if (strcmp(opt, "--min-bytes") == 0 || strcmp(opt, "--max-bytes") == 0) {
+        size_t b = parse_bytes(v);
+        if (b == 0)
+            return bad_option(opt, v, "a positive size such as 4096, 4K, 256M or 1G");
+        *(strcmp(opt, "--min-bytes") == 0 ? &o->min_bytes : &o->max_bytes) = b;
+    } else if (strcmp(opt, "--iters") == 0) {
+        if (!parse_long(v, 1, 1000000, &o->iters))
+            return bad_option(opt, v, "an integer from 1 to 1000000");
+    } else if (strcmp(opt, "--warmup") == 0) {
+        if (!parse_long(v, 0, 1000000, &o->warmup))
+            return bad_option(opt, v, "an integer from 0 to 1000000");
+    } else if (strcmp(opt, "--min-ms") == 0 || strcmp(opt, "--max-ms") == 0) {
+        long *ms = strcmp(opt, "--min-ms") == 0 ? &o->min_ms : &o->max_ms;
+        if (!parse_long(v, 0, 3600000, ms))
+            return bad_option(opt, v, "milliseconds, an integer from 0 (off) to 3600000");
+    } else if (strcmp(opt, "--step-factor") == 0) {
+        if (!parse_long(v, 2, 1024, &o->factor))
+            return bad_option(opt, v, "an integer from 2 to 1024");
+    } else if (strcmp(opt, "--root") == 0) {
+        if (!parse_long(v, 0, 1 << 20, &root))
+            return bad_option(opt, v, "a rank, an integer >= 0");
+        o->root = (int)root;
+    } else if (strcmp(opt, "--dtype") == 0) {
+        int t = 0;
+        while (t < DDPC_DTYPE_COUNT && strcmp(v, ddpc_dtype_name((ddpc_dtype)t)) != 0)
+            t++;
+        if (t == DDPC_DTYPE_COUNT)
+            return bad_option(opt, v, "one of f32, f64, bf16, f16, i32, i64");
+        o->dtype = (ddpc_dtype)t;
+    } else if (strcmp(opt, "--op") == 0) {
+        int r = 0;
+        while (r < DDPC_REDUCE_COUNT && strcmp(v, ddpc_reduce_op_name((ddpc_reduce_op)r)) != 0)
+            r++;
+        if (r == DDPC_REDUCE_COUNT)
+            return bad_option(opt, v, "one of sum, avg, min, max");
+        o->op = (ddpc_reduce_op)r;
+    } else if (strcmp(opt, "--backend") == 0) {
+        if (ddpc_backend_parse(v, &o->backend) != DDPC_OK)
+            return bad_option(opt, v, "one of auto, shm, mpi");
+    } else {
+        fprintf(stderr, "ddpc bench: unknown option '%s' (try 'ddpc bench allreduce --help')\n",
+                opt);
+        return 2;
+    }
+    return 0;
+}
+
+static int parse_options(ddpc__bench_coll coll, int argc, char **argv, ddpc__bench_options *o)
+{
+    *o = (ddpc__bench_options){.coll = coll,
+                               .min_bytes = 4096,
+                               .max_bytes = (size_t)256 << 20,
+                               .factor = 2,
+                               .iters = 20,
+                               .warmup = 5,
+                               .dtype = DDPC_DTYPE_F32,
+                               .op = DDPC_REDUCE_SUM,
+                               .backend = DDPC_BACKEND_AUTO};
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--check") == 0 || strcmp(argv[i], "--json") == 0) {
+            *(strcmp(argv[i], "--check") == 0 ? &o->check : &o->json) = true;
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            fputs(usage_line, stdout);
+            return 3;
+        } else if (strncmp(argv[i], "--", 2) != 0) {
+            fprintf(stderr, "ddpc bench: unexpected argument '%s' (options start with --)\n",
+                    argv[i]);
+            return 2;
+        } else if (i + 1 >= argc) {
+            fprintf(stderr, "ddpc bench: option '%s' needs a value\n", argv[i]);
+            return 2;
+        } else {
+            int rc = parse_value(o, argv[i], argv[i + 1]);
+            if (rc)
+                return rc;
+            i++;
+        }
+    }
+    if (o->min_bytes > o->max_bytes) {
+        fprintf(stderr, "ddpc bench: --min-bytes %zu is larger than --max-bytes %zu\n",
+                o->min_bytes, o->max_bytes);
+        return 2;
+    }
+    if ((o->coll == DDPC__BENCH_BROADCAST || o->coll == DDPC__BENCH_ALL_GATHER) &&
+        o->op != DDPC_REDUCE_SUM) {
+        fprintf(stderr, "ddpc bench: --op applies to all_reduce and reduce_scatter only\n");
+        return 2;
+    }
+    return 0;
+}
+
+static ddpc_status run_once(sweep *s, const ddpc__bench_shape *sh)
+{
+    const ddpc__bench_options *o = s->o;
+    switch (o->coll) {
+    case DDPC__BENCH_ALL_REDUCE:
+        return ddpc_pg_all_reduce(s->pg, s->send, s->recv, sh->per, o->dtype, o->op);
+    case DDPC__BENCH_BROADCAST:
+        return ddpc_pg_broadcast(s->pg, s->recv, sh->per, o->dtype, o->root);
+    case DDPC__BENCH_ALL_GATHER:
+        return ddpc_pg_all_gather(s->pg, s->send, s->recv, sh->per, o->dtype);
+    default:
+        return ddpc_pg_reduce_scatter(s->pg, s->send, s->recv, sh->per, o->dtype, o->op);
+    }
+}
+
+static ddpc_status max_over_ranks(ddpc_pg *pg, double *x)
+{
+    return ddpc_pg_all_reduce(pg, x, x, 1, DDPC_DTYPE_F64, DDPC_REDUCE_MAX);
+}
+
+/* Timed iterations: --iters, raised to last --min-ms and lowered to fit --max-ms (at least 1),
+ * judged by `est`, the max over ranks of the mean warm-up call, so every rank agrees. */
+static long timed_iters(const ddpc__bench_options *o, double est)
+{
+    long n = o->iters;
+    if (o->min_ms > 0 && est > 0 && (double)n * est < 1e-3 * (double)o->min_ms)
+        n = (long)fmin(1e6, ceil(1e-3 * (double)o->min_ms / est));
+    if (o->max_ms > 0 && (double)n * est > 1e-3 * (double)o->max_ms)
+        n = (long)fmax(1.0, floor(1e-3 * (double)o->max_ms / est));
+    return n;
+}
+
+/* Warm-up, then the timed calls; *mean_s: max over ranks of the mean seconds per call. */
+static ddpc_status time_size(sweep *s, const ddpc__bench_shape *sh, long *iters, double *mean_s)
+{
+    const ddpc__bench_options *o = s->o;
+    long warm = o->warmup > 0 ? o->warmup : (o->min_ms > 0 || o->max_ms > 0);
+    DDPC_TRY(ddpc_pg_barrier(s->pg));
+    double t0 = ddpc_time_now();
+    for (long i = 0; i < warm; i++)
+        DDPC_TRY(run_once(s, sh));
+    double est = warm > 0 ? (ddpc_time_now() - t0) / (double)warm : 0.0;
+    DDPC_TRY(max_over_ranks(s->pg, &est));
+    *iters = timed_iters(o, est);
+    DDPC_TRY(ddpc_pg_barrier(s->pg));
+    t0 = ddpc_time_now();
+    for (long i = 0; i < *iters; i++)
+        DDPC_TRY(run_once(s, sh));
+    *mean_s = (ddpc_time_now() - t0) / (double)*iters;
+    return max_over_ranks(s->pg, mean_s);
+}
+
+static void print_row(const sweep *s, const ddpc__bench_shape *sh, long iters, double t,
+                      int64_t wrong)
+{
+    const ddpc__bench_options *o = s->o;
+    int n = sh->world;
+    size_t count = o->coll == DDPC__BENCH_ALL_REDUCE || o->coll == DDPC__BENCH_BROADCAST
+                       ? sh->per
+                       : sh->per * (size_t)n;
+    size_t bytes = count * ddpc_dtype_size(o->dtype);
+    double algbw = t > 0 ? (double)bytes / t * 1e-9 : 0.0;
+    double factor = o->coll == DDPC__BENCH_ALL_REDUCE  ? 2.0 * (n - 1) / n
+                    : o->coll == DDPC__BENCH_BROADCAST ? 1.0
+                                                       : (double)(n - 1) / n;
+    bool reduces = o->coll == DDPC__BENCH_ALL_REDUCE || o->coll == DDPC__BENCH_REDUCE_SCATTER;
+    const char *op = reduces ? ddpc_reduce_op_name(o->op) : "none";
+    char w[32] = "N/A";
+    if (o->check)
+        snprintf(w, sizeof w, "%lld", (long long)wrong);
+    if (o->json)
+        printf("{\"bench\": \"%s\", \"impl\": \"ddpc\", \"backend\": \"%s\", \"ranks\": %d, "
+               "\"size\": %zu, \"count\": %zu, \"type\": \"%s\", \"redop\": \"%s\", "
+               "\"iters\": %ld, \"time_us\": %.3f, \"algbw\": %.4f, \"busbw\": %.4f, "
+               "\"wrong\": %s}\n",
+               coll_names[o->coll], ddpc_backend_name(ddpc_pg_backend(s->pg)), n, bytes, count,
+               ddpc_dtype_name(o->dtype), op, iters, t * 1e6, algbw, algbw * factor,
+               o->check ? w : "null");
+    else
+        printf("%12zu  %12zu  %6s  %6s  %10.2f  %7.2f  %7.2f  %6s\n", bytes, count,
+               ddpc_dtype_name(o->dtype), op, t * 1e6, algbw, algbw * factor, w);
+    fflush(stdout);
+}
+
+/* One row: shape for `bytes`, fill (touching the buffers), time, check, print on rank 0. */
+static ddpc_status bench_size(sweep *s, size_t bytes)
+{
+    const ddpc__bench_options *o = s->o;
+    ddpc__bench_shape sh = {.rank = ddpc_pg_rank(s->pg), .world = ddpc_pg_world_size(s->pg)};
+    size_t blocks = o->coll == DDPC__BENCH_ALL_GATHER || o->coll == DDPC__BENCH_REDUCE_SCATTER
+                        ? (size_t)sh.world
+                        : 1;
+    sh.per = bytes / ddpc_dtype_size(o->dtype) / blocks;
+    sh.n_send = o->coll == DDPC__BENCH_REDUCE_SCATTER ? sh.per * blocks
+                : o->coll == DDPC__BENCH_BROADCAST    ? 0
+                                                      : sh.per;
+    sh.n_recv = o->coll == DDPC__BENCH_ALL_GATHER ? sh.per * blocks : sh.per;
+    ddpc__bench_fill(o, &sh, s->send, s->recv);
+    long iters = 0;
+    double t = 0.0;
+    DDPC_TRY(time_size(s, &sh, &iters, &t));
+    int64_t wrong = 0;
+    if (o->check) {
+        ddpc__bench_fill(o, &sh, s->send, s->recv);
+        DDPC_TRY(run_once(s, &sh));
+        wrong = ddpc__bench_count_wrong(o, &sh, s->recv);
+        DDPC_TRY(ddpc_pg_all_reduce(s->pg, &wrong, &wrong, 1, DDPC_DTYPE_I64, DDPC_REDUCE_SUM));
+    }
+    s->wrong += wrong;
+    if (sh.rank == 0)
+        print_row(s, &sh, iters, t, wrong);
+    return DDPC_OK;
+}
+
+static void print_header(const sweep *s)
+{
+    const ddpc__bench_options *o = s->o;
+    printf("# ddpc bench %s: %d rank%s, backend %s, %ld iters", coll_names[o->coll],
+           ddpc_pg_world_size(s->pg), ddpc_pg_world_size(s->pg) == 1 ? "" : "s",
+           ddpc_backend_name(ddpc_pg_backend(s->pg)), o->iters);
+    if (o->min_ms > 0 || o->max_ms > 0)
+        printf(" (fitted to %ld..%ld ms per size)", o->min_ms, o->max_ms);
+    printf(" after %ld warm-up; time = max over ranks of the mean per call\n", o->warmup);
+    printf("# %10s  %12s  %6s  %6s  %10s  %7s  %7s  %6s\n", "size", "count", "type", "redop",
+           "time", "algbw", "busbw", "#wrong");
+    printf("# %10s  %12s  %6s  %6s  %10s  %7s  %7s  %6s\n", "(B)", "(elements)", "", "", "(us)",
+           "(GB/s)", "(GB/s)", "");
+}
+
+/* The sweep on a joined group. Buffers are allocated on every rank before any timing, and a
+ * rank that cannot allocate says so through the group so no rank waits for it. */
+static ddpc_status run_sweep(ddpc_pg *pg, const ddpc__bench_options *o, int64_t *wrong)
+{
+    sweep s = {
+        .pg = pg, .o = o, .send = ddpc_malloc(o->max_bytes), .recv = ddpc_malloc(o->max_bytes)};
+    int32_t ok = s.send && s.recv;
+    ddpc_status st = ddpc_pg_all_reduce(pg, &ok, &ok, 1, DDPC_DTYPE_I32, DDPC_REDUCE_MIN);
+    if (st == DDPC_OK && !ok)
+        st = ddpc_errorf(DDPC_ENOMEM,
+                         "a rank could not allocate 2 x %zu bytes of buffers "
+                         "(lower --max-bytes)",
+                         o->max_bytes);
+    if (st == DDPC_OK && ddpc_pg_rank(pg) == 0 && !o->json)
+        print_header(&s);
+    for (size_t b = o->min_bytes; st == DDPC_OK && b <= o->max_bytes;) {
+        st = bench_size(&s, b);
+        if (b > o->max_bytes / (size_t)o->factor)
+            break;
+        b *= (size_t)o->factor;
+    }
+    ddpc_free(s.send);
+    ddpc_free(s.recv);
+    *wrong = s.wrong;
+    return st;
+}
+
+int ddpc_cli_bench_coll(const char *coll, int argc, char **argv)
+{
+    static const char *const alt[DDPC__BENCH_COUNT] = {"allreduce", "bcast", "allgather",
+                                                       "reducescatter"};
+    int c = 0;
+    while (c < DDPC__BENCH_COUNT && strcmp(coll, coll_names[c]) != 0 && strcmp(coll, alt[c]) != 0)
+        c++;
+    if (c == DDPC__BENCH_COUNT) {
+        fputs(usage_line, stderr);
+        return 2;
+    }
+    ddpc__bench_options o;
+    int rc = parse_options((ddpc__bench_coll)c, argc, argv, &o);
+    if (rc)
+        return rc == 3 ? 0 : rc;
+    ddpc_dist_env env;
+    ddpc_pg_config cfg = ddpc_pg_config_default();
+    cfg.backend = o.backend;
+    ddpc_pg *pg = NULL;
+    if (ddpc_dist_env_discover(&env) != DDPC_OK || ddpc_pg_create(&env, &cfg, &pg) != DDPC_OK)
+        return ddpc_cli_fail("bench");
+    if (o.coll == DDPC__BENCH_BROADCAST && o.root >= ddpc_pg_world_size(pg)) {
+        fprintf(stderr, "ddpc bench: --root %d is not a rank of this %d-rank group\n", o.root,
+                ddpc_pg_world_size(pg));
+        ddpc_pg_destroy(pg);
+        return 2;
+    }
+    int64_t wrong = 0;
+    rc = run_sweep(pg, &o, &wrong) != DDPC_OK ? ddpc_cli_fail("bench") : 0;
+    if (rc == 0 && wrong > 0 && ddpc_pg_rank(pg) == 0) {
+        fprintf(stderr, "ddpc bench: %lld wrong elements in %s results\n", (long long)wrong,
+                coll_names[o.coll]);
+        rc = 1;
+    }
+    rc = rc == 0 && wrong > 0 ? 1 : rc;
+    ddpc_pg_destroy(pg);
+    return rc;
+}

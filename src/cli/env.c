@@ -1,0 +1,136 @@
+/* `ddpc env`: prints what ddpc_sysinfo_collect found, in the spirit of PyTorch's collect_env, for
+ * bug reports and for checking what a launcher handed to a worker. Exit status 1 (with one line
+ * on stderr) when the distributed variables do not make sense; the report is printed anyway. */
+#include "cli/cli.h"
+
+#include <ddpc/alloc.h>
+#include <ddpc/sysinfo.h>
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+/* One "  Key:   value" line; an empty key continues the previous row. */
+__attribute__((format(printf, 2, 3))) static void row(const char *key, const char *fmt, ...)
+{
+    char label[32];
+    snprintf(label, sizeof label, "%s%s", key, key[0] ? ":" : "");
+    printf("  %-20s ", label);
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+}
+
+static void print_system(const ddpc_sysinfo *s)
+{
+    printf("System\n");
+    row("OS", "%s (%s)", s->os, s->distro);
+    row("Hostname", "%s", s->hostname);
+    row("CPU", "%s", s->cpu_model);
+    row("CPU cores", "%d physical, %d logical, %d usable by this process", s->cpu_cores,
+        s->cpu_threads, s->cpu_allowed);
+    row("SIMD (CPU)", "%s", s->simd_host[0] ? s->simd_host : "none of the listed");
+    row("SIMD (build)", "%s", s->simd_build[0] ? s->simd_build : "baseline only");
+    if (s->simd_missing[0])
+        row("SIMD missing", "%s (built for a newer CPU: expect illegal-instruction crashes)",
+            s->simd_missing);
+}
+
+static void print_build(const ddpc_sysinfo *s)
+{
+    printf("Build\n");
+    row("Compiler", "%s", s->compiler);
+    row("Build", "%s", s->build_flags);
+    row("BLAS", "%s", s->blas_library);
+    row("BLAS config", "%s", s->blas_config);
+    row("BLAS threads", "%d", s->blas_threads);
+    row("OpenMP", "%s, max threads %d", s->openmp, s->omp_max_threads);
+}
+
+static void print_comm(const ddpc_sysinfo *s)
+{
+    printf("Communication\n");
+    row("Backends", "shm yes, mpi %s", s->mpi_built ? "yes" : "no (built without MPI)");
+    row("MPI", "%s", s->mpi_library);
+    row("CUDA driver", "%s", s->cuda_driver);
+    if (s->gpu_count == 0)
+        row("GPUs", "none");
+    for (int i = 0; i < s->gpu_count && i < DDPC_SYSINFO_MAX_GPUS; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "GPU %d", i);
+        row(key, "%s", s->gpu_names[i]);
+    }
+    row("NCCL", "%s", s->nccl);
+}
+
+static void print_dist(const ddpc_sysinfo *s)
+{
+    printf("Distributed launch\n");
+    if (!s->dist_vars[0])
+        row("Variables", "none set");
+    const char *line = s->dist_vars;
+    for (int i = 0; *line; i++) {
+        size_t n = strcspn(line, "\n");
+        row(i == 0 ? "Variables" : "", "%.*s", (int)n, line);
+        line += n + (line[n] == '\n');
+    }
+    if (s->dist_status != DDPC_OK) {
+        row("Resolves to", "error: %s", s->dist_error);
+        return;
+    }
+    const ddpc_dist_env *e = &s->dist;
+    row("Source", "%s", ddpc_dist_source_name(e->source));
+    row("Rank", "%d of %d", e->rank, e->world_size);
+    row("Local rank", "%d of %d", e->local_rank, e->local_world_size);
+    row("Node", "%d of %d", e->node_rank, e->num_nodes);
+    if (e->master_addr[0] && e->master_port)
+        row("Master", "%s:%d", e->master_addr, e->master_port);
+    else if (e->master_addr[0])
+        row("Master", "%s (no port)", e->master_addr);
+    else if (e->master_port)
+        row("Master", "port %d (no address)", e->master_port);
+    if (e->run_id[0])
+        row("Run id", "%s", e->run_id);
+    if (e->restart_count || e->max_restarts)
+        row("Restarts", "%d of at most %d", e->restart_count, e->max_restarts);
+    row("Backend", "%s%s", ddpc_backend_name(s->dist_backend),
+        e->backend == DDPC_BACKEND_AUTO ? " (chosen automatically)" : " (DDPC_BACKEND)");
+    if (e->timeout_s > 0)
+        row("Collective timeout", "%g s (DDPC_COLLECTIVE_TIMEOUT)", e->timeout_s);
+    else
+        row("Collective timeout", "300 s (default)");
+    if (e->nested_launcher)
+        row("Launcher", "inside a launcher's worker (TORCHELASTIC_RUN_ID or DDPC_LAUNCHER set)");
+}
+
+int ddpc_cli_env(int argc, char **argv)
+{
+    if (argc > 0) {
+        bool help = strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0;
+        fprintf(help ? stdout : stderr,
+                "usage: ddpc env    print the system, build, communication libraries and the "
+                "distributed variables\n");
+        return help ? 0 : 2;
+    }
+    ddpc_sysinfo *s = ddpc_malloc(sizeof *s);
+    if (!s) {
+        fprintf(stderr, "ddpc env: out of memory\n");
+        return 1;
+    }
+    ddpc_sysinfo_collect(s);
+    print_system(s);
+    print_build(s);
+    print_comm(s);
+    print_dist(s);
+    fflush(stdout);
+    int rc = 0;
+    if (s->dist_status != DDPC_OK) {
+        fprintf(stderr, "ddpc env: %s\n", s->dist_error);
+        rc = 1;
+    }
+    ddpc_free(s);
+    return rc;
+}

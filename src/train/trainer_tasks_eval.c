@@ -1,0 +1,126 @@
+/* Multi-task evaluation and prediction. Each task's test split is sharded exactly as the single
+ * task's (the `case` sampler: contiguous, unpadded per-rank shares) and read through the combined
+ * loader in sequential mode — every task's batches, one task after another; the sums of every
+ * task are added over ranks in one collective, so each sample counts exactly once. */
+#include "train/trainer_tasks.h"
+
+#include <ddpc/alloc.h>
+
+#include <stdio.h>
+
+typedef struct {
+    ddpc_sampler *sampler[DDPC_MODEL_MAX_HEADS];
+    ddpc_loader *loader[DDPC_MODEL_MAX_HEADS];
+    ddpc_combined *combined;
+} eval_data;
+
+static void eval_data_free(eval_data *e, int n)
+{
+    ddpc_combined_destroy(e->combined);
+    for (int i = 0; i < n; i++) {
+        ddpc_loader_destroy(e->loader[i]);
+        ddpc_sampler_destroy(e->sampler[i]);
+    }
+}
+
+static ddpc_status eval_data_build(ddpc_trainer *t, eval_data *e)
+{
+    const struct ddpc__trainer_tasks *mt = t->tasks;
+    const char *names[DDPC_MODEL_MAX_HEADS];
+    for (int i = 0; i < mt->n; i++) {
+        const ddpc__task *k = &mt->task[i];
+        ddpc_sampler_config sc = ddpc_sampler_config_default();
+        sc.kind = DDPC_SAMPLER_CASE;
+        sc.rank = t->rank;
+        sc.world = t->world;
+        sc.size = ddpc_dataset_size(k->test);
+        DDPC_TRY(ddpc_sampler_create(&sc, &e->sampler[i]));
+        ddpc_loader_config lc = ddpc_loader_config_default();
+        lc.batch_size = k->eval_batch_size;
+        lc.num_workers = t->set.num_workers;
+        lc.prefetch_factor = t->set.prefetch_factor;
+        const ddpc_dataset *ds[1] = {k->test};
+        DDPC_TRY(ddpc_loader_create(ds, 1, e->sampler[i], &lc, &e->loader[i]));
+        names[i] = k->name;
+    }
+    return ddpc_combined_create(e->loader, names, mt->n, DDPC_COMBINED_SEQUENTIAL, &e->combined);
+}
+
+/* Runs this rank's shares; sums[4 * task + {0..3}] += {loss x targets, targets, correct, rows}. */
+static ddpc_status evaluate_shares(ddpc_trainer *t, bool limit, double *sums)
+{
+    eval_data e = {0};
+    ddpc_status st = eval_data_build(t, &e);
+    if (st == DDPC_OK)
+        st = ddpc_combined_start_epoch(e.combined, 0);
+    while (st == DDPC_OK) {
+        const ddpc_combined_step *step;
+        st = ddpc_combined_next(e.combined, &step);
+        if (st != DDPC_OK || !step)
+            break;
+        /* Batches past the limit are still read (sequential mode yields them), not run. */
+        if (limit && t->set.eval_batches > 0 && step->index >= t->set.eval_batches)
+            continue;
+        const ddpc_batch *b = step->batches[step->task];
+        ddpc_model_input in = {
+            .n = b->n, .x = b->x, .tokens = b->tokens, .targets = b->targets, .task = step->task};
+        ddpc_model_output out;
+        st = ddpc_model_forward(t->model, &in, false, &out);
+        if (st != DDPC_OK)
+            break;
+        double *s = sums + 4 * step->task;
+        s[0] += (double)out.loss * (double)out.n_valid;
+        s[1] += (double)out.n_valid;
+        s[2] += (double)out.n_correct;
+        s[3] += (double)b->n;
+    }
+    eval_data_free(&e, t->tasks->n);
+    return st;
+}
+
+ddpc_status ddpc__tasks_evaluate(ddpc_trainer *t, const char *split, bool limit)
+{
+    struct ddpc__trainer_tasks *mt = t->tasks;
+    double sums[4 * DDPC_MODEL_MAX_HEADS] = {0};
+    DDPC_TRY(evaluate_shares(t, limit, sums));
+    DDPC_TRY(ddpc__trainer_sum(t, sums, 4 * (size_t)mt->n));
+    for (int i = 0; i < mt->n; i++) {
+        const double *s = sums + 4 * i;
+        int64_t valid = (int64_t)s[1], correct = (int64_t)s[2], samples = (int64_t)s[3];
+        ddpc_eval_result r = {
+            .loss = valid ? s[0] / (double)valid : 0.0,
+            .accuracy = valid ? (double)correct / (double)valid : 0.0,
+            .samples = samples,
+        };
+        mt->task[i].last_eval = r;
+        if (i == 0)
+            t->last_eval = r;
+        char fields[320];
+        snprintf(fields, sizeof fields,
+                 "\"step\": %lld, \"split\": \"%s\", \"task\": \"%s\", \"eval_loss\": %.6f, "
+                 "\"eval_accuracy\": %.6f, \"eval_samples\": %lld",
+                 (long long)t->step, split, mt->task[i].name, r.loss, r.accuracy,
+                 (long long)samples);
+        ddpc__metrics_write(t, fields);
+        if (t->log)
+            fprintf(t->log,
+                    "eval %-4s step %6lld | task %-12s | loss %.4f | accuracy %.2f%% | "
+                    "%lld samples\n",
+                    split, (long long)t->step, mt->task[i].name, r.loss, 100.0 * r.accuracy,
+                    (long long)samples);
+    }
+    return DDPC_OK;
+}
+
+ddpc_status ddpc__tasks_predict(ddpc_trainer *t)
+{
+    if (t->rank != 0)
+        return DDPC_OK;
+    const struct ddpc__trainer_tasks *mt = t->tasks;
+    for (int i = 0; i < mt->n; i++) {
+        char file[64];
+        snprintf(file, sizeof file, "predictions_%s.csv", mt->task[i].name);
+        DDPC_TRY(ddpc__trainer_predict_classes(t, mt->task[i].test, i, file));
+    }
+    return DDPC_OK;
+}
