@@ -197,8 +197,10 @@ def main():
     torch.set_num_threads(1)
     sw = Sweep(a, rank, world)
     if rank == 0 and not a.json:
-        print(f"# coll_torch {a.coll} (gloo): {world} ranks, {a.iters} iters after {a.warmup} "
-              "warm-up, time = max over ranks of the mean per call")
+        fit = (f", more to last {a.min_ms} ms" if a.min_ms else "") + \
+            (f", fewer to fit {a.max_ms} ms" if a.max_ms else "")
+        print(f"# coll_torch {a.coll} (gloo): {world} ranks, {a.iters} iters{fit} after "
+              f"{a.warmup} warm-up; time = max over ranks of the mean per call")
         print(f"# {'size':>10}  {'count':>12}  {'type':>6}  {'redop':>6}  {'time':>10}  "
               f"{'algbw':>7}  {'busbw':>7}  {'#wrong':>6}")
         print(f"# {'(B)':>10}  {'(elements)':>12}  {'':>6}  {'':>6}  {'(us)':>10}  "

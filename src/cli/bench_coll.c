@@ -285,8 +285,10 @@ static void print_header(const sweep *s)
     printf("# ddpc bench %s: %d rank%s, backend %s, %ld iters", coll_names[o->coll],
            ddpc_pg_world_size(s->pg), ddpc_pg_world_size(s->pg) == 1 ? "" : "s",
            ddpc_backend_name(ddpc_pg_backend(s->pg)), o->iters);
-    if (o->min_ms > 0 || o->max_ms > 0)
-        printf(" (fitted to %ld..%ld ms per size)", o->min_ms, o->max_ms);
+    if (o->min_ms > 0)
+        printf(", more to last %ld ms", o->min_ms);
+    if (o->max_ms > 0)
+        printf(", fewer to fit %ld ms", o->max_ms);
     printf(" after %ld warm-up; time = max over ranks of the mean per call\n", o->warmup);
     printf("# %10s  %12s  %6s  %6s  %10s  %7s  %7s  %6s\n", "size", "count", "type", "redop",
            "time", "algbw", "busbw", "#wrong");
