@@ -2,7 +2,9 @@
 # ddp_bench.sh DDPC_BIN: data-parallel training throughput of ddpc (`ddpc run` + `ddpc bench step`,
 # shm backend) vs PyTorch 1.13 DDP (torchrun + bench/torch_ddp.py, gloo) on the same models, at 1
 # and 2 ranks of 1 thread each, all in one run. Prints a Markdown table on stdout (bench/README.md,
-# "Data-parallel training", explains the columns); the raw JSON lines go to stderr.
+# "Data-parallel training", explains the columns); the raw JSON lines go to stderr, each with
+# other_cpu, the share of the machine other processes used meanwhile (ddp_measure.py); the table
+# leaves out runs above 10% (DISTURBED=0.10) when a cleaner one of the same cell exists.
 # Environment: MODELS (default "gpt cnn"; also mlp), STEPS (20), WARMUP (3), REPEAT (3: each
 # measurement is taken REPEAT times, interleaved, and the median kept), PYTHON (/usr/bin/python3).
 set -euo pipefail
@@ -49,29 +51,18 @@ run_ddpc() {
     local cmd=("$DDPC" bench step "$HERE/configs/$1.yaml" num_threads=1 bench.steps="$STEPS"
                bench.warmup="$WARMUP")
     if [[ $2 -gt 1 ]]; then cmd=("$DDPC" run --nproc-per-node "$2" -- "${cmd[@]}"); fi
-    if ! "${cmd[@]}" >"$TMP/out" 2>"$TMP/err"; then
-        echo "$0: ddpc failed for $1 at $2 ranks: ${cmd[*]}" >&2
-        tail -n 20 "$TMP/err" >&2
-        return 1
-    fi
-    grep -h '^{' "$TMP/out" | tee -a "$3" >&2
+    "$PY" "$HERE/ddp_measure.py" "$3" -- "${cmd[@]}" ||
+        { echo "$0: ddpc failed for $1 at $2 ranks: ${cmd[*]}" >&2; return 1; }
 }
 
 # run_torch MODEL RANKS OUTFILE: appends torch_ddp.py's JSON line (rank 0's) to OUTFILE.
-# torchrun 1.13 under Python 3.11 needs --redirects/--tee (PEERS.md); --tee prefixes the lines.
+# torchrun 1.13 under Python 3.11 needs --redirects/--tee (PEERS.md).
 run_torch() {
     local cmd=("$PY" -m torch.distributed.run --nproc_per_node "$2" --master_addr 127.0.0.1
                --master_port "$(free_port)" --redirects 1:2 --tee 1:2
                "$HERE/torch_ddp.py" "$1" --threads 1 --steps "$STEPS" --warmup "$WARMUP")
-    if ! env ATEN_CPU_CAPABILITY="$CAP" timeout 600 "${cmd[@]}" >"$TMP/out" 2>"$TMP/err"; then
-        echo "$0: PyTorch DDP failed for $1 at $2 ranks: ${cmd[*]}" >&2
-        # The workers' own lines (torchrun prefixes them [defaultN]) say why; else torchrun's.
-        local why
-        why=$(grep -h '^\[default' "$TMP/out" "$TMP/err" | tail -n 20) || why=$(tail -n 20 "$TMP/err")
-        echo "$why" >&2
-        return 1
-    fi
-    grep -ho '{"impl".*' "$TMP/out" | tee -a "$3" >&2
+    ATEN_CPU_CAPABILITY="$CAP" timeout 600 "$PY" "$HERE/ddp_measure.py" "$3" -- "${cmd[@]}" ||
+        { echo "$0: PyTorch DDP failed for $1 at $2 ranks: ${cmd[*]}" >&2; return 1; }
 }
 
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min)" >&2
@@ -85,5 +76,5 @@ for ((i = 1; i <= REPEAT; i++)); do
     done
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min)" >&2
-"$PY" "$HERE/ddp_table.py" "$TMP" $MODELS || failed=1
+DISTURBED=${DISTURBED:-0.10} "$PY" "$HERE/ddp_table.py" "$TMP" $MODELS || failed=1
 exit "$failed"

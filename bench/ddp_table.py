@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Table of bench/ddp_bench.sh: reads DIR/{ddpc,torch}_MODEL_{1,2}.jsonl (one JSON line per
 repeat) and prints the Markdown table of bench/README.md, "Data-parallel training", then the
-issue's two GPT targets. Each figure is the median over the repeats.
+issue's two GPT targets. Each figure is the median over the repeats of its cell, leaving out runs
+during which other processes used more than DISTURBED (environment, default 0.10) of the machine
+(their other_cpu field, from ddp_measure.py) as long as the cell keeps at least one run.
 
     ddp_table.py DIR MODEL [MODEL ...]
 """
@@ -17,6 +19,29 @@ def load(path):
         return []
     with open(path) as f:
         return [json.loads(line) for line in f if line.startswith("{")]
+
+
+def undisturbed(rows, limit):
+    """The runs no other process disturbed beyond limit, or all of them if none is left."""
+    kept = [r for r in rows if r.get("other_cpu", 0.0) <= limit]
+    return kept or rows
+
+
+def load_cells(d_dir, model, limit, notes):
+    """{(impl, ranks): undisturbed runs} for one model; what was left out goes to notes."""
+    rows = {}
+    for impl in ("ddpc", "torch"):
+        for n in (1, 2):
+            got = load(os.path.join(d_dir, f"{impl}_{model}_{n}.jsonl"))
+            rows[impl, n] = undisturbed(got, limit)
+            dropped = len(got) - len(rows[impl, n])
+            if dropped:
+                notes.append(f"{impl} {model} {n} rank(s): {dropped} of {len(got)} runs left out "
+                             f"(other processes used more than {limit:.0%} of the machine)")
+            elif got and any(r.get("other_cpu", 0.0) > limit for r in got):
+                notes.append(f"{impl} {model} {n} rank(s): every run was disturbed (other "
+                             f"processes above {limit:.0%}); its figures are unreliable")
+    return rows
 
 
 def med(rows, key):
@@ -54,10 +79,10 @@ def main():
           "| ddpc step ms | PyTorch step ms | ddpc scaling | PyTorch scaling "
           "| ddpc exposed / all-reduce per step | PyTorch exposed / all-reduce |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    verdicts = []
+    verdicts, notes = [], []
+    limit = float(os.environ.get("DISTURBED", "0.10"))
     for m in models:
-        rows = {(impl, n): load(os.path.join(d_dir, f"{impl}_{m}_{n}.jsonl"))
-                for impl in ("ddpc", "torch") for n in (1, 2)}
+        rows = load_cells(d_dir, m, limit, notes)
         thr = {k: throughput(v, m) for k, v in rows.items()}
         for n in (1, 2):
             d, p = thr["ddpc", n], thr["torch", n]
@@ -80,8 +105,8 @@ def main():
             verdicts.append(f"GPT ddpc / PyTorch DDP at 2 ranks: {fmt(ratio, '.2f')}x (target >= "
                             f"1.5x: {'met' if ratio is not None and ratio >= 1.5 else 'NOT met'})")
     n_runs = len(load(os.path.join(d_dir, f"ddpc_{models[0]}_1.jsonl")))
-    print(f"\nMedian of {n_runs} interleaved run(s) per cell.")
-    for v in verdicts:
+    print(f"\nMedian of up to {n_runs} interleaved run(s) per cell.")
+    for v in notes + verdicts:
         print(v)
 
 

@@ -2,7 +2,8 @@
 # `ddpc bench step` under `ddpc run`: data-parallel steps go through the reducer (buckets and
 # communication reported, following ddp.bucket_cap_mb), only rank 0 prints, global throughput is
 # world x per-rank; one process reports world 1 and no communication. Then bench/ddp_bench.sh's
-# refusal without PyTorch and bench/ddp_table.py's arithmetic on fixed inputs. Times nothing.
+# refusal without PyTorch, bench/ddp_table.py's arithmetic on fixed inputs and
+# bench/ddp_measure.py's bookkeeping. Asserts no timing.
 # usage: cli_bench_dist.sh DDPC_BIN SOURCE_DIR
 set -u
 ddpc=$1
@@ -62,7 +63,8 @@ check "ddp_bench.sh says PyTorch is missing" grep -q "PyTorch is missing" "$tmp/
 # (83.3%), ratio 1.90; exposed 2 of 8 ms (25%).
 d=$tmp/table
 mkdir -p "$d"
-echo '{"global_tokens_per_s": 1000.0, "median_step_ms": 1024}' >"$d/ddpc_gpt_1.jsonl"
+printf '%s\n%s\n' '{"global_tokens_per_s": 100.0, "median_step_ms": 9999, "other_cpu": 0.5}' \
+    '{"global_tokens_per_s": 1000.0, "median_step_ms": 1024, "other_cpu": 0.01}' >"$d/ddpc_gpt_1.jsonl"
 echo '{"global_tokens_per_s": 1900.0, "median_step_ms": 1078, "exposed_comm_mean_ms": 2.0, "comm_mean_ms": 8.0}' >"$d/ddpc_gpt_2.jsonl"
 echo '{"global_tokens_per_s": 600.0, "median_step_ms": 1700}' >"$d/torch_gpt_1.jsonl"
 printf '%s\n%s\n%s\n' '{"global_tokens_per_s": 900.0, "exposed_comm_mean_ms": 9.0, "allreduce_ms": 30.0}' \
@@ -76,6 +78,17 @@ check "table: 2-rank row (ratio, both efficiencies, both comm cells)" grep -qF \
 check "table: both targets judged" \
     grep -qE "weak scaling 1 -> 2 ranks: 95.0% \(target >= 90%: met\)" "$tmp/table.md"
 check "table: ratio target judged" grep -qF "1.90x (target >= 1.5x: met)" "$tmp/table.md"
+check "table: a disturbed run is left out and said so" \
+    grep -qF "ddpc gpt 1 rank(s): 1 of 2 runs left out" "$tmp/table.md"
+
+# ddp_measure.py: appends the command's JSON line with other_cpu; a failing command fails.
+/usr/bin/python3 "$src/bench/ddp_measure.py" "$tmp/m.jsonl" -- \
+    sh -c 'echo "[default0]:{\"x\": 1}"' 2>/dev/null
+check "ddp_measure.py records the JSON line and other_cpu" \
+    grep -qE '^\{"x": 1, "other_cpu": [0-9.]+\}$' "$tmp/m.jsonl"
+/usr/bin/python3 "$src/bench/ddp_measure.py" "$tmp/m.jsonl" -- sh -c 'echo oops; exit 3' 2>"$tmp/m.err"
+check "ddp_measure.py passes a failure on, with its output" \
+    test $? -eq 3 -a "$(wc -l <"$tmp/m.jsonl")" -eq 1 -a "$(cat "$tmp/m.err")" = oops
 
 if [ $failed -ne 0 ]; then tail -n 5 "$tmp"/*.err "$tmp"/*.json "$tmp/table.md"; fi
 echo "$passed passed, $failed failed"
