@@ -1,4 +1,4 @@
-/* Reduction kernels shared by the backends, and the bf16/f16 <-> f32 conversions.
+/* Reduction kernels shared by the backends (16-bit floats convert through core/half.c).
  * Invariant: a reduction of n inputs is evaluated strictly left to right, srcs[0] op srcs[1] op
  * ... op srcs[n-1], element by element, so every rank that reduces the same inputs gets the same
  * bits. bf16/f16 accumulate in f32 and round once (nearest even). Integer SUM wraps around in its
@@ -9,57 +9,9 @@
 #include <ddpc/half.h>
 
 #include <string.h>
-#ifdef __F16C__
-#include <immintrin.h>
-#endif
 
 enum { CHUNK = 1024 }; /* elements per pass: 4 KiB of f32 stays in L1 across the n inputs */
 
-
-/* ---- 16-bit float chunks <-> f32 ---- */
-
-static void bf16_load(float *restrict out, const uint16_t *restrict in, size_t m)
-{
-    for (size_t i = 0; i < m; i++) {
-        uint32_t u = (uint32_t)in[i] << 16;
-        memcpy(out + i, &u, sizeof u);
-    }
-}
-
-static void bf16_store(uint16_t *restrict out, const float *restrict in, size_t m)
-{
-    for (size_t i = 0; i < m; i++) {
-        uint32_t u;
-        memcpy(&u, in + i, sizeof u);
-        uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-        uint32_t nan = (u >> 16) | 0x0040u;
-        out[i] = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
-    }
-}
-
-static void f16_load(float *restrict out, const uint16_t *restrict in, size_t m)
-{
-    size_t i = 0;
-#ifdef __F16C__
-    for (; i + 8 <= m; i += 8)
-        _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(in + i))));
-#endif
-    for (; i < m; i++)
-        out[i] = ddpc_f16_to_f32(in[i]);
-}
-
-static void f16_store(uint16_t *restrict out, const float *restrict in, size_t m)
-{
-    size_t i = 0;
-#ifdef __F16C__
-    for (; i + 8 <= m; i += 8) {
-        __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT);
-        _mm_storeu_si128((__m128i *)(out + i), h);
-    }
-#endif
-    for (; i < m; i++)
-        out[i] = ddpc_f32_to_f16(in[i]);
-}
 
 /* ---- element-wise kernels: d = a op b (bin) and d = d op b (acc), AVG accumulates as SUM ---- */
 
@@ -147,18 +99,18 @@ static void half_many(uint16_t *dst, const void *const *srcs, int n, size_t coun
             const uint16_t *s = (const uint16_t *)srcs[k] + base;
             float *into = k == 0 ? acc : tmp;
             if (bf16)
-                bf16_load(into, s, m);
+                ddpc_half_to_f32_array(into, s, m, 1);
             else
-                f16_load(into, s, m);
+                ddpc_half_to_f32_array(into, s, m, 0);
             if (k > 0)
                 f32_acc(acc, tmp, m, op);
         }
         if (op == DDPC_REDUCE_AVG)
             f32_div(acc, m, n);
         if (bf16)
-            bf16_store(dst + base, acc, m);
+            ddpc_f32_to_half_array(dst + base, acc, m, 1);
         else
-            f16_store(dst + base, acc, m);
+            ddpc_f32_to_half_array(dst + base, acc, m, 0);
     }
 }
 
