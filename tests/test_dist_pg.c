@@ -238,16 +238,28 @@ static void test_async_world1(void)
     ddpc_work_destroy(w);
     CHECK_EQ_INT(ddpc_pg_ibarrier(pg, &w), DDPC_OK);
     CHECK_EQ_INT(ddpc_pg_ibroadcast(pg, b, 8, DDPC_DTYPE_F64, 0, &w2), DDPC_OK);
+    /* Both handles are in use, so no spare one is left: the next needs an allocation. */
+    ddpc_work *w3 = NULL;
+    ddpc_alloc_fail_after(0);
+    CHECK_EQ_INT(ddpc_pg_iall_gather(pg, a, b, 8, DDPC_DTYPE_F64, &w3), DDPC_ENOMEM);
+    ddpc_alloc_fail_after(-1);
+    CHECK(w3 == NULL);
+    CHECK_EQ_INT(ddpc_pg_seq(pg), 3);
     ddpc_work_destroy(w); /* destroy without wait */
     ddpc_work_destroy(w2);
     ddpc_work_destroy(NULL);
     CHECK_EQ_INT(ddpc_work_wait(NULL), DDPC_EINVAL);
-    ddpc_alloc_fail_after(0);
-    CHECK_EQ_INT(ddpc_pg_iall_gather(pg, a, b, 8, DDPC_DTYPE_F64, &w), DDPC_ENOMEM);
-    ddpc_alloc_fail_after(-1);
-    CHECK(w == NULL);
-    CHECK_EQ_INT(ddpc_pg_seq(pg), 3);
+    /* Destroyed handles are reused: issuing again allocates nothing. */
+    int64_t allocs = ddpc_alloc_total();
+    CHECK_EQ_INT(ddpc_pg_iall_gather(pg, a, b, 8, DDPC_DTYPE_F64, &w3), DDPC_OK);
+    CHECK_EQ_INT(ddpc_work_wait(w3), DDPC_OK);
+    CHECK_EQ_INT(ddpc_alloc_total(), allocs);
+    ddpc_work_destroy(w3);
+    /* A handle kept past its group's destroy stays valid and frees itself. */
+    CHECK_EQ_INT(ddpc_pg_ibarrier(pg, &w3), DDPC_OK);
     ddpc_pg_destroy(pg);
+    CHECK_EQ_INT(ddpc_work_wait(w3), DDPC_OK);
+    ddpc_work_destroy(w3);
 }
 
 static void test_async_in_order_then_blocking(void)

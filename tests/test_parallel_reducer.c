@@ -247,6 +247,63 @@ static void test_repeat_is_bitwise_identical(void)
     ddpc_free(b);
 }
 
+/* A DDP step (forward, backward launching async bucket all-reduces, finish, optimizer step)
+ * allocates nothing once warmed up: work handles are reused by the process group. */
+static int rank_no_alloc(int rank, int world, void *ctx)
+{
+    (void)ctx;
+    ddpc_dist_env env;
+    ddpc_pg *pg = NULL;
+    ddpc_reducer *red = NULL;
+    ddpc_dataset *ds = NULL;
+    ddpc_model *m = make_model(6);
+    ddpc_optim *o = make_optim(DDPC_OPTIM_SGD, ddpc_model_num_params(m));
+    ddpc_reducer_config rc = ddpc_reducer_config_default();
+    rc.bucket_cap_mb = rc.first_bucket_mb = 1e-4; /* one bucket per tensor: many handles */
+    if (ddpc_dist_env_discover(&env) != DDPC_OK || ddpc_pg_create(&env, NULL, &pg) != DDPC_OK ||
+        ddpc_reducer_create(pg, m, &rc, &red) != DDPC_OK ||
+        ddpc_dataset_synthetic_images_create(&ds, SAMPLES, 1, 6, 6, 5, 3) != DDPC_OK) {
+        fprintf(stderr, "rank %d: %s\n", rank, ddpc_last_error());
+        return 1;
+    }
+    float x[8 * 36];
+    int32_t y[8];
+    int64_t idx[8];
+    int64_t before = 0;
+    int rc_all = 0;
+    for (int step = 0; step < 8; step++) {
+        if (step == 3)
+            before = ddpc_alloc_total();
+        for (int i = 0; i < 8; i++)
+            idx[i] = (step * 8 * world + rank * 8 + i) % SAMPLES;
+        ddpc_model_input in = {.n = 8, .x = x, .targets = y};
+        ddpc_model_output out;
+        ddpc_model_zero_grad(m);
+        ddpc_reducer_prepare(red, true);
+        rc_all |= ddpc_dataset_get_batch(ds, idx, 8, x, NULL, y) != DDPC_OK;
+        rc_all |= ddpc_model_forward(m, &in, true, &out) != DDPC_OK;
+        rc_all |= ddpc_model_backward(m, 1.0f) != DDPC_OK;
+        rc_all |= ddpc_reducer_finish(red) != DDPC_OK;
+        ddpc_optim_step(o, ddpc_model_params(m), ddpc_model_grads(m), ddpc_model_decay_mask(m), 0.1f);
+    }
+    int64_t grown = ddpc_alloc_total() - before;
+    if (grown != 0) {
+        fprintf(stderr, "rank %d: %lld allocations in 5 warm DDP steps\n", rank, (long long)grown);
+        rc_all = 1;
+    }
+    ddpc_reducer_destroy(red);
+    ddpc_optim_destroy(o);
+    ddpc_model_destroy(m);
+    ddpc_dataset_destroy(ds);
+    ddpc_pg_destroy(pg);
+    return rc_all;
+}
+
+static void test_warm_ddp_step_allocates_nothing(void)
+{
+    CHECK_EQ_INT(spawn_ranks(2, 30.0, rank_no_alloc, NULL), 0);
+}
+
 static void test_mismatched_replicas_fail_clearly(void)
 {
     job j = base_job(DDPC_OPTIM_SGD);
@@ -262,6 +319,7 @@ int main(void)
     RUN_TEST(test_grad_accumulation_matches);
     RUN_TEST(test_tiny_buckets_and_bf16_compression);
     RUN_TEST(test_repeat_is_bitwise_identical);
+    RUN_TEST(test_warm_ddp_step_allocates_nothing);
     RUN_TEST(test_mismatched_replicas_fail_clearly);
     return check_summary();
 }

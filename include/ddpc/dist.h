@@ -161,7 +161,9 @@ ddpc_status ddpc_work_test(ddpc_work *work, bool *done);
 /* Seconds the collective itself ran (from the moment it started executing, after any work queued
  * before it, to its completion); 0 until done. */
 double ddpc_work_seconds(const ddpc_work *work);
-/* Waits if still running, then frees the handle. NULL is a no-op. */
+/* Waits if still running, then releases the handle: the group keeps it for its next async call
+ * (so a warm training step allocates nothing), or frees it when the group is already destroyed.
+ * Not concurrently with ddpc_pg_destroy. NULL is a no-op. */
 void ddpc_work_destroy(ddpc_work *work);
 
 #ifdef __cplusplus

@@ -121,6 +121,7 @@ void ddpc_pg_destroy(ddpc_pg *pg)
     if (!pg)
         return;
     ddpc__pg_stop_thread(pg);
+    ddpc__pg_release_handles(pg);
     if (pg->ops)
         pg->ops->destroy(pg->state);
     pthread_cond_destroy(&pg->done_cv);

@@ -102,15 +102,62 @@ ddpc_status ddpc__pg_run_blocking(ddpc_pg *pg, ddpc__coll *coll)
     return DDPC_OK;
 }
 
+/* A handle from the spare list, or a new one; linked into the group's live list. */
+static ddpc_work *take_handle(ddpc_pg *pg)
+{
+    pthread_mutex_lock(&pg->mu);
+    ddpc_work *w = pg->spare;
+    if (w)
+        pg->spare = w->next;
+    pthread_mutex_unlock(&pg->mu);
+    if (!w && !(w = ddpc_malloc(sizeof *w)))
+        return NULL;
+    pthread_mutex_lock(&pg->mu);
+    w->live_prev = NULL;
+    w->live_next = pg->live;
+    if (pg->live)
+        pg->live->live_prev = w;
+    pg->live = w;
+    pthread_mutex_unlock(&pg->mu);
+    return w;
+}
+
+/* Unlinks a finished handle from the live list and keeps it for reuse. */
+static void return_handle(ddpc_pg *pg, ddpc_work *w)
+{
+    pthread_mutex_lock(&pg->mu);
+    if (w->live_prev)
+        w->live_prev->live_next = w->live_next;
+    else
+        pg->live = w->live_next;
+    if (w->live_next)
+        w->live_next->live_prev = w->live_prev;
+    w->next = pg->spare;
+    pg->spare = w;
+    pthread_mutex_unlock(&pg->mu);
+}
+
+void ddpc__pg_release_handles(ddpc_pg *pg)
+{
+    for (ddpc_work *w = pg->live; w; w = w->live_next)
+        w->pg = NULL; /* done (the comm thread has drained); the caller frees it */
+    pg->live = NULL;
+    while (pg->spare) {
+        ddpc_work *w = pg->spare;
+        pg->spare = w->next;
+        ddpc_free(w);
+    }
+}
+
 ddpc_status ddpc__pg_submit(ddpc_pg *pg, const ddpc__coll *coll, ddpc_work **work)
 {
-    ddpc_work *w = ddpc_malloc(sizeof *w);
+    ddpc_work *w = take_handle(pg);
     if (!w)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory allocating a work handle for %s #%llu",
                            ddpc__coll_name(coll->kind), (unsigned long long)coll->seq);
     ddpc_status s = start_thread(pg);
     if (s != DDPC_OK) {
-        ddpc_free(w);
+        return_handle(pg, w);
         return s;
     }
     w->coll = *coll;
@@ -168,5 +215,8 @@ void ddpc_work_destroy(ddpc_work *work)
     if (!work)
         return;
     wait_done(work->pg, work);
-    ddpc_free(work);
+    if (work->pg)
+        return_handle(work->pg, work);
+    else
+        ddpc_free(work);
 }

@@ -14,12 +14,13 @@
 enum { DDPC__PG_MSG_CAP = 1024 };
 
 struct ddpc_work {
-    ddpc_pg *pg; /* only dereferenced while the work is not done */
+    ddpc_pg *pg; /* NULL once the group is destroyed (the handle then owns itself) */
     ddpc__coll coll;
     ddpc_status status;
     double seconds;         /* how long the collective ran, set before done */
     atomic_bool done;       /* set (release) after status and msg; never cleared */
-    struct ddpc_work *next; /* queue link, guarded by pg->mu */
+    struct ddpc_work *next; /* queue or spare-list link, guarded by pg->mu */
+    struct ddpc_work *live_prev, *live_next; /* the group's handles in use, guarded by pg->mu */
     char msg[DDPC__PG_MSG_CAP];
 };
 
@@ -38,6 +39,9 @@ struct ddpc_pg {
     pthread_cond_t work_cv; /* comm thread: work queued or stopping */
     pthread_cond_t done_cv; /* waiters: some work completed */
     struct ddpc_work *head, *tail;
+    /* Handles the caller holds (orphaned at destroy) and destroyed ones kept for reuse, so that
+     * async collectives allocate nothing after warm-up (a DDP step issues one per bucket). */
+    struct ddpc_work *live, *spare;
     int pending; /* queued or running on the comm thread */
     bool thread_started, stopping;
     pthread_t thread;
@@ -52,6 +56,10 @@ ddpc_status ddpc__pg_create_with(const ddpc_dist_env *env, ddpc_backend backend,
  * deadline, calls the backend (or the local copy for world size 1) and records a failure. On
  * error the message is this thread's last error. */
 ddpc_status ddpc__pg_execute(ddpc_pg *pg, ddpc__coll *coll);
+
+/* At destroy, after the comm thread stopped: orphans the handles the caller still holds (they
+ * free themselves on ddpc_work_destroy) and frees the spare ones. */
+void ddpc__pg_release_handles(ddpc_pg *pg);
 
 /* Runs `coll` in issue order: inline when nothing is pending, else queued behind the async work
  * and waited for. */
