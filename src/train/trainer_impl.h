@@ -62,7 +62,6 @@ struct ddpc_trainer {
     int64_t max_batch, sample_floats, tokens_per_sample;
     float *x;
     int32_t *tokens, *targets;
-    int64_t *idx;
     int64_t *perm; /* (train size) bench order */
     FILE *metrics;
     int64_t step;

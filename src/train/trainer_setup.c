@@ -213,9 +213,8 @@ ddpc_status ddpc__trainer_build_model(ddpc_trainer *t)
     t->x = images ? ddpc_malloc((size_t)(n * t->sample_floats) * sizeof(float)) : NULL;
     t->tokens = images ? NULL : ddpc_malloc((size_t)(n * t->tokens_per_sample) * sizeof(int32_t));
     t->targets = ddpc_malloc((size_t)(n * t->tokens_per_sample) * sizeof(int32_t));
-    t->idx = ddpc_malloc((size_t)n * sizeof(int64_t));
     t->perm = ddpc_malloc((size_t)ddpc_dataset_size(t->train) * sizeof(int64_t));
-    if ((images && !t->x) || (!images && !t->tokens) || !t->targets || !t->idx || !t->perm)
+    if ((images && !t->x) || (!images && !t->tokens) || !t->targets || !t->perm)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory for batch buffers of %lld samples", (long long)n);
     return DDPC_OK;
 }
@@ -262,7 +261,6 @@ void ddpc_trainer_destroy(ddpc_trainer *t)
     ddpc_free(t->x);
     ddpc_free(t->tokens);
     ddpc_free(t->targets);
-    ddpc_free(t->idx);
     ddpc_free(t->perm);
     ddpc_optim_destroy(t->opt);
     ddpc_model_destroy(t->model);
