@@ -41,6 +41,12 @@ unset OMP_WAIT_POLICY
 
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
+# Times both sides' sgemm calls (ddpc: cblas_sgemm, PyTorch: sgemm_) in the same runs.
+CC=${CC:-cc}
+"$CC" -O2 -shared -fPIC "$HERE/gemm_timer.c" -o "$TMP/gemm_timer.so" -ldl ||
+    { echo "$0: cannot build $HERE/gemm_timer.c with $CC" >&2; exit 2; }
+MEASURE=("$PY" "$HERE/ddp_measure.py")
+TIMER=(--gemm-timer "$TMP/gemm_timer.so" --steps $((STEPS + WARMUP)))
 
 free_port() {
     "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -51,7 +57,7 @@ run_ddpc() {
     local cmd=("$DDPC" bench step "$HERE/configs/$1.yaml" num_threads=1 bench.steps="$STEPS"
                bench.warmup="$WARMUP")
     if [[ $2 -gt 1 ]]; then cmd=("$DDPC" run --nproc-per-node "$2" -- "${cmd[@]}"); fi
-    "$PY" "$HERE/ddp_measure.py" "$3" -- "${cmd[@]}" ||
+    "${MEASURE[@]}" "$3" "${TIMER[@]}" -- "${cmd[@]}" ||
         { echo "$0: ddpc failed for $1 at $2 ranks: ${cmd[*]}" >&2; return 1; }
 }
 
@@ -61,7 +67,7 @@ run_torch() {
     local cmd=("$PY" -m torch.distributed.run --nproc_per_node "$2" --master_addr 127.0.0.1
                --master_port "$(free_port)" --redirects 1:2 --tee 1:2
                "$HERE/torch_ddp.py" "$1" --threads 1 --steps "$STEPS" --warmup "$WARMUP")
-    ATEN_CPU_CAPABILITY="$CAP" timeout 600 "$PY" "$HERE/ddp_measure.py" "$3" -- "${cmd[@]}" ||
+    ATEN_CPU_CAPABILITY="$CAP" timeout 600 "${MEASURE[@]}" "$3" "${TIMER[@]}" -- "${cmd[@]}" ||
         { echo "$0: PyTorch DDP failed for $1 at $2 ranks: ${cmd[*]}" >&2; return 1; }
 }
 

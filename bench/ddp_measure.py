@@ -10,13 +10,19 @@ so ddp_table.py can leave out runs that shared the cores with someone else (on a
 any other busy process distorts a 2-rank run). Exits with the command's status; on failure the
 command's last output lines go to stderr.
 
-    ddp_measure.py OUTFILE -- COMMAND [ARGS...]
+With --gemm-timer SO --steps N, the command runs with SO (bench/gemm_timer.c) preloaded, and the
+line also gets the mean per process and per step (N = warm-up + timed steps) of the time spent in
+sgemm (gemm_ms; gemm_small_ms of it in GEMMs under 2^24 multiply-adds, the attention's), the GEMM
+calls per step (gemm_calls) and how many processes made GEMMs (gemm_procs: the ranks).
+
+    ddp_measure.py OUTFILE [--gemm-timer SO --steps N] -- COMMAND [ARGS...]
 """
 import json
 import os
 import resource
 import subprocess
 import sys
+import tempfile
 
 
 def cpu_jiffies():
@@ -46,14 +52,56 @@ def last_json(text):
     return found
 
 
-def main():
-    if len(sys.argv) < 4 or sys.argv[2] != "--":
+def parse_args(argv):
+    """(outfile, gemm timer .so or None, steps per process, command) from argv."""
+    if len(argv) < 4 or "--" not in argv:
         sys.exit(__doc__)
-    out, cmd = sys.argv[1], sys.argv[3:]
+    sep = argv.index("--")
+    out, opts, cmd = argv[1], argv[2:sep], argv[sep + 1:]
+    so, steps = None, 0
+    while opts:
+        if len(opts) < 2 or opts[0] not in ("--gemm-timer", "--steps"):
+            sys.exit(__doc__)
+        if opts[0] == "--gemm-timer":
+            so = opts[1]
+        else:
+            steps = int(opts[1])
+        opts = opts[2:]
+    if not cmd or (so and steps < 1):
+        sys.exit(__doc__)
+    return out, so, steps, cmd
+
+
+def gemm_fields(path, steps):
+    """Per-process, per-step means of the gemm_timer lines in path ({} when there are none)."""
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        procs = [json.loads(line) for line in f if line.startswith("{")]
+    if not procs:
+        return {}
+    n = len(procs)
+    return {
+        "gemm_ms": round(1e3 * sum(p["gemm_s"] for p in procs) / n / steps, 3),
+        "gemm_small_ms": round(1e3 * sum(p["small_s"] for p in procs) / n / steps, 3),
+        "gemm_calls": round(sum(p["calls"] for p in procs) / n / steps, 1),
+        "gemm_procs": n,
+    }
+
+
+def main():
+    out, so, steps, cmd = parse_args(sys.argv)
+    env = dict(os.environ)
+    timer_out = None
+    if so:
+        fd, timer_out = tempfile.mkstemp(suffix=".jsonl")
+        os.close(fd)
+        env["LD_PRELOAD"] = " ".join(x for x in (so, env.get("LD_PRELOAD", "")) if x)
+        env["GEMM_TIMER_OUT"] = timer_out
     hz = os.sysconf("SC_CLK_TCK")
     busy0, total0 = cpu_jiffies()
     own0 = children_cpu_s()
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     busy1, total1 = cpu_jiffies()
     own = children_cpu_s() - own0
     result = last_json(p.stdout) if p.returncode == 0 else None
@@ -66,6 +114,9 @@ def main():
     total_s = (total1 - total0) / hz
     other = max(0.0, (busy1 - busy0) / hz - own) / total_s if total_s > 0 else 0.0
     result["other_cpu"] = round(other, 4)
+    if timer_out:
+        result.update(gemm_fields(timer_out, steps))
+        os.unlink(timer_out)
     line = json.dumps(result)
     with open(out, "a") as f:
         f.write(line + "\n")

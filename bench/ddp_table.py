@@ -61,6 +61,13 @@ def throughput(rows, model):
     return med(rows, "global_tokens_per_s" if model == "gpt" else "global_samples_per_s")
 
 
+def gemm_cell(rows):
+    """Median time per step and rank in sgemm (gemm_timer.c), the attention's small GEMMs in
+    parentheses."""
+    total, small = med(rows, "gemm_ms"), med(rows, "gemm_small_ms")
+    return "n/a" if total is None else f"{total:.1f} ({small:.1f})"
+
+
 def comm_cells(d, p):
     """Mean exposed communication per step over the communication it is compared with: ddpc's
     bucket all-reduces on the comm thread; a blocking gloo all-reduce of all gradients."""
@@ -76,9 +83,10 @@ def main():
         sys.exit(__doc__)
     d_dir, models = sys.argv[1], sys.argv[2:]
     print("| model | ranks | ddpc samples/s (tok/s for gpt) | PyTorch DDP | ddpc/PyTorch "
-          "| ddpc step ms | PyTorch step ms | ddpc scaling | PyTorch scaling "
+          "| ddpc step ms | PyTorch step ms | ddpc sgemm ms | PyTorch sgemm ms "
+          "| ddpc scaling | PyTorch scaling "
           "| ddpc exposed / all-reduce per step | PyTorch exposed / all-reduce |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     verdicts, notes = [], []
     limit = float(os.environ.get("DISTURBED", "0.10"))
     for m in models:
@@ -96,6 +104,7 @@ def main():
             print(f"| {m} | {n} | {fmt(d)} | {fmt(p)} | {fmt(div(d, p), '.2f')} "
                   f"| {fmt(med(rows['ddpc', n], 'median_step_ms'))} "
                   f"| {fmt(med(rows['torch', n], 'median_step_ms'))} "
+                  f"| {gemm_cell(rows['ddpc', n])} | {gemm_cell(rows['torch', n])} "
                   f"| {eff_d} | {eff_p} | {dcomm} | {pcomm} |")
         if m == "gpt":
             eff = div(thr["ddpc", 2], None if thr["ddpc", 1] is None else 2 * thr["ddpc", 1])
@@ -104,6 +113,12 @@ def main():
                             f"{'met' if eff is not None and eff >= 0.9 else 'NOT met'})")
             verdicts.append(f"GPT ddpc / PyTorch DDP at 2 ranks: {fmt(ratio, '.2f')}x (target >= "
                             f"1.5x: {'met' if ratio is not None and ratio >= 1.5 else 'NOT met'})")
+            gemm = med(rows["ddpc", 2], "gemm_ms")
+            ceiling = div(med(rows["torch", 2], "median_step_ms"), gemm)
+            if ceiling is not None:
+                verdicts.append(f"GPT ceiling: PyTorch DDP's 2-rank step / ddpc's sgemm time per "
+                                f"step ({gemm:.1f} ms) = {ceiling:.2f}x, the ratio ddpc would "
+                                f"reach if it spent no time outside sgemm")
     n_runs = len(load(os.path.join(d_dir, f"ddpc_{models[0]}_1.jsonl")))
     print(f"\nMedian of up to {n_runs} interleaved run(s) per cell.")
     for v in notes + verdicts:
