@@ -5,15 +5,7 @@
 set -u
 ddpc=$1
 src=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-check() { # name, command...
-    local name=$1
-    shift
-    if "$@"; then passed=$((passed + 1)); echo "ok   $name"; else failed=$((failed + 1)); echo "FAIL $name"; fi
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib/check.sh"
 
 common=(data.type=synthetic_images data.size=512 data.batch_size=32 epochs=2 log_every=4 num_threads=1)
 "$ddpc" train "$src/configs/fmnist_mlp.yaml" "${common[@]}" run_dir="$tmp/a" weights_out="$tmp/a.safetensors" >"$tmp/a.log" 2>&1
@@ -44,5 +36,4 @@ check "gpt predict writes prompt + 20 bytes" test "$(wc -c <"$tmp/h/samples.txt"
 "$ddpc" bench step "$src/configs/fmnist_mlp.yaml" data.type=synthetic_images data.size=256 bench.steps=3 bench.warmup=1 num_threads=1 >"$tmp/bench.json" 2>&1
 check "bench prints one JSON line" grep -q '"median_step_ms": [0-9]' "$tmp/bench.json"
 if [ $failed -ne 0 ]; then tail -n 5 "$tmp"/*.log; fi
-echo "$passed passed, $failed failed"
-[ $failed -eq 0 ]
+summary
