@@ -244,9 +244,8 @@ static void test_bad_arguments(void)
     CHECK_EQ_INT(ddpc_dataset_synthetic_images_create(&d, 0, 1, 1, 1, 2, 0, true), DDPC_EINVAL);
     CHECK_EQ_INT(ddpc_dataset_synthetic_images_create(&d, 4, 1, 1, 1, 1, 0, true), DDPC_EINVAL);
     CHECK_EQ_INT(ddpc_dataset_synthetic_images_create(&d, 4, 1, 1, 1, 257, 0, true), DDPC_EINVAL);
-    CHECK_EQ_INT(
-        ddpc_dataset_synthetic_images_create(&d, 1 << 20, 1 << 20, 1 << 20, 1, 2, 0, true),
-        DDPC_EINVAL);
+    CHECK_EQ_INT(ddpc_dataset_synthetic_images_create(&d, 1 << 20, 1 << 20, 1 << 20, 1, 2, 0, true),
+                 DDPC_EINVAL);
     CHECK_EQ_INT(ddpc_dataset_synthetic_tokens_create(&d, 10, 1, 4, 0, true), DDPC_EINVAL);
     CHECK_EQ_INT(ddpc_dataset_synthetic_tokens_create(&d, 10, 16, 10, 0, true), DDPC_EINVAL);
     CHECK_STR_CONTAINS(ddpc_last_error(), "block_size+1 = 11");
