@@ -7,17 +7,7 @@
 # usage: cli_bench_coll.sh DDPC_BIN SOURCE_DIR
 set -u
 ddpc=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); echo "ok   $1"; }
-fail() {
-    failed=$((failed + 1))
-    echo "FAIL $1"
-    shift
-    for f in "$@"; do [ -s "$f" ] && sed 's/^/    /' "$f"; done
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib/check.sh"
 
 # No launcher's variables from the caller's environment: a plain run is one process.
 for v in $(env | grep -oE '^(RANK|WORLD_SIZE|LOCAL_RANK|LOCAL_WORLD_SIZE|GROUP_RANK|MASTER_ADDR|MASTER_PORT|TORCHELASTIC_[A-Z_]*|OMPI_[A-Z_]*|PMI_[A-Z_]*|SLURM_[A-Z_]*|DDPC_[A-Z_]*)='); do
@@ -148,5 +138,4 @@ else
     fail "malformed WORLD_SIZE (exit $rc)" "$tmp/err"
 fi
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+summary

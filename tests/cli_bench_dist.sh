@@ -8,15 +8,7 @@
 set -u
 ddpc=$1
 src=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-check() { # name, command...
-    local name=$1
-    shift
-    if "$@"; then passed=$((passed + 1)); echo "ok   $name"; else failed=$((failed + 1)); echo "FAIL $name"; fi
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib/check.sh"
 export OMP_NUM_THREADS=1
 # field FILE KEY: KEY's number in the JSON line of FILE.
 field() { grep '^{' "$1" | sed -n "s/.*\"$2\": \([-0-9.e]*\).*/\1/p"; }
@@ -91,5 +83,4 @@ check "ddp_measure.py passes a failure on, with its output" \
     test $? -eq 3 -a "$(wc -l <"$tmp/m.jsonl")" -eq 1 -a "$(cat "$tmp/m.err")" = oops
 
 if [ $failed -ne 0 ]; then tail -n 5 "$tmp"/*.err "$tmp"/*.json "$tmp/table.md"; fi
-echo "$passed passed, $failed failed"
-test "$failed" -eq 0
+summary

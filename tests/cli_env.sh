@@ -5,20 +5,16 @@
 # usage: cli_env.sh DDPC_BIN SOURCE_DIR
 set -u
 ddpc=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
+. "$(dirname "${BASH_SOURCE[0]}")/lib/check.sh"
 
 run() { # runs `ddpc env` with exactly the given variables; sets rc, out, err
     env -i PATH="$PATH" HOME="${HOME:-/tmp}" "$@" "$ddpc" env >"$tmp/out" 2>"$tmp/err"
     rc=$?
 }
 
-ok() { passed=$((passed + 1)); echo "ok   $1"; }
-fail() {
-    failed=$((failed + 1))
-    echo "FAIL $1 (exit $rc)"
+# fail_run NAME: a failed check of the last run, with its exit status and both streams.
+fail_run() {
+    fail "$1 (exit $rc)"
     sed 's/^/    out: /' "$tmp/out" | tail -n 20
     sed 's/^/    err: /' "$tmp/err"
 }
@@ -32,7 +28,7 @@ expect() {
     for re in "$@"; do
         grep -Eq -- "$re" "$tmp/out" || { echo "    missing: $re"; good=0; }
     done
-    if [ $good -eq 1 ]; then ok "$name"; else fail "$name"; fi
+    if [ $good -eq 1 ]; then ok "$name"; else fail_run "$name"; fi
 }
 
 run
@@ -80,13 +76,13 @@ for bad in "WORLD_SIZE=abc RANK=0|WORLD_SIZE=abc is not a number" \
         grep -qF "Resolves to:" "$tmp/out"; then
         ok "malformed $vars: $(cat "$tmp/err")"
     else
-        fail "malformed $vars"
+        fail_run "malformed $vars"
     fi
 done
 
 env -i PATH="$PATH" "$ddpc" env extra >"$tmp/out" 2>"$tmp/err"
 rc=$?
-if [ $rc -eq 2 ] && grep -q "usage: ddpc env" "$tmp/err"; then ok "extra argument is a usage error"; else fail "usage"; fi
+if [ $rc -eq 2 ] && grep -q "usage: ddpc env" "$tmp/err"; then ok "extra argument is a usage error"; else fail_run "usage"; fi
 
 # under a real mpirun every rank sees its own rank
 if command -v mpirun >/dev/null 2>&1; then
@@ -97,7 +93,7 @@ if command -v mpirun >/dev/null 2>&1; then
         grep -q '^  Rank: *0 of 2$' "$tmp/out" && grep -q '^  Rank: *1 of 2$' "$tmp/out"; then
         ok "mpirun -np 2 ddpc env"
     else
-        fail "mpirun -np 2 ddpc env"
+        fail_run "mpirun -np 2 ddpc env"
     fi
 else
     echo "note: mpirun not installed, the mpirun case was not run"
@@ -135,5 +131,4 @@ else
     echo "note: no C compiler, the fake CUDA/NCCL case was not run"
 fi
 
-echo "$passed passed, $failed failed"
-[ $failed -eq 0 ]
+summary

@@ -5,10 +5,7 @@
 set -u
 ddpc=$1
 src=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
+. "$(dirname "${BASH_SOURCE[0]}")/lib/check.sh"
 
 expect_error() { # name, expected substring, command...
     local name=$1 want=$2
@@ -18,12 +15,9 @@ expect_error() { # name, expected substring, command...
     local lines
     lines=$(wc -l <"$tmp/err")
     if [ $rc -ne 0 ] && [ $rc -lt 128 ] && [ "$lines" -eq 1 ] && grep -qF -- "$want" "$tmp/err"; then
-        passed=$((passed + 1))
-        echo "ok   $name: $(cat "$tmp/err")"
+        ok "$name: $(cat "$tmp/err")"
     else
-        failed=$((failed + 1))
-        echo "FAIL $name (exit $rc, $lines stderr lines, wanted '$want'):"
-        sed 's/^/    /' "$tmp/err"
+        fail "$name (exit $rc, $lines stderr lines, wanted '$want'):" "$tmp/err"
     fi
 }
 
@@ -62,5 +56,4 @@ expect_error "gpt on images is refused" "needs a token dataset" \
 expect_error "init_from a missing file names it" "$tmp/none.safetensors" \
     "$ddpc" train "$src/configs/fmnist_mlp.yaml" data.type=synthetic_images init_from="$tmp/none.safetensors"
 
-echo "$passed passed, $failed failed"
-[ $failed -eq 0 ]
+summary

@@ -5,17 +5,13 @@
 # usage: cli_run.sh DDPC_BIN SOURCE_DIR
 set -u
 ddpc=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "${BASH_SOURCE[0]}")/lib/check.sh"
 export OMP_NUM_THREADS=1
 unset RANK WORLD_SIZE LOCAL_RANK TORCHELASTIC_RUN_ID DDPC_LAUNCHER OMPI_COMM_WORLD_SIZE PMI_SIZE
-passed=0
-failed=0
 
-ok() { passed=$((passed + 1)); echo "ok   $1"; }
+# bad NAME [FILE...]: a failed check, then each existing FILE's lines prefixed with its name.
 bad() {
-    failed=$((failed + 1))
-    echo "FAIL $1"
+    fail "$1"
     shift
     for f in "$@"; do [ -f "$f" ] && sed "s|^|    $(basename "$f"): |" "$f"; done
 }
@@ -178,5 +174,4 @@ else
 fi
 
 none_left "^sleep 6[0-9]\.$$" && ok "no worker left behind" || bad "workers left behind"
-echo "$passed passed, $failed failed"
-[ $failed -eq 0 ]
+summary

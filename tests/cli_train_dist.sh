@@ -6,15 +6,7 @@
 set -u
 ddpc=$1
 src=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-check() { # name, command...
-    local name=$1
-    shift
-    if "$@"; then passed=$((passed + 1)); echo "ok   $name"; else failed=$((failed + 1)); echo "FAIL $name"; fi
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib/check.sh"
 export OMP_NUM_THREADS=1
 common=(data.type=synthetic_images data.size=640 epochs=2 log_every=10 optim.momentum=0.9
         data.eval_batch_size=50)
@@ -51,5 +43,4 @@ c=$(test_loss "$tmp/bf16")
 check "bf16 gradient compression stays close (test loss $c vs $a)" \
     awk -v a="$a" -v c="$c" 'BEGIN { d = a - c; if (d < 0) d = -d; exit !(d <= 2e-2 * a) }'
 
-echo "$passed passed, $failed failed"
-test "$failed" -eq 0
+summary

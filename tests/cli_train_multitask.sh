@@ -9,15 +9,7 @@
 set -u
 ddpc=$1
 src=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-check() { # name, command...
-    local name=$1
-    shift
-    if "$@"; then passed=$((passed + 1)); echo "ok   $name"; else failed=$((failed + 1)); echo "FAIL $name"; fi
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib/check.sh"
 export OMP_NUM_THREADS=1
 cat >"$tmp/mt.yaml" <<'YAML'
 seed: 3
@@ -106,5 +98,4 @@ check "duplicate task names are refused" grep -q "key 'tasks.1.name': 'fine' is 
 "$ddpc" train "$tmp/mt.yaml" 'tasks.1.data.label_map=[0,1,1]' run_dir="$tmp/map" >"$tmp/map.log" 2>&1
 check "a short label_map is refused" grep -q "label_map has 3 entries; it needs one per class of the dataset (10)" "$tmp/map.log"
 
-echo "$passed passed, $failed failed"
-test "$failed" -eq 0
+summary

@@ -42,7 +42,8 @@ static int make_tasks(tasks *t, int n, const int64_t *sizes, const int64_t *bs,
         lc.batch_size = bs[i];
         lc.num_workers = workers;
         const ddpc_dataset *one[1];
-        if (ddpc_dataset_synthetic_images_create(&t->ds[i], sc.size, 1, 2, 2, 3, 7) != DDPC_OK ||
+        if (ddpc_dataset_synthetic_images_create(&t->ds[i], sc.size, 1, 2, 2, 3, 7, true) !=
+                DDPC_OK ||
             ddpc_sampler_create(&sc, &t->s[i]) != DDPC_OK ||
             (one[0] = t->ds[i], ddpc_loader_create(one, 1, t->s[i], &lc, &t->l[i])) != DDPC_OK) {
             fprintf(stderr, "setup: %s\n", ddpc_last_error());

@@ -15,7 +15,7 @@
 static ddpc_dataset *images(int64_t n, uint64_t seed)
 {
     ddpc_dataset *d = NULL;
-    if (ddpc_dataset_synthetic_images_create(&d, n, 1, 4, 3, 5, seed) != DDPC_OK)
+    if (ddpc_dataset_synthetic_images_create(&d, n, 1, 4, 3, 5, seed, true) != DDPC_OK)
         fprintf(stderr, "dataset: %s\n", ddpc_last_error());
     return d;
 }
@@ -123,7 +123,7 @@ static void test_order_independent_of_workers(void)
 static void test_token_batches(void)
 {
     ddpc_dataset *d = NULL;
-    CHECK_EQ_INT(ddpc_dataset_synthetic_tokens_create(&d, 1000, 50, 16, 3), DDPC_OK);
+    CHECK_EQ_INT(ddpc_dataset_synthetic_tokens_create(&d, 1000, 50, 16, 3, true), DDPC_OK);
     ddpc_sampler_config sc = ddpc_sampler_config_default();
     sc.size = d ? ddpc_dataset_size(d) : 0; /* 62 windows */
     ddpc_sampler *s = sampler(sc);
@@ -227,7 +227,7 @@ static void sleep_ms(int ms)
 static void test_wait_time_and_no_allocation(void)
 {
     ddpc_dataset *d = NULL;
-    CHECK_EQ_INT(ddpc_dataset_synthetic_images_create(&d, 64, 3, 32, 32, 10, 5), DDPC_OK);
+    CHECK_EQ_INT(ddpc_dataset_synthetic_images_create(&d, 64, 3, 32, 32, 10, 5, true), DDPC_OK);
     ddpc_sampler_config sc = ddpc_sampler_config_default();
     sc.size = 64;
     ddpc_sampler *s = sampler(sc);
@@ -311,7 +311,7 @@ static void expect_create_error(const ddpc_dataset *const *ds, int n, ddpc_sampl
 static void test_argument_errors(void)
 {
     ddpc_dataset *d = images(20, 1), *other = images(20, 2), *tok = NULL;
-    CHECK_EQ_INT(ddpc_dataset_synthetic_tokens_create(&tok, 21 * 4 + 1, 9, 4, 1), DDPC_OK);
+    CHECK_EQ_INT(ddpc_dataset_synthetic_tokens_create(&tok, 21 * 4 + 1, 9, 4, 1, true), DDPC_OK);
     int64_t sizes[] = {20, 20};
     ddpc_sampler_config sc = ddpc_sampler_config_default();
     sc.size = 19;

@@ -46,7 +46,7 @@ static void check_view(const ddpc_dataset *base, const ddpc_dataset *v, const in
 static void test_synthetic_view(void)
 {
     ddpc_dataset *base = NULL, *v = NULL;
-    CHECK_EQ_INT(ddpc_dataset_synthetic_images_create(&base, 300, 2, 3, 3, 6, 5), DDPC_OK);
+    CHECK_EQ_INT(ddpc_dataset_synthetic_images_create(&base, 300, 2, 3, 3, 6, 5, true), DDPC_OK);
     if (!base)
         return;
     const int64_t map[6] = {2, 0, 1, 2, 0, 1};
@@ -98,8 +98,8 @@ static void test_fmnist_coarse_groups(void)
 static void test_bad_maps(void)
 {
     ddpc_dataset *base = NULL, *v = NULL, *tok = NULL;
-    CHECK_EQ_INT(ddpc_dataset_synthetic_images_create(&base, 10, 1, 2, 2, 4, 1), DDPC_OK);
-    CHECK_EQ_INT(ddpc_dataset_synthetic_tokens_create(&tok, 100, 5, 4, 1), DDPC_OK);
+    CHECK_EQ_INT(ddpc_dataset_synthetic_images_create(&base, 10, 1, 2, 2, 4, 1, true), DDPC_OK);
+    CHECK_EQ_INT(ddpc_dataset_synthetic_tokens_create(&tok, 100, 5, 4, 1, true), DDPC_OK);
     if (!base || !tok)
         return;
     const int64_t three[3] = {0, 1, 1}, neg[4] = {0, 1, -1, 1}, big[4] = {0, 1, 256, 1};

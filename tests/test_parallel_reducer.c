@@ -54,7 +54,7 @@ static ddpc_optim *make_optim(ddpc_optim_type type, size_t n)
 static int train(job *j, ddpc_pg *pg, int rank, int world, ddpc_model *m)
 {
     ddpc_dataset *ds = NULL;
-    if (ddpc_dataset_synthetic_images_create(&ds, SAMPLES, 1, 6, 6, 5, 3) != DDPC_OK)
+    if (ddpc_dataset_synthetic_images_create(&ds, SAMPLES, 1, 6, 6, 5, 3, true) != DDPC_OK)
         return 1;
     ddpc_optim *o = make_optim(j->optim, ddpc_model_num_params(m));
     ddpc_reducer *red = NULL;
@@ -262,7 +262,7 @@ static int rank_no_alloc(int rank, int world, void *ctx)
     rc.bucket_cap_mb = rc.first_bucket_mb = 1e-4; /* one bucket per tensor: many handles */
     if (ddpc_dist_env_discover(&env) != DDPC_OK || ddpc_pg_create(&env, NULL, &pg) != DDPC_OK ||
         ddpc_reducer_create(pg, m, &rc, &red) != DDPC_OK ||
-        ddpc_dataset_synthetic_images_create(&ds, SAMPLES, 1, 6, 6, 5, 3) != DDPC_OK) {
+        ddpc_dataset_synthetic_images_create(&ds, SAMPLES, 1, 6, 6, 5, 3, true) != DDPC_OK) {
         fprintf(stderr, "rank %d: %s\n", rank, ddpc_last_error());
         return 1;
     }

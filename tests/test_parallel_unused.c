@@ -132,7 +132,7 @@ static int step_once(job *j, ddpc_model *m, ddpc_reducer *red, const ddpc_datase
 static int train(job *j, ddpc_pg *pg, int rank, int world, ddpc_model *m)
 {
     ddpc_dataset *ds = NULL;
-    if (ddpc_dataset_synthetic_images_create(&ds, SAMPLES, 1, 6, 6, 5, 3) != DDPC_OK)
+    if (ddpc_dataset_synthetic_images_create(&ds, SAMPLES, 1, 6, 6, 5, 3, true) != DDPC_OK)
         return 1;
     ddpc_optim *o = make_optim(j, ddpc_model_num_params(m));
     ddpc_reducer *red = NULL;

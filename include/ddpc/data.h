@@ -36,18 +36,23 @@ ddpc_status ddpc_dataset_fmnist_create(ddpc_dataset **out, const char *dir, bool
 ddpc_status ddpc_dataset_text_create(ddpc_dataset **out, const char *path, int64_t block_size,
                                      double val_fraction, bool train);
 
-/* Synthetic images for tests: n samples of (c, h, w) standard-normal pixels drawn from `seed`;
- * labels are the argmax of a fixed seeded random linear map of the pixels, so they are learnable.
- * 2 <= classes <= 256. The same arguments always give the same dataset. */
+/* Synthetic images for tests: n samples of (c, h, w) standard-normal pixels; labels are the argmax
+ * of a random linear map of the pixels drawn from `seed` alone, so they are learnable and both
+ * splits share it. train=false draws the held-out split's pixels from a separate stream, so the
+ * two splits' samples differ while one rule labels both. 2 <= classes <= 256. The same arguments
+ * always give the same dataset. */
 ddpc_status ddpc_dataset_synthetic_images_create(ddpc_dataset **out, int64_t n, int64_t c,
                                                  int64_t h, int64_t w, int64_t classes,
-                                                 uint64_t seed);
+                                                 uint64_t seed, bool train);
 
-/* Synthetic tokens for tests: a seeded stream of n_tokens over [0, vocab) following
- * next = (prev * a + b) % vocab (a, b drawn from the seed) except that 10% of positions are
- * uniform noise; windows as for text. 2 <= vocab <= 2^31-1; n_tokens >= block_size + 1. */
+/* Synthetic tokens for tests: a stream of n_tokens over [0, vocab) following
+ * next = (prev * a + b) % vocab, with (a, b) drawn from `seed` alone (shared by both splits),
+ * except that 10% of positions are uniform noise; the start and the noise come from a stream of
+ * the split's own (train=false for the held-out one). Windows as for text.
+ * 2 <= vocab <= 2^31-1; n_tokens >= block_size + 1. */
 ddpc_status ddpc_dataset_synthetic_tokens_create(ddpc_dataset **out, int64_t n_tokens,
-                                                 int64_t vocab, int64_t block_size, uint64_t seed);
+                                                 int64_t vocab, int64_t block_size, uint64_t seed,
+                                                 bool train);
 
 /* An images dataset with base's pixels (borrowed: base must outlive it) and derived labels
  * label = map[base label], for a coarser task over the same samples (Fashion-MNIST's 10 classes

@@ -1,7 +1,8 @@
 /* Seeded synthetic datasets for tests: normal-pixel images labelled by a random linear map, and
  * token streams following an affine recurrence with 10% noise.
  * Invariant: each is a pure function of its arguments (counter-based RNG streams below), so any
- * rank can build the identical dataset without communication. */
+ * rank can build the identical dataset without communication; the rule (label map, recurrence)
+ * depends on the seed alone, and only the samples differ between the train and test splits. */
 #include "data/dataset_impl.h"
 
 #include <ddpc/alloc.h>
@@ -9,8 +10,16 @@
 
 #include <stdlib.h>
 
-/* RNG streams: one per purpose, so changing one part never shifts another. */
-enum { STREAM_PIXELS = 1, STREAM_LABEL_MAP = 2, STREAM_TOKEN_RULE = 3, STREAM_TOKENS = 4 };
+/* RNG streams: one per purpose, so changing one part never shifts another. The train split keeps
+ * streams 1 and 4 (so its samples are what they were before there was a test stream). */
+enum {
+    STREAM_PIXELS = 1,
+    STREAM_LABEL_MAP = 2,
+    STREAM_TOKEN_RULE = 3,
+    STREAM_TOKENS = 4,
+    STREAM_PIXELS_TEST = 5,
+    STREAM_TOKENS_TEST = 6
+};
 
 /* Largest synthetic payload we build: 1 Gi elements. */
 #define SYNTH_MAX_ELEMS ((int64_t)1 << 30)
@@ -39,7 +48,7 @@ static void label_by_linear_map(uint8_t *labels, const float *x, const float *w,
 
 ddpc_status ddpc_dataset_synthetic_images_create(ddpc_dataset **out, int64_t n, int64_t c,
                                                  int64_t h, int64_t w, int64_t classes,
-                                                 uint64_t seed)
+                                                 uint64_t seed, bool train)
 {
     *out = NULL;
     if (n < 1 || c < 1 || h < 1 || w < 1 || classes < 2 || classes > 256 ||
@@ -63,7 +72,8 @@ ddpc_status ddpc_dataset_synthetic_images_create(ddpc_dataset **out, int64_t n, 
         return ddpc_errorf(DDPC_ENOMEM, "synthetic images: out of memory for %lld samples",
                            (long long)n);
     }
-    ddpc_rng px = ddpc_rng_make(seed, STREAM_PIXELS), wm = ddpc_rng_make(seed, STREAM_LABEL_MAP);
+    ddpc_rng px = ddpc_rng_make(seed, train ? STREAM_PIXELS : STREAM_PIXELS_TEST);
+    ddpc_rng wm = ddpc_rng_make(seed, STREAM_LABEL_MAP);
     for (int64_t j = 0; j < n * per; j++)
         d->pix_f32[j] = ddpc_rng_normal(&px);
     for (int64_t j = 0; j < classes * per; j++)
@@ -79,13 +89,14 @@ ddpc_status ddpc_dataset_synthetic_images_create(ddpc_dataset **out, int64_t n, 
     return DDPC_OK;
 }
 
-/* stream (n) of tokens in [0, vocab): next = (prev * a + b) % vocab, except 10% uniform noise. */
-static void fill_tokens(int32_t *stream, int64_t n, int64_t vocab, uint64_t seed)
+/* stream (n) of tokens in [0, vocab): next = (prev * a + b) % vocab, except 10% uniform noise.
+ * (a, b) come from the seed alone; the start and the noise from the split's own stream. */
+static void fill_tokens(int32_t *stream, int64_t n, int64_t vocab, uint64_t seed, bool train)
 {
     ddpc_rng rule = ddpc_rng_make(seed, STREAM_TOKEN_RULE);
     uint64_t a = 1 + ddpc_rng_below(&rule, (uint64_t)vocab - 1); /* in [1, vocab) */
     uint64_t b = ddpc_rng_below(&rule, (uint64_t)vocab);
-    ddpc_rng r = ddpc_rng_make(seed, STREAM_TOKENS);
+    ddpc_rng r = ddpc_rng_make(seed, train ? STREAM_TOKENS : STREAM_TOKENS_TEST);
     uint64_t prev = ddpc_rng_below(&r, (uint64_t)vocab);
     stream[0] = (int32_t)prev;
     for (int64_t i = 1; i < n; i++) {
@@ -98,7 +109,8 @@ static void fill_tokens(int32_t *stream, int64_t n, int64_t vocab, uint64_t seed
 }
 
 ddpc_status ddpc_dataset_synthetic_tokens_create(ddpc_dataset **out, int64_t n_tokens,
-                                                 int64_t vocab, int64_t block_size, uint64_t seed)
+                                                 int64_t vocab, int64_t block_size, uint64_t seed,
+                                                 bool train)
 {
     *out = NULL;
     if (vocab < 2 || vocab > INT32_MAX || n_tokens < 2 || n_tokens > SYNTH_MAX_ELEMS)
@@ -116,7 +128,7 @@ ddpc_status ddpc_dataset_synthetic_tokens_create(ddpc_dataset **out, int64_t n_t
     }
     d->n_tokens = n_tokens;
     d->classes = vocab;
-    fill_tokens(d->tok_i32, n_tokens, vocab, seed);
+    fill_tokens(d->tok_i32, n_tokens, vocab, seed, train);
     ddpc_status s = ddpc__dataset_set_windows(d, block_size, "synthetic tokens");
     if (s != DDPC_OK) {
         ddpc_dataset_destroy(d);

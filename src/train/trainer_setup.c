@@ -88,13 +88,18 @@ ddpc_status ddpc__trainer_load_data(ddpc_trainer *t)
         break;
     case 2:
         DDPC_TRY(ddpc_config_int(c, "data.size", 1024, 1, INT64_MAX, &size));
-        DDPC_TRY(ddpc_dataset_synthetic_images_create(&t->train, size, 1, 28, 28, 10, t->set.seed));
-        DDPC_TRY(ddpc_dataset_synthetic_images_create(&t->test, size / 4 + 1, 1, 28, 28, 10, t->set.seed + 1));
+        /* One seed for both splits: they share the labelling map and differ only in samples. */
+        DDPC_TRY(ddpc_dataset_synthetic_images_create(&t->train, size, 1, 28, 28, 10, t->set.seed,
+                                                      true));
+        DDPC_TRY(ddpc_dataset_synthetic_images_create(&t->test, size / 4 + 1, 1, 28, 28, 10,
+                                                      t->set.seed, false));
         break;
     default:
         DDPC_TRY(ddpc_config_int(c, "data.size", 1 << 16, 2, INT64_MAX, &size));
-        DDPC_TRY(ddpc_dataset_synthetic_tokens_create(&t->train, size, 256, block, t->set.seed));
-        DDPC_TRY(ddpc_dataset_synthetic_tokens_create(&t->test, size / 4 + block + 1, 256, block, t->set.seed + 1));
+        DDPC_TRY(ddpc_dataset_synthetic_tokens_create(&t->train, size, 256, block, t->set.seed,
+                                                      true));
+        DDPC_TRY(ddpc_dataset_synthetic_tokens_create(&t->test, size / 4 + block + 1, 256, block,
+                                                      t->set.seed, false));
         break;
     }
     /* Debian ships Fashion-MNIST as train and test only, so validation uses the test split;

@@ -52,12 +52,13 @@ static ddpc_status load_base(ddpc_trainer *t, base_data *b)
         DDPC_TRY(ddpc_dataset_fmnist_create(&b->test, b->path, false));
         return own(mt, b->test);
     }
-    /* As the single task's synthetic_images: the test split is a quarter, from seed + 1. */
+    /* As the single task's synthetic_images: the test split is a quarter, labelled by the same
+     * seed's map, with pixels of its own. */
     DDPC_TRY(ddpc_dataset_synthetic_images_create(&b->train, b->size, 1, 28, 28, b->classes,
-                                                  t->set.seed));
+                                                  t->set.seed, true));
     DDPC_TRY(own(mt, b->train));
     DDPC_TRY(ddpc_dataset_synthetic_images_create(&b->test, b->size / 4 + 1, 1, 28, 28, b->classes,
-                                                  t->set.seed + 1));
+                                                  t->set.seed, false));
     return own(mt, b->test);
 }
 
