@@ -52,24 +52,27 @@ check "ddp_bench.sh exits 2 without PyTorch" test $? -eq 2
 check "ddp_bench.sh says PyTorch is missing" grep -q "PyTorch is missing" "$tmp/nopy.err"
 
 # The table's arithmetic, on fixed inputs: GPT ddpc 1000 -> 1900 tok/s (95%), torch 600 -> 1000
-# (83.3%), ratio 1.90; exposed 2 of 8 ms (25%).
+# (83.3%), ratio 1.90; exposed 2 of 8 ms (25%); sgemm 700 ms per 2-rank ddpc step against
+# PyTorch's 1400 ms step: ceiling 2.00x.
 d=$tmp/table
 mkdir -p "$d"
 printf '%s\n%s\n' '{"global_tokens_per_s": 100.0, "median_step_ms": 9999, "other_cpu": 0.5}' \
     '{"global_tokens_per_s": 1000.0, "median_step_ms": 1024, "other_cpu": 0.01}' >"$d/ddpc_gpt_1.jsonl"
-echo '{"global_tokens_per_s": 1900.0, "median_step_ms": 1078, "exposed_comm_mean_ms": 2.0, "comm_mean_ms": 8.0}' >"$d/ddpc_gpt_2.jsonl"
+echo '{"global_tokens_per_s": 1900.0, "median_step_ms": 1078, "exposed_comm_mean_ms": 2.0, "comm_mean_ms": 8.0, "gemm_ms": 700.0, "gemm_small_ms": 50.0}' >"$d/ddpc_gpt_2.jsonl"
 echo '{"global_tokens_per_s": 600.0, "median_step_ms": 1700}' >"$d/torch_gpt_1.jsonl"
 printf '%s\n%s\n%s\n' '{"global_tokens_per_s": 900.0, "exposed_comm_mean_ms": 9.0, "allreduce_ms": 30.0}' \
-    '{"global_tokens_per_s": 1000.0, "exposed_comm_mean_ms": 10.0, "allreduce_ms": 40.0}' \
+    '{"global_tokens_per_s": 1000.0, "median_step_ms": 1400, "exposed_comm_mean_ms": 10.0, "allreduce_ms": 40.0}' \
     '{"global_tokens_per_s": 1100.0, "exposed_comm_mean_ms": 11.0, "allreduce_ms": 50.0}' >"$d/torch_gpt_2.jsonl"
 /usr/bin/python3 "$src/bench/ddp_table.py" "$d" gpt >"$tmp/table.md" 2>&1
 check "ddp_table.py runs" test $? -eq 0
 check "table: 2-rank row (ratio, both efficiencies, both comm cells)" grep -qF \
-    "| gpt | 2 | 1900.0 | 1000.0 | 1.90 | 1078.0 | n/a | 95.0% | 83.3% | 2.0 / 8.0 ms (25%) | 10.0 / 40.0 ms (25%) |" \
+    "| gpt | 2 | 1900.0 | 1000.0 | 1.90 | 1078.0 | 1400.0 | 700.0 (50.0) | n/a | 95.0% | 83.3% | 2.0 / 8.0 ms (25%) | 10.0 / 40.0 ms (25%) |" \
     "$tmp/table.md"
 check "table: both targets judged" \
     grep -qE "weak scaling 1 -> 2 ranks: 95.0% \(target >= 90%: met\)" "$tmp/table.md"
 check "table: ratio target judged" grep -qF "1.90x (target >= 1.5x: met)" "$tmp/table.md"
+check "table: the sgemm ceiling is PyTorch's 2-rank step over ddpc's sgemm time" \
+    grep -qF "(700.0 ms) = 2.00x" "$tmp/table.md"
 check "table: a disturbed run is left out and said so" \
     grep -qF "ddpc gpt 1 rank(s): 1 of 2 runs left out" "$tmp/table.md"
 
@@ -81,6 +84,19 @@ check "ddp_measure.py records the JSON line and other_cpu" \
 /usr/bin/python3 "$src/bench/ddp_measure.py" "$tmp/m.jsonl" -- sh -c 'echo oops; exit 3' 2>"$tmp/m.err"
 check "ddp_measure.py passes a failure on, with its output" \
     test $? -eq 3 -a "$(wc -l <"$tmp/m.jsonl")" -eq 1 -a "$(cat "$tmp/m.err")" = oops
+
+# ddp_measure.py --gemm-timer: bench/gemm_timer.c preloaded into every rank counts its sgemm calls.
+# The MLP makes 8 per step (3 forward, 3 weight gradients, 2 input gradients: the first layer's
+# input needs none).
+if cc -O2 -shared -fPIC "$src/bench/gemm_timer.c" -o "$tmp/gemm_timer.so" -ldl 2>"$tmp/cc.err"; then
+    /usr/bin/python3 "$src/bench/ddp_measure.py" "$tmp/g.jsonl" --gemm-timer "$tmp/gemm_timer.so" \
+        --steps 5 -- "$ddpc" run --nproc-per-node 2 -- "$ddpc" bench step "${cfg[@]}" 2>"$tmp/g.err"
+    check "gemm timer: both ranks counted, 8 sgemm calls per step, time > 0" \
+        expr_true "$(field "$tmp/g.jsonl" gemm_procs) == 2 && $(field "$tmp/g.jsonl" gemm_calls) == 8 && \
+                   $(field "$tmp/g.jsonl" gemm_ms) > 0"
+else
+    fail "gemm_timer.c compiles" "$tmp/cc.err"
+fi
 
 if [ $failed -ne 0 ]; then tail -n 5 "$tmp"/*.err "$tmp"/*.json "$tmp/table.md"; fi
 summary
