@@ -11,7 +11,7 @@
 
 #include "kernels/cpu/cpu_impl.h"
 
-enum { ROW_BLOCK = 64 }; /* causal blocking: smaller saves flops, larger keeps sgemms efficient */
+enum { ROW_BLOCK = 32 }; /* causal blocking: smaller saves flops, larger keeps sgemms efficient */
 
 size_t ddpc_attention_workspace_floats(int64_t b, int64_t t, int64_t c, int64_t nh)
 {
