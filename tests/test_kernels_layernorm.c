@@ -158,7 +158,7 @@ static void test_embedding(void)
  * same bits; widths cross the 512-column strip and split unevenly between threads. */
 static void test_column_sums_threads_agree(void)
 {
-    int64_t rows = 120, c = 1100, bt = 4, t = 33, v = 5;
+    int64_t rows = 140, c = 1100, bt = 4, t = 33, v = 5;
     float *x = tu_rand(rows * c, -1, 1, 21), *dy = tu_rand(rows * c, -1, 1, 22);
     float *w = tu_rand(c, -1, 1, 23), *y = tu_alloc(rows * c), *m = tu_alloc(rows),
           *rs = tu_alloc(rows);
