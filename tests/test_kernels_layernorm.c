@@ -154,10 +154,53 @@ static void test_embedding(void)
     check_embedding(4, 33, 70, 11); /* threaded, channel blocks with a tail */
 }
 
+/* Parameter and embedding gradients sum rows in order per column, so 1, 2 and 3 threads give the
+ * same bits; widths cross the 512-column strip and split unevenly between threads. */
+static void test_column_sums_threads_agree(void)
+{
+    int64_t rows = 140, c = 1100, bt = 4, t = 33, v = 5;
+    float *x = tu_rand(rows * c, -1, 1, 21), *dy = tu_rand(rows * c, -1, 1, 22);
+    float *w = tu_rand(c, -1, 1, 23), *y = tu_alloc(rows * c), *m = tu_alloc(rows),
+          *rs = tu_alloc(rows);
+    float *dw[3], *db[3], *dwte[3], *dwpe[3];
+    int32_t *tok = ddpc_malloc((size_t)(bt * t) * sizeof(int32_t));
+    for (int64_t i = 0; i < bt * t; i++)
+        tok[i] = (int32_t)((i * 3) % v);
+    ddpc_layernorm_forward(y, m, rs, x, w, NULL, rows, c);
+    int threads = ddpc_kernels_threads();
+    for (int k = 0; k < 3; k++) {
+        ddpc_kernels_set_threads(k + 1);
+        dw[k] = tu_alloc(c);
+        db[k] = tu_alloc(c);
+        dwte[k] = tu_alloc(v * c);
+        dwpe[k] = tu_alloc(t * c);
+        ddpc_layernorm_backward(NULL, dw[k], db[k], dy, x, w, m, rs, rows, c);
+        ddpc_embedding_backward(dwte[k], dwpe[k], dy, tok, bt, t, c); /* bt * t <= rows */
+    }
+    ddpc_kernels_set_threads(threads);
+    for (int k = 1; k < 3; k++) {
+        CHECK(memcmp(dw[k], dw[0], (size_t)c * 4) == 0);
+        CHECK(memcmp(db[k], db[0], (size_t)c * 4) == 0);
+        CHECK(memcmp(dwte[k], dwte[0], (size_t)(v * c) * 4) == 0);
+        CHECK(memcmp(dwpe[k], dwpe[0], (size_t)(t * c) * 4) == 0);
+    }
+    for (int k = 0; k < 3; k++) {
+        ddpc_free(dw[k]);
+        ddpc_free(db[k]);
+        ddpc_free(dwte[k]);
+        ddpc_free(dwpe[k]);
+    }
+    float *bufs[] = {x, dy, w, y, m, rs};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        ddpc_free(bufs[i]);
+    ddpc_free(tok);
+}
+
 int main(void)
 {
     RUN_TEST(test_layernorm);
     RUN_TEST(test_layernorm_without_affine);
     RUN_TEST(test_embedding);
+    RUN_TEST(test_column_sums_threads_agree);
     return check_summary();
 }

@@ -1,5 +1,6 @@
 /* Tests for linear.c and activation.c: forward against naive references, backward against
- * central finite differences of L = sum(y * r), accumulation (+=) and NULL-gradient skipping. */
+ * central finite differences of L = sum(y * r), accumulation (+=) and NULL-gradient skipping, the
+ * fused residual forward, and GELU backward's overwrite / in-place form. */
 #include "kernels_testutil.h"
 
 typedef struct {
@@ -107,8 +108,13 @@ static void test_gelu(void)
     CHECK(err < 1e-6);
     CHECK(fabsf(c.y[0]) < 1e-30f && c.y[1] == 100.0f);
     float *dx = tu_alloc(n);
+    ddpc_fill_f32(dx, NAN, n); /* backward overwrites: stale values leave no trace */
     ddpc_gelu_backward(dx, c.r, c.x, n);
     CHECK(tu_grad_check("gelu dx", c.x, dx, n, 97, 1e-3f, act_loss, &c) < 1e-2);
+    /* In place (dx == dy) gives the same bits. */
+    memcpy(c.y, c.r, (size_t)n * 4);
+    ddpc_gelu_backward(c.y, c.y, c.x, n);
+    CHECK(memcmp(c.y, dx, (size_t)n * 4) == 0);
     ddpc_free(c.y);
     ddpc_free(c.x);
     ddpc_free(c.r);
@@ -138,8 +144,63 @@ static void test_relu(void)
     ddpc_free(dx);
 }
 
+/* y = r + x @ w^T + b against the plain linear plus an add, for r separate, r aliasing y, and b
+ * or r absent. */
+static void test_linear_residual(void)
+{
+    int64_t n = 37, in = 19, out = 300; /* n * out above the threaded seeding threshold */
+    float *x = tu_rand(n * in, -1, 1, 11), *w = tu_rand(out * in, -1, 1, 12);
+    float *b = tu_rand(out, -1, 1, 13), *r = tu_rand(n * out, -1, 1, 14);
+    float *y = tu_alloc(n * out), *ref = tu_alloc(n * out), *plain = tu_alloc(n * out);
+    ddpc_linear_forward(plain, x, w, b, n, in, out);
+    ddpc_add_f32(ref, plain, r, n * out);
+    ddpc_fill_f32(y, NAN, n * out);
+    ddpc_linear_residual_forward(y, x, w, b, r, n, in, out);
+    CHECK(tu_rel_err(y, ref, n * out, 1.0) < 1e-6);
+    memcpy(y, r, (size_t)(n * out) * 4);
+    ddpc_linear_residual_forward(y, x, w, b, y, n, in, out); /* in place: y += linear(x) */
+    CHECK(tu_rel_err(y, ref, n * out, 1.0) < 1e-6);
+    ddpc_linear_residual_forward(y, x, w, b, NULL, n, in, out); /* no residual: plain linear */
+    CHECK(memcmp(y, plain, (size_t)(n * out) * 4) == 0);
+    ddpc_linear_forward(plain, x, w, NULL, n, in, out);
+    ddpc_add_f32(ref, plain, r, n * out);
+    ddpc_linear_residual_forward(y, x, w, NULL, r, n, in, out); /* no bias */
+    CHECK(tu_rel_err(y, ref, n * out, 1.0) < 1e-6);
+    float *bufs[] = {x, w, b, r, y, ref, plain};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        ddpc_free(bufs[i]);
+}
+
+/* The bias gradient adds rows in order per column: every thread count, and widths that cross the
+ * 1024-column strip and split unevenly between threads, give the serial double-checked sums. */
+static void test_bias_grad_threads(void)
+{
+    int64_t n = 130, out = 1100; /* n * out above the threaded threshold */
+    float *dy = tu_rand(n * out, -1, 1, 15), *x = tu_rand(n, -1, 1, 16), *w = tu_alloc(out);
+    float *db1 = tu_alloc(out), *db = tu_alloc(out);
+    for (int64_t j = 0; j < out; j++) {
+        float s = 0.0f;
+        for (int64_t i = 0; i < n; i++)
+            s += dy[i * out + j];
+        db1[j] = 1.0f + s; /* starts at 1: the kernel accumulates */
+    }
+    int threads = ddpc_kernels_threads();
+    for (int t = 1; t <= 3; t++) {
+        ddpc_kernels_set_threads(t);
+        ddpc_fill_f32(db, 1.0f, out);
+        ddpc_linear_backward(NULL, NULL, db, dy, x, w, n, 1, out);
+        CHECK(memcmp(db, db1, (size_t)out * 4) == 0);
+    }
+    ddpc_kernels_set_threads(threads);
+    float *bufs[] = {dy, x, w, db1, db};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        ddpc_free(bufs[i]);
+}
+
 int main(void)
 {
+    RUN_TEST(test_linear_residual);
+    RUN_TEST(test_bias_grad_threads);
     RUN_TEST(test_linear);
     RUN_TEST(test_gelu);
     RUN_TEST(test_relu);

@@ -1,7 +1,9 @@
 /* CPU kernels: math on flat fp32 arrays, row-major, no knowledge of layers or ranks.
  * Conventions: every *_backward ACCUMULATES (+=) into its gradient outputs (dx, dw, db...), so the
- * caller zeroes them once per step; a gradient pointer that is NULL is skipped. Kernels are
- * reentrant; they parallelise internally over the one OpenMP pool that OpenBLAS also uses.
+ * caller zeroes them once per step, except the two that say they OVERWRITE (gelu and attention
+ * backward, whose outputs are always fresh temporaries); a gradient pointer that is NULL is
+ * skipped. Kernels are reentrant; they parallelise internally over the one OpenMP pool that
+ * OpenBLAS also uses.
  * Shapes are written beside each argument, PyTorch's layout for weights (Linear: (out, in)). */
 #ifndef DDPC_KERNELS_H
 #define DDPC_KERNELS_H
@@ -47,6 +49,10 @@ void ddpc_axpy_f32(float *y, float alpha, const float *x, int64_t n);
 /* y (n, out) = x (n, in) @ w (out, in)^T + b (out); b may be NULL. y must not alias x. */
 void ddpc_linear_forward(float *y, const float *x, const float *w, const float *b,
                          int64_t n, int64_t in, int64_t out);
+/* y (n, out) = r (n, out) + x (n, in) @ w (out, in)^T + b (out): a linear layer with a residual
+ * add fused in (one pass over y). b or r may be NULL; r may alias y, x must not. */
+void ddpc_linear_residual_forward(float *y, const float *x, const float *w, const float *b,
+                                  const float *r, int64_t n, int64_t in, int64_t out);
 /* dx (n, in) += dy @ w; dw (out, in) += dy^T @ x; db (out) += column sums of dy (n, out). */
 void ddpc_linear_backward(float *dx, float *dw, float *db, const float *dy, const float *x,
                           const float *w, int64_t n, int64_t in, int64_t out);
@@ -61,7 +67,7 @@ void ddpc_relu_backward(float *dx, const float *dy, const float *y, int64_t n);
 /* GELU, tanh approximation (Hendrycks & Gimpel 2016; PyTorch approximate='tanh').
  * y (n) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); y must not alias x. */
 void ddpc_gelu_forward(float *y, const float *x, int64_t n);
-/* dx (n) += dy * gelu'(x). */
+/* dx (n) = dy (n) * gelu'(x (n)): OVERWRITES dx, which may alias dy (in place). */
 void ddpc_gelu_backward(float *dx, const float *dy, const float *x, int64_t n);
 
 /* ---- LayerNorm over the last dimension (Ba et al. 2016), eps = 1e-5 as in PyTorch --------- */
@@ -94,7 +100,8 @@ size_t ddpc_attention_workspace_floats(int64_t b, int64_t t, int64_t c, int64_t 
  * diagonal). Scale 1/sqrt(c/nh). */
 void ddpc_attention_forward(float *out, float *att, const float *qkv, int64_t b, int64_t t,
                             int64_t c, int64_t nh, float *ws);
-/* dqkv (b, t, 3c) += gradient of out w.r.t. qkv, given dout (b, t, c), qkv and att from forward. */
+/* dqkv (b, t, 3c) = gradient of out w.r.t. qkv, given dout (b, t, c), qkv and att from forward:
+ * OVERWRITES every element of dqkv (no zeroing needed). dqkv must not alias the inputs. */
 void ddpc_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
                              int64_t b, int64_t t, int64_t c, int64_t nh, float *ws);
 

@@ -34,7 +34,7 @@ typedef struct {
     float *dlogits;                   /* (B,T,V) */
     float *dres, *dbranch, *dln, *datty; /* (B,T,C) */
     float *dqkv;                      /* (B,T,3C) */
-    float *dfch, *dfch_gelu;          /* (B,T,4C) */
+    float *dfch;                      /* (B,T,4C) */
     const int32_t *tokens, *targets;
     int64_t B, n_valid;
     bool training;

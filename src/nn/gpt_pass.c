@@ -45,7 +45,6 @@ static size_t carve_all(const ddpc_model *m, gpt_impl *g, int64_t B, float *base
     TAKE(datty, BT * C);
     TAKE(dqkv, BT * 3 * C);
     TAKE(dfch, BT * 4 * C);
-    TAKE(dfch_gelu, BT * 4 * C);
 #undef TAKE
     return (size_t)(p - base);
 }
@@ -55,28 +54,37 @@ size_t ddpc__gpt_arena_floats(const ddpc_model *m, int64_t n)
     return carve_all(m, NULL, n, NULL);
 }
 
+/* y (BT, C) = r (BT, C) + dropout(xin (BT, in) @ w^T + b), the end of a residual branch; without
+ * dropout, r and b seed the sgemm's output, so the sum costs no extra pass. */
+static void residual_out(ddpc_model *m, const gpt_impl *g, float *y, const float *xin, int w, int b,
+                         const float *r, int64_t BT, int64_t in, uint64_t site)
+{
+    const ddpc_model_config *c = &m->cfg;
+    float drop = g->training ? c->dropout : 0.0f;
+    if (drop <= 0.0f) {
+        ddpc_linear_residual_forward(y, xin, P(w), P(b), r, BT, in, c->n_embd);
+        return;
+    }
+    ddpc_linear_forward(y, xin, P(w), P(b), BT, in, c->n_embd);
+    ddpc_dropout_forward(y, y, BT * c->n_embd, drop, c->seed, g->rng_stream * 64 + site);
+    ddpc_add_f32(y, y, r, BT * c->n_embd);
+}
+
 static void block_forward(ddpc_model *m, gpt_impl *g, int l, const float *x, int64_t BT, int64_t B)
 {
     const ddpc_model_config *c = &m->cfg;
     int64_t C = c->n_embd, T = c->block_size;
     const gpt_layer_params *p = &g->layer[l];
     gpt_layer_acts *a = &g->acts[l];
-    float drop = g->training ? c->dropout : 0.0f;
     ddpc_layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, x, P(p->ln1w), P(p->ln1b), BT, C);
     ddpc_linear_forward(a->qkv, a->ln1, P(p->qkvw), P(p->qkvb), BT, C, 3 * C);
     ddpc_attention_forward(a->atty, a->att, a->qkv, B, T, C, c->n_head, g->ws);
-    /* res2 holds the attention branch first, then the residual sum. */
-    ddpc_linear_forward(a->res2, a->atty, P(p->projw), P(p->projb), BT, C, C);
-    if (drop > 0.0f)
-        ddpc_dropout_forward(a->res2, a->res2, BT * C, drop, c->seed, g->rng_stream * 64 + 2 * (uint64_t)l);
-    ddpc_add_f32(a->res2, a->res2, x, BT * C);
+    residual_out(m, g, a->res2, a->atty, p->projw, p->projb, x, BT, C, 2 * (uint64_t)l);
     ddpc_layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, P(p->ln2w), P(p->ln2b), BT, C);
     ddpc_linear_forward(a->fch, a->ln2, P(p->fcw), P(p->fcb), BT, C, 4 * C);
     ddpc_gelu_forward(a->fch_gelu, a->fch, BT * 4 * C);
-    ddpc_linear_forward(a->res3, a->fch_gelu, P(p->fcprojw), P(p->fcprojb), BT, 4 * C, C);
-    if (drop > 0.0f)
-        ddpc_dropout_forward(a->res3, a->res3, BT * C, drop, c->seed, g->rng_stream * 64 + 2 * (uint64_t)l + 1);
-    ddpc_add_f32(a->res3, a->res3, a->res2, BT * C);
+    residual_out(m, g, a->res3, a->fch_gelu, p->fcprojw, p->fcprojb, a->res2, BT, 4 * C,
+                 2 * (uint64_t)l + 1);
 }
 
 ddpc_status ddpc__gpt_forward(ddpc_model *m, const ddpc_model_input *in, bool training,
@@ -145,12 +153,12 @@ static void block_backward(ddpc_model *m, gpt_impl *g, int l, const float *x, in
     const gpt_layer_acts *a = &g->acts[l];
     /* res3 = res2 + mlp(ln2(res2)): dres passes through and gains the MLP branch's gradient. */
     const float *dproj = through_dropout(m, g, g->dres, g->dbranch, BT * C, 2 * (uint64_t)l + 1);
-    ddpc_fill_f32(g->dfch_gelu, 0.0f, BT * 4 * C);
-    ddpc_linear_backward(g->dfch_gelu, G(p->fcprojw), G(p->fcprojb), dproj, a->fch_gelu,
+    /* dfch holds the gradient of fch_gelu, then (gelu backward in place) that of fch. */
+    ddpc_fill_f32(g->dfch, 0.0f, BT * 4 * C);
+    ddpc_linear_backward(g->dfch, G(p->fcprojw), G(p->fcprojb), dproj, a->fch_gelu,
                          P(p->fcprojw), BT, 4 * C, C);
     ready(m, p->fcprojw, p->fcprojb);
-    ddpc_fill_f32(g->dfch, 0.0f, BT * 4 * C);
-    ddpc_gelu_backward(g->dfch, g->dfch_gelu, a->fch, BT * 4 * C);
+    ddpc_gelu_backward(g->dfch, g->dfch, a->fch, BT * 4 * C);
     ddpc_fill_f32(g->dln, 0.0f, BT * C);
     ddpc_linear_backward(g->dln, G(p->fcw), G(p->fcb), g->dfch, a->ln2, P(p->fcw), BT, C, 4 * C);
     ready(m, p->fcw, p->fcb);
@@ -162,7 +170,6 @@ static void block_backward(ddpc_model *m, gpt_impl *g, int l, const float *x, in
     ddpc_fill_f32(g->datty, 0.0f, BT * C);
     ddpc_linear_backward(g->datty, G(p->projw), G(p->projb), dproj, a->atty, P(p->projw), BT, C, C);
     ready(m, p->projw, p->projb);
-    ddpc_fill_f32(g->dqkv, 0.0f, BT * 3 * C);
     ddpc_attention_backward(g->dqkv, g->datty, a->qkv, a->att, B, T, C, c->n_head, g->ws);
     ddpc_fill_f32(g->dln, 0.0f, BT * C);
     ddpc_linear_backward(g->dln, G(p->qkvw), G(p->qkvb), g->dqkv, a->ln1, P(p->qkvw), BT, C, 3 * C);

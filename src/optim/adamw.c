@@ -2,10 +2,56 @@
  * (PyTorch 1.13, _single_tensor_adamw, amsgrad off). Scalars are computed in double like Python's
  * and rounded to float where torch hands them to an fp32 kernel; add/addcmul are fused on CPU.
  * Invariant: o->step is the new step count t >= 1, used for the bias corrections 1 - beta^t.
- * GCC vectorises the loop only with -fno-math-errno (sqrtf's errno branch); results are the same. */
+ * The decay mask is split into runs of equal value (one per tensor in practice) so the update loop
+ * sees one decay factor per run and vectorises; GCC needs -fno-math-errno for sqrtf there. */
 #include "optim/optim_impl.h"
 
 #include <math.h>
+#include <omp.h>
+#include <string.h>
+
+typedef struct {
+    float b1, b2, a1, a2, eps, neg_step, bc2_sqrt;
+} adamw_coef;
+
+/* Elements [i0, i1) of params, exp_avg m and exp_avg_sq v with one decay factor for all of them. */
+static void update_run(float *restrict params, const float *restrict grads, float *restrict m,
+                       float *restrict v, int64_t i0, int64_t i1, float decay, const adamw_coef *k)
+{
+    const float b1 = k->b1, b2 = k->b2, a1 = k->a1, a2 = k->a2, eps = k->eps;
+    const float neg_step = k->neg_step, bc2_sqrt = k->bc2_sqrt;
+    for (int64_t i = i0; i < i1; i++) {
+        const float g = grads[i];
+        const float p = params[i] * decay;           /* param.mul_(1 - lr * wd) */
+        const float mi = fmaf(g, a1, m[i] * b1);     /* exp_avg.mul_(b1).add_(g, alpha=1-b1) */
+        const float vi = fmaf(a2 * g, g, v[i] * b2); /* exp_avg_sq.mul_(b2).addcmul_(g, g, 1-b2) */
+        m[i] = mi;
+        v[i] = vi;
+        const float denom = sqrtf(vi) / bc2_sqrt + eps; /* (v.sqrt() / bc2_sqrt).add_(eps) */
+        const float upd = neg_step * mi;                /* addcdiv: value * t1 / t2 */
+        params[i] = p + upd / denom;
+    }
+}
+
+/* First index in [i, n) whose mask differs in truth from mask[i] (n when none): word-wise, since
+ * runs are whole tensors. */
+static int64_t run_end(const uint8_t *mask, int64_t i, int64_t n)
+{
+    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+    const int on = mask[i] != 0;
+    while (i + 8 <= n) {
+        uint64_t w;
+        memcpy(&w, mask + i, sizeof w);
+        /* on: stop at a word with a zero byte; off: stop at a word with a nonzero byte */
+        int uniform = on ? ((w - ones) & ~w & highs) == 0 : w == 0;
+        if (!uniform)
+            break;
+        i += 8;
+    }
+    while (i < n && (mask[i] != 0) == on)
+        i++;
+    return i;
+}
 
 void ddpc__adamw_update(ddpc_optim *o, float *params, const float *grads,
                         const uint8_t *decay_mask, float lr)
@@ -14,28 +60,31 @@ void ddpc__adamw_update(ddpc_optim *o, float *params, const float *grads,
     const double t = (double)o->step;
     const double bc1 = 1.0 - pow((double)c->beta1, t);
     const double bc2 = 1.0 - pow((double)c->beta2, t);
+    /* A masked element (torch: a group with wd 0) is multiplied by 1, exactly as torch does. */
     const float decay = (float)(1.0 - (double)lr * (double)c->weight_decay);
-    const float b1 = c->beta1, b2 = c->beta2, eps = c->eps;
-    const float a1 = (float)(1.0 - (double)b1); /* alpha=1 - beta1 */
-    const float a2 = (float)(1.0 - (double)b2); /* value=1 - beta2 */
-    const float neg_step = (float)(-((double)lr / bc1));
-    const float bc2_sqrt = (float)sqrt(bc2);
+    const adamw_coef k = {
+        .b1 = c->beta1,
+        .b2 = c->beta2,
+        .a1 = (float)(1.0 - (double)c->beta1), /* alpha=1 - beta1 */
+        .a2 = (float)(1.0 - (double)c->beta2), /* value=1 - beta2 */
+        .eps = c->eps,
+        .neg_step = (float)(-((double)lr / bc1)),
+        .bc2_sqrt = (float)sqrt(bc2),
+    };
     float *m = o->state[0]; /* exp_avg (n) */
     float *v = o->state[1]; /* exp_avg_sq (n) */
     const int64_t n = (int64_t)o->n;
 
-#pragma omp parallel for schedule(static) if (n >= DDPC_OPTIM_PARALLEL_MIN)
-    for (int64_t i = 0; i < n; i++) {
-        const float g = grads[i];
-        /* param.mul_(1 - lr * wd); a masked element (torch: a group with wd 0) is multiplied by
-         * 1, exactly as torch does, which keeps the loop free of branches */
-        const float p = params[i] * ((!decay_mask || decay_mask[i]) ? decay : 1.0f);
-        const float mi = fmaf(g, a1, m[i] * b1); /* exp_avg.mul_(b1).add_(g, alpha=1-b1) */
-        const float vi = fmaf(a2 * g, g, v[i] * b2); /* exp_avg_sq.mul_(b2).addcmul_(g, g, 1-b2) */
-        m[i] = mi;
-        v[i] = vi;
-        const float denom = sqrtf(vi) / bc2_sqrt + eps; /* (v.sqrt() / bc2_sqrt).add_(eps) */
-        const float upd = neg_step * mi;                /* addcdiv: value * t1 / t2 */
-        params[i] = p + upd / denom;
+    /* One fork; each thread walks the runs of its own contiguous chunk. */
+#pragma omp parallel if (n >= DDPC_OPTIM_PARALLEL_MIN)
+    {
+        int64_t nt = omp_get_num_threads(), id = omp_get_thread_num();
+        int64_t lo = n * id / nt, hi = n * (id + 1) / nt;
+        while (lo < hi) {
+            int64_t end = decay_mask ? run_end(decay_mask, lo, hi) : hi;
+            float d = !decay_mask || decay_mask[lo] ? decay : 1.0f;
+            update_run(params, grads, m, v, lo, end, d, &k);
+            lo = end;
+        }
     }
 }

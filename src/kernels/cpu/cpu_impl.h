@@ -6,6 +6,7 @@
 #ifndef DDPC_KERNELS_CPU_IMPL_H
 #define DDPC_KERNELS_CPU_IMPL_H
 
+#include <omp.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -73,6 +74,17 @@ static inline float ddpc__exp_sum_f32(float *y, const float *x, int64_t n, float
         sum += e;
     }
     return sum;
+}
+
+/* Inside a parallel region: this thread's contiguous share [*j0, *j1) of n columns, in whole cache
+ * lines. Column reductions split this way (each column summed over rows in order by one thread)
+ * give the same bits for every thread count, and each thread streams whole row segments. */
+static inline void ddpc__thread_cols(int64_t n, int64_t *j0, int64_t *j1)
+{
+    int64_t nt = omp_get_num_threads(), id = omp_get_thread_num();
+    int64_t per = ((n + nt - 1) / nt + 15) / 16 * 16;
+    *j0 = id * per < n ? id * per : n;
+    *j1 = *j0 + per < n ? *j0 + per : n;
 }
 
 /* Per-thread scratch slots a workspace is sized for: the larger of the current OpenMP thread

@@ -42,29 +42,35 @@ void ddpc_layernorm_forward(float *y, float *mean, float *rstd, const float *x, 
     }
 }
 
-/* dw (c) += sum_i dy * xhat, db (c) += sum_i dy; threads own disjoint column blocks. */
+/* dw (c) += sum_i dy * xhat, db (c) += sum_i dy. Threads own contiguous column ranges (see
+ * ddpc__thread_cols), walked in strips of whole row segments so dy and x stream through memory. */
 static void params_backward(float *dw, float *db, const float *dy, const float *x,
                             const float *mean, const float *rstd, int64_t rows, int64_t c)
 {
-    enum { BLOCK = 64 };
-    int64_t nblocks = (c + BLOCK - 1) / BLOCK;
-#pragma omp parallel for schedule(static) if (rows * c >= DDPC__PAR_MIN_WORK)
-    for (int64_t jb = 0; jb < nblocks; jb++) {
-        int64_t j0 = jb * BLOCK, len = c - j0 < BLOCK ? c - j0 : BLOCK;
-        float aw[BLOCK] = {0}, ab[BLOCK] = {0};
-        for (int64_t i = 0; i < rows; i++) {
-            const float *restrict xi = x + i * c + j0, *restrict gi = dy + i * c + j0;
-            float m = mean[i], r = rstd[i];
-            for (int64_t j = 0; j < len; j++) {
-                aw[j] += gi[j] * (xi[j] - m) * r;
-                ab[j] += gi[j];
+    enum { STRIP = 512 };
+#pragma omp parallel if (rows * c >= DDPC__PAR_MIN_WORK)
+    {
+        int64_t j0, j1;
+        ddpc__thread_cols(c, &j0, &j1);
+        for (int64_t s = j0; s < j1; s += STRIP) {
+            int64_t len = j1 - s < STRIP ? j1 - s : STRIP;
+            float aw[STRIP], ab[STRIP];
+            for (int64_t j = 0; j < len; j++)
+                aw[j] = ab[j] = 0.0f;
+            for (int64_t i = 0; i < rows; i++) {
+                const float *restrict xi = x + i * c + s, *restrict gi = dy + i * c + s;
+                float m = mean[i], r = rstd[i];
+                for (int64_t j = 0; j < len; j++) {
+                    aw[j] += gi[j] * (xi[j] - m) * r;
+                    ab[j] += gi[j];
+                }
             }
-        }
-        for (int64_t j = 0; j < len; j++) {
-            if (dw)
-                dw[j0 + j] += aw[j];
-            if (db)
-                db[j0 + j] += ab[j];
+            for (int64_t j = 0; j < len; j++) {
+                if (dw)
+                    dw[s + j] += aw[j];
+                if (db)
+                    db[s + j] += ab[j];
+            }
         }
     }
 }

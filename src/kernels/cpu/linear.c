@@ -1,43 +1,73 @@
-/* Linear layer y = x @ w^T + b with PyTorch's weight layout w (out, in).
+/* Linear layer y = x @ w^T + b (+ r) with PyTorch's weight layout w (out, in).
  * Invariant: forward and all three backward products are single sgemm calls over the whole
- * batch (so the BLAS threads them); only the bias broadcast and column sums are our loops. */
+ * batch (so the BLAS threads them); only the bias (+ residual) seeding and column sums are our
+ * loops, and the column sums add rows in order whatever the thread count. */
 #include <ddpc/kernels.h>
+
+#include <string.h>
 
 #include "kernels/cpu/cpu_impl.h"
 
-void ddpc_linear_forward(float *restrict y, const float *restrict x, const float *restrict w,
-                         const float *restrict b, int64_t n, int64_t in, int64_t out)
+/* y (n, out) = b (out) broadcast over rows, plus r (n, out) when given; r may be y itself. */
+static void seed_rows(float *y, const float *r, const float *restrict b, int64_t n, int64_t out)
 {
-    float beta = 0.0f;
-    if (b) {
-        /* Seed y with the bias so sgemm adds onto it (beta = 1): one pass over y, not two. */
 #pragma omp parallel for schedule(static) if (n * out >= 4 * DDPC__PAR_MIN_WORK)
-        for (int64_t i = 0; i < n; i++) {
-            float *restrict yi = y + i * out;
+    for (int64_t i = 0; i < n; i++) {
+        float *yi = y + i * out;
+        const float *ri = r ? r + i * out : NULL;
+        if (ri && b) {
+            for (int64_t j = 0; j < out; j++)
+                yi[j] = ri[j] + b[j];
+        } else if (ri) {
+            if (ri != yi)
+                memcpy(yi, ri, (size_t)out * sizeof *yi);
+        } else {
             for (int64_t j = 0; j < out; j++)
                 yi[j] = b[j];
         }
+    }
+}
+
+void ddpc_linear_forward(float *y, const float *x, const float *w, const float *b, int64_t n,
+                         int64_t in, int64_t out)
+{
+    ddpc_linear_residual_forward(y, x, w, b, NULL, n, in, out);
+}
+
+void ddpc_linear_residual_forward(float *y, const float *x, const float *w, const float *b,
+                                  const float *r, int64_t n, int64_t in, int64_t out)
+{
+    float beta = 0.0f;
+    if (b || r) {
+        /* Seed y with bias (+ residual) so sgemm adds onto it (beta = 1): one pass over y. */
+        seed_rows(y, r, b, n, out);
         beta = 1.0f;
     }
     ddpc_gemm_f32(DDPC_NO_TRANS, DDPC_TRANS, n, out, in, 1.0f, x, in, w, in, beta, y, out);
 }
 
-/* db (out) += sum over rows of dy (n, out); threads own disjoint column ranges. */
+/* db (out) += sum over rows of dy (n, out). Threads own contiguous column ranges and walk them in
+ * strips of whole row segments, so dy streams through memory instead of striding down columns. */
 static void bias_backward(float *restrict db, const float *restrict dy, int64_t n, int64_t out)
 {
-    const int64_t block = 64;
-    int64_t nblocks = (out + block - 1) / block;
-#pragma omp parallel for schedule(static) if (n * out >= 4 * DDPC__PAR_MIN_WORK)
-    for (int64_t jb = 0; jb < nblocks; jb++) {
-        int64_t j0 = jb * block, j1 = j0 + block < out ? j0 + block : out;
-        float acc[64] = {0};
-        for (int64_t i = 0; i < n; i++) {
-            const float *restrict row = dy + i * out;
-            for (int64_t j = j0; j < j1; j++)
-                acc[j - j0] += row[j];
+    enum { STRIP = 1024 };
+#pragma omp parallel if (n * out >= 4 * DDPC__PAR_MIN_WORK)
+    {
+        int64_t j0, j1;
+        ddpc__thread_cols(out, &j0, &j1);
+        for (int64_t s = j0; s < j1; s += STRIP) {
+            int64_t len = j1 - s < STRIP ? j1 - s : STRIP;
+            float acc[STRIP];
+            for (int64_t j = 0; j < len; j++)
+                acc[j] = 0.0f;
+            for (int64_t i = 0; i < n; i++) {
+                const float *restrict row = dy + i * out + s;
+                for (int64_t j = 0; j < len; j++)
+                    acc[j] += row[j];
+            }
+            for (int64_t j = 0; j < len; j++)
+                db[s + j] += acc[j];
         }
-        for (int64_t j = j0; j < j1; j++)
-            db[j] += acc[j - j0];
     }
 }
 
