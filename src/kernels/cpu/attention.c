@@ -6,7 +6,6 @@
 #include <ddpc/kernels.h>
 
 #include <math.h>
-#include <string.h>
 #include <omp.h>
 
 #include "kernels/cpu/cpu_impl.h"
@@ -20,19 +19,6 @@ size_t ddpc_attention_workspace_floats(int64_t b, int64_t t, int64_t c, int64_t 
     (void)nh;
     /* One (T, T) dP matrix per thread slot; see ddpc__kernel_slots for the thread rule. */
     return (size_t)ddpc__kernel_slots() * (size_t)(t * t);
-}
-
-/* c (m, n) = alpha * op(a) @ op(b), overwriting c (row stride ldc). OpenBLAS implements beta = 0
- * as a separate zeroing pass (sgemm_beta) followed by the usual c += a @ b, and for these small
- * strided blocks that pass is slow; a memset per row just before the call is cheaper and leaves c
- * hot in cache for the sgemm. Same bits as beta = 0. */
-static void gemm_fresh(ddpc_transpose ta, ddpc_transpose tb, int64_t m, int64_t n, int64_t k,
-                       float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
-                       float *c, int64_t ldc)
-{
-    for (int64_t i = 0; i < m; i++)
-        memset(c + i * ldc, 0, (size_t)n * sizeof *c);
-    ddpc_gemm_f32(ta, tb, m, n, k, alpha, a, lda, b, ldb, 1.0f, c, ldc);
 }
 
 /* p (rows i = r0..r1, cols 0..T) holds scaled scores; makes row i a softmax over 0..i, 0 after. */
@@ -56,11 +42,11 @@ static void head_forward(float *out_h, float *att_bh, const float *q, int64_t t,
     const float *k = q + c, *v = q + 2 * c;
     for (int64_t r0 = 0; r0 < t; r0 += ROW_BLOCK) {
         int64_t r1 = r0 + ROW_BLOCK < t ? r0 + ROW_BLOCK : t;
-        gemm_fresh(DDPC_NO_TRANS, DDPC_TRANS, r1 - r0, r1, hs, scale, q + r0 * 3 * c, 3 * c, k,
-                   3 * c, att_bh + r0 * t, t);
+        ddpc_gemm_f32(DDPC_NO_TRANS, DDPC_TRANS, r1 - r0, r1, hs, scale, q + r0 * 3 * c, 3 * c, k,
+                      3 * c, 0.0f, att_bh + r0 * t, t);
         causal_softmax_rows(att_bh, r0, r1, t);
-        gemm_fresh(DDPC_NO_TRANS, DDPC_NO_TRANS, r1 - r0, hs, r1, 1.0f, att_bh + r0 * t, t, v,
-                   3 * c, out_h + r0 * c, c);
+        ddpc_gemm_f32(DDPC_NO_TRANS, DDPC_NO_TRANS, r1 - r0, hs, r1, 1.0f, att_bh + r0 * t, t, v,
+                      3 * c, 0.0f, out_h + r0 * c, c);
     }
 }
 
@@ -109,19 +95,19 @@ static void head_backward(float *dq, const float *dout_h, const float *q, const 
     for (int64_t r0 = 0; r0 < t; r0 += ROW_BLOCK) {
         int64_t r1 = r0 + ROW_BLOCK < t ? r0 + ROW_BLOCK : t, n = r1 - r0;
         /* dP rows r0..r1 (keys 0..r1) = dout @ v^T; then dS in place; then dq = dS @ k. */
-        gemm_fresh(DDPC_NO_TRANS, DDPC_TRANS, n, r1, hs, 1.0f, dout_h + r0 * c, c, v, ld,
-                   dp + r0 * t, t);
+        ddpc_gemm_f32(DDPC_NO_TRANS, DDPC_TRANS, n, r1, hs, 1.0f, dout_h + r0 * c, c, v, ld, 0.0f,
+                      dp + r0 * t, t);
         softmax_backward_rows(dp, att_bh, r0, r1, t, scale);
-        gemm_fresh(DDPC_NO_TRANS, DDPC_NO_TRANS, n, hs, r1, 1.0f, dp + r0 * t, t, k, ld,
-                   dq + r0 * ld, ld);
+        ddpc_gemm_f32(DDPC_NO_TRANS, DDPC_NO_TRANS, n, hs, r1, 1.0f, dp + r0 * t, t, k, ld, 0.0f,
+                      dq + r0 * ld, ld);
     }
     for (int64_t r0 = 0; r0 < t; r0 += ROW_BLOCK) {
         int64_t r1 = r0 + ROW_BLOCK < t ? r0 + ROW_BLOCK : t, n = r1 - r0;
         /* Keys r0..r1 hear from queries r0..T only (causal): dk = dS^T @ q, dv = P^T @ dout */
-        gemm_fresh(DDPC_TRANS, DDPC_NO_TRANS, n, hs, t - r0, 1.0f, dp + r0 * t + r0, t,
-                   q + r0 * ld, ld, dk + r0 * ld, ld);
-        gemm_fresh(DDPC_TRANS, DDPC_NO_TRANS, n, hs, t - r0, 1.0f, att_bh + r0 * t + r0, t,
-                   dout_h + r0 * c, c, dv + r0 * ld, ld);
+        ddpc_gemm_f32(DDPC_TRANS, DDPC_NO_TRANS, n, hs, t - r0, 1.0f, dp + r0 * t + r0, t,
+                      q + r0 * ld, ld, 0.0f, dk + r0 * ld, ld);
+        ddpc_gemm_f32(DDPC_TRANS, DDPC_NO_TRANS, n, hs, t - r0, 1.0f, att_bh + r0 * t + r0, t,
+                      dout_h + r0 * c, c, 0.0f, dv + r0 * ld, ld);
     }
 }
 

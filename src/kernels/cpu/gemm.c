@@ -4,6 +4,7 @@
 #include <ddpc/kernels.h>
 
 #include <cblas.h>
+#include <string.h>
 
 void ddpc_gemm_f32(ddpc_transpose ta, ddpc_transpose tb, int64_t m, int64_t n, int64_t k,
                    float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
@@ -11,11 +12,19 @@ void ddpc_gemm_f32(ddpc_transpose ta, ddpc_transpose tb, int64_t m, int64_t n, i
 {
     if (m <= 0 || n <= 0)
         return;
+    if (beta == 0.0f) {
+        /* OpenBLAS runs beta = 0 as a separate zeroing pass (sgemm_beta) and then c += a b; that
+         * pass is slow on small strided blocks (attention, per-image convolution). Zeroing the
+         * rows just before is cheaper, leaves c hot for the sgemm and gives the same bits. */
+        for (int64_t i = 0; i < m; i++)
+            memset(c + i * ldc, 0, (size_t)n * sizeof *c);
+        beta = 1.0f;
+    }
     if (k <= 0) {
         /* BLAS leaves c * beta; do it here so empty reductions need no special case upstream. */
-        for (int64_t i = 0; i < m; i++)
+        for (int64_t i = 0; beta != 1.0f && i < m; i++)
             for (int64_t j = 0; j < n; j++)
-                c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+                c[i * ldc + j] *= beta;
         return;
     }
     cblas_sgemm(CblasRowMajor, ta == DDPC_TRANS ? CblasTrans : CblasNoTrans,
