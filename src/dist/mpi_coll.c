@@ -59,8 +59,14 @@ static void reduce_blocks(ddpc__mpi_state *st, const ddpc__coll *c, void *dst, c
     ddpc__reduce_many(dst, st->srcs, st->world, n, c->dtype, c->op);
 }
 
-/* Small messages: every rank gathers every input and reduces all of them. */
-static ddpc_status all_reduce_gather(ddpc__mpi_state *st, const ddpc__coll *c, double start)
+/* MPI_Iallgather and MPI_Ialltoall share this signature. */
+typedef int mpi_exchange_fn(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm,
+                            MPI_Request *);
+
+/* Exchanges world blocks of count elements with `fn` into scratch, then reduces them in rank
+ * order into recv: all_reduce's small-message path (allgather) and reduce_scatter (alltoall). */
+static ddpc_status exchange_and_reduce(ddpc__mpi_state *st, const ddpc__coll *c, double start,
+                                       mpi_exchange_fn *fn, const char *fn_name)
 {
     size_t n = c->count, es = ddpc_dtype_size(c->dtype);
     char *tmp = ddpc__mpi_scratch(st, n * es * (size_t)st->world);
@@ -68,9 +74,9 @@ static ddpc_status all_reduce_gather(ddpc__mpi_state *st, const ddpc__coll *c, d
         return DDPC_ENOMEM;
     MPI_Datatype t = mpi_type(c->dtype);
     MPI_Request req;
-    int err = MPI_Iallgather(c->send, (int)n, t, tmp, (int)n, t, st->comm, &req);
+    int err = fn(c->send, (int)n, t, tmp, (int)n, t, st->comm, &req);
     if (err)
-        return ddpc__mpi_fail(st, c, "MPI_Iallgather", err);
+        return ddpc__mpi_fail(st, c, fn_name, err);
     DDPC_TRY(ddpc__mpi_wait(st, &req, c, start));
     reduce_blocks(st, c, c->recv, tmp, n);
     return DDPC_OK;
@@ -112,26 +118,16 @@ static ddpc_status all_reduce_scatter_gather(ddpc__mpi_state *st, const ddpc__co
 static ddpc_status all_reduce(ddpc__mpi_state *st, const ddpc__coll *c, double start)
 {
     size_t gathered = c->count * ddpc_dtype_size(c->dtype) * (size_t)st->world;
+    /* Small messages: every rank gathers every input and reduces all of them. */
     if (gathered <= SMALL_GATHER_BYTES || c->count < (size_t)st->world)
-        return all_reduce_gather(st, c, start);
+        return exchange_and_reduce(st, c, start, MPI_Iallgather, "MPI_Iallgather");
     return all_reduce_scatter_gather(st, c, start);
 }
 
 /* Block r of every rank's send goes to rank r, which reduces the world blocks into recv. */
 static ddpc_status reduce_scatter(ddpc__mpi_state *st, const ddpc__coll *c, double start)
 {
-    size_t n = c->count, es = ddpc_dtype_size(c->dtype);
-    char *tmp = ddpc__mpi_scratch(st, n * es * (size_t)st->world);
-    if (!tmp)
-        return DDPC_ENOMEM;
-    MPI_Datatype t = mpi_type(c->dtype);
-    MPI_Request req;
-    int err = MPI_Ialltoall(c->send, (int)n, t, tmp, (int)n, t, st->comm, &req);
-    if (err)
-        return ddpc__mpi_fail(st, c, "MPI_Ialltoall", err);
-    DDPC_TRY(ddpc__mpi_wait(st, &req, c, start));
-    reduce_blocks(st, c, c->recv, tmp, n);
-    return DDPC_OK;
+    return exchange_and_reduce(st, c, start, MPI_Ialltoall, "MPI_Ialltoall");
 }
 
 static ddpc_status all_gather(ddpc__mpi_state *st, const ddpc__coll *c, double start)
