@@ -1,79 +1,125 @@
-/* The fit loop: epochs of seeded shuffled batches (drop_last), one optimizer step per batch,
- * progress every log_every steps, evaluation every eval_every steps (or each epoch's end), a
- * final evaluation on the test split, then weights_out. Deterministic given config and seed. */
+/* The fit loop, the one for every config: epochs of the combined loader over the tasks (one task
+ * for a `data.*` config), grad_accum_steps combined steps per optimizer step, every task with a
+ * batch runs one pass through the engine; progress every log_every steps, evaluation every
+ * eval_every steps (or each epoch's end), a final evaluation on the test splits, then
+ * weights_out. Deterministic given config, seed and world size. */
 #include "train/trainer_impl.h"
-#include "train/trainer_tasks.h"
 
-#include <ddpc/alloc.h>
 #include <ddpc/kernels.h>
-#include <ddpc/rng.h>
 #include <ddpc/timer.h>
 #include <ddpc/weights.h>
 
 #include <stdio.h>
-#include <stdlib.h>
 
-ddpc_status ddpc__trainer_train_step(ddpc_trainer *t, const ddpc_batch *const *batches,
-                                     float *loss)
+/* One optimizer step; *loss = this rank's weighted task-loss sum, averaged over micro-steps. */
+static ddpc_status train_step(ddpc_trainer *t, double *loss)
 {
-    ddpc_model *m = t->model;
-    int64_t k_steps = t->set.accum_steps;
+    int64_t accum = t->set.accum_steps;
     double sum = 0;
-    ddpc_model_zero_grad(m);
-    for (int64_t k = 0; k < k_steps; k++) {
-        ddpc_model_output out;
-        /* Dropout stream: distinct for every micro-step of every rank. */
-        uint64_t stream = ((uint64_t)t->step * (uint64_t)k_steps + (uint64_t)k) * (uint64_t)t->world +
-                          (uint64_t)t->rank;
-        if (t->reducer) /* communicate only on the last micro-step (no_sync before it) */
-            ddpc_reducer_prepare(t->reducer, k == k_steps - 1);
-        DDPC_TRY(ddpc__trainer_forward_batch(t, batches[k], true, stream, &out));
-        DDPC_TRY(ddpc_model_backward(m, 1.0f / (float)k_steps));
-        sum += out.loss;
+    ddpc_engine_zero_grad(t->engine);
+    for (int64_t k = 0; k < accum; k++) {
+        const ddpc_combined_step *st;
+        /* Each micro-batch is used before the next is asked for: the loader may reuse its
+         * buffer as soon as next is called again. */
+        DDPC_TRY(ddpc_combined_next(t->combined, &st));
+        if (!st)
+            return ddpc_errorf(DDPC_EINTERNAL, "the loader ended its epoch early, at step %lld",
+                               (long long)ddpc_engine_step(t->engine));
+        t->window_wait += st->wait_s;
+        for (int i = 0; i < t->n_tasks; i++) {
+            const ddpc_batch *b = st->batches[i];
+            if (!b)
+                continue;
+            ddpc__task *task = &t->task[i];
+            ddpc_model_input in = {
+                .n = b->n, .x = b->x, .tokens = b->tokens, .targets = b->targets, .task = i};
+            ddpc_model_output out;
+            /* One task: its last backward communicates while it runs. */
+            bool sync = !t->multi && k == accum - 1;
+            DDPC_TRY(ddpc_engine_pass(t->engine, &in, k, task->loss_weight, sync, &out));
+            sum += (double)task->loss_weight * out.loss;
+            task->unsynced_loss += out.loss;
+            task->unsynced_passes += 1;
+            t->window_samples += b->n;
+        }
     }
-    if (t->reducer)
-        DDPC_TRY(ddpc_reducer_finish(t->reducer));
-    size_t np = ddpc_model_num_params(m);
-    /* After the all-reduce the gradients are identical, so every rank computes the same norm. */
-    if (t->set.grad_clip > 0.0f)
-        ddpc_clip_grad_norm(ddpc_model_grads(m), np, t->set.grad_clip);
-    float lr = ddpc_lr_at(&t->sched, t->step) * ddpc__trainer_lr_scale(t);
-    ddpc_optim_step(t->opt, ddpc_model_params(m), ddpc_model_grads(m), ddpc_model_decay_mask(m), lr);
-    t->step++;
-    *loss = (float)(sum / (double)k_steps);
+    ddpc_engine_step_info info;
+    DDPC_TRY(ddpc_engine_update(t->engine, &info));
+    *loss = sum / (double)accum;
     return DDPC_OK;
 }
 
 /* Averages the losses of every rank since the last sync into the logging window. */
 static ddpc_status sync_stats(ddpc_trainer *t)
 {
-    double v[2] = {t->unsynced_loss, (double)t->unsynced_steps};
-    DDPC_TRY(ddpc__trainer_sum(t, v, 2));
+    double v[2 + 2 * DDPC_MODEL_MAX_HEADS];
+    size_t n = 2 + 2 * (size_t)t->n_tasks;
+    v[0] = t->unsynced_loss;
+    v[1] = (double)t->unsynced_steps;
+    for (int i = 0; i < t->n_tasks; i++) {
+        v[2 + 2 * i] = t->task[i].unsynced_loss;
+        v[3 + 2 * i] = t->task[i].unsynced_passes;
+        t->task[i].unsynced_loss = t->task[i].unsynced_passes = 0;
+    }
+    DDPC_TRY(ddpc__trainer_sum(t, v, n));
     t->window_loss += v[0] / (double)t->world;
     t->window_steps += t->unsynced_steps;
+    for (int i = 0; i < t->n_tasks; i++) {
+        t->task[i].window_loss += v[2 + 2 * i];
+        t->task[i].window_passes += v[3 + 2 * i];
+    }
     t->unsynced_loss = 0;
     t->unsynced_steps = 0;
     return DDPC_OK;
 }
 
-static void log_progress(ddpc_trainer *t, int64_t epoch, int64_t total, double elapsed)
+/* The per-task losses of the window as JSON members and as text; resets them. */
+static void task_losses(ddpc_trainer *t, char *json, size_t json_cap, char *text, size_t text_cap)
 {
-    double window_s = t->window_time;
-    int64_t per_sample = t->tokens_per_sample;
-    int64_t global_batch = t->set.batch_size * t->set.accum_steps * t->world;
-    double samples_per_s = (double)(t->window_steps * global_batch) / window_s;
+    size_t jl = 0, tl = 0;
+    json[0] = text[0] = '\0';
+    for (int i = 0; i < t->n_tasks; i++) {
+        ddpc__task *k = &t->task[i];
+        double l = k->window_passes > 0 ? k->window_loss / k->window_passes : 0.0;
+        jl += (size_t)snprintf(json + jl, json_cap - jl, "%s\"%s\": %.6f", i ? ", " : "", k->name,
+                               l);
+        tl += (size_t)snprintf(text + tl, text_cap - tl, "%s%s %.4f", i ? ", " : "", k->name, l);
+        k->window_loss = k->window_passes = 0;
+    }
+}
+
+static void log_progress(ddpc_trainer *t, int64_t epoch, double elapsed)
+{
+    int64_t step = ddpc_engine_step(t->engine), per_sample = t->tokens_per_sample;
+    double samples_per_s = (double)(t->window_samples * t->world) / t->window_time;
     double loss = t->window_steps ? t->window_loss / (double)t->window_steps : 0.0;
-    float lr = ddpc_lr_at(&t->sched, t->step - 1) * ddpc__trainer_lr_scale(t);
-    char fields[512];
-    snprintf(fields, sizeof fields,
-             "\"step\": %lld, \"epoch\": %lld, \"loss\": %.6f, \"lr\": %.6g, \"samples_per_s\": %.1f, "
-             "\"tokens_per_s\": %.1f, \"data_wait_s\": %.4f, \"time_s\": %.3f",
-             (long long)t->step, (long long)epoch, loss, lr, samples_per_s,
-             samples_per_s * (double)per_sample, t->window_wait, elapsed);
+    float lr = ddpc_engine_lr(t->engine, step - 1);
+    char json[96 * DDPC_MODEL_MAX_HEADS], text[96 * DDPC_MODEL_MAX_HEADS];
+    char fields[256 + sizeof json];
+    task_losses(t, json, sizeof json, text, sizeof text);
+    if (t->multi)
+        snprintf(fields, sizeof fields,
+                 "\"step\": %lld, \"epoch\": %lld, \"loss\": %.6f, \"task_loss\": {%s}, \"lr\": "
+                 "%.6g, \"samples_per_s\": %.1f, \"data_wait_s\": %.4f, \"time_s\": %.3f",
+                 (long long)step, (long long)epoch, loss, json, lr, samples_per_s, t->window_wait,
+                 elapsed);
+    else
+        snprintf(fields, sizeof fields,
+                 "\"step\": %lld, \"epoch\": %lld, \"loss\": %.6f, \"lr\": %.6g, "
+                 "\"samples_per_s\": %.1f, \"tokens_per_s\": %.1f, \"data_wait_s\": %.4f, "
+                 "\"time_s\": %.3f",
+                 (long long)step, (long long)epoch, loss, lr, samples_per_s,
+                 samples_per_s * (double)per_sample, t->window_wait, elapsed);
     ddpc__metrics_write(t, fields);
-    if (t->log)
+    if (t->log && t->multi)
+        fprintf(t->log,
+                "step %6lld/%lld | epoch %lld | loss %.4f (%s) | lr %.3e | %.0f samples/s | %.1f "
+                "s\n",
+                (long long)step, (long long)t->total_steps, (long long)epoch, loss, text, lr,
+                samples_per_s, elapsed);
+    else if (t->log)
         fprintf(t->log, "step %6lld/%lld | epoch %lld | loss %.4f | lr %.3e | %.0f %s/s | %.1f s\n",
-                (long long)t->step, (long long)total, (long long)epoch, loss, lr,
+                (long long)step, (long long)t->total_steps, (long long)epoch, loss, lr,
                 per_sample > 1 ? samples_per_s * (double)per_sample : samples_per_s,
                 per_sample > 1 ? "tok" : "samples", elapsed);
     t->last_train_loss = loss;
@@ -81,85 +127,87 @@ static void log_progress(ddpc_trainer *t, int64_t epoch, int64_t total, double e
     t->window_steps = 0;
     t->window_time = 0;
     t->window_wait = 0;
+    t->window_samples = 0;
 }
 
-static void log_start(ddpc_trainer *t, int64_t total)
+static void log_start(ddpc_trainer *t)
 {
     const trainer_settings *s = &t->set;
     if (!t->log)
         return;
-    fprintf(t->log, "training %s: %zu parameters, %lld samples, %lld steps, %d threads per rank\n",
-            ddpc_model_config_of(t->model)->type, ddpc_model_num_params(t->model),
-            (long long)ddpc_dataset_size(t->train), (long long)total, ddpc_kernels_threads());
-    fprintf(t->log, "global batch %lld = %lld per rank x %d rank%s x %lld accumulation step%s "
-            "(backend %s, lr x %.3g)\n",
-            (long long)(s->batch_size * t->world * s->accum_steps), (long long)s->batch_size,
-            t->world, t->world == 1 ? "" : "s", (long long)s->accum_steps,
-            s->accum_steps == 1 ? "" : "s", ddpc_backend_name(ddpc_pg_backend(t->pg)),
+    int64_t per_rank = 0;
+    char parts[64 * DDPC_MODEL_MAX_HEADS] = "";
+    size_t len = 0;
+    if (t->multi)
+        fprintf(t->log, "training %s with %d task heads: %zu parameters, %lld steps, %d threads "
+                "per rank\n", ddpc_model_config_of(t->model)->type, t->n_tasks,
+                ddpc_model_num_params(t->model), (long long)t->total_steps, ddpc_kernels_threads());
+    else
+        fprintf(t->log, "training %s: %zu parameters, %lld samples, %lld steps, %d threads per "
+                "rank\n", ddpc_model_config_of(t->model)->type, ddpc_model_num_params(t->model),
+                (long long)ddpc_dataset_size(t->train), (long long)t->total_steps,
+                ddpc_kernels_threads());
+    for (int i = 0; i < t->n_tasks; i++) {
+        const ddpc__task *k = &t->task[i];
+        if (t->multi)
+            fprintf(t->log, "task %s: %s, %lld classes, %lld samples, batch %lld per rank, loss "
+                    "weight %g\n", k->name, k->data_type, (long long)k->num_classes,
+                    (long long)ddpc_dataset_size(k->train), (long long)k->batch_size,
+                    (double)k->loss_weight);
+        per_rank += k->batch_size;
+        len += (size_t)snprintf(parts + len, sizeof parts - len, "%s%s %lld", i ? " + " : "",
+                                k->name, (long long)k->batch_size);
+    }
+    fprintf(t->log, "global batch %lld = %lld per rank", (long long)(per_rank * t->world *
+            s->accum_steps), (long long)per_rank);
+    if (t->multi)
+        fprintf(t->log, " (%s)", parts);
+    fprintf(t->log, " x %d rank%s x %lld accumulation step%s (", t->world,
+            t->world == 1 ? "" : "s", (long long)s->accum_steps, s->accum_steps == 1 ? "" : "s");
+    if (t->multi)
+        fprintf(t->log, "combined %s, ", ddpc_combined_mode_name(t->mode));
+    fprintf(t->log, "backend %s, lr x %.3g)\n", ddpc_backend_name(ddpc_pg_backend(t->pg)),
             ddpc__trainer_lr_scale(t));
 }
 
-/* Takes accum_steps batches from the loader; false at the end of the epoch. */
-static ddpc_status next_batches(ddpc_trainer *t, const ddpc_batch **batches, bool *ok)
-{
-    *ok = true;
-    for (int64_t k = 0; k < t->set.accum_steps && *ok; k++) {
-        DDPC_TRY(ddpc_loader_next(t->train_loader, &batches[k]));
-        *ok = batches[k] != NULL;
-        if (*ok)
-            t->window_wait += batches[k]->wait_s;
-    }
-    return DDPC_OK;
-}
-
 /* Periodic work after a step: stats sync, progress line, validation. */
-static ddpc_status after_step(ddpc_trainer *t, int64_t epoch, int64_t total, bool epoch_end,
-                              double start)
+static ddpc_status after_step(ddpc_trainer *t, int64_t epoch, bool epoch_end, double start)
 {
     const trainer_settings *s = &t->set;
-    bool log_now = t->step % s->log_every == 0 || t->step == total;
-    if (t->step % s->stats_sync_every == 0 || log_now)
+    int64_t step = ddpc_engine_step(t->engine), total = t->total_steps;
+    bool log_now = step % s->log_every == 0 || step == total;
+    if (step % s->stats_sync_every == 0 || log_now)
         DDPC_TRY(sync_stats(t));
     if (log_now)
-        log_progress(t, epoch, total, ddpc_time_now() - start);
-    /* The final test evaluation follows; a validation pass on the same split would repeat it. */
-    bool repeat = t->step == total && t->val == t->test && s->eval_batches == 0;
-    if (!repeat && ((s->eval_every > 0 && t->step % s->eval_every == 0) ||
-                    (s->eval_every == 0 && epoch_end))) {
-        ddpc_eval_result r;
-        DDPC_TRY(ddpc__trainer_evaluate(t, t->val, "val", true, &r));
-    }
+        log_progress(t, epoch, ddpc_time_now() - start);
+    /* Validation uses the test splits, which the final evaluation covers. */
+    bool repeat = step == total && s->eval_batches == 0;
+    if (!repeat && ((s->eval_every > 0 && step % s->eval_every == 0) ||
+                    (s->eval_every == 0 && epoch_end)))
+        DDPC_TRY(ddpc__trainer_evaluate(t, "val", true));
     return DDPC_OK;
 }
 
 ddpc_status ddpc__trainer_fit(ddpc_trainer *t)
 {
     const trainer_settings *s = &t->set;
-    int64_t per_epoch = ddpc_loader_len(t->train_loader) / s->accum_steps;
-    int64_t total = t->sched.total_steps;
-    log_start(t, total);
+    int64_t per_epoch = t->steps_per_epoch, total = t->total_steps;
+    log_start(t);
     double start = ddpc_time_now();
-    const ddpc_batch *batches[DDPC_TRAIN_MAX_ACCUM];
-    for (int64_t epoch = 0; t->step < total; epoch++) {
-        DDPC_TRY(ddpc_loader_start_epoch(t->train_loader, epoch));
-        for (int64_t b = 0; b < per_epoch && t->step < total; b++) {
-            bool ok;
-            float loss;
-            double t0 = ddpc_time_now();
-            DDPC_TRY(next_batches(t, batches, &ok));
-            if (!ok)
-                return ddpc_errorf(DDPC_EINTERNAL, "the loader ended epoch %lld after %lld of %lld "
-                                   "steps", (long long)epoch, (long long)b, (long long)per_epoch);
-            DDPC_TRY(ddpc__trainer_train_step(t, batches, &loss));
+    for (int64_t epoch = 0; ddpc_engine_step(t->engine) < total; epoch++) {
+        DDPC_TRY(ddpc_combined_start_epoch(t->combined, epoch));
+        for (int64_t b = 0; b < per_epoch && ddpc_engine_step(t->engine) < total; b++) {
+            double loss = 0, t0 = ddpc_time_now();
+            DDPC_TRY(train_step(t, &loss));
             /* Throughput counts training steps only, not evaluation or logging. */
             t->window_time += ddpc_time_now() - t0;
             t->unsynced_loss += loss;
             t->unsynced_steps++;
-            DDPC_TRY(after_step(t, epoch, total, b + 1 == per_epoch || t->step == total, start));
+            bool epoch_end = b + 1 == per_epoch || ddpc_engine_step(t->engine) == total;
+            DDPC_TRY(after_step(t, epoch, epoch_end, start));
         }
     }
-    ddpc_eval_result r;
-    DDPC_TRY(ddpc__trainer_evaluate(t, t->test, "test", false, &r));
+    DDPC_TRY(ddpc__trainer_evaluate(t, "test", false));
     if (t->log)
         fprintf(t->log, "done in %.1f s\n", ddpc_time_now() - start);
     if (s->weights_out && t->rank == 0) {
@@ -173,121 +221,11 @@ ddpc_status ddpc__trainer_fit(ddpc_trainer *t)
 ddpc_status ddpc_trainer_run(ddpc_trainer *t)
 {
     DDPC_TRY(ddpc__metrics_open(t));
-    ddpc_eval_result r;
     switch (t->set.state) {
-    case STATE_TRAIN:
-        return t->tasks ? ddpc__tasks_fit(t) : ddpc__trainer_fit(t);
-    case STATE_VAL:
-        return t->tasks ? ddpc__tasks_evaluate(t, "val", false)
-                        : ddpc__trainer_evaluate(t, t->val, "val", false, &r);
-    case STATE_TEST:
-        return t->tasks ? ddpc__tasks_evaluate(t, "test", false)
-                        : ddpc__trainer_evaluate(t, t->test, "test", false, &r);
-    case STATE_PREDICT:
-        return t->tasks ? ddpc__tasks_predict(t) : ddpc__trainer_predict(t);
+    case STATE_TRAIN: return ddpc__trainer_fit(t);
+    case STATE_VAL: return ddpc__trainer_evaluate(t, "val", false);
+    case STATE_TEST: return ddpc__trainer_evaluate(t, "test", false);
+    case STATE_PREDICT: return ddpc__trainer_predict(t);
     }
     return ddpc_errorf(DDPC_EINTERNAL, "unknown trainer state %d", (int)t->set.state);
-}
-
-static int compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Median of v (n >= 1); sorts v. */
-static double median_of(double *v, int64_t n)
-{
-    qsort(v, (size_t)n, sizeof *v, compare_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-static double mean_of(const double *v, int64_t n)
-{
-    double s = 0;
-    for (int64_t i = 0; i < n; i++)
-        s += v[i];
-    return s / (double)n;
-}
-
-/* Runs warmup + steps training steps; for timed step i: wall time dt[i] and the reducer's exposed
- * and comm seconds (exposed[i], comm[i]; 0 on one rank). Every micro-step of a step reuses one
- * gathered batch, and gathering is not timed: the data path is not benchmarked. */
-static ddpc_status bench_loop(ddpc_trainer *t, int64_t warmup, int64_t steps, double *dt,
-                              double *exposed, double *comm)
-{
-    int64_t n = t->set.batch_size, size = ddpc_dataset_size(t->train);
-    for (int64_t i = 0; i < size; i++)
-        t->perm[i] = i;
-    ddpc_rng order = ddpc_rng_make(t->set.seed, 1000);
-    ddpc_rng_shuffle(&order, t->perm, size);
-    ddpc_batch batch = {.n = n, .x = t->x, .tokens = t->tokens, .targets = t->targets};
-    const ddpc_batch *batches[DDPC_TRAIN_MAX_ACCUM];
-    for (int64_t k = 0; k < t->set.accum_steps; k++)
-        batches[k] = &batch;
-    for (int64_t i = 0; i < warmup + steps; i++) {
-        /* Ranks take different samples, as they do in training. */
-        int64_t off = ((i * t->world + t->rank) * n) % (size - n + 1);
-        float loss;
-        DDPC_TRY(ddpc_dataset_get_batch(t->train, t->perm + off, n, t->x, t->tokens, t->targets));
-        ddpc_reducer_stats s0 = {0}, s1 = {0};
-        if (t->reducer)
-            s0 = ddpc_reducer_stats_of(t->reducer);
-        double t0 = ddpc_time_now();
-        DDPC_TRY(ddpc__trainer_train_step(t, batches, &loss));
-        double t1 = ddpc_time_now();
-        if (t->reducer)
-            s1 = ddpc_reducer_stats_of(t->reducer);
-        if (i >= warmup) {
-            dt[i - warmup] = t1 - t0;
-            exposed[i - warmup] = s1.exposed_s - s0.exposed_s;
-            comm[i - warmup] = s1.comm_s - s0.comm_s;
-        }
-    }
-    return DDPC_OK;
-}
-
-ddpc_status ddpc_trainer_bench(ddpc_trainer *t, int64_t warmup, int64_t steps, ddpc_bench_result *r)
-{
-    if (steps < 1 || steps > 100000)
-        return ddpc_errorf(DDPC_EINVAL, "bench steps must be in [1, 100000], got %lld",
-                           (long long)steps);
-    /* dt (steps), then exposed and comm (steps each), adjacent so one all-reduce averages both. */
-    double *buf = ddpc_malloc(3 * (size_t)steps * sizeof(double));
-    if (!buf)
-        return ddpc_errorf(DDPC_ENOMEM, "out of memory for %lld bench timings", (long long)steps);
-    double *dt = buf, *exposed = buf + steps, *comm = buf + 2 * steps;
-    ddpc_status st = bench_loop(t, warmup, steps, dt, exposed, comm);
-    /* A synchronised step lasts as long as its slowest rank; communication is averaged. */
-    if (st == DDPC_OK && t->world > 1)
-        st = ddpc_pg_all_reduce(t->pg, dt, dt, (size_t)steps, DDPC_DTYPE_F64, DDPC_REDUCE_MAX);
-    if (st == DDPC_OK && t->world > 1)
-        st = ddpc_pg_all_reduce(t->pg, exposed, exposed, 2 * (size_t)steps, DDPC_DTYPE_F64,
-                                DDPC_REDUCE_AVG);
-    if (st == DDPC_OK) {
-        int64_t n = t->set.batch_size * t->set.accum_steps, tok = t->tokens_per_sample;
-        double med = median_of(dt, steps), w = (double)t->world;
-        /* Means before medians: median_of sorts in place. */
-        double exposed_mean = mean_of(exposed, steps), comm_mean = mean_of(comm, steps);
-        *r = (ddpc_bench_result){
-            .threads = ddpc_kernels_threads(),
-            .rank = t->rank,
-            .world = t->world,
-            .batch = n,
-            .steps = steps,
-            .median_step_s = med,
-            .samples_per_s = (double)n / med,
-            .tokens_per_s = tok > 1 ? (double)(n * tok) / med : 0,
-            .global_samples_per_s = w * (double)n / med,
-            .global_tokens_per_s = tok > 1 ? w * (double)(n * tok) / med : 0,
-            .gflops = ddpc_model_train_flops_per_sample(t->model) * (double)n / med * 1e-9,
-            .num_buckets = t->reducer ? ddpc_reducer_stats_of(t->reducer).num_buckets : 0,
-            .exposed_mean_s = exposed_mean,
-            .comm_mean_s = comm_mean,
-            .exposed_median_s = median_of(exposed, steps),
-            .comm_median_s = median_of(comm, steps),
-        };
-    }
-    ddpc_free(buf);
-    return st;
 }

@@ -1,11 +1,15 @@
-/* Private trainer state shared by setup, fit, evaluation, prediction and weights files.
- * Batch buffers are sized once for the larger of the train and eval batch, so a step after the
- * first allocates nothing. */
+/* Private trainer state shared by setup, fit, evaluation, prediction and checkpoints. A config
+ * is a list of tasks — `tasks:` — or one task spelled with the `data.*` keys; both are the same
+ * task table and the same loop. Invariants: task k always runs head k of a multi-task model (head
+ * 0 = the single classifier otherwise); every dataset a task points to is in `owned`; batch
+ * buffers are sized once for the largest batch, so a step after the first allocates nothing. */
 #ifndef DDPC_TRAIN_TRAINER_IMPL_H
 #define DDPC_TRAIN_TRAINER_IMPL_H
 
+#include <ddpc/combined.h>
 #include <ddpc/data.h>
 #include <ddpc/dist.h>
+#include <ddpc/engine.h>
 #include <ddpc/loader.h>
 #include <ddpc/nn.h>
 #include <ddpc/optim.h>
@@ -17,10 +21,10 @@
 
 #define DDPC__FMNIST_DIR "/usr/share/datasets/fashion-mnist"
 #define DDPC__FORTUNES_DIR "/usr/share/games/fortunes"
-
-typedef enum { STATE_TRAIN, STATE_VAL, STATE_TEST, STATE_PREDICT } trainer_state;
+#define DDPC__TASK_NAME_MAX 32
 #define DDPC_TRAIN_MAX_ACCUM 1024
 
+typedef enum { STATE_TRAIN, STATE_VAL, STATE_TEST, STATE_PREDICT } trainer_state;
 typedef enum { LR_SCALE_NONE, LR_SCALE_LINEAR, LR_SCALE_SQRT } lr_scale_kind;
 
 typedef struct {
@@ -28,13 +32,12 @@ typedef struct {
     int threads;
     trainer_state state;
     int64_t epochs, max_steps, eval_every, eval_batches, log_every;
-    int64_t batch_size, eval_batch_size; /* per rank */
+    int64_t batch_size, eval_batch_size; /* per rank; the tasks' defaults */
     int64_t accum_steps;                 /* micro-batches per optimizer step */
     int64_t stats_sync_every;            /* steps between cross-rank loss averages */
     lr_scale_kind lr_scale;              /* base LR x (world * accum_steps)^{0, 1, 1/2} */
-    int num_workers, prefetch_factor;    /* training loader */
+    int num_workers, prefetch_factor;    /* training loaders */
     bool shuffle;
-    float grad_clip;
     char run_dir[512];
     const char *weights_out, *init_from;
     /* predict */
@@ -43,60 +46,81 @@ typedef struct {
     float temperature;
 } trainer_settings;
 
+typedef struct {
+    char name[DDPC__TASK_NAME_MAX];      /* letters, digits, '_', '-', '.' */
+    const char *data_type;               /* for the start line */
+    ddpc_dataset *train, *test;          /* borrowed from owned */
+    int64_t batch_size, eval_batch_size; /* per rank */
+    float loss_weight;
+    int64_t num_classes; /* the head's width, >= the dataset's classes */
+    ddpc_sampler *sampler;
+    ddpc_loader *loader;
+    /* Unweighted loss sums over this task's passes: since the last cross-rank sync (local), and
+     * in the logging window (rank-averaged). */
+    double unsynced_loss, unsynced_passes, window_loss, window_passes;
+    ddpc_eval_result last_eval;
+} ddpc__task;
+
+#define DDPC__MAX_OWNED (4 * DDPC_MODEL_MAX_HEADS)
+
 struct ddpc_trainer {
     ddpc_config *cfg;
     FILE *log;
     trainer_settings set;
-    ddpc_dataset *train, *val, *test; /* with tasks: task 0's, owned by `tasks` */
-    struct ddpc__trainer_tasks *tasks; /* multi-task state (trainer_tasks.h); NULL for one task */
+    /* Tasks: `multi` when the config declares `tasks:` (heads per task, per-task metrics). */
+    bool multi;
+    int n_tasks;
+    ddpc__task task[DDPC_MODEL_MAX_HEADS];
+    ddpc_dataset *owned[DDPC__MAX_OWNED];
+    int n_owned;
+    ddpc_combined_mode mode; /* training; evaluation is always sequential */
+    ddpc_combined *combined;
+    ddpc_dataset *train, *test; /* task 0's (shorthand for the single-task paths) */
     ddpc_model *model;
-    ddpc_optim *opt;
-    ddpc_lr_schedule sched;
+    ddpc_engine_config engine_cfg;
+    ddpc_engine *engine;
+    int64_t total_steps;     /* optimizer steps of the whole run */
+    int64_t steps_per_epoch; /* optimizer steps per epoch (training only) */
     /* Distributed: the group (world 1 without a launcher), the reducer (world > 1 only). */
     ddpc_pg *pg;
     ddpc_reducer *reducer;
     int rank, world;
-    ddpc_sampler *train_sampler;
-    ddpc_loader *train_loader;
-    /* Batch buffers (max_batch samples). */
+    /* Batch buffers (max_batch samples), for prediction and the step benchmark. */
     int64_t max_batch, sample_floats, tokens_per_sample;
     float *x;
     int32_t *tokens, *targets;
     int64_t *perm; /* (train size) bench order */
     FILE *metrics;
-    int64_t step;
-    double window_time;              /* since the last progress line */
-    double unsynced_loss;            /* local loss sum since the last cross-rank sync */
+    /* Logging window. */
+    double window_time;    /* training seconds since the last progress line */
+    double unsynced_loss;  /* local weighted loss sum since the last cross-rank sync */
     int64_t unsynced_steps;
-    double window_loss;              /* rank-averaged loss sum since the last progress line */
+    double window_loss;    /* rank-averaged loss sum since the last progress line */
     int64_t window_steps;
-    double window_wait;              /* seconds blocked on the loader since the last line */
+    int64_t window_samples; /* rows this rank trained on since the last progress line */
+    double window_wait;     /* seconds blocked on the loaders since the last line */
     double last_train_loss;
     ddpc_eval_result last_eval;
 };
 
-/* trainer_setup.c */
+/* trainer_settings.c: the top-level keys (every one with its default and range). */
 ddpc_status ddpc__trainer_read_settings(ddpc_trainer *t, const char *config_name);
-ddpc_status ddpc__trainer_load_data(ddpc_trainer *t);
+
+/* trainer_data.c: the dataset table and the task table. Reads `tasks.<i>.*` when the config
+ * declares tasks, else one task from `data.*` (the same builder and keys); loads every dataset
+ * once (tasks naming the same one share it; a label_map is a view). */
+ddpc_status ddpc__trainer_load_tasks(ddpc_trainer *t);
+/* Frees loaders, samplers and datasets. */
+void ddpc__trainer_free_tasks(ddpc_trainer *t);
+
+/* trainer_model.c: the model table (keys per model.type), the optimizer keys and the engine. */
 ddpc_status ddpc__trainer_build_model(ddpc_trainer *t);
+/* Per task a distributed sampler + loader (drop_last), the combined loader over them;
+ * *per_epoch = optimizer steps per epoch. */
+ddpc_status ddpc__trainer_build_loaders(ddpc_trainer *t, int64_t *per_epoch);
 
-/* trainer_batch.c: gathers samples idx[0..n) of d into the batch buffers, runs the model's head
- * `task` (0 for one task). */
-ddpc_status ddpc__trainer_forward(ddpc_trainer *t, const ddpc_dataset *d, const int64_t *idx,
-                                  int64_t n, int task, bool training, ddpc_model_output *out);
-/* The training sampler (distributed: seeded shuffle per epoch, equal padded shares per rank)
- * and its prefetching loader (drop_last, so every rank runs the same number of steps). */
-ddpc_status ddpc__trainer_build_loader(ddpc_trainer *t);
-/* Runs the model on a loader batch; `stream` makes dropout masks distinct per step and rank. */
-ddpc_status ddpc__trainer_forward_batch(ddpc_trainer *t, const ddpc_batch *b, bool training,
-                                        uint64_t stream, ddpc_model_output *out);
-
-/* trainer_fit.c */
+/* trainer_fit.c: the fit loop. */
 ddpc_status ddpc__trainer_fit(ddpc_trainer *t);
-/* One optimizer step over accum_steps micro-batches (batches[k]), synchronised across ranks;
- * *loss = this rank's mean loss over them. */
-ddpc_status ddpc__trainer_train_step(ddpc_trainer *t, const ddpc_batch *const *batches,
-                                     float *loss);
 
 /* trainer_dist.c */
 ddpc_status ddpc__trainer_init_dist(ddpc_trainer *t);
@@ -106,14 +130,12 @@ ddpc_status ddpc__trainer_sum(ddpc_trainer *t, double *values, size_t n);
 float ddpc__trainer_lr_scale(const ddpc_trainer *t);
 void ddpc__trainer_fini_dist(ddpc_trainer *t);
 
-/* trainer_eval.c: evaluates d (all of it, or eval_batches batches when limit) and logs it. */
-ddpc_status ddpc__trainer_evaluate(ddpc_trainer *t, const ddpc_dataset *d, const char *split,
-                                   bool limit, ddpc_eval_result *r);
+/* trainer_eval.c: evaluates every task on its test split (all of it, or eval_batches batches per
+ * rank when limit), logs one record per task and keeps the results. */
+ddpc_status ddpc__trainer_evaluate(ddpc_trainer *t, const char *split, bool limit);
+
+/* trainer_predict.c: rank 0 writes predictions (classes per task, or sampled text). */
 ddpc_status ddpc__trainer_predict(ddpc_trainer *t);
-/* Writes run_dir/`file`: index,label,predicted,confidence for predict.samples samples of d (all
- * when 0) through head `task`. */
-ddpc_status ddpc__trainer_predict_classes(ddpc_trainer *t, const ddpc_dataset *d, int task,
-                                          const char *file);
 
 /* metrics.c: one JSON object per line in run_dir/metrics.jsonl. */
 ddpc_status ddpc__metrics_open(ddpc_trainer *t);

@@ -1,0 +1,98 @@
+/* ddpc engine: one training step as one object. A step is zero_grad, then per micro-batch one or
+ * more forward/backward passes (one per task that has a batch), gradient synchronisation (the DDP
+ * reducer; ZeRO's reduce-scatter later plugs in here), the non-finite check, global-norm clipping,
+ * the optimizer update at the scheduled learning rate. The engine owns everything a step mutates
+ * apart from the model's buffers (the optimizer and its state, the step and skip counters), so
+ * that state is saved and restored as one unit. One thread at a time. */
+#ifndef DDPC_ENGINE_H
+#define DDPC_ENGINE_H
+
+#include <ddpc/nn.h>
+#include <ddpc/optim.h>
+#include <ddpc/reducer.h>
+#include <ddpc/status.h>
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What a step whose gradient norm (or loss) is NaN or infinite does. */
+typedef enum {
+    DDPC_NONFINITE_STOP, /* fail with DDPC_EINVAL naming the step: the run stops, non-zero exit */
+    DDPC_NONFINITE_SKIP, /* leave parameters and optimizer state alone, count the step as skipped */
+    DDPC_NONFINITE_COUNT
+} ddpc_nonfinite_policy;
+
+/* "stop" / "skip"; "unknown" outside the enum. */
+const char *ddpc_nonfinite_policy_name(ddpc_nonfinite_policy p);
+
+typedef struct {
+    ddpc_optim_config optim;
+    ddpc_lr_schedule schedule; /* the LR of step s is ddpc_lr_at(&schedule, s) x lr_scale */
+    float lr_scale;            /* 1 */
+    float grad_clip;           /* max global gradient norm; 0 = no clipping */
+    int64_t accum_steps;       /* micro-batches per optimizer step, >= 1; 1 */
+    int num_tasks;             /* passes per micro-batch at most (dropout streams), >= 1; 1 */
+    ddpc_nonfinite_policy on_nonfinite; /* stop */
+} ddpc_engine_config;
+
+/* SGD defaults (ddpc_optim_config_default), constant schedule at its lr, scale 1, no clipping,
+ * one micro-batch of one task, stop on non-finite values. */
+ddpc_engine_config ddpc_engine_config_default(void);
+
+typedef struct ddpc_engine ddpc_engine;
+
+/* Creates the engine and its optimizer over the model's parameters. Borrows `m` and `reducer`
+ * (NULL on one rank) until destroy; rank and world make dropout streams distinct per rank.
+ * DDPC_EINVAL naming the field for a bad config, DDPC_ENOMEM. */
+ddpc_status ddpc_engine_create(ddpc_model *m, ddpc_reducer *reducer, int rank, int world,
+                               const ddpc_engine_config *c, ddpc_engine **out);
+/* NULL is a no-op. */
+void ddpc_engine_destroy(ddpc_engine *e);
+
+/* Begins a step: zeroes the gradients. */
+void ddpc_engine_zero_grad(ddpc_engine *e);
+
+/* One forward and backward of micro-batch `micro` (0 <= micro < accum_steps) for in->task:
+ * adds d(loss x loss_weight / accum_steps) to the gradients. The engine sets in->rng_stream, so
+ * dropout masks differ for every pass of every micro-batch, step and rank and are the same when a
+ * step is replayed. `sync` marks the step's last pass when it is the only pass of its micro-batch:
+ * the reducer then communicates while this backward runs; without any sync pass, every gradient
+ * is synchronised after the last pass (several tasks feed one step). *out as
+ * ddpc_model_forward's. Errors: the model's. */
+ddpc_status ddpc_engine_pass(ddpc_engine *e, ddpc_model_input *in, int64_t micro,
+                             float loss_weight, bool sync, ddpc_model_output *out);
+
+typedef struct {
+    int64_t step;     /* the step just finished, from 0 */
+    float lr;         /* learning rate it used */
+    double grad_norm; /* global norm of the averaged gradients, before clipping */
+    bool skipped;     /* non-finite and skipped (DDPC_NONFINITE_SKIP) */
+} ddpc_engine_step_info;
+
+/* Ends the step: waits for the gradient synchronisation, checks the norm (and every pass's loss)
+ * for NaN/Inf, clips, updates the parameters and advances the step counter. A non-finite value is
+ * DDPC_EINVAL under `stop` (the parameters are untouched); under `skip` the step counts as done
+ * and skipped. The decision depends on the averaged gradients only, so every rank takes it alike.
+ * Errors: the reducer's (timeout, peer failure). */
+ddpc_status ddpc_engine_update(ddpc_engine *e, ddpc_engine_step_info *info);
+
+/* Steps finished (the next step's number) and how many of them were skipped. */
+int64_t ddpc_engine_step(const ddpc_engine *e);
+int64_t ddpc_engine_skipped(const ddpc_engine *e);
+/* The learning rate of `step`. */
+float ddpc_engine_lr(const ddpc_engine *e, int64_t step);
+/* The optimizer (its state buffers are the engine's state for checkpoints). */
+ddpc_optim *ddpc_engine_optim(ddpc_engine *e);
+const ddpc_engine_config *ddpc_engine_config_of(const ddpc_engine *e);
+/* Restores the counters of a checkpoint (the optimizer's state is restored through
+ * ddpc_engine_optim). */
+void ddpc_engine_restore(ddpc_engine *e, int64_t step, int64_t skipped);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

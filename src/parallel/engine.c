@@ -1,0 +1,194 @@
+/* The training step engine. Invariant: between ddpc_engine_zero_grad and ddpc_engine_update the
+ * gradient buffer holds the sum over this step's passes of d(loss x weight / accum_steps); after
+ * update it is the rank average (what the optimizer consumed). The optimizer math follows torch
+ * (optim.h), and clipping is torch.nn.utils.clip_grad_norm_ on the averaged gradients, so every
+ * rank computes the same norm, takes the same skip/stop decision and applies the same update. */
+#include <ddpc/alloc.h>
+#include <ddpc/engine.h>
+
+#include <math.h>
+#include <stdio.h>
+
+struct ddpc_engine {
+    ddpc_model *model;
+    ddpc_reducer *reducer; /* NULL on one rank */
+    ddpc_optim *opt;
+    ddpc_engine_config cfg;
+    int rank, world;
+    int64_t step, skipped;
+    /* Per step: whether a pass communicated during its backward, and the first non-finite
+     * local loss (for the message). */
+    bool synced;
+    bool bad_loss;
+    float bad_loss_value;
+};
+
+const char *ddpc_nonfinite_policy_name(ddpc_nonfinite_policy p)
+{
+    switch (p) {
+    case DDPC_NONFINITE_STOP: return "stop";
+    case DDPC_NONFINITE_SKIP: return "skip";
+    default: return "unknown";
+    }
+}
+
+ddpc_engine_config ddpc_engine_config_default(void)
+{
+    ddpc_engine_config c = {
+        .optim = ddpc_optim_config_default(),
+        .schedule = ddpc_lr_schedule_default(),
+        .lr_scale = 1.0f,
+        .grad_clip = 0.0f,
+        .accum_steps = 1,
+        .num_tasks = 1,
+        .on_nonfinite = DDPC_NONFINITE_STOP,
+    };
+    c.schedule.base_lr = c.optim.lr;
+    return c;
+}
+
+ddpc_status ddpc_engine_create(ddpc_model *m, ddpc_reducer *reducer, int rank, int world,
+                               const ddpc_engine_config *c, ddpc_engine **out)
+{
+    *out = NULL;
+    if (!m)
+        return ddpc_errorf(DDPC_EINVAL, "engine: no model");
+    if (c->accum_steps < 1)
+        return ddpc_errorf(DDPC_EINVAL, "engine: accum_steps must be >= 1, got %lld",
+                           (long long)c->accum_steps);
+    if (c->num_tasks < 1)
+        return ddpc_errorf(DDPC_EINVAL, "engine: num_tasks must be >= 1, got %d", c->num_tasks);
+    if (!(c->grad_clip >= 0.0f) || !(c->lr_scale >= 0.0f))
+        return ddpc_errorf(DDPC_EINVAL, "engine: grad_clip and lr_scale must be >= 0");
+    if ((unsigned)c->on_nonfinite >= DDPC_NONFINITE_COUNT)
+        return ddpc_errorf(DDPC_EINVAL, "engine: unknown on_nonfinite policy %d",
+                           (int)c->on_nonfinite);
+    if (world < 1 || rank < 0 || rank >= world)
+        return ddpc_errorf(DDPC_EINVAL, "engine: rank %d outside a world of %d", rank, world);
+    DDPC_TRY(ddpc_lr_schedule_check(&c->schedule));
+    ddpc_engine *e = ddpc_calloc(1, sizeof *e);
+    if (!e)
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory creating the engine");
+    ddpc_status st = ddpc_optim_create(&e->opt, &c->optim, ddpc_model_num_params(m));
+    if (st != DDPC_OK) {
+        ddpc_free(e);
+        return st;
+    }
+    e->model = m;
+    e->reducer = reducer;
+    e->cfg = *c;
+    e->rank = rank;
+    e->world = world;
+    *out = e;
+    return DDPC_OK;
+}
+
+void ddpc_engine_destroy(ddpc_engine *e)
+{
+    if (!e)
+        return;
+    ddpc_optim_destroy(e->opt);
+    ddpc_free(e);
+}
+
+void ddpc_engine_zero_grad(ddpc_engine *e)
+{
+    ddpc_model_zero_grad(e->model);
+    e->synced = false;
+    e->bad_loss = false;
+}
+
+ddpc_status ddpc_engine_pass(ddpc_engine *e, ddpc_model_input *in, int64_t micro,
+                             float loss_weight, bool sync, ddpc_model_output *out)
+{
+    const ddpc_engine_config *c = &e->cfg;
+    /* Dropout stream: distinct for every pass of every micro-step of every rank, and a function
+     * of the step number only, so a resumed run draws the masks the uninterrupted one drew. */
+    in->rng_stream =
+        (((uint64_t)e->step * (uint64_t)c->accum_steps + (uint64_t)micro) * (uint64_t)c->num_tasks +
+         (uint64_t)in->task) * (uint64_t)e->world +
+        (uint64_t)e->rank;
+    if (e->reducer) /* no_sync unless this backward is the step's only remaining one */
+        ddpc_reducer_prepare(e->reducer, sync);
+    e->synced = e->synced || sync;
+    DDPC_TRY(ddpc_model_forward(e->model, in, true, out));
+    if (!isfinite(out->loss) && !e->bad_loss) {
+        e->bad_loss = true;
+        e->bad_loss_value = out->loss;
+    }
+    return ddpc_model_backward(e->model, loss_weight / (float)c->accum_steps);
+}
+
+static ddpc_status nonfinite(ddpc_engine *e, double norm)
+{
+    char loss[64] = "";
+    if (e->bad_loss)
+        snprintf(loss, sizeof loss, "the loss on rank %d is %g and ", e->rank,
+                 (double)e->bad_loss_value);
+    return ddpc_errorf(DDPC_EINVAL,
+                       "step %lld: %sthe gradient norm is %g; stopping (on_nonfinite: stop). "
+                       "Lower optim.lr or set optim.grad_clip, or set on_nonfinite: skip",
+                       (long long)e->step + 1, loss, norm);
+}
+
+ddpc_status ddpc_engine_update(ddpc_engine *e, ddpc_engine_step_info *info)
+{
+    const ddpc_engine_config *c = &e->cfg;
+    ddpc_model *m = e->model;
+    if (e->reducer) {
+        if (!e->synced) /* several passes fed this step: synchronise everything once */
+            ddpc_reducer_mark_all_ready(e->reducer);
+        DDPC_TRY(ddpc_reducer_finish(e->reducer));
+    }
+    float *g = ddpc_model_grads(m);
+    size_t n = ddpc_model_num_params(m);
+    /* The gradients are identical on every rank now, and so are the norm and the decision. */
+    double norm = sqrt(ddpc_grad_sumsq(g, n));
+    float lr = ddpc_engine_lr(e, e->step);
+    bool finite = isfinite(norm) && !(e->bad_loss && e->world == 1);
+    *info = (ddpc_engine_step_info){.step = e->step, .lr = lr, .grad_norm = norm};
+    if (!finite && c->on_nonfinite == DDPC_NONFINITE_STOP)
+        return nonfinite(e, norm);
+    if (!finite) {
+        info->skipped = true;
+        e->skipped++;
+        e->step++;
+        return DDPC_OK;
+    }
+    if (c->grad_clip > 0.0f)
+        ddpc_grad_clip_scale(g, n, norm, c->grad_clip);
+    ddpc_optim_step(e->opt, ddpc_model_params(m), g, ddpc_model_decay_mask(m), lr);
+    e->step++;
+    return DDPC_OK;
+}
+
+int64_t ddpc_engine_step(const ddpc_engine *e)
+{
+    return e->step;
+}
+
+int64_t ddpc_engine_skipped(const ddpc_engine *e)
+{
+    return e->skipped;
+}
+
+float ddpc_engine_lr(const ddpc_engine *e, int64_t step)
+{
+    return ddpc_lr_at(&e->cfg.schedule, step) * e->cfg.lr_scale;
+}
+
+ddpc_optim *ddpc_engine_optim(ddpc_engine *e)
+{
+    return e->opt;
+}
+
+const ddpc_engine_config *ddpc_engine_config_of(const ddpc_engine *e)
+{
+    return &e->cfg;
+}
+
+void ddpc_engine_restore(ddpc_engine *e, int64_t step, int64_t skipped)
+{
+    e->step = step;
+    e->skipped = skipped;
+}

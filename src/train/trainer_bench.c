@@ -1,0 +1,125 @@
+/* `ddpc bench step`: times full training steps through the engine on gathered batches (the data
+ * path is not benchmarked): the median step of the slowest rank, throughput, achieved GFLOP/s
+ * and the reducer's exposed and total communication time. */
+#include "train/trainer_impl.h"
+
+#include <ddpc/alloc.h>
+#include <ddpc/kernels.h>
+#include <ddpc/rng.h>
+#include <ddpc/timer.h>
+
+#include <stdlib.h>
+
+/* One step over accum_steps copies of `batch`, as the fit loop runs it. */
+static ddpc_status bench_step(ddpc_trainer *t, const ddpc_batch *batch)
+{
+    int64_t accum = t->set.accum_steps;
+    ddpc_engine_zero_grad(t->engine);
+    for (int64_t k = 0; k < accum; k++) {
+        ddpc_model_input in = {.n = batch->n, .x = batch->x, .tokens = batch->tokens,
+                               .targets = batch->targets};
+        ddpc_model_output out;
+        DDPC_TRY(ddpc_engine_pass(t->engine, &in, k, 1.0f, !t->multi && k == accum - 1, &out));
+    }
+    ddpc_engine_step_info info;
+    return ddpc_engine_update(t->engine, &info);
+}
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median of v (n >= 1); sorts v. */
+static double median_of(double *v, int64_t n)
+{
+    qsort(v, (size_t)n, sizeof *v, compare_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static double mean_of(const double *v, int64_t n)
+{
+    double s = 0;
+    for (int64_t i = 0; i < n; i++)
+        s += v[i];
+    return s / (double)n;
+}
+
+/* Runs warmup + steps training steps; for timed step i: wall time dt[i] and the reducer's exposed
+ * and comm seconds (exposed[i], comm[i]; 0 on one rank). Every micro-step of a step reuses one
+ * gathered batch, and gathering is not timed: the data path is not benchmarked. */
+static ddpc_status bench_loop(ddpc_trainer *t, int64_t warmup, int64_t steps, double *dt,
+                              double *exposed, double *comm)
+{
+    int64_t n = t->task[0].batch_size, size = ddpc_dataset_size(t->train);
+    for (int64_t i = 0; i < size; i++)
+        t->perm[i] = i;
+    ddpc_rng order = ddpc_rng_make(t->set.seed, 1000);
+    ddpc_rng_shuffle(&order, t->perm, size);
+    ddpc_batch batch = {.n = n, .x = t->x, .tokens = t->tokens, .targets = t->targets};
+    for (int64_t i = 0; i < warmup + steps; i++) {
+        /* Ranks take different samples, as they do in training. */
+        int64_t off = ((i * t->world + t->rank) * n) % (size - n + 1);
+        DDPC_TRY(ddpc_dataset_get_batch(t->train, t->perm + off, n, t->x, t->tokens, t->targets));
+        ddpc_reducer_stats s0 = {0}, s1 = {0};
+        if (t->reducer)
+            s0 = ddpc_reducer_stats_of(t->reducer);
+        double t0 = ddpc_time_now();
+        DDPC_TRY(bench_step(t, &batch));
+        double t1 = ddpc_time_now();
+        if (t->reducer)
+            s1 = ddpc_reducer_stats_of(t->reducer);
+        if (i >= warmup) {
+            dt[i - warmup] = t1 - t0;
+            exposed[i - warmup] = s1.exposed_s - s0.exposed_s;
+            comm[i - warmup] = s1.comm_s - s0.comm_s;
+        }
+    }
+    return DDPC_OK;
+}
+
+ddpc_status ddpc_trainer_bench(ddpc_trainer *t, int64_t warmup, int64_t steps, ddpc_bench_result *r)
+{
+    if (steps < 1 || steps > 100000)
+        return ddpc_errorf(DDPC_EINVAL, "bench steps must be in [1, 100000], got %lld",
+                           (long long)steps);
+    /* dt (steps), then exposed and comm (steps each), adjacent so one all-reduce averages both. */
+    double *buf = ddpc_malloc(3 * (size_t)steps * sizeof(double));
+    if (!buf)
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory for %lld bench timings", (long long)steps);
+    double *dt = buf, *exposed = buf + steps, *comm = buf + 2 * steps;
+    ddpc_status st = bench_loop(t, warmup, steps, dt, exposed, comm);
+    /* A synchronised step lasts as long as its slowest rank; communication is averaged. */
+    if (st == DDPC_OK && t->world > 1)
+        st = ddpc_pg_all_reduce(t->pg, dt, dt, (size_t)steps, DDPC_DTYPE_F64, DDPC_REDUCE_MAX);
+    if (st == DDPC_OK && t->world > 1)
+        st = ddpc_pg_all_reduce(t->pg, exposed, exposed, 2 * (size_t)steps, DDPC_DTYPE_F64,
+                                DDPC_REDUCE_AVG);
+    if (st == DDPC_OK) {
+        int64_t n = t->task[0].batch_size * t->set.accum_steps, tok = t->tokens_per_sample;
+        double med = median_of(dt, steps), w = (double)t->world;
+        /* Means before medians: median_of sorts in place. */
+        double exposed_mean = mean_of(exposed, steps), comm_mean = mean_of(comm, steps);
+        *r = (ddpc_bench_result){
+            .threads = ddpc_kernels_threads(),
+            .rank = t->rank,
+            .world = t->world,
+            .batch = n,
+            .steps = steps,
+            .median_step_s = med,
+            .samples_per_s = (double)n / med,
+            .tokens_per_s = tok > 1 ? (double)(n * tok) / med : 0,
+            .global_samples_per_s = w * (double)n / med,
+            .global_tokens_per_s = tok > 1 ? w * (double)(n * tok) / med : 0,
+            .gflops = ddpc_model_train_flops_per_sample(t->model) * (double)n / med * 1e-9,
+            .num_buckets = t->reducer ? ddpc_reducer_stats_of(t->reducer).num_buckets : 0,
+            .exposed_mean_s = exposed_mean,
+            .comm_mean_s = comm_mean,
+            .exposed_median_s = median_of(exposed, steps),
+            .comm_median_s = median_of(comm, steps),
+        };
+    }
+    ddpc_free(buf);
+    return st;
+}

@@ -1,0 +1,240 @@
+/* The model, its optimizer and the step engine from the config. Models come from a table of
+ * {name, keys, dataset kind}: only the chosen type's keys are read, so a key of another type is
+ * reported unused. The optimizer keys (optim.*) and the step keys (grad_clip, on_nonfinite) become
+ * the engine's config. */
+#include "train/trainer_impl.h"
+
+#include <ddpc/alloc.h>
+
+#include <assert.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct {
+    const char *name;
+    ddpc_dataset_kind data_kind; /* the samples it consumes */
+    ddpc_status (*read)(ddpc_config *c, ddpc_model_config *mc);
+} model_builder;
+
+static ddpc_status read_mlp(ddpc_config *c, ddpc_model_config *mc)
+{
+    static const int64_t hidden[] = {256, 128};
+    return ddpc_config_int_list(c, "model.hidden", hidden, 2, 1, 1 << 20, mc->hidden,
+                                DDPC_MODEL_MAX_LAYERS, &mc->n_hidden);
+}
+
+static ddpc_status read_cnn(ddpc_config *c, ddpc_model_config *mc)
+{
+    static const int64_t hidden[] = {128}, channels[] = {32, 64};
+    DDPC_TRY(ddpc_config_int_list(c, "model.hidden", hidden, 1, 1, 1 << 20, mc->hidden,
+                                  DDPC_MODEL_MAX_LAYERS, &mc->n_hidden));
+    DDPC_TRY(ddpc_config_int_list(c, "model.channels", channels, 2, 1, 1 << 16, mc->channels,
+                                  DDPC_MODEL_MAX_LAYERS, &mc->n_channels));
+    return ddpc_config_int(c, "model.kernel_size", 3, 1, 31, &mc->kernel_size);
+}
+
+static ddpc_status read_gpt(ddpc_config *c, ddpc_model_config *mc)
+{
+    DDPC_TRY(ddpc_config_int(c, "model.n_layer", 4, 1, DDPC_MODEL_MAX_LAYERS, &mc->n_layer));
+    DDPC_TRY(ddpc_config_int(c, "model.n_head", 4, 1, 1024, &mc->n_head));
+    DDPC_TRY(ddpc_config_int(c, "model.n_embd", 256, 1, 1 << 16, &mc->n_embd));
+    return ddpc_config_int(c, "model.block_size", 128, 1, 1 << 16, &mc->block_size);
+}
+
+static const model_builder models[] = {
+    {"mlp", DDPC_DATASET_IMAGES, read_mlp},
+    {"cnn", DDPC_DATASET_IMAGES, read_cnn},
+    {"gpt", DDPC_DATASET_TOKENS, read_gpt},
+};
+static const char *const model_names[] = {"mlp", "cnn", "gpt", NULL};
+static_assert(sizeof models / sizeof models[0] == 3, "model_names lists every model");
+
+/* One head per task, as wide as its num_classes; the samples of every task must have one shape. */
+static ddpc_status task_heads(const ddpc_trainer *t, ddpc_model_config *mc)
+{
+    int64_t shape0[3];
+    ddpc_dataset_sample_shape(t->task[0].train, shape0);
+    for (int i = 0; i < t->n_tasks; i++) {
+        int64_t shape[3];
+        ddpc_dataset_sample_shape(t->task[i].train, shape);
+        if (memcmp(shape, shape0, sizeof shape) != 0)
+            return ddpc_errorf(DDPC_EINVAL,
+                               "tasks.%d ('%s') has samples of shape (%lld, %lld, %lld), tasks.0 "
+                               "of (%lld, %lld, %lld): the trunk is shared",
+                               i, t->task[i].name, (long long)shape[0], (long long)shape[1],
+                               (long long)shape[2], (long long)shape0[0], (long long)shape0[1],
+                               (long long)shape0[2]);
+        mc->head_classes[i] = t->task[i].num_classes;
+    }
+    mc->n_heads = (size_t)t->n_tasks;
+    return DDPC_OK;
+}
+
+static ddpc_status read_model_config(ddpc_trainer *t, ddpc_model_config *mc)
+{
+    ddpc_config *c = t->cfg;
+    int type;
+    double dropout;
+    *mc = ddpc_model_config_default();
+    DDPC_TRY(ddpc_config_choice(c, "model.type", "mlp", model_names, &type));
+    const model_builder *b = &models[type];
+    snprintf(mc->type, sizeof mc->type, "%s", b->name);
+    DDPC_TRY(b->read(c, mc));
+    DDPC_TRY(ddpc_config_float(c, "model.dropout", 0.0, 0.0, 0.99, &dropout));
+    mc->dropout = (float)dropout;
+    mc->seed = t->set.seed;
+    int64_t shape[3];
+    ddpc_dataset_sample_shape(t->train, shape);
+    mc->num_classes = ddpc_dataset_num_classes(t->train);
+    if (ddpc_dataset_kind_of(t->train) != b->data_kind)
+        return ddpc_errorf(DDPC_EINVAL, "model.type '%s' needs %s", b->name,
+                           b->data_kind == DDPC_DATASET_IMAGES
+                               ? "an image dataset (data.type fmnist or synthetic_images)"
+                               : "a token dataset (data.type text or synthetic_tokens), not images");
+    if (b->data_kind == DDPC_DATASET_IMAGES)
+        mc->in_channels = shape[0], mc->in_height = shape[1], mc->in_width = shape[2];
+    if (t->multi)
+        DDPC_TRY(task_heads(t, mc));
+    return DDPC_OK;
+}
+
+static const char *const optim_types[] = {"sgd", "adamw", NULL};
+static const char *const schedules[] = {"constant", "cosine", "linear", NULL};
+static const char *const nonfinite_names[] = {"stop", "skip", NULL};
+
+static ddpc_status read_engine_config(ddpc_trainer *t, int64_t total_steps, ddpc_engine_config *ec)
+{
+    ddpc_config *c = t->cfg;
+    ddpc_optim_config *oc = &ec->optim;
+    int type, sched, policy;
+    double lr, mom, wd, b1, b2, eps, min_lr, clip;
+    int64_t warmup;
+    *ec = ddpc_engine_config_default();
+    DDPC_TRY(ddpc_config_choice(c, "optim.type", "sgd", optim_types, &type));
+    oc->type = type == 0 ? DDPC_OPTIM_SGD : DDPC_OPTIM_ADAMW;
+    DDPC_TRY(ddpc_config_float(c, "optim.lr", type == 0 ? 0.01 : 1e-3, 0.0, 10.0, &lr));
+    DDPC_TRY(ddpc_config_float(c, "optim.momentum", 0.0, 0.0, 1.0, &mom));
+    DDPC_TRY(ddpc_config_bool(c, "optim.nesterov", false, &oc->nesterov));
+    DDPC_TRY(ddpc_config_float(c, "optim.weight_decay", 0.0, 0.0, 10.0, &wd));
+    DDPC_TRY(ddpc_config_float(c, "optim.beta1", 0.9, 0.0, 0.999999, &b1));
+    DDPC_TRY(ddpc_config_float(c, "optim.beta2", 0.999, 0.0, 0.999999, &b2));
+    DDPC_TRY(ddpc_config_float(c, "optim.eps", 1e-8, 0.0, 1.0, &eps));
+    DDPC_TRY(ddpc_config_choice(c, "optim.schedule", "constant", schedules, &sched));
+    DDPC_TRY(ddpc_config_int(c, "optim.warmup_steps", 0, 0, INT64_MAX, &warmup));
+    DDPC_TRY(ddpc_config_float(c, "optim.min_lr", 0.0, 0.0, 10.0, &min_lr));
+    DDPC_TRY(ddpc_config_float(c, "optim.grad_clip", 0.0, 0.0, 1e9, &clip));
+    DDPC_TRY(ddpc_config_choice(c, "on_nonfinite", "stop", nonfinite_names, &policy));
+    if (oc->nesterov && mom <= 0.0)
+        return ddpc_errorf(DDPC_EINVAL, "optim.nesterov needs optim.momentum > 0");
+    oc->lr = (float)lr, oc->momentum = (float)mom, oc->weight_decay = (float)wd;
+    oc->beta1 = (float)b1, oc->beta2 = (float)b2, oc->eps = (float)eps;
+    ec->schedule = (ddpc_lr_schedule){.kind = sched == 0   ? DDPC_LR_CONSTANT
+                                              : sched == 1 ? DDPC_LR_COSINE
+                                                           : DDPC_LR_LINEAR,
+                                      .base_lr = (float)lr,
+                                      .warmup_steps = warmup,
+                                      .total_steps = total_steps,
+                                      .min_lr = (float)min_lr};
+    ec->lr_scale = ddpc__trainer_lr_scale(t);
+    ec->grad_clip = (float)clip;
+    ec->accum_steps = t->set.accum_steps;
+    ec->num_tasks = t->n_tasks;
+    ec->on_nonfinite = (ddpc_nonfinite_policy)policy; /* the table follows the enum's order */
+    return DDPC_OK;
+}
+
+static ddpc_status build_loader(ddpc_trainer *t, int i)
+{
+    ddpc__task *k = &t->task[i];
+    ddpc_sampler_config sc = ddpc_sampler_config_default();
+    sc.kind = DDPC_SAMPLER_DISTRIBUTED;
+    sc.rank = t->rank;
+    sc.world = t->world;
+    /* A distinct shuffle per task, so tasks over one dataset do not visit it in lockstep. */
+    sc.seed = t->set.seed + (uint64_t)i * 0x9E3779B97F4A7C15ull;
+    sc.shuffle = t->set.shuffle;
+    sc.size = ddpc_dataset_size(k->train);
+    DDPC_TRY(ddpc_sampler_create(&sc, &k->sampler));
+    ddpc_loader_config lc = ddpc_loader_config_default();
+    lc.batch_size = k->batch_size;
+    lc.num_workers = t->set.num_workers;
+    lc.prefetch_factor = t->set.prefetch_factor;
+    lc.drop_last = true; /* every rank runs the same steps */
+    const ddpc_dataset *ds[1] = {k->train};
+    DDPC_TRY(ddpc_loader_create(ds, 1, k->sampler, &lc, &k->loader));
+    if (ddpc_loader_len(k->loader) == 0 && t->multi)
+        return ddpc_errorf(DDPC_EINVAL,
+                           "tasks.%d ('%s'): batch_size %lld on each of %d ranks is more than its "
+                           "%lld training samples",
+                           i, k->name, (long long)k->batch_size, t->world,
+                           (long long)ddpc_dataset_size(k->train));
+    return DDPC_OK;
+}
+
+ddpc_status ddpc__trainer_build_loaders(ddpc_trainer *t, int64_t *per_epoch)
+{
+    ddpc_loader *loaders[DDPC_MODEL_MAX_HEADS];
+    const char *names[DDPC_MODEL_MAX_HEADS];
+    for (int i = 0; i < t->n_tasks; i++) {
+        DDPC_TRY(build_loader(t, i));
+        loaders[i] = t->task[i].loader;
+        names[i] = t->task[i].name;
+    }
+    DDPC_TRY(ddpc_combined_create(loaders, names, t->n_tasks, t->mode, &t->combined));
+    *per_epoch = ddpc_combined_len(t->combined) / t->set.accum_steps;
+    if (*per_epoch > 0)
+        return DDPC_OK;
+    if (!t->multi)
+        return ddpc_errorf(DDPC_EINVAL,
+                           "one step takes data.batch_size %lld x optim.grad_accum_steps %lld "
+                           "samples on each of %d ranks, more than the %lld training samples",
+                           (long long)t->set.batch_size, (long long)t->set.accum_steps, t->world,
+                           (long long)ddpc_dataset_size(t->train));
+    return ddpc_errorf(DDPC_EINVAL,
+                       "an epoch of %lld combined steps (data.combined_mode %s) is shorter than "
+                       "optim.grad_accum_steps %lld",
+                       (long long)ddpc_combined_len(t->combined),
+                       ddpc_combined_mode_name(t->mode), (long long)t->set.accum_steps);
+}
+
+/* Batch buffers for prediction and the step benchmark: the largest batch of any task. */
+static ddpc_status alloc_buffers(ddpc_trainer *t)
+{
+    int64_t shape[3];
+    ddpc_dataset_sample_shape(t->train, shape);
+    bool images = ddpc_dataset_kind_of(t->train) == DDPC_DATASET_IMAGES;
+    t->sample_floats = images ? shape[0] * shape[1] * shape[2] : 0;
+    t->tokens_per_sample = images ? 1 : shape[0];
+    int64_t n = 1;
+    for (int i = 0; i < t->n_tasks; i++) {
+        n = t->task[i].batch_size > n ? t->task[i].batch_size : n;
+        n = t->task[i].eval_batch_size > n ? t->task[i].eval_batch_size : n;
+    }
+    t->max_batch = n;
+    t->x = images ? ddpc_malloc((size_t)(n * t->sample_floats) * sizeof(float)) : NULL;
+    t->tokens = images ? NULL : ddpc_malloc((size_t)(n * t->tokens_per_sample) * sizeof(int32_t));
+    t->targets = ddpc_malloc((size_t)(n * t->tokens_per_sample) * sizeof(int32_t));
+    t->perm = ddpc_malloc((size_t)ddpc_dataset_size(t->train) * sizeof(int64_t));
+    if ((images && !t->x) || (!images && !t->tokens) || !t->targets || !t->perm)
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory for batch buffers of %lld samples",
+                           (long long)n);
+    return DDPC_OK;
+}
+
+ddpc_status ddpc__trainer_build_model(ddpc_trainer *t)
+{
+    ddpc_model_config mc;
+    DDPC_TRY(read_model_config(t, &mc));
+    DDPC_TRY(ddpc_model_create(&t->model, &mc));
+    int64_t per_epoch = 0;
+    if (t->set.state == STATE_TRAIN)
+        DDPC_TRY(ddpc__trainer_build_loaders(t, &per_epoch));
+    int64_t total = t->set.epochs * per_epoch;
+    if (t->set.max_steps > 0 && (total == 0 || t->set.max_steps < total))
+        total = t->set.max_steps;
+    t->total_steps = total;
+    t->steps_per_epoch = per_epoch;
+    /* The engine comes after the reducer, which broadcasts rank 0's (maybe loaded) parameters. */
+    DDPC_TRY(read_engine_config(t, total, &t->engine_cfg));
+    return alloc_buffers(t);
+}

@@ -1,0 +1,54 @@
+/* The trainer's top-level keys: every one it reads outside the data, model and optimizer tables,
+ * with its default and range, so docs/config.md and this file list the same keys. */
+#include "train/trainer_impl.h"
+
+#include <stdio.h>
+
+static const char *const state_names[] = {"train", "val", "test", "predict", NULL};
+static const char *const lr_scales[] = {"none", "linear", "sqrt", NULL};
+
+ddpc_status ddpc__trainer_read_settings(ddpc_trainer *t, const char *config_name)
+{
+    ddpc_config *c = t->cfg;
+    trainer_settings *s = &t->set;
+    int64_t v;
+    int state;
+    double f;
+    const char *run_dir;
+    DDPC_TRY(ddpc_config_int(c, "seed", 1337, 0, INT64_MAX, &v));
+    s->seed = (uint64_t)v;
+    DDPC_TRY(ddpc_config_int(c, "num_threads", 0, 0, 1024, &v));
+    s->threads = (int)v;
+    DDPC_TRY(ddpc_config_choice(c, "state", "train", state_names, &state));
+    s->state = (trainer_state)state;
+    DDPC_TRY(ddpc_config_int(c, "epochs", 1, 0, 1000000, &s->epochs));
+    DDPC_TRY(ddpc_config_int(c, "max_steps", 0, 0, INT64_MAX, &s->max_steps));
+    DDPC_TRY(ddpc_config_int(c, "eval_every", 0, 0, INT64_MAX, &s->eval_every));
+    DDPC_TRY(ddpc_config_int(c, "eval_batches", 0, 0, INT64_MAX, &s->eval_batches));
+    DDPC_TRY(ddpc_config_int(c, "log_every", 50, 1, INT64_MAX, &s->log_every));
+    char def_dir[512];
+    snprintf(def_dir, sizeof def_dir, "runs/%s", config_name);
+    DDPC_TRY(ddpc_config_string(c, "run_dir", def_dir, &run_dir));
+    snprintf(s->run_dir, sizeof s->run_dir, "%s", run_dir);
+    DDPC_TRY(ddpc_config_string(c, "weights_out", NULL, &s->weights_out));
+    DDPC_TRY(ddpc_config_string(c, "init_from", NULL, &s->init_from));
+    DDPC_TRY(ddpc_config_int(c, "data.batch_size", 64, 1, 1 << 20, &s->batch_size));
+    DDPC_TRY(ddpc_config_int(c, "data.eval_batch_size", s->batch_size, 1, 1 << 20, &s->eval_batch_size));
+    DDPC_TRY(ddpc_config_bool(c, "data.shuffle", true, &s->shuffle));
+    DDPC_TRY(ddpc_config_int(c, "data.num_workers", 1, 0, 64, &v));
+    s->num_workers = (int)v;
+    DDPC_TRY(ddpc_config_int(c, "data.prefetch_factor", 2, 1, 1024, &v));
+    s->prefetch_factor = (int)v;
+    DDPC_TRY(ddpc_config_int(c, "optim.grad_accum_steps", 1, 1, DDPC_TRAIN_MAX_ACCUM, &s->accum_steps));
+    int scale;
+    DDPC_TRY(ddpc_config_choice(c, "optim.lr_scale", "none", lr_scales, &scale));
+    s->lr_scale = (lr_scale_kind)scale;
+    DDPC_TRY(ddpc_config_int(c, "stats_sync_every", s->log_every, 1, INT64_MAX, &s->stats_sync_every));
+    DDPC_TRY(ddpc_config_int(c, "predict.samples", 20, 0, INT64_MAX, &s->predict_samples));
+    DDPC_TRY(ddpc_config_int(c, "predict.max_new_tokens", 200, 1, 1 << 20, &s->predict_tokens));
+    DDPC_TRY(ddpc_config_string(c, "predict.prompt", "\n", &s->prompt));
+    DDPC_TRY(ddpc_config_float(c, "predict.temperature", 0.8, 0.0, 100.0, &f));
+    s->temperature = (float)f;
+    return DDPC_OK;
+}
+
