@@ -5,7 +5,7 @@
 #define DDPC_TRAIN_TRAINER_IMPL_H
 
 #include <ddpc/data.h>
-#include <ddpc/dist.h>
+#include <ddpc/comm.h>
 #include <ddpc/loader.h>
 #include <ddpc/nn.h>
 #include <ddpc/optim.h>
