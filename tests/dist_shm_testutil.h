@@ -7,8 +7,8 @@
 #ifndef DDPC_TESTS_DIST_SHM_TESTUTIL_H
 #define DDPC_TESTS_DIST_SHM_TESTUTIL_H
 
-#include "dist/pg_front.h"
-#include "dist/shm_impl.h"
+#include "comm/pg_front.h"
+#include "comm/shm_impl.h"
 
 #include <ddpc/alloc.h>
 #include <ddpc/half.h>

@@ -1,10 +1,10 @@
-/* Tests for rank discovery (src/dist/env.c) and SLURM's list syntax (src/dist/slurm_lists.c):
+/* Tests for rank discovery (src/comm/env.c) and SLURM's list syntax (src/comm/slurm_lists.c):
  * each launcher family, the precedence between every pair, the sbatch trap, explicit variables,
  * and every malformed or contradictory case with the message it must give. */
-#include <ddpc/dist.h>
+#include <ddpc/comm.h>
 
 #include "check.h"
-#include "dist/env_impl.h"
+#include "comm/env_impl.h"
 
 #include <stdlib.h>
 

@@ -1,4 +1,4 @@
-/* Tests for the mpi backend (src/dist/mpi*.c). As a ctest this program re-runs itself as the
+/* Tests for the mpi backend (src/comm/mpi*.c). As a ctest this program re-runs itself as the
  * ranks of small jobs under `mpirun` and checks what they report: results bitwise equal to a
  * rank-order reduction (what shm computes) on both all_reduce paths, async work, a second group in
  * one process, a stopped rank (SIGSTOP) that makes the others time out naming it, a rank that
@@ -8,11 +8,11 @@
  *   test_dist_mpi --rank MODE          one rank of a job (basic, timeout, join, mismatch) */
 #include <ddpc/alloc.h>
 #include <ddpc/half.h>
-#include <ddpc/dist.h>
+#include <ddpc/comm.h>
 #include <ddpc/timer.h>
 
 #include "check.h"
-#include "dist/pg_impl.h"
+#include "comm/pg_impl.h"
 
 #include <fcntl.h>
 #include <signal.h>

@@ -1,8 +1,8 @@
-/* Tests for the process-group front-end (src/dist/pg*.c): world-1 semantics of every collective,
+/* Tests for the process-group front-end (src/comm/pg*.c): world-1 semantics of every collective,
  * argument errors, config/env precedence, async work handles and ordering, and the sticky failed
  * state. Multi-rank behaviour here runs over a fake in-process backend (ddpc__pg_create_with)
  * that records the order it saw collectives in, can be slowed down and can fail on demand. */
-#include "dist/pg_front.h"
+#include "comm/pg_front.h"
 
 #include <ddpc/alloc.h>
 

@@ -1,7 +1,7 @@
-/* Tests for src/dist/reduce.c: the chunked/vectorised reductions against a scalar reference for
+/* Tests for src/comm/reduce.c: the chunked/vectorised reductions against a scalar reference for
  * every dtype x op x input count x size, the left-to-right order and single rounding of bf16/f16,
  * and the bf16/f16 conversions against brute-force round-to-nearest-even references. */
-#include "dist/pg_impl.h"
+#include "comm/pg_impl.h"
 
 #include <ddpc/alloc.h>
 #include <ddpc/half.h>

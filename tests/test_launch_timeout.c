@@ -3,7 +3,7 @@
  * with SIGSTOP must make every other rank fail with the timeout message (collective, sequence
  * number, missing rank) within the timeout + 5 s; a worker killed mid-job must not hang the rest;
  * two jobs started at once on one host must each form their own group and get right sums. */
-#include <ddpc/dist.h>
+#include <ddpc/comm.h>
 #include <ddpc/timer.h>
 
 #include "check.h"

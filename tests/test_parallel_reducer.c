@@ -8,7 +8,7 @@
 
 #include <ddpc/alloc.h>
 #include <ddpc/data.h>
-#include <ddpc/dist.h>
+#include <ddpc/comm.h>
 #include <ddpc/nn.h>
 #include <ddpc/optim.h>
 #include <ddpc/reducer.h>

@@ -1,4 +1,4 @@
-/* Tests for ddpc_sysinfo_collect (src/core/sysinfo_*.c, src/dist/sysinfo.c, mpi_info.c): every
+/* Tests for ddpc_sysinfo_collect (src/core/sysinfo_*.c, src/comm/sysinfo.c, mpi_info.c): every
  * field is filled and terminated, host facts are plausible, and the distributed part follows the
  * process environment (variables listed, rank resolved, backend choice, parse errors). */
 #include <ddpc/alloc.h>

@@ -41,12 +41,12 @@ foreach(kind gpt cnn)
     set_tests_properties(parity_${kind} PROPERTIES TIMEOUT 300 ENVIRONMENT "OMP_NUM_THREADS=1")
 endforeach()
 
-# Collective conformance: one suite (tests/dist/conformance.c) run unchanged on every backend at
+# Collective conformance: one suite (tests/comm/conformance.c) run unchanged on every backend at
 # world sizes 1-4 (3 and 4 oversubscribe a 2-core machine). shm ranks are forked by the suite
 # itself with torchrun-style variables; mpi ranks are started by mpiexec.
-add_executable(dist_conformance ${CMAKE_SOURCE_DIR}/tests/dist/conformance.c
-    ${CMAKE_SOURCE_DIR}/tests/dist/conformance_util.c)
-target_include_directories(dist_conformance PRIVATE ${CMAKE_SOURCE_DIR}/tests/dist
+add_executable(dist_conformance ${CMAKE_SOURCE_DIR}/tests/comm/conformance.c
+    ${CMAKE_SOURCE_DIR}/tests/comm/conformance_util.c)
+target_include_directories(dist_conformance PRIVATE ${CMAKE_SOURCE_DIR}/tests/comm
     ${CMAKE_SOURCE_DIR}/tests)
 target_link_libraries(dist_conformance PRIVATE ddpc_lib)
 foreach(n 1 2 3 4)

@@ -5,7 +5,7 @@
 #ifndef DDPC_LAUNCH_H
 #define DDPC_LAUNCH_H
 
-#include <ddpc/dist.h>
+#include <ddpc/comm.h>
 #include <ddpc/status.h>
 
 #include <stdbool.h>

@@ -5,7 +5,7 @@
 #ifndef DDPC_LOG_H
 #define DDPC_LOG_H
 
-#include <ddpc/dist.h>
+#include <ddpc/comm.h>
 #include <ddpc/status.h>
 
 #include <stdarg.h>

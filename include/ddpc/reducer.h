@@ -6,7 +6,7 @@
 #ifndef DDPC_REDUCER_H
 #define DDPC_REDUCER_H
 
-#include <ddpc/dist.h>
+#include <ddpc/comm.h>
 #include <ddpc/nn.h>
 #include <ddpc/status.h>
 

@@ -5,7 +5,7 @@
 #ifndef DDPC_SYSINFO_H
 #define DDPC_SYSINFO_H
 
-#include <ddpc/dist.h>
+#include <ddpc/comm.h>
 #include <ddpc/status.h>
 
 #include <stdbool.h>

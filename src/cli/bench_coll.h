@@ -4,7 +4,7 @@
 #ifndef DDPC_CLI_BENCH_COLL_H
 #define DDPC_CLI_BENCH_COLL_H
 
-#include <ddpc/dist.h>
+#include <ddpc/comm.h>
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,6 +1,6 @@
 /* Inputs and the reference of `ddpc bench <collective> --check`. Rank r's element i is
  * ((7 i + 13 r) mod 17) - 8, a small integer that every dtype holds exactly; the reference is
- * computed here in double, independently of src/dist's reduction kernels and conversions, and
+ * computed here in double, independently of src/comm's reduction kernels and conversions, and
  * compared element by element (exactly, except a floating-point avg, which may round once). */
 #include "cli/bench_coll.h"
 

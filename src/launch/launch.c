@@ -197,7 +197,7 @@ ddpc_status ddpc_launch_run(const ddpc_launch_config *cfg, const char *const *en
     return s;
 }
 
-/* Why `envp` belongs to a worker of some launcher, or NULL. Rank discovery (dist) decides; when
+/* Why `envp` belongs to a worker of some launcher, or NULL. Rank discovery (comm) decides; when
  * it rejects a malformed environment, the launcher markers alone still count. */
 static const char *nested_reason(const char *const *envp, char *buf, size_t cap)
 {

@@ -4,7 +4,7 @@
  * then owns failure handling (it aborts the whole job when one rank fails). */
 #include "launch/launch_impl.h"
 
-#include "dist/env_impl.h"
+#include "comm/env_impl.h"
 
 #include <ddpc/alloc.h>
 

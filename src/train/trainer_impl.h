@@ -8,7 +8,7 @@
 
 #include <ddpc/combined.h>
 #include <ddpc/data.h>
-#include <ddpc/dist.h>
+#include <ddpc/comm.h>
 #include <ddpc/engine.h>
 #include <ddpc/loader.h>
 #include <ddpc/nn.h>

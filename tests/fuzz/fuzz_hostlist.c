@@ -1,10 +1,10 @@
-/* libFuzzer harness for SLURM's list parsers (src/dist/slurm_lists.c). Not part of the CMake build:
+/* libFuzzer harness for SLURM's list parsers (src/comm/slurm_lists.c). Not part of the CMake build:
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_POSIX_C_SOURCE=200809L -Iinclude -Isrc \
- *     tests/fuzz/fuzz_hostlist.c src/dist/slurm_lists.c src/core/status.c -o fuzz_hostlist
+ *     tests/fuzz/fuzz_hostlist.c src/comm/slurm_lists.c src/core/status.c -o fuzz_hostlist
  * The input, cut at its first NUL, is parsed as a host list and as a tasks-per-node list; a host
  * list accepted by one entry point must be accepted by the other, and the first host must be a
  * non-empty name that fits. */
-#include "dist/env_impl.h"
+#include "comm/env_impl.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,8 +1,8 @@
-/* libFuzzer harness for the shm rendezvous messages (src/dist/shm_hello.c), the only bytes the
+/* libFuzzer harness for the shm rendezvous messages (src/comm/shm_hello.c), the only bytes the
  * shm backend takes from the network. Built and run by tests/fuzz/run.sh. Every input is parsed
  * as a hello and as a reply; whatever parses must survive a format/parse round trip unchanged,
  * and parsed strings must stay inside the alphabet the format promises. */
-#include "dist/shm_impl.h"
+#include "comm/shm_impl.h"
 
 #include <stdint.h>
 #include <stdlib.h>

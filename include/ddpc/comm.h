@@ -1,0 +1,172 @@
+/* ddpc process groups: rank discovery from the environment, collectives with timeouts, async work.
+ * Every rank of a group issues the same collectives in the same order; a collective that cannot
+ * finish within the group's timeout fails on every surviving rank, and a group that failed once
+ * stays failed and says why. A ddpc_pg is used by one thread at a time (the caller's); async
+ * collectives run on the group's own comm thread, in issue order. */
+#ifndef DDPC_COMM_H
+#define DDPC_COMM_H
+
+#include <ddpc/status.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+    DDPC_DTYPE_F32,
+    DDPC_DTYPE_F64,
+    DDPC_DTYPE_BF16, /* bfloat16 stored as uint16_t bits */
+    DDPC_DTYPE_F16,  /* IEEE binary16 stored as uint16_t bits */
+    DDPC_DTYPE_I32,
+    DDPC_DTYPE_I64,
+    DDPC_DTYPE_COUNT
+} ddpc_dtype;
+
+/* SUM and AVG of bf16/f16 accumulate in f32 in rank order and round once; AVG of integers
+ * truncates toward zero (as NCCL does). */
+typedef enum {
+    DDPC_REDUCE_SUM,
+    DDPC_REDUCE_AVG,
+    DDPC_REDUCE_MIN,
+    DDPC_REDUCE_MAX,
+    DDPC_REDUCE_COUNT
+} ddpc_reduce_op;
+
+typedef enum {
+    DDPC_BACKEND_AUTO, /* see ddpc_pg_create */
+    DDPC_BACKEND_SHM,  /* embedded POSIX shared memory, one host */
+    DDPC_BACKEND_MPI,  /* Open MPI or MPICH, many hosts; absent when built without MPI */
+    DDPC_BACKEND_COUNT
+} ddpc_backend;
+
+/* Which launcher's variables gave the rank, in order of precedence (first found wins). */
+typedef enum {
+    DDPC_DIST_SOURCE_NONE,     /* no variables: a single process */
+    DDPC_DIST_SOURCE_TORCHRUN, /* RANK, WORLD_SIZE, ... (torchrun, ddpc run) */
+    DDPC_DIST_SOURCE_OPENMPI,  /* OMPI_COMM_WORLD_* (mpirun) */
+    DDPC_DIST_SOURCE_PMI,      /* PMI_RANK, PMI_SIZE (MPICH, Intel MPI) */
+    DDPC_DIST_SOURCE_SLURM,    /* SLURM_PROCID, SLURM_NTASKS, ... (srun) */
+    DDPC_DIST_SOURCE_COUNT
+} ddpc_dist_source;
+
+size_t ddpc_dtype_size(ddpc_dtype dtype);
+const char *ddpc_dtype_name(ddpc_dtype dtype);          /* "f32", "bf16", ... */
+const char *ddpc_reduce_op_name(ddpc_reduce_op op);     /* "sum", "avg", "min", "max" */
+const char *ddpc_backend_name(ddpc_backend backend);    /* "auto", "shm", "mpi" */
+const char *ddpc_dist_source_name(ddpc_dist_source src); /* "none", "torchrun", ... */
+/* Parses "auto", "shm" or "mpi"; anything else is DDPC_EINVAL naming the value. */
+ddpc_status ddpc_backend_parse(const char *name, ddpc_backend *out);
+/* False for DDPC_BACKEND_MPI in a build without MPI. */
+bool ddpc_backend_available(ddpc_backend backend);
+
+/* What the environment says about this process's place in a job. */
+typedef struct {
+    ddpc_dist_source source;
+    int rank, world_size;            /* 0 <= rank < world_size */
+    int local_rank, local_world_size; /* on this host */
+    int node_rank, num_nodes;        /* GROUP_RANK / SLURM_NODEID; num_nodes 1 when unknown */
+    int restart_count, max_restarts; /* TORCHELASTIC_RESTART_COUNT / _MAX_RESTARTS, else 0 */
+    char master_addr[256];           /* "" when not given */
+    int master_port;                 /* 0 when not given */
+    char run_id[128];                /* TORCHELASTIC_RUN_ID, SLURM job.step, mpirun job id; or "" */
+    ddpc_backend backend;            /* DDPC_BACKEND (set by `ddpc run --backend`), else AUTO */
+    double timeout_s;                /* DDPC_COLLECTIVE_TIMEOUT (set by `ddpc run`), else 0 */
+    bool nested_launcher;            /* TORCHELASTIC_RUN_ID or DDPC_LAUNCHER is set */
+} ddpc_dist_env;
+
+/* A single process: rank 0 of 1, nothing else set. */
+ddpc_dist_env ddpc_dist_env_single(void);
+
+/* Reads the variables from `envp` ("KEY=VALUE" strings, NULL-terminated, like environ). Malformed
+ * or contradictory values (WORLD_SIZE=abc, RANK >= WORLD_SIZE, negative ranks) are DDPC_EINVAL
+ * naming the variable and its value. The precedence is the order of ddpc_dist_source. */
+ddpc_status ddpc_dist_env_parse(const char *const *envp, ddpc_dist_env *out);
+/* ddpc_dist_env_parse on this process's environment. */
+ddpc_status ddpc_dist_env_discover(ddpc_dist_env *out);
+
+typedef struct {
+    ddpc_backend backend; /* AUTO: env.backend if set; else mpi when the rank came from mpirun,
+                             PMI or SLURM (or spans several nodes) and MPI is built in; else shm */
+    double timeout_s;     /* > 0 overrides env.timeout_s; when both are 0, 300 s */
+} ddpc_pg_config;
+
+ddpc_pg_config ddpc_pg_config_default(void);
+
+/* The backend ddpc_pg_create would use for `asked` (DDPC_BACKEND_AUTO applies the rule above). */
+ddpc_backend ddpc_pg_choose_backend(const ddpc_dist_env *env, ddpc_backend asked);
+
+typedef struct ddpc_pg ddpc_pg;
+typedef struct ddpc_work ddpc_work;
+
+/* Joins the group described by `env` (every rank calls it; returns when all have joined or the
+ * timeout passed). shm finds its peers through env.master_addr:master_port (rank 0 listens there;
+ * a port in use is an error naming it) or, without a port, through env.run_id. World size 1 needs
+ * neither. Errors: DDPC_EINVAL (bad env/config), DDPC_EUNSUPPORTED (backend not built in),
+ * DDPC_ETIMEOUT (peers missing, named), DDPC_EIO. */
+ddpc_status ddpc_pg_create(const ddpc_dist_env *env, const ddpc_pg_config *cfg, ddpc_pg **out);
+/* Leaves the group and frees it; waits for outstanding async work first. NULL is a no-op. */
+void ddpc_pg_destroy(ddpc_pg *pg);
+
+int ddpc_pg_rank(const ddpc_pg *pg);
+int ddpc_pg_world_size(const ddpc_pg *pg);
+int ddpc_pg_local_rank(const ddpc_pg *pg);
+int ddpc_pg_local_world_size(const ddpc_pg *pg);
+ddpc_backend ddpc_pg_backend(const ddpc_pg *pg);
+double ddpc_pg_timeout(const ddpc_pg *pg);
+/* Number of collectives issued so far; the next one gets this sequence number. */
+uint64_t ddpc_pg_seq(const ddpc_pg *pg);
+/* NULL while healthy; after a failure, the message of the collective that failed. */
+const char *ddpc_pg_error(const ddpc_pg *pg);
+
+/* Blocking collectives. Argument order follows MPI/NCCL. In place when send == recv (for
+ * all_gather: send == recv + rank*count; for reduce_scatter: recv == send + rank*recv_count).
+ * Every rank's result is bitwise identical and identical run to run (fixed reduction order).
+ * count 0 is a valid no-op that still synchronises. Errors: DDPC_EINVAL (bad arguments),
+ * DDPC_ETIMEOUT naming the collective, its sequence number and the ranks that never arrived,
+ * DDPC_EPEER (a peer died or the group failed earlier). */
+ddpc_status ddpc_pg_all_reduce(ddpc_pg *pg, const void *send, void *recv, size_t count,
+                               ddpc_dtype dtype, ddpc_reduce_op op);
+/* buf: (count) — root's values land on every rank. */
+ddpc_status ddpc_pg_broadcast(ddpc_pg *pg, void *buf, size_t count, ddpc_dtype dtype, int root);
+/* send: (count), recv: (world_size, count) — rank r's block at recv + r*count. */
+ddpc_status ddpc_pg_all_gather(ddpc_pg *pg, const void *send, void *recv, size_t count,
+                               ddpc_dtype dtype);
+/* send: (world_size, recv_count), recv: (recv_count) — rank r receives the reduction of block r. */
+ddpc_status ddpc_pg_reduce_scatter(ddpc_pg *pg, const void *send, void *recv, size_t recv_count,
+                                   ddpc_dtype dtype, ddpc_reduce_op op);
+ddpc_status ddpc_pg_barrier(ddpc_pg *pg);
+
+/* Async forms: enqueue on the comm thread and return at once with a work handle in *work. The
+ * group borrows the buffers until the work completes. Argument errors are returned here; failures
+ * of the collective itself are returned by ddpc_work_wait. Work completes in issue order; a
+ * blocking collective issued after async ones runs after them. */
+ddpc_status ddpc_pg_iall_reduce(ddpc_pg *pg, const void *send, void *recv, size_t count,
+                                ddpc_dtype dtype, ddpc_reduce_op op, ddpc_work **work);
+ddpc_status ddpc_pg_ibroadcast(ddpc_pg *pg, void *buf, size_t count, ddpc_dtype dtype, int root,
+                               ddpc_work **work);
+ddpc_status ddpc_pg_iall_gather(ddpc_pg *pg, const void *send, void *recv, size_t count,
+                                ddpc_dtype dtype, ddpc_work **work);
+ddpc_status ddpc_pg_ireduce_scatter(ddpc_pg *pg, const void *send, void *recv, size_t recv_count,
+                                    ddpc_dtype dtype, ddpc_reduce_op op, ddpc_work **work);
+ddpc_status ddpc_pg_ibarrier(ddpc_pg *pg, ddpc_work **work);
+
+/* Blocks until the work is done; returns its status (the message is set on this thread). */
+ddpc_status ddpc_work_wait(ddpc_work *work);
+/* Sets *done without blocking; returns the work's status once done, DDPC_OK before. */
+ddpc_status ddpc_work_test(ddpc_work *work, bool *done);
+/* Seconds the collective itself ran (from the moment it started executing, after any work queued
+ * before it, to its completion); 0 until done. */
+double ddpc_work_seconds(const ddpc_work *work);
+/* Waits if still running, then releases the handle: the group keeps it for its next async call
+ * (so a warm training step allocates nothing), or frees it when the group is already destroyed.
+ * Not concurrently with ddpc_pg_destroy. NULL is a no-op. */
+void ddpc_work_destroy(ddpc_work *work);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,193 @@
+/* Process-group front-end: checks the env, picks the backend and timeout, joins, answers queries,
+ * and runs one collective (ddpc__pg_execute) with its deadline and the sticky failed state.
+ * Invariant: once `failed` is set, no collective reaches the backend again and every call says
+ * "process group failed earlier: <first message>". World size 1 has no backend: every collective
+ * is a local copy. */
+#include "comm/pg_front.h"
+
+#include <ddpc/alloc.h>
+#include <ddpc/timer.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+enum { DEFAULT_TIMEOUT_S = 300 };
+
+static ddpc_status check_env(const ddpc_dist_env *e)
+{
+    if (e->world_size < 1)
+        return ddpc_errorf(DDPC_EINVAL, "world size %d must be at least 1", e->world_size);
+    if (e->rank < 0 || e->rank >= e->world_size)
+        return ddpc_errorf(DDPC_EINVAL, "rank %d is outside world size %d", e->rank, e->world_size);
+    if (e->local_world_size < 1 || e->local_world_size > e->world_size)
+        return ddpc_errorf(DDPC_EINVAL, "local world size %d must be between 1 and world size %d",
+                           e->local_world_size, e->world_size);
+    if (e->local_rank < 0 || e->local_rank >= e->local_world_size)
+        return ddpc_errorf(DDPC_EINVAL, "local rank %d is outside local world size %d",
+                           e->local_rank, e->local_world_size);
+    if (e->master_port < 0 || e->master_port > 65535)
+        return ddpc_errorf(DDPC_EINVAL, "master port %d is outside 0..65535", e->master_port);
+    if ((unsigned)e->backend >= DDPC_BACKEND_COUNT)
+        return ddpc_errorf(DDPC_EINVAL, "env backend %d is not a ddpc_backend", (int)e->backend);
+    if (!(e->timeout_s >= 0) || isinf(e->timeout_s))
+        return ddpc_errorf(DDPC_EINVAL, "env collective timeout %g s must be finite and >= 0",
+                           e->timeout_s);
+    if (memchr(e->master_addr, '\0', sizeof e->master_addr) == NULL ||
+        memchr(e->run_id, '\0', sizeof e->run_id) == NULL)
+        return ddpc_errorf(DDPC_EINVAL, "env master_addr or run_id is not NUL-terminated");
+    return DDPC_OK;
+}
+
+/* AUTO: the env's choice, else mpi under mpirun/PMI/SLURM or across nodes when built, else shm. */
+ddpc_backend ddpc_pg_choose_backend(const ddpc_dist_env *e, ddpc_backend asked)
+{
+    if (asked != DDPC_BACKEND_AUTO)
+        return asked;
+    if (e->backend != DDPC_BACKEND_AUTO)
+        return e->backend;
+    bool mpi_launched = e->source == DDPC_DIST_SOURCE_OPENMPI ||
+                        e->source == DDPC_DIST_SOURCE_PMI || e->source == DDPC_DIST_SOURCE_SLURM ||
+                        e->num_nodes > 1;
+    if (mpi_launched && ddpc_backend_available(DDPC_BACKEND_MPI))
+        return DDPC_BACKEND_MPI;
+    return DDPC_BACKEND_SHM;
+}
+
+ddpc_status ddpc__pg_create_with(const ddpc_dist_env *env, ddpc_backend backend, double timeout_s,
+                                 const ddpc__pg_backend *ops, void *state, ddpc_pg **out)
+{
+    ddpc_pg *pg = ddpc_calloc(1, sizeof *pg);
+    if (!pg) {
+        if (ops)
+            ops->destroy(state);
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory allocating the process group");
+    }
+    *pg = (ddpc_pg){.rank = env->rank,
+                    .world = env->world_size,
+                    .local_rank = env->local_rank,
+                    .local_world = env->local_world_size,
+                    .backend = backend,
+                    .timeout_s = timeout_s,
+                    .ops = ops,
+                    .state = state};
+    atomic_init(&pg->failed, false);
+    if (pthread_mutex_init(&pg->mu, NULL) != 0 || pthread_cond_init(&pg->work_cv, NULL) != 0 ||
+        pthread_cond_init(&pg->done_cv, NULL) != 0) {
+        if (ops)
+            ops->destroy(state);
+        ddpc_free(pg); /* the pthread objects need no destroy on Linux when init fails */
+        return ddpc_errorf(DDPC_ENOMEM, "could not initialise the process group's mutex");
+    }
+    *out = pg;
+    return DDPC_OK;
+}
+
+ddpc_status ddpc_pg_create(const ddpc_dist_env *env, const ddpc_pg_config *cfg, ddpc_pg **out)
+{
+    if (!env || !out)
+        return ddpc_errorf(DDPC_EINVAL, "ddpc_pg_create: %s is NULL", env ? "out" : "env");
+    *out = NULL;
+    ddpc_pg_config c = cfg ? *cfg : ddpc_pg_config_default();
+    DDPC_TRY(check_env(env));
+    if ((unsigned)c.backend >= DDPC_BACKEND_COUNT)
+        return ddpc_errorf(DDPC_EINVAL, "config backend %d is not a ddpc_backend", (int)c.backend);
+    if (!(c.timeout_s >= 0) || isinf(c.timeout_s))
+        return ddpc_errorf(DDPC_EINVAL, "collective timeout %g s must be finite and >= 0",
+                           c.timeout_s);
+    double timeout = c.timeout_s > 0      ? c.timeout_s
+                     : env->timeout_s > 0 ? env->timeout_s
+                                          : DEFAULT_TIMEOUT_S;
+    ddpc_backend backend = ddpc_pg_choose_backend(env, c.backend);
+    if (!ddpc_backend_available(backend))
+        return ddpc_errorf(DDPC_EUNSUPPORTED,
+                           "backend %s is not built into this ddpc (rebuild with an MPI library "
+                           "installed, or use backend shm)",
+                           ddpc_backend_name(backend));
+    const ddpc__pg_backend *ops = NULL;
+    void *state = NULL;
+    if (env->world_size > 1) {
+        double deadline = ddpc_time_now() + timeout;
+        if (backend == DDPC_BACKEND_MPI)
+            DDPC_TRY(ddpc__mpi_create(env, deadline, &ops, &state));
+        else
+            DDPC_TRY(ddpc__shm_create(env, deadline, &ops, &state));
+    }
+    return ddpc__pg_create_with(env, backend, timeout, ops, state, out);
+}
+
+void ddpc_pg_destroy(ddpc_pg *pg)
+{
+    if (!pg)
+        return;
+    ddpc__pg_stop_thread(pg);
+    ddpc__pg_release_handles(pg);
+    if (pg->ops)
+        pg->ops->destroy(pg->state);
+    pthread_cond_destroy(&pg->done_cv);
+    pthread_cond_destroy(&pg->work_cv);
+    pthread_mutex_destroy(&pg->mu);
+    ddpc_free(pg);
+}
+
+int ddpc_pg_rank(const ddpc_pg *pg)
+{
+    return pg->rank;
+}
+int ddpc_pg_world_size(const ddpc_pg *pg)
+{
+    return pg->world;
+}
+int ddpc_pg_local_rank(const ddpc_pg *pg)
+{
+    return pg->local_rank;
+}
+int ddpc_pg_local_world_size(const ddpc_pg *pg)
+{
+    return pg->local_world;
+}
+ddpc_backend ddpc_pg_backend(const ddpc_pg *pg)
+{
+    return pg->backend;
+}
+double ddpc_pg_timeout(const ddpc_pg *pg)
+{
+    return pg->timeout_s;
+}
+uint64_t ddpc_pg_seq(const ddpc_pg *pg)
+{
+    return pg->seq;
+}
+
+const char *ddpc_pg_error(const ddpc_pg *pg)
+{
+    return atomic_load_explicit(&((ddpc_pg *)pg)->failed, memory_order_acquire) ? pg->error : NULL;
+}
+
+/* World size 1: every collective is a copy from send to recv (or nothing, in place). */
+static void run_local(const ddpc__coll *c)
+{
+    size_t bytes = c->count * ddpc_dtype_size(c->dtype);
+    if (c->kind == DDPC__COLL_BROADCAST || c->kind == DDPC__COLL_BARRIER || bytes == 0)
+        return;
+    if (c->send != c->recv)
+        memmove(c->recv, c->send, bytes);
+}
+
+ddpc_status ddpc__pg_execute(ddpc_pg *pg, ddpc__coll *coll)
+{
+    if (atomic_load_explicit(&pg->failed, memory_order_acquire))
+        return ddpc_errorf(DDPC_EPEER, "process group failed earlier: %s", pg->error);
+    if (!pg->ops) {
+        run_local(coll);
+        return DDPC_OK;
+    }
+    coll->deadline = ddpc_time_now() + pg->timeout_s;
+    ddpc_status s = pg->ops->run(pg->state, coll);
+    if (s != DDPC_OK) {
+        /* Only the thread running the backend writes here, and only before `failed` is set. */
+        snprintf(pg->error, sizeof pg->error, "%s", ddpc_last_error());
+        atomic_store_explicit(&pg->failed, true, memory_order_release);
+    }
+    return s;
+}

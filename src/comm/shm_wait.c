@@ -1,0 +1,177 @@
+/* Waiting for peers in the shm segment: one step = publish my arrival counter (release), then
+ * wait until every peer's counter reaches it (acquire). Spins with a pause first (microsecond
+ * latency when every rank has a core), then yields (ranks outnumber cores), and every ~20 ms looks
+ * at the deadline, the abort flag and whether the missing ranks are still alive. */
+#include "comm/shm_impl.h"
+
+#include <ddpc/timer.h>
+
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+enum { CHECK_EVERY = 64, SLEEP_NS = 100000 }; /* yields between clock reads; sleep when idle */
+static const double CHECK_S = 0.02;           /* between liveness / abort checks */
+static const double YIELD_S = 0.005;          /* then sleep instead of yielding */
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* "2, 3" for the ranks whose counter is below `target`; returns how many. */
+static int missing_list(const ddpc__shm_state *s, uint64_t target, char *out, size_t cap)
+{
+    int n = 0;
+    size_t len = 0;
+    out[0] = '\0';
+    for (int k = 0; k < s->world; k++) {
+        if (atomic_load_explicit(&s->ranks[k].step, memory_order_acquire) >= target)
+            continue;
+        if (len + 16 < cap)
+            len += (size_t)snprintf(out + len, cap - len, "%s%d", n ? ", " : "", k);
+        else if (len + 5 < cap && out[len - 1] != '.')
+            len += (size_t)snprintf(out + len, cap - len, ", ...");
+        n++;
+    }
+    return n;
+}
+
+/* Another rank failed this collective first: same status, its message, and who saw it. */
+static ddpc_status fail_aborted(const ddpc__shm_state *s)
+{
+    const ddpc__shm_header *h = s->hdr;
+    return ddpc_errorf((ddpc_status)h->abort_status, "%s (reported by rank %d)", h->abort_msg,
+                       (int)h->abort_rank);
+}
+
+/* Slow-path checks for the peers that have not reached `target`. */
+static ddpc_status check_peers(const ddpc__shm_state *s, const ddpc__coll *c, uint64_t target,
+                               double now)
+{
+    if (atomic_load_explicit(&s->hdr->aborted, memory_order_acquire) == 2)
+        return fail_aborted(s);
+    for (int k = 0; k < s->world; k++) {
+        if (k == s->rank || atomic_load_explicit(&s->ranks[k].step, memory_order_acquire) >= target)
+            continue;
+        if (s->watch[k] && !ddpc__pid_alive(s->pids[k], s->starts[k]))
+            return ddpc_errorf(DDPC_EPEER, "rank %d (pid %d) exited during %s #%llu", k,
+                               (int)s->pids[k], ddpc__coll_name(c->kind),
+                               (unsigned long long)c->seq);
+    }
+    if (now > c->deadline) {
+        char list[256];
+        int n = missing_list(s, target, list, sizeof list);
+        return ddpc_errorf(DDPC_ETIMEOUT,
+                           "%s #%llu timed out after %.3g s: rank%s %s never arrived",
+                           ddpc__coll_name(c->kind), (unsigned long long)c->seq, s->timeout_s,
+                           n == 1 ? "" : "s", list);
+    }
+    return DDPC_OK;
+}
+
+static ddpc_status wait_slow(ddpc__shm_state *s, const ddpc__coll *c, int k, uint64_t target)
+{
+    const atomic_uint_least64_t *step = &s->ranks[k].step;
+    /* A peer that kept us waiting past the spin last time is probably not on a CPU (it shares
+     * ours, or the machine is busy): spinning would only delay it, so spin briefly. */
+    int spin = s->yielded ? s->spin / 8 : s->spin;
+    for (int i = 0; i < spin; i++) {
+        cpu_relax();
+        if (atomic_load_explicit(step, memory_order_acquire) >= target) {
+            s->yielded = false;
+            return DDPC_OK;
+        }
+    }
+    s->yielded = true;
+    double start = ddpc_time_now(), last = start;
+    bool sleeping = false; /* a long wait: stop burning the core */
+    for (unsigned i = 1;; i++) {
+        if (sleeping)
+            nanosleep(&(struct timespec){0, SLEEP_NS}, NULL);
+        else
+            sched_yield();
+        if (atomic_load_explicit(step, memory_order_acquire) >= target)
+            return DDPC_OK;
+        if (!sleeping && i % CHECK_EVERY)
+            continue;
+        double now = ddpc_time_now();
+        sleeping = now - start > YIELD_S;
+        if (now - last >= CHECK_S || now > c->deadline) {
+            last = now;
+            DDPC_TRY(check_peers(s, c, target, now));
+        }
+    }
+}
+
+static void describe(const ddpc__shm_desc *d, char *out, size_t cap)
+{
+    const char *kind = ddpc__coll_name((ddpc__coll_kind)d->kind);
+    const char *dt = ddpc_dtype_name((ddpc_dtype)d->dtype);
+    if (d->kind == DDPC__COLL_BARRIER)
+        snprintf(out, cap, "%s #%llu", kind, (unsigned long long)d->seq);
+    else if (d->kind == DDPC__COLL_BROADCAST)
+        snprintf(out, cap, "%s #%llu of %llu %s from root %d", kind, (unsigned long long)d->seq,
+                 (unsigned long long)d->count, dt, (int)d->root);
+    else if (d->kind == DDPC__COLL_ALL_GATHER)
+        snprintf(out, cap, "%s #%llu of %llu %s", kind, (unsigned long long)d->seq,
+                 (unsigned long long)d->count, dt);
+    else
+        snprintf(out, cap, "%s #%llu of %llu %s (%s)", kind, (unsigned long long)d->seq,
+                 (unsigned long long)d->count, dt, ddpc_reduce_op_name((ddpc_reduce_op)d->op));
+}
+
+void ddpc__shm_describe(ddpc__shm_state *s, const ddpc__coll *c)
+{
+    bool reduces = c->kind == DDPC__COLL_ALL_REDUCE || c->kind == DDPC__COLL_REDUCE_SCATTER;
+    s->ranks[s->rank].desc[(s->step + 1) & 1] =
+        (ddpc__shm_desc){.seq = c->seq,
+                         .count = c->kind == DDPC__COLL_BARRIER ? 0 : c->count,
+                         .kind = c->kind,
+                         .dtype = c->kind == DDPC__COLL_BARRIER ? 0 : c->dtype,
+                         .op = reduces ? (int32_t)c->op : 0,
+                         .root = c->kind == DDPC__COLL_BROADCAST ? c->root : 0};
+    s->check_desc = true;
+}
+
+/* After a collective's first step: every rank must be running the very same collective. */
+static ddpc_status compare_desc(ddpc__shm_state *s)
+{
+    s->check_desc = false;
+    const ddpc__shm_desc *mine = &s->ranks[s->rank].desc[s->step & 1];
+    for (int k = 0; k < s->world; k++) {
+        const ddpc__shm_desc *d = &s->ranks[k].desc[s->step & 1];
+        if (memcmp(d, mine, sizeof *d) == 0)
+            continue;
+        char a[160], b[160];
+        describe(mine, a, sizeof a);
+        describe(d, b, sizeof b);
+        return ddpc_errorf(DDPC_EINVAL,
+                           "collective mismatch: rank %d issued %s but rank %d issued %s (every "
+                           "rank must issue the same collectives in the same order)",
+                           s->rank, a, k, b);
+    }
+    return DDPC_OK;
+}
+
+ddpc_status ddpc__shm_step(ddpc__shm_state *s, const ddpc__coll *c)
+{
+    uint64_t target = ++s->step;
+    atomic_store_explicit(&s->ranks[s->rank].step, target, memory_order_release);
+    for (int k = 0; k < s->world; k++) {
+        if (k == s->rank || atomic_load_explicit(&s->ranks[k].step, memory_order_acquire) >= target)
+            continue;
+        DDPC_TRY(wait_slow(s, c, k, target));
+    }
+    return s->check_desc ? compare_desc(s) : DDPC_OK;
+}
+
+void ddpc__shm_abort(ddpc__shm_state *s, ddpc_status status)
+{
+    ddpc__shm_header_abort(s->hdr, s->rank, status, ddpc_last_error());
+}
