@@ -135,8 +135,11 @@ ddpc_status ddpc_weights_load_opts(ddpc_model *m, const char *path, bool strict,
         if (ddpc_safetensors_find(f, p->name, &info) == DDPC_OK && same_tensor(p, &info))
             memcpy(ddpc_model_params(m) + p->offset, info.data, p->numel * sizeof(float));
     }
-    if (s == DDPC_OK && report && cap)
+    if (s == DDPC_OK && report && cap) {
         snprintf(report, cap, "%s", text);
+        if (strlen(text) >= cap && cap >= 4)
+            memcpy(report + cap - 4, "...", 4);
+    }
     ddpc_safetensors_close(f);
     return s;
 }
