@@ -25,10 +25,15 @@ add_library(ddpc_header_check OBJECT ${DDPC_HEADER_CHECK_SOURCES})
 target_include_directories(ddpc_header_check PRIVATE ${CMAKE_SOURCE_DIR}/include)
 
 # Integration tests written as shell or Python scripts live in tests/*.sh and tests/parity/.
+# ckpt_make saves the checkpoints that cli_ckpt.sh inspects (its third argument).
+add_executable(ckpt_make ${CMAKE_SOURCE_DIR}/tests/ckpt_make.c)
+target_include_directories(ckpt_make PRIVATE ${CMAKE_SOURCE_DIR}/tests)
+target_link_libraries(ckpt_make PRIVATE ddpc_lib)
 file(GLOB DDPC_SHELL_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/cli_*.sh)
 foreach(sh ${DDPC_SHELL_TESTS})
     get_filename_component(name ${sh} NAME_WE)
-    add_test(NAME ${name} COMMAND bash ${sh} $<TARGET_FILE:ddpc> ${CMAKE_SOURCE_DIR})
+    add_test(NAME ${name} COMMAND bash ${sh} $<TARGET_FILE:ddpc> ${CMAKE_SOURCE_DIR}
+        $<TARGET_FILE:ckpt_make>)
     set_tests_properties(${name} PROPERTIES TIMEOUT 300)
 endforeach()
 

@@ -1,10 +1,14 @@
 /* A model's tensors as a safetensors file: names and shapes are the model's parameter views.
- * Loading is strict, like PyTorch's load_state_dict(strict=True). */
+ * Loading is strict by default, like PyTorch's load_state_dict(strict=True); the non-strict load
+ * is load_state_dict(strict=False) that also skips tensors of another shape. */
 #ifndef DDPC_WEIGHTS_H
 #define DDPC_WEIGHTS_H
 
 #include <ddpc/nn.h>
 #include <ddpc/status.h>
+
+#include <stdbool.h>
+#include <stddef.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -15,8 +19,18 @@ extern "C" {
 ddpc_status ddpc_weights_save(const ddpc_model *m, const float *buffer, const char *path);
 /* Copies every tensor of the file into the model's parameters. Every parameter must be present
  * with the same shape and dtype F32, and the file may hold no others; on error the model's
- * parameters are unchanged. */
+ * parameters are unchanged. Same as ddpc_weights_load_opts(m, path, true, NULL, 0). */
 ddpc_status ddpc_weights_load(ddpc_model *m, const char *path);
+
+/* Loads path, a safetensors file or a checkpoint directory (then its model.safetensors), into the
+ * model's parameters. strict: as ddpc_weights_load; a mismatch is DDPC_EFORMAT with one message
+ * listing every problem ("missing: a, b; unexpected: c; shape mismatch: d"). Not strict: copies
+ * each tensor whose name, shape and dtype (F32) match, leaves the other parameters alone, and
+ * writes the same list into report (cap bytes, truncated with "..."; "" when everything
+ * matched; report may be NULL); a file none of whose tensors match is DDPC_EFORMAT. On error
+ * the parameters are unchanged. */
+ddpc_status ddpc_weights_load_opts(ddpc_model *m, const char *path, bool strict, char *report,
+                                   size_t cap);
 
 #ifdef __cplusplus
 }

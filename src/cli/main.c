@@ -14,7 +14,9 @@ static void usage(FILE *f)
             "  bench allreduce|broadcast|all_gather|reduce_scatter [options]\n"
             "                                      collective sweep as one worker of a job\n"
             "  run [options] -- PROGRAM [ARGS]     start PROGRAM as a group of workers (docs/launcher.md)\n"
-            "  env                                 system, build, MPI/CUDA/NCCL and launch variables\n");
+            "  env                                 system, build, MPI/CUDA/NCCL and launch variables\n"
+            "  ckpt ls|show|verify DIR             list, show or check checkpoints (docs/checkpoints.md)\n"
+            "  ckpt export DIR OUT                 a checkpoint's parameters as one safetensors file\n");
 }
 
 int main(int argc, char **argv)
@@ -36,6 +38,8 @@ int main(int argc, char **argv)
         return ddpc_cli_run(argc - 2, argv + 2);
     if (strcmp(cmd, "env") == 0)
         return ddpc_cli_env(argc - 2, argv + 2);
+    if (strcmp(cmd, "ckpt") == 0)
+        return ddpc_cli_ckpt(argc - 2, argv + 2);
     fprintf(stderr, "ddpc: unknown command '%s' (try 'ddpc --help')\n", cmd);
     return 2;
 }

@@ -1,6 +1,7 @@
 /* safetensors writer for F32 tensors: builds the JSON header, pads it with spaces to a multiple
  * of 8 bytes (as the reference implementation does, so the data starts 8-aligned), and replaces
- * the file atomically (write <path>.tmp, fsync, rename, fsync the directory).
+ * the file atomically (write a uniquely named <path>.tmp-XXXXXX from mkstemp, fsync, rename,
+ * fsync the directory): concurrent writers of one path never share a temporary file.
  * Invariant: the data buffer is the tensors back to back in the given order, so data_offsets
  * tile it exactly; a crash leaves either the old file or the new one, never a torn one. */
 #include <ddpc/safetensors.h>
@@ -11,7 +12,9 @@
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 typedef struct {
@@ -234,18 +237,20 @@ ddpc_status ddpc_safetensors_write(const char *path, const ddpc_st_tensor *tenso
     DDPC_TRY(check_args(path, tensors, n, meta_keys, meta_values, n_meta));
     strbuf sb = {0};
     char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
+    if (snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", path) >= (int)sizeof tmp)
         return ddpc_errorf(DDPC_EINVAL, "%s: path too long", path);
     ddpc_status s = build_header(path, &sb, tensors, n, meta_keys, meta_values, n_meta);
     if (s != DDPC_OK) {
         ddpc_free(sb.buf);
         return s;
     }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int fd = mkstemp(tmp);
     if (fd < 0) {
         ddpc_free(sb.buf);
-        return ddpc_errorf(DDPC_EIO, "%s: cannot create %s: %s", path, tmp, strerror(errno));
+        return ddpc_errorf(DDPC_EIO, "%s: cannot create a temporary file %s: %s", path, tmp,
+                           strerror(errno));
     }
+    (void)fchmod(fd, 0644); /* mkstemp makes 0600; weights are not secrets */
     s = write_body(fd, tmp, &sb, tensors, n);
     ddpc_free(sb.buf);
     if (close(fd) != 0 && s == DDPC_OK)

@@ -1,15 +1,18 @@
 /* Model tensors <-> safetensors. Load validates the whole file against the model before it
- * copies anything, so a mismatched file leaves the parameters untouched. */
+ * copies anything, so a refused file leaves the parameters untouched; a non-strict load copies
+ * exactly the tensors whose name, dtype (F32) and shape match, and reports the rest. */
 #include <ddpc/alloc.h>
 #include <ddpc/safetensors.h>
 #include <ddpc/weights.h>
 
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 ddpc_status ddpc_weights_save(const ddpc_model *m, const float *buffer, const char *path)
 {
     size_t n = ddpc_model_num_tensors(m);
-    ddpc_st_tensor *ts = ddpc_calloc(n, sizeof *ts);
+    ddpc_st_tensor *ts = ddpc_calloc(n ? n : 1, sizeof *ts);
     if (!ts)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory saving '%s'", path);
     for (size_t i = 0; i < n; i++) {
@@ -27,41 +30,121 @@ ddpc_status ddpc_weights_save(const ddpc_model *m, const float *buffer, const ch
     return s;
 }
 
-static ddpc_status check_tensor(const ddpc_param *p, const ddpc_st_info *info, const char *path)
+static bool same_tensor(const ddpc_param *p, const ddpc_st_info *info)
 {
-    if (strcmp(info->dtype, "F32") != 0)
-        return ddpc_errorf(DDPC_EFORMAT, "%s: tensor '%s' has dtype %s, expected F32", path,
-                           p->name, info->dtype);
-    bool same = info->ndim == p->ndim;
+    bool same = strcmp(info->dtype, "F32") == 0 && info->ndim == p->ndim;
     for (int d = 0; same && d < p->ndim; d++)
         same = info->shape[d] == p->shape[d];
-    if (!same)
-        return ddpc_errorf(DDPC_EFORMAT, "%s: tensor '%s' has a different shape than the model's",
-                           path, p->name);
-    return DDPC_OK;
+    return same;
+}
+
+/* One "label: a, b" list of a report, truncated with "..." when the buffer is full. */
+typedef struct {
+    char *buf;
+    size_t cap, len;
+} report_buf;
+
+static void report_add(report_buf *r, const char *label, const char *name, bool *first)
+{
+    if (!r->cap)
+        return;
+    int w = snprintf(r->buf + r->len, r->cap - r->len, "%s%s", *first ? (r->len ? "; " : "") : ", ",
+                     *first ? label : "");
+    if (w >= 0 && (size_t)w < r->cap - r->len)
+        r->len += (size_t)w;
+    w = snprintf(r->buf + r->len, r->cap - r->len, "%s", name);
+    if (w >= 0 && (size_t)w < r->cap - r->len)
+        r->len += (size_t)w;
+    else if (r->cap >= 4) {
+        r->len = r->cap - 1;
+        memcpy(r->buf + r->cap - 4, "...", 4);
+    }
+    *first = false;
+}
+
+/* Compares file and model; fills the report ("missing: ..; unexpected: ..; shape mismatch: ..")
+ * and returns how many model tensors match. */
+static size_t compare(ddpc_model *m, const ddpc_safetensors *f, report_buf *r, size_t *problems)
+{
+    size_t n = ddpc_model_num_tensors(m), matched = 0;
+    bool first = true;
+    ddpc_st_info info;
+    *problems = 0;
+    for (size_t i = 0; i < n; i++) {
+        const ddpc_param *p = ddpc_model_tensor(m, i);
+        if (ddpc_safetensors_find(f, p->name, &info) != DDPC_OK) {
+            report_add(r, "missing: ", p->name, &first);
+            ++*problems;
+        }
+    }
+    first = true;
+    for (size_t j = 0; j < ddpc_safetensors_count(f); j++) {
+        ddpc_safetensors_info(f, j, &info);
+        bool known = false;
+        for (size_t i = 0; i < n && !known; i++)
+            known = strcmp(ddpc_model_tensor(m, i)->name, info.name) == 0;
+        if (!known) {
+            report_add(r, "unexpected: ", info.name, &first);
+            ++*problems;
+        }
+    }
+    first = true;
+    for (size_t i = 0; i < n; i++) {
+        const ddpc_param *p = ddpc_model_tensor(m, i);
+        if (ddpc_safetensors_find(f, p->name, &info) != DDPC_OK)
+            continue;
+        if (same_tensor(p, &info))
+            matched++;
+        else {
+            report_add(r, "shape mismatch: ", p->name, &first);
+            ++*problems;
+        }
+    }
+    return matched;
+}
+
+ddpc_status ddpc_weights_load_opts(ddpc_model *m, const char *path, bool strict, char *report,
+                                   size_t cap)
+{
+    if (report && cap)
+        report[0] = '\0';
+    if (!m || !path)
+        return ddpc_errorf(DDPC_EINVAL, "weights load: model or path is NULL");
+    char file[4096];
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        if (snprintf(file, sizeof file, "%s/model.safetensors", path) >= (int)sizeof file)
+            return ddpc_errorf(DDPC_EINVAL, "%s: path too long", path);
+    } else if (snprintf(file, sizeof file, "%s", path) >= (int)sizeof file)
+        return ddpc_errorf(DDPC_EINVAL, "%s: path too long", path);
+    ddpc_safetensors *f = NULL;
+    DDPC_TRY(ddpc_safetensors_open(&f, file));
+    char text[700];
+    report_buf r = {text, sizeof text, 0};
+    text[0] = '\0';
+    size_t problems;
+    size_t matched = compare(m, f, &r, &problems);
+    ddpc_status s = DDPC_OK;
+    if (strict && problems)
+        s = ddpc_errorf(DDPC_EFORMAT, "%s: does not match the model: %s", file, text);
+    else if (!strict && matched == 0 && ddpc_model_num_tensors(m) > 0)
+        s = ddpc_errorf(DDPC_EFORMAT, "%s: no tensor matches the model: %s", file, text);
+    for (size_t i = 0; i < ddpc_model_num_tensors(m) && s == DDPC_OK; i++) {
+        const ddpc_param *p = ddpc_model_tensor(m, i);
+        ddpc_st_info info;
+        if (ddpc_safetensors_find(f, p->name, &info) == DDPC_OK && same_tensor(p, &info))
+            memcpy(ddpc_model_params(m) + p->offset, info.data, p->numel * sizeof(float));
+    }
+    if (s == DDPC_OK && report && cap) {
+        snprintf(report, cap, "%s", text);
+        if (strlen(text) >= cap && cap >= 4)
+            memcpy(report + cap - 4, "...", 4);
+    }
+    ddpc_safetensors_close(f);
+    return s;
 }
 
 ddpc_status ddpc_weights_load(ddpc_model *m, const char *path)
 {
-    ddpc_safetensors *f = NULL;
-    DDPC_TRY(ddpc_safetensors_open(&f, path));
-    size_t n = ddpc_model_num_tensors(m);
-    ddpc_status s = DDPC_OK;
-    if (ddpc_safetensors_count(f) != n)
-        s = ddpc_errorf(DDPC_EFORMAT, "%s: holds %zu tensors but the model has %zu", path,
-                        ddpc_safetensors_count(f), n);
-    ddpc_st_info info;
-    for (size_t i = 0; i < n && s == DDPC_OK; i++) {
-        const ddpc_param *p = ddpc_model_tensor(m, i);
-        s = ddpc_safetensors_find(f, p->name, &info);
-        if (s == DDPC_OK)
-            s = check_tensor(p, &info, path);
-    }
-    for (size_t i = 0; i < n && s == DDPC_OK; i++) {
-        const ddpc_param *p = ddpc_model_tensor(m, i);
-        ddpc_safetensors_find(f, p->name, &info);
-        memcpy(ddpc_model_params(m) + p->offset, info.data, p->numel * sizeof(float));
-    }
-    ddpc_safetensors_close(f);
-    return s;
+    return ddpc_weights_load_opts(m, path, true, NULL, 0);
 }

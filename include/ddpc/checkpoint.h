@@ -1,0 +1,106 @@
+/* Training checkpoints: <dir>/step-<8 digits>/ {model.safetensors, optimizer.safetensors,
+ * state.json} plus <dir>/latest naming the newest. Invariant: a step-* directory appears only by
+ * renaming a fully written and fsynced temporary directory (.tmp-*), and state.json records each
+ * file's size and CRC-32, so whatever moment a writer dies at, a checkpoint is either complete and
+ * verifiable or ignored. Every function is "one thread at a time" per checkpoint directory. */
+#ifndef DDPC_CHECKPOINT_H
+#define DDPC_CHECKPOINT_H
+
+#include <ddpc/nn.h>
+#include <ddpc/optim.h>
+#include <ddpc/status.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The ddpc version recorded in every checkpoint's state.json. */
+#define DDPC_VERSION "0.1.0"
+/* state.json's "format_version"; readers refuse a newer one. */
+#define DDPC_CKPT_FORMAT_VERSION 1
+
+typedef struct {
+    int64_t step;          /* optimizer steps completed */
+    int64_t epoch;         /* epoch the next step belongs to */
+    int64_t epoch_step;    /* optimizer steps already taken in that epoch */
+    int64_t samples_seen;  /* global samples consumed so far (all ranks, all micro-batches) */
+    int64_t global_batch;  /* samples per optimizer step over all ranks */
+    int world;             /* ranks of the run that wrote it */
+    uint64_t seed;
+    int64_t skipped_steps; /* optimizer steps skipped (non-finite) */
+    char *config;          /* effective config text (ddpc_config_dump output); on read: ddpc_malloc'd */
+    char version[32];      /* ddpc version that wrote it (on write: filled by the module) */
+} ddpc_ckpt_state;
+
+/* Frees the config text of a state filled by ddpc_ckpt_read_state/ddpc_ckpt_load and sets it to
+ * NULL; a state whose config the caller owns must not be passed here. NULL is a no-op. */
+void ddpc_ckpt_state_fini(ddpc_ckpt_state *s);
+
+/* Rank 0 only. Writes <dir>/step-<8 digits of s->step>/ (creating dir and its parents): the
+ * parameters, the optimizer state and step count, and *s (config may be NULL). Protocol: a
+ * mkdtemp directory .tmp-step-<step>-<pid>-XXXXXX in dir, every file and the directory fsynced,
+ * renamed to step-<step> (an existing one is swapped out atomically and removed), dir fsynced,
+ * then <dir>/latest replaced atomically. Only after that: prune to the newest `keep` step
+ * directories (0 = keep all; the new one and the one latest names always stay) and remove stale
+ * .tmp-* directories (their pid is dead, or they are ours, or older than an hour). *out_path (cap
+ * bytes; may be NULL) gets the committed directory. Errors name the file: DDPC_EINVAL (bad
+ * arguments, optimizer size differs from the model), DDPC_EIO, DDPC_ENOMEM; on error the
+ * previous checkpoints and latest are as they were. */
+ddpc_status ddpc_ckpt_save(const char *dir, const ddpc_model *m, ddpc_optim *o,
+                           const ddpc_ckpt_state *s, int64_t keep, char *out_path, size_t cap);
+
+/* The newest complete and verifiable checkpoint of dir: the one `latest` names if it verifies,
+ * else the newest step-* that verifies (temporary directories are ignored). *found is false if
+ * there is none, which is not an error (nor is a missing dir); DDPC_EINVAL if path is too small. */
+ddpc_status ddpc_ckpt_find_latest(const char *dir, char *path, size_t cap, bool *found);
+
+/* Checks a checkpoint directory: state.json parses and its own checksum holds, every file it
+ * lists is present with the recorded size and CRC-32. DDPC_EFORMAT naming the file that is
+ * missing, short or corrupt; DDPC_EIO if one cannot be read; DDPC_ENOMEM. */
+ddpc_status ddpc_ckpt_verify(const char *path);
+
+/* Reads state.json of checkpoint `path` into *s (zeroed first; config is ddpc_malloc'd, free it
+ * with ddpc_ckpt_state_fini). Checks state.json's own checksum, not the other files. */
+ddpc_status ddpc_ckpt_read_state(const char *path, ddpc_ckpt_state *s);
+
+/* Loads parameters (and, when o != NULL, optimizer state and step count) of checkpoint `path`
+ * into m / o, and its state into *s when s != NULL; all-or-nothing: the checkpoint is verified
+ * and every tensor checked against m and o before anything is copied. DDPC_EFORMAT for a corrupt
+ * checkpoint or one of another model or optimizer type (the message names the difference). */
+ddpc_status ddpc_ckpt_load(const char *path, ddpc_model *m, ddpc_optim *o, ddpc_ckpt_state *s);
+
+/* Writes the parameters of (verified) checkpoint `path` as one safetensors file out_file,
+ * loadable without ddpc (metadata format "pt", model type, step). */
+ddpc_status ddpc_ckpt_export(const char *path, const char *out_file);
+
+/* Whether path is a checkpoint directory (a directory holding state.json). */
+bool ddpc_ckpt_is_dir(const char *path);
+
+/* path itself when it is a checkpoint directory, else the latest checkpoint of run directory
+ * path (ddpc_ckpt_find_latest); DDPC_EINVAL "<path>: no checkpoint found" when neither. */
+ddpc_status ddpc_ckpt_resolve(const char *path, char *out, size_t cap);
+
+/* One step-* directory of a run's checkpoint directory, for listings. */
+typedef struct {
+    char name[32];       /* "step-00000030" */
+    int64_t step;        /* from the name */
+    int64_t epoch;       /* from state.json; -1 if unreadable */
+    int world;           /* from state.json; 0 if unreadable */
+    uint64_t bytes;      /* sum of the sizes of the files in it */
+    bool ok;             /* ddpc_ckpt_verify passed */
+    bool latest;         /* `latest` names it */
+    char problem[256];   /* verify's message when !ok */
+} ddpc_ckpt_entry;
+
+/* Every step-* directory of dir, by increasing step, verified. *out is ddpc_malloc'd (free with
+ * ddpc_free; NULL when *n is 0). A missing dir gives *n = 0; DDPC_EIO if it cannot be read. */
+ddpc_status ddpc_ckpt_list(const char *dir, ddpc_ckpt_entry **out, size_t *n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

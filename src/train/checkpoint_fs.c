@@ -1,0 +1,225 @@
+/* File-system steps of the checkpoint commit protocol: durable writes (write, fsync, close),
+ * directory fsync, checksums, tree removal and the names the protocol uses. Invariant: nothing
+ * here renames into a final name; callers do that after these helpers have made data durable. */
+#include "train/checkpoint_impl.h"
+
+#include <ddpc/alloc.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+ddpc_status ddpc__ckpt_join(char *out, size_t cap, const char *a, const char *b)
+{
+    int w = snprintf(out, cap, "%s/%s", a, b);
+    if (w < 0 || (size_t)w >= cap)
+        return ddpc_errorf(DDPC_EINVAL, "%s: path too long", a);
+    return DDPC_OK;
+}
+
+ddpc_status ddpc__ckpt_mkdirs(const char *path)
+{
+    char p[DDPC__CKPT_PATH_MAX];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof p)
+        return ddpc_errorf(DDPC_EINVAL, "checkpoint directory '%s' is empty or too long", path);
+    memcpy(p, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (p[i] != '/' && p[i] != '\0')
+            continue;
+        char c = p[i];
+        p[i] = '\0';
+        if (mkdir(p, 0755) != 0 && errno != EEXIST)
+            return ddpc_errorf(DDPC_EIO, "cannot create directory %s: %s", p, strerror(errno));
+        p[i] = c;
+    }
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+        return ddpc_errorf(DDPC_EIO, "%s is not a directory", path);
+    return DDPC_OK;
+}
+
+void ddpc__ckpt_fsync_dir(const char *path)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
+}
+
+static bool write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return false;
+        p += w;
+        len -= (size_t)w;
+    }
+    return true;
+}
+
+ddpc_status ddpc__ckpt_write_new(const char *path, const void *data, size_t len)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0)
+        return ddpc_errorf(DDPC_EIO, "cannot create %s: %s", path, strerror(errno));
+    ddpc_status s = DDPC_OK;
+    if (!write_all(fd, data, len))
+        s = ddpc_errorf(DDPC_EIO, "%s: write failed: %s", path, strerror(errno));
+    else if (fsync(fd) != 0)
+        s = ddpc_errorf(DDPC_EIO, "%s: fsync failed: %s", path, strerror(errno));
+    if (close(fd) != 0 && s == DDPC_OK)
+        s = ddpc_errorf(DDPC_EIO, "%s: close failed: %s", path, strerror(errno));
+    return s;
+}
+
+ddpc_status ddpc__ckpt_file_crc(const char *path, uint64_t *bytes, uint32_t *crc)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0 && errno == ENOENT)
+        return ddpc_errorf(DDPC_EFORMAT, "%s is missing (incomplete checkpoint)", path);
+    if (fd < 0)
+        return ddpc_errorf(DDPC_EIO, "cannot open %s: %s", path, strerror(errno));
+    enum { CHUNK = 1 << 20 };
+    unsigned char *buf = ddpc_malloc(CHUNK);
+    if (!buf) {
+        close(fd);
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory checksumming %s", path);
+    }
+    uLong c = crc32(0L, Z_NULL, 0);
+    uint64_t total = 0;
+    ddpc_status s = DDPC_OK;
+    for (;;) {
+        ssize_t r = read(fd, buf, CHUNK);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            s = ddpc_errorf(DDPC_EIO, "cannot read %s: %s", path, strerror(errno));
+            break;
+        }
+        if (r == 0)
+            break;
+        c = crc32(c, buf, (uInt)r);
+        total += (uint64_t)r;
+    }
+    ddpc_free(buf);
+    close(fd);
+    *bytes = total;
+    *crc = (uint32_t)c;
+    return s;
+}
+
+ddpc_status ddpc__ckpt_read_file(const char *path, size_t max, char **out, size_t *len)
+{
+    *out = NULL;
+    int fd = open(path, O_RDONLY);
+    if (fd < 0 && errno == ENOENT)
+        return ddpc_errorf(DDPC_EFORMAT, "%s is missing (incomplete checkpoint)", path);
+    if (fd < 0)
+        return ddpc_errorf(DDPC_EIO, "cannot open %s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_size < 0 || (uint64_t)st.st_size > max) {
+        close(fd);
+        return ddpc_errorf(DDPC_EFORMAT, "%s is larger than %zu bytes", path, max);
+    }
+    size_t n = (size_t)st.st_size, got = 0;
+    char *buf = ddpc_malloc(n + 1);
+    if (!buf) {
+        close(fd);
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory reading %s", path);
+    }
+    while (got < n) {
+        ssize_t r = read(fd, buf + got, n - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    close(fd);
+    if (got != n) {
+        ddpc_free(buf);
+        return ddpc_errorf(DDPC_EIO, "cannot read %s", path);
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *len = n;
+    return DDPC_OK;
+}
+
+static bool remove_at(const char *path, int depth)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return errno == ENOENT;
+    if (!S_ISDIR(st.st_mode))
+        return unlink(path) == 0 || errno == ENOENT;
+    bool ok = depth < 8;
+    DIR *d = ok ? opendir(path) : NULL;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        char child[DDPC__CKPT_PATH_MAX];
+        int w = snprintf(child, sizeof child, "%s/%s", path, e->d_name);
+        ok = ok && w > 0 && (size_t)w < sizeof child && remove_at(child, depth + 1);
+    }
+    if (d)
+        closedir(d);
+    return rmdir(path) == 0 && ok;
+}
+
+bool ddpc__ckpt_remove_tree(const char *path)
+{
+    return remove_at(path, 0);
+}
+
+bool ddpc__ckpt_parse_step_name(const char *name, int64_t *step)
+{
+    if (strncmp(name, "step-", 5) != 0)
+        return false;
+    const char *d = name + 5;
+    size_t n = strlen(d);
+    if (n < 8 || n > 18)
+        return false;
+    int64_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (d[i] < '0' || d[i] > '9')
+            return false;
+        v = v * 10 + (d[i] - '0');
+    }
+    *step = v;
+    return true;
+}
+
+long ddpc__ckpt_tmp_pid(const char *name)
+{
+    if (strncmp(name, DDPC__CKPT_TMP_PREFIX, strlen(DDPC__CKPT_TMP_PREFIX)) != 0)
+        return -1;
+    const char *last = strrchr(name, '-');
+    if (!last || last == name)
+        return -1;
+    const char *p = last - 1;
+    while (p > name && *p != '-')
+        p--;
+    if (*p != '-' || p + 1 == last)
+        return -1;
+    long pid = 0;
+    for (const char *q = p + 1; q < last; q++) {
+        if (*q < '0' || *q > '9' || pid > 100000000L)
+            return -1;
+        pid = pid * 10 + (*q - '0');
+    }
+    return pid;
+}
