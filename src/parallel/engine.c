@@ -119,16 +119,24 @@ ddpc_status ddpc_engine_pass(ddpc_engine *e, ddpc_model_input *in, int64_t micro
     return ddpc_model_backward(e->model, loss_weight / (float)c->accum_steps);
 }
 
+/* "NaN", "inf" or "-inf" (printf's spelling of NaN varies). */
+static const char *nonfinite_name(double v)
+{
+    return isnan(v) ? "NaN" : v > 0 ? "inf" : "-inf";
+}
+
 static ddpc_status nonfinite(ddpc_engine *e, double norm)
 {
-    char loss[64] = "";
+    char loss[64] = "", grad[32] = "finite";
     if (e->bad_loss)
-        snprintf(loss, sizeof loss, "the loss on rank %d is %g and ", e->rank,
-                 (double)e->bad_loss_value);
+        snprintf(loss, sizeof loss, "the loss on rank %d is %s and ", e->rank,
+                 nonfinite_name(e->bad_loss_value));
+    if (!isfinite(norm))
+        snprintf(grad, sizeof grad, "%s", nonfinite_name(norm));
     return ddpc_errorf(DDPC_EINVAL,
-                       "step %lld: %sthe gradient norm is %g; stopping (on_nonfinite: stop). "
+                       "step %lld: %sthe gradient norm is %s; stopping (on_nonfinite: stop). "
                        "Lower optim.lr or set optim.grad_clip, or set on_nonfinite: skip",
-                       (long long)e->step + 1, loss, norm);
+                       (long long)e->step + 1, loss, grad);
 }
 
 ddpc_status ddpc_engine_update(ddpc_engine *e, ddpc_engine_step_info *info)

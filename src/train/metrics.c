@@ -32,9 +32,18 @@ ddpc_status ddpc__metrics_open(ddpc_trainer *t)
     DDPC_TRY(ddpc__make_dirs(t->set.run_dir));
     char path[1100];
     snprintf(path, sizeof path, "%s/metrics.jsonl", t->set.run_dir);
-    t->metrics = fopen(path, "w");
+    /* A resumed or restarted run appends: the file keeps every attempt's records. */
+    bool append = t->resumed_from[0] || t->restart_count > 0;
+    t->metrics = fopen(path, append ? "a" : "w");
     if (!t->metrics)
         return ddpc_errorf(DDPC_EIO, "cannot write '%s': %s", path, strerror(errno));
+    if (t->resumed_from[0] || t->restart_count > 0) {
+        char fields[1400];
+        snprintf(fields, sizeof fields, "\"step\": %lld, \"event\": \"%s\", \"restart\": %d, "
+                 "\"checkpoint\": \"%s\"", (long long)ddpc_engine_step(t->engine),
+                 t->resumed_from[0] ? "resume" : "restart", t->restart_count, t->resumed_from);
+        ddpc__metrics_write(t, fields);
+    }
     return DDPC_OK;
 }
 

@@ -26,6 +26,7 @@ ddpc_status ddpc__trainer_init_dist(ddpc_trainer *t)
     DDPC_TRY(ddpc_pg_create(&env, &pc, &t->pg));
     t->rank = ddpc_pg_rank(t->pg);
     t->world = ddpc_pg_world_size(t->pg);
+    t->restart_count = env.restart_count;
     return DDPC_OK;
 }
 

@@ -9,7 +9,18 @@
 #include <ddpc/timer.h>
 #include <ddpc/weights.h>
 
+#include <signal.h>
 #include <stdio.h>
+
+/* fault.kill_at_*: dies as a crashed worker would, in a run that started from scratch. */
+static void maybe_kill(const ddpc_trainer *t, int64_t micro)
+{
+    const trainer_settings *s = &t->set;
+    if (s->kill_at_step > 0 && ddpc_engine_step(t->engine) + 1 == s->kill_at_step &&
+        micro == s->kill_at_micro && t->rank == s->kill_rank && !t->resumed_from[0] &&
+        t->restart_count == 0)
+        raise(SIGKILL);
+}
 
 /* One optimizer step; *loss = this rank's weighted task-loss sum, averaged over micro-steps. */
 static ddpc_status train_step(ddpc_trainer *t, double *loss)
@@ -19,6 +30,7 @@ static ddpc_status train_step(ddpc_trainer *t, double *loss)
     ddpc_engine_zero_grad(t->engine);
     for (int64_t k = 0; k < accum; k++) {
         const ddpc_combined_step *st;
+        maybe_kill(t, k);
         /* Each micro-batch is used before the next is asked for: the loader may reuse its
          * buffer as soon as next is called again. */
         DDPC_TRY(ddpc_combined_next(t->combined, &st));
@@ -45,6 +57,7 @@ static ddpc_status train_step(ddpc_trainer *t, double *loss)
     }
     ddpc_engine_step_info info;
     DDPC_TRY(ddpc_engine_update(t->engine, &info));
+    t->last_grad_norm = info.grad_norm;
     *loss = sum / (double)accum;
     return DDPC_OK;
 }
@@ -100,16 +113,18 @@ static void log_progress(ddpc_trainer *t, int64_t epoch, double elapsed)
     if (t->multi)
         snprintf(fields, sizeof fields,
                  "\"step\": %lld, \"epoch\": %lld, \"loss\": %.6f, \"task_loss\": {%s}, \"lr\": "
-                 "%.6g, \"samples_per_s\": %.1f, \"data_wait_s\": %.4f, \"time_s\": %.3f",
+                 "%.6g, \"samples_per_s\": %.1f, \"data_wait_s\": %.4f, \"time_s\": %.3f, "
+                 "\"grad_norm\": %.6g, \"skipped_steps\": %lld",
                  (long long)step, (long long)epoch, loss, json, lr, samples_per_s, t->window_wait,
-                 elapsed);
+                 elapsed, t->last_grad_norm, (long long)ddpc_engine_skipped(t->engine));
     else
         snprintf(fields, sizeof fields,
                  "\"step\": %lld, \"epoch\": %lld, \"loss\": %.6f, \"lr\": %.6g, "
                  "\"samples_per_s\": %.1f, \"tokens_per_s\": %.1f, \"data_wait_s\": %.4f, "
-                 "\"time_s\": %.3f",
+                 "\"time_s\": %.3f, \"grad_norm\": %.6g, \"skipped_steps\": %lld",
                  (long long)step, (long long)epoch, loss, lr, samples_per_s,
-                 samples_per_s * (double)per_sample, t->window_wait, elapsed);
+                 samples_per_s * (double)per_sample, t->window_wait, elapsed, t->last_grad_norm,
+                 (long long)ddpc_engine_skipped(t->engine));
     ddpc__metrics_write(t, fields);
     if (t->log && t->multi)
         fprintf(t->log,
@@ -188,25 +203,47 @@ static ddpc_status after_step(ddpc_trainer *t, int64_t epoch, bool epoch_end, do
     return DDPC_OK;
 }
 
+/* Reads (without training on) the first `steps` combined steps of the epoch: where a resumed
+ * run's position lies. */
+static ddpc_status fast_forward(ddpc_trainer *t, int64_t steps)
+{
+    for (int64_t i = 0; i < steps; i++) {
+        const ddpc_combined_step *st;
+        DDPC_TRY(ddpc_combined_next(t->combined, &st));
+        if (!st)
+            return ddpc_errorf(DDPC_EINTERNAL, "resume: epoch %lld has fewer than %lld steps",
+                               (long long)t->epoch, (long long)steps);
+    }
+    return DDPC_OK;
+}
+
 ddpc_status ddpc__trainer_fit(ddpc_trainer *t)
 {
     const trainer_settings *s = &t->set;
     int64_t per_epoch = t->steps_per_epoch, total = t->total_steps;
     log_start(t);
     double start = ddpc_time_now();
-    for (int64_t epoch = 0; ddpc_engine_step(t->engine) < total; epoch++) {
+    while (ddpc_engine_step(t->engine) < total) {
+        int64_t epoch = t->epoch;
         DDPC_TRY(ddpc_combined_start_epoch(t->combined, epoch));
-        for (int64_t b = 0; b < per_epoch && ddpc_engine_step(t->engine) < total; b++) {
+        DDPC_TRY(fast_forward(t, t->epoch_step * s->accum_steps));
+        for (int64_t b = t->epoch_step; b < per_epoch && ddpc_engine_step(t->engine) < total;
+             b++) {
             double loss = 0, t0 = ddpc_time_now();
             DDPC_TRY(train_step(t, &loss));
             /* Throughput counts training steps only, not evaluation or logging. */
             t->window_time += ddpc_time_now() - t0;
             t->unsynced_loss += loss;
             t->unsynced_steps++;
-            bool epoch_end = b + 1 == per_epoch || ddpc_engine_step(t->engine) == total;
-            DDPC_TRY(after_step(t, epoch, epoch_end, start));
+            bool epoch_end = b + 1 == per_epoch;
+            t->epoch = epoch_end ? epoch + 1 : epoch; /* the next step's position */
+            t->epoch_step = epoch_end ? 0 : b + 1;
+            DDPC_TRY(after_step(t, epoch, epoch_end || ddpc_engine_step(t->engine) == total,
+                                start));
+            DDPC_TRY(ddpc__trainer_after_step_save(t, epoch_end));
         }
     }
+    DDPC_TRY(ddpc__trainer_final_save(t));
     DDPC_TRY(ddpc__trainer_evaluate(t, "test", false));
     if (t->log)
         fprintf(t->log, "done in %.1f s\n", ddpc_time_now() - start);
@@ -220,6 +257,8 @@ ddpc_status ddpc__trainer_fit(ddpc_trainer *t)
 
 ddpc_status ddpc_trainer_run(ddpc_trainer *t)
 {
+    if (t->set.state == STATE_TRAIN)
+        DDPC_TRY(ddpc__trainer_resume(t));
     DDPC_TRY(ddpc__metrics_open(t));
     switch (t->set.state) {
     case STATE_TRAIN: return ddpc__trainer_fit(t);

@@ -40,6 +40,14 @@ typedef struct {
     bool shuffle;
     char run_dir[512];
     const char *weights_out, *init_from;
+    bool init_strict; /* init_from must match every tensor */
+    /* checkpoints (trainer_ckpt.c) */
+    int64_t ckpt_every_steps, ckpt_every_epochs, ckpt_keep;
+    char ckpt_dir[1024];
+    const char *resume; /* "auto", "never" or a checkpoint path */
+    /* fault injection for resume tests: SIGKILL this process in step kill_at_step (1-based; 0 =
+     * off) before micro-batch kill_at_micro, on rank kill_rank, in a run that did not resume */
+    int64_t kill_at_step, kill_at_micro, kill_rank;
     /* predict */
     int64_t predict_samples, predict_tokens;
     const char *prompt;
@@ -91,6 +99,13 @@ struct ddpc_trainer {
     int32_t *tokens, *targets;
     int64_t *perm; /* (train size) bench order */
     FILE *metrics;
+    char *config_text; /* the effective configuration (ddpc_config_dump), for config.yaml and
+                          checkpoints */
+    int restart_count; /* of the launcher (TORCHELASTIC_RESTART_COUNT) */
+    /* Position: where the next step's data starts (epoch, optimizer steps done in it). */
+    int64_t epoch, epoch_step;
+    int64_t last_saved_step; /* -1: none this run */
+    char resumed_from[1100]; /* checkpoint this run resumed from, or "" */
     /* Logging window. */
     double window_time;    /* training seconds since the last progress line */
     double unsynced_loss;  /* local weighted loss sum since the last cross-rank sync */
@@ -100,6 +115,7 @@ struct ddpc_trainer {
     int64_t window_samples; /* rows this rank trained on since the last progress line */
     double window_wait;     /* seconds blocked on the loaders since the last line */
     double last_train_loss;
+    double last_grad_norm; /* of the last step, before clipping */
     ddpc_eval_result last_eval;
 };
 
@@ -121,6 +137,15 @@ ddpc_status ddpc__trainer_build_loaders(ddpc_trainer *t, int64_t *per_epoch);
 
 /* trainer_fit.c: the fit loop. */
 ddpc_status ddpc__trainer_fit(ddpc_trainer *t);
+
+/* trainer_ckpt.c: checkpoint keys, saving and resuming. */
+ddpc_status ddpc__trainer_read_ckpt_settings(ddpc_trainer *t);
+/* Per `resume`: loads the checkpoint's parameters, optimizer state, counters and position. */
+ddpc_status ddpc__trainer_resume(ddpc_trainer *t);
+/* After a step: saves when every_steps / every_epochs says so (rank 0 writes). */
+ddpc_status ddpc__trainer_after_step_save(ddpc_trainer *t, bool epoch_end);
+/* At the end of training: saves the final state unless it was just saved (checkpoints on). */
+ddpc_status ddpc__trainer_final_save(ddpc_trainer *t);
 
 /* trainer_dist.c */
 ddpc_status ddpc__trainer_init_dist(ddpc_trainer *t);

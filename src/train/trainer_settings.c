@@ -32,6 +32,7 @@ ddpc_status ddpc__trainer_read_settings(ddpc_trainer *t, const char *config_name
     snprintf(s->run_dir, sizeof s->run_dir, "%s", run_dir);
     DDPC_TRY(ddpc_config_string(c, "weights_out", NULL, &s->weights_out));
     DDPC_TRY(ddpc_config_string(c, "init_from", NULL, &s->init_from));
+    DDPC_TRY(ddpc_config_bool(c, "init_strict", true, &s->init_strict));
     DDPC_TRY(ddpc_config_int(c, "data.batch_size", 64, 1, 1 << 20, &s->batch_size));
     DDPC_TRY(ddpc_config_int(c, "data.eval_batch_size", s->batch_size, 1, 1 << 20, &s->eval_batch_size));
     DDPC_TRY(ddpc_config_bool(c, "data.shuffle", true, &s->shuffle));
@@ -44,6 +45,11 @@ ddpc_status ddpc__trainer_read_settings(ddpc_trainer *t, const char *config_name
     DDPC_TRY(ddpc_config_choice(c, "optim.lr_scale", "none", lr_scales, &scale));
     s->lr_scale = (lr_scale_kind)scale;
     DDPC_TRY(ddpc_config_int(c, "stats_sync_every", s->log_every, 1, INT64_MAX, &s->stats_sync_every));
+    DDPC_TRY(ddpc__trainer_read_ckpt_settings(t));
+    DDPC_TRY(ddpc_config_int(c, "fault.kill_at_step", 0, 0, INT64_MAX, &s->kill_at_step));
+    DDPC_TRY(ddpc_config_int(c, "fault.kill_at_micro", 0, 0, DDPC_TRAIN_MAX_ACCUM - 1,
+                             &s->kill_at_micro));
+    DDPC_TRY(ddpc_config_int(c, "fault.kill_rank", 0, 0, INT64_MAX, &s->kill_rank));
     DDPC_TRY(ddpc_config_int(c, "predict.samples", 20, 0, INT64_MAX, &s->predict_samples));
     DDPC_TRY(ddpc_config_int(c, "predict.max_new_tokens", 200, 1, 1 << 20, &s->predict_tokens));
     DDPC_TRY(ddpc_config_string(c, "predict.prompt", "\n", &s->prompt));

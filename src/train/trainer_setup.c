@@ -8,6 +8,19 @@
 
 #include <stdio.h>
 
+/* init_from: a safetensors file or a checkpoint directory; init_strict: false loads what
+ * matches and says what did not. */
+static ddpc_status load_init(ddpc_trainer *t)
+{
+    char report[1024];
+    DDPC_TRY(ddpc_weights_load_opts(t->model, t->set.init_from, t->set.init_strict, report,
+                                    sizeof report));
+    if (report[0] && t->rank == 0)
+        fprintf(stderr, "init_from %s (init_strict: false) left out %s\n", t->set.init_from,
+                report);
+    return DDPC_OK;
+}
+
 static ddpc_status build(ddpc_trainer *t, const char *config_name)
 {
     DDPC_TRY(ddpc__trainer_read_settings(t, config_name));
@@ -16,8 +29,13 @@ static ddpc_status build(ddpc_trainer *t, const char *config_name)
     DDPC_TRY(ddpc__trainer_load_tasks(t));
     DDPC_TRY(ddpc__trainer_build_model(t));
     if (t->set.init_from)
-        DDPC_TRY(ddpc_weights_load(t->model, t->set.init_from));
+        DDPC_TRY(load_init(t));
     DDPC_TRY(ddpc__trainer_init_ddp(t));
+    size_t need = ddpc_config_dump(t->cfg, NULL, 0) + 1;
+    t->config_text = ddpc_malloc(need);
+    if (!t->config_text)
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory for the configuration text");
+    ddpc_config_dump(t->cfg, t->config_text, need);
     return ddpc_engine_create(t->model, t->reducer, t->rank, t->world, &t->engine_cfg,
                               &t->engine);
 }
@@ -30,6 +48,7 @@ ddpc_status ddpc_trainer_create(ddpc_trainer **out, ddpc_config *cfg, const char
         return ddpc_errorf(DDPC_ENOMEM, "out of memory creating the trainer");
     t->cfg = cfg;
     t->world = 1;
+    t->last_saved_step = -1;
     ddpc_status s = build(t, config_name);
     if (s != DDPC_OK) {
         ddpc_trainer_destroy(t);
@@ -52,6 +71,7 @@ void ddpc_trainer_destroy(ddpc_trainer *t)
     ddpc_free(t->tokens);
     ddpc_free(t->targets);
     ddpc_free(t->perm);
+    ddpc_free(t->config_text);
     ddpc_model_destroy(t->model);
     ddpc_free(t);
 }

@@ -1,0 +1,152 @@
+/* Checkpoints in the trainer: the checkpoint.* and resume keys, saving at step and epoch
+ * boundaries (rank 0 writes the replicated state; ddpc_ckpt_save commits atomically), and resuming
+ * from the newest committed checkpoint. Invariant: a checkpoint records the position of the next
+ * step (epoch, optimizer steps done in it), and everything a step depends on — parameters,
+ * optimizer state, step counter (LR schedule and dropout streams derive from it) — so a resumed
+ * run at the same world size repeats the uninterrupted one bit for bit. */
+#include "train/trainer_impl.h"
+
+#include <ddpc/checkpoint.h>
+
+#include <stdio.h>
+#include <string.h>
+
+ddpc_status ddpc__trainer_read_ckpt_settings(ddpc_trainer *t)
+{
+    ddpc_config *c = t->cfg;
+    trainer_settings *s = &t->set;
+    char def_dir[1100];
+    const char *dir;
+    DDPC_TRY(ddpc_config_int(c, "checkpoint.every_steps", 0, 0, INT64_MAX, &s->ckpt_every_steps));
+    DDPC_TRY(ddpc_config_int(c, "checkpoint.every_epochs", 0, 0, INT64_MAX,
+                             &s->ckpt_every_epochs));
+    DDPC_TRY(ddpc_config_int(c, "checkpoint.keep", 3, 0, INT64_MAX, &s->ckpt_keep));
+    snprintf(def_dir, sizeof def_dir, "%s/checkpoints", s->run_dir);
+    DDPC_TRY(ddpc_config_string(c, "checkpoint.dir", def_dir, &dir));
+    if (snprintf(s->ckpt_dir, sizeof s->ckpt_dir, "%s", dir) >= (int)sizeof s->ckpt_dir)
+        return ddpc_errorf(DDPC_EINVAL, "checkpoint.dir is too long (%zu bytes)", strlen(dir));
+    return ddpc_config_string(c, "resume", "auto", &s->resume);
+}
+
+static bool checkpoints_on(const ddpc_trainer *t)
+{
+    return t->set.ckpt_every_steps > 0 || t->set.ckpt_every_epochs > 0;
+}
+
+/* Samples one optimizer step consumes over all ranks. */
+static int64_t global_batch(const ddpc_trainer *t)
+{
+    int64_t per_rank = 0;
+    for (int i = 0; i < t->n_tasks; i++)
+        per_rank += t->task[i].batch_size;
+    return per_rank * t->world * t->set.accum_steps;
+}
+
+/* The checkpoint `resume` names: *found false when there is none to resume from (auto). */
+static ddpc_status pick(ddpc_trainer *t, char *path, size_t cap, bool *found)
+{
+    const char *r = t->set.resume;
+    *found = false;
+    if (strcmp(r, "never") == 0)
+        return DDPC_OK;
+    if (strcmp(r, "auto") == 0)
+        return ddpc_ckpt_find_latest(t->set.ckpt_dir, path, cap, found);
+    if (ddpc_ckpt_is_dir(r)) {
+        snprintf(path, cap, "%s", r);
+        *found = true;
+        return DDPC_OK;
+    }
+    DDPC_TRY(ddpc_ckpt_find_latest(r, path, cap, found));
+    if (!*found)
+        return ddpc_errorf(DDPC_EINVAL, "resume: '%s' is not a checkpoint and holds none", r);
+    return DDPC_OK;
+}
+
+/* The position of the checkpoint in this run's epochs. At another world size the same global
+ * sample position is kept (rounded down to a step), and the order from there on differs. */
+static void place(ddpc_trainer *t, const ddpc_ckpt_state *st)
+{
+    t->epoch = st->epoch;
+    t->epoch_step = st->epoch_step;
+    if (st->world != t->world || st->global_batch != global_batch(t)) {
+        int64_t samples = st->epoch_step * st->global_batch;
+        t->epoch_step = samples / global_batch(t);
+        if (t->log)
+            fprintf(t->log,
+                    "the checkpoint was written by %d rank%s with a global batch of %lld; at %d "
+                    "rank%s (global batch %lld) training continues from sample %lld of epoch "
+                    "%lld, and the data order from there on differs from the original run's\n",
+                    st->world, st->world == 1 ? "" : "s", (long long)st->global_batch, t->world,
+                    t->world == 1 ? "" : "s", (long long)global_batch(t),
+                    (long long)(t->epoch_step * global_batch(t)), (long long)t->epoch);
+    }
+    if (t->steps_per_epoch > 0 && t->epoch_step >= t->steps_per_epoch) {
+        t->epoch++;
+        t->epoch_step = 0;
+    }
+}
+
+ddpc_status ddpc__trainer_resume(ddpc_trainer *t)
+{
+    char path[1100];
+    bool found;
+    DDPC_TRY(pick(t, path, sizeof path, &found));
+    if (!found)
+        return DDPC_OK;
+    ddpc_ckpt_state st = {0};
+    ddpc_status s = ddpc_ckpt_load(path, t->model, ddpc_engine_optim(t->engine), &st);
+    if (s == DDPC_OK) {
+        ddpc_engine_restore(t->engine, st.step, st.skipped_steps);
+        place(t, &st);
+        t->last_saved_step = st.step;
+        snprintf(t->resumed_from, sizeof t->resumed_from, "%s", path);
+        if (t->log)
+            fprintf(t->log, "resuming from %s: step %lld, epoch %lld, step %lld of the epoch\n",
+                    path, (long long)st.step, (long long)t->epoch, (long long)t->epoch_step);
+    }
+    ddpc_ckpt_state_fini(&st);
+    return s;
+}
+
+static ddpc_status save(ddpc_trainer *t)
+{
+    int64_t step = ddpc_engine_step(t->engine);
+    t->last_saved_step = step;
+    if (t->rank != 0) /* the state is replicated: rank 0 writes it */
+        return DDPC_OK;
+    ddpc_ckpt_state st = {
+        .step = step,
+        .epoch = t->epoch,
+        .epoch_step = t->epoch_step,
+        .samples_seen = step * global_batch(t),
+        .global_batch = global_batch(t),
+        .world = t->world,
+        .seed = t->set.seed,
+        .skipped_steps = ddpc_engine_skipped(t->engine),
+        .config = t->config_text,
+    };
+    char path[1100];
+    DDPC_TRY(ddpc_ckpt_save(t->set.ckpt_dir, t->model, ddpc_engine_optim(t->engine), &st,
+                            t->set.ckpt_keep, path, sizeof path));
+    if (t->log)
+        fprintf(t->log, "saved checkpoint %s\n", path);
+    return DDPC_OK;
+}
+
+ddpc_status ddpc__trainer_after_step_save(ddpc_trainer *t, bool epoch_end)
+{
+    const trainer_settings *s = &t->set;
+    int64_t step = ddpc_engine_step(t->engine);
+    bool by_steps = s->ckpt_every_steps > 0 && step % s->ckpt_every_steps == 0;
+    /* t->epoch is already the next step's epoch: the epoch just finished is t->epoch - 1. */
+    bool by_epochs = s->ckpt_every_epochs > 0 && epoch_end && t->epoch_step == 0 &&
+                     t->epoch % s->ckpt_every_epochs == 0;
+    return by_steps || by_epochs ? save(t) : DDPC_OK;
+}
+
+ddpc_status ddpc__trainer_final_save(ddpc_trainer *t)
+{
+    if (!checkpoints_on(t) || t->last_saved_step == ddpc_engine_step(t->engine))
+        return DDPC_OK;
+    return save(t);
+}

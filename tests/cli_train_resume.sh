@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Checkpoints and bit-exact auto-resume through `ddpc train` and `ddpc run`: a worker SIGKILLed
+# mid-epoch or between the micro-batches of an accumulation (fault.kill_at_*), then the same
+# command again, ends with final weights byte-identical to an uninterrupted run — 1 and 2 ranks,
+# shuffle and dropout on, 2 loader workers, grad_accum_steps 2, SGD with momentum and AdamW, the
+# multi-task trainer, and `ddpc run --max-restarts`. Also: metrics.jsonl is appended to and
+# records the resume, checkpoint.keep prunes, resume: never starts over, and a resume at another
+# world size continues and says the data order differs.
+# usage: cli_train_resume.sh DDPC_BIN SOURCE_DIR
+set -u
+ddpc=$1
+src=$2
+. "$(dirname "${BASH_SOURCE[0]}")/lib/check.sh"
+export OMP_NUM_THREADS=1
+cfg=$src/configs/fmnist_mlp.yaml
+common=(data.type=synthetic_images data.size=512 data.batch_size=16 optim.grad_accum_steps=2
+        epochs=3 log_every=4 eval_every=20 eval_batches=1 num_threads=1 data.num_workers=2
+        data.shuffle=true model.dropout=0.2 'model.hidden=[32]' checkpoint.every_steps=5)
+adamw=(optim.type=adamw optim.lr=0.003 optim.weight_decay=0.1 optim.nesterov=false optim.momentum=0)
+
+# run NAME EXPECTED_STATUS COMMAND...: runs into $tmp/NAME (+ NAME.st), checks the exit status.
+run() {
+    local name=$1 want=$2
+    shift 2
+    "$@" run_dir="$tmp/$name" weights_out="$tmp/$name.st" >>"$tmp/$name.log" 2>&1
+    local got=$?
+    if [ "$want" = 0 ]; then
+        check "$name exits 0" test "$got" -eq 0
+    else
+        check "$name is killed (status $got)" test "$got" -ne 0
+    fi
+    [ "$got" -eq 0 ] || [ "$want" != 0 ] || tail -n 5 "$tmp/$name.log"
+}
+# same NAME REF: NAME's final weights are byte-identical to REF's.
+same() { check "$1: final weights equal the uninterrupted run's" cmp "$tmp/$1.st" "$tmp/$2.st"; }
+
+one=("$ddpc" train "$cfg" "${common[@]}")
+run ref 0 "${one[@]}"
+check "checkpoints are written with a latest pointer" test -s "$tmp/ref/checkpoints/latest"
+check "checkpoint.keep 3 (default) keeps three" test "$(ls -d "$tmp"/ref/checkpoints/step-* | wc -l)" -eq 3
+check "the final step is saved" test -d "$tmp/ref/checkpoints/step-00000048"
+
+# Killed between the micro-batches of step 12 (mid-epoch 0; last checkpoint at step 10).
+run mid 137 "${one[@]}" fault.kill_at_step=12 fault.kill_at_micro=1
+check "the killed run left checkpoint 10" test -d "$tmp/mid/checkpoints/step-00000010"
+run mid 0 "${one[@]}" fault.kill_at_step=12 fault.kill_at_micro=1
+check "the rerun says it resumes" grep -q "resuming from .*step-00000010: step 10" "$tmp/mid.log"
+same mid ref
+check "metrics.jsonl is appended to and records the resume" \
+    grep -q '"step": 10, "event": "resume"' "$tmp/mid/metrics.jsonl"
+check "metrics.jsonl keeps the killed run's records" grep -q '"step": 8, "epoch"' "$tmp/mid/metrics.jsonl"
+
+# Killed at the first micro-batch of step 17, epoch 1's first (16 steps per epoch): the resumed run
+# finishes epoch 0 from checkpoint 15, then crosses the epoch boundary.
+run edge 137 "${one[@]}" fault.kill_at_step=17 fault.kill_at_micro=0
+run edge 0 "${one[@]}" fault.kill_at_step=17 fault.kill_at_micro=0
+same edge ref
+
+run ref_adamw 0 "${one[@]}" "${adamw[@]}"
+run adamw 137 "${one[@]}" "${adamw[@]}" fault.kill_at_step=23 fault.kill_at_micro=1
+run adamw 0 "${one[@]}" "${adamw[@]}"
+same adamw ref_adamw
+
+run never 0 "${one[@]}" resume=never checkpoint.dir="$tmp/ref/checkpoints" max_steps=3
+check "resume: never starts from step 0" grep -q '"step": 3, "epoch": 0' "$tmp/never/metrics.jsonl"
+
+two=("$ddpc" run --nproc-per-node 2 -- "$ddpc" train "$cfg" "${common[@]}" epochs=2)
+run ref2 0 "${two[@]}"
+run two 137 "${two[@]}" fault.kill_at_step=7 fault.kill_at_micro=1 fault.kill_rank=1
+run two 0 "${two[@]}"
+same two ref2
+run restarts 0 "$ddpc" run --nproc-per-node 2 --max-restarts 2 -- "$ddpc" train "$cfg" "${common[@]}" \
+    epochs=2 fault.kill_at_step=9 fault.kill_at_micro=0 fault.kill_rank=0
+same restarts ref2
+check "the restarted workers resumed" grep -q '"step": 5, "event": "resume", "restart": 1' "$tmp/restarts/metrics.jsonl"
+
+# At another world size: killed at 2 ranks, resumed at 1.
+run resize 137 "${two[@]}" fault.kill_at_step=6
+run resize 0 "${one[@]}" epochs=2
+check "a resume at another world size says the data order differs" grep -q "data order from there on differs" "$tmp/resize.log"
+
+cat >"$tmp/mt.yaml" <<'YAML'
+seed: 3
+epochs: 2
+log_every: 5
+num_threads: 1
+model: {type: mlp, hidden: [32], dropout: 0.2}
+data: {batch_size: 16, num_workers: 2}
+optim: {type: sgd, lr: 0.02, momentum: 0.9, grad_accum_steps: 2}
+checkpoint: {every_steps: 4}
+tasks:
+  - name: fine
+    data: {type: synthetic_images, size: 320}
+  - name: coarse
+    batch_size: 8
+    loss_weight: 0.5
+    data: {type: synthetic_images, size: 320, label_map: [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]}
+YAML
+run mt_ref 0 "$ddpc" train "$tmp/mt.yaml"
+run mt 137 "$ddpc" train "$tmp/mt.yaml" fault.kill_at_step=7 fault.kill_at_micro=1
+run mt 0 "$ddpc" train "$tmp/mt.yaml" fault.kill_at_step=7 fault.kill_at_micro=1
+same mt mt_ref
+summary
