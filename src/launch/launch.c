@@ -205,12 +205,12 @@ static const char *nested_reason(const char *const *envp, char *buf, size_t cap)
     ddpc_status s = ddpc_dist_env_parse(envp, &e);
     ddpc_clear_error();
     bool torchrun_marks =
-        ddpc__env_get(envp, "TORCHELASTIC_RUN_ID") || ddpc__env_get(envp, "DDPC_LAUNCHER");
+        ddpc_dist_env_lookup(envp, "TORCHELASTIC_RUN_ID") || ddpc_dist_env_lookup(envp, "DDPC_LAUNCHER");
     if (s != DDPC_OK)
         return torchrun_marks ? "TORCHELASTIC_RUN_ID or DDPC_LAUNCHER is set" : NULL;
     if (e.nested_launcher) {
         snprintf(buf, cap, "%s is set",
-                 ddpc__env_get(envp, "TORCHELASTIC_RUN_ID") ? "TORCHELASTIC_RUN_ID"
+                 ddpc_dist_env_lookup(envp, "TORCHELASTIC_RUN_ID") ? "TORCHELASTIC_RUN_ID"
                                                             : "DDPC_LAUNCHER");
         return buf;
     }

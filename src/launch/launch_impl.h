@@ -15,8 +15,6 @@
 
 /* ---- environment vectors (worker_env.c) ---- */
 
-/* The value of `key` in a NULL-terminated "KEY=VALUE" vector, or NULL. envp may be NULL. */
-const char *ddpc__env_get(const char *const *envp, const char *key);
 /* Frees a vector from ddpc__worker_env or ddpc__strv_*; NULL is a no-op. */
 void ddpc__strv_free(char **v);
 /* Appends a copy of `s` to the vector *v of *n entries (kept NULL-terminated). */
