@@ -131,6 +131,11 @@ typedef struct ddpc_work ddpc_work;
 ddpc_status ddpc_pg_create(const ddpc_dist_env *env, const ddpc_pg_config *cfg, ddpc_pg **out);
 /* Leaves the group and frees it; waits for outstanding async work first. NULL is a no-op. */
 void ddpc_pg_destroy(ddpc_pg *pg);
+/* Removes the /dev/shm segment the shm rendezvous of `env` (run id, master port, restart count)
+ * names, unless a live process still owns it. Ranks unlink it themselves once all have joined;
+ * this is for a launcher after every rank of an attempt exited, since a rank killed during the
+ * rendezvous cannot. DDPC_OK when it was absent or removed; DDPC_EIO naming it otherwise. */
+ddpc_status ddpc_pg_shm_remove(const ddpc_dist_env *env);
 
 int ddpc_pg_rank(const ddpc_pg *pg);
 int ddpc_pg_world_size(const ddpc_pg *pg);

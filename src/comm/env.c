@@ -261,7 +261,8 @@ static ddpc_status slurm(const char *const *envp, ddpc_dist_env *e)
 {
     const char *step = NULL;
     slurm_step_present(envp, &step);
-    const char *which = ddpc_dist_env_lookup(envp, "SLURM_STEP_ID") ? "SLURM_STEP_ID" : "SLURM_STEPID";
+    const char *which =
+        ddpc_dist_env_lookup(envp, "SLURM_STEP_ID") ? "SLURM_STEP_ID" : "SLURM_STEPID";
     size_t digits = strspn(step, "0123456789");
     if (digits == 0 || step[digits] != '\0') /* ids are unsigned 32-bit: above INT_MAX is fine */
         return ddpc_errorf(DDPC_EINVAL, "%s=%s is not a number", which, step);
