@@ -18,8 +18,8 @@ static void launcher_vars(const char *const *envp, char *buf, size_t cap)
         const char *v = ddpc_dist_env_lookup(envp, *name);
         if (!v)
             continue;
-        int n = snprintf(buf + len, cap - len, "%s=%.160s%s\n", *name, v,
-                         strlen(v) > 160 ? "..." : "");
+        int n =
+            snprintf(buf + len, cap - len, "%s=%.160s%s\n", *name, v, strlen(v) > 160 ? "..." : "");
         if (n < 0)
             break;
         len += (size_t)n < cap - len ? (size_t)n : cap - len - 1;
