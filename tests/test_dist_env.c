@@ -415,10 +415,17 @@ static void test_known_variable_list(void)
                  strcmp(names[n], "PMI_RANK") == 0 || strcmp(names[n], "DDPC_BACKEND") == 0;
     CHECK(n > 30);
     CHECK_EQ_INT(found, 5);
-    CHECK(ddpc__env_lookup(ENV("A=1", "AB=2"), "AB") != NULL);
-    CHECK(strcmp(ddpc__env_lookup(ENV("A=1", "AB=2"), "AB"), "2") == 0);
-    CHECK(ddpc__env_lookup(ENV("AB=2"), "A") == NULL);
-    CHECK(ddpc__env_lookup(NULL, "A") == NULL);
+    CHECK(ddpc_dist_env_lookup(ENV("A=1", "AB=2"), "AB") != NULL);
+    CHECK(strcmp(ddpc_dist_env_lookup(ENV("A=1", "AB=2"), "AB"), "2") == 0);
+    CHECK(ddpc_dist_env_lookup(ENV("AB=2"), "A") == NULL);
+    CHECK(ddpc_dist_env_lookup(NULL, "A") == NULL);
+    int hosts = -1;
+    CHECK_EQ_INT(ddpc_dist_env_slurm_hosts(ENV("A=1"), &hosts), DDPC_OK);
+    CHECK_EQ_INT(hosts, 0);
+    CHECK_EQ_INT(ddpc_dist_env_slurm_hosts(ENV("SLURM_JOB_NODELIST=n[1-3],g"), &hosts), DDPC_OK);
+    CHECK_EQ_INT(hosts, 4);
+    CHECK_EQ_INT(ddpc_dist_env_slurm_hosts(ENV("SLURM_JOB_NODELIST=n[3-1]"), &hosts), DDPC_EINVAL);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "SLURM_JOB_NODELIST");
 }
 
 int main(void)

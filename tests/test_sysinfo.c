@@ -1,7 +1,9 @@
-/* Tests for ddpc_sysinfo_collect (src/core/sysinfo_*.c, src/comm/sysinfo.c, mpi_info.c): every
- * field is filled and terminated, host facts are plausible, and the distributed part follows the
- * process environment (variables listed, rank resolved, backend choice, parse errors). */
+/* Tests for ddpc_sysinfo_collect (src/core/sysinfo_*.c) and ddpc_dist_report_collect
+ * (src/comm/report.c, mpi_info.c): every field is filled and terminated, host facts are
+ * plausible, and the distributed part follows the process environment (variables listed, rank
+ * resolved, backend choice, parse errors). */
 #include <ddpc/alloc.h>
+#include <ddpc/comm.h>
 #include <ddpc/sysinfo.h>
 
 #include "check.h"
@@ -16,6 +18,14 @@ static ddpc_sysinfo *collect(void)
     memset(s, 0x7f, sizeof *s); /* every field must be written */
     ddpc_sysinfo_collect(s);
     return s;
+}
+
+static ddpc_dist_report *report(void)
+{
+    ddpc_dist_report *d = ddpc_malloc(sizeof *d);
+    memset(d, 0x7f, sizeof *d);
+    ddpc_dist_report_collect(d);
+    return d;
 }
 
 static void test_fields_filled(void)
@@ -33,11 +43,8 @@ static void test_fields_filled(void)
     TERMINATED(s->blas_library);
     TERMINATED(s->blas_config);
     TERMINATED(s->openmp);
-    TERMINATED(s->mpi_library);
     TERMINATED(s->cuda_driver);
     TERMINATED(s->nccl);
-    TERMINATED(s->dist_vars);
-    TERMINATED(s->dist_error);
     CHECK(strncmp(s->os, "Linux ", 6) == 0);
     CHECK(s->cpu_model[0] != '\0');
     CHECK(s->cpu_threads >= 1);
@@ -52,11 +59,16 @@ static void test_fields_filled(void)
     CHECK(s->blas_threads >= 1);
     CHECK_STR_CONTAINS(s->openmp, "OpenMP ");
     CHECK(s->omp_max_threads >= 1);
-    CHECK(s->mpi_built == ddpc_backend_available(DDPC_BACKEND_MPI));
-    if (s->mpi_built)
-        CHECK(s->mpi_library[0] != '\0' && strstr(s->mpi_library, "MPI standard") != NULL);
+    ddpc_dist_report *d = report();
+    TERMINATED(d->mpi_library);
+    TERMINATED(d->vars);
+    TERMINATED(d->error);
+    CHECK(d->mpi_built == ddpc_backend_available(DDPC_BACKEND_MPI));
+    if (d->mpi_built)
+        CHECK(d->mpi_library[0] != '\0' && strstr(d->mpi_library, "MPI standard") != NULL);
     else
-        CHECK(strcmp(s->mpi_library, "not built with MPI") == 0);
+        CHECK(strcmp(d->mpi_library, "not built with MPI") == 0);
+    ddpc_free(d);
     CHECK(strncmp(s->cuda_driver, "CUDA driver ", 12) == 0 ||
           strncmp(s->cuda_driver, "not found (", 11) == 0 ||
           strncmp(s->cuda_driver, "not usable (", 12) == 0);
@@ -71,18 +83,18 @@ static void test_dist_part_follows_environment(void)
 {
     setenv("RANK", "1", 1);
     setenv("WORLD_SIZE", "2", 1);
-    ddpc_sysinfo *s = collect();
-    CHECK_EQ_INT(s->dist_status, DDPC_OK);
-    CHECK_STR_CONTAINS(s->dist_vars, "RANK=1\n");
-    CHECK_STR_CONTAINS(s->dist_vars, "WORLD_SIZE=2\n");
-    CHECK_EQ_INT(s->dist.source, DDPC_DIST_SOURCE_TORCHRUN);
-    CHECK_EQ_INT(s->dist.rank, 1);
-    CHECK_EQ_INT(s->dist_backend, DDPC_BACKEND_SHM);
+    ddpc_dist_report *s = report();
+    CHECK_EQ_INT(s->status, DDPC_OK);
+    CHECK_STR_CONTAINS(s->vars, "RANK=1\n");
+    CHECK_STR_CONTAINS(s->vars, "WORLD_SIZE=2\n");
+    CHECK_EQ_INT(s->env.source, DDPC_DIST_SOURCE_TORCHRUN);
+    CHECK_EQ_INT(s->env.rank, 1);
+    CHECK_EQ_INT(s->backend, DDPC_BACKEND_SHM);
     ddpc_free(s);
 
     setenv("DDPC_BACKEND", "mpi", 1);
-    s = collect();
-    CHECK_EQ_INT(s->dist_backend, DDPC_BACKEND_MPI);
+    s = report();
+    CHECK_EQ_INT(s->backend, DDPC_BACKEND_MPI);
     ddpc_free(s);
     unsetenv("DDPC_BACKEND");
     unsetenv("RANK");
@@ -90,9 +102,9 @@ static void test_dist_part_follows_environment(void)
 
     setenv("OMPI_COMM_WORLD_RANK", "0", 1);
     setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
-    s = collect();
-    CHECK_EQ_INT(s->dist.source, DDPC_DIST_SOURCE_OPENMPI);
-    CHECK_EQ_INT(s->dist_backend,
+    s = report();
+    CHECK_EQ_INT(s->env.source, DDPC_DIST_SOURCE_OPENMPI);
+    CHECK_EQ_INT(s->backend,
                  ddpc_backend_available(DDPC_BACKEND_MPI) ? DDPC_BACKEND_MPI : DDPC_BACKEND_SHM);
     ddpc_free(s);
     unsetenv("OMPI_COMM_WORLD_RANK");
@@ -100,18 +112,18 @@ static void test_dist_part_follows_environment(void)
 
     setenv("WORLD_SIZE", "abc", 1);
     setenv("RANK", "0", 1);
-    s = collect();
-    CHECK_EQ_INT(s->dist_status, DDPC_EINVAL);
-    CHECK_STR_CONTAINS(s->dist_error, "WORLD_SIZE=abc is not a number");
-    CHECK_STR_CONTAINS(s->dist_vars, "WORLD_SIZE=abc\n");
+    s = report();
+    CHECK_EQ_INT(s->status, DDPC_EINVAL);
+    CHECK_STR_CONTAINS(s->error, "WORLD_SIZE=abc is not a number");
+    CHECK_STR_CONTAINS(s->vars, "WORLD_SIZE=abc\n");
     ddpc_free(s);
     unsetenv("WORLD_SIZE");
     unsetenv("RANK");
 
-    s = collect();
-    CHECK_EQ_INT(s->dist_status, DDPC_OK);
-    CHECK_EQ_INT(s->dist.source, DDPC_DIST_SOURCE_NONE);
-    CHECK_EQ_INT(s->dist.world_size, 1);
+    s = report();
+    CHECK_EQ_INT(s->status, DDPC_OK);
+    CHECK_EQ_INT(s->env.source, DDPC_DIST_SOURCE_NONE);
+    CHECK_EQ_INT(s->env.world_size, 1);
     ddpc_free(s);
 }
 
@@ -121,10 +133,10 @@ static void test_long_values_are_cut(void)
     memset(v, 'x', sizeof v - 1);
     v[sizeof v - 1] = '\0';
     setenv("SLURM_JOB_NODELIST", v, 1);
-    ddpc_sysinfo *s = collect();
-    CHECK_STR_CONTAINS(s->dist_vars, "SLURM_JOB_NODELIST=xxxx");
-    CHECK_STR_CONTAINS(s->dist_vars, "...\n");
-    CHECK(strlen(s->dist_vars) < 220);
+    ddpc_dist_report *s = report();
+    CHECK_STR_CONTAINS(s->vars, "SLURM_JOB_NODELIST=xxxx");
+    CHECK_STR_CONTAINS(s->vars, "...\n");
+    CHECK(strlen(s->vars) < 220);
     ddpc_free(s);
     unsetenv("SLURM_JOB_NODELIST");
 }

@@ -88,6 +88,27 @@ ddpc_status ddpc_dist_env_parse(const char *const *envp, ddpc_dist_env *out);
 /* ddpc_dist_env_parse on this process's environment. */
 ddpc_status ddpc_dist_env_discover(ddpc_dist_env *out);
 
+/* The value of `key` in `envp` ("KEY=VALUE" strings, NULL-terminated; NULL reads as empty), or
+ * NULL when unset. The library's one environment lookup: the launcher uses it too. */
+const char *ddpc_dist_env_lookup(const char *const *envp, const char *key);
+/* Hosts of the SLURM allocation SLURM_JOB_NODELIST in `envp` names (0 when unset). DDPC_EINVAL
+ * naming the variable when it is not a valid SLURM host list. */
+ddpc_status ddpc_dist_env_slurm_hosts(const char *const *envp, int *hosts);
+
+/* What `ddpc env` reports about communication; every field is filled, never an error. */
+typedef struct {
+    bool mpi_built;        /* the mpi backend is compiled in */
+    char mpi_library[256]; /* first line of MPI_Get_library_version, or "not built with MPI" */
+    char vars[2048];       /* "KEY=VALUE\n" for each launcher variable set, in precedence order */
+    ddpc_status status;    /* of ddpc_dist_env_discover */
+    char error[512];       /* its message when status != DDPC_OK */
+    ddpc_dist_env env;     /* what it found (valid when status == DDPC_OK) */
+    ddpc_backend backend;  /* the backend ddpc_pg_create would choose with backend AUTO */
+} ddpc_dist_report;
+
+/* Fills *out from this process's environment and the build. Never fails. */
+void ddpc_dist_report_collect(ddpc_dist_report *out);
+
 typedef struct {
     ddpc_backend backend; /* AUTO: env.backend if set; else mpi when the rank came from mpirun,
                              PMI or SLURM (or spans several nodes) and MPI is built in; else shm */
@@ -110,6 +131,11 @@ typedef struct ddpc_work ddpc_work;
 ddpc_status ddpc_pg_create(const ddpc_dist_env *env, const ddpc_pg_config *cfg, ddpc_pg **out);
 /* Leaves the group and frees it; waits for outstanding async work first. NULL is a no-op. */
 void ddpc_pg_destroy(ddpc_pg *pg);
+/* Removes the /dev/shm segment the shm rendezvous of `env` (run id, master port, restart count)
+ * names, unless a live process still owns it. Ranks unlink it themselves once all have joined;
+ * this is for a launcher after every rank of an attempt exited, since a rank killed during the
+ * rendezvous cannot. DDPC_OK when it was absent or removed; DDPC_EIO naming it otherwise. */
+ddpc_status ddpc_pg_shm_remove(const ddpc_dist_env *env);
 
 int ddpc_pg_rank(const ddpc_pg *pg);
 int ddpc_pg_world_size(const ddpc_pg *pg);

@@ -1,11 +1,11 @@
-/* What `ddpc env` reports: the host (OS, CPU, SIMD), the build (compiler, flags, BLAS, OpenMP),
- * the communication libraries (MPI, CUDA driver and GPUs, NCCL) and the distributed launch
- * variables with the rank they resolve to. Every field is filled; what cannot be found reads
- * "unknown" or "not found (why)", never an error: collecting is a diagnostic that must not fail. */
+/* What `ddpc env` reports from the core layer: the host (OS, CPU, SIMD), the build (compiler,
+ * flags, BLAS, OpenMP) and the GPU libraries (CUDA driver and GPUs, NCCL); MPI and the launch
+ * variables are the comm layer's half (ddpc_dist_report, comm.h). Every field is filled; what
+ * cannot be found reads "unknown" or "not found (why)", never an error: collecting is a
+ * diagnostic that must not fail. */
 #ifndef DDPC_SYSINFO_H
 #define DDPC_SYSINFO_H
 
-#include <ddpc/comm.h>
 #include <ddpc/status.h>
 
 #include <stdbool.h>
@@ -37,19 +37,11 @@ typedef struct {
     int blas_threads;       /* openblas_get_num_threads() */
     char openmp[64];        /* "OpenMP 4.5 (201511)" */
     int omp_max_threads;    /* omp_get_max_threads() */
-    /* communication libraries */
-    bool mpi_built;        /* the mpi backend is compiled in */
-    char mpi_library[256]; /* first line of MPI_Get_library_version, or "not built with MPI" */
+    /* GPU libraries */
     char cuda_driver[192]; /* "CUDA driver 12.4 (libcuda.so.1)" or "not found (...)" */
     int gpu_count;         /* GPUs the driver reports (names of the first DDPC_SYSINFO_MAX_GPUS) */
     char gpu_names[DDPC_SYSINFO_MAX_GPUS][128]; /* "NVIDIA H100 80GB HBM3, 79.1 GiB, sm_90" */
     char nccl[192]; /* "NCCL 2.21.5 (libnccl.so.2)" or "not found (...)" */
-    /* distributed launch */
-    char dist_vars[2048];    /* "KEY=VALUE\n" for each launcher variable set, in precedence order */
-    ddpc_status dist_status; /* of ddpc_dist_env_discover */
-    char dist_error[512];    /* its message when dist_status != DDPC_OK */
-    ddpc_dist_env dist;      /* what it found (valid when dist_status == DDPC_OK) */
-    ddpc_backend dist_backend; /* the backend ddpc_pg_create would choose with backend AUTO */
 } ddpc_sysinfo;
 
 /* Fills *out. Never fails; takes about as long as loading libcuda and libnccl (when present). */

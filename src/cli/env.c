@@ -1,9 +1,12 @@
-/* `ddpc env`: prints what ddpc_sysinfo_collect found, in the spirit of PyTorch's collect_env, for
- * bug reports and for checking what a launcher handed to a worker. Exit status 1 (with one line
- * on stderr) when the distributed variables do not make sense; the report is printed anyway. */
+/* `ddpc env`: prints what ddpc_sysinfo_collect (core: host, build, GPUs) and
+ * ddpc_dist_report_collect (comm: MPI, launch variables) found, in the spirit of PyTorch's
+ * collect_env, for bug reports and for checking what a launcher handed to a worker. Exit status 1
+ * (with one line on stderr) when the distributed variables do not make sense; the report is
+ * printed anyway. */
 #include "cli/cli.h"
 
 #include <ddpc/alloc.h>
+#include <ddpc/comm.h>
 #include <ddpc/sysinfo.h>
 
 #include <stdarg.h>
@@ -50,11 +53,11 @@ static void print_build(const ddpc_sysinfo *s)
     row("OpenMP", "%s, max threads %d", s->openmp, s->omp_max_threads);
 }
 
-static void print_comm(const ddpc_sysinfo *s)
+static void print_comm(const ddpc_sysinfo *s, const ddpc_dist_report *d)
 {
     printf("Communication\n");
-    row("Backends", "shm yes, mpi %s", s->mpi_built ? "yes" : "no (built without MPI)");
-    row("MPI", "%s", s->mpi_library);
+    row("Backends", "shm yes, mpi %s", d->mpi_built ? "yes" : "no (built without MPI)");
+    row("MPI", "%s", d->mpi_library);
     row("CUDA driver", "%s", s->cuda_driver);
     if (s->gpu_count == 0)
         row("GPUs", "none");
@@ -66,22 +69,22 @@ static void print_comm(const ddpc_sysinfo *s)
     row("NCCL", "%s", s->nccl);
 }
 
-static void print_dist(const ddpc_sysinfo *s)
+static void print_dist(const ddpc_dist_report *s)
 {
     printf("Distributed launch\n");
-    if (!s->dist_vars[0])
+    if (!s->vars[0])
         row("Variables", "none set");
-    const char *line = s->dist_vars;
+    const char *line = s->vars;
     for (int i = 0; *line; i++) {
         size_t n = strcspn(line, "\n");
         row(i == 0 ? "Variables" : "", "%.*s", (int)n, line);
         line += n + (line[n] == '\n');
     }
-    if (s->dist_status != DDPC_OK) {
-        row("Resolves to", "error: %s", s->dist_error);
+    if (s->status != DDPC_OK) {
+        row("Resolves to", "error: %s", s->error);
         return;
     }
-    const ddpc_dist_env *e = &s->dist;
+    const ddpc_dist_env *e = &s->env;
     row("Source", "%s", ddpc_dist_source_name(e->source));
     row("Rank", "%d of %d", e->rank, e->world_size);
     row("Local rank", "%d of %d", e->local_rank, e->local_world_size);
@@ -96,7 +99,7 @@ static void print_dist(const ddpc_sysinfo *s)
         row("Run id", "%s", e->run_id);
     if (e->restart_count || e->max_restarts)
         row("Restarts", "%d of at most %d", e->restart_count, e->max_restarts);
-    row("Backend", "%s%s", ddpc_backend_name(s->dist_backend),
+    row("Backend", "%s%s", ddpc_backend_name(s->backend),
         e->backend == DDPC_BACKEND_AUTO ? " (chosen automatically)" : " (DDPC_BACKEND)");
     if (e->timeout_s > 0)
         row("Collective timeout", "%g s (DDPC_COLLECTIVE_TIMEOUT)", e->timeout_s);
@@ -116,21 +119,26 @@ int ddpc_cli_env(int argc, char **argv)
         return help ? 0 : 2;
     }
     ddpc_sysinfo *s = ddpc_malloc(sizeof *s);
-    if (!s) {
+    ddpc_dist_report *d = ddpc_malloc(sizeof *d);
+    if (!s || !d) {
         fprintf(stderr, "ddpc env: out of memory\n");
+        ddpc_free(s);
+        ddpc_free(d);
         return 1;
     }
     ddpc_sysinfo_collect(s);
+    ddpc_dist_report_collect(d);
     print_system(s);
     print_build(s);
-    print_comm(s);
-    print_dist(s);
+    print_comm(s, d);
+    print_dist(d);
     fflush(stdout);
     int rc = 0;
-    if (s->dist_status != DDPC_OK) {
-        fprintf(stderr, "ddpc env: %s\n", s->dist_error);
+    if (d->status != DDPC_OK) {
+        fprintf(stderr, "ddpc env: %s\n", d->error);
         rc = 1;
     }
     ddpc_free(s);
+    ddpc_free(d);
     return rc;
 }

@@ -58,7 +58,7 @@ static ddpc_status read_int(const char *const *envp, const char *const *names, i
 {
     *f = (field){.name = names[0]};
     for (; *names; names++) {
-        const char *s = ddpc__env_lookup(envp, *names);
+        const char *s = ddpc_dist_env_lookup(envp, *names);
         if (s) {
             f->name = *names;
             f->text = s;
@@ -72,7 +72,7 @@ static ddpc_status read_int(const char *const *envp, const char *const *names, i
 static const char *first_set(const char *const *envp, const char *const *names, const char **which)
 {
     for (; *names; names++) {
-        const char *s = ddpc__env_lookup(envp, *names);
+        const char *s = ddpc_dist_env_lookup(envp, *names);
         if (s) {
             if (which)
                 *which = *names;
@@ -208,7 +208,7 @@ static ddpc_status openmpi(const char *const *envp, ddpc_dist_env *e)
  * and must run as one process rather than wait for N-1 peers that will never come. */
 static bool slurm_step_present(const char *const *envp, const char **step)
 {
-    if (!ddpc__env_lookup(envp, "SLURM_PROCID"))
+    if (!ddpc_dist_env_lookup(envp, "SLURM_PROCID"))
         return false;
     const char *s = first_set(envp, NAMES("SLURM_STEP_ID", "SLURM_STEPID"), NULL);
     if (!s)
@@ -261,7 +261,8 @@ static ddpc_status slurm(const char *const *envp, ddpc_dist_env *e)
 {
     const char *step = NULL;
     slurm_step_present(envp, &step);
-    const char *which = ddpc__env_lookup(envp, "SLURM_STEP_ID") ? "SLURM_STEP_ID" : "SLURM_STEPID";
+    const char *which =
+        ddpc_dist_env_lookup(envp, "SLURM_STEP_ID") ? "SLURM_STEP_ID" : "SLURM_STEPID";
     size_t digits = strspn(step, "0123456789");
     if (digits == 0 || step[digits] != '\0') /* ids are unsigned 32-bit: above INT_MAX is fine */
         return ddpc_errorf(DDPC_EINVAL, "%s=%s is not a number", which, step);
@@ -269,7 +270,7 @@ static ddpc_status slurm(const char *const *envp, ddpc_dist_env *e)
     DDPC_TRY(slurm_ranks(envp, &r));
     DDPC_TRY(resolve(&r, e));
     DDPC_TRY(slurm_run_id(envp, step, e));
-    if (ddpc__env_lookup(envp, "MASTER_ADDR"))
+    if (ddpc_dist_env_lookup(envp, "MASTER_ADDR"))
         return DDPC_OK; /* given explicitly; read with the other common variables */
     const char *list = first_set(
         envp, NAMES("SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"), &which);
@@ -301,7 +302,7 @@ static ddpc_status pmi(const char *const *envp, ddpc_dist_env *e)
         }
     }
     DDPC_TRY(resolve(&r, e));
-    const char *id = ddpc__env_lookup(envp, "PMI_JOBID");
+    const char *id = ddpc_dist_env_lookup(envp, "PMI_JOBID");
     if (id)
         return copy_str("PMI_JOBID", id, e->run_id, sizeof e->run_id);
     return in_step ? slurm_run_id(envp, step, e) : DDPC_OK;
@@ -337,7 +338,7 @@ static ddpc_status common(const char *const *envp, ddpc_dist_env *e)
 {
     const char *s;
     field f;
-    if ((s = ddpc__env_lookup(envp, "MASTER_ADDR")))
+    if ((s = ddpc_dist_env_lookup(envp, "MASTER_ADDR")))
         DDPC_TRY(copy_str("MASTER_ADDR", s, e->master_addr, sizeof e->master_addr));
     DDPC_TRY(read_int(envp, NAMES("MASTER_PORT"), 0, &f));
     if (f.set && (f.v < 1 || f.v > 65535))
@@ -347,14 +348,14 @@ static ddpc_status common(const char *const *envp, ddpc_dist_env *e)
     e->restart_count = f.v;
     DDPC_TRY(read_int(envp, NAMES("TORCHELASTIC_MAX_RESTARTS"), 0, &f));
     e->max_restarts = f.v;
-    if ((s = ddpc__env_lookup(envp, "TORCHELASTIC_RUN_ID")))
+    if ((s = ddpc_dist_env_lookup(envp, "TORCHELASTIC_RUN_ID")))
         DDPC_TRY(copy_str("TORCHELASTIC_RUN_ID", s, e->run_id, sizeof e->run_id));
-    if ((s = ddpc__env_lookup(envp, "DDPC_BACKEND")))
+    if ((s = ddpc_dist_env_lookup(envp, "DDPC_BACKEND")))
         DDPC_TRY(parse_backend(s, &e->backend));
-    if ((s = ddpc__env_lookup(envp, "DDPC_COLLECTIVE_TIMEOUT")))
+    if ((s = ddpc_dist_env_lookup(envp, "DDPC_COLLECTIVE_TIMEOUT")))
         DDPC_TRY(parse_timeout(s, &e->timeout_s));
-    e->nested_launcher = ddpc__env_lookup(envp, "TORCHELASTIC_RUN_ID") != NULL ||
-                         ddpc__env_lookup(envp, "DDPC_LAUNCHER") != NULL;
+    e->nested_launcher = ddpc_dist_env_lookup(envp, "TORCHELASTIC_RUN_ID") != NULL ||
+                         ddpc_dist_env_lookup(envp, "DDPC_LAUNCHER") != NULL;
     return DDPC_OK;
 }
 

@@ -27,9 +27,6 @@ ddpc_status ddpc__slurm_tasks_on_node(const char *var, const char *spec, int nod
 /* NULL-terminated list of every variable name rank discovery reads, in precedence order. */
 const char *const *ddpc__dist_env_var_names(void);
 
-/* The value of `key` in envp ("KEY=VALUE" strings, NULL-terminated), or NULL when unset. */
-const char *ddpc__env_lookup(const char *const *envp, const char *key);
-
 /* This process's environment as a NULL-terminated envp (the only reader of `environ`). */
 const char *const *ddpc__env_process(void);
 

@@ -1,6 +1,9 @@
-/* The environment as rank discovery sees it: lookups in an envp array, the list of launcher
- * variables it knows (for `ddpc env`), and the process environment. This file holds the only
- * reference to `environ` in the library. */
+/* The environment as rank discovery sees it: the library's one lookup in an envp array (the
+ * launcher uses it too), the SLURM allocation's host count, the list of launcher variables it
+ * knows (for `ddpc env`), and the process environment. This file holds the only reference to
+ * `environ` in the library. */
+#include <ddpc/comm.h>
+
 #include "comm/env_impl.h"
 
 #include <string.h>
@@ -32,7 +35,7 @@ const char *const *ddpc__dist_env_var_names(void)
     return var_names;
 }
 
-const char *ddpc__env_lookup(const char *const *envp, const char *key)
+const char *ddpc_dist_env_lookup(const char *const *envp, const char *key)
 {
     if (!envp)
         return NULL;
@@ -42,6 +45,13 @@ const char *ddpc__env_lookup(const char *const *envp, const char *key)
             return *envp + n + 1;
     }
     return NULL;
+}
+
+ddpc_status ddpc_dist_env_slurm_hosts(const char *const *envp, int *hosts)
+{
+    const char *list = ddpc_dist_env_lookup(envp, "SLURM_JOB_NODELIST");
+    *hosts = 0;
+    return list ? ddpc__slurm_hostlist_count("SLURM_JOB_NODELIST", list, hosts) : DDPC_OK;
 }
 
 const char *const *ddpc__env_process(void)

@@ -2,7 +2,8 @@
  * segment is named from the user id, the sanitised run id, MASTER_PORT (torchrun's agent already
  * listens there, so it only tells jobs apart) and the restart count, plus a hash of the raw run
  * id. Rank 0 creates it O_EXCL; a leftover whose creator died is replaced, a live one is an
- * error; other ranks poll until it is ready. Invariant: a rank attaches only to a segment whose
+ * error; other ranks poll until it is ready; a launcher removes what ranks that died during the
+ * rendezvous left (ddpc_pg_shm_remove). Invariant: a rank attaches only to a segment whose
  * creator is alive, so a stale segment never captures a new job. */
 #include "comm/shm_impl.h"
 
@@ -11,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -43,25 +45,50 @@ static void nap_ms(int ms)
     nanosleep(&(struct timespec){0, (long)ms * 1000000}, NULL);
 }
 
-/* An existing segment under our name: DDPC_OK after removing a stale one, DDPC_EINVAL to look
- * again later (its creator is still writing it), or an error if a live job owns it. */
-static ddpc_status judge_existing(const char *name, const ddpc_dist_env *env, double *first_seen)
+/* The owner recorded in segment `name`'s header (left 0 when it has none yet); false when no
+ * segment has that name. */
+static bool segment_owner(const char *name, int32_t *owner, uint64_t *start)
 {
     int fd = shm_open(name, O_RDWR, 0);
     if (fd < 0)
-        return DDPC_OK; /* vanished meanwhile */
+        return false;
     struct stat st;
-    int32_t owner = 0;
-    uint64_t start = 0;
     if (fstat(fd, &st) == 0 && st.st_size >= DDPC__SHM_HEADER) {
         ddpc__shm_header *h = mmap(NULL, DDPC__SHM_HEADER, PROT_READ, MAP_SHARED, fd, 0);
         if (h != MAP_FAILED) {
-            owner = h->owner_pid;
-            start = h->owner_start;
+            *owner = h->owner_pid;
+            *start = h->owner_start;
             munmap(h, DDPC__SHM_HEADER);
         }
     }
     close(fd);
+    return true;
+}
+
+ddpc_status ddpc_pg_shm_remove(const ddpc_dist_env *env)
+{
+    if (env->run_id[0] == '\0')
+        return DDPC_OK;
+    char name[DDPC__SHM_NAME_CAP + 64];
+    ddpc__shm_segment_name(env, name, sizeof name);
+    int32_t owner = 0;
+    uint64_t start = 0;
+    if (segment_owner(name, &owner, &start) && owner != 0 && ddpc__pid_alive(owner, start))
+        return DDPC_OK; /* not ours to take: a live rank still uses it */
+    if (shm_unlink(name) != 0 && errno != ENOENT)
+        return ddpc_errorf(DDPC_EIO, "cannot remove shm segment /dev/shm%s: %s", name,
+                           strerror(errno));
+    return DDPC_OK;
+}
+
+/* An existing segment under our name: DDPC_OK after removing a stale one, DDPC_EINVAL to look
+ * again later (its creator is still writing it), or an error if a live job owns it. */
+static ddpc_status judge_existing(const char *name, const ddpc_dist_env *env, double *first_seen)
+{
+    int32_t owner = 0;
+    uint64_t start = 0;
+    if (!segment_owner(name, &owner, &start))
+        return DDPC_OK; /* vanished meanwhile */
     if (owner != 0 && ddpc__pid_alive(owner, start))
         return ddpc_errorf(DDPC_EIO,
                            "run id '%s' is in use by pid %d (another job with the same "

@@ -1,6 +1,7 @@
 /* Host facts for `ddpc env`: uname, /etc/os-release, /proc/cpuinfo (model, cores, SIMD flags),
- * the CPUs this process may use, and which SIMD extensions the build itself relies on. Reads
- * only files; every field ends NUL-terminated within its array, whatever the files contain. */
+ * the CPUs this process may use, and which SIMD extensions the build itself relies on; and
+ * ddpc_sysinfo_collect, which adds the build and GPU parts. Reads only files; every field ends
+ * NUL-terminated within its array, whatever the files contain. */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "core/sysinfo_impl.h"
 
@@ -191,4 +192,12 @@ void ddpc__sysinfo_host(ddpc_sysinfo *out)
     out->cpu_threads = online > 0 ? (int)online : 0;
     cpu_set_t set;
     out->cpu_allowed = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+}
+
+void ddpc_sysinfo_collect(ddpc_sysinfo *out)
+{
+    memset(out, 0, sizeof *out);
+    ddpc__sysinfo_host(out);
+    ddpc__sysinfo_build(out);
+    ddpc__sysinfo_gpu(out);
 }

@@ -1,4 +1,4 @@
-/* Private: the parts of ddpc_sysinfo_collect (src/comm/sysinfo.c) that belong to the core layer.
+/* Private to src/core: the parts of ddpc_sysinfo_collect (sysinfo_host.c), one file each.
  * Each fills its fields of a ddpc_sysinfo and never fails; what it cannot find reads "unknown"
  * or "not found (why)". */
 #ifndef DDPC_CORE_SYSINFO_IMPL_H

@@ -28,6 +28,7 @@ static ddpc_status open_log(const ddpc_launch_config *cfg, int attempt_no, ddpc_
 {
     char path[1200];
     snprintf(path, sizeof path, "%s/attempt_%d/rank_%d.log", cfg->log_dir, attempt_no, w->rank);
+    snprintf(w->log_path, sizeof w->log_path, "%s", path);
     w->log = fopen(path, "w");
     if (!w->log)
         return ddpc_errorf(DDPC_EIO, "cannot open log file '%s': %s", path, strerror(errno));
@@ -47,6 +48,7 @@ static ddpc_status setup_worker(const ddpc_launch_config *cfg, int attempt_no, i
     bool console = !cfg->log_dir[0] || cfg->tee;
     for (int s = 0; s < 2; s++) {
         w->sinks[s].log = w->log;
+        w->sinks[s].log_errno = &w->log_errno;
         w->sinks[s].console = console ? (s == 0 ? cfg->out : cfg->err) : NULL;
         w->sinks[s].prefix = cfg->tee ? w->prefix : NULL;
         w->sinks[s].ring = &w->ring;
@@ -148,10 +150,29 @@ static bool check_exits(attempt *a)
     return running == 0;
 }
 
+/* One message per log file that could not be written (full disk, I/O error); the run goes on,
+ * but its exit status will say it failed. */
+static void report_log_errors(attempt *a)
+{
+    for (int i = 0; i < a->n; i++) {
+        ddpc__worker *w = &a->w[i];
+        if (w->log_errno == 0 || w->log_reported)
+            continue;
+        w->log_reported = true;
+        a->res->log_failed = true;
+        fprintf(a->cfg->err,
+                "ddpc run: cannot write log file '%s' of rank %d: %s; its output is lost from "
+                "here on and the run will exit non-zero.\n",
+                w->log_path, w->rank, strerror(w->log_errno));
+        fflush(a->cfg->err);
+    }
+}
+
 static ddpc_status monitor(attempt *a, const sigset_t *watched)
 {
     for (;;) {
         DDPC_TRY(pump_output(a));
+        report_log_errors(a);
         check_signals(a, watched);
         if (check_exits(a))
             return DDPC_OK;
@@ -205,7 +226,8 @@ static ddpc_status spawn_all(attempt *a, const char *program, char **const *envs
 
 ddpc_status ddpc__attempt_run(const ddpc_launch_config *cfg, const char *program,
                               char **const *envs, int attempt_no, const sigset_t *watched,
-                              const sigset_t *child_mask, ddpc__attempt_result *res)
+                              const sigset_t *child_mask, const ddpc__guard *guard,
+                              ddpc__attempt_result *res)
 {
     memset(res, 0, sizeof *res);
     res->outcome = DDPC__ATTEMPT_SUCCEEDED;
@@ -217,8 +239,10 @@ ddpc_status ddpc__attempt_run(const ddpc_launch_config *cfg, const char *program
     ddpc_status s = DDPC_OK;
     if (!a.w || !a.pfd || !a.slot)
         s = ddpc_errorf(DDPC_ENOMEM, "out of memory for %d workers", a.n);
-    for (int i = 0; a.w && i < a.n; i++)
+    for (int i = 0; a.w && i < a.n; i++) {
         a.w[i].fds[0] = a.w[i].fds[1] = -1;
+        a.w[i].guard = guard;
+    }
     if (s == DDPC_OK)
         s = spawn_all(&a, program, envs, attempt_no, child_mask);
     if (s == DDPC_OK)
@@ -227,6 +251,8 @@ ddpc_status ddpc__attempt_run(const ddpc_launch_config *cfg, const char *program
         signal_all(&a, SIGKILL); /* could not run the attempt: leave nothing behind */
     for (int i = 0; a.w && i < a.n; i++)
         ddpc__worker_finish(&a.w[i]);
+    if (a.w)
+        report_log_errors(&a); /* closing a log flushes it: a last chance to fail */
     fflush(cfg->out);
     fflush(cfg->err);
     if (s == DDPC_OK && res->outcome == DDPC__ATTEMPT_FAILED) {

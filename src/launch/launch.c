@@ -86,8 +86,10 @@ static ddpc_status build_envs(const ddpc_launch_config *cfg, const char *const *
 /* Runs attempts until success, interruption, an error, or no restarts left. */
 static ddpc_status run_attempts(const ddpc_launch_config *cfg, const char *program,
                                 const char *const *envp, ddpc__job_ids *ids,
-                                const sigset_t *watched, const sigset_t *child_mask, int *exit_code)
+                                const sigset_t *watched, const sigset_t *child_mask,
+                                const ddpc__guard *guard, int *exit_code)
 {
+    bool log_failed = false;
     for (int attempt_no = 0;; attempt_no++) {
         ids->restart_count = attempt_no;
         char ***envs = NULL;
@@ -95,11 +97,19 @@ static ddpc_status run_attempts(const ddpc_launch_config *cfg, const char *progr
             DDPC_TRY(make_attempt_dir(cfg, attempt_no));
         DDPC_TRY(build_envs(cfg, envp, ids, &envs));
         ddpc__attempt_result r;
-        ddpc_status s = ddpc__attempt_run(cfg, program, envs, attempt_no, watched, child_mask, &r);
+        ddpc_status s =
+            ddpc__attempt_run(cfg, program, envs, attempt_no, watched, child_mask, guard, &r);
         free_envs(envs, cfg->nproc_per_node);
+        /* Every worker of the attempt is gone: take the segment a rank that died during the shm
+         * rendezvous could not unlink (each attempt names its own, so none is ever reused). */
+        ddpc__job_shm_remove(ids, attempt_no);
         DDPC_TRY(s);
+        log_failed = log_failed || r.log_failed;
         if (r.outcome == DDPC__ATTEMPT_SUCCEEDED) {
-            *exit_code = 0;
+            *exit_code = log_failed ? 1 : 0;
+            if (log_failed)
+                fprintf(cfg->err, "ddpc run: every worker succeeded, but log files could not be "
+                                  "written; exiting with 1.\n");
             return DDPC_OK;
         }
         if (r.outcome == DDPC__ATTEMPT_INTERRUPTED) {
@@ -160,7 +170,12 @@ static ddpc_status run_job(const ddpc_launch_config *cfg, const char *program,
     sigaddset(&watched, SIGHUP);
     sigaddset(&watched, SIGPIPE);
     sigprocmask(SIG_BLOCK, &watched, &old_mask);
-    ddpc_status s = run_attempts(cfg, program, envp, &ids, &watched, &old_mask, exit_code);
+    ddpc__guard guard;
+    ddpc_status s = ddpc__guard_start(&guard, &ids, cfg->max_restarts);
+    if (s == DDPC_OK) {
+        s = run_attempts(cfg, program, envp, &ids, &watched, &old_mask, &guard, exit_code);
+        ddpc__guard_stop(&guard);
+    }
     /* A signal that came after the last check still counts: it decides the exit code. */
     struct timespec zero = {0, 0};
     int sig;
@@ -204,14 +219,14 @@ static const char *nested_reason(const char *const *envp, char *buf, size_t cap)
     ddpc_dist_env e;
     ddpc_status s = ddpc_dist_env_parse(envp, &e);
     ddpc_clear_error();
-    bool torchrun_marks =
-        ddpc__env_get(envp, "TORCHELASTIC_RUN_ID") || ddpc__env_get(envp, "DDPC_LAUNCHER");
+    bool torchrun_marks = ddpc_dist_env_lookup(envp, "TORCHELASTIC_RUN_ID") ||
+                          ddpc_dist_env_lookup(envp, "DDPC_LAUNCHER");
     if (s != DDPC_OK)
         return torchrun_marks ? "TORCHELASTIC_RUN_ID or DDPC_LAUNCHER is set" : NULL;
     if (e.nested_launcher) {
         snprintf(buf, cap, "%s is set",
-                 ddpc__env_get(envp, "TORCHELASTIC_RUN_ID") ? "TORCHELASTIC_RUN_ID"
-                                                            : "DDPC_LAUNCHER");
+                 ddpc_dist_env_lookup(envp, "TORCHELASTIC_RUN_ID") ? "TORCHELASTIC_RUN_ID"
+                                                                   : "DDPC_LAUNCHER");
         return buf;
     }
     bool mpi_like = e.source == DDPC_DIST_SOURCE_OPENMPI || e.source == DDPC_DIST_SOURCE_PMI ||

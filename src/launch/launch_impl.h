@@ -15,8 +15,6 @@
 
 /* ---- environment vectors (worker_env.c) ---- */
 
-/* The value of `key` in a NULL-terminated "KEY=VALUE" vector, or NULL. envp may be NULL. */
-const char *ddpc__env_get(const char *const *envp, const char *key);
 /* Frees a vector from ddpc__worker_env or ddpc__strv_*; NULL is a no-op. */
 void ddpc__strv_free(char **v);
 /* Appends a copy of `s` to the vector *v of *n entries (kept NULL-terminated). */
@@ -76,8 +74,9 @@ const char *ddpc__ring_line(const ddpc__line_ring *r, int i);
 
 /* Where one worker's lines go. `prefix` ("[rank r/w] ") is put before console lines when tee. */
 typedef struct {
-    FILE *log;     /* NULL: no log file */
-    FILE *console; /* NULL: not to the console */
+    FILE *log;      /* NULL: no log file */
+    int *log_errno; /* NULL, or where the first failed write to `log` leaves its errno */
+    FILE *console;  /* NULL: not to the console */
     const char *prefix;
     ddpc__line_ring *ring;
 } ddpc__line_sink;
@@ -95,6 +94,27 @@ ddpc_status ddpc__line_feed(ddpc__line_buf *b, const char *data, size_t n,
 /* At end of stream: a pending partial line goes out with a newline added; frees the buffer. */
 void ddpc__line_flush(ddpc__line_buf *b, const ddpc__line_sink *sink);
 
+/* ---- the guard: workers die with the launcher (guard.c) ---- */
+
+typedef struct {
+    pid_t pid; /* the guard process; 0 when none */
+    int fd;    /* write end of its pipe (close-on-exec); -1 when none */
+} ddpc__guard;
+
+/* Forks the guard. Call with the launcher's watched signals blocked (the guard inherits the
+ * mask). When the launcher dies before ddpc__guard_stop, the guard SIGKILLs every listed group
+ * and removes the job's shm segments for restarts 0..max_restarts. DDPC_EIO on pipe or fork
+ * failure. */
+ddpc_status ddpc__guard_start(ddpc__guard *g, const ddpc__job_ids *ids, int max_restarts);
+/* Lists process group `pgid` (a worker just spawned). g may be NULL. */
+void ddpc__guard_add(const ddpc__guard *g, pid_t pgid);
+/* Unlists it: call once the launcher has SIGKILLed the group itself. g may be NULL. */
+void ddpc__guard_remove(const ddpc__guard *g, pid_t pgid);
+/* Tells the guard the launcher is done and reaps it. */
+void ddpc__guard_stop(ddpc__guard *g);
+/* Removes the shm segment the workers of attempt `restart_count` would use (best effort). */
+void ddpc__job_shm_remove(const ddpc__job_ids *ids, int restart_count);
+
 /* ---- one worker process (worker.c) ---- */
 
 typedef struct {
@@ -105,6 +125,10 @@ typedef struct {
     ddpc__line_sink sinks[2];
     ddpc__line_ring ring;
     FILE *log;
+    char log_path[1200];
+    int log_errno;            /* first write error of its log file, 0 while none */
+    bool log_reported;        /* that error was reported */
+    const ddpc__guard *guard; /* told about its process group; may be NULL */
     char prefix[32];
     bool exited; /* observed (not yet reaped: the zombie keeps its pid and group id ours) */
     bool failed; /* exited non-zero or by a signal */
@@ -113,7 +137,8 @@ typedef struct {
 } ddpc__worker;
 
 /* Starts `path` with `argv` and `envp` in its own process group, with stdout and stderr on fresh
- * pipes and `child_mask` as its signal mask. DDPC_EIO on pipe or fork failure. */
+ * pipes and `child_mask` as its signal mask; it gets SIGKILL when the launcher dies, and its group
+ * is listed with w->guard. DDPC_EIO on pipe or fork failure. */
 ddpc_status ddpc__worker_spawn(ddpc__worker *w, const char *path, char *const *argv,
                                char *const *envp, const sigset_t *child_mask);
 /* Checks without blocking whether the worker exited (sets exited, failed); leaves a zombie. */
@@ -122,7 +147,8 @@ bool ddpc__worker_poll_exit(ddpc__worker *w);
 void ddpc__worker_signal(ddpc__worker *w, int sig);
 /* Reads what its pipe `stream` (0 stdout, 1 stderr) holds into the sinks; closes it at EOF. */
 ddpc_status ddpc__worker_read(ddpc__worker *w, int stream);
-/* SIGKILLs what is left of its group, reaps it, flushes and closes its pipes. */
+/* SIGKILLs what is left of its group, reaps it, flushes and closes its pipes and its log (a
+ * failed close sets log_errno). */
 void ddpc__worker_finish(ddpc__worker *w);
 
 /* ---- one attempt of the whole group (attempt.c) ---- */
@@ -138,14 +164,17 @@ typedef struct {
     int failed_rank; /* FAILED: the first rank seen failing */
     int wait_status; /* FAILED: its waitpid status */
     int signo;       /* INTERRUPTED: the signal the launcher got */
+    bool log_failed; /* a log file could not be written (reported on cfg->err) */
 } ddpc__attempt_result;
 
-/* Runs one attempt: spawns every worker (envs[i] for local rank i), forwards output, and watches
- * for exits and for the signals in `watched` (blocked by the caller). Reports a failure on
- * cfg->err. Returns an error only when the attempt could not be started or run. */
+/* Runs one attempt: spawns every worker (envs[i] for local rank i), lists their groups with
+ * `guard` (may be NULL), forwards output, and watches for exits and for the signals in `watched`
+ * (blocked by the caller). Reports a failure and log write errors on cfg->err. Returns an error
+ * only when the attempt could not be started or run. */
 ddpc_status ddpc__attempt_run(const ddpc_launch_config *cfg, const char *program,
                               char **const *envs, int attempt, const sigset_t *watched,
-                              const sigset_t *child_mask, ddpc__attempt_result *res);
+                              const sigset_t *child_mask, const ddpc__guard *guard,
+                              ddpc__attempt_result *res);
 
 /* ---- mpirun hand-off (mpirun.c) ---- */
 

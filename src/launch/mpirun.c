@@ -4,8 +4,6 @@
  * then owns failure handling (it aborts the whole job when one rank fails). */
 #include "launch/launch_impl.h"
 
-#include "comm/env_impl.h"
-
 #include <ddpc/alloc.h>
 
 #include <errno.h>
@@ -126,7 +124,7 @@ ddpc_status ddpc__mpirun_nodes(const ddpc_launch_config *cfg, const char *const 
     }
     /* Inside a SLURM allocation Open MPI's mpirun takes the hosts from SLURM itself; we only
      * check that the allocation has enough of them. */
-    const char *nodelist = ddpc__env_get(envp, "SLURM_JOB_NODELIST");
+    const char *nodelist = ddpc_dist_env_lookup(envp, "SLURM_JOB_NODELIST");
     if (cfg->nnodes > 1 && !nodelist)
         return ddpc_errorf(DDPC_EINVAL,
                            "--nnodes %d needs the hosts: give --hostfile FILE, or "
@@ -135,7 +133,7 @@ ddpc_status ddpc__mpirun_nodes(const ddpc_launch_config *cfg, const char *const 
                            cfg->nnodes);
     if (cfg->nnodes > 1) {
         int hosts = 0;
-        DDPC_TRY(ddpc__slurm_hostlist_count("SLURM_JOB_NODELIST", nodelist, &hosts));
+        DDPC_TRY(ddpc_dist_env_slurm_hosts(envp, &hosts));
         if (cfg->nnodes > hosts)
             return ddpc_errorf(DDPC_EINVAL,
                                "--nnodes %d but the SLURM allocation "

@@ -6,6 +6,7 @@
 
 #include <ddpc/alloc.h>
 
+#include <errno.h>
 #include <string.h>
 
 void ddpc__ring_push(ddpc__line_ring *r, const char *line, size_t len)
@@ -33,8 +34,12 @@ static void emit(const ddpc__line_sink *sink, const char *line, size_t len)
 {
     if (sink->ring)
         ddpc__ring_push(sink->ring, line, len);
-    if (sink->log)
-        fwrite(line, 1, len, sink->log);
+    if (sink->log) {
+        /* a full disk must not pass unnoticed: the first error is kept for the report */
+        size_t put = fwrite(line, 1, len, sink->log);
+        if ((put != len || ferror(sink->log)) && sink->log_errno && *sink->log_errno == 0)
+            *sink->log_errno = errno ? errno : EIO;
+    }
     if (sink->console) {
         /* A line the library's rank-aware logging already prefixed is not prefixed twice. */
         size_t plen = sink->prefix ? strlen(sink->prefix) : 0;

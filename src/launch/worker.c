@@ -1,14 +1,16 @@
 /* One worker process: forked into its own process group (so a signal to the group reaches every
- * process it started), stdout and stderr on pipes, stdin from /dev/null (a background group that
- * reads the terminal would be stopped by SIGTTIN). Invariant: the worker stays a zombie from the
- * moment its exit is seen until ddpc__worker_finish reaps it, so its pid, which is also its
- * process group id, cannot be reused while the launcher may still signal that group. */
+ * process it started), killed by the kernel when the launcher dies (PR_SET_PDEATHSIG; the guard
+ * takes the rest of its group), stdout and stderr on pipes, stdin from /dev/null (a background
+ * group that reads the terminal would be stopped by SIGTTIN). Invariant: the worker stays a zombie
+ * from the moment its exit is seen until ddpc__worker_finish reaps it, so its pid, which is also
+ * its process group id, cannot be reused while the launcher may still signal that group. */
 #include "launch/launch_impl.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,9 +24,12 @@ static void close_fd(int *fd)
 /* In the child, between fork and exec: only async-signal-safe calls (and snprintf on a stack
  * buffer, which is safe here because the launcher is single-threaded). */
 static void child_exec(const int pipes[2][2], const char *path, char *const *argv,
-                       char *const *envp, const sigset_t *child_mask)
+                       char *const *envp, const sigset_t *child_mask, pid_t launcher)
 {
     setpgid(0, 0);
+    /* Die with the launcher; if it died before this line, the signal will never come. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != launcher)
+        _exit(127);
     int devnull = open("/dev/null", O_RDONLY);
     if (devnull >= 0)
         dup2(devnull, STDIN_FILENO);
@@ -55,9 +60,10 @@ ddpc_status ddpc__worker_spawn(ddpc__worker *w, const char *path, char *const *a
                                strerror(e));
         }
     }
+    pid_t launcher = getpid();
     pid_t pid = fork();
     if (pid == 0)
-        child_exec((const int(*)[2])pipes, path, argv, envp, child_mask);
+        child_exec((const int(*)[2])pipes, path, argv, envp, child_mask, launcher);
     int e = errno;
     for (int s = 0; s < 2; s++)
         close_fd(&pipes[s][1]);
@@ -70,6 +76,7 @@ ddpc_status ddpc__worker_spawn(ddpc__worker *w, const char *path, char *const *a
      * EACCES means the child already exec'd, after its own setpgid. */
     setpgid(pid, pid);
     w->pid = pid;
+    ddpc__guard_add(w->guard, pid);
     for (int s = 0; s < 2; s++) {
         w->fds[s] = pipes[s][0];
         fcntl(w->fds[s], F_SETFL, fcntl(w->fds[s], F_GETFL) | O_NONBLOCK);
@@ -132,6 +139,7 @@ void ddpc__worker_finish(ddpc__worker *w)
 {
     if (w->pid > 0 && !w->reaped) {
         kill(-w->pid, SIGKILL);
+        ddpc__guard_remove(w->guard, w->pid);
         int status = 0;
         while (waitpid(w->pid, &status, 0) < 0 && errno == EINTR) {
         }
@@ -148,7 +156,8 @@ void ddpc__worker_finish(ddpc__worker *w)
         close_fd(&w->fds[st]);
     }
     if (w->log) {
-        fclose(w->log);
+        if (fclose(w->log) != 0 && w->log_errno == 0)
+            w->log_errno = errno;
         w->log = NULL;
     }
 }

@@ -33,14 +33,6 @@ static bool key_is(const char *kv, const char *key)
     return strncmp(kv, key, n) == 0 && kv[n] == '=';
 }
 
-const char *ddpc__env_get(const char *const *envp, const char *key)
-{
-    for (int i = 0; envp && envp[i]; i++)
-        if (key_is(envp[i], key))
-            return envp[i] + strlen(key) + 1;
-    return NULL;
-}
-
 void ddpc__strv_free(char **v)
 {
     for (int i = 0; v && v[i]; i++)
@@ -96,7 +88,7 @@ ddpc_status ddpc__strv_pushf(char ***v, int *n, const char *fmt, ...)
 
 int ddpc__omp_threads(const char *const *base, int nproc, int cpus)
 {
-    if (nproc <= 1 || ddpc__env_get(base, "OMP_NUM_THREADS"))
+    if (nproc <= 1 || ddpc_dist_env_lookup(base, "OMP_NUM_THREADS"))
         return 0;
     int t = cpus / nproc;
     return t > 1 ? t : 1;
