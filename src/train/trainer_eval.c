@@ -77,17 +77,18 @@ static ddpc_status evaluate_shares(ddpc_trainer *t, bool limit, double *sums)
     return st;
 }
 
-static void log_result(ddpc_trainer *t, const char *split, int i, const ddpc_eval_result *r)
+static ddpc_status log_result(ddpc_trainer *t, const char *split, int i,
+                              const ddpc_eval_result *r)
 {
-    char task[64] = "", fields[320];
     long long step = (long long)(t->engine ? ddpc_engine_step(t->engine) : 0);
+    ddpc_metrics *m = t->metrics;
+    ddpc_metrics_begin(m, step);
+    ddpc_metrics_str(m, "split", split);
     if (t->multi)
-        snprintf(task, sizeof task, "\"task\": \"%s\", ", t->task[i].name);
-    snprintf(fields, sizeof fields,
-             "\"step\": %lld, \"split\": \"%s\", %s\"eval_loss\": %.6f, \"eval_accuracy\": %.6f, "
-             "\"eval_samples\": %lld",
-             step, split, task, r->loss, r->accuracy, (long long)r->samples);
-    ddpc__metrics_write(t, fields);
+        ddpc_metrics_str(m, "task", t->task[i].name);
+    ddpc_metrics_f64(m, "eval_loss", r->loss, 6);
+    ddpc_metrics_f64(m, "eval_accuracy", r->accuracy, 6);
+    ddpc_metrics_i64(m, "eval_samples", r->samples);
     if (t->log && t->multi)
         fprintf(t->log,
                 "eval %-4s step %6lld | task %-12s | loss %.4f | accuracy %.2f%% | %lld samples\n",
@@ -96,6 +97,7 @@ static void log_result(ddpc_trainer *t, const char *split, int i, const ddpc_eva
     else if (t->log)
         fprintf(t->log, "eval %-4s step %6lld | loss %.4f | accuracy %.2f%% | %lld samples\n",
                 split, step, r->loss, 100.0 * r->accuracy, (long long)r->samples);
+    return ddpc_metrics_end(m);
 }
 
 ddpc_status ddpc__trainer_evaluate(ddpc_trainer *t, const char *split, bool limit)
@@ -114,7 +116,7 @@ ddpc_status ddpc__trainer_evaluate(ddpc_trainer *t, const char *split, bool limi
         t->task[i].last_eval = r;
         if (i == 0)
             t->last_eval = r;
-        log_result(t, split, i, &r);
+        DDPC_TRY(log_result(t, split, i, &r));
     }
     return DDPC_OK;
 }

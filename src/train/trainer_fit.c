@@ -86,46 +86,44 @@ static ddpc_status sync_stats(ddpc_trainer *t)
     return DDPC_OK;
 }
 
-/* The per-task losses of the window as JSON members and as text; resets them. */
-static void task_losses(ddpc_trainer *t, char *json, size_t json_cap, char *text, size_t text_cap)
+/* The per-task losses of the window into the record and as text; resets them. */
+static void task_losses(ddpc_trainer *t, char *text, size_t text_cap)
 {
-    size_t jl = 0, tl = 0;
-    json[0] = text[0] = '\0';
+    size_t tl = 0;
+    text[0] = '\0';
     for (int i = 0; i < t->n_tasks; i++) {
         ddpc__task *k = &t->task[i];
         double l = k->window_passes > 0 ? k->window_loss / k->window_passes : 0.0;
-        jl += (size_t)snprintf(json + jl, json_cap - jl, "%s\"%s\": %.6f", i ? ", " : "", k->name,
-                               l);
+        char key[DDPC__TASK_NAME_MAX + 16];
+        snprintf(key, sizeof key, "task_loss/%s", k->name);
+        if (t->multi)
+            ddpc_metrics_f64(t->metrics, key, l, 6);
         tl += (size_t)snprintf(text + tl, text_cap - tl, "%s%s %.4f", i ? ", " : "", k->name, l);
         k->window_loss = k->window_passes = 0;
     }
 }
 
-static void log_progress(ddpc_trainer *t, int64_t epoch, double elapsed)
+static ddpc_status log_progress(ddpc_trainer *t, int64_t epoch, double elapsed)
 {
     int64_t step = ddpc_engine_step(t->engine), per_sample = t->tokens_per_sample;
     double samples_per_s = (double)(t->window_samples * t->world) / t->window_time;
     double loss = t->window_steps ? t->window_loss / (double)t->window_steps : 0.0;
     float lr = ddpc_engine_lr(t->engine, step - 1);
-    char json[96 * DDPC_MODEL_MAX_HEADS], text[96 * DDPC_MODEL_MAX_HEADS];
-    char fields[256 + sizeof json];
-    task_losses(t, json, sizeof json, text, sizeof text);
-    if (t->multi)
-        snprintf(fields, sizeof fields,
-                 "\"step\": %lld, \"epoch\": %lld, \"loss\": %.6f, \"task_loss\": {%s}, \"lr\": "
-                 "%.6g, \"samples_per_s\": %.1f, \"data_wait_s\": %.4f, \"time_s\": %.3f, "
-                 "\"grad_norm\": %.6g, \"skipped_steps\": %lld",
-                 (long long)step, (long long)epoch, loss, json, lr, samples_per_s, t->window_wait,
-                 elapsed, t->last_grad_norm, (long long)ddpc_engine_skipped(t->engine));
-    else
-        snprintf(fields, sizeof fields,
-                 "\"step\": %lld, \"epoch\": %lld, \"loss\": %.6f, \"lr\": %.6g, "
-                 "\"samples_per_s\": %.1f, \"tokens_per_s\": %.1f, \"data_wait_s\": %.4f, "
-                 "\"time_s\": %.3f, \"grad_norm\": %.6g, \"skipped_steps\": %lld",
-                 (long long)step, (long long)epoch, loss, lr, samples_per_s,
-                 samples_per_s * (double)per_sample, t->window_wait, elapsed, t->last_grad_norm,
-                 (long long)ddpc_engine_skipped(t->engine));
-    ddpc__metrics_write(t, fields);
+    char text[96 * DDPC_MODEL_MAX_HEADS];
+    ddpc_metrics *m = t->metrics;
+    ddpc_metrics_begin(m, step);
+    ddpc_metrics_i64(m, "epoch", epoch);
+    ddpc_metrics_f64(m, "loss", loss, 6);
+    task_losses(t, text, sizeof text);
+    ddpc_metrics_f64(m, "lr", lr, -1);
+    ddpc_metrics_f64(m, "samples_per_s", samples_per_s, 1);
+    if (!t->multi)
+        ddpc_metrics_f64(m, "tokens_per_s", samples_per_s * (double)per_sample, 1);
+    ddpc_metrics_f64(m, "data_wait_s", t->window_wait, 4);
+    ddpc_metrics_f64(m, "time_s", elapsed, 3);
+    ddpc_metrics_f64(m, "grad_norm", t->last_grad_norm, -1);
+    ddpc_metrics_i64(m, "skipped_steps", ddpc_engine_skipped(t->engine));
+    ddpc_status st = ddpc_metrics_end(m);
     if (t->log && t->multi)
         fprintf(t->log,
                 "step %6lld/%lld | epoch %lld | loss %.4f (%s) | lr %.3e | %.0f samples/s | %.1f "
@@ -143,6 +141,7 @@ static void log_progress(ddpc_trainer *t, int64_t epoch, double elapsed)
     t->window_time = 0;
     t->window_wait = 0;
     t->window_samples = 0;
+    return st;
 }
 
 static void log_start(ddpc_trainer *t)
@@ -194,7 +193,7 @@ static ddpc_status after_step(ddpc_trainer *t, int64_t epoch, bool epoch_end, do
     if (step % s->stats_sync_every == 0 || log_now)
         DDPC_TRY(sync_stats(t));
     if (log_now)
-        log_progress(t, epoch, ddpc_time_now() - start);
+        DDPC_TRY(log_progress(t, epoch, ddpc_time_now() - start));
     /* Validation uses the test splits, which the final evaluation covers. */
     bool repeat = step == total && s->eval_batches == 0;
     if (!repeat && ((s->eval_every > 0 && step % s->eval_every == 0) ||
@@ -259,7 +258,7 @@ ddpc_status ddpc_trainer_run(ddpc_trainer *t)
 {
     if (t->set.state == STATE_TRAIN)
         DDPC_TRY(ddpc__trainer_resume(t));
-    DDPC_TRY(ddpc__metrics_open(t));
+    DDPC_TRY(ddpc__trainer_open_outputs(t));
     switch (t->set.state) {
     case STATE_TRAIN: return ddpc__trainer_fit(t);
     case STATE_VAL: return ddpc__trainer_evaluate(t, "val", false);

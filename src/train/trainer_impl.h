@@ -11,9 +11,11 @@
 #include <ddpc/comm.h>
 #include <ddpc/engine.h>
 #include <ddpc/loader.h>
+#include <ddpc/metrics.h>
 #include <ddpc/nn.h>
 #include <ddpc/optim.h>
 #include <ddpc/reducer.h>
+#include <ddpc/rundir.h>
 #include <ddpc/sampler.h>
 #include <ddpc/train.h>
 
@@ -98,7 +100,8 @@ struct ddpc_trainer {
     float *x;
     int32_t *tokens, *targets;
     int64_t *perm; /* (train size) bench order */
-    FILE *metrics;
+    ddpc_metrics *metrics;   /* records of rank 0 reach metrics.jsonl; other ranks' go nowhere */
+    ddpc_rundir_lock *lock; /* rank 0: this job's run directory */
     char *config_text; /* the effective configuration (ddpc_config_dump), for config.yaml and
                           checkpoints */
     int restart_count; /* of the launcher (TORCHELASTIC_RESTART_COUNT) */
@@ -162,9 +165,7 @@ ddpc_status ddpc__trainer_evaluate(ddpc_trainer *t, const char *split, bool limi
 /* trainer_predict.c: rank 0 writes predictions (classes per task, or sampled text). */
 ddpc_status ddpc__trainer_predict(ddpc_trainer *t);
 
-/* metrics.c: one JSON object per line in run_dir/metrics.jsonl. */
-ddpc_status ddpc__metrics_open(ddpc_trainer *t);
-void ddpc__metrics_write(ddpc_trainer *t, const char *json_fields);
-ddpc_status ddpc__make_dirs(const char *path);
+/* trainer_outputs.c: run directory lock, config.yaml, writability checks, metrics.jsonl. */
+ddpc_status ddpc__trainer_open_outputs(ddpc_trainer *t);
 
 #endif

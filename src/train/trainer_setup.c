@@ -62,8 +62,8 @@ void ddpc_trainer_destroy(ddpc_trainer *t)
 {
     if (!t)
         return;
-    if (t->metrics)
-        fclose(t->metrics);
+    ddpc_metrics_destroy(t->metrics);
+    ddpc_rundir_unlock(t->lock);
     ddpc_engine_destroy(t->engine);
     ddpc__trainer_free_tasks(t);
     ddpc__trainer_fini_dist(t);

@@ -1,0 +1,39 @@
+/* The run's outputs, opened before anything is trained: rank 0 locks the run directory (one job
+ * per directory), writes config.yaml, checks that weights_out and the checkpoint directory can be
+ * written (so that is not discovered after training), and opens metrics.jsonl — appended to by a
+ * resumed or restarted run, which records why. Only global rank 0 writes run outputs. */
+#include "train/trainer_impl.h"
+
+#include <ddpc/rundir.h>
+
+#include <stdio.h>
+
+static ddpc_status record_start(ddpc_trainer *t)
+{
+    if (!t->resumed_from[0] && t->restart_count == 0)
+        return DDPC_OK;
+    ddpc_metrics_begin(t->metrics, ddpc_engine_step(t->engine));
+    ddpc_metrics_str(t->metrics, "event", t->resumed_from[0] ? "resume" : "restart");
+    ddpc_metrics_i64(t->metrics, "restart", t->restart_count);
+    ddpc_metrics_str(t->metrics, "checkpoint", t->resumed_from);
+    return ddpc_metrics_end(t->metrics);
+}
+
+ddpc_status ddpc__trainer_open_outputs(ddpc_trainer *t)
+{
+    DDPC_TRY(ddpc_metrics_create(&t->metrics)); /* every rank records; only rank 0's are kept */
+    if (t->rank != 0)
+        return DDPC_OK;
+    const trainer_settings *s = &t->set;
+    DDPC_TRY(ddpc_rundir_lock_acquire(s->run_dir, &t->lock));
+    DDPC_TRY(ddpc_rundir_write_config(s->run_dir, t->config_text));
+    if (s->state == STATE_TRAIN && s->weights_out)
+        DDPC_TRY(ddpc_path_check_writable(s->weights_out));
+    if (s->state == STATE_TRAIN && (s->ckpt_every_steps > 0 || s->ckpt_every_epochs > 0))
+        DDPC_TRY(ddpc_dir_check_writable(s->ckpt_dir));
+    char path[1100];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", s->run_dir);
+    /* A resumed or restarted run appends: the file keeps every attempt's records. */
+    DDPC_TRY(ddpc_metrics_add_jsonl(t->metrics, path, t->resumed_from[0] || t->restart_count > 0));
+    return record_start(t);
+}
