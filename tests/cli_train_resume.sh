@@ -61,6 +61,25 @@ run adamw 137 "${one[@]}" "${adamw[@]}" fault.kill_at_step=23 fault.kill_at_micr
 run adamw 0 "${one[@]}" "${adamw[@]}"
 same adamw ref_adamw
 
+if /usr/bin/python3 "$src/tests/safetensors_interop.py" ckpt "$tmp/adamw/checkpoints/step-00000048" \
+    "$tmp/py.st" >"$tmp/py.log" 2>&1; then ok "PyTorch loads a checkpoint the trainer wrote"; else
+    fail "PyTorch loads a checkpoint the trainer wrote" "$tmp/py.log"; fi
+
+# init_from a checkpoint directory: state=test reproduces the final test loss.
+test_loss() { grep '"split": "test"' "$1" | tail -1 | sed 's/.*"eval_loss": \([0-9.]*\).*/\1/'; }
+"$ddpc" train "$cfg" "${common[@]}" state=test init_from="$tmp/ref/checkpoints/step-00000048" \
+    run_dir="$tmp/init" >"$tmp/init.log" 2>&1
+check "init_from a checkpoint reproduces the test loss" \
+    test "$(test_loss "$tmp/init/metrics.jsonl")" = "$(test_loss "$tmp/ref/metrics.jsonl")"
+"$ddpc" train "$cfg" "${common[@]}" state=test 'model.hidden=[32,16]' run_dir="$tmp/strict" \
+    init_from="$tmp/ref/checkpoints/step-00000048" >"$tmp/strict.log" 2>&1
+check "init_strict (default) refuses another model" test $? -ne 0
+check "listing what is missing and unexpected" grep -q "missing: .*fc.2.weight" "$tmp/strict.log"
+"$ddpc" train "$cfg" "${common[@]}" state=test 'model.hidden=[32,16]' run_dir="$tmp/loose" \
+    init_from="$tmp/ref/checkpoints/step-00000048" init_strict=false >"$tmp/loose.log" 2>&1
+check "init_strict: false loads what matches" test $? -eq 0
+check "and says what it left out" grep -q "left out .*missing: .*fc.2.weight" "$tmp/loose.log"
+
 run never 0 "${one[@]}" resume=never checkpoint.dir="$tmp/ref/checkpoints" max_steps=3
 check "resume: never starts from step 0" grep -q '"step": 3, "epoch": 0' "$tmp/never/metrics.jsonl"
 

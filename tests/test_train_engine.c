@@ -1,8 +1,8 @@
 /* The step engine on a small MLP with dropout: a step equals the same model driven by hand
- * (forward, backward, clip, torch-rule optimizer) bit for bit; two micro-batches of b train like one
- * batch of 2b; a replayed step (counters and optimizer state restored) draws the same dropout masks
- * and gives the same parameters; non-finite gradients stop (parameters untouched) or are skipped
- * and counted; bad configs are refused. */
+ * (forward, backward, clip, torch-rule optimizer) bit for bit; two micro-batches of b train like
+ * one batch of 2b; a replayed step (counters and optimizer state restored) draws the same dropout
+ * masks and gives the same parameters; non-finite gradients stop (parameters untouched) or are
+ * skipped and counted; bad configs are refused. */
 #include "check.h"
 
 #include <ddpc/alloc.h>

@@ -63,8 +63,8 @@ void ddpc_engine_zero_grad(ddpc_engine *e);
  * the reducer then communicates while this backward runs; without any sync pass, every gradient
  * is synchronised after the last pass (several tasks feed one step). *out as
  * ddpc_model_forward's. Errors: the model's. */
-ddpc_status ddpc_engine_pass(ddpc_engine *e, ddpc_model_input *in, int64_t micro,
-                             float loss_weight, bool sync, ddpc_model_output *out);
+ddpc_status ddpc_engine_pass(ddpc_engine *e, ddpc_model_input *in, int64_t micro, float loss_weight,
+                             bool sync, ddpc_model_output *out);
 
 typedef struct {
     int64_t step;     /* the step just finished, from 0 */

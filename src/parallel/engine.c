@@ -26,9 +26,12 @@ struct ddpc_engine {
 const char *ddpc_nonfinite_policy_name(ddpc_nonfinite_policy p)
 {
     switch (p) {
-    case DDPC_NONFINITE_STOP: return "stop";
-    case DDPC_NONFINITE_SKIP: return "skip";
-    default: return "unknown";
+    case DDPC_NONFINITE_STOP:
+        return "stop";
+    case DDPC_NONFINITE_SKIP:
+        return "skip";
+    default:
+        return "unknown";
     }
 }
 
@@ -98,15 +101,16 @@ void ddpc_engine_zero_grad(ddpc_engine *e)
     e->bad_loss = false;
 }
 
-ddpc_status ddpc_engine_pass(ddpc_engine *e, ddpc_model_input *in, int64_t micro,
-                             float loss_weight, bool sync, ddpc_model_output *out)
+ddpc_status ddpc_engine_pass(ddpc_engine *e, ddpc_model_input *in, int64_t micro, float loss_weight,
+                             bool sync, ddpc_model_output *out)
 {
     const ddpc_engine_config *c = &e->cfg;
     /* Dropout stream: distinct for every pass of every micro-step of every rank, and a function
      * of the step number only, so a resumed run draws the masks the uninterrupted one drew. */
     in->rng_stream =
         (((uint64_t)e->step * (uint64_t)c->accum_steps + (uint64_t)micro) * (uint64_t)c->num_tasks +
-         (uint64_t)in->task) * (uint64_t)e->world +
+         (uint64_t)in->task) *
+            (uint64_t)e->world +
         (uint64_t)e->rank;
     if (e->reducer) /* no_sync unless this backward is the step's only remaining one */
         ddpc_reducer_prepare(e->reducer, sync);

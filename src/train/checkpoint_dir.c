@@ -109,7 +109,7 @@ static ddpc_status scan(const char *dir, ddpc_ckpt_entry **out, size_t *n)
         }
         ddpc_ckpt_entry *en = &(*out)[(*n)++];
         memset(en, 0, sizeof *en);
-        snprintf(en->name, sizeof en->name, "%s", e->d_name);
+        memcpy(en->name, e->d_name, strlen(e->d_name) + 1); /* < 32 bytes, checked above */
         en->step = step;
         en->epoch = -1;
     }

@@ -71,8 +71,12 @@ static void put_string(out_buf *o, const char *s)
 static void put_value(out_buf *o, const ddpc__metrics_record *r, const ddpc__metrics_field *f)
 {
     switch (f->kind) {
-    case DDPC__FIELD_I64: put(o, "%lld", (long long)f->i); break;
-    case DDPC__FIELD_STR: put_string(o, r->str[f->str]); break;
+    case DDPC__FIELD_I64:
+        put(o, "%lld", (long long)f->i);
+        break;
+    case DDPC__FIELD_STR:
+        put_string(o, r->str[f->str]);
+        break;
     case DDPC__FIELD_F64:
         if (!isfinite(f->f))
             put(o, "null"); /* JSON has no NaN or infinity */

@@ -33,8 +33,7 @@ ddpc_status ddpc_mkdirs(const char *dir)
         if (mkdir(buf, 0777) != 0 && errno != EEXIST)
             return ddpc_errorf(DDPC_EIO, "cannot create directory '%s': %s", buf, strerror(errno));
         if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode))
-            return ddpc_errorf(DDPC_EIO, "cannot create directory '%s': a file is in the way",
-                               buf);
+            return ddpc_errorf(DDPC_EIO, "cannot create directory '%s': a file is in the way", buf);
         *p = saved;
         if (saved == '\0')
             return DDPC_OK;
@@ -95,7 +94,7 @@ typedef struct node {
     size_t name_len;
     const char *value; /* up to the end of its line */
     size_t value_len;
-    int first, next;   /* indices into the node array, -1 for none */
+    int first, next; /* indices into the node array, -1 for none */
 } node;
 
 static int child(node *nodes, int *n, int parent, const char *name, size_t len)
@@ -178,8 +177,10 @@ ddpc_status ddpc_rundir_write_config(const char *dir, const char *dump)
         ddpc_free(nodes);
         return ddpc_errorf(DDPC_EIO, "cannot write '%s': %s", path, strerror(e));
     }
-    fprintf(f, "# The effective configuration of this run (every key read, defaults included);\n"
-               "# `ddpc train %s` runs it again.\n", path);
+    fprintf(f,
+            "# The effective configuration of this run (every key read, defaults included);\n"
+            "# `ddpc train %s` runs it again.\n",
+            path);
     emit(f, nodes, 0, 0);
     ddpc_free(nodes);
     bool ok = fflush(f) == 0 && !ferror(f);

@@ -7,6 +7,7 @@
 #include "train/trainer_impl.h"
 
 #include <ddpc/checkpoint.h>
+#include <ddpc/timer.h>
 
 #include <stdio.h>
 #include <string.h>
@@ -18,8 +19,7 @@ ddpc_status ddpc__trainer_read_ckpt_settings(ddpc_trainer *t)
     char def_dir[1100];
     const char *dir;
     DDPC_TRY(ddpc_config_int(c, "checkpoint.every_steps", 0, 0, INT64_MAX, &s->ckpt_every_steps));
-    DDPC_TRY(ddpc_config_int(c, "checkpoint.every_epochs", 0, 0, INT64_MAX,
-                             &s->ckpt_every_epochs));
+    DDPC_TRY(ddpc_config_int(c, "checkpoint.every_epochs", 0, 0, INT64_MAX, &s->ckpt_every_epochs));
     DDPC_TRY(ddpc_config_int(c, "checkpoint.keep", 3, 0, INT64_MAX, &s->ckpt_keep));
     snprintf(def_dir, sizeof def_dir, "%s/checkpoints", s->run_dir);
     DDPC_TRY(ddpc_config_string(c, "checkpoint.dir", def_dir, &dir));
@@ -126,11 +126,18 @@ static ddpc_status save(ddpc_trainer *t)
         .config = t->config_text,
     };
     char path[1100];
+    double t0 = ddpc_time_now();
     DDPC_TRY(ddpc_ckpt_save(t->set.ckpt_dir, t->model, ddpc_engine_optim(t->engine), &st,
                             t->set.ckpt_keep, path, sizeof path));
+    double seconds = ddpc_time_now() - t0;
+    t->ckpt_seconds += seconds;
     if (t->log)
-        fprintf(t->log, "saved checkpoint %s\n", path);
-    return DDPC_OK;
+        fprintf(t->log, "saved checkpoint %s in %.3f s\n", path, seconds);
+    ddpc_metrics_begin(t->metrics, step);
+    ddpc_metrics_str(t->metrics, "event", "checkpoint");
+    ddpc_metrics_str(t->metrics, "checkpoint", path);
+    ddpc_metrics_f64(t->metrics, "checkpoint_s", seconds, 4);
+    return ddpc_metrics_end(t->metrics);
 }
 
 ddpc_status ddpc__trainer_after_step_save(ddpc_trainer *t, bool epoch_end)

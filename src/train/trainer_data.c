@@ -52,8 +52,8 @@ static ddpc_status read_text(ddpc_trainer *t, const char *prefix, data_spec *s)
 {
     char key[96];
     DDPC_TRY(ddpc_config_int(t->cfg, "model.block_size", 128, 1, 1 << 16, &s->block));
-    DDPC_TRY(ddpc_config_string(t->cfg, key_of(key, sizeof key, prefix, "path"),
-                                DDPC__FORTUNES_DIR, &s->path));
+    DDPC_TRY(ddpc_config_string(t->cfg, key_of(key, sizeof key, prefix, "path"), DDPC__FORTUNES_DIR,
+                                &s->path));
     return ddpc_config_float(t->cfg, key_of(key, sizeof key, prefix, "val_fraction"), 0.1, 0.001,
                              0.999, &s->val_fraction);
 }
@@ -81,8 +81,8 @@ static ddpc_status read_synthetic_images(ddpc_trainer *t, const char *prefix, da
 static ddpc_status create_synthetic_images(const data_spec *s, uint64_t seed, ddpc_dataset **train,
                                            ddpc_dataset **test)
 {
-    DDPC_TRY(ddpc_dataset_synthetic_images_create(train, s->size, 1, 28, 28, s->classes, seed,
-                                                  true));
+    DDPC_TRY(
+        ddpc_dataset_synthetic_images_create(train, s->size, 1, 28, 28, s->classes, seed, true));
     return ddpc_dataset_synthetic_images_create(test, s->size / 4 + 1, 1, 28, 28, s->classes, seed,
                                                 false);
 }
@@ -213,12 +213,12 @@ static ddpc_status read_task(ddpc_trainer *t, int i, loaded_data *loaded, int *n
     snprintf(prefix, sizeof prefix, "tasks.%d", i);
     DDPC_TRY(read_name(t, i, key_of(key, sizeof key, prefix, "name")));
     DDPC_TRY(load_data(t, k, key_of(key, sizeof key, prefix, "data"), loaded, n_loaded));
-    DDPC_TRY(ddpc_config_int(c, key_of(key, sizeof key, prefix, "batch_size"), t->set.batch_size,
-                             1, 1 << 20, &k->batch_size));
+    DDPC_TRY(ddpc_config_int(c, key_of(key, sizeof key, prefix, "batch_size"), t->set.batch_size, 1,
+                             1 << 20, &k->batch_size));
     DDPC_TRY(ddpc_config_int(c, key_of(key, sizeof key, prefix, "eval_batch_size"),
                              t->set.eval_batch_size, 1, 1 << 20, &k->eval_batch_size));
-    DDPC_TRY(ddpc_config_float(c, key_of(key, sizeof key, prefix, "loss_weight"), 1.0, 0.0, 1e6,
-                               &w));
+    DDPC_TRY(
+        ddpc_config_float(c, key_of(key, sizeof key, prefix, "loss_weight"), 1.0, 0.0, 1e6, &w));
     k->loss_weight = (float)w;
     int64_t classes = ddpc_dataset_num_classes(k->train);
     return ddpc_config_int(c, key_of(key, sizeof key, prefix, "num_classes"), classes, classes, 256,
@@ -250,8 +250,8 @@ ddpc_status ddpc__trainer_load_tasks(ddpc_trainer *t)
                                "key 'tasks' must be a list of 1 to %d task mappings, got %zu",
                                DDPC_MODEL_MAX_HEADS, n);
         int mode;
-        DDPC_TRY(ddpc_config_choice(c, "data.combined_mode", "max_size_cycle", combined_modes,
-                                    &mode));
+        DDPC_TRY(
+            ddpc_config_choice(c, "data.combined_mode", "max_size_cycle", combined_modes, &mode));
         t->mode = (ddpc_combined_mode)mode; /* the table follows the enum's order */
         for (int i = 0; i < (int)n; i++) {
             t->n_tasks = i + 1; /* freeing sees every task begun */

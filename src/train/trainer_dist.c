@@ -65,9 +65,12 @@ float ddpc__trainer_lr_scale(const ddpc_trainer *t)
 {
     double k = (double)(t->world * t->set.accum_steps);
     switch (t->set.lr_scale) {
-    case LR_SCALE_LINEAR: return (float)k;
-    case LR_SCALE_SQRT: return (float)sqrt(k);
-    default: return 1.0f;
+    case LR_SCALE_LINEAR:
+        return (float)k;
+    case LR_SCALE_SQRT:
+        return (float)sqrt(k);
+    default:
+        return 1.0f;
     }
 }
 

@@ -77,8 +77,7 @@ static ddpc_status evaluate_shares(ddpc_trainer *t, bool limit, double *sums)
     return st;
 }
 
-static ddpc_status log_result(ddpc_trainer *t, const char *split, int i,
-                              const ddpc_eval_result *r)
+static ddpc_status log_result(ddpc_trainer *t, const char *split, int i, const ddpc_eval_result *r)
 {
     long long step = (long long)(t->engine ? ddpc_engine_step(t->engine) : 0);
     ddpc_metrics *m = t->metrics;
@@ -92,8 +91,7 @@ static ddpc_status log_result(ddpc_trainer *t, const char *split, int i,
     if (t->log && t->multi)
         fprintf(t->log,
                 "eval %-4s step %6lld | task %-12s | loss %.4f | accuracy %.2f%% | %lld samples\n",
-                split, step, t->task[i].name, r->loss, 100.0 * r->accuracy,
-                (long long)r->samples);
+                split, step, t->task[i].name, r->loss, 100.0 * r->accuracy, (long long)r->samples);
     else if (t->log)
         fprintf(t->log, "eval %-4s step %6lld | loss %.4f | accuracy %.2f%% | %lld samples\n",
                 split, step, r->loss, 100.0 * r->accuracy, (long long)r->samples);

@@ -153,31 +153,37 @@ static void log_start(ddpc_trainer *t)
     char parts[64 * DDPC_MODEL_MAX_HEADS] = "";
     size_t len = 0;
     if (t->multi)
-        fprintf(t->log, "training %s with %d task heads: %zu parameters, %lld steps, %d threads "
-                "per rank\n", ddpc_model_config_of(t->model)->type, t->n_tasks,
-                ddpc_model_num_params(t->model), (long long)t->total_steps, ddpc_kernels_threads());
+        fprintf(t->log,
+                "training %s with %d task heads: %zu parameters, %lld steps, %d threads "
+                "per rank\n",
+                ddpc_model_config_of(t->model)->type, t->n_tasks, ddpc_model_num_params(t->model),
+                (long long)t->total_steps, ddpc_kernels_threads());
     else
-        fprintf(t->log, "training %s: %zu parameters, %lld samples, %lld steps, %d threads per "
-                "rank\n", ddpc_model_config_of(t->model)->type, ddpc_model_num_params(t->model),
+        fprintf(t->log,
+                "training %s: %zu parameters, %lld samples, %lld steps, %d threads per "
+                "rank\n",
+                ddpc_model_config_of(t->model)->type, ddpc_model_num_params(t->model),
                 (long long)ddpc_dataset_size(t->train), (long long)t->total_steps,
                 ddpc_kernels_threads());
     for (int i = 0; i < t->n_tasks; i++) {
         const ddpc__task *k = &t->task[i];
         if (t->multi)
-            fprintf(t->log, "task %s: %s, %lld classes, %lld samples, batch %lld per rank, loss "
-                    "weight %g\n", k->name, k->data_type, (long long)k->num_classes,
+            fprintf(t->log,
+                    "task %s: %s, %lld classes, %lld samples, batch %lld per rank, loss "
+                    "weight %g\n",
+                    k->name, k->data_type, (long long)k->num_classes,
                     (long long)ddpc_dataset_size(k->train), (long long)k->batch_size,
                     (double)k->loss_weight);
         per_rank += k->batch_size;
         len += (size_t)snprintf(parts + len, sizeof parts - len, "%s%s %lld", i ? " + " : "",
                                 k->name, (long long)k->batch_size);
     }
-    fprintf(t->log, "global batch %lld = %lld per rank", (long long)(per_rank * t->world *
-            s->accum_steps), (long long)per_rank);
+    fprintf(t->log, "global batch %lld = %lld per rank",
+            (long long)(per_rank * t->world * s->accum_steps), (long long)per_rank);
     if (t->multi)
         fprintf(t->log, " (%s)", parts);
-    fprintf(t->log, " x %d rank%s x %lld accumulation step%s (", t->world,
-            t->world == 1 ? "" : "s", (long long)s->accum_steps, s->accum_steps == 1 ? "" : "s");
+    fprintf(t->log, " x %d rank%s x %lld accumulation step%s (", t->world, t->world == 1 ? "" : "s",
+            (long long)s->accum_steps, s->accum_steps == 1 ? "" : "s");
     if (t->multi)
         fprintf(t->log, "combined %s, ", ddpc_combined_mode_name(t->mode));
     fprintf(t->log, "backend %s, lr x %.3g)\n", ddpc_backend_name(ddpc_pg_backend(t->pg)),
@@ -196,8 +202,8 @@ static ddpc_status after_step(ddpc_trainer *t, int64_t epoch, bool epoch_end, do
         DDPC_TRY(log_progress(t, epoch, ddpc_time_now() - start));
     /* Validation uses the test splits, which the final evaluation covers. */
     bool repeat = step == total && s->eval_batches == 0;
-    if (!repeat && ((s->eval_every > 0 && step % s->eval_every == 0) ||
-                    (s->eval_every == 0 && epoch_end)))
+    if (!repeat &&
+        ((s->eval_every > 0 && step % s->eval_every == 0) || (s->eval_every == 0 && epoch_end)))
         DDPC_TRY(ddpc__trainer_evaluate(t, "val", true));
     return DDPC_OK;
 }
@@ -226,8 +232,7 @@ ddpc_status ddpc__trainer_fit(ddpc_trainer *t)
         int64_t epoch = t->epoch;
         DDPC_TRY(ddpc_combined_start_epoch(t->combined, epoch));
         DDPC_TRY(fast_forward(t, t->epoch_step * s->accum_steps));
-        for (int64_t b = t->epoch_step; b < per_epoch && ddpc_engine_step(t->engine) < total;
-             b++) {
+        for (int64_t b = t->epoch_step; b < per_epoch && ddpc_engine_step(t->engine) < total; b++) {
             double loss = 0, t0 = ddpc_time_now();
             DDPC_TRY(train_step(t, &loss));
             /* Throughput counts training steps only, not evaluation or logging. */
@@ -237,15 +242,19 @@ ddpc_status ddpc__trainer_fit(ddpc_trainer *t)
             bool epoch_end = b + 1 == per_epoch;
             t->epoch = epoch_end ? epoch + 1 : epoch; /* the next step's position */
             t->epoch_step = epoch_end ? 0 : b + 1;
-            DDPC_TRY(after_step(t, epoch, epoch_end || ddpc_engine_step(t->engine) == total,
-                                start));
+            DDPC_TRY(
+                after_step(t, epoch, epoch_end || ddpc_engine_step(t->engine) == total, start));
             DDPC_TRY(ddpc__trainer_after_step_save(t, epoch_end));
         }
     }
     DDPC_TRY(ddpc__trainer_final_save(t));
     DDPC_TRY(ddpc__trainer_evaluate(t, "test", false));
-    if (t->log)
-        fprintf(t->log, "done in %.1f s\n", ddpc_time_now() - start);
+    double elapsed = ddpc_time_now() - start;
+    if (t->log && t->ckpt_seconds > 0)
+        fprintf(t->log, "done in %.1f s (%.2f s, %.2f%%, saving checkpoints)\n", elapsed,
+                t->ckpt_seconds, 100.0 * t->ckpt_seconds / elapsed);
+    else if (t->log)
+        fprintf(t->log, "done in %.1f s\n", elapsed);
     if (s->weights_out && t->rank == 0) {
         DDPC_TRY(ddpc_weights_save(t->model, ddpc_model_params(t->model), s->weights_out));
         if (t->log)
@@ -260,10 +269,14 @@ ddpc_status ddpc_trainer_run(ddpc_trainer *t)
         DDPC_TRY(ddpc__trainer_resume(t));
     DDPC_TRY(ddpc__trainer_open_outputs(t));
     switch (t->set.state) {
-    case STATE_TRAIN: return ddpc__trainer_fit(t);
-    case STATE_VAL: return ddpc__trainer_evaluate(t, "val", false);
-    case STATE_TEST: return ddpc__trainer_evaluate(t, "test", false);
-    case STATE_PREDICT: return ddpc__trainer_predict(t);
+    case STATE_TRAIN:
+        return ddpc__trainer_fit(t);
+    case STATE_VAL:
+        return ddpc__trainer_evaluate(t, "val", false);
+    case STATE_TEST:
+        return ddpc__trainer_evaluate(t, "test", false);
+    case STATE_PREDICT:
+        return ddpc__trainer_predict(t);
     }
     return ddpc_errorf(DDPC_EINTERNAL, "unknown trainer state %d", (int)t->set.state);
 }

@@ -7,8 +7,8 @@
 #define DDPC_TRAIN_TRAINER_IMPL_H
 
 #include <ddpc/combined.h>
-#include <ddpc/data.h>
 #include <ddpc/comm.h>
+#include <ddpc/data.h>
 #include <ddpc/engine.h>
 #include <ddpc/loader.h>
 #include <ddpc/metrics.h>
@@ -99,21 +99,22 @@ struct ddpc_trainer {
     int64_t max_batch, sample_floats, tokens_per_sample;
     float *x;
     int32_t *tokens, *targets;
-    int64_t *perm; /* (train size) bench order */
-    ddpc_metrics *metrics;   /* records of rank 0 reach metrics.jsonl; other ranks' go nowhere */
+    int64_t *perm;          /* (train size) bench order */
+    ddpc_metrics *metrics;  /* records of rank 0 reach metrics.jsonl; other ranks' go nowhere */
     ddpc_rundir_lock *lock; /* rank 0: this job's run directory */
-    char *config_text; /* the effective configuration (ddpc_config_dump), for config.yaml and
-                          checkpoints */
-    int restart_count; /* of the launcher (TORCHELASTIC_RESTART_COUNT) */
+    char *config_text;      /* the effective configuration (ddpc_config_dump), for config.yaml and
+                               checkpoints */
+    int restart_count;      /* of the launcher (TORCHELASTIC_RESTART_COUNT) */
     /* Position: where the next step's data starts (epoch, optimizer steps done in it). */
     int64_t epoch, epoch_step;
     int64_t last_saved_step; /* -1: none this run */
+    double ckpt_seconds;     /* spent saving checkpoints this run */
     char resumed_from[1100]; /* checkpoint this run resumed from, or "" */
     /* Logging window. */
-    double window_time;    /* training seconds since the last progress line */
-    double unsynced_loss;  /* local weighted loss sum since the last cross-rank sync */
+    double window_time;   /* training seconds since the last progress line */
+    double unsynced_loss; /* local weighted loss sum since the last cross-rank sync */
     int64_t unsynced_steps;
-    double window_loss;    /* rank-averaged loss sum since the last progress line */
+    double window_loss; /* rank-averaged loss sum since the last progress line */
     int64_t window_steps;
     int64_t window_samples; /* rows this rank trained on since the last progress line */
     double window_wait;     /* seconds blocked on the loaders since the last line */

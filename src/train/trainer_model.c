@@ -87,10 +87,11 @@ static ddpc_status read_model_config(ddpc_trainer *t, ddpc_model_config *mc)
     ddpc_dataset_sample_shape(t->train, shape);
     mc->num_classes = ddpc_dataset_num_classes(t->train);
     if (ddpc_dataset_kind_of(t->train) != b->data_kind)
-        return ddpc_errorf(DDPC_EINVAL, "model.type '%s' needs %s", b->name,
-                           b->data_kind == DDPC_DATASET_IMAGES
-                               ? "an image dataset (data.type fmnist or synthetic_images)"
-                               : "a token dataset (data.type text or synthetic_tokens), not images");
+        return ddpc_errorf(
+            DDPC_EINVAL, "model.type '%s' needs %s", b->name,
+            b->data_kind == DDPC_DATASET_IMAGES
+                ? "an image dataset (data.type fmnist or synthetic_images)"
+                : "a token dataset (data.type text or synthetic_tokens), not images");
     if (b->data_kind == DDPC_DATASET_IMAGES)
         mc->in_channels = shape[0], mc->in_height = shape[1], mc->in_width = shape[2];
     if (t->multi)
@@ -193,8 +194,8 @@ ddpc_status ddpc__trainer_build_loaders(ddpc_trainer *t, int64_t *per_epoch)
     return ddpc_errorf(DDPC_EINVAL,
                        "an epoch of %lld combined steps (data.combined_mode %s) is shorter than "
                        "optim.grad_accum_steps %lld",
-                       (long long)ddpc_combined_len(t->combined),
-                       ddpc_combined_mode_name(t->mode), (long long)t->set.accum_steps);
+                       (long long)ddpc_combined_len(t->combined), ddpc_combined_mode_name(t->mode),
+                       (long long)t->set.accum_steps);
 }
 
 /* Batch buffers for prediction and the step benchmark: the largest batch of any task. */

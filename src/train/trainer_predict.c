@@ -15,8 +15,8 @@ static ddpc_status forward_samples(ddpc_trainer *t, const ddpc_dataset *d, const
                                    int64_t n, int task, ddpc_model_output *out)
 {
     DDPC_TRY(ddpc_dataset_get_batch(d, idx, n, t->x, t->tokens, t->targets));
-    ddpc_model_input in = {.n = n, .x = t->x, .tokens = t->tokens, .targets = t->targets,
-                           .task = task};
+    ddpc_model_input in = {
+        .n = n, .x = t->x, .tokens = t->tokens, .targets = t->targets, .task = task};
     return ddpc_model_forward(t->model, &in, false, out);
 }
 

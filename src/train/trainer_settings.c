@@ -34,17 +34,20 @@ ddpc_status ddpc__trainer_read_settings(ddpc_trainer *t, const char *config_name
     DDPC_TRY(ddpc_config_string(c, "init_from", NULL, &s->init_from));
     DDPC_TRY(ddpc_config_bool(c, "init_strict", true, &s->init_strict));
     DDPC_TRY(ddpc_config_int(c, "data.batch_size", 64, 1, 1 << 20, &s->batch_size));
-    DDPC_TRY(ddpc_config_int(c, "data.eval_batch_size", s->batch_size, 1, 1 << 20, &s->eval_batch_size));
+    DDPC_TRY(
+        ddpc_config_int(c, "data.eval_batch_size", s->batch_size, 1, 1 << 20, &s->eval_batch_size));
     DDPC_TRY(ddpc_config_bool(c, "data.shuffle", true, &s->shuffle));
     DDPC_TRY(ddpc_config_int(c, "data.num_workers", 1, 0, 64, &v));
     s->num_workers = (int)v;
     DDPC_TRY(ddpc_config_int(c, "data.prefetch_factor", 2, 1, 1024, &v));
     s->prefetch_factor = (int)v;
-    DDPC_TRY(ddpc_config_int(c, "optim.grad_accum_steps", 1, 1, DDPC_TRAIN_MAX_ACCUM, &s->accum_steps));
+    DDPC_TRY(
+        ddpc_config_int(c, "optim.grad_accum_steps", 1, 1, DDPC_TRAIN_MAX_ACCUM, &s->accum_steps));
     int scale;
     DDPC_TRY(ddpc_config_choice(c, "optim.lr_scale", "none", lr_scales, &scale));
     s->lr_scale = (lr_scale_kind)scale;
-    DDPC_TRY(ddpc_config_int(c, "stats_sync_every", s->log_every, 1, INT64_MAX, &s->stats_sync_every));
+    DDPC_TRY(
+        ddpc_config_int(c, "stats_sync_every", s->log_every, 1, INT64_MAX, &s->stats_sync_every));
     DDPC_TRY(ddpc__trainer_read_ckpt_settings(t));
     DDPC_TRY(ddpc_config_int(c, "fault.kill_at_step", 0, 0, INT64_MAX, &s->kill_at_step));
     DDPC_TRY(ddpc_config_int(c, "fault.kill_at_micro", 0, 0, DDPC_TRAIN_MAX_ACCUM - 1,
@@ -57,4 +60,3 @@ ddpc_status ddpc__trainer_read_settings(ddpc_trainer *t, const char *config_name
     s->temperature = (float)f;
     return DDPC_OK;
 }
-

@@ -36,8 +36,7 @@ static ddpc_status build(ddpc_trainer *t, const char *config_name)
     if (!t->config_text)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory for the configuration text");
     ddpc_config_dump(t->cfg, t->config_text, need);
-    return ddpc_engine_create(t->model, t->reducer, t->rank, t->world, &t->engine_cfg,
-                              &t->engine);
+    return ddpc_engine_create(t->model, t->reducer, t->rank, t->world, &t->engine_cfg, &t->engine);
 }
 
 ddpc_status ddpc_trainer_create(ddpc_trainer **out, ddpc_config *cfg, const char *config_name)

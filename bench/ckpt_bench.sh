@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# ckpt_bench.sh DDPC_BIN: what checkpointing costs a training run. Trains configs/gpt_fortunes.yaml
+# (3.2M parameters + AdamW state, 38 MB per checkpoint) for STEPS steps without checkpoints and
+# with checkpoint.every_steps=EVERY, alternating, REPEAT rounds, and prints the CPU, the time each
+# save took (write + fsync of 3 files + renames, as the trainer measures it), the share of the
+# checkpointing run's time spent saving, and the wall-time difference between the two runs.
+# Environment: STEPS (default 200), EVERY (100), REPEAT (2).
+set -euo pipefail
+[[ $# -eq 1 && -x $1 ]] || { echo "usage: $0 DDPC_BIN" >&2; exit 2; }
+DDPC=$1
+HERE=$(cd "$(dirname "$0")/.." && pwd)
+STEPS=${STEPS:-200}
+EVERY=${EVERY:-100}
+REPEAT=${REPEAT:-2}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+isa=$(grep -m1 -ow 'avx512f\|avx512_bf16\|amx_tile\|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')
+echo "cpu: $cpu ($(nproc) cores; $isa)"
+echo "config: configs/gpt_fortunes.yaml, $STEPS steps, checkpoint.every_steps=$EVERY, $REPEAT rounds"
+run() { # run NAME EVERY: prints the "done in" line
+    "$DDPC" train "$HERE/configs/gpt_fortunes.yaml" max_steps="$STEPS" eval_every=1000000 \
+        eval_batches=1 log_every=1000000 resume=never checkpoint.every_steps="$2" \
+        run_dir="$TMP/$1" >"$TMP/$1.log" 2>&1
+    grep '^done in' "$TMP/$1.log"
+}
+printf '| round | without: wall s | with: wall s | saving s | saves | saving share | wall difference |\n'
+printf '|---|---|---|---|---|---|---|\n'
+for r in $(seq "$REPEAT"); do
+    a=$(run "a$r" 0 | sed 's/done in \([0-9.]*\) s.*/\1/')
+    line=$(run "b$r" "$EVERY")
+    b=$(echo "$line" | sed 's/done in \([0-9.]*\) s.*/\1/')
+    s=$(echo "$line" | sed 's/.*(\([0-9.]*\) s, .*/\1/')
+    n=$(grep -c '^saved checkpoint' "$TMP/b$r.log")
+    awk -v r="$r" -v a="$a" -v b="$b" -v s="$s" -v n="$n" 'BEGIN {
+        printf "| %d | %.1f | %.1f | %.2f | %d | %.2f%% | %+.2f%% |\n", r, a, b, s, n, 100 * s / b,
+            100 * (b - a) / a }'
+    rm -rf "$TMP/a$r" "$TMP/b$r"
+done
+size=$(grep -m1 'saved checkpoint' "$TMP/b1.log" | sed 's/saved checkpoint \(.*\) in.*/\1/')
+echo "per save: $(grep 'saved checkpoint' "$TMP/b1.log" | sed 's/.* in \([0-9.]*\) s/\1 s/' | tr '\n' ' ')"
