@@ -66,6 +66,18 @@ static int check_tests_failed;
         }                                                                       \
     } while (0)
 
+/* Reads at most cap - 1 bytes of the file at path into buf, NUL-terminated ("" if unreadable). */
+static inline void check_read_file(const char *path, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    size_t n = fread(buf, 1, cap - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+}
+
 static inline int check_summary(void)
 {
     printf("%d passed, %d failed\n", check_tests_passed, check_tests_failed);

@@ -151,17 +151,6 @@ static bool dead(long pid)
     return !p || p[2] == 'Z' || p[2] == 'X';
 }
 
-static void read_file(const char *path, char *buf, size_t cap)
-{
-    buf[0] = '\0';
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return;
-    size_t n = fread(buf, 1, cap - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-}
-
 /* Entries of /dev/shm whose name contains `id`. */
 static int shm_entries(const char *id)
 {
@@ -185,7 +174,7 @@ static void show_err(const char *dir)
 {
     char path[512], err[8192];
     snprintf(path, sizeof path, "%s/launcher.err", dir);
-    read_file(path, err, sizeof err);
+    check_read_file(path, err, sizeof err);
     fprintf(stderr, "launcher stderr:\n%s\n", err);
 }
 
@@ -281,7 +270,7 @@ static void test_log_write_error_fails_the_run(void)
     int rc = wait_launcher(launcher, 30);
     CHECK(rc != 0 && rc != -1);
     snprintf(path, sizeof path, "%s/launcher.err", dir);
-    read_file(path, err, sizeof err);
+    check_read_file(path, err, sizeof err);
     CHECK_STR_CONTAINS(err, "rank_1.log");
     CHECK_STR_CONTAINS(err, strerror(ENOSPC));
     if (check_failures_in_test)

@@ -116,17 +116,6 @@ static int launch(const char *mode, const char *dir, double *seconds)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-static void read_file(const char *path, char *buf, size_t cap)
-{
-    buf[0] = '\0';
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return;
-    size_t n = fread(buf, 1, cap - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-}
-
 /* The survivor's "failed after X s" figure, or -1. */
 static double failed_after(const char *log)
 {
@@ -142,12 +131,12 @@ static void test_sigstop_times_out_every_survivor(void)
     int rc = launch("stop", dir, &seconds);
     char err[8192], path[256], log[8192];
     snprintf(path, sizeof path, "%s/launcher.err", dir);
-    read_file(path, err, sizeof err);
+    check_read_file(path, err, sizeof err);
     CHECK_EQ_INT(rc, 1);
     CHECK_STR_CONTAINS(err, "failed with exit code 1");
     for (int r = 0; r < 3; r += 2) {
         snprintf(path, sizeof path, "%s/attempt_0/rank_%d.log", dir, r);
-        read_file(path, log, sizeof log);
+        check_read_file(path, log, sizeof log);
         CHECK_STR_CONTAINS(log, "all_reduce #20 timed out");
         CHECK_STR_CONTAINS(log, "rank 1 never arrived");
         double t = failed_after(log);
@@ -170,7 +159,7 @@ static void test_sigkill_mid_job_stops_everything(void)
     int rc = launch("kill", dir, &seconds);
     char err[8192], path[256];
     snprintf(path, sizeof path, "%s/launcher.err", dir);
-    read_file(path, err, sizeof err);
+    check_read_file(path, err, sizeof err);
     CHECK_EQ_INT(rc, 137);
     CHECK_STR_CONTAINS(err, "rank 1 (local rank 1");
     CHECK_STR_CONTAINS(err, "signal SIGKILL");
@@ -202,7 +191,7 @@ static void test_two_jobs_at_once(void)
         for (int r = 0; r < 2; r++) {
             char path[256], log[4096], want[64];
             snprintf(path, sizeof path, "%s/attempt_0/rank_%d.log", dirs[j], r);
-            read_file(path, log, sizeof log);
+            check_read_file(path, log, sizeof log);
             snprintf(want, sizeof want, "rank %d of 2 ok", r);
             CHECK_STR_CONTAINS(log, want);
         }

@@ -20,11 +20,7 @@ static char dir[] = "/tmp/ddpc_test_metrics_XXXXXX";
 static char *slurp(const char *path)
 {
     static char buf[8192];
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-    buf[n] = '\0';
-    if (f)
-        fclose(f);
+    check_read_file(path, buf, sizeof buf);
     return buf;
 }
 

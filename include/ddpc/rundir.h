@@ -26,8 +26,6 @@ void ddpc_rundir_unlock(ddpc_rundir_lock *l);
  * (numeric path components are sequence items). DDPC_EIO naming the file; DDPC_ENOMEM. */
 ddpc_status ddpc_rundir_write_config(const char *dir, const char *dump);
 
-/* Creates `dir` and its parents as needed; DDPC_EIO naming the component that fails. */
-ddpc_status ddpc_mkdirs(const char *dir);
 /* Whether a file can be created at `path` at the end of a run: creates its directory if needed,
  * then creates and removes a uniquely named probe beside it. DDPC_EIO naming path and reason. */
 ddpc_status ddpc_path_check_writable(const char *path);

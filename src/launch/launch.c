@@ -5,6 +5,7 @@
 #include "launch/launch_impl.h"
 
 #include <ddpc/alloc.h>
+#include <ddpc/fs.h>
 
 #include <errno.h>
 #include <signal.h>
@@ -31,31 +32,11 @@ static ddpc_status check_config(const ddpc_launch_config *cfg)
     return DDPC_OK;
 }
 
-/* mkdir -p: every missing component of `path` is created. */
-static ddpc_status make_dirs(const char *path)
-{
-    char buf[1200];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
-        return ddpc_errorf(DDPC_EINVAL, "log directory path '%.60s...' is too long", path);
-    for (char *p = buf + 1;; p++) {
-        if (*p != '/' && *p != '\0')
-            continue;
-        char c = *p;
-        *p = '\0';
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-            return ddpc_errorf(DDPC_EIO, "cannot create log directory '%s': %s", buf,
-                               strerror(errno));
-        *p = c;
-        if (c == '\0')
-            return DDPC_OK;
-    }
-}
-
 static ddpc_status make_attempt_dir(const ddpc_launch_config *cfg, int attempt_no)
 {
     char path[1200];
     snprintf(path, sizeof path, "%s/attempt_%d", cfg->log_dir, attempt_no);
-    return make_dirs(path);
+    return ddpc_mkdirs(path);
 }
 
 static void free_envs(char ***envs, int n)
@@ -159,7 +140,7 @@ static ddpc_status run_job(const ddpc_launch_config *cfg, const char *program,
                            const char *const *envp, int *exit_code)
 {
     if (cfg->log_dir[0])
-        DDPC_TRY(make_dirs(cfg->log_dir));
+        DDPC_TRY(ddpc_mkdirs(cfg->log_dir));
     ddpc__job_ids ids;
     int port_fd = -1;
     DDPC_TRY(job_ids(cfg, envp, &ids, &port_fd));

@@ -23,28 +23,6 @@ ddpc_status ddpc__ckpt_join(char *out, size_t cap, const char *a, const char *b)
     return DDPC_OK;
 }
 
-ddpc_status ddpc__ckpt_mkdirs(const char *path)
-{
-    char p[DDPC__CKPT_PATH_MAX];
-    size_t n = strlen(path);
-    if (n == 0 || n >= sizeof p)
-        return ddpc_errorf(DDPC_EINVAL, "checkpoint directory '%s' is empty or too long", path);
-    memcpy(p, path, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (p[i] != '/' && p[i] != '\0')
-            continue;
-        char c = p[i];
-        p[i] = '\0';
-        if (mkdir(p, 0755) != 0 && errno != EEXIST)
-            return ddpc_errorf(DDPC_EIO, "cannot create directory %s: %s", p, strerror(errno));
-        p[i] = c;
-    }
-    struct stat st;
-    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
-        return ddpc_errorf(DDPC_EIO, "%s is not a directory", path);
-    return DDPC_OK;
-}
-
 void ddpc__ckpt_fsync_dir(const char *path)
 {
     int fd = open(path, O_RDONLY);

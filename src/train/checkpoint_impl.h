@@ -37,8 +37,6 @@ typedef struct {
 /* ---- checkpoint_fs.c ---- */
 /* "<a>/<b>" into out (cap); DDPC_EINVAL naming a if it does not fit. */
 ddpc_status ddpc__ckpt_join(char *out, size_t cap, const char *a, const char *b);
-/* mkdir -p; DDPC_EIO naming the component that could not be made. */
-ddpc_status ddpc__ckpt_mkdirs(const char *path);
 /* fsync of a directory (best effort: some file systems refuse it). */
 void ddpc__ckpt_fsync_dir(const char *path);
 /* Creates path (must not exist), writes len bytes, fsyncs, closes; DDPC_EIO naming path. */

@@ -7,6 +7,7 @@
 #include "train/checkpoint_impl.h"
 
 #include <ddpc/alloc.h>
+#include <ddpc/fs.h>
 #include <ddpc/safetensors.h>
 #include <ddpc/weights.h>
 
@@ -177,7 +178,7 @@ ddpc_status ddpc_ckpt_save(const char *dir, const ddpc_model *m, ddpc_optim *o,
     if (ddpc_optim_numel(o) != ddpc_model_num_params(m))
         return ddpc_errorf(DDPC_EINVAL, "checkpoint save: the optimizer holds %zu parameters but "
                            "the model has %zu", ddpc_optim_numel(o), ddpc_model_num_params(m));
-    DDPC_TRY(ddpc__ckpt_mkdirs(dir));
+    DDPC_TRY(ddpc_mkdirs(dir));
     char name[32], tmp[DDPC__CKPT_PATH_MAX], final[DDPC__CKPT_PATH_MAX];
     snprintf(name, sizeof name, "step-%08lld", (long long)s->step);
     DDPC_TRY(ddpc__ckpt_join(final, sizeof final, dir, name));

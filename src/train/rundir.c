@@ -3,6 +3,7 @@
  * it is never stale; the pid in the file is only for the message. config.yaml is rebuilt as a
  * tree from the dump's dotted keys, because the config parser takes nested mappings only. */
 #include <ddpc/alloc.h>
+#include <ddpc/fs.h>
 #include <ddpc/rundir.h>
 
 #include <errno.h>
@@ -18,27 +19,6 @@
 struct ddpc_rundir_lock {
     int fd;
 };
-
-ddpc_status ddpc_mkdirs(const char *dir)
-{
-    char buf[1024];
-    if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf)
-        return ddpc_errorf(DDPC_EINVAL, "directory path too long: '%s'", dir);
-    for (char *p = buf + 1;; p++) {
-        if (*p != '/' && *p != '\0')
-            continue;
-        char saved = *p;
-        *p = '\0';
-        struct stat st;
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-            return ddpc_errorf(DDPC_EIO, "cannot create directory '%s': %s", buf, strerror(errno));
-        if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode))
-            return ddpc_errorf(DDPC_EIO, "cannot create directory '%s': a file is in the way", buf);
-        *p = saved;
-        if (saved == '\0')
-            return DDPC_OK;
-    }
-}
 
 ddpc_status ddpc_rundir_lock_acquire(const char *dir, ddpc_rundir_lock **out)
 {
