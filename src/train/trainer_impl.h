@@ -110,6 +110,7 @@ struct ddpc_trainer {
     int64_t last_saved_step; /* -1: none this run */
     double ckpt_seconds;     /* spent saving checkpoints this run */
     char resumed_from[1100]; /* checkpoint this run resumed from, or "" */
+    char init_report[1024];  /* what init_from (init_strict: false) left out, or "" */
     /* Logging window. */
     double window_time;   /* training seconds since the last progress line */
     double unsynced_loss; /* local weighted loss sum since the last cross-rank sync */

@@ -12,13 +12,8 @@
  * matches and says what did not. */
 static ddpc_status load_init(ddpc_trainer *t)
 {
-    char report[1024];
-    DDPC_TRY(ddpc_weights_load_opts(t->model, t->set.init_from, t->set.init_strict, report,
-                                    sizeof report));
-    if (report[0] && t->rank == 0)
-        fprintf(stderr, "init_from %s (init_strict: false) left out %s\n", t->set.init_from,
-                report);
-    return DDPC_OK;
+    return ddpc_weights_load_opts(t->model, t->set.init_from, t->set.init_strict, t->init_report,
+                                  sizeof t->init_report);
 }
 
 static ddpc_status build(ddpc_trainer *t, const char *config_name)
