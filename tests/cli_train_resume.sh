@@ -97,6 +97,9 @@ check "the restarted workers resumed" grep -q '"step": 5, "event": "resume", "re
 run resize 137 "${two[@]}" fault.kill_at_step=6
 run resize 0 "${one[@]}" epochs=2
 check "a resume at another world size says the data order differs" grep -q "data order from there on differs" "$tmp/resize.log"
+# Checkpoint 5 of 2 ranks x 16 x 2 = 64 samples a step: sample 320, step 10 of 32 samples at 1 rank.
+check "and continues from the same global sample" grep -q "continues from sample 320 of epoch 0" "$tmp/resize.log"
+check "which is step 10 of the epoch at 1 rank" grep -q "resuming from .*step-00000005: step 5, epoch 0, step 10 of the epoch" "$tmp/resize.log"
 
 cat >"$tmp/mt.yaml" <<'YAML'
 seed: 3
