@@ -32,7 +32,7 @@ check "the holder's metrics.jsonl is intact JSON" valid_json "$tmp/busy/metrics.
 check "after the holder died the directory is free" test $? -eq 0
 
 # A diverging run: SGD at lr 10 with momentum 0.99 reaches NaN within a few steps.
-diverge=("${small[@]}" 'model.hidden=[256,128]' max_steps=12 optim.lr=10 optim.momentum=0.99 optim.nesterov=false
+diverge=("${small[@]}" 'model.hidden=[256,128]' max_steps=40 optim.lr=10 optim.momentum=0.99 optim.nesterov=false
          optim.schedule=constant)
 "$ddpc" train "$cfg" "${diverge[@]}" run_dir="$tmp/nan_stop" >"$tmp/nan_stop.log" 2>&1
 check "a NaN loss stops the run with a non-zero exit" test $? -ne 0
@@ -43,6 +43,12 @@ check "on_nonfinite: skip trains on and exits 0" test $? -eq 0
 check "metrics.jsonl is valid JSON with NaN values (null)" valid_json "$tmp/nan_skip/metrics.jsonl"
 check "skipped steps are counted" grep -q '"skipped_steps": [1-9]' "$tmp/nan_skip/metrics.jsonl"
 check "NaN is written as null" grep -q '"loss": null' "$tmp/nan_skip/metrics.jsonl"
+
+"$ddpc" run --nproc-per-node 2 -- "$ddpc" train "$cfg" "${diverge[@]}" data.size=2048 max_steps=60 \
+    optim.momentum=0.999 run_dir="$tmp/nan2" >"$tmp/nan2.log" 2>&1
+check "2 ranks: a NaN stops the job with a non-zero exit" test $? -ne 0
+check "every rank takes the same decision at the same step" \
+    test "$(grep -o 'step [0-9]*: the loss on rank [01] is NaN' "$tmp/nan2.log" | sed 's/ on rank [01]//' | sort -u | wc -l)" -eq 1
 
 # Disk full: metrics.jsonl is /dev/full.
 mkdir -p "$tmp/full"
