@@ -36,11 +36,12 @@ killed=0
 for k in 1 2; do
     if [ $k -eq 1 ]; then target=$((20 + RANDOM % 120)); else target=$((160 + RANDOM % 110)); fi
     wait_for reached "$target" $((k - 1)) || break
-    workers=($(pgrep -P "$launcher" -f " train ")) # not the launcher's guard process
+    workers=($(pgrep -P "$launcher" -f "^[^ ]+ train ")) # not the guard, a fork of "ddpc run"
     [ ${#workers[@]} -gt 0 ] || break
     victim=${workers[$((RANDOM % ${#workers[@]}))]}
+    what=$(tr '\0' ' ' <"/proc/$victim/cmdline" 2>/dev/null | cut -c1-60)
     kill -9 "$victim" 2>/dev/null && killed=$((killed + 1))
-    echo "kill $k: worker pid $victim after step $(latest_step)" >>"$tmp/kills.log"
+    echo "kill $k: pid $victim ($what) after step $(latest_step)" >>"$tmp/kills.log"
     wait_for restarted $k || break
 done
 wait "$launcher"
