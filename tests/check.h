@@ -5,6 +5,7 @@
 #define DDPC_TESTS_CHECK_H
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +77,16 @@ static inline void check_read_file(const char *path, char *buf, size_t cap)
     size_t n = fread(buf, 1, cap - 1, f);
     buf[n] = '\0';
     fclose(f);
+}
+
+/* Whether process pid has ended: no /proc entry, or a zombie (or dead) waiting to be reaped. */
+static inline bool check_process_gone(long pid)
+{
+    char path[64], stat[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    check_read_file(path, stat, sizeof stat);
+    const char *p = strrchr(stat, ')');
+    return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
 }
 
 static inline int check_summary(void)

@@ -42,5 +42,13 @@ check "bench prints one JSON line" grep -q '"median_step_ms": [0-9]' "$tmp/bench
 acc=$(grep '"split": "test"' "$tmp/s/metrics.jsonl" | tail -1 | sed 's/.*"eval_accuracy": \([0-9.]*\).*/\1/')
 check "synthetic_images test accuracy is far above chance ($acc > 0.3)" \
     awk -v a="$acc" 'BEGIN { exit !(a + 0 > 0.3) }'
+# data.label_map works for one task as for tasks.<i>: 10 synthetic classes folded into 2.
+"$ddpc" train "$src/configs/fmnist_mlp.yaml" "${common[@]}" 'data.label_map=[0,0,0,0,0,1,1,1,1,1]' \
+    run_dir="$tmp/lm" weights_out="$tmp/lm.safetensors" >"$tmp/lm.log" 2>&1
+check "data.label_map trains" test $? -eq 0
+"$ddpc" train "$src/configs/fmnist_mlp.yaml" "${common[@]}" 'data.label_map=[0,0,0,0,0,1,1,1,1,1]' \
+    state=predict predict.samples=40 init_from="$tmp/lm.safetensors" run_dir="$tmp/lm_p" >"$tmp/lm_p.log" 2>&1
+check "its predictions use the 2 derived labels only" \
+    test "$(tail -n +2 "$tmp/lm_p/predictions.csv" | cut -d, -f2,3 | tr ',' '\n' | sort -u | tr '\n' ' ')" = "0 1 "
 if [ $failed -ne 0 ]; then tail -n 5 "$tmp"/*.log; fi
 summary

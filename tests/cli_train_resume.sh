@@ -80,6 +80,22 @@ check "listing what is missing and unexpected" grep -q "missing: .*fc.2.weight" 
 check "init_strict: false loads what matches" test $? -eq 0
 check "and says what it left out" grep -q "left out .*missing: .*fc.2.weight" "$tmp/loose.log"
 
+# resume: a path. From a step directory (checkpoint 45 of the reference run) the run ends with the
+# reference weights; from a checkpoint directory it takes its latest (48, the end: nothing to do).
+run from_step 0 "${one[@]}" resume="$tmp/ref/checkpoints/step-00000045"
+check "resume from a named step says so" grep -q "resuming from .*step-00000045: step 45" "$tmp/from_step.log"
+same from_step ref
+run from_dir 0 "${one[@]}" resume="$tmp/ref/checkpoints"
+check "resume from a checkpoint directory takes its latest" grep -q "resuming from .*step-00000048: step 48" "$tmp/from_dir.log"
+same from_dir ref
+
+# checkpoint.every_epochs (16 steps per epoch) with keep 0: one checkpoint per epoch end, all kept.
+run epochs 0 "${one[@]}" checkpoint.every_steps=0 checkpoint.every_epochs=1 checkpoint.keep=0
+check "every_epochs saves at each epoch's end and keep 0 keeps them all" \
+    test "$(cd "$tmp/epochs/checkpoints" && ls -d step-* | tr '\n' ' ')" = "step-00000016 step-00000032 step-00000048 "
+check "an epoch-end checkpoint starts the next epoch" \
+    test "$(grep -oE '"epoch(_step)?": [0-9]+' "$tmp/epochs/checkpoints/step-00000016/state.json" | tr '\n' ' ')" = '"epoch": 1 "epoch_step": 0 '
+
 run never 0 "${one[@]}" resume=never checkpoint.dir="$tmp/ref/checkpoints" max_steps=3
 check "resume: never starts from step 0" grep -q '"step": 3, "epoch": 0' "$tmp/never/metrics.jsonl"
 

@@ -135,22 +135,6 @@ static long read_pid(const char *dir, const char *what, int rank)
 }
 
 /* Gone or a zombie (an orphan's reaper may be slow). */
-static bool dead(long pid)
-{
-    if (kill((pid_t)pid, 0) != 0)
-        return true;
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return true;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')');
-    return !p || p[2] == 'Z' || p[2] == 'X';
-}
-
 /* Entries of /dev/shm whose name contains `id`. */
 static int shm_entries(const char *id)
 {
@@ -200,13 +184,13 @@ static void test_sigkill_of_launcher_takes_workers(void)
     while (!all_dead && ddpc_time_now() - t0 < 3.0) {
         all_dead = true;
         for (int k = 0; k < 4; k++)
-            all_dead = all_dead && (pids[k] == 0 || dead(pids[k]));
+            all_dead = all_dead && (pids[k] == 0 || check_process_gone(pids[k]));
         if (!all_dead)
             sleep_s(0.02);
     }
     CHECK(all_dead); /* workers (k < 2) and the children they forked (k >= 2) */
     for (int k = 0; k < 4; k++)
-        if (pids[k] > 0 && !dead(pids[k]))
+        if (pids[k] > 0 && !check_process_gone(pids[k]))
             kill((pid_t)pids[k], SIGKILL);
     remove_dir(dir);
 }

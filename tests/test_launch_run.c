@@ -132,20 +132,6 @@ static void test_sigterm_ignored_then_sigkill(void)
     CHECK_STR_CONTAINS(r.err, "rank 1");
 }
 
-static bool process_gone(pid_t pid)
-{
-    char path[64], stat[256] = "";
-    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return true;
-    size_t n = fread(stat, 1, sizeof stat - 1, f);
-    fclose(f);
-    stat[n] = '\0';
-    const char *close_paren = strrchr(stat, ')');
-    return close_paren && close_paren[1] == ' ' && close_paren[2] == 'Z'; /* a zombie */
-}
-
 static void test_stragglers_are_killed(void)
 {
     result r = run(1, "sleep 30 & echo straggler=$!; exit 0", NULL);
@@ -155,9 +141,9 @@ static void test_stragglers_are_killed(void)
     if (p) {
         pid_t pid = (pid_t)atol(p + 10);
         struct timespec ten_ms = {0, 10000000L};
-        for (int i = 0; i < 50 && !process_gone(pid); i++)
+        for (int i = 0; i < 50 && !check_process_gone(pid); i++)
             nanosleep(&ten_ms, NULL);
-        CHECK(process_gone(pid));
+        CHECK(check_process_gone(pid));
     }
 }
 

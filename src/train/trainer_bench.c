@@ -52,7 +52,7 @@ static double mean_of(const double *v, int64_t n)
 static ddpc_status bench_loop(ddpc_trainer *t, int64_t warmup, int64_t steps, double *dt,
                               double *exposed, double *comm)
 {
-    int64_t n = t->task[0].batch_size, size = ddpc_dataset_size(t->train);
+    int64_t n = t->task[0].batch_size, size = ddpc_dataset_size(t->task[0].train);
     for (int64_t i = 0; i < size; i++)
         t->perm[i] = i;
     ddpc_rng order = ddpc_rng_make(t->set.seed, 1000);
@@ -61,7 +61,8 @@ static ddpc_status bench_loop(ddpc_trainer *t, int64_t warmup, int64_t steps, do
     for (int64_t i = 0; i < warmup + steps; i++) {
         /* Ranks take different samples, as they do in training. */
         int64_t off = ((i * t->world + t->rank) * n) % (size - n + 1);
-        DDPC_TRY(ddpc_dataset_get_batch(t->train, t->perm + off, n, t->x, t->tokens, t->targets));
+        DDPC_TRY(ddpc_dataset_get_batch(t->task[0].train, t->perm + off, n, t->x, t->tokens,
+                                        t->targets));
         ddpc_reducer_stats s0 = {0}, s1 = {0};
         if (t->reducer)
             s0 = ddpc_reducer_stats_of(t->reducer);

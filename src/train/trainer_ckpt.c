@@ -28,7 +28,7 @@ ddpc_status ddpc__trainer_read_ckpt_settings(ddpc_trainer *t)
     return ddpc_config_string(c, "resume", "auto", &s->resume);
 }
 
-static bool checkpoints_on(const ddpc_trainer *t)
+bool ddpc__trainer_checkpoints_on(const ddpc_trainer *t)
 {
     return t->set.ckpt_every_steps > 0 || t->set.ckpt_every_epochs > 0;
 }
@@ -153,7 +153,7 @@ ddpc_status ddpc__trainer_after_step_save(ddpc_trainer *t, bool epoch_end)
 
 ddpc_status ddpc__trainer_final_save(ddpc_trainer *t)
 {
-    if (!checkpoints_on(t) || t->last_saved_step == ddpc_engine_step(t->engine))
+    if (!ddpc__trainer_checkpoints_on(t) || t->last_saved_step == ddpc_engine_step(t->engine))
         return DDPC_OK;
     return save(t);
 }

@@ -258,8 +258,6 @@ ddpc_status ddpc__trainer_load_tasks(ddpc_trainer *t)
             DDPC_TRY(read_task(t, i, loaded, &n_loaded));
         }
     }
-    t->train = t->task[0].train;
-    t->test = t->task[0].test;
     return DDPC_OK;
 }
 
@@ -276,5 +274,4 @@ void ddpc__trainer_free_tasks(ddpc_trainer *t)
     for (int i = t->n_owned - 1; i >= 0; i--)
         ddpc_dataset_destroy(t->owned[i]);
     t->n_owned = 0;
-    t->train = t->test = NULL;
 }

@@ -163,7 +163,7 @@ static void log_start(ddpc_trainer *t)
                 "training %s: %zu parameters, %lld samples, %lld steps, %d threads per "
                 "rank\n",
                 ddpc_model_config_of(t->model)->type, ddpc_model_num_params(t->model),
-                (long long)ddpc_dataset_size(t->train), (long long)t->total_steps,
+                (long long)ddpc_dataset_size(t->task[0].train), (long long)t->total_steps,
                 ddpc_kernels_threads());
     for (int i = 0; i < t->n_tasks; i++) {
         const ddpc__task *k = &t->task[i];

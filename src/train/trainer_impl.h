@@ -85,7 +85,6 @@ struct ddpc_trainer {
     int n_owned;
     ddpc_combined_mode mode; /* training; evaluation is always sequential */
     ddpc_combined *combined;
-    ddpc_dataset *train, *test; /* task 0's (shorthand for the single-task paths) */
     ddpc_model *model;
     ddpc_engine_config engine_cfg;
     ddpc_engine *engine;
@@ -145,6 +144,8 @@ ddpc_status ddpc__trainer_fit(ddpc_trainer *t);
 
 /* trainer_ckpt.c: checkpoint keys, saving and resuming. */
 ddpc_status ddpc__trainer_read_ckpt_settings(ddpc_trainer *t);
+/* Whether checkpoint.every_steps or every_epochs asks for checkpoints. */
+bool ddpc__trainer_checkpoints_on(const ddpc_trainer *t);
 /* Per `resume`: loads the checkpoint's parameters, optimizer state, counters and position. */
 ddpc_status ddpc__trainer_resume(ddpc_trainer *t);
 /* After a step: saves when every_steps / every_epochs says so (rank 0 writes). */

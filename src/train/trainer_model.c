@@ -84,9 +84,9 @@ static ddpc_status read_model_config(ddpc_trainer *t, ddpc_model_config *mc)
     mc->dropout = (float)dropout;
     mc->seed = t->set.seed;
     int64_t shape[3];
-    ddpc_dataset_sample_shape(t->train, shape);
-    mc->num_classes = ddpc_dataset_num_classes(t->train);
-    if (ddpc_dataset_kind_of(t->train) != b->data_kind)
+    ddpc_dataset_sample_shape(t->task[0].train, shape);
+    mc->num_classes = ddpc_dataset_num_classes(t->task[0].train);
+    if (ddpc_dataset_kind_of(t->task[0].train) != b->data_kind)
         return ddpc_errorf(
             DDPC_EINVAL, "model.type '%s' needs %s", b->name,
             b->data_kind == DDPC_DATASET_IMAGES
@@ -190,7 +190,7 @@ ddpc_status ddpc__trainer_build_loaders(ddpc_trainer *t, int64_t *per_epoch)
                            "one step takes data.batch_size %lld x optim.grad_accum_steps %lld "
                            "samples on each of %d ranks, more than the %lld training samples",
                            (long long)t->set.batch_size, (long long)t->set.accum_steps, t->world,
-                           (long long)ddpc_dataset_size(t->train));
+                           (long long)ddpc_dataset_size(t->task[0].train));
     return ddpc_errorf(DDPC_EINVAL,
                        "an epoch of %lld combined steps (data.combined_mode %s) is shorter than "
                        "optim.grad_accum_steps %lld",
@@ -202,8 +202,8 @@ ddpc_status ddpc__trainer_build_loaders(ddpc_trainer *t, int64_t *per_epoch)
 static ddpc_status alloc_buffers(ddpc_trainer *t)
 {
     int64_t shape[3];
-    ddpc_dataset_sample_shape(t->train, shape);
-    bool images = ddpc_dataset_kind_of(t->train) == DDPC_DATASET_IMAGES;
+    ddpc_dataset_sample_shape(t->task[0].train, shape);
+    bool images = ddpc_dataset_kind_of(t->task[0].train) == DDPC_DATASET_IMAGES;
     t->sample_floats = images ? shape[0] * shape[1] * shape[2] : 0;
     t->tokens_per_sample = images ? 1 : shape[0];
     int64_t n = 1;
@@ -215,7 +215,7 @@ static ddpc_status alloc_buffers(ddpc_trainer *t)
     t->x = images ? ddpc_malloc((size_t)(n * t->sample_floats) * sizeof(float)) : NULL;
     t->tokens = images ? NULL : ddpc_malloc((size_t)(n * t->tokens_per_sample) * sizeof(int32_t));
     t->targets = ddpc_malloc((size_t)(n * t->tokens_per_sample) * sizeof(int32_t));
-    t->perm = ddpc_malloc((size_t)ddpc_dataset_size(t->train) * sizeof(int64_t));
+    t->perm = ddpc_malloc((size_t)ddpc_dataset_size(t->task[0].train) * sizeof(int64_t));
     if ((images && !t->x) || (!images && !t->tokens) || !t->targets || !t->perm)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory for batch buffers of %lld samples",
                            (long long)n);

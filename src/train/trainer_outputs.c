@@ -29,7 +29,7 @@ ddpc_status ddpc__trainer_open_outputs(ddpc_trainer *t)
     DDPC_TRY(ddpc_rundir_write_config(s->run_dir, t->config_text));
     if (s->state == STATE_TRAIN && s->weights_out)
         DDPC_TRY(ddpc_path_check_writable(s->weights_out));
-    if (s->state == STATE_TRAIN && (s->ckpt_every_steps > 0 || s->ckpt_every_epochs > 0))
+    if (s->state == STATE_TRAIN && ddpc__trainer_checkpoints_on(t))
         DDPC_TRY(ddpc_dir_check_writable(s->ckpt_dir));
     char path[1100];
     snprintf(path, sizeof path, "%s/metrics.jsonl", s->run_dir);

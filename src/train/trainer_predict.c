@@ -70,7 +70,7 @@ static int32_t sample_token(const float *p, int64_t v, float temperature, ddpc_r
  * rest padded; causal attention makes the padding invisible to the last real position. */
 static ddpc_status generate_text(ddpc_trainer *t, FILE *f)
 {
-    int64_t T = t->tokens_per_sample, v = ddpc_dataset_num_classes(t->train);
+    int64_t T = t->tokens_per_sample, v = ddpc_dataset_num_classes(t->task[0].train);
     int64_t len = (int64_t)strlen(t->set.prompt), total = len + t->set.predict_tokens;
     unsigned char *text = ddpc_malloc((size_t)total + 1);
     if (!text)
@@ -116,10 +116,10 @@ ddpc_status ddpc__trainer_predict(ddpc_trainer *t)
 {
     if (t->rank != 0)
         return DDPC_OK;
-    if (ddpc_dataset_kind_of(t->train) != DDPC_DATASET_IMAGES)
+    if (ddpc_dataset_kind_of(t->task[0].train) != DDPC_DATASET_IMAGES)
         return write_file(t, "samples.txt", NULL, 0);
     if (!t->multi)
-        return write_file(t, "predictions.csv", t->test, 0);
+        return write_file(t, "predictions.csv", t->task[0].test, 0);
     for (int i = 0; i < t->n_tasks; i++) {
         char file[64];
         snprintf(file, sizeof file, "predictions_%s.csv", t->task[i].name);
