@@ -36,6 +36,10 @@ expect "plain report has every section" \
     '^System$' '^  OS: +Linux ' '^  CPU: +.+' '^  CPU cores: +[0-9]+ physical, [1-9][0-9]* logical' \
     '^  SIMD \(CPU\): ' '^  Compiler: +(gcc|clang) [0-9]' '^  Build: +release flags' \
     '^  BLAS: +/' '^  BLAS config: +.+' '^  BLAS threads: +[1-9]' '^  OpenMP: +OpenMP .*max threads [1-9]' \
+    '^  oneDNN: +oneDNN [0-9]+\.[0-9]+\.[0-9]+ \(openmp\), ISA [a-z0-9_]+$' \
+    '^  Matmul fp32: +fp32 OpenBLAS sgemm$' \
+    '^  Matmul bf16: +(bf16 oneDNN matmul, fp32 accumulation \([a-z0-9_]+\)|bf16-rounded inputs on OpenBLAS sgemm, .*oneDNN has no bf16 matmul for [a-z0-9_]+.*)$' \
+    '^  Matmul fp16: +fp16-rounded inputs on OpenBLAS sgemm, fp32 accumulation' \
     '^  Backends: +shm yes, mpi (yes|no)' '^  MPI: +.+' '^  CUDA driver: +.+' '^  NCCL: +.+' \
     '^  Variables: +none set$' '^  Source: +none$' '^  Rank: +0 of 1$' \
     '^  Backend: +shm \(chosen automatically\)$' '^  Collective timeout: +300 s \(default\)$'

@@ -11,7 +11,7 @@ typedef struct {
 static double att_loss(void *p)
 {
     att_ctx *a = p;
-    ddpc_attention_forward(a->out, a->att, a->qkv, a->b, a->t, a->c, a->nh, a->ws);
+    ddpc_attention_forward(DDPC_PREC_FP32, a->out, a->att, a->qkv, a->b, a->t, a->c, a->nh, a->ws);
     return tu_dot(a->out, a->r, a->b * a->t * a->c);
 }
 
@@ -81,7 +81,7 @@ static void check_attention(int64_t b, int64_t t, int64_t c, int64_t nh)
 
     float *dqkv = tu_alloc(nqkv);
     att_loss(&a);
-    ddpc_attention_backward(dqkv, a.r, a.qkv, a.att, b, t, c, nh, a.ws);
+    ddpc_attention_backward(DDPC_PREC_FP32, dqkv, a.r, a.qkv, a.att, b, t, c, nh, a.ws);
     int64_t step = nqkv > 3000 ? 7 : 1;
     CHECK(tu_grad_check("attention dqkv", a.qkv, dqkv, nqkv, step, 1e-2f, att_loss, &a) < 1e-2);
 
@@ -89,7 +89,7 @@ static void check_attention(int64_t b, int64_t t, int64_t c, int64_t nh)
     float *again = tu_alloc(nqkv);
     ddpc_fill_f32(again, NAN, nqkv);
     att_loss(&a);
-    ddpc_attention_backward(again, a.r, a.qkv, a.att, b, t, c, nh, a.ws);
+    ddpc_attention_backward(DDPC_PREC_FP32, again, a.r, a.qkv, a.att, b, t, c, nh, a.ws);
     CHECK(memcmp(again, dqkv, (size_t)nqkv * 4) == 0);
     float *bufs[] = {a.out, a.att, a.qkv, a.r, a.ws, before, dqkv, again};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
@@ -127,11 +127,11 @@ static void test_attention_threads_agree(void)
     float *d1 = tu_alloc(nqkv), *d2 = tu_alloc(nqkv);
     int threads = ddpc_kernels_threads();
     ddpc_kernels_set_threads(1);
-    ddpc_attention_forward(o1, a1, qkv, b, t, c, nh, ws);
-    ddpc_attention_backward(d1, dout, qkv, a1, b, t, c, nh, ws);
+    ddpc_attention_forward(DDPC_PREC_FP32, o1, a1, qkv, b, t, c, nh, ws);
+    ddpc_attention_backward(DDPC_PREC_FP32, d1, dout, qkv, a1, b, t, c, nh, ws);
     ddpc_kernels_set_threads(2);
-    ddpc_attention_forward(o2, a2, qkv, b, t, c, nh, ws);
-    ddpc_attention_backward(d2, dout, qkv, a2, b, t, c, nh, ws);
+    ddpc_attention_forward(DDPC_PREC_FP32, o2, a2, qkv, b, t, c, nh, ws);
+    ddpc_attention_backward(DDPC_PREC_FP32, d2, dout, qkv, a2, b, t, c, nh, ws);
     ddpc_kernels_set_threads(threads);
     CHECK(memcmp(o1, o2, (size_t)nout * 4) == 0);
     CHECK(memcmp(a1, a2, (size_t)na * 4) == 0);

@@ -16,7 +16,7 @@ static int64_t out_size(const ddpc_conv2d_shape *s)
 static double conv_loss(void *p)
 {
     conv_ctx *c = p;
-    ddpc_conv2d_forward(c->y, c->x, c->w, c->b, &c->s, c->ws);
+    ddpc_conv2d_forward(DDPC_PREC_FP32, c->y, c->x, c->w, c->b, &c->s, c->ws);
     return tu_dot(c->y, c->r, out_size(&c->s));
 }
 
@@ -59,7 +59,7 @@ static void check_conv(ddpc_conv2d_shape s)
     conv_loss(&c);
     CHECK(naive_conv_err(&c) < 1e-5 * (double)(s.c * s.r * s.s));
     float *dx = tu_alloc(nx), *dw = tu_alloc(nw), *db = tu_alloc(s.k);
-    ddpc_conv2d_backward(dx, dw, db, c.r, c.x, c.w, &c.s, c.ws);
+    ddpc_conv2d_backward(DDPC_PREC_FP32, dx, dw, db, c.r, c.x, c.w, &c.s, c.ws);
     CHECK(tu_grad_check("conv dx", c.x, dx, nx, nx > 2000 ? 5 : 1, 1e-2f, conv_loss, &c) < 1e-3);
     CHECK(tu_grad_check("conv dw", c.w, dw, nw, 1, 1e-2f, conv_loss, &c) < 1e-3);
     CHECK(tu_grad_check("conv db", c.b, db, s.k, 1, 1e-2f, conv_loss, &c) < 1e-3);
@@ -68,13 +68,13 @@ static void check_conv(ddpc_conv2d_shape s)
     int threads = ddpc_kernels_threads();
     ddpc_kernels_set_threads(1);
     float *dx1 = tu_alloc(nx), *dw1 = tu_alloc(nw), *db1 = tu_alloc(s.k);
-    ddpc_conv2d_backward(dx1, dw1, db1, c.r, c.x, c.w, &c.s, c.ws);
+    ddpc_conv2d_backward(DDPC_PREC_FP32, dx1, dw1, db1, c.r, c.x, c.w, &c.s, c.ws);
     ddpc_kernels_set_threads(threads);
     CHECK(tu_rel_err(dx1, dx, nx, 1e-6) < 1e-5);
     CHECK(tu_rel_err(dw1, dw, nw, 1e-6) < 1e-5);
     CHECK(tu_rel_err(db1, db, s.k, 1e-6) < 1e-5);
-    ddpc_conv2d_backward(dx, dw, NULL, c.r, c.x, c.w, &c.s, c.ws);
-    ddpc_conv2d_backward(NULL, NULL, db, c.r, c.x, c.w, &c.s, c.ws);
+    ddpc_conv2d_backward(DDPC_PREC_FP32, dx, dw, NULL, c.r, c.x, c.w, &c.s, c.ws);
+    ddpc_conv2d_backward(DDPC_PREC_FP32, NULL, NULL, db, c.r, c.x, c.w, &c.s, c.ws);
     ddpc_axpy_f32(dx1, 1.0f, dx1, nx);
     ddpc_axpy_f32(dw1, 1.0f, dw1, nw);
     ddpc_axpy_f32(db1, 1.0f, db1, s.k);
@@ -135,8 +135,8 @@ static void test_conv_threads_agree(void)
         dw[i] = tu_alloc(nw);
         db[i] = tu_alloc(s.k);
         ddpc_kernels_set_threads(i + 1);
-        ddpc_conv2d_forward(y[i], x, w, b, &s, ws);
-        ddpc_conv2d_backward(dx[i], dw[i], db[i], dy, x, w, &s, ws);
+        ddpc_conv2d_forward(DDPC_PREC_FP32, y[i], x, w, b, &s, ws);
+        ddpc_conv2d_backward(DDPC_PREC_FP32, dx[i], dw[i], db[i], dy, x, w, &s, ws);
     }
     ddpc_kernels_set_threads(threads);
     CHECK(memcmp(y[0], y[1], (size_t)ny * 4) == 0);

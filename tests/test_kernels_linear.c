@@ -11,7 +11,7 @@ typedef struct {
 static double linear_loss(void *p)
 {
     linear_ctx *c = p;
-    ddpc_linear_forward(c->y, c->x, c->w, c->b, c->n, c->in, c->out);
+    ddpc_linear_forward(DDPC_PREC_FP32, c->y, c->x, c->w, c->b, c->n, c->in, c->out);
     return tu_dot(c->y, c->r, c->n * c->out);
 }
 
@@ -25,7 +25,7 @@ static void check_linear(int64_t n, int64_t in, int64_t out)
                     n,
                     in,
                     out};
-    ddpc_linear_forward(c.y, c.x, c.w, c.b, n, in, out);
+    ddpc_linear_forward(DDPC_PREC_FP32, c.y, c.x, c.w, c.b, n, in, out);
     double ferr = 0.0;
     for (int64_t i = 0; i < n; i++)
         for (int64_t o = 0; o < out; o++) {
@@ -36,7 +36,7 @@ static void check_linear(int64_t n, int64_t in, int64_t out)
         }
     CHECK(ferr < 1e-5 * (double)in);
     float *dx = tu_alloc(n * in), *dw = tu_alloc(out * in), *db = tu_alloc(out);
-    ddpc_linear_backward(dx, dw, db, c.r, c.x, c.w, n, in, out);
+    ddpc_linear_backward(DDPC_PREC_FP32, dx, dw, db, c.r, c.x, c.w, n, in, out);
     CHECK(tu_grad_check("linear dx", c.x, dx, n * in, 1, 1e-2f, linear_loss, &c) < 1e-3);
     CHECK(tu_grad_check("linear dw", c.w, dw, out * in, 1, 1e-2f, linear_loss, &c) < 1e-3);
     CHECK(tu_grad_check("linear db", c.b, db, out, 1, 1e-2f, linear_loss, &c) < 1e-3);
@@ -45,7 +45,7 @@ static void check_linear(int64_t n, int64_t in, int64_t out)
     memcpy(dx1, dx, (size_t)(n * in) * 4);
     memcpy(dw1, dw, (size_t)(out * in) * 4);
     memcpy(db1, db, (size_t)out * 4);
-    ddpc_linear_backward(dx, dw, db, c.r, c.x, c.w, n, in, out);
+    ddpc_linear_backward(DDPC_PREC_FP32, dx, dw, db, c.r, c.x, c.w, n, in, out);
     ddpc_axpy_f32(dx1, 1.0f, dx1, n * in);
     ddpc_axpy_f32(dw1, 1.0f, dw1, out * in);
     ddpc_axpy_f32(db1, 1.0f, db1, out);
@@ -53,13 +53,13 @@ static void check_linear(int64_t n, int64_t in, int64_t out)
     CHECK(tu_rel_err(dw, dw1, out * in, 1e-6) < 1e-6);
     CHECK(tu_rel_err(db, db1, out, 1e-6) < 1e-6);
     /* NULL gradients are skipped; the others still accumulate. */
-    ddpc_linear_backward(NULL, NULL, db, c.r, c.x, c.w, n, in, out);
+    ddpc_linear_backward(DDPC_PREC_FP32, NULL, NULL, db, c.r, c.x, c.w, n, in, out);
     ddpc_axpy_f32(db1, 0.5f, db1, out);
     CHECK(tu_rel_err(db, db1, out, 1e-6) < 1e-6);
     /* Without bias, forward is the bare matmul. */
     float *y2 = tu_alloc(n * out);
     linear_loss(&c);
-    ddpc_linear_forward(y2, c.x, c.w, NULL, n, in, out);
+    ddpc_linear_forward(DDPC_PREC_FP32, y2, c.x, c.w, NULL, n, in, out);
     CHECK_NEAR(y2[0] + c.b[0], c.y[0], 1e-5);
     float *bufs[] = {c.y, c.x, c.w, c.b, c.r, dx, dw, db, dx1, dw1, db1, y2};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
@@ -152,19 +152,21 @@ static void test_linear_residual(void)
     float *x = tu_rand(n * in, -1, 1, 11), *w = tu_rand(out * in, -1, 1, 12);
     float *b = tu_rand(out, -1, 1, 13), *r = tu_rand(n * out, -1, 1, 14);
     float *y = tu_alloc(n * out), *ref = tu_alloc(n * out), *plain = tu_alloc(n * out);
-    ddpc_linear_forward(plain, x, w, b, n, in, out);
+    ddpc_linear_forward(DDPC_PREC_FP32, plain, x, w, b, n, in, out);
     ddpc_add_f32(ref, plain, r, n * out);
     ddpc_fill_f32(y, NAN, n * out);
-    ddpc_linear_residual_forward(y, x, w, b, r, n, in, out);
+    ddpc_linear_residual_forward(DDPC_PREC_FP32, y, x, w, b, r, n, in, out);
     CHECK(tu_rel_err(y, ref, n * out, 1.0) < 1e-6);
     memcpy(y, r, (size_t)(n * out) * 4);
-    ddpc_linear_residual_forward(y, x, w, b, y, n, in, out); /* in place: y += linear(x) */
+    ddpc_linear_residual_forward(DDPC_PREC_FP32, y, x, w, b, y, n, in,
+                                 out); /* in place: y += linear(x) */
     CHECK(tu_rel_err(y, ref, n * out, 1.0) < 1e-6);
-    ddpc_linear_residual_forward(y, x, w, b, NULL, n, in, out); /* no residual: plain linear */
+    ddpc_linear_residual_forward(DDPC_PREC_FP32, y, x, w, b, NULL, n, in,
+                                 out); /* no residual: plain linear */
     CHECK(memcmp(y, plain, (size_t)(n * out) * 4) == 0);
-    ddpc_linear_forward(plain, x, w, NULL, n, in, out);
+    ddpc_linear_forward(DDPC_PREC_FP32, plain, x, w, NULL, n, in, out);
     ddpc_add_f32(ref, plain, r, n * out);
-    ddpc_linear_residual_forward(y, x, w, NULL, r, n, in, out); /* no bias */
+    ddpc_linear_residual_forward(DDPC_PREC_FP32, y, x, w, NULL, r, n, in, out); /* no bias */
     CHECK(tu_rel_err(y, ref, n * out, 1.0) < 1e-6);
     float *bufs[] = {x, w, b, r, y, ref, plain};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
@@ -188,7 +190,7 @@ static void test_bias_grad_threads(void)
     for (int t = 1; t <= 3; t++) {
         ddpc_kernels_set_threads(t);
         ddpc_fill_f32(db, 1.0f, out);
-        ddpc_linear_backward(NULL, NULL, db, dy, x, w, n, 1, out);
+        ddpc_linear_backward(DDPC_PREC_FP32, NULL, NULL, db, dy, x, w, n, 1, out);
         CHECK(memcmp(db, db1, (size_t)out * 4) == 0);
     }
     ddpc_kernels_set_threads(threads);

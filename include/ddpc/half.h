@@ -19,6 +19,9 @@ float ddpc_f16_to_f32(uint16_t h);
 /* dst (n) = src (n) converted; bf16 selects bfloat16, otherwise binary16. */
 void ddpc_f32_to_half_array(uint16_t *dst, const float *src, size_t n, int bf16);
 void ddpc_half_to_f32_array(float *dst, const uint16_t *src, size_t n, int bf16);
+/* dst (n) = src (n) rounded to bfloat16 (bf16) or binary16 and widened back: the f32 value a
+ * 16-bit store and load would give. dst may equal src. */
+void ddpc_round_half_array(float *dst, const float *src, size_t n, int bf16);
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,7 @@
 #ifndef DDPC_KERNELS_H
 #define DDPC_KERNELS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,6 +37,43 @@ void ddpc_gemm_f32(ddpc_transpose ta, ddpc_transpose tb, int64_t m, int64_t n, i
                    float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
                    float beta, float *c, int64_t ldc);
 
+/* ---- precision of matrix products (PyTorch autocast's rule) ---------------------------- */
+
+/* Under BF16 or FP16 a matrix product rounds both fp32 inputs to that format (round to nearest
+ * even), multiplies and accumulates in fp32 and writes fp32: the numerics of autocast's matmuls
+ * and of GPU tensor cores. Everything that is not a matrix product stays fp32. */
+typedef enum { DDPC_PREC_FP32 = 0, DDPC_PREC_BF16, DDPC_PREC_FP16, DDPC_PREC_COUNT } ddpc_precision;
+
+/* "fp32" / "bf16" / "fp16"; "unknown" outside the enum. */
+const char *ddpc_precision_name(ddpc_precision p);
+/* The precision named s (as above); false for any other string. */
+bool ddpc_precision_from_name(const char *s, ddpc_precision *out);
+
+/* ddpc_gemm_f32's contract at precision p. BF16 runs on oneDNN's bf16 matmul where the CPU has
+ * one (AVX-512 BF16, AMX); elsewhere, and always for FP16, the inputs are rounded into per-thread
+ * scratch and multiplied by sgemm: a product of two 8-bit (11-bit) mantissas is exact in fp32, so
+ * both ways compute the same thing up to summation order. Scratch and oneDNN primitives are made
+ * once per shape and thread, so a repeated shape allocates and creates nothing. */
+void ddpc_gemm(ddpc_precision prec, ddpc_transpose ta, ddpc_transpose tb, int64_t m, int64_t n,
+               int64_t k, float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
+               float beta, float *c, int64_t ldc);
+
+/* The same product on oneDNN's matmul primitive, for p FP32 or BF16 (tests and benchmarks use it
+ * to compare engines). Returns false, computing nothing, when oneDNN has no matmul for p here. */
+bool ddpc_gemm_onednn(ddpc_precision prec, ddpc_transpose ta, ddpc_transpose tb, int64_t m, int64_t n,
+                      int64_t k, float alpha, const float *a, int64_t lda, const float *b,
+                      int64_t ldb, float beta, float *c, int64_t ldc);
+
+/* What runs precision p's products on this CPU: "OpenBLAS sgemm", "oneDNN 2.6.3 matmul, bf16
+ * (avx512_core_amx)" or "inputs rounded to bf16, OpenBLAS sgemm (oneDNN 2.6.3 has no bf16 matmul
+ * for avx2)". *native (may be NULL) tells whether the CPU multiplies in p itself. */
+const char *ddpc_kernels_matmul_info(ddpc_precision prec, bool *native);
+/* "oneDNN 2.6.3 (openmp), ISA avx2": the library and the instruction set it dispatches to. */
+const char *ddpc_kernels_onednn_info(void);
+/* Frees the calling thread's low-precision scratch and oneDNN primitives (they are otherwise kept
+ * for the thread's lifetime); the next product recreates what it needs. */
+void ddpc_kernels_release_thread(void);
+
 /* ---- elementwise and small helpers ------------------------------------------------------ */
 
 void ddpc_fill_f32(float *x, float value, int64_t n);
@@ -45,16 +83,18 @@ void ddpc_add_f32(float *y, const float *a, const float *b, int64_t n);
 void ddpc_axpy_f32(float *y, float alpha, const float *x, int64_t n);
 
 /* ---- Linear: y = x @ w^T + b --------------------------------------------------------- */
+/* Linear, attention and convolution take the precision `p` of their matrix products (ddpc_gemm);
+ * their other arithmetic (bias, softmax, im2col) is fp32 whatever p is. */
 
 /* y (n, out) = x (n, in) @ w (out, in)^T + b (out); b may be NULL. y must not alias x. */
-void ddpc_linear_forward(float *y, const float *x, const float *w, const float *b,
+void ddpc_linear_forward(ddpc_precision prec, float *y, const float *x, const float *w, const float *b,
                          int64_t n, int64_t in, int64_t out);
 /* y (n, out) = r (n, out) + x (n, in) @ w (out, in)^T + b (out): a linear layer with a residual
  * add fused in (one pass over y). b or r may be NULL; r may alias y, x must not. */
-void ddpc_linear_residual_forward(float *y, const float *x, const float *w, const float *b,
+void ddpc_linear_residual_forward(ddpc_precision prec, float *y, const float *x, const float *w, const float *b,
                                   const float *r, int64_t n, int64_t in, int64_t out);
 /* dx (n, in) += dy @ w; dw (out, in) += dy^T @ x; db (out) += column sums of dy (n, out). */
-void ddpc_linear_backward(float *dx, float *dw, float *db, const float *dy, const float *x,
+void ddpc_linear_backward(ddpc_precision prec, float *dx, float *dw, float *db, const float *dy, const float *x,
                           const float *w, int64_t n, int64_t in, int64_t out);
 
 /* ---- activations ------------------------------------------------------------------------ */
@@ -98,11 +138,11 @@ size_t ddpc_attention_workspace_floats(int64_t b, int64_t t, int64_t c, int64_t 
 /* qkv (b, t, 3c) holds q | k | v, each split into nh heads of c/nh; out (b, t, c) is the heads'
  * outputs concatenated; att (b, nh, t, t) saves the softmax probabilities (zero above the
  * diagonal). Scale 1/sqrt(c/nh). */
-void ddpc_attention_forward(float *out, float *att, const float *qkv, int64_t b, int64_t t,
+void ddpc_attention_forward(ddpc_precision prec, float *out, float *att, const float *qkv, int64_t b, int64_t t,
                             int64_t c, int64_t nh, float *ws);
 /* dqkv (b, t, 3c) = gradient of out w.r.t. qkv, given dout (b, t, c), qkv and att from forward:
  * OVERWRITES every element of dqkv (no zeroing needed). dqkv must not alias the inputs. */
-void ddpc_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
+void ddpc_attention_backward(ddpc_precision prec, float *dqkv, const float *dout, const float *qkv, const float *att,
                              int64_t b, int64_t t, int64_t c, int64_t nh, float *ws);
 
 /* ---- Conv2d via im2col + GEMM, NCHW ----------------------------------------------------- */
@@ -120,10 +160,10 @@ static inline int64_t ddpc_conv2d_out_w(const ddpc_conv2d_shape *s) { return (s-
  * queried, so query again after raising the thread count above the core count. */
 size_t ddpc_conv2d_workspace_floats(const ddpc_conv2d_shape *s);
 /* y (n, k, oh, ow) = conv(x (n, c, h, w), w (k, c, r, s)) + b (k); b may be NULL. */
-void ddpc_conv2d_forward(float *y, const float *x, const float *w, const float *b,
+void ddpc_conv2d_forward(ddpc_precision prec, float *y, const float *x, const float *w, const float *b,
                          const ddpc_conv2d_shape *s, float *ws);
 /* dx (n, c, h, w) += ...; dw (k, c, r, s) += ...; db (k) += ... (each may be NULL). */
-void ddpc_conv2d_backward(float *dx, float *dw, float *db, const float *dy, const float *x,
+void ddpc_conv2d_backward(ddpc_precision prec, float *dx, float *dw, float *db, const float *dy, const float *x,
                           const float *w, const ddpc_conv2d_shape *s, float *ws);
 
 /* ---- MaxPool2d, no padding -------------------------------------------------------------- */

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <ddpc/kernels.h>
 #include <ddpc/status.h>
 
 #ifdef __cplusplus
@@ -51,6 +52,7 @@ typedef struct {
     /* gpt */
     int64_t n_layer, n_head, n_embd, block_size;
     float dropout; /* after hidden activations (mlp/cnn) or residual branches (gpt) */
+    ddpc_precision precision; /* of the matrix products (linear, attention, conv); fp32 */
     uint64_t seed; /* initialisation */
 } ddpc_model_config;
 

@@ -40,6 +40,7 @@ typedef struct {
     double global_samples_per_s; /* all ranks: world x batch / median_step_s */
     double global_tokens_per_s;  /* 0 for image models */
     double gflops;               /* achieved per rank, from the model's FLOP estimate */
+    int precision;               /* ddpc_precision of the matrix products */
     /* Data-parallel communication per step, averaged over ranks (all 0 on one rank): exposed is
      * the time the step blocked in ddpc_reducer_finish after backward, comm the time the bucket
      * all-reduces ran on the comm thread; exposed / comm is the share not hidden by backward. */

@@ -4,6 +4,7 @@
  * `ddpc bench allreduce|broadcast|all_gather|reduce_scatter ...` is bench_coll.c. */
 #include "cli/cli.h"
 
+#include <ddpc/kernels.h>
 #include <ddpc/train.h>
 
 #include <stdbool.h>
@@ -19,11 +20,14 @@ static void print_result(const char *name, const ddpc_bench_result *r)
            "\"tokens_per_s\": %.1f, \"global_samples_per_s\": %.1f, "
            "\"global_tokens_per_s\": %.1f, \"gflops\": %.2f, \"buckets\": %zu, "
            "\"exposed_comm_ms\": %.3f, \"exposed_comm_mean_ms\": %.3f, \"comm_ms\": %.3f, "
-           "\"comm_mean_ms\": %.3f, \"exposed_comm_fraction\": %.4f}\n",
+           "\"comm_mean_ms\": %.3f, \"exposed_comm_fraction\": %.4f, \"precision\": \"%s\", "
+           "\"matmul\": \"%s\", \"onednn\": \"%s\"}\n",
            name, r->threads, r->world, (long long)r->batch, (long long)r->steps,
            1e3 * r->median_step_s, r->samples_per_s, r->tokens_per_s, r->global_samples_per_s,
            r->global_tokens_per_s, r->gflops, r->num_buckets, 1e3 * r->exposed_median_s,
-           1e3 * r->exposed_mean_s, 1e3 * r->comm_median_s, 1e3 * r->comm_mean_s, exposed_frac);
+           1e3 * r->exposed_mean_s, 1e3 * r->comm_median_s, 1e3 * r->comm_mean_s, exposed_frac,
+           ddpc_precision_name((ddpc_precision)r->precision),
+           ddpc_kernels_matmul_info((ddpc_precision)r->precision, NULL), ddpc_kernels_onednn_info());
 }
 
 static int bench_step(int argc, char **argv)

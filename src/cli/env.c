@@ -7,6 +7,7 @@
 
 #include <ddpc/alloc.h>
 #include <ddpc/comm.h>
+#include <ddpc/kernels.h>
 #include <ddpc/sysinfo.h>
 
 #include <stdarg.h>
@@ -51,6 +52,12 @@ static void print_build(const ddpc_sysinfo *s)
     row("BLAS config", "%s", s->blas_config);
     row("BLAS threads", "%d", s->blas_threads);
     row("OpenMP", "%s, max threads %d", s->openmp, s->omp_max_threads);
+    row("oneDNN", "%s", ddpc_kernels_onednn_info());
+    for (int p = 0; p < DDPC_PREC_COUNT; p++) {
+        char key[32];
+        snprintf(key, sizeof key, "Matmul %s", ddpc_precision_name((ddpc_precision)p));
+        row(key, "%s", ddpc_kernels_matmul_info((ddpc_precision)p, NULL));
+    }
 }
 
 static void print_comm(const ddpc_sysinfo *s, const ddpc_dist_report *d)

@@ -128,3 +128,37 @@ void ddpc_half_to_f32_array(float *restrict dst, const uint16_t *restrict src, s
     else
         f16_load(dst, src, n);
 }
+
+/* Round trips: bf16 keeps the top half (rounded, NaN quieted) in place; f16 goes through F16C. */
+static void bf16_round(float *out, const float *in, size_t m)
+{
+    for (size_t i = 0; i < m; i++) {
+        uint32_t u;
+        memcpy(&u, in + i, sizeof u);
+        uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+        uint32_t nan = (u & 0xffff0000u) | 0x00400000u;
+        uint32_t r = (u & 0x7fffffffu) > 0x7f800000u ? nan : rounded;
+        memcpy(out + i, &r, sizeof r);
+    }
+}
+
+static void f16_round(float *out, const float *in, size_t m)
+{
+    size_t i = 0;
+#ifdef __F16C__
+    for (; i + 8 <= m; i += 8) {
+        __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT);
+        _mm256_storeu_ps(out + i, _mm256_cvtph_ps(h));
+    }
+#endif
+    for (; i < m; i++)
+        out[i] = ddpc_f16_to_f32(ddpc_f32_to_f16(in[i]));
+}
+
+void ddpc_round_half_array(float *dst, const float *src, size_t n, int bf16)
+{
+    if (bf16)
+        bf16_round(dst, src, n);
+    else
+        f16_round(dst, src, n);
+}

@@ -17,10 +17,10 @@ typedef struct {
     int w_idx[DDPC_MODEL_MAX_LAYERS], b_idx[DDPC_MODEL_MAX_LAYERS];
     ddpc__fc_stack fc;
     /* Set by forward. */
-    const float *in[DDPC_MODEL_MAX_LAYERS];   /* conv inputs: x, then pooled outputs */
-    float *act[DDPC_MODEL_MAX_LAYERS];        /* conv outputs after ReLU (n, k, h, w) */
-    int32_t *idx[DDPC_MODEL_MAX_LAYERS];      /* pool argmax (n, k, h/2, w/2) */
-    float *ws, *dA, *dB;                      /* scratch */
+    const float *in[DDPC_MODEL_MAX_LAYERS]; /* conv inputs: x, then pooled outputs */
+    float *act[DDPC_MODEL_MAX_LAYERS];      /* conv outputs after ReLU (n, k, h, w) */
+    int32_t *idx[DDPC_MODEL_MAX_LAYERS];    /* pool argmax (n, k, h/2, w/2) */
+    float *ws, *dA, *dB;                    /* scratch */
     int64_t n;
 } cnn_impl;
 
@@ -42,11 +42,18 @@ static ddpc_status cnn_build(ddpc_model *m)
     double flops = 0;
     for (int i = 0; i < impl->n_conv; i++) {
         if (c->channels[i] <= 0 || h < 2 || w < 2)
-            return ddpc_errorf(DDPC_EINVAL, "cnn conv layer %d: %lld channels on a %lldx%lld input "
-                               "cannot be pooled", i, (long long)c->channels[i], (long long)h, (long long)w);
-        impl->conv[i] = (ddpc_conv2d_shape){.c = ch, .h = h, .w = w, .k = c->channels[i],
-                                            .r = c->kernel_size, .s = c->kernel_size,
-                                            .stride = 1, .pad = c->kernel_size / 2};
+            return ddpc_errorf(DDPC_EINVAL,
+                               "cnn conv layer %d: %lld channels on a %lldx%lld input "
+                               "cannot be pooled",
+                               i, (long long)c->channels[i], (long long)h, (long long)w);
+        impl->conv[i] = (ddpc_conv2d_shape){.c = ch,
+                                            .h = h,
+                                            .w = w,
+                                            .k = c->channels[i],
+                                            .r = c->kernel_size,
+                                            .s = c->kernel_size,
+                                            .stride = 1,
+                                            .pad = c->kernel_size / 2};
         char name[DDPC_PARAM_NAME_MAX];
         int64_t shape[4] = {c->channels[i], ch, c->kernel_size, c->kernel_size};
         snprintf(name, sizeof name, "conv.%d.weight", i);
@@ -76,8 +83,10 @@ static void cnn_init(ddpc_model *m)
         const ddpc_conv2d_shape *s = &impl->conv[i];
         float bound = 1.0f / sqrtf((float)(s->c * s->r * s->s));
         const ddpc_param *w = &m->tensors[impl->w_idx[i]], *b = &m->tensors[impl->b_idx[i]];
-        ddpc__init_uniform(m->params + w->offset, w->numel, bound, m->cfg.seed, (uint64_t)impl->w_idx[i]);
-        ddpc__init_uniform(m->params + b->offset, b->numel, bound, m->cfg.seed, (uint64_t)impl->b_idx[i]);
+        ddpc__init_uniform(m->params + w->offset, w->numel, bound, m->cfg.seed,
+                           (uint64_t)impl->w_idx[i]);
+        ddpc__init_uniform(m->params + b->offset, b->numel, bound, m->cfg.seed,
+                           (uint64_t)impl->b_idx[i]);
     }
     ddpc__fc_stack_init(&impl->fc, m);
 }
@@ -124,7 +133,7 @@ static ddpc_status cnn_forward(ddpc_model *m, const ddpc_model_input *in, bool t
         const ddpc_conv2d_shape *s = &impl->conv[i];
         impl->in[i] = x;
         impl->act[i] = ddpc__take(&arena, (size_t)(n * s->k * s->h * s->w));
-        ddpc_conv2d_forward(impl->act[i], x, ddpc__param_ptr(m, impl->w_idx[i]),
+        ddpc_conv2d_forward(m->cfg.precision, impl->act[i], x, ddpc__param_ptr(m, impl->w_idx[i]),
                             ddpc__param_ptr(m, impl->b_idx[i]), s, impl->ws);
         ddpc_relu_forward(impl->act[i], impl->act[i], n * s->k * s->h * s->w);
         size_t pooled = (size_t)(n * s->k * impl->pool_h[i] * impl->pool_w[i]);
@@ -160,8 +169,9 @@ static void cnn_backward(ddpc_model *m, float dloss)
             dx = impl->dA;
             ddpc_fill_f32(dx, 0.0f, n * s->c * s->h * s->w);
         }
-        ddpc_conv2d_backward(dx, ddpc__grad_ptr(m, impl->w_idx[i]), ddpc__grad_ptr(m, impl->b_idx[i]),
-                             impl->dB, impl->in[i], ddpc__param_ptr(m, impl->w_idx[i]), s, impl->ws);
+        ddpc_conv2d_backward(m->cfg.precision, dx, ddpc__grad_ptr(m, impl->w_idx[i]),
+                             ddpc__grad_ptr(m, impl->b_idx[i]), impl->dB, impl->in[i],
+                             ddpc__param_ptr(m, impl->w_idx[i]), s, impl->ws);
         ddpc__model_grad_ready(m, impl->w_idx[i]);
         ddpc__model_grad_ready(m, impl->b_idx[i]);
     }

@@ -147,12 +147,13 @@ void ddpc__fc_stack_forward(ddpc__fc_stack *s, ddpc_model *m, const float *x,
     float p = training ? m->cfg.dropout : 0.0f;
     for (int i = 0; i < s->n_layers; i++) {
         float *y = ddpc__take(arena, (size_t)(n * s->dims[i + 1]));
-        ddpc_linear_forward(y, s->acts[i], ddpc__param_ptr(m, s->w_idx[i]),
+        ddpc_linear_forward(m->cfg.precision, y, s->acts[i], ddpc__param_ptr(m, s->w_idx[i]),
                             ddpc__param_ptr(m, s->b_idx[i]), n, s->dims[i], s->dims[i + 1]);
         if (i + 1 < s->n_layers) {
             ddpc_relu_forward(y, y, n * s->dims[i + 1]);
             if (p > 0.0f)
-                ddpc_dropout_forward(y, y, n * s->dims[i + 1], p, m->cfg.seed, in->rng_stream * 64 + (uint64_t)i);
+                ddpc_dropout_forward(y, y, n * s->dims[i + 1], p, m->cfg.seed,
+                                     in->rng_stream * 64 + (uint64_t)i);
         }
         s->acts[i + 1] = y;
     }
@@ -178,9 +179,9 @@ void ddpc__fc_stack_backward(ddpc__fc_stack *s, ddpc_model *m, float dloss, floa
         float *dlayer_in = i > 0 ? din : dx;
         if (i > 0)
             ddpc_fill_f32(din, 0.0f, n * s->dims[i]);
-        ddpc_linear_backward(dlayer_in, ddpc__grad_ptr(m, s->w_idx[i]), ddpc__grad_ptr(m, s->b_idx[i]),
-                             dy, s->acts[i], ddpc__param_ptr(m, s->w_idx[i]), n, s->dims[i],
-                             s->dims[i + 1]);
+        ddpc_linear_backward(m->cfg.precision, dlayer_in, ddpc__grad_ptr(m, s->w_idx[i]),
+                             ddpc__grad_ptr(m, s->b_idx[i]), dy, s->acts[i],
+                             ddpc__param_ptr(m, s->w_idx[i]), n, s->dims[i], s->dims[i + 1]);
         ddpc__model_grad_ready(m, s->w_idx[i]);
         ddpc__model_grad_ready(m, s->b_idx[i]);
         if (i == 0)
@@ -189,7 +190,8 @@ void ddpc__fc_stack_backward(ddpc__fc_stack *s, ddpc_model *m, float dloss, floa
         const float *dact = din;
         if (p > 0.0f) {
             ddpc_fill_f32(s->dtmp, 0.0f, cnt);
-            ddpc_dropout_backward(s->dtmp, din, cnt, p, m->cfg.seed, s->rng_stream * 64 + (uint64_t)(i - 1));
+            ddpc_dropout_backward(s->dtmp, din, cnt, p, m->cfg.seed,
+                                  s->rng_stream * 64 + (uint64_t)(i - 1));
             dact = s->dtmp;
         }
         ddpc_fill_f32(dpre, 0.0f, cnt);

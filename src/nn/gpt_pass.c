@@ -15,7 +15,12 @@ static size_t carve_all(const ddpc_model *m, gpt_impl *g, int64_t B, float *base
     size_t T = (size_t)c->block_size, C = (size_t)c->n_embd, V = (size_t)c->num_classes;
     size_t NH = (size_t)c->n_head, BT = (size_t)B * T;
     float *p = base;
-#define TAKE(field, count) do { float *t_ = ddpc__take(&p, (count)); if (g) g->field = t_; } while (0)
+#define TAKE(field, count)                                                                         \
+    do {                                                                                           \
+        float *t_ = ddpc__take(&p, (count));                                                       \
+        if (g)                                                                                     \
+            g->field = t_;                                                                         \
+    } while (0)
     TAKE(encoded, BT * C);
     for (int l = 0; l < c->n_layer; l++) {
         TAKE(acts[l].ln1, BT * C);
@@ -62,10 +67,10 @@ static void residual_out(ddpc_model *m, const gpt_impl *g, float *y, const float
     const ddpc_model_config *c = &m->cfg;
     float drop = g->training ? c->dropout : 0.0f;
     if (drop <= 0.0f) {
-        ddpc_linear_residual_forward(y, xin, P(w), P(b), r, BT, in, c->n_embd);
+        ddpc_linear_residual_forward(m->cfg.precision, y, xin, P(w), P(b), r, BT, in, c->n_embd);
         return;
     }
-    ddpc_linear_forward(y, xin, P(w), P(b), BT, in, c->n_embd);
+    ddpc_linear_forward(m->cfg.precision, y, xin, P(w), P(b), BT, in, c->n_embd);
     ddpc_dropout_forward(y, y, BT * c->n_embd, drop, c->seed, g->rng_stream * 64 + site);
     ddpc_add_f32(y, y, r, BT * c->n_embd);
 }
@@ -77,11 +82,12 @@ static void block_forward(ddpc_model *m, gpt_impl *g, int l, const float *x, int
     const gpt_layer_params *p = &g->layer[l];
     gpt_layer_acts *a = &g->acts[l];
     ddpc_layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, x, P(p->ln1w), P(p->ln1b), BT, C);
-    ddpc_linear_forward(a->qkv, a->ln1, P(p->qkvw), P(p->qkvb), BT, C, 3 * C);
-    ddpc_attention_forward(a->atty, a->att, a->qkv, B, T, C, c->n_head, g->ws);
+    ddpc_linear_forward(m->cfg.precision, a->qkv, a->ln1, P(p->qkvw), P(p->qkvb), BT, C, 3 * C);
+    ddpc_attention_forward(m->cfg.precision, a->atty, a->att, a->qkv, B, T, C, c->n_head, g->ws);
     residual_out(m, g, a->res2, a->atty, p->projw, p->projb, x, BT, C, 2 * (uint64_t)l);
-    ddpc_layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, P(p->ln2w), P(p->ln2b), BT, C);
-    ddpc_linear_forward(a->fch, a->ln2, P(p->fcw), P(p->fcb), BT, C, 4 * C);
+    ddpc_layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, P(p->ln2w), P(p->ln2b), BT,
+                           C);
+    ddpc_linear_forward(m->cfg.precision, a->fch, a->ln2, P(p->fcw), P(p->fcb), BT, C, 4 * C);
     ddpc_gelu_forward(a->fch_gelu, a->fch, BT * 4 * C);
     residual_out(m, g, a->res3, a->fch_gelu, p->fcprojw, p->fcprojb, a->res2, BT, 4 * C,
                  2 * (uint64_t)l + 1);
@@ -97,7 +103,8 @@ ddpc_status ddpc__gpt_forward(ddpc_model *m, const ddpc_model_input *in, bool tr
         return ddpc_errorf(DDPC_EINVAL, "gpt forward needs token inputs");
     for (int64_t i = 0; i < BT; i++)
         if (in->tokens[i] < 0 || in->tokens[i] >= V)
-            return ddpc_errorf(DDPC_EINVAL, "token %d at position %lld is outside the vocabulary of %lld",
+            return ddpc_errorf(DDPC_EINVAL,
+                               "token %d at position %lld is outside the vocabulary of %lld",
                                in->tokens[i], (long long)i, (long long)V);
     carve_all(m, g, B, m->arena);
     g->B = B;
@@ -112,7 +119,7 @@ ddpc_status ddpc__gpt_forward(ddpc_model *m, const ddpc_model_input *in, bool tr
         x = g->acts[l].res3;
     }
     ddpc_layernorm_forward(g->lnf, g->lnf_mean, g->lnf_rstd, x, P(g->lnfw), P(g->lnfb), BT, C);
-    ddpc_linear_forward(g->logits, g->lnf, P(g->wte), NULL, BT, C, V);
+    ddpc_linear_forward(m->cfg.precision, g->logits, g->lnf, P(g->wte), NULL, BT, C, V);
     m->probs = g->logits;
     *out = (ddpc_model_output){0};
     if (!in->targets) {
@@ -155,12 +162,13 @@ static void block_backward(ddpc_model *m, gpt_impl *g, int l, const float *x, in
     const float *dproj = through_dropout(m, g, g->dres, g->dbranch, BT * C, 2 * (uint64_t)l + 1);
     /* dfch holds the gradient of fch_gelu, then (gelu backward in place) that of fch. */
     ddpc_fill_f32(g->dfch, 0.0f, BT * 4 * C);
-    ddpc_linear_backward(g->dfch, G(p->fcprojw), G(p->fcprojb), dproj, a->fch_gelu,
-                         P(p->fcprojw), BT, 4 * C, C);
+    ddpc_linear_backward(m->cfg.precision, g->dfch, G(p->fcprojw), G(p->fcprojb), dproj,
+                         a->fch_gelu, P(p->fcprojw), BT, 4 * C, C);
     ready(m, p->fcprojw, p->fcprojb);
     ddpc_gelu_backward(g->dfch, g->dfch, a->fch, BT * 4 * C);
     ddpc_fill_f32(g->dln, 0.0f, BT * C);
-    ddpc_linear_backward(g->dln, G(p->fcw), G(p->fcb), g->dfch, a->ln2, P(p->fcw), BT, C, 4 * C);
+    ddpc_linear_backward(m->cfg.precision, g->dln, G(p->fcw), G(p->fcb), g->dfch, a->ln2, P(p->fcw),
+                         BT, C, 4 * C);
     ready(m, p->fcw, p->fcb);
     ddpc_layernorm_backward(g->dres, G(p->ln2w), G(p->ln2b), g->dln, a->res2, P(p->ln2w),
                             a->ln2_mean, a->ln2_rstd, BT, C);
@@ -168,11 +176,14 @@ static void block_backward(ddpc_model *m, gpt_impl *g, int l, const float *x, in
     /* res2 = x + attn(ln1(x)). */
     dproj = through_dropout(m, g, g->dres, g->dbranch, BT * C, 2 * (uint64_t)l);
     ddpc_fill_f32(g->datty, 0.0f, BT * C);
-    ddpc_linear_backward(g->datty, G(p->projw), G(p->projb), dproj, a->atty, P(p->projw), BT, C, C);
+    ddpc_linear_backward(m->cfg.precision, g->datty, G(p->projw), G(p->projb), dproj, a->atty,
+                         P(p->projw), BT, C, C);
     ready(m, p->projw, p->projb);
-    ddpc_attention_backward(g->dqkv, g->datty, a->qkv, a->att, B, T, C, c->n_head, g->ws);
+    ddpc_attention_backward(m->cfg.precision, g->dqkv, g->datty, a->qkv, a->att, B, T, C, c->n_head,
+                            g->ws);
     ddpc_fill_f32(g->dln, 0.0f, BT * C);
-    ddpc_linear_backward(g->dln, G(p->qkvw), G(p->qkvb), g->dqkv, a->ln1, P(p->qkvw), BT, C, 3 * C);
+    ddpc_linear_backward(m->cfg.precision, g->dln, G(p->qkvw), G(p->qkvb), g->dqkv, a->ln1,
+                         P(p->qkvw), BT, C, 3 * C);
     ready(m, p->qkvw, p->qkvb);
     ddpc_layernorm_backward(g->dres, G(p->ln1w), G(p->ln1b), g->dln, x, P(p->ln1w), a->ln1_mean,
                             a->ln1_rstd, BT, C);
@@ -187,7 +198,8 @@ void ddpc__gpt_backward(ddpc_model *m, float dloss)
     ddpc_fill_f32(g->dlogits, 0.0f, BT * V);
     ddpc_cross_entropy_backward(g->dlogits, g->logits, g->targets, BT, V, -1, g->n_valid, dloss);
     ddpc_fill_f32(g->dln, 0.0f, BT * C);
-    ddpc_linear_backward(g->dln, G(g->wte), NULL, g->dlogits, g->lnf, P(g->wte), BT, C, V);
+    ddpc_linear_backward(m->cfg.precision, g->dln, G(g->wte), NULL, g->dlogits, g->lnf, P(g->wte),
+                         BT, C, V);
     const float *last = c->n_layer > 0 ? g->acts[c->n_layer - 1].res3 : g->encoded;
     ddpc_fill_f32(g->dres, 0.0f, BT * C);
     ddpc_layernorm_backward(g->dres, G(g->lnfw), G(g->lnfb), g->dln, last, P(g->lnfw), g->lnf_mean,

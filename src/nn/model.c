@@ -98,6 +98,8 @@ ddpc_status ddpc_model_create(ddpc_model **out, const ddpc_model_config *cfg)
                            ddpc_model_types());
     if (cfg->dropout < 0.0f || cfg->dropout >= 1.0f)
         return ddpc_errorf(DDPC_EINVAL, "model dropout must be in [0, 1), got %g", cfg->dropout);
+    if ((unsigned)cfg->precision >= DDPC_PREC_COUNT)
+        return ddpc_errorf(DDPC_EINVAL, "model precision %d is not fp32, bf16 or fp16", (int)cfg->precision);
     ddpc_model *m = ddpc_calloc(1, sizeof *m);
     if (!m)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory creating a %s model", cfg->type);

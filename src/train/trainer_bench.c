@@ -114,6 +114,7 @@ ddpc_status ddpc_trainer_bench(ddpc_trainer *t, int64_t warmup, int64_t steps, d
             .global_samples_per_s = w * (double)n / med,
             .global_tokens_per_s = tok > 1 ? w * (double)(n * tok) / med : 0,
             .gflops = ddpc_model_train_flops_per_sample(t->model) * (double)n / med * 1e-9,
+            .precision = (int)t->set.precision,
             .num_buckets = t->reducer ? ddpc_reducer_stats_of(t->reducer).num_buckets : 0,
             .exposed_mean_s = exposed_mean,
             .comm_mean_s = comm_mean,

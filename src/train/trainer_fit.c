@@ -188,6 +188,9 @@ static void log_start(ddpc_trainer *t)
         fprintf(t->log, "combined %s, ", ddpc_combined_mode_name(t->mode));
     fprintf(t->log, "backend %s, lr x %.3g)\n", ddpc_backend_name(ddpc_pg_backend(t->pg)),
             ddpc__trainer_lr_scale(t));
+    /* Said once, so a CPU without bf16 products is never mistaken for a fast one. */
+    fprintf(t->log, "precision %s: matrix products in %s\n", ddpc_precision_name(s->precision),
+            ddpc_kernels_matmul_info(s->precision, NULL));
 }
 
 /* Periodic work after a step: stats sync, progress line, validation. */

@@ -36,6 +36,7 @@ typedef struct {
     int64_t epochs, max_steps, eval_every, eval_batches, log_every;
     int64_t batch_size, eval_batch_size; /* per rank; the tasks' defaults */
     int64_t accum_steps;                 /* micro-batches per optimizer step */
+    ddpc_precision precision;            /* of the model's matrix products */
     int64_t stats_sync_every;            /* steps between cross-rank loss averages */
     lr_scale_kind lr_scale;              /* base LR x (world * accum_steps)^{0, 1, 1/2} */
     int num_workers, prefetch_factor;    /* training loaders */

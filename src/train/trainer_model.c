@@ -83,6 +83,7 @@ static ddpc_status read_model_config(ddpc_trainer *t, ddpc_model_config *mc)
     DDPC_TRY(ddpc_config_float(c, "model.dropout", 0.0, 0.0, 0.99, &dropout));
     mc->dropout = (float)dropout;
     mc->seed = t->set.seed;
+    mc->precision = t->set.precision;
     int64_t shape[3];
     ddpc_dataset_sample_shape(t->task[0].train, shape);
     mc->num_classes = ddpc_dataset_num_classes(t->task[0].train);

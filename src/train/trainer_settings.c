@@ -6,13 +6,15 @@
 
 static const char *const state_names[] = {"train", "val", "test", "predict", NULL};
 static const char *const lr_scales[] = {"none", "linear", "sqrt", NULL};
+/* In ddpc_precision's order. */
+static const char *const precision_names[] = {"fp32", "bf16", "fp16", NULL};
 
 ddpc_status ddpc__trainer_read_settings(ddpc_trainer *t, const char *config_name)
 {
     ddpc_config *c = t->cfg;
     trainer_settings *s = &t->set;
     int64_t v;
-    int state;
+    int state, v32;
     double f;
     const char *run_dir;
     DDPC_TRY(ddpc_config_int(c, "seed", 1337, 0, INT64_MAX, &v));
@@ -20,6 +22,8 @@ ddpc_status ddpc__trainer_read_settings(ddpc_trainer *t, const char *config_name
     DDPC_TRY(ddpc_config_int(c, "num_threads", 0, 0, 1024, &v));
     s->threads = (int)v;
     DDPC_TRY(ddpc_config_choice(c, "state", "train", state_names, &state));
+    DDPC_TRY(ddpc_config_choice(c, "precision", "fp32", precision_names, &v32));
+    s->precision = (ddpc_precision)v32;
     s->state = (trainer_state)state;
     DDPC_TRY(ddpc_config_int(c, "epochs", 1, 0, 1000000, &s->epochs));
     DDPC_TRY(ddpc_config_int(c, "max_steps", 0, 0, INT64_MAX, &s->max_steps));

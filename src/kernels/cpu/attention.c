@@ -36,22 +36,22 @@ static void causal_softmax_rows(float *p, int64_t r0, int64_t r1, int64_t t)
 }
 
 /* One (batch, head): att_bh (T, T) = softmax(scale q k^T), out_h (T, hs) = att_bh @ v. */
-static void head_forward(float *out_h, float *att_bh, const float *q, int64_t t, int64_t c,
-                         int64_t hs, float scale)
+static void head_forward(ddpc_precision prec, float *out_h, float *att_bh, const float *q,
+                         int64_t t, int64_t c, int64_t hs, float scale)
 {
     const float *k = q + c, *v = q + 2 * c;
     for (int64_t r0 = 0; r0 < t; r0 += ROW_BLOCK) {
         int64_t r1 = r0 + ROW_BLOCK < t ? r0 + ROW_BLOCK : t;
-        ddpc_gemm_f32(DDPC_NO_TRANS, DDPC_TRANS, r1 - r0, r1, hs, scale, q + r0 * 3 * c, 3 * c, k,
-                      3 * c, 0.0f, att_bh + r0 * t, t);
+        ddpc_gemm(prec, DDPC_NO_TRANS, DDPC_TRANS, r1 - r0, r1, hs, scale, q + r0 * 3 * c, 3 * c, k,
+                  3 * c, 0.0f, att_bh + r0 * t, t);
         causal_softmax_rows(att_bh, r0, r1, t);
-        ddpc_gemm_f32(DDPC_NO_TRANS, DDPC_NO_TRANS, r1 - r0, hs, r1, 1.0f, att_bh + r0 * t, t, v,
-                      3 * c, 0.0f, out_h + r0 * c, c);
+        ddpc_gemm(prec, DDPC_NO_TRANS, DDPC_NO_TRANS, r1 - r0, hs, r1, 1.0f, att_bh + r0 * t, t, v,
+                  3 * c, 0.0f, out_h + r0 * c, c);
     }
 }
 
-void ddpc_attention_forward(float *out, float *att, const float *qkv, int64_t b, int64_t t,
-                            int64_t c, int64_t nh, float *ws)
+void ddpc_attention_forward(ddpc_precision prec, float *out, float *att, const float *qkv,
+                            int64_t b, int64_t t, int64_t c, int64_t nh, float *ws)
 {
     (void)ws;
     int64_t hs = c / nh, jobs = b * nh;
@@ -60,8 +60,8 @@ void ddpc_attention_forward(float *out, float *att, const float *qkv, int64_t b,
 #pragma omp parallel for schedule(static) if (par)
     for (int64_t job = 0; job < jobs; job++) {
         int64_t bi = job / nh, h = job % nh;
-        head_forward(out + bi * t * c + h * hs, att + job * t * t, qkv + bi * t * 3 * c + h * hs, t,
-                     c, hs, scale);
+        head_forward(prec, out + bi * t * c + h * hs, att + job * t * t,
+                     qkv + bi * t * 3 * c + h * hs, t, c, hs, scale);
     }
 }
 
@@ -86,8 +86,9 @@ static void softmax_backward_rows(float *dp, const float *p, int64_t r0, int64_t
 
 /* One (batch, head): writes dq, dk, dv (strided in dqkv) from dout_h and att_bh. Each row block
  * of each is the output of exactly one sgemm, which overwrites it: dqkv needs no zeroing first. */
-static void head_backward(float *dq, const float *dout_h, const float *q, const float *att_bh,
-                          int64_t t, int64_t c, int64_t hs, float scale, float *dp)
+static void head_backward(ddpc_precision prec, float *dq, const float *dout_h, const float *q,
+                          const float *att_bh, int64_t t, int64_t c, int64_t hs, float scale,
+                          float *dp)
 {
     const int64_t ld = 3 * c;
     const float *k = q + c, *v = q + 2 * c;
@@ -95,24 +96,25 @@ static void head_backward(float *dq, const float *dout_h, const float *q, const 
     for (int64_t r0 = 0; r0 < t; r0 += ROW_BLOCK) {
         int64_t r1 = r0 + ROW_BLOCK < t ? r0 + ROW_BLOCK : t, n = r1 - r0;
         /* dP rows r0..r1 (keys 0..r1) = dout @ v^T; then dS in place; then dq = dS @ k. */
-        ddpc_gemm_f32(DDPC_NO_TRANS, DDPC_TRANS, n, r1, hs, 1.0f, dout_h + r0 * c, c, v, ld, 0.0f,
-                      dp + r0 * t, t);
+        ddpc_gemm(prec, DDPC_NO_TRANS, DDPC_TRANS, n, r1, hs, 1.0f, dout_h + r0 * c, c, v, ld, 0.0f,
+                  dp + r0 * t, t);
         softmax_backward_rows(dp, att_bh, r0, r1, t, scale);
-        ddpc_gemm_f32(DDPC_NO_TRANS, DDPC_NO_TRANS, n, hs, r1, 1.0f, dp + r0 * t, t, k, ld, 0.0f,
-                      dq + r0 * ld, ld);
+        ddpc_gemm(prec, DDPC_NO_TRANS, DDPC_NO_TRANS, n, hs, r1, 1.0f, dp + r0 * t, t, k, ld, 0.0f,
+                  dq + r0 * ld, ld);
     }
     for (int64_t r0 = 0; r0 < t; r0 += ROW_BLOCK) {
         int64_t r1 = r0 + ROW_BLOCK < t ? r0 + ROW_BLOCK : t, n = r1 - r0;
         /* Keys r0..r1 hear from queries r0..T only (causal): dk = dS^T @ q, dv = P^T @ dout */
-        ddpc_gemm_f32(DDPC_TRANS, DDPC_NO_TRANS, n, hs, t - r0, 1.0f, dp + r0 * t + r0, t,
-                      q + r0 * ld, ld, 0.0f, dk + r0 * ld, ld);
-        ddpc_gemm_f32(DDPC_TRANS, DDPC_NO_TRANS, n, hs, t - r0, 1.0f, att_bh + r0 * t + r0, t,
-                      dout_h + r0 * c, c, 0.0f, dv + r0 * ld, ld);
+        ddpc_gemm(prec, DDPC_TRANS, DDPC_NO_TRANS, n, hs, t - r0, 1.0f, dp + r0 * t + r0, t,
+                  q + r0 * ld, ld, 0.0f, dk + r0 * ld, ld);
+        ddpc_gemm(prec, DDPC_TRANS, DDPC_NO_TRANS, n, hs, t - r0, 1.0f, att_bh + r0 * t + r0, t,
+                  dout_h + r0 * c, c, 0.0f, dv + r0 * ld, ld);
     }
 }
 
-void ddpc_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
-                             int64_t b, int64_t t, int64_t c, int64_t nh, float *ws)
+void ddpc_attention_backward(ddpc_precision prec, float *dqkv, const float *dout, const float *qkv,
+                             const float *att, int64_t b, int64_t t, int64_t c, int64_t nh,
+                             float *ws)
 {
     int64_t hs = c / nh, jobs = b * nh;
     float scale = 1.0f / sqrtf((float)hs);
@@ -121,7 +123,7 @@ void ddpc_attention_backward(float *dqkv, const float *dout, const float *qkv, c
     for (int64_t job = 0; job < jobs; job++) {
         int64_t bi = job / nh, h = job % nh;
         float *dp = ws + (int64_t)omp_get_thread_num() * t * t;
-        head_backward(dqkv + bi * t * 3 * c + h * hs, dout + bi * t * c + h * hs,
+        head_backward(prec, dqkv + bi * t * 3 * c + h * hs, dout + bi * t * c + h * hs,
                       qkv + bi * t * 3 * c + h * hs, att + job * t * t, t, c, hs, scale, dp);
     }
 }

@@ -32,8 +32,8 @@ size_t ddpc_conv2d_workspace_floats(const ddpc_conv2d_shape *s)
     return (size_t)ddpc__kernel_slots() * (size_t)per_slot;
 }
 
-void ddpc_conv2d_forward(float *y, const float *x, const float *w, const float *b,
-                         const ddpc_conv2d_shape *s, float *ws)
+void ddpc_conv2d_forward(ddpc_precision prec, float *y, const float *x, const float *w,
+                         const float *b, const ddpc_conv2d_shape *s, float *ws)
 {
     const int64_t crs = s->c * s->r * s->s, ohw = ddpc_conv2d_out_h(s) * ddpc_conv2d_out_w(s);
     const int64_t slot_floats = col_floats(s) + s->k * crs;
@@ -52,8 +52,8 @@ void ddpc_conv2d_forward(float *y, const float *x, const float *w, const float *
                 for (int64_t j = 0; j < ohw; j++)
                     yi[k * ohw + j] = b[k];
         /* y_i (k, oh*ow) = w (k, crs) @ col (crs, oh*ow) [+ bias already in y_i] */
-        ddpc_gemm_f32(DDPC_NO_TRANS, DDPC_NO_TRANS, s->k, ohw, crs, 1.0f, w, crs, col, ohw,
-                      b ? 1.0f : 0.0f, yi, ohw);
+        ddpc_gemm(prec, DDPC_NO_TRANS, DDPC_NO_TRANS, s->k, ohw, crs, 1.0f, w, crs, col, ohw,
+                  b ? 1.0f : 0.0f, yi, ohw);
     }
 }
 
@@ -74,8 +74,9 @@ static void bias_backward(float *db, const float *dy, int64_t n, int64_t k, int6
 }
 
 /* Sample i's share: dw_part (k, crs) += dy_i @ col_i^T; dx_i += col2im(w^T @ dy_i). */
-static void sample_backward(float *dx_i, float *dw_part, const float *dy_i, const float *x_i,
-                            const float *w, const ddpc_conv2d_shape *s, float *col)
+static void sample_backward(ddpc_precision prec, float *dx_i, float *dw_part, const float *dy_i,
+                            const float *x_i, const float *w, const ddpc_conv2d_shape *s,
+                            float *col)
 {
     const int64_t crs = s->c * s->r * s->s, ohw = ddpc_conv2d_out_h(s) * ddpc_conv2d_out_w(s);
     if (dw_part) {
@@ -84,23 +85,23 @@ static void sample_backward(float *dx_i, float *dw_part, const float *dy_i, cons
             ddpc__im2col(col, x_i, s);
             cols = col;
         }
-        ddpc_gemm_f32(DDPC_NO_TRANS, DDPC_TRANS, s->k, crs, ohw, 1.0f, dy_i, ohw, cols, ohw, 1.0f,
-                      dw_part, crs);
+        ddpc_gemm(prec, DDPC_NO_TRANS, DDPC_TRANS, s->k, crs, ohw, 1.0f, dy_i, ohw, cols, ohw, 1.0f,
+                  dw_part, crs);
     }
     if (dx_i) {
         if (is_pointwise(s)) { /* dx_i (c, hw) += w^T (c, k) @ dy_i (k, hw) directly */
-            ddpc_gemm_f32(DDPC_TRANS, DDPC_NO_TRANS, crs, ohw, s->k, 1.0f, w, crs, dy_i, ohw, 1.0f,
-                          dx_i, ohw);
+            ddpc_gemm(prec, DDPC_TRANS, DDPC_NO_TRANS, crs, ohw, s->k, 1.0f, w, crs, dy_i, ohw,
+                      1.0f, dx_i, ohw);
             return;
         }
-        ddpc_gemm_f32(DDPC_TRANS, DDPC_NO_TRANS, crs, ohw, s->k, 1.0f, w, crs, dy_i, ohw, 0.0f, col,
-                      ohw);
+        ddpc_gemm(prec, DDPC_TRANS, DDPC_NO_TRANS, crs, ohw, s->k, 1.0f, w, crs, dy_i, ohw, 0.0f,
+                  col, ohw);
         ddpc__col2im(dx_i, col, s);
     }
 }
 
-void ddpc_conv2d_backward(float *dx, float *dw, float *db, const float *dy, const float *x,
-                          const float *w, const ddpc_conv2d_shape *s, float *ws)
+void ddpc_conv2d_backward(ddpc_precision prec, float *dx, float *dw, float *db, const float *dy,
+                          const float *x, const float *w, const ddpc_conv2d_shape *s, float *ws)
 {
     const int64_t crs = s->c * s->r * s->s, ohw = ddpc_conv2d_out_h(s) * ddpc_conv2d_out_w(s);
     const int64_t slot_floats = col_floats(s) + s->k * crs, chw = s->c * s->h * s->w;
@@ -122,8 +123,8 @@ void ddpc_conv2d_backward(float *dx, float *dw, float *db, const float *dy, cons
         used = omp_get_num_threads();
 #pragma omp for schedule(static)
         for (int64_t i = 0; i < s->n; i++)
-            sample_backward(dx ? dx + i * chw : NULL, part, dy + i * s->k * ohw, x + i * chw, w, s,
-                            col);
+            sample_backward(prec, dx ? dx + i * chw : NULL, part, dy + i * s->k * ohw, x + i * chw,
+                            w, s, col);
     }
     for (int t = 1; dw && t < used; t++)
         ddpc_axpy_f32(dw, 1.0f, ws + (int64_t)t * slot_floats + col_floats(s), s->k * crs);

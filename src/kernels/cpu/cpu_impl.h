@@ -96,4 +96,10 @@ int ddpc__kernel_slots(void);
 void ddpc__im2col(float *col, const float *x, const ddpc_conv2d_shape *s);
 void ddpc__col2im(float *x, const float *col, const ddpc_conv2d_shape *s);
 
+/* oneDNN (onednn.c): whether its matmul takes bf16 inputs on this CPU (probed once), the ISA it
+ * dispatches to ("avx512_core_amx"), and freeing the calling thread's primitives. */
+bool ddpc__onednn_has_bf16(void);
+const char *ddpc__onednn_isa(void);
+void ddpc__onednn_release_thread(void);
+
 #endif

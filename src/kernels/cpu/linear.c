@@ -28,14 +28,15 @@ static void seed_rows(float *y, const float *r, const float *restrict b, int64_t
     }
 }
 
-void ddpc_linear_forward(float *y, const float *x, const float *w, const float *b, int64_t n,
-                         int64_t in, int64_t out)
+void ddpc_linear_forward(ddpc_precision prec, float *y, const float *x, const float *w,
+                         const float *b, int64_t n, int64_t in, int64_t out)
 {
-    ddpc_linear_residual_forward(y, x, w, b, NULL, n, in, out);
+    ddpc_linear_residual_forward(prec, y, x, w, b, NULL, n, in, out);
 }
 
-void ddpc_linear_residual_forward(float *y, const float *x, const float *w, const float *b,
-                                  const float *r, int64_t n, int64_t in, int64_t out)
+void ddpc_linear_residual_forward(ddpc_precision prec, float *y, const float *x, const float *w,
+                                  const float *b, const float *r, int64_t n, int64_t in,
+                                  int64_t out)
 {
     float beta = 0.0f;
     if (b || r) {
@@ -43,7 +44,7 @@ void ddpc_linear_residual_forward(float *y, const float *x, const float *w, cons
         seed_rows(y, r, b, n, out);
         beta = 1.0f;
     }
-    ddpc_gemm_f32(DDPC_NO_TRANS, DDPC_TRANS, n, out, in, 1.0f, x, in, w, in, beta, y, out);
+    ddpc_gemm(prec, DDPC_NO_TRANS, DDPC_TRANS, n, out, in, 1.0f, x, in, w, in, beta, y, out);
 }
 
 /* db (out) += sum over rows of dy (n, out). Threads own contiguous column ranges and walk them in
@@ -71,13 +72,14 @@ static void bias_backward(float *restrict db, const float *restrict dy, int64_t 
     }
 }
 
-void ddpc_linear_backward(float *dx, float *dw, float *db, const float *dy, const float *x,
-                          const float *w, int64_t n, int64_t in, int64_t out)
+void ddpc_linear_backward(ddpc_precision prec, float *dx, float *dw, float *db, const float *dy,
+                          const float *x, const float *w, int64_t n, int64_t in, int64_t out)
 {
     if (dx) /* dx (n, in) += dy (n, out) @ w (out, in) */
-        ddpc_gemm_f32(DDPC_NO_TRANS, DDPC_NO_TRANS, n, in, out, 1.0f, dy, out, w, in, 1.0f, dx, in);
+        ddpc_gemm(prec, DDPC_NO_TRANS, DDPC_NO_TRANS, n, in, out, 1.0f, dy, out, w, in, 1.0f, dx,
+                  in);
     if (dw) /* dw (out, in) += dy^T (out, n) @ x (n, in) */
-        ddpc_gemm_f32(DDPC_TRANS, DDPC_NO_TRANS, out, in, n, 1.0f, dy, out, x, in, 1.0f, dw, in);
+        ddpc_gemm(prec, DDPC_TRANS, DDPC_NO_TRANS, out, in, n, 1.0f, dy, out, x, in, 1.0f, dw, in);
     if (db)
         bias_backward(db, dy, n, out);
 }
