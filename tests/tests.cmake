@@ -41,9 +41,15 @@ endforeach()
 add_executable(parity_run ${CMAKE_SOURCE_DIR}/tests/parity/parity_run.c)
 target_link_libraries(parity_run PRIVATE ddpc_lib)
 foreach(kind gpt cnn)
-    add_test(NAME parity_${kind} COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/parity/parity.py
-        $<TARGET_FILE:parity_run> ${kind})
-    set_tests_properties(parity_${kind} PROPERTIES TIMEOUT 300 ENVIRONMENT "OMP_NUM_THREADS=1")
+    foreach(prec fp32 bf16)
+        set(name parity_${kind})
+        if(NOT prec STREQUAL "fp32")
+            set(name parity_${kind}_${prec})
+        endif()
+        add_test(NAME ${name} COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/parity/parity.py
+            $<TARGET_FILE:parity_run> ${kind} ${prec})
+        set_tests_properties(${name} PROPERTIES TIMEOUT 300 ENVIRONMENT "OMP_NUM_THREADS=1")
+    endforeach()
 endforeach()
 
 # Collective conformance: one suite (tests/comm/conformance.c) run unchanged on every backend at

@@ -1,11 +1,20 @@
 #!/usr/bin/python3
 """PyTorch half of the parity test: replays ddpc's model (gpt or cnn) in PyTorch 1.13 from the
-initial weights ddpc saved, on the same batches, and checks that the step-1 gradients of every
-tensor and the losses of 10 AdamW steps agree within a relative error of 1e-4.
+initial weights ddpc saved, on the same batches, and compares step 1's output probabilities and
+gradients and the losses of every AdamW step.
 
-usage: parity.py PARITY_RUN_EXE gpt|cnn
-Tolerance: rel = ||a - b|| / max(||b||, 1e-12) <= 1e-4 per gradient tensor; |la - lb| / |lb| <= 1e-4
-per loss. Both sides compute in fp32 with different summation orders, which costs ~1e-6.
+usage: parity.py PARITY_RUN_EXE gpt|cnn [fp32|bf16]
+fp32, 10 steps: rel = ||a - b|| / max(||b||, 1e-12) <= 1e-4 per gradient tensor and for the
+probabilities; |la - lb| / |lb| <= 1e-4 per loss. Both sides compute in fp32 with different
+summation orders, which costs ~1e-6.
+bf16, 20 steps: PyTorch replays the run twice, in fp32 and under
+torch.autocast("cpu", dtype=torch.bfloat16). Both round the products' inputs to bf16, but autocast
+also stores every product's OUTPUT (and the gradients flowing back through it) in bf16, where ddpc
+keeps them fp32; autocast's own distance from the fp32 run is therefore the format's noise, and
+ddpc's loss must be within 1e-2 relative of autocast's plus that noise at every step, and within
+1e-2 of the fp32 run. Step 1: the output probabilities within 2e-2 of autocast's (bf16 keeps 8
+bits, 2^-8 = 4e-3 per rounding); every gradient at least as close to the fp32 gradient as
+autocast's is (and not equal to it: the rounding happened).
 """
 import json
 import math
@@ -23,8 +32,9 @@ try:
 except ImportError as e:  # a missing peer is a failure, never a silent skip
     sys.exit(f"parity: PyTorch/numpy are required (Debian's python3-torch, python3-numpy): {e}")
 
-TOL = 1e-4
-STEPS = 10
+STEPS = {"fp32": 10, "bf16": 20}
+TOL_FP32 = 1e-4
+TOL_BF16_LOSS, TOL_BF16_PROBS = 1e-2, 2e-2
 
 
 def read_safetensors(path):
@@ -99,16 +109,8 @@ def rel(a, b):
     return (a - b).norm().item() / max(b.norm().item(), 1e-12)
 
 
-def main():
-    exe, kind = sys.argv[1], sys.argv[2]
-    torch.set_num_threads(1)
-    with tempfile.TemporaryDirectory() as d:
-        subprocess.run([exe, kind, d], check=True)
-        init = read_safetensors(os.path.join(d, "init.safetensors"))
-        grads = read_safetensors(os.path.join(d, "grads1.safetensors"))
-        batches = read_safetensors(os.path.join(d, "batches.safetensors"))
-        with open(os.path.join(d, "losses.txt")) as f:
-            ddpc_losses = [float(line) for line in f]
+def replay(kind, init, batches, steps, autocast):
+    """PyTorch's run: step-1 probabilities and gradients, and the loss of every AdamW step."""
     if kind == "gpt":
         model, batch = GPT(256, 32, 64, 4, 2), 4
     else:
@@ -121,29 +123,89 @@ def main():
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
                              {"params": no_decay, "weight_decay": 0.0}], lr=1e-3)
-    failures = []
-    for i in range(STEPS):
+    losses, probs, grads = [], None, None
+    for i in range(steps):
         x, y = batches[f"x.{i}"], batches[f"y.{i}"].long()
-        if kind == "gpt":
-            logits = model(x.long().view(batch, -1))
-            loss = F.cross_entropy(logits.reshape(-1, 256), y, ignore_index=-1)
-        else:
-            loss = F.cross_entropy(model(x.view(batch, 1, 28, 28)), y)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            if kind == "gpt":
+                logits = model(x.long().view(batch, -1)).reshape(-1, 256)
+            else:
+                logits = model(x.view(batch, 1, 28, 28))
+        logits = logits.float()  # the loss outside autocast, in fp32, as its recipe says
+        loss = F.cross_entropy(logits, y, ignore_index=-1)
         opt.zero_grad()
         loss.backward()
         if i == 0:
-            worst = 0.0
-            for name, p in model.named_parameters():
-                r = rel(grads[name], p.grad)
-                worst = max(worst, r)
-                if r > TOL:
-                    failures.append(f"gradient of {name}: relative error {r:.3g}")
-            print(f"{kind}: worst step-1 gradient relative error {worst:.3g} over {len(grads)} tensors")
-        r = abs(ddpc_losses[i] - loss.item()) / abs(loss.item())
-        print(f"{kind}: step {i + 1} loss ddpc {ddpc_losses[i]:.7f} torch {loss.item():.7f} rel {r:.2g}")
-        if r > TOL:
-            failures.append(f"loss at step {i + 1}: relative error {r:.3g}")
+            probs = logits.detach().softmax(dim=-1)
+            grads = {n: p.grad.clone() for n, p in model.named_parameters()}
+        losses.append(loss.item())
         opt.step()
+    return probs, grads, losses
+
+
+def check_fp32(kind, probs, grads, losses, ref):
+    failures = []
+    r = rel(probs, ref[0])
+    print(f"{kind}: step-1 output probabilities relative error {r:.3g}")
+    if r > TOL_FP32:
+        failures.append(f"step-1 probabilities: relative error {r:.3g}")
+    worst = 0.0
+    for name, g in ref[1].items():
+        r = rel(grads[name], g)
+        worst = max(worst, r)
+        if r > TOL_FP32:
+            failures.append(f"gradient of {name}: relative error {r:.3g}")
+    print(f"{kind}: worst step-1 gradient relative error {worst:.3g} over {len(grads)} tensors")
+    for i, (a, b) in enumerate(zip(losses, ref[2])):
+        r = abs(a - b) / abs(b)
+        print(f"{kind}: step {i + 1} loss ddpc {a:.7f} torch {b:.7f} rel {r:.2g}")
+        if r > TOL_FP32:
+            failures.append(f"loss at step {i + 1}: relative error {r:.3g}")
+    return failures
+
+
+def check_bf16(kind, probs, grads, losses, amp, f32):
+    failures = []
+    r = rel(probs, amp[0])
+    print(f"{kind} bf16: step-1 output probabilities, relative error to autocast {r:.3g}")
+    if r > TOL_BF16_PROBS:
+        failures.append(f"step-1 probabilities: relative error {r:.3g} to autocast's")
+    for name, g in f32[1].items():
+        ours, theirs = rel(grads[name], g), rel(amp[1][name], g)
+        print(f"{kind} bf16: gradient of {name}: distance to fp32 ddpc {ours:.3g}, autocast {theirs:.3g}")
+        if ours > theirs or ours < 1e-6:
+            failures.append(f"gradient of {name}: distance to the fp32 gradient {ours:.3g} "
+                            f"(autocast's {theirs:.3g})")
+    for i, (a, b, c) in enumerate(zip(losses, amp[2], f32[2])):
+        r_amp, r_f32, noise = abs(a - b) / abs(b), abs(a - c) / abs(c), abs(b - c) / abs(c)
+        print(f"{kind} bf16: step {i + 1} loss ddpc {a:.7f} autocast {b:.7f} fp32 {c:.7f}: "
+              f"rel to autocast {r_amp:.2g} (autocast's own distance to fp32 {noise:.2g}), "
+              f"to fp32 {r_f32:.2g}")
+        if r_amp > TOL_BF16_LOSS + noise or r_f32 > TOL_BF16_LOSS:
+            failures.append(f"loss at step {i + 1}: relative error {r_amp:.3g} to autocast, "
+                            f"{r_f32:.3g} to fp32")
+    return failures
+
+
+def main():
+    exe, kind = sys.argv[1], sys.argv[2]
+    precision = sys.argv[3] if len(sys.argv) > 3 else "fp32"
+    steps = STEPS[precision]
+    torch.set_num_threads(1)
+    with tempfile.TemporaryDirectory() as d:
+        subprocess.run([exe, kind, d, precision, str(steps)], check=True)
+        init = read_safetensors(os.path.join(d, "init.safetensors"))
+        grads = read_safetensors(os.path.join(d, "grads1.safetensors"))
+        probs = read_safetensors(os.path.join(d, "probs1.safetensors"))["probs"]
+        batches = read_safetensors(os.path.join(d, "batches.safetensors"))
+        with open(os.path.join(d, "losses.txt")) as f:
+            losses = [float(line) for line in f]
+    f32 = replay(kind, init, batches, steps, autocast=False)
+    if precision == "fp32":
+        failures = check_fp32(kind, probs, grads, losses, f32)
+    else:
+        amp = replay(kind, init, batches, steps, autocast=True)
+        failures = check_bf16(kind, probs, grads, losses, amp, f32)
     for f in failures:
         print("FAIL", f)
     print(f"{0 if failures else 1} passed, {1 if failures else 0} failed")

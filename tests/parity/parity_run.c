@@ -1,7 +1,8 @@
-/* The ddpc half of the PyTorch parity test: builds a gpt or cnn, saves its initial weights,
- * deterministic batches, the gradients of step 1 and the losses of 10 AdamW steps under OUT_DIR;
- * tests/parity/parity.py replays the same steps in PyTorch and compares.
- * usage: parity_run gpt|cnn OUT_DIR */
+/* The ddpc half of the PyTorch parity test: builds a gpt or cnn at a precision, saves its initial
+ * weights, deterministic batches, the output probabilities and gradients of step 1 and the losses
+ * of STEPS AdamW steps under OUT_DIR; tests/parity/parity.py replays the same steps in PyTorch
+ * (under autocast for bf16) and compares.
+ * usage: parity_run gpt|cnn OUT_DIR [fp32|bf16|fp16 [STEPS]] */
 #include <ddpc/alloc.h>
 #include <ddpc/kernels.h>
 #include <ddpc/nn.h>
@@ -11,9 +12,10 @@
 #include <ddpc/weights.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#define STEPS 10
+#define MAX_STEPS 100
 
 typedef struct {
     int64_t batch, in_floats, target_count; /* per batch */
@@ -21,9 +23,10 @@ typedef struct {
     int64_t vocab;
 } batch_shape;
 
-static ddpc_status make_model(const char *type, ddpc_model **m, batch_shape *bs)
+static ddpc_status make_model(const char *type, ddpc_precision prec, ddpc_model **m, batch_shape *bs)
 {
     ddpc_model_config c = ddpc_model_config_default();
+    c.precision = prec;
     snprintf(c.type, sizeof c.type, "%s", type);
     c.seed = 7;
     if (strcmp(type, "gpt") == 0) {
@@ -47,14 +50,14 @@ static void make_batch(const batch_shape *bs, int i, float *x, float *y)
         y[k] = (float)ddpc_rng_below(&r, (uint64_t)bs->vocab);
 }
 
-static ddpc_status save_batches(const batch_shape *bs, const char *dir)
+static ddpc_status save_batches(const batch_shape *bs, int steps, const char *dir)
 {
-    float *buf = ddpc_malloc((size_t)(STEPS * (bs->in_floats + bs->target_count)) * sizeof(float));
+    float *buf = ddpc_malloc((size_t)(steps * (bs->in_floats + bs->target_count)) * sizeof(float));
     if (!buf)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory for batches");
-    ddpc_st_tensor ts[2 * STEPS];
-    char names[2 * STEPS][32];
-    for (int i = 0; i < STEPS; i++) {
+    ddpc_st_tensor ts[2 * MAX_STEPS];
+    char names[2 * MAX_STEPS][32];
+    for (int i = 0; i < steps; i++) {
         float *x = buf + i * (bs->in_floats + bs->target_count), *y = x + bs->in_floats;
         make_batch(bs, i, x, y);
         snprintf(names[2 * i], 32, "x.%d", i);
@@ -64,21 +67,32 @@ static ddpc_status save_batches(const batch_shape *bs, const char *dir)
     }
     char path[1024];
     snprintf(path, sizeof path, "%s/batches.safetensors", dir);
-    ddpc_status s = ddpc_safetensors_write(path, ts, 2 * STEPS, NULL, NULL, 0);
+    ddpc_status s = ddpc_safetensors_write(path, ts, 2 * (size_t)steps, NULL, NULL, 0);
     ddpc_free(buf);
     return s;
 }
 
-static ddpc_status run(const char *type, const char *dir)
+/* probs1.safetensors: the output probabilities of the first forward, (rows, classes). */
+static ddpc_status save_probs(const ddpc_model *m, const batch_shape *bs, const char *dir)
+{
+    int64_t rows = bs->target_count, cols = bs->vocab;
+    ddpc_st_tensor t = {.name = "probs", .ndim = 2, .shape = {rows, cols},
+                        .data = ddpc_model_probs(m)};
+    char path[1024];
+    snprintf(path, sizeof path, "%s/probs1.safetensors", dir);
+    return ddpc_safetensors_write(path, &t, 1, NULL, NULL, 0);
+}
+
+static ddpc_status run(const char *type, ddpc_precision prec, int steps, const char *dir)
 {
     ddpc_model *m = NULL;
     batch_shape bs;
-    DDPC_TRY(make_model(type, &m, &bs));
+    DDPC_TRY(make_model(type, prec, &m, &bs));
     char path[1024];
     snprintf(path, sizeof path, "%s/init.safetensors", dir);
     ddpc_status s = ddpc_weights_save(m, ddpc_model_params(m), path);
     if (s == DDPC_OK)
-        s = save_batches(&bs, dir);
+        s = save_batches(&bs, steps, dir);
     ddpc_optim_config oc = ddpc_optim_config_default();
     oc.type = DDPC_OPTIM_ADAMW, oc.lr = 1e-3f, oc.weight_decay = 0.1f;
     ddpc_optim *opt = NULL;
@@ -92,7 +106,7 @@ static ddpc_status run(const char *type, const char *dir)
     FILE *losses = s == DDPC_OK ? fopen(path, "w") : NULL;
     if (s == DDPC_OK && (!x || !y || !tok || !tgt || !losses))
         s = ddpc_errorf(DDPC_EIO, "cannot prepare buffers or '%s'", path);
-    for (int i = 0; i < STEPS && s == DDPC_OK; i++) {
+    for (int i = 0; i < steps && s == DDPC_OK; i++) {
         make_batch(&bs, i, x, y);
         for (int64_t k = 0; k < bs.in_floats; k++)
             tok[k] = (int32_t)x[k];
@@ -103,6 +117,8 @@ static ddpc_status run(const char *type, const char *dir)
         ddpc_model_output out;
         ddpc_model_zero_grad(m);
         s = ddpc_model_forward(m, &in, true, &out);
+        if (s == DDPC_OK && i == 0)
+            s = save_probs(m, &bs, dir);
         if (s == DDPC_OK)
             s = ddpc_model_backward(m, 1.0f);
         if (s == DDPC_OK && i == 0) {
@@ -127,12 +143,16 @@ static ddpc_status run(const char *type, const char *dir)
 
 int main(int argc, char **argv)
 {
-    if (argc != 3 || (strcmp(argv[1], "gpt") != 0 && strcmp(argv[1], "cnn") != 0)) {
-        fprintf(stderr, "usage: parity_run gpt|cnn OUT_DIR\n");
+    ddpc_precision prec = DDPC_PREC_FP32;
+    int steps = argc > 4 ? atoi(argv[4]) : 10;
+    if (argc < 3 || argc > 5 || (strcmp(argv[1], "gpt") != 0 && strcmp(argv[1], "cnn") != 0) ||
+        (argc > 3 && !ddpc_precision_from_name(argv[3], &prec)) || steps < 1 || steps > MAX_STEPS) {
+        fprintf(stderr, "usage: parity_run gpt|cnn OUT_DIR [fp32|bf16|fp16 [STEPS 1..%d]]\n",
+                MAX_STEPS);
         return 2;
     }
     ddpc_kernels_set_threads(1);
-    if (run(argv[1], argv[2]) != DDPC_OK) {
+    if (run(argv[1], prec, steps, argv[2]) != DDPC_OK) {
         fprintf(stderr, "parity_run: %s\n", ddpc_last_error());
         return 1;
     }
