@@ -6,7 +6,8 @@
 # other_cpu, the share of the machine other processes used meanwhile (ddp_measure.py); the table
 # leaves out runs above 10% (DISTURBED=0.10) when a cleaner one of the same cell exists.
 # Environment: MODELS (default "gpt cnn"; also mlp), STEPS (20), WARMUP (3), REPEAT (3: each
-# measurement is taken REPEAT times, interleaved, and the median kept), PYTHON (/usr/bin/python3).
+# measurement is taken REPEAT times, interleaved, and the median kept), PYTHON (/usr/bin/python3),
+# PRECISION (fp32; bf16 runs ddpc with precision=bf16 and PyTorch under CPU autocast bf16).
 set -euo pipefail
 
 if [[ $# -ne 1 ]]; then
@@ -20,6 +21,12 @@ MODELS=${MODELS:-"gpt cnn"}
 STEPS=${STEPS:-20}
 WARMUP=${WARMUP:-3}
 REPEAT=${REPEAT:-3}
+PRECISION=${PRECISION:-fp32}
+case $PRECISION in
+    fp32) AMP=none ;;
+    bf16) AMP=bf16 ;;
+    *) echo "$0: PRECISION must be fp32 or bf16, got '$PRECISION'" >&2; exit 2 ;;
+esac
 
 [[ -x $DDPC ]] || { echo "$0: $DDPC is not an executable" >&2; exit 2; }
 if ! "$PY" -c "import torch, torch.distributed.run" 2>/dev/null; then
@@ -55,7 +62,7 @@ free_port() {
 # run_ddpc MODEL RANKS OUTFILE: appends ddpc's JSON line (rank 0's) to OUTFILE.
 run_ddpc() {
     local cmd=("$DDPC" bench step "$HERE/configs/$1.yaml" num_threads=1 bench.steps="$STEPS"
-               bench.warmup="$WARMUP")
+               bench.warmup="$WARMUP" precision="$PRECISION")
     if [[ $2 -gt 1 ]]; then cmd=("$DDPC" run --nproc-per-node "$2" -- "${cmd[@]}"); fi
     "${MEASURE[@]}" "$3" "${TIMER[@]}" -- "${cmd[@]}" ||
         { echo "$0: ddpc failed for $1 at $2 ranks: ${cmd[*]}" >&2; return 1; }
@@ -66,7 +73,7 @@ run_ddpc() {
 run_torch() {
     local cmd=("$PY" -m torch.distributed.run --nproc_per_node "$2" --master_addr 127.0.0.1
                --master_port "$(free_port)" --redirects 1:2 --tee 1:2
-               "$HERE/torch_ddp.py" "$1" --threads 1 --steps "$STEPS" --warmup "$WARMUP")
+               "$HERE/torch_ddp.py" "$1" --threads 1 --steps "$STEPS" --warmup "$WARMUP" --amp "$AMP")
     ATEN_CPU_CAPABILITY="$CAP" timeout 600 "${MEASURE[@]}" "$3" "${TIMER[@]}" -- "${cmd[@]}" ||
         { echo "$0: PyTorch DDP failed for $1 at $2 ranks: ${cmd[*]}" >&2; return 1; }
 }

@@ -46,14 +46,14 @@ except ImportError as e:  # pragma: no cover
              "(Debian's python3-torch)")
 
 
-def timed_steps(model, opt, x, loss_fn, n, after=None):
+def timed_steps(model, opt, x, loss_fn, n, after=None, amp="none"):
     """Wall time of each of n training steps; after(i), if given, runs untimed after step i."""
     times = []
     loss = None
     for i in range(n):
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(x))
+        loss = loss_fn(torch_step.forward(model, x, amp))
         loss.backward()
         opt.step()
         times.append(time.perf_counter() - t0)
@@ -119,6 +119,8 @@ def parse_args():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--batch", type=int, default=None, help="per-rank batch (default: the model's)")
     ap.add_argument("--seed", type=int, default=1337)
+    ap.add_argument("--amp", choices=["none", "bf16"], default="none",
+                    help="bf16: CPU autocast around the forward (torch_step.forward)")
     ap.add_argument("--bucket-cap-mb", type=float, default=25.0, help="DDP's (default 25)")
     ap.add_argument("--no-grad-view", action="store_true",
                     help="gradient_as_bucket_view=False (DDP's default; True, the default here, "
@@ -159,9 +161,9 @@ def main():
         model = DDP(model, broadcast_buffers=False, bucket_cap_mb=a.bucket_cap_mb,
                     gradient_as_bucket_view=not a.no_grad_view)
 
-    timed_steps(model, opt, x, loss_fn, a.warmup)
+    timed_steps(model, opt, x, loss_fn, a.warmup, amp=a.amp)
     stats = CommStats(model) if wrapped else None
-    med = statistics.median(slowest_rank(timed_steps(model, opt, x, loss_fn, a.steps, stats),
+    med = statistics.median(slowest_rank(timed_steps(model, opt, x, loss_fn, a.steps, stats, a.amp),
                                          world))
     out = {"impl": "pytorch-ddp", "model": a.model, "threads": a.threads, "world": world,
            "batch": B, "steps": a.steps, "median_step_ms": round(1e3 * med, 3),
@@ -176,7 +178,7 @@ def main():
         out["allreduce_ms"] = round(1e3 * allreduce_time(numel, 10), 3)
         if "exposed_comm_mean_ms" in out:
             out["exposed_fraction"] = round(out["exposed_comm_mean_ms"] / out["allreduce_ms"], 4)
-    out.update({"torch": torch.__version__,
+    out.update({"amp": a.amp, "torch": torch.__version__,
                 "cpu_capability": os.environ.get("ATEN_CPU_CAPABILITY", "default")})
     if rank == 0:
         print(json.dumps(out), flush=True)

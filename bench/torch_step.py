@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""PyTorch peer for `ddpc bench step`: times full fp32 training steps (zero_grad, forward,
+"""PyTorch peer for `ddpc bench step`: times full fp32 (or --amp bf16: autocast) training steps (zero_grad, forward,
 cross-entropy, backward, optimizer step) of the same models ddpc benchmarks and prints one
 JSON line. The models here must stay identical to ddpc's (src/nn/gpt.c, mlp.c, cnn.c).
 
@@ -113,6 +113,14 @@ def make_cnn(B):
 MODELS = {"gpt": (make_gpt, 8), "mlp": (make_mlp, 128), "cnn": (make_cnn, 64)}
 
 
+def forward(model, x, amp):
+    """The model's output in fp32; amp "bf16" runs it under CPU autocast (the loss stays
+    outside, in fp32, as autocast's recipe says)."""
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp == "bf16"):
+        out = model(x)
+    return out.float()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("model", choices=sorted(MODELS))
@@ -121,6 +129,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--batch", type=int, default=None, help="override the model's batch size")
     ap.add_argument("--seed", type=int, default=1337)
+    ap.add_argument("--amp", choices=["none", "bf16"], default="none",
+                    help="bf16: torch.autocast('cpu', dtype=torch.bfloat16) around the forward")
     a = ap.parse_args()
     if a.threads < 1 or a.steps < 1 or a.warmup < 0:
         ap.error("--threads and --steps must be >= 1, --warmup >= 0")
@@ -142,7 +152,7 @@ def main():
     for i in range(a.warmup + a.steps):
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(x))
+        loss = loss_fn(forward(model, x, a.amp))
         loss.backward()
         opt.step()
         dt = time.perf_counter() - t0
@@ -157,7 +167,7 @@ def main():
         "median_step_ms": round(1e3 * med, 3),
         "samples_per_s": round(B / med, 1),
         "tokens_per_s": round(B * T / med, 1),
-        "torch": torch.__version__,
+        "amp": a.amp, "torch": torch.__version__,
         "cpu_capability": os.environ.get("ATEN_CPU_CAPABILITY", "default"),
     }))
 
