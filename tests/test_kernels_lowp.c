@@ -4,6 +4,9 @@
  * strides, alpha and beta are exercised everywhere), and its bf16 path, where the CPU has one,
  * agrees with the rounded sgemm. The layers take the precision through to every product. */
 #include <ddpc/half.h>
+#include <ddpc/nn.h>
+
+#include <stdio.h>
 
 #include "kernels_testutil.h"
 
@@ -25,9 +28,9 @@ static void test_round_trip_matches_scalar_conversions(void)
     x[0] = NAN;
     x[1] = INFINITY;
     x[2] = -0.0f;
-    x[3] = 1e-7f;     /* fp16 subnormal */
-    x[4] = 65519.0f;  /* rounds to fp16's largest finite */
-    x[5] = 65520.0f;  /* rounds to inf in fp16 */
+    x[3] = 1e-7f;       /* fp16 subnormal */
+    x[4] = 65519.0f;    /* rounds to fp16's largest finite */
+    x[5] = 65520.0f;    /* rounds to inf in fp16 */
     x[6] = 1.00390625f; /* 1 + 2^-8: a bf16 tie, rounds to even (1) */
     for (int bf16 = 0; bf16 < 2; bf16++) {
         ddpc_round_half_array(y, x, (size_t)n, bf16);
@@ -70,7 +73,8 @@ static void check_lowp_gemm(ddpc_precision p, int ta, int tb, int64_t m, int64_t
     float *c = tu_rand(m * ldc, -1, 1, 13), *ref = tu_alloc(m * ldc);
     memcpy(ref, c, (size_t)(m * ldc) * sizeof *c);
     float *ra = rounded(a, ar * lda, p), *rb = rounded(b, br * ldb, p);
-    ddpc_gemm(p, (ddpc_transpose)ta, (ddpc_transpose)tb, m, n, k, 0.75f, a, lda, b, ldb, 0.5f, c, ldc);
+    ddpc_gemm(p, (ddpc_transpose)ta, (ddpc_transpose)tb, m, n, k, 0.75f, a, lda, b, ldb, 0.5f, c,
+              ldc);
     ddpc_gemm_f32((ddpc_transpose)ta, (ddpc_transpose)tb, m, n, k, 0.75f, ra, lda, rb, ldb, 0.5f,
                   ref, ldc);
     bool native = false;
@@ -108,7 +112,9 @@ static void test_lowp_gemm_is_sgemm_of_rounded_inputs(void)
 static void test_onednn_fp32_matches_sgemm(void)
 {
     int calls = 0, ok = 0;
-    for (int round = 0; round < 2; round++)
+    uint64_t created[2] = {0};
+    for (int round = 0; round < 3; round++) {
+        uint64_t before = ddpc_kernels_matmul_setup_counts().primitives_created;
         for (int64_t m = 1; m <= 41; m += 4)
             for (int ta = 0; ta < 2; ta++)
                 for (int tb = 0; tb < 2; tb++) {
@@ -121,16 +127,49 @@ static void test_onednn_fp32_matches_sgemm(void)
                     calls++;
                     ok += ddpc_gemm_onednn(DDPC_PREC_FP32, (ddpc_transpose)ta, (ddpc_transpose)tb,
                                            m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-                    ddpc_gemm_f32((ddpc_transpose)ta, (ddpc_transpose)tb, m, n, k, alpha, a, lda,
-                                  b, ldb, beta, ref, ldc);
+                    ddpc_gemm_f32((ddpc_transpose)ta, (ddpc_transpose)tb, m, n, k, alpha, a, lda, b,
+                                  ldb, beta, ref, ldc);
                     CHECK(max_rel_diff(c, ref, m * ldc) <= 1e-5);
                     ddpc_free(a);
                     ddpc_free(b);
                     ddpc_free(c);
                     ddpc_free(ref);
                 }
+        if (round > 0) /* rounds 1 and 2 run the same products: round 2 creates nothing */
+            created[round - 1] = ddpc_kernels_matmul_setup_counts().primitives_created - before;
+    }
     CHECK_EQ_INT(ok, calls);
+    CHECK(created[0] > 32); /* more than the first table holds: the table grew */
+    CHECK_EQ_INT((long long)created[1], 0);
     ddpc_kernels_release_thread();
+}
+
+/* A bf16 model step after the first creates and allocates nothing (whichever engine runs). */
+static void test_warm_step_sets_nothing_up(void)
+{
+    ddpc_model_config c = ddpc_model_config_default();
+    snprintf(c.type, sizeof c.type, "gpt");
+    c.num_classes = 64, c.n_layer = 2, c.n_head = 2, c.n_embd = 32, c.block_size = 16;
+    c.precision = DDPC_PREC_BF16;
+    ddpc_model *m = NULL;
+    CHECK(ddpc_model_create(&m, &c) == DDPC_OK);
+    int32_t tok[2 * 16], tgt[2 * 16];
+    for (int i = 0; i < 32; i++)
+        tok[i] = (i * 7) % 64, tgt[i] = (i * 5 + 1) % 64;
+    ddpc_model_input in = {.n = 2, .tokens = tok, .targets = tgt};
+    ddpc_model_output out;
+    ddpc_matmul_setup_counts before = {0};
+    for (int step = 0; step < 3; step++) {
+        if (step == 2)
+            before = ddpc_kernels_matmul_setup_counts();
+        CHECK(ddpc_model_forward(m, &in, true, &out) == DDPC_OK);
+        CHECK(ddpc_model_backward(m, 1.0f) == DDPC_OK);
+    }
+    ddpc_matmul_setup_counts after = ddpc_kernels_matmul_setup_counts();
+    CHECK(after.scratch_grows == before.scratch_grows);
+    CHECK(after.primitives_created == before.primitives_created);
+    CHECK(after.scratch_grows > 0 || after.primitives_created > 0);
+    ddpc_model_destroy(m);
 }
 
 /* Where oneDNN has bf16, ddpc_gemm uses it and agrees with the rounded path; where it has none,
@@ -196,6 +235,7 @@ int main(void)
     RUN_TEST(test_onednn_fp32_matches_sgemm);
     RUN_TEST(test_bf16_engine_choice);
     RUN_TEST(test_linear_rounds_every_product);
+    RUN_TEST(test_warm_step_sets_nothing_up);
     ddpc_kernels_release_thread();
     return check_summary();
 }

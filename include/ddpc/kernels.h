@@ -70,6 +70,13 @@ bool ddpc_gemm_onednn(ddpc_precision prec, ddpc_transpose ta, ddpc_transpose tb,
 const char *ddpc_kernels_matmul_info(ddpc_precision prec, bool *native);
 /* "oneDNN 2.6.3 (openmp), ISA avx2": the library and the instruction set it dispatches to. */
 const char *ddpc_kernels_onednn_info(void);
+/* Process-wide counts of what low-precision products set up: scratch growths (rounded path and
+ * bf16 conversion buffers) and oneDNN primitives created. Flat across warm steps. */
+typedef struct {
+    uint64_t scratch_grows;
+    uint64_t primitives_created;
+} ddpc_matmul_setup_counts;
+ddpc_matmul_setup_counts ddpc_kernels_matmul_setup_counts(void);
 /* Frees the calling thread's low-precision scratch and oneDNN primitives (they are otherwise kept
  * for the thread's lifetime); the next product recreates what it needs. */
 void ddpc_kernels_release_thread(void);

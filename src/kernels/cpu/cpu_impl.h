@@ -101,5 +101,8 @@ void ddpc__col2im(float *x, const float *col, const ddpc_conv2d_shape *s);
 bool ddpc__onednn_has_bf16(void);
 const char *ddpc__onednn_isa(void);
 void ddpc__onednn_release_thread(void);
+/* Counters behind ddpc_kernels_matmul_setup_counts (relaxed atomics: only totals matter). */
+void ddpc__count_scratch_grow(void);
+void ddpc__count_primitive(void);
 
 #endif

@@ -7,6 +7,7 @@
 #include <ddpc/half.h>
 #include <ddpc/kernels.h>
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,25 @@ bool ddpc_precision_from_name(const char *s, ddpc_precision *out)
     return false;
 }
 
+static _Atomic uint64_t scratch_grows, primitives_created;
+
+void ddpc__count_scratch_grow(void)
+{
+    atomic_fetch_add_explicit(&scratch_grows, 1, memory_order_relaxed);
+}
+
+void ddpc__count_primitive(void)
+{
+    atomic_fetch_add_explicit(&primitives_created, 1, memory_order_relaxed);
+}
+
+ddpc_matmul_setup_counts ddpc_kernels_matmul_setup_counts(void)
+{
+    return (ddpc_matmul_setup_counts){
+        .scratch_grows = atomic_load_explicit(&scratch_grows, memory_order_relaxed),
+        .primitives_created = atomic_load_explicit(&primitives_created, memory_order_relaxed)};
+}
+
 static _Thread_local float *tl_scratch;
 static _Thread_local size_t tl_scratch_floats;
 
@@ -47,6 +67,7 @@ static float *scratch(size_t n)
         }
         tl_scratch = p;
         tl_scratch_floats = n;
+        ddpc__count_scratch_grow();
     }
     return tl_scratch;
 }

@@ -281,6 +281,7 @@ bool ddpc_gemm_onednn(ddpc_precision p, ddpc_transpose ta, ddpc_transpose tb, in
                 return false;
             t->half = h;
             t->half_cap = need;
+            ddpc__count_scratch_grow();
         }
         pack_bf16(t->half, a, ar, ac, lda);
         pack_bf16(t->half + ar * ac, b, br, bc, ldb);
@@ -307,6 +308,7 @@ bool ddpc_gemm_onednn(ddpc_precision p, ddpc_transpose ta, ddpc_transpose tb, in
         if (product_create(slot, &key) != dnnl_success)
             return false;
         t->used++;
+        ddpc__count_primitive();
     }
     dnnl_memory_set_data_handle(slot->a, (void *)ha);
     dnnl_memory_set_data_handle(slot->b, (void *)hb);
