@@ -2,7 +2,7 @@
 # precision: bf16 and fp16 through `ddpc train` and `ddpc run`: the start line says what runs the
 # products; a low-precision run differs from fp32 (the rounding happens) but stays close; data
 # parallel equivalence (2 ranks x batch 8 = 1 rank x batch 16) holds at the tolerance of the
-# precision for the MLP and the GPT; a repeat is byte-identical; a run killed mid-way and resumed
+# precision for the MLP and the GPT, and ddp.comm_dtype compression still works; a repeat is byte-identical; a run killed mid-way and resumed
 # ends with the uninterrupted run's weights bit for bit, at 1 and 2 ranks; ddpc bench step reports
 # the precision and the engine; a bad value names the key.
 # usage: cli_train_precision.sh DDPC_BIN SOURCE_DIR
@@ -48,6 +48,12 @@ for p in bf16 fp16; do
     check "$p: a repeat of the 2-rank job writes identical weights" \
         cmp -s "$tmp/mlp_${p}_2.st" "$tmp/mlp_${p}_2b.st"
 done
+
+# Gradient compression is independent of the products' precision: fp32 buckets sent as bf16.
+run mlp_comm "$ddpc" run --nproc-per-node 2 -- "$ddpc" train "${mlp[@]}" data.batch_size=8 \
+    precision=bf16 ddp.comm_dtype=bf16
+c=$(test_loss "$tmp/mlp_comm") b=$(test_loss "$tmp/mlp_bf16_2")
+check "bf16 products with bf16 gradient compression stay close (test loss $c vs $b)" close "$b" "$c" 2e-2
 
 # The GPT (attention's products included), bf16: 1 x 8 vs 2 x 4.
 run gpt_1 "$ddpc" train "${gpt[@]}" data.batch_size=8 precision=bf16
