@@ -144,6 +144,30 @@ static void test_onednn_fp32_matches_sgemm(void)
     ddpc_kernels_release_thread();
 }
 
+/* Convolution hands its precision to its products too: at fp16 it equals the fp32 convolution of
+ * the rounded input and weights (im2col only moves values), forward and weight gradient. */
+static void test_conv_rounds_its_products(void)
+{
+    ddpc_conv2d_shape sh = {
+        .n = 3, .c = 2, .h = 9, .w = 7, .k = 4, .r = 3, .s = 3, .stride = 1, .pad = 1};
+    int64_t nx = sh.n * sh.c * sh.h * sh.w, nw = sh.k * sh.c * sh.r * sh.s;
+    int64_t ny = sh.n * sh.k * ddpc_conv2d_out_h(&sh) * ddpc_conv2d_out_w(&sh);
+    float *x = tu_rand(nx, -1, 1, 41), *w = tu_rand(nw, -1, 1, 42), *dy = tu_rand(ny, -1, 1, 43);
+    float *rx = rounded(x, nx, DDPC_PREC_FP16), *rw = rounded(w, nw, DDPC_PREC_FP16);
+    float *rdy = rounded(dy, ny, DDPC_PREC_FP16);
+    float *ws = tu_alloc((int64_t)ddpc_conv2d_workspace_floats(&sh));
+    float *y = tu_alloc(ny), *yr = tu_alloc(ny), *dw = tu_alloc(nw), *dwr = tu_alloc(nw);
+    ddpc_conv2d_forward(DDPC_PREC_FP16, y, x, w, NULL, &sh, ws);
+    ddpc_conv2d_forward(DDPC_PREC_FP32, yr, rx, rw, NULL, &sh, ws);
+    CHECK(memcmp(y, yr, (size_t)ny * sizeof *y) == 0);
+    ddpc_conv2d_backward(DDPC_PREC_FP16, NULL, dw, NULL, dy, x, w, &sh, ws);
+    ddpc_conv2d_backward(DDPC_PREC_FP32, NULL, dwr, NULL, rdy, rx, rw, &sh, ws);
+    CHECK(memcmp(dw, dwr, (size_t)nw * sizeof *dw) == 0);
+    float *all[] = {x, w, dy, rx, rw, rdy, ws, y, yr, dw, dwr};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        ddpc_free(all[i]);
+}
+
 /* A bf16 model step after the first creates and allocates nothing (whichever engine runs). */
 static void test_warm_step_sets_nothing_up(void)
 {
@@ -235,6 +259,7 @@ int main(void)
     RUN_TEST(test_onednn_fp32_matches_sgemm);
     RUN_TEST(test_bf16_engine_choice);
     RUN_TEST(test_linear_rounds_every_product);
+    RUN_TEST(test_conv_rounds_its_products);
     RUN_TEST(test_warm_step_sets_nothing_up);
     ddpc_kernels_release_thread();
     return check_summary();
