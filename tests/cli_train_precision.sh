@@ -3,7 +3,8 @@
 # products; a low-precision run differs from fp32 (the rounding happens) but stays close; data
 # parallel equivalence (2 ranks x batch 8 = 1 rank x batch 16) holds at the tolerance of the
 # precision for the MLP and the GPT, and ddp.comm_dtype compression still works; a repeat is byte-identical; a run killed mid-way and resumed
-# ends with the uninterrupted run's weights bit for bit, at 1 and 2 ranks; ddpc bench step reports
+# ends with the uninterrupted run's weights bit for bit, at 1 and 2 ranks; dynamic loss scaling
+# (on at fp16) grows, backs off on overflow, skips and counts, and resumes bit for bit; ddpc bench step reports
 # the precision and the engine; a bad value names the key.
 # usage: cli_train_precision.sh DDPC_BIN SOURCE_DIR
 set -u
@@ -81,6 +82,40 @@ check "2 ranks bf16: the fault kills the job" test $? -ne 0
 run res2 "$ddpc" run --nproc-per-node 2 -- "$ddpc" train "${gpt[@]}" data.batch_size=4 \
     checkpoint.every_steps=5 precision=bf16 fault.kill_at_step=7 fault.kill_rank=1
 check "2 ranks bf16: resumed weights equal the uninterrupted run's" cmp "$tmp/res2.st" "$tmp/res2_ref.st"
+
+# Dynamic loss scaling (GradScaler's rules): on by default at fp16, its state in metrics.jsonl.
+run ls_fp16 "$ddpc" train "${mlp[@]}" data.batch_size=16 precision=fp16 loss_scale.growth_interval=3 \
+    log_every=1 max_steps=4
+check "fp16 scales the loss: 65536 for steps 1-2, doubled after the third clean step" \
+    grep -q '"step": 3, .*"skipped_steps": 0, "loss_scale": 131072}' "$tmp/ls_fp16/metrics.jsonl"
+check "the first record has the initial scale" \
+    grep -q '"step": 1, .*"loss_scale": 65536}' "$tmp/ls_fp16/metrics.jsonl"
+run ls_off "$ddpc" train "${mlp[@]}" data.batch_size=16 precision=fp16 loss_scale.enabled=false \
+    max_steps=2 log_every=1
+check "loss_scale.enabled=false: no scale in the metrics" \
+    bash -c "! grep -q loss_scale '$tmp/ls_off/metrics.jsonl'"
+# fp16 with an initial scale of 2^24: the scaled output gradients overflow fp16 (65504) when the
+# backward's products round them, so steps 1-4 are skipped and counted while the scale halves to
+# 2^20, where they fit; training then goes on. Killed at step 7 and resumed from step 5, the scale
+# comes back from the checkpoint (a fresh 2^24 would skip again) and the weights match.
+ovf=(data.batch_size=16 precision=fp16 loss_scale.init_scale=16777216 log_every=1 max_steps=12
+     checkpoint.every_steps=5)
+run ovf_ref "$ddpc" train "${mlp[@]}" "${ovf[@]}"
+check "overflowing steps are skipped, counted and back the scale off" \
+    grep -q '"step": 4, .*"skipped_steps": 4, "loss_scale": 1048576}' "$tmp/ovf_ref/metrics.jsonl"
+check "then training goes on at that scale" \
+    grep -q '"step": 12, .*"skipped_steps": 4, "loss_scale": 1048576}' "$tmp/ovf_ref/metrics.jsonl"
+( "$ddpc" train "${mlp[@]}" "${ovf[@]}" fault.kill_at_step=7 run_dir="$tmp/ovf" \
+    weights_out="$tmp/ovf.st" >"$tmp/ovf.log" 2>&1 )
+run ovf "$ddpc" train "${mlp[@]}" "${ovf[@]}" fault.kill_at_step=7
+check "loss-scaled resume: weights equal the uninterrupted run's" cmp "$tmp/ovf.st" "$tmp/ovf_ref.st"
+check "loss-scaled resume: the last record equals the uninterrupted run's" \
+    test "$(grep '"step": 12,' "$tmp/ovf/metrics.jsonl" | tail -1 | sed 's/"time_s[^,]*,//; s/"samples_per_s[^,]*,//; s/"tokens_per_s[^,]*,//; s/"data_wait_s[^,]*,//')" = \
+         "$(grep '"step": 12,' "$tmp/ovf_ref/metrics.jsonl" | tail -1 | sed 's/"time_s[^,]*,//; s/"samples_per_s[^,]*,//; s/"tokens_per_s[^,]*,//; s/"data_wait_s[^,]*,//')"
+"$ddpc" ckpt show "$tmp/ovf/checkpoints/step-00000010" >"$tmp/show.txt" 2>&1
+check "ddpc ckpt show prints the loss scale" grep -Eq '^loss scale: +[0-9.e+]+ \([0-9]+ finite steps' "$tmp/show.txt"
+"$ddpc" train "${mlp[@]}" precision=fp16 loss_scale.backoff_factor=1 run_dir="$tmp/badls" >"$tmp/badls.log" 2>&1
+check "a bad scaler setting exits 1 naming the key" grep -q "loss_scale.backoff_factor must be in (0, 1)" "$tmp/badls.log"
 
 # ddpc bench step reports precision and engine.
 "$ddpc" bench step "${gpt[@]}" data.batch_size=4 precision=bf16 bench.steps=2 bench.warmup=1 \

@@ -32,6 +32,9 @@ typedef struct {
     int world;             /* ranks of the run that wrote it */
     uint64_t seed;
     int64_t skipped_steps; /* optimizer steps skipped (non-finite) */
+    bool loss_scaling;     /* the run scaled its loss (fp16); then: */
+    float loss_scale;      /* the dynamic loss scale for the next step */
+    int64_t loss_scale_growth_tracker; /* consecutive finite steps behind it */
     char *config;          /* effective config text (ddpc_config_dump output); on read: ddpc_malloc'd */
     char version[32];      /* ddpc version that wrote it (on write: filled by the module) */
 } ddpc_ckpt_state;

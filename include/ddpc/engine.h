@@ -37,6 +37,12 @@ typedef struct {
     int64_t accum_steps;       /* micro-batches per optimizer step, >= 1; 1 */
     int num_tasks;             /* passes per micro-batch at most (dropout streams), >= 1; 1 */
     ddpc_nonfinite_policy on_nonfinite; /* stop */
+    /* Dynamic loss scaling (fp16): each backward's loss weight is multiplied by the scale, update
+     * unscales the averaged gradients before anything reads them, and a step whose gradients are
+     * not all finite is skipped and backs the scale off, whatever on_nonfinite says (GradScaler's
+     * recipe: overflow is expected, not an error). Off by default. */
+    bool loss_scaling;
+    ddpc_loss_scale_config loss_scale; /* GradScaler's defaults */
 } ddpc_engine_config;
 
 /* SGD defaults (ddpc_optim_config_default), constant schedule at its lr, scale 1, no clipping,
@@ -70,7 +76,8 @@ typedef struct {
     int64_t step;     /* the step just finished, from 0 */
     float lr;         /* learning rate it used */
     double grad_norm; /* global norm of the averaged gradients, before clipping */
-    bool skipped;     /* non-finite and skipped (DDPC_NONFINITE_SKIP) */
+    bool skipped;     /* non-finite and skipped (DDPC_NONFINITE_SKIP, or loss scaling) */
+    float loss_scale; /* the scale this step's backward used (1 without loss scaling) */
 } ddpc_engine_step_info;
 
 /* Ends the step: waits for the gradient synchronisation, checks the norm (and every pass's loss)
@@ -91,6 +98,10 @@ const ddpc_engine_config *ddpc_engine_config_of(const ddpc_engine *e);
 /* Restores the counters of a checkpoint (the optimizer's state is restored through
  * ddpc_engine_optim). */
 void ddpc_engine_restore(ddpc_engine *e, int64_t step, int64_t skipped);
+/* The loss scaler's state (scale 1, tracker 0 without loss scaling), and its restore from a
+ * checkpoint (ignored without loss scaling). */
+ddpc_loss_scale_state ddpc_engine_loss_scale(const ddpc_engine *e);
+void ddpc_engine_restore_loss_scale(ddpc_engine *e, ddpc_loss_scale_state s);
 
 #ifdef __cplusplus
 }

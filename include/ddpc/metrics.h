@@ -32,7 +32,9 @@ ddpc_status ddpc_metrics_add_jsonl(ddpc_metrics *m, const char *path, bool appen
 void ddpc_metrics_begin(ddpc_metrics *m, int64_t step);
 /* Fields, in order. Keys are copied (at most 63 bytes); fields past the maximum are dropped. */
 void ddpc_metrics_i64(ddpc_metrics *m, const char *key, int64_t v);
-/* digits >= 0: fixed with that many decimals; < 0: 6 significant digits (%.6g). */
+/* digits >= 0: fixed with that many decimals; -1: 6 significant digits (%.6g); DDPC_METRICS_EXACT:
+ * 9 significant digits (%.9g), which read back as the same float. */
+#define DDPC_METRICS_EXACT (-9)
 void ddpc_metrics_f64(ddpc_metrics *m, const char *key, double v, int digits);
 /* The value is copied (at most 1023 bytes) and escaped by each sink. */
 void ddpc_metrics_str(ddpc_metrics *m, const char *key, const char *v);

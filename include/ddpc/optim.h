@@ -115,6 +115,37 @@ float ddpc_grad_clip_scale(float *g, size_t n, double norm, float max_norm);
 /* Convenience for one process: the norm of g (n), clip as above; returns the pre-clip norm. */
 float ddpc_clip_grad_norm(float *g, size_t n, float max_norm);
 
+/* ---- dynamic loss scaling: torch.cuda.amp.GradScaler's rules ---------------------------- */
+
+/* Defaults are GradScaler's: init_scale 2^16, growth_factor 2, backoff_factor 0.5,
+ * growth_interval 2000. */
+typedef struct {
+    float init_scale;
+    float growth_factor;
+    float backoff_factor;
+    int64_t growth_interval;
+} ddpc_loss_scale_config;
+
+typedef struct {
+    float scale;            /* the loss is multiplied by this before backward */
+    int64_t growth_tracker; /* consecutive finite steps since the last change */
+} ddpc_loss_scale_state;
+
+ddpc_loss_scale_config ddpc_loss_scale_config_default(void);
+/* DDPC_EINVAL naming the field unless init_scale > 0 and finite, growth_factor > 1,
+ * 0 < backoff_factor < 1, growth_interval >= 1. */
+ddpc_status ddpc_loss_scale_check(const ddpc_loss_scale_config *c);
+/* {init_scale, 0}. */
+ddpc_loss_scale_state ddpc_loss_scale_start(const ddpc_loss_scale_config *c);
+/* torch._amp_update_scale_ after a step: found_inf: scale *= backoff_factor and the tracker
+ * restarts; otherwise the tracker counts the step, and on reaching growth_interval the scale
+ * grows by growth_factor (kept only if finite) and the tracker restarts. */
+void ddpc_loss_scale_update(ddpc_loss_scale_state *s, const ddpc_loss_scale_config *c,
+                            bool found_inf);
+/* GradScaler.unscale_: g (n) *= inv_scale, inv_scale = 1 / scale computed in double and rounded
+ * to fp32 as PyTorch does. Returns true when any element was NaN or infinite before scaling. */
+bool ddpc_grad_unscale(float *g, size_t n, float scale);
+
 #ifdef __cplusplus
 }
 #endif

@@ -74,6 +74,9 @@ static int cmd_show(const char *dir)
     printf("world:         %d\n", s.world);
     printf("seed:          %" PRIu64 "\n", s.seed);
     printf("skipped steps: %" PRId64 "\n", s.skipped_steps);
+    if (s.loss_scaling)
+        printf("loss scale:    %g (%" PRId64 " finite steps since its last change)\n",
+               (double)s.loss_scale, s.loss_scale_growth_tracker);
     printf("written by:    ddpc %s\n", s.version);
     printf("config:\n");
     const char *c = s.config ? s.config : "";

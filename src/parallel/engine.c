@@ -16,6 +16,7 @@ struct ddpc_engine {
     ddpc_engine_config cfg;
     int rank, world;
     int64_t step, skipped;
+    ddpc_loss_scale_state scaler; /* {1, 0} without loss scaling */
     /* Per step: whether a pass communicated during its backward, and the first non-finite
      * local loss (for the message). */
     bool synced;
@@ -45,6 +46,8 @@ ddpc_engine_config ddpc_engine_config_default(void)
         .accum_steps = 1,
         .num_tasks = 1,
         .on_nonfinite = DDPC_NONFINITE_STOP,
+        .loss_scaling = false,
+        .loss_scale = ddpc_loss_scale_config_default(),
     };
     c.schedule.base_lr = c.optim.lr;
     return c;
@@ -69,6 +72,8 @@ ddpc_status ddpc_engine_create(ddpc_model *m, ddpc_reducer *reducer, int rank, i
     if (world < 1 || rank < 0 || rank >= world)
         return ddpc_errorf(DDPC_EINVAL, "engine: rank %d outside a world of %d", rank, world);
     DDPC_TRY(ddpc_lr_schedule_check(&c->schedule));
+    if (c->loss_scaling)
+        DDPC_TRY(ddpc_loss_scale_check(&c->loss_scale));
     ddpc_engine *e = ddpc_calloc(1, sizeof *e);
     if (!e)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory creating the engine");
@@ -82,6 +87,8 @@ ddpc_status ddpc_engine_create(ddpc_model *m, ddpc_reducer *reducer, int rank, i
     e->cfg = *c;
     e->rank = rank;
     e->world = world;
+    e->scaler = c->loss_scaling ? ddpc_loss_scale_start(&c->loss_scale)
+                                : (ddpc_loss_scale_state){.scale = 1.0f};
     *out = e;
     return DDPC_OK;
 }
@@ -120,7 +127,8 @@ ddpc_status ddpc_engine_pass(ddpc_engine *e, ddpc_model_input *in, int64_t micro
         e->bad_loss = true;
         e->bad_loss_value = out->loss;
     }
-    return ddpc_model_backward(e->model, loss_weight / (float)c->accum_steps);
+    /* GradScaler: scale(loss / accum_steps); the reported loss stays unscaled. */
+    return ddpc_model_backward(e->model, loss_weight / (float)c->accum_steps * e->scaler.scale);
 }
 
 /* "NaN", "inf" or "-inf" (printf's spelling of NaN varies). */
@@ -154,12 +162,16 @@ ddpc_status ddpc_engine_update(ddpc_engine *e, ddpc_engine_step_info *info)
     }
     float *g = ddpc_model_grads(m);
     size_t n = ddpc_model_num_params(m);
-    /* The gradients are identical on every rank now, and so are the norm and the decision. */
-    double norm = sqrt(ddpc_grad_sumsq(g, n));
     float lr = ddpc_engine_lr(e, e->step);
+    *info = (ddpc_engine_step_info){.step = e->step, .lr = lr, .loss_scale = e->scaler.scale};
+    /* The gradients are identical on every rank now, and so are the norm and the decision. */
+    bool overflow = c->loss_scaling && ddpc_grad_unscale(g, n, e->scaler.scale);
+    double norm = overflow ? NAN : sqrt(ddpc_grad_sumsq(g, n));
     bool finite = isfinite(norm) && !(e->bad_loss && e->world == 1);
-    *info = (ddpc_engine_step_info){.step = e->step, .lr = lr, .grad_norm = norm};
-    if (!finite && c->on_nonfinite == DDPC_NONFINITE_STOP)
+    info->grad_norm = norm;
+    if (c->loss_scaling)
+        ddpc_loss_scale_update(&e->scaler, &c->loss_scale, !finite);
+    if (!finite && c->on_nonfinite == DDPC_NONFINITE_STOP && !c->loss_scaling)
         return nonfinite(e, norm);
     if (!finite) {
         info->skipped = true;
@@ -167,7 +179,7 @@ ddpc_status ddpc_engine_update(ddpc_engine *e, ddpc_engine_step_info *info)
         e->step++;
         return DDPC_OK;
     }
-    if (c->grad_clip > 0.0f)
+    if (c->grad_clip > 0.0f) /* after unscaling, as GradScaler's recipe clips */
         ddpc_grad_clip_scale(g, n, norm, c->grad_clip);
     ddpc_optim_step(e->opt, ddpc_model_params(m), g, ddpc_model_decay_mask(m), lr);
     e->step++;
@@ -203,4 +215,15 @@ void ddpc_engine_restore(ddpc_engine *e, int64_t step, int64_t skipped)
 {
     e->step = step;
     e->skipped = skipped;
+}
+
+ddpc_loss_scale_state ddpc_engine_loss_scale(const ddpc_engine *e)
+{
+    return e->scaler;
+}
+
+void ddpc_engine_restore_loss_scale(ddpc_engine *e, ddpc_loss_scale_state s)
+{
+    if (e->cfg.loss_scaling)
+        e->scaler = s;
 }

@@ -8,6 +8,7 @@
 #include <ddpc/alloc.h>
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,6 +103,9 @@ ddpc_status ddpc__ckpt_state_format(const ddpc_ckpt_state *s, const ddpc__ckpt_e
          s->global_batch);
     putf(&b, "  \"world\": %d,\n  \"seed\": \"%" PRIu64 "\",\n  \"skipped_steps\": %" PRId64 ",\n",
          s->world, s->seed, s->skipped_steps);
+    if (s->loss_scaling) /* %.9g round-trips every float */
+        putf(&b, "  \"loss_scale\": {\"scale\": %.9g, \"growth_tracker\": %" PRId64 "},\n",
+             (double)s->loss_scale, s->loss_scale_growth_tracker);
     puts_(&b, "  \"model\": {\"type\": ");
     put_string(&b, x->model_type);
     putf(&b, ", \"num_params\": %" PRId64 "},\n", x->num_params);
@@ -205,6 +209,24 @@ static ddpc_status parse_files(const ddpc__json *files, const char *origin, ddpc
     return DDPC_OK;
 }
 
+/* "loss_scale": {"scale": S, "growth_tracker": N}, present only when the run scaled its loss. */
+static ddpc_status parse_loss_scale(const ddpc__json *ls, const char *origin, ddpc_ckpt_state *s)
+{
+    if (!ls)
+        return DDPC_OK;
+    const ddpc__json *scale = ddpc__json_get(ls, "scale");
+    if (ls->type != DDPC__JSON_OBJECT || !scale || scale->type != DDPC__JSON_NUMBER ||
+        !(scale->number > 0.0) || !isfinite((float)scale->number))
+        return ddpc_errorf(DDPC_EFORMAT, "%s: \"loss_scale\" needs a positive finite \"scale\"",
+                           origin);
+    DDPC_TRY(get_int(ls, "growth_tracker", origin, &s->loss_scale_growth_tracker));
+    if (s->loss_scale_growth_tracker < 0)
+        return ddpc_errorf(DDPC_EFORMAT, "%s: negative loss_scale growth_tracker", origin);
+    s->loss_scaling = true;
+    s->loss_scale = (float)scale->number;
+    return DDPC_OK;
+}
+
 static ddpc_status parse_tree(const ddpc__json *j, const char *origin, ddpc_ckpt_state *s,
                               ddpc__ckpt_extra *x)
 {
@@ -227,6 +249,7 @@ static ddpc_status parse_tree(const ddpc__json *j, const char *origin, ddpc_ckpt
     DDPC_TRY(get_int(j, "samples_seen", origin, &s->samples_seen));
     DDPC_TRY(get_int(j, "global_batch", origin, &s->global_batch));
     DDPC_TRY(get_int(j, "skipped_steps", origin, &s->skipped_steps));
+    DDPC_TRY(parse_loss_scale(ddpc__json_get(j, "loss_scale"), origin, s));
     DDPC_TRY(get_int(j, "world", origin, &v));
     if (v < 0 || v > INT32_MAX)
         return ddpc_errorf(DDPC_EFORMAT, "%s: world %lld is out of range", origin, (long long)v);

@@ -82,6 +82,8 @@ static void put_value(out_buf *o, const ddpc__metrics_record *r, const ddpc__met
             put(o, "null"); /* JSON has no NaN or infinity */
         else if (f->digits >= 0)
             put(o, "%.*f", f->digits, f->f);
+        else if (f->digits == DDPC_METRICS_EXACT)
+            put(o, "%.9g", f->f);
         else
             put(o, "%.6g", f->f);
         break;

@@ -97,6 +97,10 @@ ddpc_status ddpc__trainer_resume(ddpc_trainer *t)
     ddpc_status s = ddpc_ckpt_load(path, t->model, ddpc_engine_optim(t->engine), &st);
     if (s == DDPC_OK) {
         ddpc_engine_restore(t->engine, st.step, st.skipped_steps);
+        if (st.loss_scaling)
+            ddpc_engine_restore_loss_scale(
+                t->engine, (ddpc_loss_scale_state){.scale = st.loss_scale,
+                                                   .growth_tracker = st.loss_scale_growth_tracker});
         place(t, &st);
         t->last_saved_step = st.step;
         snprintf(t->resumed_from, sizeof t->resumed_from, "%s", path);
@@ -123,6 +127,9 @@ static ddpc_status save(ddpc_trainer *t)
         .world = t->world,
         .seed = t->set.seed,
         .skipped_steps = ddpc_engine_skipped(t->engine),
+        .loss_scaling = ddpc_engine_config_of(t->engine)->loss_scaling,
+        .loss_scale = ddpc_engine_loss_scale(t->engine).scale,
+        .loss_scale_growth_tracker = ddpc_engine_loss_scale(t->engine).growth_tracker,
         .config = t->config_text,
     };
     char path[1100];

@@ -123,6 +123,9 @@ static ddpc_status log_progress(ddpc_trainer *t, int64_t epoch, double elapsed)
     ddpc_metrics_f64(m, "time_s", elapsed, 3);
     ddpc_metrics_f64(m, "grad_norm", t->last_grad_norm, -1);
     ddpc_metrics_i64(m, "skipped_steps", ddpc_engine_skipped(t->engine));
+    if (ddpc_engine_config_of(t->engine)->loss_scaling)
+        ddpc_metrics_f64(m, "loss_scale", ddpc_engine_loss_scale(t->engine).scale,
+                         DDPC_METRICS_EXACT);
     ddpc_status st = ddpc_metrics_end(m);
     if (t->log && t->multi)
         fprintf(t->log,

@@ -103,6 +103,27 @@ static ddpc_status read_model_config(ddpc_trainer *t, ddpc_model_config *mc)
 static const char *const optim_types[] = {"sgd", "adamw", NULL};
 static const char *const schedules[] = {"constant", "cosine", "linear", NULL};
 static const char *const nonfinite_names[] = {"stop", "skip", NULL};
+static const char *const scaling_modes[] = {"auto", "true", "false", NULL};
+
+/* loss_scale.*: GradScaler's keys; `enabled: auto` scales exactly when precision is fp16. */
+static ddpc_status read_loss_scale(ddpc_trainer *t, ddpc_engine_config *ec)
+{
+    ddpc_config *c = t->cfg;
+    ddpc_loss_scale_config *l = &ec->loss_scale;
+    int mode;
+    double init, growth, backoff;
+    DDPC_TRY(ddpc_config_choice(c, "loss_scale.enabled", "auto", scaling_modes, &mode));
+    DDPC_TRY(ddpc_config_float(c, "loss_scale.init_scale", l->init_scale, 1e-30, 3e38, &init));
+    DDPC_TRY(ddpc_config_float(c, "loss_scale.growth_factor", l->growth_factor, 1.0, 1e6, &growth));
+    DDPC_TRY(ddpc_config_float(c, "loss_scale.backoff_factor", l->backoff_factor, 0.0, 1.0, &backoff));
+    DDPC_TRY(ddpc_config_int(c, "loss_scale.growth_interval", l->growth_interval, 1, INT64_MAX,
+                             &l->growth_interval));
+    l->init_scale = (float)init, l->growth_factor = (float)growth, l->backoff_factor = (float)backoff;
+    ec->loss_scaling = mode == 0 ? t->set.precision == DDPC_PREC_FP16 : mode == 1;
+    if (ec->loss_scaling)
+        return ddpc_loss_scale_check(l);
+    return DDPC_OK;
+}
 
 static ddpc_status read_engine_config(ddpc_trainer *t, int64_t total_steps, ddpc_engine_config *ec)
 {
@@ -142,7 +163,7 @@ static ddpc_status read_engine_config(ddpc_trainer *t, int64_t total_steps, ddpc
     ec->accum_steps = t->set.accum_steps;
     ec->num_tasks = t->n_tasks;
     ec->on_nonfinite = (ddpc_nonfinite_policy)policy; /* the table follows the enum's order */
-    return DDPC_OK;
+    return read_loss_scale(t, ec);
 }
 
 static ddpc_status build_loader(ddpc_trainer *t, int i)
