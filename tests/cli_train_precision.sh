@@ -62,6 +62,12 @@ run gpt_2 "$ddpc" run --nproc-per-node 2 -- "$ddpc" train "${gpt[@]}" data.batch
 a=$(test_loss "$tmp/gpt_1") b=$(test_loss "$tmp/gpt_2")
 check "gpt bf16: 2 ranks x 4 match 1 rank x 8 (held-out loss $b vs $a)" close "$a" "$b" 1e-3
 
+# The CNN (convolution's products) at fp16, as the README shows it: scaled, finite.
+run cnn_fp16 "$ddpc" train "$src/configs/fmnist_cnn.yaml" data.type=synthetic_images data.size=256 \
+    max_steps=6 log_every=3 data.eval_batch_size=64 num_threads=1 precision=fp16
+check "cnn fp16: progress records carry the loss scale and a finite loss" \
+    grep -Eq '"step": 6, "epoch": [0-9]+, "loss": [0-9.]+, .*"loss_scale": [0-9]+}' "$tmp/cnn_fp16/metrics.jsonl"
+
 # Bit-exact resume in each precision: killed at step 7 (checkpoint at 5), run again.
 for p in bf16 fp16; do
     ck=(checkpoint.every_steps=5 precision=$p)
