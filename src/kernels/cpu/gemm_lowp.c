@@ -80,10 +80,12 @@ void ddpc_kernels_release_thread(void)
     ddpc__onednn_release_thread();
 }
 
-/* dst (rows, cols) = x (rows, cols; leading dimension ld) rounded to bf16 or fp16. */
-static void round_block(float *dst, const float *x, int64_t rows, int64_t cols, int64_t ld,
-                        int bf16)
+/* dst (rows, cols) = x (rows, cols; leading dimension ld) rounded to bf16 or fp16. Large blocks
+ * are split over the threads (the sgemm that follows uses them all anyway); inside a parallel
+ * region (attention heads, convolution samples) the caller already owns one thread each. */
+static void round_block(float *dst, const float *x, int64_t rows, int64_t cols, int64_t ld, int bf16)
 {
+#pragma omp parallel for schedule(static) if (rows * cols >= 4 * DDPC__PAR_MIN_WORK && !omp_in_parallel())
     for (int64_t r = 0; r < rows; r++)
         ddpc_round_half_array(dst + r * cols, x + r * ld, (size_t)cols, bf16);
 }
