@@ -2,9 +2,10 @@
  * flattened features go through the fully connected stack (hidden sizes, then classes).
  * Parameters "conv.<i>.weight" (k_out, c_in, k, k), "conv.<i>.bias", then "fc.<i>.*"; a multi-head
  * cnn ends in "heads.<k>.weight/bias" instead of the last "fc" layer. With activation checkpointing
- * a stage (conv -> ReLU -> pool) keeps only its pooled output, the next stage's input; its conv
- * output and pool indices live in one shared pair of buffers, refilled for stage i by recomputing
- * it (same kernels, same bits) just before its backward. */
+ * a stage (conv -> ReLU -> pool) keeps only its pooled output, the next stage's input; its pool
+ * indices live in one shared buffer, refilled for stage i by recomputing the stage (same kernels,
+ * same bits) just before its backward, and its conv output only passes through the scratch dB:
+ * backward takes the ReLU's mask from the pooled output, which holds the ReLU outputs it routes. */
 #include "nn/fc_stack.h"
 
 #include <ddpc/alloc.h>
@@ -19,12 +20,14 @@ typedef struct {
     int64_t pool_h[DDPC_MODEL_MAX_LAYERS], pool_w[DDPC_MODEL_MAX_LAYERS];
     int w_idx[DDPC_MODEL_MAX_LAYERS], b_idx[DDPC_MODEL_MAX_LAYERS];
     ddpc__fc_stack fc;
-    /* Set by forward. With checkpointing, every act[i] and idx[i] is the same shared pair. */
+    /* Set by forward. With checkpointing every act[i] is dB and every idx[i] one shared buffer. */
     const float *in[DDPC_MODEL_MAX_LAYERS]; /* conv inputs: x, then pooled outputs */
     float *act[DDPC_MODEL_MAX_LAYERS];      /* conv outputs after ReLU (n, k, h, w) */
     float *pooled[DDPC_MODEL_MAX_LAYERS];   /* stage outputs (n, k, h/2, w/2) */
     int32_t *idx[DDPC_MODEL_MAX_LAYERS];    /* pool argmax (n, k, h/2, w/2) */
-    float *ws, *dA, *dB;                    /* scratch */
+    float *ws;                              /* conv workspace */
+    float *dA, *dB;     /* gradients of a pooled output (and conv input), of a conv output */
+    float *recomputed;  /* checkpointing: a recomputed pooled output, not needed again */
     int64_t n;
     bool ckpt;
 } cnn_impl;
@@ -119,17 +122,18 @@ static size_t carve(const ddpc_model *m, cnn_impl *impl, int64_t n, bool ckpt, f
             impl->field = (void *)t_; /* idx: int32_t, as wide as a float */                       \
     } while (0)
     TAKE(ws, ws);
-    TAKE(dA, biggest);
+    /* A conv input is the previous pooled output and the fc input the last one. */
+    TAKE(dA, biggest_pooled);
     TAKE(dB, biggest);
     if (ckpt) {
-        TAKE(act[0], biggest);
         TAKE(idx[0], biggest_pooled);
+        TAKE(recomputed, biggest_pooled);
     }
     for (int i = 0; i < c->n_conv; i++) {
         size_t conv_out = (size_t)(n * c->conv[i].k * c->conv[i].h * c->conv[i].w);
         size_t pooled = (size_t)(n * c->conv[i].k * c->pool_h[i] * c->pool_w[i]);
         if (ckpt && impl) {
-            impl->act[i] = impl->act[0];
+            impl->act[i] = impl->dB;
             impl->idx[i] = impl->idx[0];
         } else if (!ckpt) {
             TAKE(act[i], conv_out);
@@ -182,6 +186,28 @@ static ddpc_status cnn_forward(ddpc_model *m, const ddpc_model_input *in, bool t
     return DDPC_OK;
 }
 
+/* dB (the conv output's gradient) = ReLU'(maxpool'(dA)) for stage i; dA may be changed. */
+static void pool_relu_backward(cnn_impl *impl, int i)
+{
+    const ddpc_conv2d_shape *s = &impl->conv[i];
+    int64_t n = impl->n, cnt = n * s->k * s->h * s->w;
+    if (impl->ckpt) {
+        /* The pool routes each gradient to its window's maximum, a ReLU output equal to the
+         * pooled one: masking dA by the pooled output gives the bits of masking after routing. */
+        const float *y = impl->pooled[i];
+        for (int64_t j = 0; j < n * s->k * impl->pool_h[i] * impl->pool_w[i]; j++)
+            impl->dA[j] = y[j] > 0.0f ? impl->dA[j] : 0.0f;
+    }
+    ddpc_fill_f32(impl->dB, 0.0f, cnt);
+    ddpc_maxpool2d_backward(impl->dB, impl->dA, impl->idx[i], n, s->k, s->h, s->w, 2, 2);
+    if (impl->ckpt)
+        return;
+    /* ReLU backward in place: the gradient is zero where the activation was not positive. */
+    const float *a = impl->act[i];
+    for (int64_t j = 0; j < cnt; j++)
+        impl->dB[j] = a[j] > 0.0f ? impl->dB[j] : 0.0f;
+}
+
 static void cnn_backward(ddpc_model *m, float dloss)
 {
     cnn_impl *impl = m->impl;
@@ -192,17 +218,11 @@ static void cnn_backward(ddpc_model *m, float dloss)
     ddpc__fc_stack_backward(&impl->fc, m, dloss, impl->dA);
     for (int i = last; i >= 0; i--) {
         const ddpc_conv2d_shape *s = &impl->conv[i];
-        int64_t cnt = n * s->k * s->h * s->w;
-        /* The shared pair still holds the last stage from forward. The pooled output is not
-         * needed again: it goes to dB, which is cleared right after. */
+        /* Only the pool indices are needed again (the shared buffer still holds the last
+         * stage's from forward); the conv output goes to dB before it turns into a gradient. */
         if (impl->ckpt && i < last)
-            stage_forward(m, impl, i, impl->dB);
-        ddpc_fill_f32(impl->dB, 0.0f, cnt);
-        ddpc_maxpool2d_backward(impl->dB, impl->dA, impl->idx[i], n, s->k, s->h, s->w, 2, 2);
-        /* ReLU backward in place: the gradient is zero where the activation was not positive. */
-        const float *a = impl->act[i];
-        for (int64_t j = 0; j < cnt; j++)
-            impl->dB[j] = a[j] > 0.0f ? impl->dB[j] : 0.0f;
+            stage_forward(m, impl, i, impl->recomputed);
+        pool_relu_backward(impl, i);
         float *dx = NULL;
         if (i > 0) {
             dx = impl->dA;
