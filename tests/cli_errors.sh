@@ -53,6 +53,10 @@ expect_error "missing dataset file names the path" "$tmp/fm/train-labels-idx1-ub
     "$ddpc" train "$src/configs/fmnist_mlp.yaml" data.path="$tmp/fm"
 expect_error "gpt on images is refused" "needs a token dataset" \
     "$ddpc" train "$src/configs/fmnist_mlp.yaml" model.type=gpt data.type=synthetic_images
+expect_error "activation checkpointing on an mlp names the key" \
+    "model.activation_checkpointing: model.type 'mlp' has no blocks to recompute" \
+    "$ddpc" train "$src/configs/fmnist_mlp.yaml" model.activation_checkpointing=true \
+    data.type=synthetic_images
 expect_error "init_from a missing file names it" "$tmp/none.safetensors" \
     "$ddpc" train "$src/configs/fmnist_mlp.yaml" data.type=synthetic_images init_from="$tmp/none.safetensors"
 

@@ -52,6 +52,11 @@ typedef struct {
     /* gpt */
     int64_t n_layer, n_head, n_embd, block_size;
     float dropout; /* after hidden activations (mlp/cnn) or residual branches (gpt) */
+    /* gpt (per transformer block) and cnn (per conv stage): forward keeps only each block's input
+     * and backward recomputes the block just before its own backward, into one shared set of
+     * activation buffers. Same kernels, order and dropout streams: the gradients are bitwise those
+     * of the run without it. Not supported by mlp (DDPC_EINVAL). */
+    bool activation_checkpointing;
     ddpc_precision precision; /* of the matrix products (linear, attention, conv); fp32 */
     uint64_t seed; /* initialisation */
 } ddpc_model_config;
@@ -95,6 +100,12 @@ double ddpc_model_train_flops_per_sample(const ddpc_model *m);
 /* Floats in each output row: classes (head 0's for a multi-head model; head k has
  * head_classes[k]), or block_size * vocab for gpt. */
 int64_t ddpc_model_outputs_per_sample(const ddpc_model *m);
+
+/* Bytes of the activation arena (activations, scratch and backward temporaries) that a training
+ * step on a batch of n needs, with or without activation checkpointing, whatever the model's own
+ * setting: the peak activation memory. A model without checkpointing (mlp) gives the same figure
+ * both ways. */
+size_t ddpc_model_activation_bytes(const ddpc_model *m, int64_t n, bool checkpointing);
 
 /* Forward pass; with targets, computes the loss and accuracy into *out. `training` enables
  * dropout. Input shapes must match the config; tokens outside the vocabulary and a task outside

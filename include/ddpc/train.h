@@ -4,6 +4,8 @@
 #ifndef DDPC_TRAIN_H
 #define DDPC_TRAIN_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -41,6 +43,9 @@ typedef struct {
     double global_tokens_per_s;  /* 0 for image models */
     double gflops;               /* achieved per rank, from the model's FLOP estimate */
     int precision;               /* ddpc_precision of the matrix products */
+    bool activation_checkpointing; /* model.activation_checkpointing */
+    size_t activation_bytes;       /* activation arena of one micro-batch, as run */
+    size_t activation_bytes_no_ckpt; /* the same without activation checkpointing */
     /* Data-parallel communication per step, averaged over ranks (all 0 on one rank): exposed is
      * the time the step blocked in ddpc_reducer_finish after backward, comm the time the bucket
      * all-reduces ran on the comm thread; exposed / comm is the share not hidden by backward. */

@@ -1,7 +1,11 @@
 /* "cnn": per entry of channels, Conv2d(k x k, stride 1, pad k/2) -> ReLU -> MaxPool2d(2), then the
  * flattened features go through the fully connected stack (hidden sizes, then classes).
  * Parameters "conv.<i>.weight" (k_out, c_in, k, k), "conv.<i>.bias", then "fc.<i>.*"; a multi-head
- * cnn ends in "heads.<k>.weight/bias" instead of the last "fc" layer. */
+ * cnn ends in "heads.<k>.weight/bias" instead of the last "fc" layer. With activation checkpointing
+ * a stage (conv -> ReLU -> pool) keeps only its pooled output, the next stage's input; its pool
+ * indices live in one shared buffer, refilled for stage i by recomputing the stage (same kernels,
+ * same bits) just before its backward, and its conv output only passes through the scratch dB:
+ * backward takes the ReLU's mask from the pooled output, which holds the ReLU outputs it routes. */
 #include "nn/fc_stack.h"
 
 #include <ddpc/alloc.h>
@@ -16,12 +20,16 @@ typedef struct {
     int64_t pool_h[DDPC_MODEL_MAX_LAYERS], pool_w[DDPC_MODEL_MAX_LAYERS];
     int w_idx[DDPC_MODEL_MAX_LAYERS], b_idx[DDPC_MODEL_MAX_LAYERS];
     ddpc__fc_stack fc;
-    /* Set by forward. */
+    /* Set by forward. With checkpointing every act[i] is dB and every idx[i] one shared buffer. */
     const float *in[DDPC_MODEL_MAX_LAYERS]; /* conv inputs: x, then pooled outputs */
     float *act[DDPC_MODEL_MAX_LAYERS];      /* conv outputs after ReLU (n, k, h, w) */
+    float *pooled[DDPC_MODEL_MAX_LAYERS];   /* stage outputs (n, k, h/2, w/2) */
     int32_t *idx[DDPC_MODEL_MAX_LAYERS];    /* pool argmax (n, k, h/2, w/2) */
-    float *ws, *dA, *dB;                    /* scratch */
+    float *ws;                              /* conv workspace */
+    float *dA, *dB;     /* gradients of a pooled output (and conv input), of a conv output */
+    float *recomputed;  /* checkpointing: a recomputed pooled output, not needed again */
     int64_t n;
+    bool ckpt;
 } cnn_impl;
 
 static ddpc_status cnn_build(ddpc_model *m)
@@ -91,22 +99,70 @@ static void cnn_init(ddpc_model *m)
     ddpc__fc_stack_init(&impl->fc, m);
 }
 
-static size_t cnn_arena_floats(const ddpc_model *m, int64_t n)
+/* Carves the conv stages' buffers for a batch of n from `base` (NULL: only counts; impl is then
+ * only read). Returns floats used; the fc stack takes its buffers after them. */
+static size_t carve(const ddpc_model *m, cnn_impl *impl, int64_t n, bool ckpt, float *base)
 {
-    const cnn_impl *impl = m->impl;
-    size_t total = 0, ws = 0, biggest = 0;
-    for (int i = 0; i < impl->n_conv; i++) {
-        ddpc_conv2d_shape s = impl->conv[i];
+    const cnn_impl *c = m->impl;
+    size_t ws = 0, biggest = 0, biggest_pooled = 0;
+    for (int i = 0; i < c->n_conv; i++) {
+        ddpc_conv2d_shape s = c->conv[i];
         s.n = n;
-        size_t conv_out = (size_t)(n * s.k * s.h * s.w);
-        size_t pooled = (size_t)(n * s.k * impl->pool_h[i] * impl->pool_w[i]);
-        total += ddpc__round16(conv_out) + 2 * ddpc__round16(pooled);
-        size_t need = ddpc_conv2d_workspace_floats(&s);
+        size_t need = ddpc_conv2d_workspace_floats(&s), conv_out = (size_t)(n * s.k * s.h * s.w);
+        size_t pooled = (size_t)(n * s.k * c->pool_h[i] * c->pool_w[i]);
         ws = need > ws ? need : ws;
         biggest = conv_out > biggest ? conv_out : biggest;
+        biggest_pooled = pooled > biggest_pooled ? pooled : biggest_pooled;
     }
-    return total + ddpc__round16(ws) + 2 * ddpc__round16(biggest) +
-           ddpc__fc_stack_arena_floats(&impl->fc, n);
+    float *p = base;
+#define TAKE(field, count)                                                                         \
+    do {                                                                                           \
+        float *t_ = ddpc__take(&p, (count));                                                       \
+        if (impl)                                                                                  \
+            impl->field = (void *)t_; /* idx: int32_t, as wide as a float */                       \
+    } while (0)
+    TAKE(ws, ws);
+    /* A conv input is the previous pooled output and the fc input the last one. */
+    TAKE(dA, biggest_pooled);
+    TAKE(dB, biggest);
+    if (ckpt) {
+        TAKE(idx[0], biggest_pooled);
+        TAKE(recomputed, biggest_pooled);
+    }
+    for (int i = 0; i < c->n_conv; i++) {
+        size_t conv_out = (size_t)(n * c->conv[i].k * c->conv[i].h * c->conv[i].w);
+        size_t pooled = (size_t)(n * c->conv[i].k * c->pool_h[i] * c->pool_w[i]);
+        if (ckpt && impl) {
+            impl->act[i] = impl->dB;
+            impl->idx[i] = impl->idx[0];
+        } else if (!ckpt) {
+            TAKE(act[i], conv_out);
+        }
+        TAKE(pooled[i], pooled);
+        if (!ckpt)
+            TAKE(idx[i], pooled);
+    }
+#undef TAKE
+    return (size_t)(p - base);
+}
+
+static size_t cnn_arena_floats(const ddpc_model *m, int64_t n, bool ckpt)
+{
+    const cnn_impl *impl = m->impl;
+    return carve(m, NULL, n, ckpt, NULL) + ddpc__fc_stack_arena_floats(&impl->fc, n);
+}
+
+/* Stage i: conv -> ReLU into act[i], then the pool into y (n, k, h/2, w/2) and idx[i]. The
+ * recomputation in backward is this same call, so it reproduces forward's bits. */
+static void stage_forward(ddpc_model *m, cnn_impl *impl, int i, float *y)
+{
+    const ddpc_conv2d_shape *s = &impl->conv[i];
+    int64_t cnt = s->n * s->k * s->h * s->w;
+    ddpc_conv2d_forward(m->cfg.precision, impl->act[i], impl->in[i],
+                        ddpc__param_ptr(m, impl->w_idx[i]), ddpc__param_ptr(m, impl->b_idx[i]), s,
+                        impl->ws);
+    ddpc_relu_forward(impl->act[i], impl->act[i], cnt);
+    ddpc_maxpool2d_forward(y, impl->idx[i], impl->act[i], s->n, s->k, s->h, s->w, 2, 2);
 }
 
 static ddpc_status cnn_forward(ddpc_model *m, const ddpc_model_input *in, bool training,
@@ -116,35 +172,40 @@ static ddpc_status cnn_forward(ddpc_model *m, const ddpc_model_input *in, bool t
     if (!in->x)
         return ddpc_errorf(DDPC_EINVAL, "cnn forward needs image inputs");
     int64_t n = in->n;
-    float *arena = m->arena;
-    size_t ws = 0, biggest = 0;
+    impl->n = n;
+    impl->ckpt = m->cfg.activation_checkpointing;
+    float *arena = m->arena + carve(m, impl, n, impl->ckpt, m->arena);
     const float *x = in->x;
     for (int i = 0; i < impl->n_conv; i++) {
-        ddpc_conv2d_shape *s = &impl->conv[i];
-        s->n = n;
-        size_t need = ddpc_conv2d_workspace_floats(s), conv_out = (size_t)(n * s->k * s->h * s->w);
-        ws = need > ws ? need : ws;
-        biggest = conv_out > biggest ? conv_out : biggest;
-    }
-    impl->ws = ddpc__take(&arena, ws);
-    impl->dA = ddpc__take(&arena, biggest);
-    impl->dB = ddpc__take(&arena, biggest);
-    for (int i = 0; i < impl->n_conv; i++) {
-        const ddpc_conv2d_shape *s = &impl->conv[i];
+        impl->conv[i].n = n;
         impl->in[i] = x;
-        impl->act[i] = ddpc__take(&arena, (size_t)(n * s->k * s->h * s->w));
-        ddpc_conv2d_forward(m->cfg.precision, impl->act[i], x, ddpc__param_ptr(m, impl->w_idx[i]),
-                            ddpc__param_ptr(m, impl->b_idx[i]), s, impl->ws);
-        ddpc_relu_forward(impl->act[i], impl->act[i], n * s->k * s->h * s->w);
-        size_t pooled = (size_t)(n * s->k * impl->pool_h[i] * impl->pool_w[i]);
-        float *y = ddpc__take(&arena, pooled);
-        impl->idx[i] = (int32_t *)ddpc__take(&arena, pooled);
-        ddpc_maxpool2d_forward(y, impl->idx[i], impl->act[i], n, s->k, s->h, s->w, 2, 2);
-        x = y;
+        stage_forward(m, impl, i, impl->pooled[i]);
+        x = impl->pooled[i];
     }
-    impl->n = n;
     ddpc__fc_stack_forward(&impl->fc, m, x, in, training, &arena, out);
     return DDPC_OK;
+}
+
+/* dB (the conv output's gradient) = ReLU'(maxpool'(dA)) for stage i; dA may be changed. */
+static void pool_relu_backward(cnn_impl *impl, int i)
+{
+    const ddpc_conv2d_shape *s = &impl->conv[i];
+    int64_t n = impl->n, cnt = n * s->k * s->h * s->w;
+    if (impl->ckpt) {
+        /* The pool routes each gradient to its window's maximum, a ReLU output equal to the
+         * pooled one: masking dA by the pooled output gives the bits of masking after routing. */
+        const float *y = impl->pooled[i];
+        for (int64_t j = 0; j < n * s->k * impl->pool_h[i] * impl->pool_w[i]; j++)
+            impl->dA[j] = y[j] > 0.0f ? impl->dA[j] : 0.0f;
+    }
+    ddpc_fill_f32(impl->dB, 0.0f, cnt);
+    ddpc_maxpool2d_backward(impl->dB, impl->dA, impl->idx[i], n, s->k, s->h, s->w, 2, 2);
+    if (impl->ckpt)
+        return;
+    /* ReLU backward in place: the gradient is zero where the activation was not positive. */
+    const float *a = impl->act[i];
+    for (int64_t j = 0; j < cnt; j++)
+        impl->dB[j] = a[j] > 0.0f ? impl->dB[j] : 0.0f;
 }
 
 static void cnn_backward(ddpc_model *m, float dloss)
@@ -157,13 +218,11 @@ static void cnn_backward(ddpc_model *m, float dloss)
     ddpc__fc_stack_backward(&impl->fc, m, dloss, impl->dA);
     for (int i = last; i >= 0; i--) {
         const ddpc_conv2d_shape *s = &impl->conv[i];
-        int64_t cnt = n * s->k * s->h * s->w;
-        ddpc_fill_f32(impl->dB, 0.0f, cnt);
-        ddpc_maxpool2d_backward(impl->dB, impl->dA, impl->idx[i], n, s->k, s->h, s->w, 2, 2);
-        /* ReLU backward in place: the gradient is zero where the activation was not positive. */
-        const float *a = impl->act[i];
-        for (int64_t j = 0; j < cnt; j++)
-            impl->dB[j] = a[j] > 0.0f ? impl->dB[j] : 0.0f;
+        /* Only the pool indices are needed again (the shared buffer still holds the last
+         * stage's from forward); the conv output goes to dB before it turns into a gradient. */
+        if (impl->ckpt && i < last)
+            stage_forward(m, impl, i, impl->recomputed);
+        pool_relu_backward(impl, i);
         float *dx = NULL;
         if (i > 0) {
             dx = impl->dA;
@@ -189,5 +248,6 @@ const ddpc__model_ops ddpc__cnn_ops = {
     .arena_floats = cnn_arena_floats,
     .forward = cnn_forward,
     .backward = cnn_backward,
+    .checkpointing = true,
     .destroy = cnn_destroy,
 };

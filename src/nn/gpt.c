@@ -1,7 +1,8 @@
 /* "gpt": a GPT-2 style decoder (Radford et al. 2019): token + learned position embeddings,
  * n_layer pre-LayerNorm blocks (causal multi-head attention, GELU MLP of 4x), a final LayerNorm
  * and an output projection tied to the token embedding. Activations per layer are kept for
- * backward; backward walks the blocks in reverse with one running residual gradient. */
+ * backward (or, with activation checkpointing, only each block's input, the block being recomputed
+ * in backward); backward walks the blocks in reverse with one running residual gradient. */
 #include "nn/gpt_impl.h"
 
 #include <ddpc/alloc.h>
@@ -103,5 +104,6 @@ const ddpc__model_ops ddpc__gpt_ops = {
     .arena_floats = ddpc__gpt_arena_floats,
     .forward = ddpc__gpt_forward,
     .backward = ddpc__gpt_backward,
+    .checkpointing = true,
     .destroy = gpt_destroy,
 };

@@ -1,5 +1,7 @@
 /* Private to the gpt model: parameter indices and the activation pointers that forward saves
- * for backward. Shapes: B batch, T block_size, C n_embd, NH n_head, V vocabulary. */
+ * for backward. Shapes: B batch, T block_size, C n_embd, NH n_head, V vocabulary. With activation
+ * checkpointing every acts[l] but res3 views one shared set (acts[0]'s), which holds the last
+ * block's activations after forward and block l's after its recomputation in backward. */
 #ifndef DDPC_NN_GPT_IMPL_H
 #define DDPC_NN_GPT_IMPL_H
 
@@ -17,7 +19,7 @@ typedef struct {
     float *res2;                      /* (B,T,C) residual after attention */
     float *ln2, *ln2_mean, *ln2_rstd; /* (B,T,C), (B,T), (B,T) */
     float *fch, *fch_gelu;            /* (B,T,4C) */
-    float *res3;                      /* (B,T,C) residual after the MLP: the block's output */
+    float *res3; /* (B,T,C) residual after the MLP: the block's output, kept per layer always */
 } gpt_layer_acts;
 
 typedef struct {
@@ -38,10 +40,11 @@ typedef struct {
     const int32_t *tokens, *targets;
     int64_t B, n_valid;
     bool training;
+    bool ckpt; /* activation checkpointing: acts[l] share one set of buffers */
     uint64_t rng_stream;
 } gpt_impl;
 
-size_t ddpc__gpt_arena_floats(const ddpc_model *m, int64_t n);
+size_t ddpc__gpt_arena_floats(const ddpc_model *m, int64_t n, bool ckpt);
 ddpc_status ddpc__gpt_forward(ddpc_model *m, const ddpc_model_input *in, bool training,
                               ddpc_model_output *out);
 void ddpc__gpt_backward(ddpc_model *m, float dloss);

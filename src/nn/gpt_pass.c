@@ -1,6 +1,8 @@
 /* gpt forward and backward passes over the arena. Forward carves the activations in a fixed
  * order, so arena_floats() and forward() must agree: both walk carve_all(). Backward keeps one
- * running residual gradient `dres` and accumulates each branch's input gradient into it. */
+ * running residual gradient `dres` and accumulates each branch's input gradient into it. With
+ * activation checkpointing, backward first recomputes block l from its kept input (the same
+ * kernels and dropout sites as forward, so the same bits) into the shared activation set. */
 #include "nn/gpt_impl.h"
 
 #include <ddpc/kernels.h>
@@ -8,8 +10,9 @@
 #define P(idx) ddpc__param_ptr(m, (idx))
 #define G(idx) ddpc__grad_ptr(m, (idx))
 
-/* Carves every buffer for a batch of B from `base` (NULL: only counts). Returns floats used. */
-static size_t carve_all(const ddpc_model *m, gpt_impl *g, int64_t B, float *base)
+/* Carves every buffer for a batch of B from `base` (NULL: only counts). Returns floats used. With
+ * ckpt, layers past the first view layer 0's activations and own only their output res3. */
+static size_t carve_all(const ddpc_model *m, gpt_impl *g, int64_t B, bool ckpt, float *base)
 {
     const ddpc_model_config *c = &m->cfg;
     size_t T = (size_t)c->block_size, C = (size_t)c->n_embd, V = (size_t)c->num_classes;
@@ -23,18 +26,23 @@ static size_t carve_all(const ddpc_model *m, gpt_impl *g, int64_t B, float *base
     } while (0)
     TAKE(encoded, BT * C);
     for (int l = 0; l < c->n_layer; l++) {
-        TAKE(acts[l].ln1, BT * C);
-        TAKE(acts[l].ln1_mean, BT);
-        TAKE(acts[l].ln1_rstd, BT);
-        TAKE(acts[l].qkv, BT * 3 * C);
-        TAKE(acts[l].att, (size_t)B * NH * T * T);
-        TAKE(acts[l].atty, BT * C);
-        TAKE(acts[l].res2, BT * C);
-        TAKE(acts[l].ln2, BT * C);
-        TAKE(acts[l].ln2_mean, BT);
-        TAKE(acts[l].ln2_rstd, BT);
-        TAKE(acts[l].fch, BT * 4 * C);
-        TAKE(acts[l].fch_gelu, BT * 4 * C);
+        if (ckpt && l > 0) {
+            if (g)
+                g->acts[l] = g->acts[0];
+        } else {
+            TAKE(acts[l].ln1, BT * C);
+            TAKE(acts[l].ln1_mean, BT);
+            TAKE(acts[l].ln1_rstd, BT);
+            TAKE(acts[l].qkv, BT * 3 * C);
+            TAKE(acts[l].att, (size_t)B * NH * T * T);
+            TAKE(acts[l].atty, BT * C);
+            TAKE(acts[l].res2, BT * C);
+            TAKE(acts[l].ln2, BT * C);
+            TAKE(acts[l].ln2_mean, BT);
+            TAKE(acts[l].ln2_rstd, BT);
+            TAKE(acts[l].fch, BT * 4 * C);
+            TAKE(acts[l].fch_gelu, BT * 4 * C);
+        }
         TAKE(acts[l].res3, BT * C);
     }
     TAKE(lnf, BT * C);
@@ -54,9 +62,9 @@ static size_t carve_all(const ddpc_model *m, gpt_impl *g, int64_t B, float *base
     return (size_t)(p - base);
 }
 
-size_t ddpc__gpt_arena_floats(const ddpc_model *m, int64_t n)
+size_t ddpc__gpt_arena_floats(const ddpc_model *m, int64_t n, bool ckpt)
 {
-    return carve_all(m, NULL, n, NULL);
+    return carve_all(m, NULL, n, ckpt, NULL);
 }
 
 /* y (BT, C) = r (BT, C) + dropout(xin (BT, in) @ w^T + b), the end of a residual branch; without
@@ -75,7 +83,10 @@ static void residual_out(ddpc_model *m, const gpt_impl *g, float *y, const float
     ddpc_add_f32(y, y, r, BT * c->n_embd);
 }
 
-static void block_forward(ddpc_model *m, gpt_impl *g, int l, const float *x, int64_t BT, int64_t B)
+/* Block l on its input x (BT, C) up to the MLP's GELU: every activation its backward reads. The
+ * recomputation in backward is this same call, so it reproduces forward's bits. */
+static void block_activations(ddpc_model *m, gpt_impl *g, int l, const float *x, int64_t BT,
+                              int64_t B)
 {
     const ddpc_model_config *c = &m->cfg;
     int64_t C = c->n_embd, T = c->block_size;
@@ -89,8 +100,15 @@ static void block_forward(ddpc_model *m, gpt_impl *g, int l, const float *x, int
                            C);
     ddpc_linear_forward(m->cfg.precision, a->fch, a->ln2, P(p->fcw), P(p->fcb), BT, C, 4 * C);
     ddpc_gelu_forward(a->fch_gelu, a->fch, BT * 4 * C);
-    residual_out(m, g, a->res3, a->fch_gelu, p->fcprojw, p->fcprojb, a->res2, BT, 4 * C,
-                 2 * (uint64_t)l + 1);
+}
+
+static void block_forward(ddpc_model *m, gpt_impl *g, int l, const float *x, int64_t BT, int64_t B)
+{
+    const gpt_layer_params *p = &g->layer[l];
+    gpt_layer_acts *a = &g->acts[l];
+    block_activations(m, g, l, x, BT, B);
+    residual_out(m, g, a->res3, a->fch_gelu, p->fcprojw, p->fcprojb, a->res2, BT,
+                 4 * m->cfg.n_embd, 2 * (uint64_t)l + 1);
 }
 
 ddpc_status ddpc__gpt_forward(ddpc_model *m, const ddpc_model_input *in, bool training,
@@ -106,7 +124,8 @@ ddpc_status ddpc__gpt_forward(ddpc_model *m, const ddpc_model_input *in, bool tr
             return ddpc_errorf(DDPC_EINVAL,
                                "token %d at position %lld is outside the vocabulary of %lld",
                                in->tokens[i], (long long)i, (long long)V);
-    carve_all(m, g, B, m->arena);
+    g->ckpt = c->activation_checkpointing;
+    carve_all(m, g, B, g->ckpt, m->arena);
     g->B = B;
     g->training = training;
     g->rng_stream = in->rng_stream;
@@ -207,6 +226,10 @@ void ddpc__gpt_backward(ddpc_model *m, float dloss)
     ready(m, g->lnfw, g->lnfb);
     for (int l = (int)c->n_layer - 1; l >= 0; l--) {
         const float *x = l > 0 ? g->acts[l - 1].res3 : g->encoded;
+        /* The shared set still holds the last block's activations from forward. Backward never
+         * reads res3, so the recomputation stops before the MLP's output projection. */
+        if (g->ckpt && l < (int)c->n_layer - 1)
+            block_activations(m, g, l, x, BT, B);
         block_backward(m, g, l, x, BT, B);
     }
     ddpc_embedding_backward(G(g->wte), G(g->wpe), g->dres, g->tokens, B, T, C);

@@ -33,8 +33,9 @@ static void mlp_init(ddpc_model *m)
     ddpc__fc_stack_init(&((mlp_impl *)m->impl)->fc, m);
 }
 
-static size_t mlp_arena_floats(const ddpc_model *m, int64_t n)
+static size_t mlp_arena_floats(const ddpc_model *m, int64_t n, bool ckpt)
 {
+    (void)ckpt; /* no blocks to recompute */
     const mlp_impl *impl = m->impl;
     return ddpc__fc_stack_arena_floats(&impl->fc, n);
 }

@@ -100,6 +100,9 @@ ddpc_status ddpc_model_create(ddpc_model **out, const ddpc_model_config *cfg)
         return ddpc_errorf(DDPC_EINVAL, "model dropout must be in [0, 1), got %g", cfg->dropout);
     if ((unsigned)cfg->precision >= DDPC_PREC_COUNT)
         return ddpc_errorf(DDPC_EINVAL, "model precision %d is not fp32, bf16 or fp16", (int)cfg->precision);
+    if (cfg->activation_checkpointing && !ops->checkpointing)
+        return ddpc_errorf(DDPC_EINVAL, "model type '%s' has no activation checkpointing (gpt and "
+                           "cnn do: they recompute their blocks in backward)", cfg->type);
     ddpc_model *m = ddpc_calloc(1, sizeof *m);
     if (!m)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory creating a %s model", cfg->type);
@@ -147,9 +150,14 @@ void ddpc_model_zero_grad(ddpc_model *m)
     ddpc_fill_f32(m->grads, 0.0f, (int64_t)m->n_params);
 }
 
+size_t ddpc_model_activation_bytes(const ddpc_model *m, int64_t n, bool checkpointing)
+{
+    return m->ops->arena_floats(m, n, checkpointing && m->ops->checkpointing) * sizeof(float);
+}
+
 static ddpc_status reserve_arena(ddpc_model *m, int64_t n)
 {
-    size_t need = m->ops->arena_floats(m, n);
+    size_t need = m->ops->arena_floats(m, n, m->cfg.activation_checkpointing);
     if (need <= m->arena_floats)
         return DDPC_OK;
     float *a = ddpc_malloc(need * sizeof(float));

@@ -12,8 +12,11 @@ typedef struct {
     ddpc_status (*build)(ddpc_model *m);
     /* Fills the freshly allocated parameter buffer from m->cfg.seed. */
     void (*init)(ddpc_model *m);
-    /* Arena floats that forward + backward need for a batch of n. */
-    size_t (*arena_floats)(const ddpc_model *m, int64_t n);
+    /* Arena floats that forward + backward need for a batch of n, with or without activation
+     * checkpointing (a model without it ignores ckpt). */
+    size_t (*arena_floats)(const ddpc_model *m, int64_t n, bool ckpt);
+    /* Whether the model implements cfg.activation_checkpointing. */
+    bool checkpointing;
     ddpc_status (*forward)(ddpc_model *m, const ddpc_model_input *in, bool training,
                            ddpc_model_output *out);
     void (*backward)(ddpc_model *m, float dloss);

@@ -1,6 +1,6 @@
 /* `ddpc bench step`: times full training steps through the engine on gathered batches (the data
- * path is not benchmarked): the median step of the slowest rank, throughput, achieved GFLOP/s
- * and the reducer's exposed and total communication time. */
+ * path is not benchmarked): the median step of the slowest rank, throughput, achieved GFLOP/s,
+ * the reducer's exposed and total communication time, and the activation arena's bytes. */
 #include "train/trainer_impl.h"
 
 #include <ddpc/alloc.h>
@@ -100,6 +100,8 @@ ddpc_status ddpc_trainer_bench(ddpc_trainer *t, int64_t warmup, int64_t steps, d
     if (st == DDPC_OK) {
         int64_t n = t->task[0].batch_size * t->set.accum_steps, tok = t->tokens_per_sample;
         double med = median_of(dt, steps), w = (double)t->world;
+        int64_t micro = t->task[0].batch_size;
+        bool ckpt = ddpc_model_config_of(t->model)->activation_checkpointing;
         /* Means before medians: median_of sorts in place. */
         double exposed_mean = mean_of(exposed, steps), comm_mean = mean_of(comm, steps);
         *r = (ddpc_bench_result){
@@ -115,6 +117,9 @@ ddpc_status ddpc_trainer_bench(ddpc_trainer *t, int64_t warmup, int64_t steps, d
             .global_tokens_per_s = tok > 1 ? w * (double)(n * tok) / med : 0,
             .gflops = ddpc_model_train_flops_per_sample(t->model) * (double)n / med * 1e-9,
             .precision = (int)t->set.precision,
+            .activation_checkpointing = ckpt,
+            .activation_bytes = ddpc_model_activation_bytes(t->model, micro, ckpt),
+            .activation_bytes_no_ckpt = ddpc_model_activation_bytes(t->model, micro, false),
             .num_buckets = t->reducer ? ddpc_reducer_stats_of(t->reducer).num_buckets : 0,
             .exposed_mean_s = exposed_mean,
             .comm_mean_s = comm_mean,

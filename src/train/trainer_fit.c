@@ -147,6 +147,27 @@ static ddpc_status log_progress(ddpc_trainer *t, int64_t epoch, double elapsed)
     return st;
 }
 
+/* The activation arena at the largest training batch, both ways, so the cost of memory is known
+ * when choosing model.activation_checkpointing. */
+static void log_activations(ddpc_trainer *t)
+{
+    int64_t batch = 1;
+    for (int i = 0; i < t->n_tasks; i++)
+        batch = t->task[i].batch_size > batch ? t->task[i].batch_size : batch;
+    const double mib = 1.0 / (1024.0 * 1024.0);
+    double on = (double)ddpc_model_activation_bytes(t->model, batch, true) * mib;
+    double off = (double)ddpc_model_activation_bytes(t->model, batch, false) * mib;
+    const ddpc_model_config *mc = ddpc_model_config_of(t->model);
+    fprintf(t->log, "activations: %.1f MiB per rank at batch %lld ",
+            mc->activation_checkpointing ? on : off, (long long)batch);
+    if (mc->activation_checkpointing)
+        fprintf(t->log, "(checkpointing on; %.1f MiB without)\n", off);
+    else if (on < off)
+        fprintf(t->log, "(checkpointing off; %.1f MiB with)\n", on);
+    else
+        fprintf(t->log, "(no checkpointing for %s)\n", mc->type);
+}
+
 static void log_start(ddpc_trainer *t)
 {
     const trainer_settings *s = &t->set;
@@ -194,6 +215,7 @@ static void log_start(ddpc_trainer *t)
     /* Said once, so a CPU without bf16 products is never mistaken for a fast one. */
     fprintf(t->log, "precision %s: matrix products in %s\n", ddpc_precision_name(s->precision),
             ddpc_kernels_matmul_info(s->precision, NULL));
+    log_activations(t);
 }
 
 /* Periodic work after a step: stats sync, progress line, validation. */

@@ -13,6 +13,7 @@
 typedef struct {
     const char *name;
     ddpc_dataset_kind data_kind; /* the samples it consumes */
+    bool checkpointing;          /* model.activation_checkpointing is supported */
     ddpc_status (*read)(ddpc_config *c, ddpc_model_config *mc);
 } model_builder;
 
@@ -42,9 +43,9 @@ static ddpc_status read_gpt(ddpc_config *c, ddpc_model_config *mc)
 }
 
 static const model_builder models[] = {
-    {"mlp", DDPC_DATASET_IMAGES, read_mlp},
-    {"cnn", DDPC_DATASET_IMAGES, read_cnn},
-    {"gpt", DDPC_DATASET_TOKENS, read_gpt},
+    {"mlp", DDPC_DATASET_IMAGES, false, read_mlp},
+    {"cnn", DDPC_DATASET_IMAGES, true, read_cnn},
+    {"gpt", DDPC_DATASET_TOKENS, true, read_gpt},
 };
 static const char *const model_names[] = {"mlp", "cnn", "gpt", NULL};
 static_assert(sizeof models / sizeof models[0] == 3, "model_names lists every model");
@@ -82,6 +83,13 @@ static ddpc_status read_model_config(ddpc_trainer *t, ddpc_model_config *mc)
     DDPC_TRY(b->read(c, mc));
     DDPC_TRY(ddpc_config_float(c, "model.dropout", 0.0, 0.0, 0.99, &dropout));
     mc->dropout = (float)dropout;
+    DDPC_TRY(ddpc_config_bool(c, "model.activation_checkpointing", false,
+                              &mc->activation_checkpointing));
+    if (mc->activation_checkpointing && !b->checkpointing)
+        return ddpc_errorf(DDPC_EINVAL,
+                           "model.activation_checkpointing: model.type '%s' has no blocks to "
+                           "recompute (gpt and cnn support it)",
+                           b->name);
     mc->seed = t->set.seed;
     mc->precision = t->set.precision;
     int64_t shape[3];
