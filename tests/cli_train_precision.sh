@@ -62,6 +62,45 @@ run gpt_2 "$ddpc" run --nproc-per-node 2 -- "$ddpc" train "${gpt[@]}" data.batch
 a=$(test_loss "$tmp/gpt_1") b=$(test_loss "$tmp/gpt_2")
 check "gpt bf16: 2 ranks x 4 match 1 rank x 8 (held-out loss $b vs $a)" close "$a" "$b" 1e-3
 
+# The multi-task trainer takes the same key: two heads over one trunk at bf16, 1 x 16 = 2 x 8.
+cat >"$tmp/mt.yaml" <<'YAML'
+seed: 3
+epochs: 2
+log_every: 10
+num_threads: 1
+precision: bf16
+model:
+  type: mlp
+  hidden: [32]
+data:
+  batch_size: 16
+  eval_batch_size: 50
+optim:
+  type: sgd
+  lr: 0.02
+  momentum: 0.9
+tasks:
+  - name: fine
+    data:
+      type: synthetic_images
+      size: 640
+  - name: coarse
+    batch_size: 8
+    loss_weight: 0.5
+    data:
+      type: synthetic_images
+      size: 640
+      label_map: [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
+YAML
+task_loss() { grep '"split": "test", "task": "'"$2"'"' "$1/metrics.jsonl" | tail -1 | sed 's/.*"eval_loss": \([0-9.]*\).*/\1/'; }
+run mt_1 "$ddpc" train "$tmp/mt.yaml"
+run mt_2 "$ddpc" run --nproc-per-node 2 -- "$ddpc" train "$tmp/mt.yaml" data.batch_size=8 tasks.1.batch_size=4
+check "multi-task at bf16: the start line says so" grep -q "^precision bf16: " "$tmp/mt_1.log"
+for k in fine coarse; do
+    a=$(task_loss "$tmp/mt_1" $k) b=$(task_loss "$tmp/mt_2" $k)
+    check "multi-task bf16, task $k: 2 ranks match 1 rank ($b vs $a)" close "$a" "$b" 1e-3
+done
+
 # The CNN (convolution's products) at fp16, as the README shows it: scaled, finite.
 run cnn_fp16 "$ddpc" train "$src/configs/fmnist_cnn.yaml" data.type=synthetic_images data.size=256 \
     max_steps=6 log_every=3 data.eval_batch_size=64 num_threads=1 precision=fp16
