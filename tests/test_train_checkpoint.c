@@ -97,6 +97,33 @@ static void test_round_trip_adamw(void)
     round_trip(DDPC_OPTIM_ADAMW);
 }
 
+/* The loss scaler's state (fp16 runs) round-trips exactly, a float that is no power of two
+ * included; a run without loss scaling writes none and reads back none. */
+static void test_loss_scale_round_trip(void)
+{
+    char dir[400], path[600];
+    fresh_dir(dir, sizeof dir, "rt_scale");
+    ddpc_model *m = ckpt_small_model(1);
+    ddpc_optim *o = ckpt_make_optim(DDPC_OPTIM_ADAMW, ddpc_model_num_params(m));
+    ddpc_ckpt_state s = ckpt_state_for(4, config);
+    s.loss_scaling = true;
+    s.loss_scale = 12345.678f;
+    s.loss_scale_growth_tracker = 17;
+    CHECK_EQ_INT(ddpc_ckpt_save(dir, m, o, &s, 0, path, sizeof path), DDPC_OK);
+    ddpc_ckpt_state r;
+    CHECK_EQ_INT(ddpc_ckpt_read_state(path, &r), DDPC_OK);
+    CHECK(r.loss_scaling && r.loss_scale == 12345.678f);
+    CHECK_EQ_INT(r.loss_scale_growth_tracker, 17);
+    ddpc_ckpt_state_fini(&r);
+    s = ckpt_state_for(5, config);
+    CHECK_EQ_INT(ddpc_ckpt_save(dir, m, o, &s, 0, path, sizeof path), DDPC_OK);
+    CHECK_EQ_INT(ddpc_ckpt_read_state(path, &r), DDPC_OK);
+    CHECK(!r.loss_scaling);
+    ddpc_ckpt_state_fini(&r);
+    ddpc_optim_destroy(o);
+    ddpc_model_destroy(m);
+}
+
 static void test_latest_and_keep(void)
 {
     char dir[400], path[600], found_path[600];
@@ -411,6 +438,7 @@ int main(void)
     }
     RUN_TEST(test_round_trip_sgd);
     RUN_TEST(test_round_trip_adamw);
+    RUN_TEST(test_loss_scale_round_trip);
     RUN_TEST(test_latest_and_keep);
     RUN_TEST(test_torn_checkpoint);
     RUN_TEST(test_leftover_tmp_and_resave);
