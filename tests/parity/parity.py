@@ -3,7 +3,7 @@
 initial weights ddpc saved, on the same batches, and compares step 1's output probabilities and
 gradients and the losses of every AdamW step.
 
-usage: parity.py PARITY_RUN_EXE gpt|cnn [fp32|bf16]
+usage: parity.py PARITY_RUN_EXE gpt|cnn [fp32|bf16|fp16]
 fp32, 10 steps: rel = ||a - b|| / max(||b||, 1e-12) <= 1e-4 per gradient tensor and for the
 probabilities; |la - lb| / |lb| <= 1e-4 per loss. Both sides compute in fp32 with different
 summation orders, which costs ~1e-6.
@@ -15,6 +15,11 @@ ddpc's loss must be within 1e-2 relative of autocast's plus that noise at every 
 1e-2 of the fp32 run. Step 1: the output probabilities within 2e-2 of autocast's (bf16 keeps 8
 bits, 2^-8 = 4e-3 per rounding); every gradient at least as close to the fp32 gradient as
 autocast's is (and not equal to it: the rounding happened).
+bf16 and fp16, 20 steps: PyTorch also replays ddpc's rule written out (class Rounded: each
+product rounds its inputs, and in backward the incoming gradient, to the format, multiplies in fp32;
+CPU autocast in 1.13 has no fp16 at all). The two then differ only by fp32 summation order and the
+roundings it flips: losses within 1e-4 relative at every step, step-1 probabilities within 1e-3,
+every gradient within 1e-2, and ddpc's worst gradient closer to this reference than to the fp32 run.
 """
 import json
 import math
@@ -32,9 +37,11 @@ try:
 except ImportError as e:  # a missing peer is a failure, never a silent skip
     sys.exit(f"parity: PyTorch/numpy are required (Debian's python3-torch, python3-numpy): {e}")
 
-STEPS = {"fp32": 10, "bf16": 20}
+STEPS = {"fp32": 10, "bf16": 20, "fp16": 20}
 TOL_FP32 = 1e-4
 TOL_BF16_LOSS, TOL_BF16_PROBS = 1e-2, 2e-2
+TOL_ROUNDED_LOSS, TOL_ROUNDED_PROBS, TOL_ROUNDED_GRAD = 1e-4, 1e-3, 1e-2
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 def read_safetensors(path):
@@ -54,6 +61,78 @@ def read_safetensors(path):
     return out
 
 
+class Plain:
+    """The models' matrix products as PyTorch computes them (in fp32, or under autocast)."""
+
+    @staticmethod
+    def linear(layer, x):
+        return layer(x)
+
+    @staticmethod
+    def conv(layer, x):
+        return layer(x)
+
+    @staticmethod
+    def mm(a, b):
+        return a @ b
+
+
+class _Round(torch.autograd.Function):
+    """Forward: round to dt and widen back to fp32. Backward: the gradient passes unchanged (ddpc
+    rounds a product's inputs, not the gradients flowing out of the product)."""
+
+    @staticmethod
+    def forward(ctx, x, dt):
+        return x.to(dt).float()
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, None
+
+
+class _RoundGrad(torch.autograd.Function):
+    """Forward: identity. Backward: the incoming gradient rounded to dt, as ddpc's backward
+    products round dy."""
+
+    @staticmethod
+    def forward(ctx, x, dt):
+        ctx.dt = dt
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.to(ctx.dt).float(), None
+
+
+class Rounded:
+    """ddpc's rule written out in PyTorch, an independent implementation of the same numerics:
+    each product rounds its inputs (and, in backward, the incoming gradient) to dt, multiplies in
+    fp32 and returns fp32; biases are added in fp32."""
+
+    def __init__(self, dt):
+        self.dt = dt
+
+    def _r(self, x):
+        return _Round.apply(x, self.dt)
+
+    def _g(self, y):
+        return _RoundGrad.apply(y, self.dt)
+
+    def linear(self, layer, x):
+        y = self._g(F.linear(self._r(x), self._r(layer.weight)))
+        return y + layer.bias
+
+    def conv(self, layer, x):
+        y = self._g(F.conv2d(self._r(x), self._r(layer.weight), None, layer.stride, layer.padding))
+        return y + layer.bias.view(1, -1, 1, 1)
+
+    def mm(self, a, b):
+        return self._g(self._r(a) @ self._r(b))
+
+
+PRODUCTS = Plain()  # replay() sets it
+
+
 class Block(nn.Module):
     def __init__(self, c, nh):
         super().__init__()
@@ -65,17 +144,18 @@ class Block(nn.Module):
 
     def attention(self, x):
         b, t, c = x.shape
-        q, k, v = self.attn["qkv"](x).split(c, dim=2)
+        q, k, v = PRODUCTS.linear(self.attn["qkv"], x).split(c, dim=2)
         q, k, v = (z.view(b, t, self.nh, c // self.nh).transpose(1, 2) for z in (q, k, v))
-        att = (q @ k.transpose(-2, -1)) / math.sqrt(c // self.nh)
+        att = PRODUCTS.mm(q, k.transpose(-2, -1)) / math.sqrt(c // self.nh)
         mask = torch.tril(torch.ones(t, t, dtype=torch.bool))
         att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
-        y = (att @ v).transpose(1, 2).contiguous().view(b, t, c)
-        return self.attn["proj"](y)
+        y = PRODUCTS.mm(att, v).transpose(1, 2).contiguous().view(b, t, c)
+        return PRODUCTS.linear(self.attn["proj"], y)
 
     def forward(self, x):
         x = x + self.attention(self.ln1(x))
-        return x + self.mlp["proj"](F.gelu(self.mlp["fc"](self.ln2(x)), approximate="tanh"))
+        h = F.gelu(PRODUCTS.linear(self.mlp["fc"], self.ln2(x)), approximate="tanh")
+        return x + PRODUCTS.linear(self.mlp["proj"], h)
 
 
 class GPT(nn.Module):
@@ -90,7 +170,7 @@ class GPT(nn.Module):
         x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1]))
         for blk in self.blocks:
             x = blk(x)
-        return self.lnf(x) @ self.wte.weight.t()
+        return PRODUCTS.mm(self.lnf(x), self.wte.weight.t())
 
 
 class CNN(nn.Module):
@@ -101,16 +181,19 @@ class CNN(nn.Module):
 
     def forward(self, x):
         for conv in self.conv:
-            x = F.max_pool2d(F.relu(conv(x)), 2)
-        return self.fc[1](F.relu(self.fc[0](x.flatten(1))))
+            x = F.max_pool2d(F.relu(PRODUCTS.conv(conv, x)), 2)
+        h = F.relu(PRODUCTS.linear(self.fc[0], x.flatten(1)))
+        return PRODUCTS.linear(self.fc[1], h)
 
 
 def rel(a, b):
     return (a - b).norm().item() / max(b.norm().item(), 1e-12)
 
 
-def replay(kind, init, batches, steps, autocast):
+def replay(kind, init, batches, steps, autocast, products=Plain()):
     """PyTorch's run: step-1 probabilities and gradients, and the loss of every AdamW step."""
+    global PRODUCTS
+    PRODUCTS = products
     if kind == "gpt":
         model, batch = GPT(256, 32, 64, 4, 2), 4
     else:
@@ -187,6 +270,32 @@ def check_bf16(kind, probs, grads, losses, amp, f32):
     return failures
 
 
+def check_rounded(kind, precision, probs, grads, losses, rnd, f32):
+    failures = []
+    r, r32 = rel(probs, rnd[0]), rel(probs, f32[0])
+    print(f"{kind} {precision}: step-1 probabilities, relative error to the rounded reference "
+          f"{r:.3g} (to fp32 {r32:.3g})")
+    if r > TOL_ROUNDED_PROBS:
+        failures.append(f"step-1 probabilities: relative error {r:.3g} to the rounded reference")
+    worst = worst32 = 0.0
+    for name, g in rnd[1].items():
+        r, r32 = rel(grads[name], g), rel(grads[name], f32[1][name])
+        worst, worst32 = max(worst, r), max(worst32, r32)
+        if r > TOL_ROUNDED_GRAD:
+            failures.append(f"gradient of {name}: relative error {r:.3g} to the rounded reference")
+    print(f"{kind} {precision}: worst step-1 gradient relative error to the rounded reference "
+          f"{worst:.3g}, to fp32 {worst32:.3g}")
+    if not worst < worst32:
+        failures.append(f"gradients are not closer to the rounded reference ({worst:.3g}) than to "
+                        f"fp32 ({worst32:.3g})")
+    for i, (a, b) in enumerate(zip(losses, rnd[2])):
+        r = abs(a - b) / abs(b)
+        print(f"{kind} {precision}: step {i + 1} loss ddpc {a:.7f} rounded reference {b:.7f} rel {r:.2g}")
+        if r > TOL_ROUNDED_LOSS:
+            failures.append(f"loss at step {i + 1}: relative error {r:.3g} to the rounded reference")
+    return failures
+
+
 def main():
     exe, kind = sys.argv[1], sys.argv[2]
     precision = sys.argv[3] if len(sys.argv) > 3 else "fp32"
@@ -204,8 +313,11 @@ def main():
     if precision == "fp32":
         failures = check_fp32(kind, probs, grads, losses, f32)
     else:
+        rnd = replay(kind, init, batches, steps, autocast=False, products=Rounded(DTYPES[precision]))
+        failures = check_rounded(kind, precision, probs, grads, losses, rnd, f32)
+    if precision == "bf16":
         amp = replay(kind, init, batches, steps, autocast=True)
-        failures = check_bf16(kind, probs, grads, losses, amp, f32)
+        failures += check_bf16(kind, probs, grads, losses, amp, f32)
     for f in failures:
         print("FAIL", f)
     print(f"{0 if failures else 1} passed, {1 if failures else 0} failed")
