@@ -43,6 +43,10 @@ typedef struct {
      * recipe: overflow is expected, not an error). Off by default. */
     bool loss_scaling;
     ddpc_loss_scale_config loss_scale; /* GradScaler's defaults */
+    /* ZeRO stage (0 = plain DDP; 1 = optimizer state sharded: rank r keeps the state of, and
+     * updates, only its 1/world slice of the flat parameters, then the updated slices are
+     * all-gathered). Stage 1 needs a reducer (world > 1; on one rank it is stage 0). */
+    int zero_stage;
 } ddpc_engine_config;
 
 /* SGD defaults (ddpc_optim_config_default), constant schedule at its lr, scale 1, no clipping,
@@ -92,7 +96,11 @@ int64_t ddpc_engine_step(const ddpc_engine *e);
 int64_t ddpc_engine_skipped(const ddpc_engine *e);
 /* The learning rate of `step`. */
 float ddpc_engine_lr(const ddpc_engine *e, int64_t step);
-/* The optimizer (its state buffers are the engine's state for checkpoints). */
+/* The flat range [*lo, *lo + *len) of the parameters whose optimizer state this rank holds: all
+ * of them below ZeRO stage 1. */
+void ddpc_engine_shard(const ddpc_engine *e, size_t *lo, size_t *len);
+/* The optimizer (its state buffers are the engine's state for checkpoints; under ZeRO stage 1
+ * they cover this rank's shard only). */
 ddpc_optim *ddpc_engine_optim(ddpc_engine *e);
 const ddpc_engine_config *ddpc_engine_config_of(const ddpc_engine *e);
 /* Restores the counters of a checkpoint (the optimizer's state is restored through

@@ -63,6 +63,8 @@ ddpc_status ddpc_reducer_finish(ddpc_reducer *r);
 void ddpc_reducer_mark_all_ready(ddpc_reducer *r);
 
 ddpc_reducer_stats ddpc_reducer_stats_of(const ddpc_reducer *r);
+/* The process group the reducer communicates over (borrowed). */
+ddpc_pg *ddpc_reducer_pg(const ddpc_reducer *r);
 
 #ifdef __cplusplus
 }

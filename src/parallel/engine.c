@@ -4,10 +4,12 @@
  * (optim.h), and clipping is torch.nn.utils.clip_grad_norm_ on the averaged gradients, so every
  * rank computes the same norm, takes the same skip/stop decision and applies the same update. */
 #include <ddpc/alloc.h>
+#include <ddpc/comm.h>
 #include <ddpc/engine.h>
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 struct ddpc_engine {
     ddpc_model *model;
@@ -17,6 +19,10 @@ struct ddpc_engine {
     int rank, world;
     int64_t step, skipped;
     ddpc_loss_scale_state scaler; /* {1, 0} without loss scaling */
+    /* ZeRO stage 1: this rank's slice [lo, lo + len) of blocks of `shard` floats, and the
+     * (world, shard) buffer the updated slices are all-gathered through; NULL below stage 1. */
+    size_t lo, len, shard;
+    float *gather;
     /* Per step: whether a pass communicated during its backward, and the first non-finite
      * local loss (for the message). */
     bool synced;
@@ -74,11 +80,28 @@ ddpc_status ddpc_engine_create(ddpc_model *m, ddpc_reducer *reducer, int rank, i
     DDPC_TRY(ddpc_lr_schedule_check(&c->schedule));
     if (c->loss_scaling)
         DDPC_TRY(ddpc_loss_scale_check(&c->loss_scale));
+    if (c->zero_stage < 0 || c->zero_stage > 1)
+        return ddpc_errorf(DDPC_EINVAL, "zero.stage %d is not supported (0 or 1)", c->zero_stage);
+    size_t n = ddpc_model_num_params(m);
+    bool sharded = c->zero_stage >= 1 && reducer && world > 1;
+    if (sharded && n < (size_t)world)
+        return ddpc_errorf(DDPC_EINVAL, "zero.stage 1 needs at least one parameter per rank: "
+                           "%zu parameters, %d ranks", n, world);
     ddpc_engine *e = ddpc_calloc(1, sizeof *e);
     if (!e)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory creating the engine");
-    ddpc_status st = ddpc_optim_create(&e->opt, &c->optim, ddpc_model_num_params(m));
+    e->len = n;
+    if (sharded) {
+        e->shard = (n + (size_t)world - 1) / (size_t)world;
+        e->lo = (size_t)rank * e->shard < n ? (size_t)rank * e->shard : n;
+        e->len = (e->lo + e->shard < n ? e->lo + e->shard : n) - e->lo;
+        e->gather = ddpc_calloc(e->shard * (size_t)world, sizeof *e->gather);
+    }
+    ddpc_status st = sharded && !e->gather
+                         ? ddpc_errorf(DDPC_ENOMEM, "out of memory for the ZeRO gather buffer")
+                         : ddpc_optim_create(&e->opt, &c->optim, e->len ? e->len : 1);
     if (st != DDPC_OK) {
+        ddpc_free(e->gather);
         ddpc_free(e);
         return st;
     }
@@ -98,6 +121,7 @@ void ddpc_engine_destroy(ddpc_engine *e)
     if (!e)
         return;
     ddpc_optim_destroy(e->opt);
+    ddpc_free(e->gather);
     ddpc_free(e);
 }
 
@@ -151,6 +175,18 @@ static ddpc_status nonfinite(ddpc_engine *e, double norm)
                        (long long)e->step + 1, loss, grad);
 }
 
+/* ZeRO stage 1: every rank updated its slice; the all-gather gives everyone the whole of them.
+ * The updates are elementwise, so the parameters are the bits stage 0 computes. */
+static ddpc_status gather_params(ddpc_engine *e, float *params, size_t n)
+{
+    float *mine = e->gather + (size_t)e->rank * e->shard;
+    memcpy(mine, params + e->lo, e->len * sizeof *params);
+    DDPC_TRY(ddpc_pg_all_gather(ddpc_reducer_pg(e->reducer), mine, e->gather, e->shard,
+                                DDPC_DTYPE_F32));
+    memcpy(params, e->gather, n * sizeof *params);
+    return DDPC_OK;
+}
+
 ddpc_status ddpc_engine_update(ddpc_engine *e, ddpc_engine_step_info *info)
 {
     const ddpc_engine_config *c = &e->cfg;
@@ -181,8 +217,12 @@ ddpc_status ddpc_engine_update(ddpc_engine *e, ddpc_engine_step_info *info)
     }
     if (c->grad_clip > 0.0f) /* after unscaling, as GradScaler's recipe clips */
         ddpc_grad_clip_scale(g, n, norm, c->grad_clip);
-    ddpc_optim_step(e->opt, ddpc_model_params(m), g, ddpc_model_decay_mask(m), lr);
+    float *params = ddpc_model_params(m);
+    const uint8_t *mask = ddpc_model_decay_mask(m);
+    ddpc_optim_step(e->opt, params + e->lo, g + e->lo, mask ? mask + e->lo : NULL, lr);
     e->step++;
+    if (e->gather)
+        return gather_params(e, params, n);
     return DDPC_OK;
 }
 
@@ -226,4 +266,10 @@ void ddpc_engine_restore_loss_scale(ddpc_engine *e, ddpc_loss_scale_state s)
 {
     if (e->cfg.loss_scaling)
         e->scaler = s;
+}
+
+void ddpc_engine_shard(const ddpc_engine *e, size_t *lo, size_t *len)
+{
+    *lo = e->lo;
+    *len = e->len;
 }

@@ -160,6 +160,11 @@ ddpc_reducer_stats ddpc_reducer_stats_of(const ddpc_reducer *r)
     return s;
 }
 
+ddpc_pg *ddpc_reducer_pg(const ddpc_reducer *r)
+{
+    return r->pg;
+}
+
 ddpc_status ddpc_reducer_create(ddpc_pg *pg, ddpc_model *model, const ddpc_reducer_config *cfg,
                                 ddpc_reducer **out)
 {

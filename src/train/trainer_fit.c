@@ -212,6 +212,12 @@ static void log_start(ddpc_trainer *t)
         fprintf(t->log, "combined %s, ", ddpc_combined_mode_name(t->mode));
     fprintf(t->log, "backend %s, lr x %.3g)\n", ddpc_backend_name(ddpc_pg_backend(t->pg)),
             ddpc__trainer_lr_scale(t));
+    size_t shard_lo, shard_len;
+    ddpc_engine_shard(t->engine, &shard_lo, &shard_len);
+    if (ddpc_engine_config_of(t->engine)->zero_stage > 0 && t->world > 1)
+        fprintf(t->log, "zero stage 1: rank 0 holds the optimizer state of parameters [%zu, %zu) "
+                "of %zu (1/%d per rank)\n", shard_lo, shard_lo + shard_len,
+                ddpc_model_num_params(t->model), t->world);
     /* Said once, so a CPU without bf16 products is never mistaken for a fast one. */
     fprintf(t->log, "precision %s: matrix products in %s\n", ddpc_precision_name(s->precision),
             ddpc_kernels_matmul_info(s->precision, NULL));
