@@ -48,6 +48,15 @@ pair gpt2 2 "${gpt[@]}"
 "$ddpc" train "${mlp[@]}" zero.stage=1 checkpoint.every_steps=5 run_dir="$tmp/ck" >"$tmp/ck.log" 2>&1
 check "checkpoints at stage 1 exit 1" test $? -eq 1
 check "with one line that says why" grep -q "zero.stage 1 cannot write checkpoints yet" "$tmp/ck.log"
+"$ddpc" train "${mlp[@]}" checkpoint.every_steps=5 run_dir="$tmp/old" >"$tmp/old.log" 2>&1
+"$ddpc" run --nproc-per-node 2 -- "$ddpc" train "${mlp[@]}" zero.stage=1 run_dir="$tmp/old" \
+    >"$tmp/old1.log" 2>&1
+check "a stage-1 job over a run dir with checkpoints exits 1" test $? -eq 1
+check "saying it cannot resume from them yet" \
+    grep -q "zero.stage 1 cannot resume from checkpoints yet (found .*step-00000020)" "$tmp/old1.log"
+"$ddpc" run --nproc-per-node 2 -- "$ddpc" train "${mlp[@]}" zero.stage=1 run_dir="$tmp/old" \
+    resume=never >"$tmp/old2.log" 2>&1
+check "resume: never starts over at stage 1" test $? -eq 0
 "$ddpc" train "${mlp[@]}" zero.stage=2 run_dir="$tmp/s2" >"$tmp/s2.log" 2>&1
 check "zero.stage 2 is refused naming the key" grep -q "zero.stage" "$tmp/s2.log"
 

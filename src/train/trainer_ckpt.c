@@ -93,6 +93,10 @@ ddpc_status ddpc__trainer_resume(ddpc_trainer *t)
     DDPC_TRY(pick(t, path, sizeof path, &found));
     if (!found)
         return DDPC_OK;
+    if (ddpc_engine_config_of(t->engine)->zero_stage > 0)
+        return ddpc_errorf(DDPC_EINVAL, "zero.stage %d cannot resume from checkpoints yet (found "
+                           "%s); use zero.stage 0, or resume: never to start over",
+                           ddpc_engine_config_of(t->engine)->zero_stage, path);
     ddpc_ckpt_state st = {0};
     ddpc_status s = ddpc_ckpt_load(path, t->model, ddpc_engine_optim(t->engine), &st);
     if (s == DDPC_OK) {
