@@ -29,32 +29,7 @@ bf16_flags=$(grep -m1 -ow -E 'avx512_bf16|amx_bf16|amx_tile|avx512f' /proc/cpuin
 echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(getconf _NPROCESSORS_ONLN) cores;" \
      "bf16 instructions: ${bf16_flags:-none (no avx512_bf16, no amx)}"
 
-thread_env() {
-    local n=$1
-    shift
-    local wait=(-u OMP_WAIT_POLICY)
-    if [[ $n -ge 2 ]]; then wait=(OMP_WAIT_POLICY=PASSIVE); fi
-    env "${wait[@]}" OMP_NUM_THREADS="$n" OPENBLAS_NUM_THREADS="$n" MKL_NUM_THREADS="$n" "$@"
-}
-
-# json FIELD: FIELD of the last JSON object line on stdin, or "n/a".
-json() {
-    "$PY" -c '
-import json, sys
-lines = [l for l in sys.stdin.read().splitlines() if l.lstrip().startswith("{")]
-try:
-    v = json.loads(lines[-1])[sys.argv[1]]
-    print(f"{v:.1f}" if isinstance(v, float) else v)
-except Exception:
-    print("n/a")' "$1"
-}
-
-ratio() {
-    "$PY" -c '
-import sys
-try: print(f"{float(sys.argv[1]) / float(sys.argv[2]):.2f}")
-except Exception: print("n/a")' "$1" "$2"
-}
+. "$HERE/lib.sh"
 
 failed=0
 ddpc_step() { # THREADS PRECISION: ddpc's JSON line

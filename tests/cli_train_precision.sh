@@ -135,6 +135,9 @@ check "fp16 scales the loss: 65536 for steps 1-2, doubled after the third clean 
     grep -q '"step": 3, .*"skipped_steps": 0, "loss_scale": 131072}' "$tmp/ls_fp16/metrics.jsonl"
 check "the first record has the initial scale" \
     grep -q '"step": 1, .*"loss_scale": 65536}' "$tmp/ls_fp16/metrics.jsonl"
+run ls_fp32 "$ddpc" train "${mlp[@]}" data.batch_size=16 loss_scale.enabled=true max_steps=2 log_every=1
+check "loss_scale.enabled=true scales at fp32 too" \
+    grep -q '"step": 2, .*"loss_scale": 65536}' "$tmp/ls_fp32/metrics.jsonl"
 run ls_off "$ddpc" train "${mlp[@]}" data.batch_size=16 precision=fp16 loss_scale.enabled=false \
     max_steps=2 log_every=1
 check "loss_scale.enabled=false: no scale in the metrics" \

@@ -196,7 +196,8 @@ static bool cache_reserve(thread_cache *t)
     return true;
 }
 
-/* Builds the primitive for k into p; dnnl_unimplemented when oneDNN has none for it here. */
+/* Builds the primitive for k into p; a failing status when oneDNN has no matmul for it on this
+ * CPU (the caller then rounds inputs for sgemm instead). */
 static dnnl_status_t product_create(cached_product *p, const product_key *k)
 {
     dnnl_data_type_t in = k->dt == DDPC_PREC_BF16 ? dnnl_bf16 : dnnl_f32;
