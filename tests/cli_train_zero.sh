@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# ZeRO stage 1 through `ddpc run`: each rank keeps the optimizer state of its 1/N slice of the
-# parameters and the updated slices are all-gathered, so the weights are byte-identical to
-# stage 0's — SGD with momentum and AdamW, with clipping, grad_accum_steps 2 and bf16, at 2 and
-# 4 ranks (the GPT at 2). The start line says what rank 0 holds; checkpoints are refused at stage 1
-# (no sharded format yet) with one clear error; zero.stage 2 is out of range.
+# ZeRO stages 1 and 2 through `ddpc run`. Stage 1: each rank keeps the optimizer state of its
+# chunk of every gradient bucket and the updated chunks are all-gathered, so the weights are
+# byte-identical to stage 0's. Stage 2: the buckets are reduce-scattered instead of all-reduced,
+# and the global norm is the all-reduced sum of the shards' squares, so the weights equal stage
+# 0's within 1e-6 relative and a rerun is byte-identical. SGD with momentum and AdamW, with
+# clipping, grad_accum_steps 2, bf16 and ddp.comm_dtype bf16, at 2 and 4 ranks (the GPT at 2). The
+# start line says what rank 0 holds; checkpoints are refused at stage 1 and 2 (no sharded format
+# yet) with one clear error; zero.stage 3 is out of range.
 # usage: cli_train_zero.sh DDPC_BIN SOURCE_DIR
 set -u
 ddpc=$1
@@ -18,36 +21,58 @@ gpt=("$src/configs/gpt_fortunes.yaml" max_steps=8 eval_every=0 eval_batches=1 lo
 sgd=(optim.type=sgd optim.lr=0.05 optim.momentum=0.9)
 adamw=(optim.type=adamw optim.lr=0.003 optim.weight_decay=0.1 optim.nesterov=false optim.momentum=0)
 
-# pair NAME RANKS ARGS...: stage 0 and stage 1 runs of the same job; their weights must be equal.
+# run NAME STAGE RANKS ARGS...: one run into $tmp/NAME.STAGE (+ .st, .log).
+run() {
+    local name=$1 stage=$2 n=$3
+    shift 3
+    "$ddpc" run --nproc-per-node "$n" -- "$ddpc" train "$@" zero.stage=$stage \
+        run_dir="$tmp/$name.$stage" weights_out="$tmp/$name.$stage.st" >"$tmp/$name.$stage.log" 2>&1
+    check "$name stage $stage exits 0" test $? -eq 0 || tail -n 5 "$tmp/$name.$stage.log"
+}
+
+# pair NAME RANKS ARGS...: stage 0, 1 and 2 runs of the same job; stage 1's weights must be
+# stage 0's bits, stage 2's within 1e-6 relative.
 pair() {
     local name=$1 n=$2
     shift 2
-    for stage in 0 1; do
-        "$ddpc" run --nproc-per-node "$n" -- "$ddpc" train "$@" zero.stage=$stage \
-            run_dir="$tmp/$name.$stage" weights_out="$tmp/$name.$stage.st" >"$tmp/$name.$stage.log" 2>&1
-        check "$name stage $stage exits 0" test $? -eq 0 || tail -n 5 "$tmp/$name.$stage.log"
+    for stage in 0 1 2; do
+        run "$name" $stage "$n" "$@"
     done
     check "$name: stage 1 weights equal stage 0's" cmp "$tmp/$name.0.st" "$tmp/$name.1.st"
+    check "$name: stage 2 weights within 1e-6 of stage 0's" \
+        /usr/bin/python3 "$src/tests/weights_close.py" "$tmp/$name.2.st" "$tmp/$name.0.st" 1e-6
 }
 
 pair sgd2 2 "${mlp[@]}" "${sgd[@]}" data.batch_size=8
-# shard_ok LOG RANKS: rank 0's range is [0, ceil(N / RANKS)) of the N parameters.
+# shard_ok LOG RANKS WHAT: rank 0 holds ceil(P / RANKS) of the MLP's P = 784*64+64 + 64*32+32 +
+# 32*10+10 parameters, all in one bucket (the flat buffer may be a few floats longer: alignment).
 shard_ok() {
-    sed -n 's/^zero stage 1: rank 0 holds the optimizer state of parameters \[0, \([0-9]*\)) of \([0-9]*\) (1\/\([0-9]*\) per rank)$/\1 \2 \3/p' "$1" |
-        awk -v w="$2" '{ ok = $3 == w && $2 > 0 && $1 == int(($2 + w - 1) / w) } END { exit !ok }'
+    sed -n "s/^zero stage [12]: rank 0 holds the $3 of \([0-9]*\) of \([0-9]*\) parameters (1\/\([0-9]*\) of each of 1 buckets)\$/\1 \2 \3/p" "$1" |
+        awk -v w="$2" -v p=$((784 * 64 + 64 + 64 * 32 + 32 + 32 * 10 + 10)) \
+            '{ ok = $3 == w && $2 >= p && $1 == int((p + w - 1) / w) } END { exit !ok }'
 }
-check "the start line says rank 0 holds the first half of the parameters' state" shard_ok "$tmp/sgd2.1.log" 2
+check "the start line says rank 0 holds half of the parameters' state" \
+    shard_ok "$tmp/sgd2.1.log" 2 "optimizer state"
+check "at stage 2, of their gradients too" \
+    shard_ok "$tmp/sgd2.2.log" 2 "optimizer state and gradients"
+run sgd2_again 2 2 "${mlp[@]}" "${sgd[@]}" data.batch_size=8
+check "a stage 2 rerun is byte-identical" cmp "$tmp/sgd2.2.st" "$tmp/sgd2_again.2.st"
 pair adamw2 2 "${mlp[@]}" "${adamw[@]}" data.batch_size=8
 pair accum2 2 "${mlp[@]}" "${adamw[@]}" data.batch_size=4 optim.grad_accum_steps=2
 pair bf16_2 2 "${mlp[@]}" "${adamw[@]}" data.batch_size=8 precision=bf16
 pair adamw4 4 "${mlp[@]}" "${adamw[@]}" data.batch_size=4
 pair sgd4 4 "${mlp[@]}" "${sgd[@]}" data.batch_size=4
-check "4 ranks: a quarter each (rounded up)" shard_ok "$tmp/sgd4.1.log" 4
+check "4 ranks: a quarter each (rounded up)" shard_ok "$tmp/sgd4.2.log" 4 "optimizer state and gradients"
+pair comm_bf16_2 2 "${mlp[@]}" "${adamw[@]}" data.batch_size=8 ddp.comm_dtype=bf16
 pair gpt2 2 "${gpt[@]}"
+run gpt2_again 2 2 "${gpt[@]}"
+check "a GPT stage 2 rerun is byte-identical" cmp "$tmp/gpt2.2.st" "$tmp/gpt2_again.2.st"
 
 "$ddpc" train "${mlp[@]}" zero.stage=1 checkpoint.every_steps=5 run_dir="$tmp/ck" >"$tmp/ck.log" 2>&1
 check "checkpoints at stage 1 exit 1" test $? -eq 1
 check "with one line that says why" grep -q "zero.stage 1 cannot write checkpoints yet" "$tmp/ck.log"
+"$ddpc" train "${mlp[@]}" zero.stage=2 checkpoint.every_steps=5 run_dir="$tmp/ck2" >"$tmp/ck2.log" 2>&1
+check "and at stage 2" grep -q "zero.stage 2 cannot write checkpoints yet" "$tmp/ck2.log"
 "$ddpc" train "${mlp[@]}" checkpoint.every_steps=5 run_dir="$tmp/old" >"$tmp/old.log" 2>&1
 "$ddpc" run --nproc-per-node 2 -- "$ddpc" train "${mlp[@]}" zero.stage=1 run_dir="$tmp/old" \
     >"$tmp/old1.log" 2>&1
@@ -57,7 +82,7 @@ check "saying it cannot resume from them yet" \
 "$ddpc" run --nproc-per-node 2 -- "$ddpc" train "${mlp[@]}" zero.stage=1 run_dir="$tmp/old" \
     resume=never >"$tmp/old2.log" 2>&1
 check "resume: never starts over at stage 1" test $? -eq 0
-"$ddpc" train "${mlp[@]}" zero.stage=2 run_dir="$tmp/s2" >"$tmp/s2.log" 2>&1
-check "zero.stage 2 is refused naming the key" grep -q "zero.stage" "$tmp/s2.log"
+"$ddpc" train "${mlp[@]}" zero.stage=3 run_dir="$tmp/s3" >"$tmp/s3.log" 2>&1
+check "zero.stage 3 is refused naming the key" grep -q "zero.stage" "$tmp/s3.log"
 
 summary

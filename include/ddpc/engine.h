@@ -44,8 +44,10 @@ typedef struct {
     bool loss_scaling;
     ddpc_loss_scale_config loss_scale; /* GradScaler's defaults */
     /* ZeRO stage (0 = plain DDP; 1 = optimizer state sharded: rank r keeps the state of, and
-     * updates, only its 1/world slice of the flat parameters, then the updated slices are
-     * all-gathered). Stage 1 needs a reducer (world > 1; on one rank it is stage 0). */
+     * updates, only its shard of the flat parameters (ddpc_reducer_shard), then the updated
+     * chunks are all-gathered; 2 = gradients sharded too: the reducer reduce-scatters, the norm
+     * is the all-reduced sum of the shards' squares). Needs a reducer created with the same
+     * zero_stage (world > 1; on one rank every stage is stage 0). */
     int zero_stage;
 } ddpc_engine_config;
 
@@ -96,11 +98,11 @@ int64_t ddpc_engine_step(const ddpc_engine *e);
 int64_t ddpc_engine_skipped(const ddpc_engine *e);
 /* The learning rate of `step`. */
 float ddpc_engine_lr(const ddpc_engine *e, int64_t step);
-/* The flat range [*lo, *lo + *len) of the parameters whose optimizer state this rank holds: all
- * of them below ZeRO stage 1. */
-void ddpc_engine_shard(const ddpc_engine *e, size_t *lo, size_t *len);
-/* The optimizer (its state buffers are the engine's state for checkpoints; under ZeRO stage 1
- * they cover this rank's shard only). */
+/* The flat ranges of the parameters whose optimizer state this rank holds, in the order of the
+ * optimizer's state: one range covering all of them below ZeRO stage 1. Valid until destroy. */
+void ddpc_engine_shard(const ddpc_engine *e, const ddpc_range **ranges, size_t *n_ranges);
+/* The optimizer (its state buffers are the engine's state for checkpoints; under ZeRO they
+ * cover this rank's shard only, the ranges' elements in order). */
 ddpc_optim *ddpc_engine_optim(ddpc_engine *e);
 const ddpc_engine_config *ddpc_engine_config_of(const ddpc_engine *e);
 /* Restores the counters of a checkpoint (the optimizer's state is restored through

@@ -55,6 +55,17 @@ void ddpc_optim_destroy(ddpc_optim *o);
 void ddpc_optim_step(ddpc_optim *o, float *params, const float *grads, const uint8_t *decay_mask,
                      float lr);
 
+/* A range [lo, lo + len) of a flat buffer. */
+typedef struct {
+    size_t lo, len;
+} ddpc_range;
+/* One update of the flat positions the ranges name, as ddpc_optim_step on each (one step count
+ * for all of them): the optimizer's n state elements are the ranges' elements in order (ZeRO: a
+ * rank's shard). params, grads and decay_mask (may be NULL) are indexed by flat position. Ranges
+ * beyond the optimizer's n elements are ignored. */
+void ddpc_optim_step_ranges(ddpc_optim *o, float *params, const float *grads,
+                            const uint8_t *decay_mask, const ddpc_range *ranges, size_t n_ranges,
+                            float lr);
 /* Zeroes the state and the step count, as if newly created. */
 void ddpc_optim_reset(ddpc_optim *o);
 

@@ -8,6 +8,7 @@
 
 #include <ddpc/comm.h>
 #include <ddpc/nn.h>
+#include <ddpc/optim.h>
 #include <ddpc/status.h>
 
 #include <stdbool.h>
@@ -26,6 +27,12 @@ typedef struct {
     bool broadcast_params;       /* copy rank 0's parameters to every rank at create (default on) */
     const char *fingerprint;     /* extra text every rank must agree on (e.g. the config), borrowed;
                                     NULL for none */
+    /* ZeRO stage. 0: all-reduce (DDP). 1: also partitions every bucket [lo, hi) into world chunks
+     * of ceil((hi - lo) / world) floats, rank r owning chunk r (ddpc_reducer_shard), and gathers
+     * the owners' parameters (ddpc_reducer_gather_params). 2 and up: reduce-scatters each bucket
+     * instead of all-reducing it, so only the owned chunks of the gradient buffer hold the
+     * average; the rest of it is released (zero, no physical memory) as each bucket finishes. */
+    int zero_stage;
 } ddpc_reducer_config;
 
 ddpc_reducer_config ddpc_reducer_config_default(void);
@@ -63,6 +70,16 @@ ddpc_status ddpc_reducer_finish(ddpc_reducer *r);
 void ddpc_reducer_mark_all_ready(ddpc_reducer *r);
 
 ddpc_reducer_stats ddpc_reducer_stats_of(const ddpc_reducer *r);
+/* This rank's ZeRO shard: one range of the flat buffers per bucket (its chunk, possibly empty), in
+ * ascending flat order; below stage 1, one range covering everything. Valid until destroy. */
+void ddpc_reducer_shard(const ddpc_reducer *r, const ddpc_range **ranges, size_t *n_ranges);
+/* ZeRO stage >= 1, after the owners updated their chunks of the parameters: all-gathers every
+ * bucket's chunks so every rank holds all the parameters. Collective. Errors: the collective's. */
+ddpc_status ddpc_reducer_gather_params(ddpc_reducer *r);
+/* Zeroes the gradient buffer for a new step; from stage 2 its pages go back to the OS too. */
+void ddpc_reducer_zero_grads(ddpc_reducer *r);
+/* Bytes of the staging buffers ZeRO communicates through (0 at stage 0). */
+size_t ddpc_reducer_staging_bytes(const ddpc_reducer *r);
 /* The process group the reducer communicates over (borrowed). */
 ddpc_pg *ddpc_reducer_pg(const ddpc_reducer *r);
 

@@ -53,7 +53,7 @@ static int64_t run_end(const uint8_t *mask, int64_t i, int64_t n)
     return i;
 }
 
-void ddpc__adamw_update(ddpc_optim *o, float *params, const float *grads,
+void ddpc__adamw_update(ddpc_optim *o, size_t off, size_t count, float *params, const float *grads,
                         const uint8_t *decay_mask, float lr)
 {
     const ddpc_optim_config *c = &o->cfg;
@@ -71,9 +71,9 @@ void ddpc__adamw_update(ddpc_optim *o, float *params, const float *grads,
         .neg_step = (float)(-((double)lr / bc1)),
         .bc2_sqrt = (float)sqrt(bc2),
     };
-    float *m = o->state[0]; /* exp_avg (n) */
-    float *v = o->state[1]; /* exp_avg_sq (n) */
-    const int64_t n = (int64_t)o->n;
+    float *m = o->state[0] + off; /* exp_avg (count) */
+    float *v = o->state[1] + off; /* exp_avg_sq (count) */
+    const int64_t n = (int64_t)count;
 
     /* One fork; each thread walks the runs of its own contiguous chunk. */
 #pragma omp parallel if (n >= DDPC_OPTIM_PARALLEL_MIN)

@@ -139,11 +139,27 @@ void ddpc_optim_destroy(ddpc_optim *o)
 void ddpc_optim_step(ddpc_optim *o, float *params, const float *grads, const uint8_t *decay_mask,
                      float lr)
 {
+    ddpc_range all = {0, o->n};
+    ddpc_optim_step_ranges(o, params, grads, decay_mask, &all, 1, lr);
+}
+
+void ddpc_optim_step_ranges(ddpc_optim *o, float *params, const float *grads,
+                            const uint8_t *decay_mask, const ddpc_range *ranges, size_t n_ranges,
+                            float lr)
+{
     o->step++;
-    if (o->cfg.type == DDPC_OPTIM_SGD)
-        ddpc__sgd_update(o, params, grads, decay_mask, lr);
-    else
-        ddpc__adamw_update(o, params, grads, decay_mask, lr);
+    size_t off = 0;
+    for (size_t i = 0; i < n_ranges && off < o->n; i++) {
+        size_t lo = ranges[i].lo, len = ranges[i].len;
+        if (len > o->n - off)
+            len = o->n - off;
+        const uint8_t *mask = decay_mask ? decay_mask + lo : NULL;
+        if (o->cfg.type == DDPC_OPTIM_SGD)
+            ddpc__sgd_update(o, off, len, params + lo, grads + lo, mask, lr);
+        else
+            ddpc__adamw_update(o, off, len, params + lo, grads + lo, mask, lr);
+        off += len;
+    }
 }
 
 void ddpc_optim_reset(ddpc_optim *o)

@@ -20,10 +20,11 @@ struct ddpc_optim {
     const char *state_name[DDPC_OPTIM_MAX_STATE];
 };
 
-/* One update with o->step already incremented; arguments as ddpc_optim_step. */
-void ddpc__sgd_update(ddpc_optim *o, float *params, const float *grads, const uint8_t *decay_mask,
-                      float lr);
-void ddpc__adamw_update(ddpc_optim *o, float *params, const float *grads,
+/* One update of state elements [off, off + n) with o->step already incremented: params, grads
+ * and decay_mask (may be NULL) point at those elements' values; otherwise as ddpc_optim_step. */
+void ddpc__sgd_update(ddpc_optim *o, size_t off, size_t n, float *params, const float *grads,
+                      const uint8_t *decay_mask, float lr);
+void ddpc__adamw_update(ddpc_optim *o, size_t off, size_t n, float *params, const float *grads,
                         const uint8_t *decay_mask, float lr);
 
 #endif

@@ -6,8 +6,8 @@
 
 #include <math.h>
 
-void ddpc__sgd_update(ddpc_optim *o, float *params, const float *grads, const uint8_t *decay_mask,
-                      float lr)
+void ddpc__sgd_update(ddpc_optim *o, size_t off, size_t count, float *params, const float *grads,
+                      const uint8_t *decay_mask, float lr)
 {
     const float wd = o->cfg.weight_decay;
     const float mom = o->cfg.momentum;
@@ -15,8 +15,8 @@ void ddpc__sgd_update(ddpc_optim *o, float *params, const float *grads, const ui
     const bool nesterov = o->cfg.nesterov;
     const bool first = o->step == 1;
     const float neg_lr = -lr;
-    float *buf = o->state[0]; /* (n) */
-    const int64_t n = (int64_t)o->n;
+    float *buf = o->state[0] + off; /* (count) */
+    const int64_t n = (int64_t)count;
 
 #pragma omp parallel for schedule(static) if (n >= DDPC_OPTIM_PARALLEL_MIN)
     for (int64_t i = 0; i < n; i++) {

@@ -19,10 +19,12 @@ struct ddpc_engine {
     int rank, world;
     int64_t step, skipped;
     ddpc_loss_scale_state scaler; /* {1, 0} without loss scaling */
-    /* ZeRO stage 1: this rank's slice [lo, lo + len) of blocks of `shard` floats, and the
-     * (world, shard) buffer the updated slices are all-gathered through; NULL below stage 1. */
-    size_t lo, len, shard;
-    float *gather;
+    /* The flat ranges whose optimizer state this rank holds and updates (ZeRO: the reducer's
+     * shard, `owned` floats in all; otherwise `whole`), and the stage in effect (0 on one rank). */
+    const ddpc_range *shard;
+    size_t n_shard, owned;
+    ddpc_range whole;
+    int stage;
     /* Per step: whether a pass communicated during its backward, and the first non-finite
      * local loss (for the message). */
     bool synced;
@@ -80,28 +82,22 @@ ddpc_status ddpc_engine_create(ddpc_model *m, ddpc_reducer *reducer, int rank, i
     DDPC_TRY(ddpc_lr_schedule_check(&c->schedule));
     if (c->loss_scaling)
         DDPC_TRY(ddpc_loss_scale_check(&c->loss_scale));
-    if (c->zero_stage < 0 || c->zero_stage > 1)
-        return ddpc_errorf(DDPC_EINVAL, "zero.stage %d is not supported (0 or 1)", c->zero_stage);
-    size_t n = ddpc_model_num_params(m);
-    bool sharded = c->zero_stage >= 1 && reducer && world > 1;
-    if (sharded && n < (size_t)world)
-        return ddpc_errorf(DDPC_EINVAL, "zero.stage 1 needs at least one parameter per rank: "
-                           "%zu parameters, %d ranks", n, world);
+    if (c->zero_stage < 0 || c->zero_stage > 2)
+        return ddpc_errorf(DDPC_EINVAL, "zero.stage %d is not supported (0, 1 or 2)",
+                           c->zero_stage);
     ddpc_engine *e = ddpc_calloc(1, sizeof *e);
     if (!e)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory creating the engine");
-    e->len = n;
-    if (sharded) {
-        e->shard = (n + (size_t)world - 1) / (size_t)world;
-        e->lo = (size_t)rank * e->shard < n ? (size_t)rank * e->shard : n;
-        e->len = (e->lo + e->shard < n ? e->lo + e->shard : n) - e->lo;
-        e->gather = ddpc_calloc(e->shard * (size_t)world, sizeof *e->gather);
-    }
-    ddpc_status st = sharded && !e->gather
-                         ? ddpc_errorf(DDPC_ENOMEM, "out of memory for the ZeRO gather buffer")
-                         : ddpc_optim_create(&e->opt, &c->optim, e->len ? e->len : 1);
+    e->whole = (ddpc_range){0, ddpc_model_num_params(m)};
+    e->shard = &e->whole;
+    e->n_shard = 1;
+    e->stage = reducer && world > 1 ? c->zero_stage : 0;
+    if (e->stage > 0)
+        ddpc_reducer_shard(reducer, &e->shard, &e->n_shard);
+    for (size_t i = 0; i < e->n_shard; i++)
+        e->owned += e->shard[i].len;
+    ddpc_status st = ddpc_optim_create(&e->opt, &c->optim, e->owned ? e->owned : 1);
     if (st != DDPC_OK) {
-        ddpc_free(e->gather);
         ddpc_free(e);
         return st;
     }
@@ -121,13 +117,15 @@ void ddpc_engine_destroy(ddpc_engine *e)
     if (!e)
         return;
     ddpc_optim_destroy(e->opt);
-    ddpc_free(e->gather);
     ddpc_free(e);
 }
 
 void ddpc_engine_zero_grad(ddpc_engine *e)
 {
-    ddpc_model_zero_grad(e->model);
+    if (e->reducer)
+        ddpc_reducer_zero_grads(e->reducer);
+    else
+        ddpc_model_zero_grad(e->model);
     e->synced = false;
     e->bad_loss = false;
 }
@@ -175,15 +173,32 @@ static ddpc_status nonfinite(ddpc_engine *e, double norm)
                        (long long)e->step + 1, loss, grad);
 }
 
-/* ZeRO stage 1: every rank updated its slice; the all-gather gives everyone the whole of them.
- * The updates are elementwise, so the parameters are the bits stage 0 computes. */
-static ddpc_status gather_params(ddpc_engine *e, float *params, size_t n)
+/* Unscales (loss scaling) and measures the averaged gradients: *norm is their global norm, NaN
+ * when any is not finite. Below stage 2 every rank holds all of them and computes the norm alone
+ * (the bits of plain DDP); from stage 2 each rank holds only its shard, so the shards' sums of
+ * squares are all-reduced, and the result is again the same on every rank. */
+static ddpc_status grad_norm(ddpc_engine *e, float *g, double *norm)
 {
-    float *mine = e->gather + (size_t)e->rank * e->shard;
-    memcpy(mine, params + e->lo, e->len * sizeof *params);
-    DDPC_TRY(ddpc_pg_all_gather(ddpc_reducer_pg(e->reducer), mine, e->gather, e->shard,
-                                DDPC_DTYPE_F32));
-    memcpy(params, e->gather, n * sizeof *params);
+    const ddpc_engine_config *c = &e->cfg;
+    if (e->stage < 2) {
+        size_t n = ddpc_model_num_params(e->model);
+        bool overflow = c->loss_scaling && ddpc_grad_unscale(g, n, e->scaler.scale);
+        *norm = overflow ? NAN : sqrt(ddpc_grad_sumsq(g, n));
+        return DDPC_OK;
+    }
+    bool overflow = false;
+    double sumsq = 0.0;
+    for (size_t i = 0; i < e->n_shard; i++) {
+        float *part = g + e->shard[i].lo;
+        if (c->loss_scaling)
+            overflow |= ddpc_grad_unscale(part, e->shard[i].len, e->scaler.scale);
+        sumsq += ddpc_grad_sumsq(part, e->shard[i].len);
+    }
+    if (overflow)
+        sumsq = NAN;
+    DDPC_TRY(ddpc_pg_all_reduce(ddpc_reducer_pg(e->reducer), &sumsq, &sumsq, 1, DDPC_DTYPE_F64,
+                                DDPC_REDUCE_SUM));
+    *norm = sqrt(sumsq);
     return DDPC_OK;
 }
 
@@ -197,12 +212,11 @@ ddpc_status ddpc_engine_update(ddpc_engine *e, ddpc_engine_step_info *info)
         DDPC_TRY(ddpc_reducer_finish(e->reducer));
     }
     float *g = ddpc_model_grads(m);
-    size_t n = ddpc_model_num_params(m);
     float lr = ddpc_engine_lr(e, e->step);
     *info = (ddpc_engine_step_info){.step = e->step, .lr = lr, .loss_scale = e->scaler.scale};
-    /* The gradients are identical on every rank now, and so are the norm and the decision. */
-    bool overflow = c->loss_scaling && ddpc_grad_unscale(g, n, e->scaler.scale);
-    double norm = overflow ? NAN : sqrt(ddpc_grad_sumsq(g, n));
+    /* The norm is identical on every rank, and so is the decision. */
+    double norm;
+    DDPC_TRY(grad_norm(e, g, &norm));
     bool finite = isfinite(norm) && !(e->bad_loss && e->world == 1);
     info->grad_norm = norm;
     if (c->loss_scaling)
@@ -215,15 +229,15 @@ ddpc_status ddpc_engine_update(ddpc_engine *e, ddpc_engine_step_info *info)
         e->step++;
         return DDPC_OK;
     }
-    if (c->grad_clip > 0.0f) /* after unscaling, as GradScaler's recipe clips */
-        ddpc_grad_clip_scale(g, n, norm, c->grad_clip);
-    float *params = ddpc_model_params(m);
-    const uint8_t *mask = ddpc_model_decay_mask(m);
-    ddpc_optim_step(e->opt, params + e->lo, g + e->lo, mask ? mask + e->lo : NULL, lr);
+    /* Clipping after unscaling, as GradScaler's recipe does; only the shard is read from here. */
+    for (size_t i = 0; c->grad_clip > 0.0f && i < e->n_shard; i++)
+        ddpc_grad_clip_scale(g + e->shard[i].lo, e->shard[i].len, norm, c->grad_clip);
+    ddpc_optim_step_ranges(e->opt, ddpc_model_params(m), g, ddpc_model_decay_mask(m), e->shard,
+                           e->n_shard, lr);
     e->step++;
-    if (e->gather)
-        return gather_params(e, params, n);
-    return DDPC_OK;
+    /* ZeRO: the owners updated their chunks; the updates are elementwise, so after the gather
+     * every rank holds the parameters stage 0 computes. */
+    return e->stage > 0 ? ddpc_reducer_gather_params(e->reducer) : DDPC_OK;
 }
 
 int64_t ddpc_engine_step(const ddpc_engine *e)
@@ -268,8 +282,8 @@ void ddpc_engine_restore_loss_scale(ddpc_engine *e, ddpc_loss_scale_state s)
         e->scaler = s;
 }
 
-void ddpc_engine_shard(const ddpc_engine *e, size_t *lo, size_t *len)
+void ddpc_engine_shard(const ddpc_engine *e, const ddpc_range **ranges, size_t *n_ranges)
 {
-    *lo = e->lo;
-    *len = e->len;
+    *ranges = e->shard;
+    *n_ranges = e->n_shard;
 }

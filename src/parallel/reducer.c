@@ -28,12 +28,19 @@ static ddpc_status check_config(const ddpc_reducer_config *c)
         c->comm_dtype != DDPC_DTYPE_F16)
         return ddpc_errorf(DDPC_EINVAL, "reducer: gradients can be communicated as f32, bf16 or "
                            "f16, not %s", ddpc_dtype_name(c->comm_dtype));
+    if (c->zero_stage < 0 || c->zero_stage > 2)
+        return ddpc_errorf(DDPC_EINVAL, "reducer: zero_stage %d is not 0, 1 or 2", c->zero_stage);
     return DDPC_OK;
 }
 
 /* Sends bucket b: converts to the communication dtype if compressing, then all-reduces (AVG). */
 static void launch(ddpc_reducer *r, ddpc__bucket *b)
 {
+    if (r->cfg.zero_stage >= 2) {
+        ddpc__reducer_launch_scatter(r, (size_t)(b - r->buckets));
+        b->launched = true;
+        return;
+    }
     float *g = ddpc_model_grads(r->model) + b->lo;
     size_t n = b->hi - b->lo;
     const void *buf = g;
@@ -121,6 +128,8 @@ ddpc_status ddpc_reducer_finish(ddpc_reducer *r)
     for (size_t t = 0; t < r->n_tensors; t++)
         on_grad_ready(r, t);
     double t0 = ddpc_time_now();
+    if (r->cfg.zero_stage >= 2)
+        ddpc__reducer_drain_scatter(r);
     ddpc_status st = DDPC_OK;
     for (size_t b = 0; b < r->n_buckets; b++) {
         ddpc__bucket *bk = &r->buckets[b];
@@ -178,6 +187,8 @@ ddpc_status ddpc_reducer_create(ddpc_pg *pg, ddpc_model *model, const ddpc_reduc
     r->cfg = *cfg;
     ddpc_status st = ddpc__reducer_build_buckets(r);
     if (st == DDPC_OK)
+        st = ddpc__reducer_build_shard(r);
+    if (st == DDPC_OK)
         st = ddpc__reducer_check_fingerprint(r);
     if (st == DDPC_OK && cfg->broadcast_params)
         st = ddpc_pg_broadcast(pg, ddpc_model_params(model), ddpc_model_num_params(model),
@@ -200,6 +211,7 @@ void ddpc_reducer_destroy(ddpc_reducer *r)
         ddpc_work_destroy(r->buckets[b].work);
         ddpc_free(r->buckets[b].comm);
     }
+    ddpc__reducer_free_shard(r);
     ddpc_free(r->buckets);
     ddpc_free(r->bucket_of);
     ddpc_free(r->ready);

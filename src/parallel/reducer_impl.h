@@ -14,6 +14,8 @@ typedef struct {
     bool launched;
     ddpc_work *work;        /* in flight, or NULL */
     uint16_t *comm;         /* (hi - lo) bf16/f16 staging when compressing, else NULL */
+    size_t chunk;           /* ZeRO: ceil((hi - lo) / world), the floats of each rank's chunk */
+    ddpc_range own;         /* ZeRO: this rank's chunk [lo + rank*chunk, ...) clipped to hi */
 } ddpc__bucket;
 
 struct ddpc_reducer {
@@ -30,12 +32,31 @@ struct ddpc_reducer {
     ddpc_status error;      /* first error raised inside the hook */
     char message[512];
     ddpc_reducer_stats stats;
+    /* ZeRO (zero_stage >= 1): the owned chunks in ascending flat order, and two staging slots of
+     * `slot_floats` floats (the largest bucket padded to world chunks) that reduce-scatters and
+     * parameter gathers alternate between; slot_bucket[s] is the bucket in flight there or -1. */
+    int rank, world;
+    ddpc_range *shard;
+    size_t n_shard;
+    ddpc_range whole; /* below stage 1: the shard is everything */
+    float *slot[2];
+    size_t slot_floats;
+    long slot_bucket[2];
 };
 
 /* Splits the model's tensors, from the last registered to the first, into buckets of at most
  * cfg.bucket_cap_mb (the first at most cfg.first_bucket_mb); a tensor larger than the cap gets a
  * bucket of its own. Allocates the tables. */
 ddpc_status ddpc__reducer_build_buckets(ddpc_reducer *r);
+/* ZeRO: computes every bucket's chunk, the shard list and the staging slots (stage >= 1). */
+ddpc_status ddpc__reducer_build_shard(ddpc_reducer *r);
+/* Stage >= 2: launches bucket b's reduce-scatter through a staging slot, first finishing the
+ * bucket that held the slot. Errors are kept in r->error. */
+void ddpc__reducer_launch_scatter(ddpc_reducer *r, size_t b);
+/* Stage >= 2: waits for the reduce-scatters still in flight and finishes them in bucket order. */
+void ddpc__reducer_drain_scatter(ddpc_reducer *r);
+/* Frees the shard tables and slots. */
+void ddpc__reducer_free_shard(ddpc_reducer *r);
 /* Compares every tensor's name and shape and cfg.fingerprint's lines across ranks. */
 ddpc_status ddpc__reducer_check_fingerprint(ddpc_reducer *r);
 

@@ -40,6 +40,7 @@ ddpc_status ddpc__trainer_init_ddp(ddpc_trainer *t)
     DDPC_TRY(ddpc_config_bool(c, "ddp.find_unused_parameters", false, &rc.find_unused_parameters));
     DDPC_TRY(ddpc_config_choice(c, "ddp.comm_dtype", "f32", comm_dtypes, &dtype));
     rc.comm_dtype = dtype == 0 ? DDPC_DTYPE_F32 : dtype == 1 ? DDPC_DTYPE_BF16 : DDPC_DTYPE_F16;
+    rc.zero_stage = t->engine_cfg.zero_stage;
     if (t->world == 1)
         return DDPC_OK;
     /* Every rank must run the same config: compare it line by line (the dump is canonical). */

@@ -149,6 +149,22 @@ static ddpc_status log_progress(ddpc_trainer *t, int64_t epoch, double elapsed)
 
 /* The activation arena at the largest training batch, both ways, so the cost of memory is known
  * when choosing model.activation_checkpointing. */
+/* ZeRO: what rank 0 holds, so a user sees the sharding took effect. */
+static void log_zero(ddpc_trainer *t)
+{
+    int stage = ddpc_engine_config_of(t->engine)->zero_stage;
+    if (stage == 0 || t->world == 1)
+        return;
+    const ddpc_range *r;
+    size_t n, owned = 0;
+    ddpc_engine_shard(t->engine, &r, &n);
+    for (size_t i = 0; i < n; i++)
+        owned += r[i].len;
+    fprintf(t->log, "zero stage %d: rank 0 holds the optimizer state%s of %zu of %zu parameters "
+            "(1/%d of each of %zu buckets)\n", stage, stage >= 2 ? " and gradients" : "", owned,
+            ddpc_model_num_params(t->model), t->world, n);
+}
+
 static void log_activations(ddpc_trainer *t)
 {
     int64_t batch = 1;
@@ -212,12 +228,7 @@ static void log_start(ddpc_trainer *t)
         fprintf(t->log, "combined %s, ", ddpc_combined_mode_name(t->mode));
     fprintf(t->log, "backend %s, lr x %.3g)\n", ddpc_backend_name(ddpc_pg_backend(t->pg)),
             ddpc__trainer_lr_scale(t));
-    size_t shard_lo, shard_len;
-    ddpc_engine_shard(t->engine, &shard_lo, &shard_len);
-    if (ddpc_engine_config_of(t->engine)->zero_stage > 0 && t->world > 1)
-        fprintf(t->log, "zero stage 1: rank 0 holds the optimizer state of parameters [%zu, %zu) "
-                "of %zu (1/%d per rank)\n", shard_lo, shard_lo + shard_len,
-                ddpc_model_num_params(t->model), t->world);
+    log_zero(t);
     /* Said once, so a CPU without bf16 products is never mistaken for a fast one. */
     fprintf(t->log, "precision %s: matrix products in %s\n", ddpc_precision_name(s->precision),
             ddpc_kernels_matmul_info(s->precision, NULL));

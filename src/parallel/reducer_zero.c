@@ -1,0 +1,199 @@
+/* ZeRO's side of the reducer: the partition of every bucket into world equal chunks (rank r owns
+ * chunk r), stage 2's reduce-scatter of each bucket during backward, and the gather of the updated
+ * parameters. Invariant: a staging slot is refilled only after the collective that used it has
+ * finished and its result was copied out, and slots are used in bucket order, so every rank issues
+ * the same collectives in the same order. Padding past a bucket's end is zero in every slot. */
+#include "parallel/reducer_impl.h"
+
+#include <ddpc/alloc.h>
+#include <ddpc/half.h>
+#include <ddpc/pages.h>
+
+#include <stdio.h>
+#include <string.h>
+
+static size_t min_size(size_t a, size_t b)
+{
+    return a < b ? a : b;
+}
+
+ddpc_status ddpc__reducer_build_shard(ddpc_reducer *r)
+{
+    r->rank = ddpc_pg_rank(r->pg);
+    r->world = ddpc_pg_world_size(r->pg);
+    r->whole = (ddpc_range){0, ddpc_model_num_params(r->model)};
+    r->slot_bucket[0] = r->slot_bucket[1] = -1;
+    if (r->cfg.zero_stage < 1)
+        return DDPC_OK;
+    size_t w = (size_t)r->world, rank = (size_t)r->rank;
+    r->shard = ddpc_calloc(r->n_buckets ? r->n_buckets : 1, sizeof *r->shard);
+    if (!r->shard)
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory for the ZeRO shard table");
+    /* Buckets run from the highest flat offsets down, so the shard list is filled backwards. */
+    for (size_t i = 0; i < r->n_buckets; i++) {
+        ddpc__bucket *b = &r->buckets[i];
+        b->chunk = (b->hi - b->lo + w - 1) / w;
+        size_t lo = min_size(b->lo + rank * b->chunk, b->hi);
+        b->own = (ddpc_range){lo, min_size(lo + b->chunk, b->hi) - lo};
+        r->shard[r->n_buckets - 1 - i] = b->own;
+        if (b->chunk * w > r->slot_floats)
+            r->slot_floats = b->chunk * w;
+    }
+    r->n_shard = r->n_buckets;
+    for (int s = 0; s < 2; s++) {
+        r->slot[s] = ddpc_calloc(r->slot_floats ? r->slot_floats : 1, sizeof(float));
+        if (!r->slot[s])
+            return ddpc_errorf(DDPC_ENOMEM,
+                               "out of memory for ZeRO's staging buffers (2 x %zu "
+                               "floats)",
+                               r->slot_floats);
+    }
+    return DDPC_OK;
+}
+
+void ddpc__reducer_free_shard(ddpc_reducer *r)
+{
+    ddpc_free(r->shard);
+    ddpc_free(r->slot[0]);
+    ddpc_free(r->slot[1]);
+}
+
+static void keep_error(ddpc_reducer *r, ddpc_status st)
+{
+    if (st != DDPC_OK && r->error == DDPC_OK) {
+        r->error = st;
+        snprintf(r->message, sizeof r->message, "%s", ddpc_last_error());
+    }
+}
+
+static size_t comm_size(const ddpc_reducer *r)
+{
+    return r->cfg.comm_dtype == DDPC_DTYPE_F32 ? sizeof(float) : sizeof(uint16_t);
+}
+
+/* Waits for the reduce-scatter in slot s, copies this rank's averaged chunk into the gradient
+ * buffer and releases the rest of the bucket's gradient. */
+static void finish_scatter(ddpc_reducer *r, int s)
+{
+    ddpc__bucket *b = &r->buckets[r->slot_bucket[s]];
+    r->slot_bucket[s] = -1;
+    ddpc_status st = ddpc_work_wait(b->work);
+    keep_error(r, st);
+    r->stats.comm_s += ddpc_work_seconds(b->work);
+    ddpc_work_destroy(b->work);
+    b->work = NULL;
+    float *g = ddpc_model_grads(r->model);
+    const char *mine = (const char *)r->slot[s] + (size_t)r->rank * b->chunk * comm_size(r);
+    if (st == DDPC_OK && r->cfg.comm_dtype == DDPC_DTYPE_F32)
+        memcpy(g + b->own.lo, mine, b->own.len * sizeof(float));
+    else if (st == DDPC_OK)
+        ddpc_half_to_f32_array(g + b->own.lo, (const uint16_t *)mine, b->own.len,
+                               r->cfg.comm_dtype == DDPC_DTYPE_BF16);
+    ddpc_pages_release(g + b->lo, (b->own.lo - b->lo) * sizeof(float));
+    size_t end = b->own.lo + b->own.len;
+    ddpc_pages_release(g + end, (b->hi - end) * sizeof(float));
+}
+
+void ddpc__reducer_launch_scatter(ddpc_reducer *r, size_t bi)
+{
+    ddpc__bucket *b = &r->buckets[bi];
+    int s = (int)(bi % 2);
+    if (r->slot_bucket[s] >= 0)
+        finish_scatter(r, s);
+    const float *g = ddpc_model_grads(r->model) + b->lo;
+    size_t n = b->hi - b->lo, es = comm_size(r), padded = b->chunk * (size_t)r->world;
+    char *slot = (char *)r->slot[s];
+    if (r->cfg.comm_dtype == DDPC_DTYPE_F32)
+        memcpy(slot, g, n * es);
+    else
+        ddpc_f32_to_half_array((uint16_t *)slot, g, n, r->cfg.comm_dtype == DDPC_DTYPE_BF16);
+    memset(slot + n * es, 0, (padded - n) * es);
+    keep_error(r, ddpc_pg_ireduce_scatter(r->pg, slot, slot + (size_t)r->rank * b->chunk * es,
+                                          b->chunk, r->cfg.comm_dtype, DDPC_REDUCE_AVG, &b->work));
+    r->slot_bucket[s] = (long)bi;
+}
+
+/* The slot holding the earlier bucket (the one to finish first). */
+static int earlier_slot(const ddpc_reducer *r)
+{
+    return r->slot_bucket[0] >= 0 &&
+                   (r->slot_bucket[1] < 0 || r->slot_bucket[0] < r->slot_bucket[1])
+               ? 0
+               : 1;
+}
+
+void ddpc__reducer_drain_scatter(ddpc_reducer *r)
+{
+    int first = earlier_slot(r);
+    for (int k = 0; k < 2; k++)
+        if (r->slot_bucket[(first + k) % 2] >= 0)
+            finish_scatter(r, (first + k) % 2);
+}
+
+/* Copies the gathered bucket in slot s into the parameters. */
+static ddpc_status finish_gather(ddpc_reducer *r, int s)
+{
+    ddpc__bucket *b = &r->buckets[r->slot_bucket[s]];
+    r->slot_bucket[s] = -1;
+    ddpc_status st = ddpc_work_wait(b->work);
+    ddpc_work_destroy(b->work);
+    b->work = NULL;
+    if (st == DDPC_OK)
+        memcpy(ddpc_model_params(r->model) + b->lo, r->slot[s], (b->hi - b->lo) * sizeof(float));
+    return st;
+}
+
+ddpc_status ddpc_reducer_gather_params(ddpc_reducer *r)
+{
+    if (r->cfg.zero_stage < 1)
+        return DDPC_OK;
+    const float *p = ddpc_model_params(r->model);
+    ddpc_status st = DDPC_OK;
+    /* Two buckets in flight: one is copied out while the next is gathered. */
+    for (size_t i = 0; i < r->n_buckets; i++) {
+        ddpc__bucket *b = &r->buckets[i];
+        int s = (int)(i % 2);
+        if (r->slot_bucket[s] >= 0) {
+            ddpc_status fs = finish_gather(r, s);
+            st = st == DDPC_OK ? fs : st;
+        }
+        float *mine = r->slot[s] + (size_t)r->rank * b->chunk;
+        memcpy(mine, p + b->own.lo, b->own.len * sizeof(float));
+        memset(mine + b->own.len, 0, (b->chunk - b->own.len) * sizeof(float));
+        ddpc_status ls =
+            ddpc_pg_iall_gather(r->pg, mine, r->slot[s], b->chunk, DDPC_DTYPE_F32, &b->work);
+        if (ls != DDPC_OK) {
+            st = st == DDPC_OK ? ls : st;
+            break;
+        }
+        r->slot_bucket[s] = (long)i;
+    }
+    int first = earlier_slot(r);
+    for (int k = 0; k < 2; k++) {
+        if (r->slot_bucket[(first + k) % 2] < 0)
+            continue;
+        ddpc_status fs = finish_gather(r, (first + k) % 2);
+        st = st == DDPC_OK ? fs : st;
+    }
+    return st;
+}
+
+void ddpc_reducer_zero_grads(ddpc_reducer *r)
+{
+    if (r->cfg.zero_stage >= 2)
+        ddpc_pages_release(ddpc_model_grads(r->model),
+                           ddpc_model_num_params(r->model) * sizeof(float));
+    else
+        ddpc_model_zero_grad(r->model);
+}
+
+void ddpc_reducer_shard(const ddpc_reducer *r, const ddpc_range **ranges, size_t *n_ranges)
+{
+    *ranges = r->shard ? r->shard : &r->whole;
+    *n_ranges = r->shard ? r->n_shard : 1;
+}
+
+size_t ddpc_reducer_staging_bytes(const ddpc_reducer *r)
+{
+    return r->shard ? 2 * r->slot_floats * sizeof(float) : 0;
+}
