@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# ZeRO stages 1 and 2 through `ddpc run`. Stage 1: each rank keeps the optimizer state of its
+# ZeRO stages 1, 2 and 3 through `ddpc run`. Stage 1: each rank keeps the optimizer state of its
 # chunk of every gradient bucket and the updated chunks are all-gathered, so the weights are
 # byte-identical to stage 0's. Stage 2: the buckets are reduce-scattered instead of all-reduced,
-# and the global norm is the all-reduced sum of the shards' squares, so the weights equal stage
-# 0's within 1e-6 relative and a rerun is byte-identical. SGD with momentum and AdamW, with
+# and the global norm is the all-reduced sum of the shards' squares; stage 3: the parameters are
+# gathered bucket by bucket when forward/backward read them (small buckets: many gathers and
+# prefetches). Stages 2 and 3 equal stage 0's weights within 1e-6 relative; reruns are
+# byte-identical. SGD with momentum and AdamW, with
 # clipping, grad_accum_steps 2, bf16 and ddp.comm_dtype bf16, at 2 and 4 ranks (the GPT at 2). The
 # start line says what rank 0 holds; checkpoints are refused at stage 1 and 2 (no sharded format
-# yet) with one clear error; zero.stage 3 is out of range.
+# yet) with one clear error; zero.stage 4 is out of range.
 # usage: cli_train_zero.sh DDPC_BIN SOURCE_DIR
 set -u
 ddpc=$1
@@ -30,24 +32,27 @@ run() {
     check "$name stage $stage exits 0" test $? -eq 0 || tail -n 5 "$tmp/$name.$stage.log"
 }
 
-# pair NAME RANKS ARGS...: stage 0, 1 and 2 runs of the same job; stage 1's weights must be
-# stage 0's bits, stage 2's within 1e-6 relative.
+# pair NAME RANKS ARGS...: stage 0 to 3 runs of the same job; stage 1's weights must be stage
+# 0's bits, stage 2's and 3's within 1e-6 relative.
 pair() {
     local name=$1 n=$2
     shift 2
-    for stage in 0 1 2; do
+    for stage in 0 1 2 3; do
         run "$name" $stage "$n" "$@"
     done
     check "$name: stage 1 weights equal stage 0's" cmp "$tmp/$name.0.st" "$tmp/$name.1.st"
-    check "$name: stage 2 weights within 1e-6 of stage 0's" \
-        /usr/bin/python3 "$src/tests/weights_close.py" "$tmp/$name.2.st" "$tmp/$name.0.st" 1e-6
+    for stage in 2 3; do
+        check "$name: stage $stage weights within 1e-6 of stage 0's" /usr/bin/python3 \
+            "$src/tests/weights_close.py" "$tmp/$name.$stage.st" "$tmp/$name.0.st" 1e-6
+    done
 }
+small=(ddp.bucket_cap_mb=0.05 ddp.first_bucket_mb=0.01) # several buckets: stage 3 gathers often
 
 pair sgd2 2 "${mlp[@]}" "${sgd[@]}" data.batch_size=8
 # shard_ok LOG RANKS WHAT: rank 0 holds ceil(P / RANKS) of the MLP's P = 784*64+64 + 64*32+32 +
 # 32*10+10 parameters, all in one bucket (the flat buffer may be a few floats longer: alignment).
 shard_ok() {
-    sed -n "s/^zero stage [12]: rank 0 holds the $3 of \([0-9]*\) of \([0-9]*\) parameters (1\/\([0-9]*\) of each of 1 buckets)\$/\1 \2 \3/p" "$1" |
+    sed -n "s/^zero stage [123]: rank 0 holds the $3 of \([0-9]*\) of \([0-9]*\) parameters (1\/\([0-9]*\) of each of 1 buckets)\$/\1 \2 \3/p" "$1" |
         awk -v w="$2" -v p=$((784 * 64 + 64 + 64 * 32 + 32 + 32 * 10 + 10)) \
             '{ ok = $3 == w && $2 >= p && $1 == int((p + w - 1) / w) } END { exit !ok }'
 }
@@ -57,16 +62,19 @@ check "at stage 2, of their gradients too" \
     shard_ok "$tmp/sgd2.2.log" 2 "optimizer state and gradients"
 run sgd2_again 2 2 "${mlp[@]}" "${sgd[@]}" data.batch_size=8
 check "a stage 2 rerun is byte-identical" cmp "$tmp/sgd2.2.st" "$tmp/sgd2_again.2.st"
-pair adamw2 2 "${mlp[@]}" "${adamw[@]}" data.batch_size=8
-pair accum2 2 "${mlp[@]}" "${adamw[@]}" data.batch_size=4 optim.grad_accum_steps=2
+pair adamw2 2 "${mlp[@]}" "${adamw[@]}" data.batch_size=8 "${small[@]}"
+check "at stage 3, of their parameters too" shard_ok "$tmp/sgd2.3.log" 2 \
+    "optimizer state, gradients and parameters"
+pair accum2 2 "${mlp[@]}" "${adamw[@]}" data.batch_size=4 optim.grad_accum_steps=2 "${small[@]}"
 pair bf16_2 2 "${mlp[@]}" "${adamw[@]}" data.batch_size=8 precision=bf16
 pair adamw4 4 "${mlp[@]}" "${adamw[@]}" data.batch_size=4
-pair sgd4 4 "${mlp[@]}" "${sgd[@]}" data.batch_size=4
-check "4 ranks: a quarter each (rounded up)" shard_ok "$tmp/sgd4.2.log" 4 "optimizer state and gradients"
+pair sgd4 4 "${mlp[@]}" "${sgd[@]}" data.batch_size=4 "${small[@]}"
+check "4 ranks: a quarter each (rounded up)" shard_ok "$tmp/adamw4.2.log" 4 "optimizer state and gradients"
 pair comm_bf16_2 2 "${mlp[@]}" "${adamw[@]}" data.batch_size=8 ddp.comm_dtype=bf16
-pair gpt2 2 "${gpt[@]}"
-run gpt2_again 2 2 "${gpt[@]}"
-check "a GPT stage 2 rerun is byte-identical" cmp "$tmp/gpt2.2.st" "$tmp/gpt2_again.2.st"
+pair gpt2 2 "${gpt[@]}" "${small[@]}"
+run gpt2_again 3 2 "${gpt[@]}" "${small[@]}"
+check "a GPT stage 3 rerun is byte-identical" cmp "$tmp/gpt2.3.st" "$tmp/gpt2_again.3.st"
+pair gpt_ckpt2 2 "${gpt[@]}" "${small[@]}" model.activation_checkpointing=true precision=bf16
 
 "$ddpc" train "${mlp[@]}" zero.stage=1 checkpoint.every_steps=5 run_dir="$tmp/ck" >"$tmp/ck.log" 2>&1
 check "checkpoints at stage 1 exit 1" test $? -eq 1
@@ -82,7 +90,7 @@ check "saying it cannot resume from them yet" \
 "$ddpc" run --nproc-per-node 2 -- "$ddpc" train "${mlp[@]}" zero.stage=1 run_dir="$tmp/old" \
     resume=never >"$tmp/old2.log" 2>&1
 check "resume: never starts over at stage 1" test $? -eq 0
-"$ddpc" train "${mlp[@]}" zero.stage=3 run_dir="$tmp/s3" >"$tmp/s3.log" 2>&1
-check "zero.stage 3 is refused naming the key" grep -q "zero.stage" "$tmp/s3.log"
+"$ddpc" train "${mlp[@]}" zero.stage=4 run_dir="$tmp/s4" >"$tmp/s4.log" 2>&1
+check "zero.stage 4 is refused naming the key" grep -q "zero.stage" "$tmp/s4.log"
 
 summary

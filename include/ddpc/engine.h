@@ -46,8 +46,10 @@ typedef struct {
     /* ZeRO stage (0 = plain DDP; 1 = optimizer state sharded: rank r keeps the state of, and
      * updates, only its shard of the flat parameters (ddpc_reducer_shard), then the updated
      * chunks are all-gathered; 2 = gradients sharded too: the reducer reduce-scatters, the norm
-     * is the all-reduced sum of the shards' squares). Needs a reducer created with the same
-     * zero_stage (world > 1; on one rank every stage is stage 0). */
+     * is the all-reduced sum of the shards' squares; 3 = parameters sharded too: the reducer
+     * gathers each bucket's parameters when forward or backward reads them and releases them
+     * after). Needs a reducer created with the same zero_stage (world > 1; on one rank every
+     * stage is stage 0). */
     int zero_stage;
 } ddpc_engine_config;
 
@@ -101,6 +103,12 @@ float ddpc_engine_lr(const ddpc_engine *e, int64_t step);
 /* The flat ranges of the parameters whose optimizer state this rank holds, in the order of the
  * optimizer's state: one range covering all of them below ZeRO stage 1. Valid until destroy. */
 void ddpc_engine_shard(const ddpc_engine *e, const ddpc_range **ranges, size_t *n_ranges);
+/* ZeRO stage 3: gathers all the parameters so that code other than the training step
+ * (evaluation, prediction, saving weights) can read them, on any subset of ranks; until
+ * ddpc_engine_release_params. Collective. No-op below stage 3. Errors: the collective's. */
+ddpc_status ddpc_engine_gather_params(ddpc_engine *e);
+/* ZeRO stage 3: back to owned chunks only. No-op below stage 3. */
+void ddpc_engine_release_params(ddpc_engine *e);
 /* The optimizer (its state buffers are the engine's state for checkpoints; under ZeRO they
  * cover this rank's shard only, the ranges' elements in order). */
 ddpc_optim *ddpc_engine_optim(ddpc_engine *e);

@@ -31,7 +31,10 @@ typedef struct {
      * of ceil((hi - lo) / world) floats, rank r owning chunk r (ddpc_reducer_shard), and gathers
      * the owners' parameters (ddpc_reducer_gather_params). 2 and up: reduce-scatters each bucket
      * instead of all-reducing it, so only the owned chunks of the gradient buffer hold the
-     * average; the rest of it is released (zero, no physical memory) as each bucket finishes. */
+     * average; the rest of it is released (zero, no physical memory) as each bucket finishes.
+     * 3: also parameters: outside the owned chunks a bucket's parameters are gathered when
+     * forward or backward first reads one of its tensors (the next bucket is prefetched), kept
+     * while one of the two buckets used last, and released after. */
     int zero_stage;
 } ddpc_reducer_config;
 
@@ -74,11 +77,17 @@ ddpc_reducer_stats ddpc_reducer_stats_of(const ddpc_reducer *r);
  * ascending flat order; below stage 1, one range covering everything. Valid until destroy. */
 void ddpc_reducer_shard(const ddpc_reducer *r, const ddpc_range **ranges, size_t *n_ranges);
 /* ZeRO stage >= 1, after the owners updated their chunks of the parameters: all-gathers every
- * bucket's chunks so every rank holds all the parameters. Collective. Errors: the collective's. */
+ * bucket's chunks so every rank holds all the parameters (stage 3: until
+ * ddpc_reducer_release_params; forward and backward then gather nothing). Collective. Errors:
+ * the collective's. */
 ddpc_status ddpc_reducer_gather_params(ddpc_reducer *r);
+/* ZeRO stage 3: forgets every gathered copy (after the owners changed their chunks, or after
+ * ddpc_reducer_gather_params): only the owned chunks stay, the rest is released. No-op below. */
+void ddpc_reducer_release_params(ddpc_reducer *r);
 /* Zeroes the gradient buffer for a new step; from stage 2 its pages go back to the OS too. */
 void ddpc_reducer_zero_grads(ddpc_reducer *r);
-/* Bytes of the staging buffers ZeRO communicates through (0 at stage 0). */
+/* Bytes of the staging buffers ZeRO communicates through (0 at stage 0; stage 3 adds two
+ * parameter slots). */
 size_t ddpc_reducer_staging_bytes(const ddpc_reducer *r);
 /* The process group the reducer communicates over (borrowed). */
 ddpc_pg *ddpc_reducer_pg(const ddpc_reducer *r);

@@ -195,6 +195,12 @@ void ddpc_model_set_grad_ready_hook(ddpc_model *m, ddpc_grad_ready_fn fn, void *
     m->grad_ready_ctx = fn ? ctx : NULL;
 }
 
+void ddpc_model_set_param_use_hook(ddpc_model *m, ddpc_param_use_fn fn, void *ctx)
+{
+    m->param_use = fn;
+    m->param_use_ctx = fn ? ctx : NULL;
+}
+
 ddpc_status ddpc_model_backward(ddpc_model *m, float dloss)
 {
     if (m->last_n == 0)

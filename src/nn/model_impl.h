@@ -39,6 +39,8 @@ struct ddpc_model {
     int64_t last_n;      /* batch of the last forward with targets, 0 if none */
     ddpc_grad_ready_fn grad_ready; /* may be NULL */
     void *grad_ready_ctx;
+    ddpc_param_use_fn param_use;   /* may be NULL */
+    void *param_use_ctx;
     double train_flops_per_sample;
     int64_t outputs_per_sample;
 };
@@ -46,7 +48,14 @@ struct ddpc_model {
 /* Registers a parameter of the given shape; returns its index, or -1 on out-of-memory. */
 int ddpc__model_add_param(ddpc_model *m, const char *name, int ndim, const int64_t *shape,
                           bool decay);
-static inline float *ddpc__param_ptr(ddpc_model *m, int idx) { return m->params + m->tensors[idx].offset; }
+/* Tensor idx's parameters for a kernel to read: every forward/backward read goes through here,
+ * so the param-use hook (ZeRO-3's gather) sees it first. */
+static inline float *ddpc__param_ptr(ddpc_model *m, int idx)
+{
+    if (m->param_use)
+        m->param_use(m->param_use_ctx, (size_t)idx);
+    return m->params + m->tensors[idx].offset;
+}
 static inline float *ddpc__grad_ptr(ddpc_model *m, int idx) { return m->grads + m->tensors[idx].offset; }
 
 /* Reports tensor idx's gradient as final for this backward (see ddpc_model_set_grad_ready_hook). */

@@ -82,8 +82,8 @@ ddpc_status ddpc_engine_create(ddpc_model *m, ddpc_reducer *reducer, int rank, i
     DDPC_TRY(ddpc_lr_schedule_check(&c->schedule));
     if (c->loss_scaling)
         DDPC_TRY(ddpc_loss_scale_check(&c->loss_scale));
-    if (c->zero_stage < 0 || c->zero_stage > 2)
-        return ddpc_errorf(DDPC_EINVAL, "zero.stage %d is not supported (0, 1 or 2)",
+    if (c->zero_stage < 0 || c->zero_stage > 3)
+        return ddpc_errorf(DDPC_EINVAL, "zero.stage %d is not supported (0, 1, 2 or 3)",
                            c->zero_stage);
     ddpc_engine *e = ddpc_calloc(1, sizeof *e);
     if (!e)
@@ -236,8 +236,10 @@ ddpc_status ddpc_engine_update(ddpc_engine *e, ddpc_engine_step_info *info)
                            e->n_shard, lr);
     e->step++;
     /* ZeRO: the owners updated their chunks; the updates are elementwise, so after the gather
-     * every rank holds the parameters stage 0 computes. */
-    return e->stage > 0 ? ddpc_reducer_gather_params(e->reducer) : DDPC_OK;
+     * every rank holds the parameters stage 0 computes. Stage 3 gathers them when next used. */
+    if (e->stage >= 3)
+        ddpc_reducer_release_params(e->reducer);
+    return e->stage == 1 || e->stage == 2 ? ddpc_reducer_gather_params(e->reducer) : DDPC_OK;
 }
 
 int64_t ddpc_engine_step(const ddpc_engine *e)
@@ -280,6 +282,17 @@ void ddpc_engine_restore_loss_scale(ddpc_engine *e, ddpc_loss_scale_state s)
 {
     if (e->cfg.loss_scaling)
         e->scaler = s;
+}
+
+ddpc_status ddpc_engine_gather_params(ddpc_engine *e)
+{
+    return e->stage >= 3 ? ddpc_reducer_gather_params(e->reducer) : DDPC_OK;
+}
+
+void ddpc_engine_release_params(ddpc_engine *e)
+{
+    if (e->stage >= 3)
+        ddpc_reducer_release_params(e->reducer);
 }
 
 void ddpc_engine_shard(const ddpc_engine *e, const ddpc_range **ranges, size_t *n_ranges)

@@ -28,8 +28,9 @@ static ddpc_status check_config(const ddpc_reducer_config *c)
         c->comm_dtype != DDPC_DTYPE_F16)
         return ddpc_errorf(DDPC_EINVAL, "reducer: gradients can be communicated as f32, bf16 or "
                            "f16, not %s", ddpc_dtype_name(c->comm_dtype));
-    if (c->zero_stage < 0 || c->zero_stage > 2)
-        return ddpc_errorf(DDPC_EINVAL, "reducer: zero_stage %d is not 0, 1 or 2", c->zero_stage);
+    if (c->zero_stage < 0 || c->zero_stage > 3)
+        return ddpc_errorf(DDPC_EINVAL, "reducer: zero_stage %d is not 0, 1, 2 or 3",
+                           c->zero_stage);
     return DDPC_OK;
 }
 
@@ -193,6 +194,8 @@ ddpc_status ddpc_reducer_create(ddpc_pg *pg, ddpc_model *model, const ddpc_reduc
     if (st == DDPC_OK && cfg->broadcast_params)
         st = ddpc_pg_broadcast(pg, ddpc_model_params(model), ddpc_model_num_params(model),
                                DDPC_DTYPE_F32, 0);
+    if (st == DDPC_OK && cfg->zero_stage >= 3)
+        st = ddpc__reducer_build_zero3(r);
     if (st != DDPC_OK) {
         ddpc_reducer_destroy(r);
         return st;
@@ -207,6 +210,8 @@ void ddpc_reducer_destroy(ddpc_reducer *r)
     if (!r)
         return;
     ddpc_model_set_grad_ready_hook(r->model, NULL, NULL);
+    ddpc_model_set_param_use_hook(r->model, NULL, NULL);
+    ddpc_work_destroy(r->prefetch_work);
     for (size_t b = 0; b < r->n_buckets; b++) {
         ddpc_work_destroy(r->buckets[b].work);
         ddpc_free(r->buckets[b].comm);

@@ -42,6 +42,17 @@ struct ddpc_reducer {
     float *slot[2];
     size_t slot_floats;
     long slot_bucket[2];
+    /* ZeRO-3: the parameters of a bucket are whole here only while resident[b]; the two buckets
+     * used last (lru, most recent first) stay so, every other one holds only its owned chunk.
+     * pslot[0] takes gathers on demand, pslot[1] the prefetch of the next bucket in the
+     * direction of the pass (prefetch, in flight as prefetch_work). pinned: everything is
+     * resident (evaluation) and the hook does nothing. */
+    float *pslot[2];
+    uint8_t *resident;
+    long lru[2];
+    long prefetch;
+    ddpc_work *prefetch_work;
+    bool pinned;
 };
 
 /* Splits the model's tensors, from the last registered to the first, into buckets of at most
@@ -55,6 +66,9 @@ ddpc_status ddpc__reducer_build_shard(ddpc_reducer *r);
 void ddpc__reducer_launch_scatter(ddpc_reducer *r, size_t b);
 /* Stage >= 2: waits for the reduce-scatters still in flight and finishes them in bucket order. */
 void ddpc__reducer_drain_scatter(ddpc_reducer *r);
+/* Stage 3: allocates the parameter slots and tables, installs the param-use hook and releases
+ * every bucket's parameters but the owned chunks. */
+ddpc_status ddpc__reducer_build_zero3(ddpc_reducer *r);
 /* Frees the shard tables and slots. */
 void ddpc__reducer_free_shard(ddpc_reducer *r);
 /* Compares every tensor's name and shape and cfg.fingerprint's lines across ranks. */

@@ -54,8 +54,11 @@ ddpc_status ddpc__reducer_build_shard(ddpc_reducer *r)
 void ddpc__reducer_free_shard(ddpc_reducer *r)
 {
     ddpc_free(r->shard);
-    ddpc_free(r->slot[0]);
-    ddpc_free(r->slot[1]);
+    for (int s = 0; s < 2; s++) {
+        ddpc_free(r->slot[s]);
+        ddpc_free(r->pslot[s]);
+    }
+    ddpc_free(r->resident);
 }
 
 static void keep_error(ddpc_reducer *r, ddpc_status st)
@@ -147,6 +150,10 @@ ddpc_status ddpc_reducer_gather_params(ddpc_reducer *r)
 {
     if (r->cfg.zero_stage < 1)
         return DDPC_OK;
+    if (r->cfg.zero_stage >= 3) {
+        ddpc_reducer_release_params(r); /* nothing half-gathered stays in flight */
+        r->pinned = true;
+    }
     const float *p = ddpc_model_params(r->model);
     ddpc_status st = DDPC_OK;
     /* Two buckets in flight: one is copied out while the next is gathered. */
@@ -195,5 +202,6 @@ void ddpc_reducer_shard(const ddpc_reducer *r, const ddpc_range **ranges, size_t
 
 size_t ddpc_reducer_staging_bytes(const ddpc_reducer *r)
 {
-    return r->shard ? 2 * r->slot_floats * sizeof(float) : 0;
+    size_t slots = r->cfg.zero_stage >= 3 ? 4 : 2;
+    return r->shard ? slots * r->slot_floats * sizeof(float) : 0;
 }

@@ -101,7 +101,11 @@ static ddpc_status log_result(ddpc_trainer *t, const char *split, int i, const d
 ddpc_status ddpc__trainer_evaluate(ddpc_trainer *t, const char *split, bool limit)
 {
     double sums[4 * DDPC_MODEL_MAX_HEADS] = {0};
-    DDPC_TRY(evaluate_shares(t, limit, sums));
+    /* ZeRO-3: ranks run different numbers of batches here, so no gather may happen inside. */
+    DDPC_TRY(ddpc_engine_gather_params(t->engine));
+    ddpc_status st = evaluate_shares(t, limit, sums);
+    ddpc_engine_release_params(t->engine);
+    DDPC_TRY(st);
     DDPC_TRY(ddpc__trainer_sum(t, sums, 4 * (size_t)t->n_tasks));
     for (int i = 0; i < t->n_tasks; i++) {
         const double *s = sums + 4 * i;

@@ -160,9 +160,11 @@ static void log_zero(ddpc_trainer *t)
     ddpc_engine_shard(t->engine, &r, &n);
     for (size_t i = 0; i < n; i++)
         owned += r[i].len;
-    fprintf(t->log, "zero stage %d: rank 0 holds the optimizer state%s of %zu of %zu parameters "
-            "(1/%d of each of %zu buckets)\n", stage, stage >= 2 ? " and gradients" : "", owned,
-            ddpc_model_num_params(t->model), t->world, n);
+    const char *what = stage == 1   ? "optimizer state"
+                       : stage == 2 ? "optimizer state and gradients"
+                                    : "optimizer state, gradients and parameters";
+    fprintf(t->log, "zero stage %d: rank 0 holds the %s of %zu of %zu parameters (1/%d of each of "
+            "%zu buckets)\n", stage, what, owned, ddpc_model_num_params(t->model), t->world, n);
 }
 
 static void log_activations(ddpc_trainer *t)
@@ -300,12 +302,16 @@ ddpc_status ddpc__trainer_fit(ddpc_trainer *t)
                 t->ckpt_seconds, 100.0 * t->ckpt_seconds / elapsed);
     else if (t->log)
         fprintf(t->log, "done in %.1f s\n", elapsed);
-    if (s->weights_out && t->rank == 0) {
-        DDPC_TRY(ddpc_weights_save(t->model, ddpc_model_params(t->model), s->weights_out));
-        if (t->log)
-            fprintf(t->log, "saved weights to %s\n", s->weights_out);
-    }
-    return DDPC_OK;
+    if (!s->weights_out)
+        return DDPC_OK;
+    DDPC_TRY(ddpc_engine_gather_params(t->engine)); /* ZeRO-3: rank 0 writes them all */
+    ddpc_status st = t->rank == 0 ? ddpc_weights_save(t->model, ddpc_model_params(t->model),
+                                                      s->weights_out)
+                                  : DDPC_OK;
+    ddpc_engine_release_params(t->engine);
+    if (st == DDPC_OK && t->rank == 0 && t->log)
+        fprintf(t->log, "saved weights to %s\n", s->weights_out);
+    return st;
 }
 
 ddpc_status ddpc_trainer_run(ddpc_trainer *t)

@@ -172,7 +172,7 @@ static ddpc_status read_engine_config(ddpc_trainer *t, int64_t total_steps, ddpc
     ec->num_tasks = t->n_tasks;
     ec->on_nonfinite = (ddpc_nonfinite_policy)policy; /* the table follows the enum's order */
     int64_t stage;
-    DDPC_TRY(ddpc_config_int(c, "zero.stage", 0, 0, 2, &stage));
+    DDPC_TRY(ddpc_config_int(c, "zero.stage", 0, 0, 3, &stage));
     ec->zero_stage = (int)stage;
     /* Sharded optimizer state has no checkpoint format yet: refuse rather than save a part. */
     if (stage > 0 && (t->set.ckpt_every_steps > 0 || t->set.ckpt_every_epochs > 0))

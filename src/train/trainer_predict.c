@@ -112,7 +112,7 @@ static ddpc_status write_file(ddpc_trainer *t, const char *file, const ddpc_data
     return s;
 }
 
-ddpc_status ddpc__trainer_predict(ddpc_trainer *t)
+static ddpc_status predict_rank0(ddpc_trainer *t)
 {
     if (t->rank != 0)
         return DDPC_OK;
@@ -126,4 +126,13 @@ ddpc_status ddpc__trainer_predict(ddpc_trainer *t)
         DDPC_TRY(write_file(t, file, t->task[i].test, i));
     }
     return DDPC_OK;
+}
+
+ddpc_status ddpc__trainer_predict(ddpc_trainer *t)
+{
+    /* ZeRO-3: rank 0 alone reads the parameters, so they are gathered first. */
+    DDPC_TRY(ddpc_engine_gather_params(t->engine));
+    ddpc_status st = predict_rank0(t);
+    ddpc_engine_release_params(t->engine);
+    return st;
 }
