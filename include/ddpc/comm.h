@@ -145,6 +145,11 @@ ddpc_backend ddpc_pg_backend(const ddpc_pg *pg);
 double ddpc_pg_timeout(const ddpc_pg *pg);
 /* Number of collectives issued so far; the next one gets this sequence number. */
 uint64_t ddpc_pg_seq(const ddpc_pg *pg);
+/* Bytes this rank would send for the collectives issued so far if each ran as a ring (NCCL's
+ * bus-bandwidth convention: all-reduce 2(W-1)/W of its buffer, reduce-scatter and all-gather
+ * (W-1)/W of the whole W x count buffer, broadcast the buffer): what a step costs on a network,
+ * whatever the backend really does. 0 on one rank. */
+uint64_t ddpc_pg_ring_bytes(const ddpc_pg *pg);
 /* NULL while healthy; after a failure, the message of the collective that failed. */
 const char *ddpc_pg_error(const ddpc_pg *pg);
 

@@ -43,10 +43,11 @@ typedef struct {
      * recipe: overflow is expected, not an error). Off by default. */
     bool loss_scaling;
     ddpc_loss_scale_config loss_scale; /* GradScaler's defaults */
-    /* ZeRO stage (0 = plain DDP; 1 = optimizer state sharded: rank r keeps the state of, and
-     * updates, only its shard of the flat parameters (ddpc_reducer_shard), then the updated
-     * chunks are all-gathered; 2 = gradients sharded too: the reducer reduce-scatters, the norm
-     * is the all-reduced sum of the shards' squares; 3 = parameters sharded too: the reducer
+    /* ZeRO stage (0 = plain DDP; 1 = optimizer state sharded: the reducer reduce-scatters the
+     * gradients, rank r keeps the state of, and updates, only its shard of the flat parameters
+     * (ddpc_reducer_shard), then the updated chunks are all-gathered; the norm is the
+     * all-reduced sum of the shards' squares; 2 = gradients sharded too: the rest of the
+     * gradient buffer is released; 3 = parameters sharded too: the reducer
      * gathers each bucket's parameters when forward or backward reads them and releases them
      * after). Needs a reducer created with the same zero_stage (world > 1; on one rank every
      * stage is stage 0). */

@@ -27,11 +27,11 @@ typedef struct {
     bool broadcast_params;       /* copy rank 0's parameters to every rank at create (default on) */
     const char *fingerprint;     /* extra text every rank must agree on (e.g. the config), borrowed;
                                     NULL for none */
-    /* ZeRO stage. 0: all-reduce (DDP). 1: also partitions every bucket [lo, hi) into world chunks
-     * of ceil((hi - lo) / world) floats, rank r owning chunk r (ddpc_reducer_shard), and gathers
-     * the owners' parameters (ddpc_reducer_gather_params). 2 and up: reduce-scatters each bucket
-     * instead of all-reducing it, so only the owned chunks of the gradient buffer hold the
-     * average; the rest of it is released (zero, no physical memory) as each bucket finishes.
+    /* ZeRO stage. 0: all-reduce (DDP). 1: partitions every bucket [lo, hi) into world chunks of
+     * ceil((hi - lo) / world) floats, rank r owning chunk r (ddpc_reducer_shard), reduce-scatters
+     * each bucket instead of all-reducing it, so only the owned chunks of the gradient buffer hold
+     * the average, and gathers the owners' parameters (ddpc_reducer_gather_params). 2: also
+     * releases the rest of the gradient buffer (zero, no physical memory) as each bucket ends.
      * 3: also parameters: outside the owned chunks a bucket's parameters are gathered when
      * forward or backward first reads one of its tensors (the next bucket is prefetched), kept
      * while one of the two buckets used last, and released after. */

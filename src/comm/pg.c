@@ -159,6 +159,11 @@ uint64_t ddpc_pg_seq(const ddpc_pg *pg)
     return pg->seq;
 }
 
+uint64_t ddpc_pg_ring_bytes(const ddpc_pg *pg)
+{
+    return pg->ring_bytes;
+}
+
 const char *ddpc_pg_error(const ddpc_pg *pg)
 {
     return atomic_load_explicit(&((ddpc_pg *)pg)->failed, memory_order_acquire) ? pg->error : NULL;

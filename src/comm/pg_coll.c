@@ -133,8 +133,28 @@ static ddpc_status prep_reduce_scatter(ddpc_pg *pg, const void *send, void *recv
     return DDPC_OK;
 }
 
+/* Bytes this rank sends for c under a ring algorithm: all-reduce 2(W-1)/W of the buffer,
+ * reduce-scatter and all-gather (W-1)/W of the whole (W x count) buffer, broadcast the buffer. */
+static uint64_t ring_bytes(const ddpc_pg *pg, const ddpc__coll *c)
+{
+    uint64_t w = (uint64_t)pg->world, es = ddpc_dtype_size(c->dtype);
+    uint64_t bytes = (uint64_t)c->count * es;
+    switch (c->kind) {
+    case DDPC__COLL_ALL_REDUCE:
+        return 2 * (w - 1) * bytes / w;
+    case DDPC__COLL_REDUCE_SCATTER:
+    case DDPC__COLL_ALL_GATHER:
+        return (w - 1) * bytes;
+    case DDPC__COLL_BROADCAST:
+        return w > 1 ? bytes : 0;
+    default:
+        return 0;
+    }
+}
+
 static ddpc_status run(ddpc_pg *pg, ddpc__coll *c)
 {
+    pg->ring_bytes += ring_bytes(pg, c);
     c->seq = pg->seq++;
     return ddpc__pg_run_blocking(pg, c);
 }
@@ -147,6 +167,7 @@ static ddpc_status submit(ddpc_pg *pg, ddpc__coll *c, ddpc_work **work)
     c->seq = pg->seq;
     DDPC_TRY(ddpc__pg_submit(pg, c, work));
     pg->seq++;
+    pg->ring_bytes += ring_bytes(pg, c);
     return DDPC_OK;
 }
 

@@ -31,6 +31,7 @@ struct ddpc_pg {
     const ddpc__pg_backend *ops; /* NULL for world size 1 */
     void *state;
     uint64_t seq;
+    uint64_t ring_bytes; /* see ddpc_pg_ring_bytes; caller's thread only, like seq */
 
     atomic_bool failed;
     char error[DDPC__PG_MSG_CAP];

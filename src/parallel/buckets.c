@@ -37,7 +37,7 @@ ddpc_status ddpc__reducer_build_buckets(ddpc_reducer *r)
         b->n_tensors++;
         r->bucket_of[k] = (size_t)(b - r->buckets);
     }
-    if (r->cfg.comm_dtype != DDPC_DTYPE_F32 && r->cfg.zero_stage < 2) { /* ZeRO 2 stages in slots */
+    if (r->cfg.comm_dtype != DDPC_DTYPE_F32 && r->cfg.zero_stage < 1) { /* ZeRO stages in slots */
         for (size_t i = 0; i < r->n_buckets; i++) {
             r->buckets[i].comm = ddpc_malloc((r->buckets[i].hi - r->buckets[i].lo) * 2 + 2);
             if (!r->buckets[i].comm)

@@ -174,13 +174,13 @@ static ddpc_status nonfinite(ddpc_engine *e, double norm)
 }
 
 /* Unscales (loss scaling) and measures the averaged gradients: *norm is their global norm, NaN
- * when any is not finite. Below stage 2 every rank holds all of them and computes the norm alone
- * (the bits of plain DDP); from stage 2 each rank holds only its shard, so the shards' sums of
- * squares are all-reduced, and the result is again the same on every rank. */
+ * when any is not finite. At stage 0 every rank holds all of them and computes the norm alone;
+ * under ZeRO each rank holds only its shard's average (the reducer reduce-scatters), so the
+ * shards' sums of squares are all-reduced, and the result is again the same on every rank. */
 static ddpc_status grad_norm(ddpc_engine *e, float *g, double *norm)
 {
     const ddpc_engine_config *c = &e->cfg;
-    if (e->stage < 2) {
+    if (e->stage == 0) {
         size_t n = ddpc_model_num_params(e->model);
         bool overflow = c->loss_scaling && ddpc_grad_unscale(g, n, e->scaler.scale);
         *norm = overflow ? NAN : sqrt(ddpc_grad_sumsq(g, n));

@@ -37,7 +37,7 @@ static ddpc_status check_config(const ddpc_reducer_config *c)
 /* Sends bucket b: converts to the communication dtype if compressing, then all-reduces (AVG). */
 static void launch(ddpc_reducer *r, ddpc__bucket *b)
 {
-    if (r->cfg.zero_stage >= 2) {
+    if (r->cfg.zero_stage >= 1) {
         ddpc__reducer_launch_scatter(r, (size_t)(b - r->buckets));
         b->launched = true;
         return;
@@ -129,7 +129,7 @@ ddpc_status ddpc_reducer_finish(ddpc_reducer *r)
     for (size_t t = 0; t < r->n_tensors; t++)
         on_grad_ready(r, t);
     double t0 = ddpc_time_now();
-    if (r->cfg.zero_stage >= 2)
+    if (r->cfg.zero_stage >= 1)
         ddpc__reducer_drain_scatter(r);
     ddpc_status st = DDPC_OK;
     for (size_t b = 0; b < r->n_buckets; b++) {

@@ -53,6 +53,11 @@ struct ddpc_reducer {
     long prefetch;
     ddpc_work *prefetch_work;
     bool pinned;
+    /* The buckets in the order the first step fetched them (order_len of order_cap), and the
+     * position the current step has reached in it; recording until that step ends. */
+    long *order;
+    size_t order_len, order_cap, order_pos;
+    bool recording;
 };
 
 /* Splits the model's tensors, from the last registered to the first, into buckets of at most

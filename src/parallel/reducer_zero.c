@@ -1,6 +1,6 @@
 /* ZeRO's side of the reducer: the partition of every bucket into world equal chunks (rank r owns
- * chunk r), stage 2's reduce-scatter of each bucket during backward, and the gather of the updated
- * parameters. Invariant: a staging slot is refilled only after the collective that used it has
+ * chunk r), the reduce-scatter of each bucket during backward (stage 1 and up; 2Ψ per step with
+ * the gather, as DDP's all-reduce), and the gather of the updated parameters. Invariant: a staging slot is refilled only after the collective that used it has
  * finished and its result was copied out, and slots are used in bucket order, so every rank issues
  * the same collectives in the same order. Padding past a bucket's end is zero in every slot. */
 #include "parallel/reducer_impl.h"
@@ -59,6 +59,7 @@ void ddpc__reducer_free_shard(ddpc_reducer *r)
         ddpc_free(r->pslot[s]);
     }
     ddpc_free(r->resident);
+    ddpc_free(r->order);
 }
 
 static void keep_error(ddpc_reducer *r, ddpc_status st)
@@ -75,7 +76,7 @@ static size_t comm_size(const ddpc_reducer *r)
 }
 
 /* Waits for the reduce-scatter in slot s, copies this rank's averaged chunk into the gradient
- * buffer and releases the rest of the bucket's gradient. */
+ * buffer and (stage 2 and up) releases the rest of the bucket's gradient. */
 static void finish_scatter(ddpc_reducer *r, int s)
 {
     ddpc__bucket *b = &r->buckets[r->slot_bucket[s]];
@@ -92,6 +93,8 @@ static void finish_scatter(ddpc_reducer *r, int s)
     else if (st == DDPC_OK)
         ddpc_half_to_f32_array(g + b->own.lo, (const uint16_t *)mine, b->own.len,
                                r->cfg.comm_dtype == DDPC_DTYPE_BF16);
+    if (r->cfg.zero_stage < 2) /* stage 1 keeps the whole gradient buffer, as DeepSpeed does */
+        return;
     ddpc_pages_release(g + b->lo, (b->own.lo - b->lo) * sizeof(float));
     size_t end = b->own.lo + b->own.len;
     ddpc_pages_release(g + end, (b->hi - end) * sizeof(float));

@@ -1,8 +1,11 @@
 /* ZeRO stage 3: parameters gathered when used and released after, from the model's param-use
  * hook. Invariant: every rank runs the same forward/backward code, so the hook sees the same
  * sequence of tensors everywhere and issues the same gathers in the same order (prefetches
- * included: they depend on that sequence only). A bucket's owned chunk is never released, so the
- * optimizer and checkpoints always find this rank's part of the parameters in place. */
+ * included: they depend on that sequence only). The first step records the order in which
+ * buckets are fetched; later steps prefetch the next one of that order, as FSDP does (kernels
+ * read a weight and its bias in either order, so bucket indices alone do not tell the
+ * direction). A bucket's owned chunk is never released, so the optimizer and checkpoints always
+ * find this rank's part of the parameters in place. */
 #include "parallel/reducer_impl.h"
 
 #include <ddpc/alloc.h>
@@ -78,6 +81,39 @@ static void fetch(ddpc_reducer *r, long b)
         land_gather(r, b, r->pslot[0], w);
 }
 
+/* Where bucket b's fetch is in the recorded order: the cursor when it matches, else the next
+ * occurrence after it; -1 when b is not there. */
+static long find_in_order(const ddpc_reducer *r, long b)
+{
+    for (size_t i = r->order_pos; i < r->order_len; i++)
+        if (r->order[i] == b)
+            return (long)i;
+    return -1;
+}
+
+/* Records the fetch of b in the first step; afterwards, prefetches the bucket fetched next. */
+static void follow_order(ddpc_reducer *r, long b)
+{
+    if (r->recording) {
+        if (r->order_len < r->order_cap)
+            r->order[r->order_len++] = b;
+        return;
+    }
+    long at = find_in_order(r, b);
+    if (at < 0)
+        return;
+    r->order_pos = (size_t)at + 1;
+    if (r->order_pos >= r->order_len || r->prefetch >= 0)
+        return;
+    long next = r->order[r->order_pos];
+    if (r->resident[next])
+        return;
+    ddpc_status st = launch_gather(r, next, r->pslot[1], &r->prefetch_work);
+    keep_error(r, st);
+    if (st == DDPC_OK)
+        r->prefetch = next;
+}
+
 static void on_param_use(void *ctx, size_t tensor)
 {
     ddpc_reducer *r = ctx;
@@ -86,21 +122,16 @@ static void on_param_use(void *ctx, size_t tensor)
     long b = (long)r->bucket_of[tensor];
     if (b == r->lru[0])
         return;
-    if (!r->resident[b])
+    bool fetched = !r->resident[b];
+    if (fetched)
         fetch(r, b);
     long prev = r->lru[0], evicted = r->lru[1];
     r->lru[1] = prev;
     r->lru[0] = b;
     if (evicted >= 0 && evicted != b && evicted != prev && r->resident[evicted])
         release(r, evicted);
-    /* Buckets hold the tensors in reverse: forward walks down the bucket index, backward up. */
-    long next = prev >= 0 && b > prev ? b + 1 : b - 1;
-    if (r->prefetch < 0 && next >= 0 && next < (long)r->n_buckets && !r->resident[next]) {
-        ddpc_status st = launch_gather(r, next, r->pslot[1], &r->prefetch_work);
-        keep_error(r, st);
-        if (st == DDPC_OK)
-            r->prefetch = next;
-    }
+    if (fetched)
+        follow_order(r, b);
 }
 
 void ddpc_reducer_release_params(ddpc_reducer *r)
@@ -118,14 +149,20 @@ void ddpc_reducer_release_params(ddpc_reducer *r)
             release(r, (long)b);
     r->lru[0] = r->lru[1] = -1;
     r->pinned = false;
+    r->order_pos = 0;
+    if (r->order_len > 0) /* a step has run: its fetch order is the one to prefetch by */
+        r->recording = false;
 }
 
 ddpc_status ddpc__reducer_build_zero3(ddpc_reducer *r)
 {
     r->resident = ddpc_calloc(r->n_buckets ? r->n_buckets : 1, 1);
+    r->order_cap = 8 * r->n_buckets + 16; /* forward and backward, with room for tied weights */
+    r->order = ddpc_calloc(r->order_cap, sizeof *r->order);
+    r->recording = true;
     for (int s = 0; s < 2; s++)
         r->pslot[s] = ddpc_calloc(r->slot_floats ? r->slot_floats : 1, sizeof(float));
-    if (!r->resident || !r->pslot[0] || !r->pslot[1])
+    if (!r->resident || !r->order || !r->pslot[0] || !r->pslot[1])
         return ddpc_errorf(DDPC_ENOMEM,
                            "out of memory for ZeRO-3's parameter slots (2 x %zu "
                            "floats)",

@@ -27,6 +27,7 @@ static ddpc_status train_step(ddpc_trainer *t, double *loss)
 {
     int64_t accum = t->set.accum_steps;
     double sum = 0;
+    uint64_t bytes0 = ddpc_pg_ring_bytes(t->pg);
     ddpc_engine_zero_grad(t->engine);
     for (int64_t k = 0; k < accum; k++) {
         const ddpc_combined_step *st;
@@ -58,6 +59,7 @@ static ddpc_status train_step(ddpc_trainer *t, double *loss)
     ddpc_engine_step_info info;
     DDPC_TRY(ddpc_engine_update(t->engine, &info));
     t->last_grad_norm = info.grad_norm;
+    t->last_comm_bytes = ddpc_pg_ring_bytes(t->pg) - bytes0;
     *loss = sum / (double)accum;
     return DDPC_OK;
 }
@@ -123,6 +125,7 @@ static ddpc_status log_progress(ddpc_trainer *t, int64_t epoch, double elapsed)
     ddpc_metrics_f64(m, "time_s", elapsed, 3);
     ddpc_metrics_f64(m, "grad_norm", t->last_grad_norm, -1);
     ddpc_metrics_i64(m, "skipped_steps", ddpc_engine_skipped(t->engine));
+    ddpc_metrics_i64(m, "comm_bytes", (int64_t)t->last_comm_bytes);
     if (ddpc_engine_config_of(t->engine)->loss_scaling)
         ddpc_metrics_f64(m, "loss_scale", ddpc_engine_loss_scale(t->engine).scale,
                          DDPC_METRICS_EXACT);

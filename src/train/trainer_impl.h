@@ -121,6 +121,7 @@ struct ddpc_trainer {
     double window_wait;     /* seconds blocked on the loaders since the last line */
     double last_train_loss;
     double last_grad_norm; /* of the last step, before clipping */
+    uint64_t last_comm_bytes; /* ring bytes this rank's last optimizer step issued */
     ddpc_eval_result last_eval;
 };
 
