@@ -44,8 +44,8 @@ struct ddpc_reducer {
     long slot_bucket[2];
     /* ZeRO-3: the parameters of a bucket are whole here only while resident[b]; the two buckets
      * used last (lru, most recent first) stay so, every other one holds only its owned chunk.
-     * pslot[0] takes gathers on demand, pslot[1] the prefetch of the next bucket in the
-     * direction of the pass (prefetch, in flight as prefetch_work). pinned: everything is
+     * pslot[0] takes gathers on demand, pslot[1] the prefetch of the bucket fetched next in the
+     * recorded order (prefetch, in flight as prefetch_work). pinned: everything is
      * resident (evaluation) and the hook does nothing. */
     float *pslot[2];
     uint8_t *resident;
