@@ -74,6 +74,17 @@ pair comm_bf16_2 2 "${mlp[@]}" "${adamw[@]}" data.batch_size=8 ddp.comm_dtype=bf
 pair gpt2 2 "${gpt[@]}" "${small[@]}"
 run gpt2_again 3 2 "${gpt[@]}" "${small[@]}"
 check "a GPT stage 3 rerun is byte-identical" cmp "$tmp/gpt2.3.st" "$tmp/gpt2_again.3.st"
+# comm_bytes: ring bytes per rank and step, the ZeRO paper's volumes: stages 1 and 2 move what
+# DDP's all-reduce moves (reduce-scatter + all-gather; within the chunk padding), stage 3 adds
+# the parameter gathers of backward (the two buckets in use at the turn are not gathered again).
+bytes_of() { sed -n 's/.*"step": 8,.*"comm_bytes": \([0-9]*\).*/\1/p' "$tmp/$1/metrics.jsonl"; }
+b0=$(bytes_of gpt2.0) b1=$(bytes_of gpt2.1) b2=$(bytes_of gpt2.2) b3=$(bytes_of gpt2.3)
+check "comm_bytes: stage 0 all-reduces 4 bytes x params ($b0)" \
+    test "$b0" = "$(sed -n 's/^training gpt: \([0-9]*\) parameters.*/\1/p' "$tmp/gpt2.0.log" | awk '{print $1 * 4}')"
+check "stages 1 and 2 move what stage 0 does, within 0.1% ($b1, $b2)" \
+    awk -v a="$b0" -v b="$b1" -v c="$b2" 'BEGIN { exit !(b >= a && c >= a && b < a * 1.001 && c < a * 1.001) }'
+check "stage 3 moves 1.3 to 1.5 times as much ($b3)" \
+    awk -v a="$b0" -v b="$b3" 'BEGIN { exit !(b > a * 1.3 && b <= a * 1.5) }'
 pair gpt_ckpt2 2 "${gpt[@]}" "${small[@]}" model.activation_checkpointing=true precision=bf16
 
 "$ddpc" train "${mlp[@]}" zero.stage=1 checkpoint.every_steps=5 run_dir="$tmp/ck" >"$tmp/ck.log" 2>&1

@@ -124,8 +124,9 @@ static ddpc_status log_progress(ddpc_trainer *t, int64_t epoch, double elapsed)
     ddpc_metrics_f64(m, "data_wait_s", t->window_wait, 4);
     ddpc_metrics_f64(m, "time_s", elapsed, 3);
     ddpc_metrics_f64(m, "grad_norm", t->last_grad_norm, -1);
+    if (t->world > 1) /* ring bytes this rank's last step communicated */
+        ddpc_metrics_i64(m, "comm_bytes", (int64_t)t->last_comm_bytes);
     ddpc_metrics_i64(m, "skipped_steps", ddpc_engine_skipped(t->engine));
-    ddpc_metrics_i64(m, "comm_bytes", (int64_t)t->last_comm_bytes);
     if (ddpc_engine_config_of(t->engine)->loss_scaling)
         ddpc_metrics_f64(m, "loss_scale", ddpc_engine_loss_scale(t->engine).scale,
                          DDPC_METRICS_EXACT);
