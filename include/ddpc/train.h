@@ -52,6 +52,9 @@ typedef struct {
     size_t num_buckets;
     double exposed_median_s, exposed_mean_s;
     double comm_median_s, comm_mean_s;
+    int zero_stage;          /* zero.stage in effect (0 on one rank) */
+    size_t num_params;       /* the model's flat parameter count */
+    double comm_bytes;       /* per timed step, on rank 0: ddpc_pg_ring_bytes's count */
 } ddpc_bench_result;
 
 /* Times `steps` full training steps (forward, backward, gradient all-reduce when world > 1, clip,

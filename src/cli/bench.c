@@ -22,7 +22,8 @@ static void print_result(const char *name, const ddpc_bench_result *r)
            "\"exposed_comm_ms\": %.3f, \"exposed_comm_mean_ms\": %.3f, \"comm_ms\": %.3f, "
            "\"comm_mean_ms\": %.3f, \"exposed_comm_fraction\": %.4f, \"precision\": \"%s\", "
            "\"matmul\": \"%s\", \"onednn\": \"%s\", \"activation_checkpointing\": %s, "
-           "\"activation_bytes\": %zu, \"activation_bytes_no_ckpt\": %zu}\n",
+           "\"activation_bytes\": %zu, \"activation_bytes_no_ckpt\": %zu, \"zero_stage\": %d, "
+           "\"comm_bytes\": %.0f, \"params\": %zu}\n",
            name, r->threads, r->world, (long long)r->batch, (long long)r->steps,
            1e3 * r->median_step_s, r->samples_per_s, r->tokens_per_s, r->global_samples_per_s,
            r->global_tokens_per_s, r->gflops, r->num_buckets, 1e3 * r->exposed_median_s,
@@ -30,7 +31,7 @@ static void print_result(const char *name, const ddpc_bench_result *r)
            ddpc_precision_name((ddpc_precision)r->precision),
            ddpc_kernels_matmul_info((ddpc_precision)r->precision, NULL), ddpc_kernels_onednn_info(),
            r->activation_checkpointing ? "true" : "false", r->activation_bytes,
-           r->activation_bytes_no_ckpt);
+           r->activation_bytes_no_ckpt, r->zero_stage, r->comm_bytes, r->num_params);
 }
 
 static int bench_step(int argc, char **argv)

@@ -50,7 +50,7 @@ static double mean_of(const double *v, int64_t n)
  * and comm seconds (exposed[i], comm[i]; 0 on one rank). Every micro-step of a step reuses one
  * gathered batch, and gathering is not timed: the data path is not benchmarked. */
 static ddpc_status bench_loop(ddpc_trainer *t, int64_t warmup, int64_t steps, double *dt,
-                              double *exposed, double *comm)
+                              double *exposed, double *comm, uint64_t *bytes)
 {
     int64_t n = t->task[0].batch_size, size = ddpc_dataset_size(t->task[0].train);
     for (int64_t i = 0; i < size; i++)
@@ -66,9 +66,12 @@ static ddpc_status bench_loop(ddpc_trainer *t, int64_t warmup, int64_t steps, do
         ddpc_reducer_stats s0 = {0}, s1 = {0};
         if (t->reducer)
             s0 = ddpc_reducer_stats_of(t->reducer);
+        uint64_t b0 = ddpc_pg_ring_bytes(t->pg);
         double t0 = ddpc_time_now();
         DDPC_TRY(bench_step(t, &batch));
         double t1 = ddpc_time_now();
+        if (i >= warmup)
+            *bytes += ddpc_pg_ring_bytes(t->pg) - b0;
         if (t->reducer)
             s1 = ddpc_reducer_stats_of(t->reducer);
         if (i >= warmup) {
@@ -90,7 +93,8 @@ ddpc_status ddpc_trainer_bench(ddpc_trainer *t, int64_t warmup, int64_t steps, d
     if (!buf)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory for %lld bench timings", (long long)steps);
     double *dt = buf, *exposed = buf + steps, *comm = buf + 2 * steps;
-    ddpc_status st = bench_loop(t, warmup, steps, dt, exposed, comm);
+    uint64_t bytes = 0;
+    ddpc_status st = bench_loop(t, warmup, steps, dt, exposed, comm, &bytes);
     /* A synchronised step lasts as long as its slowest rank; communication is averaged. */
     if (st == DDPC_OK && t->world > 1)
         st = ddpc_pg_all_reduce(t->pg, dt, dt, (size_t)steps, DDPC_DTYPE_F64, DDPC_REDUCE_MAX);
@@ -125,6 +129,9 @@ ddpc_status ddpc_trainer_bench(ddpc_trainer *t, int64_t warmup, int64_t steps, d
             .comm_mean_s = comm_mean,
             .exposed_median_s = median_of(exposed, steps),
             .comm_median_s = median_of(comm, steps),
+            .zero_stage = t->world > 1 ? ddpc_engine_config_of(t->engine)->zero_stage : 0,
+            .comm_bytes = (double)bytes / (double)steps,
+            .num_params = ddpc_model_num_params(t->model),
         };
     }
     ddpc_free(buf);
