@@ -110,6 +110,16 @@ void ddpc_engine_shard(const ddpc_engine *e, const ddpc_range **ranges, size_t *
 ddpc_status ddpc_engine_gather_params(ddpc_engine *e);
 /* ZeRO stage 3: back to owned chunks only. No-op below stage 3. */
 void ddpc_engine_release_params(ddpc_engine *e);
+/* Memory the model's buffers and the optimizer hold on this rank now. */
+typedef struct {
+    size_t params;      /* parameter buffer pages resident in physical memory (mincore) */
+    size_t grads;       /* gradient buffer pages resident */
+    size_t optim_state; /* the optimizer's state buffers (allocated, all of it used) */
+    size_t staging;     /* ZeRO's communication slots (ddpc_reducer_staging_bytes) */
+} ddpc_engine_memory;
+/* Measures it. Under ZeRO 2 and 3 the released parts of the buffers hold no pages, so between
+ * steps the resident bytes follow the paper's formulas (plus a page at each chunk's edges). */
+ddpc_engine_memory ddpc_engine_memory_of(const ddpc_engine *e);
 /* The optimizer (its state buffers are the engine's state for checkpoints; under ZeRO they
  * cover this rank's shard only, the ranges' elements in order). */
 ddpc_optim *ddpc_engine_optim(ddpc_engine *e);

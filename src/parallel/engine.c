@@ -6,6 +6,7 @@
 #include <ddpc/alloc.h>
 #include <ddpc/comm.h>
 #include <ddpc/engine.h>
+#include <ddpc/pages.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -299,4 +300,16 @@ void ddpc_engine_shard(const ddpc_engine *e, const ddpc_range **ranges, size_t *
 {
     *ranges = e->shard;
     *n_ranges = e->n_shard;
+}
+
+ddpc_engine_memory ddpc_engine_memory_of(const ddpc_engine *e)
+{
+    size_t bytes = ddpc_model_num_params(e->model) * sizeof(float);
+    ddpc_engine_memory mem = {
+        .params = ddpc_pages_resident(ddpc_model_params(e->model), bytes),
+        .grads = ddpc_pages_resident(ddpc_model_grads(e->model), bytes),
+        .optim_state = ddpc_optim_num_state(e->opt) * ddpc_optim_numel(e->opt) * sizeof(float),
+        .staging = e->reducer ? ddpc_reducer_staging_bytes(e->reducer) : 0,
+    };
+    return mem;
 }
