@@ -1,5 +1,6 @@
-/* ddpc_ckpt_save: writes a checkpoint into a fresh mkdtemp directory inside the run's checkpoint
- * directory and commits it with renames. Invariant: step-<N> and latest change only by rename
+/* ddpc_ckpt_save (the full format) and the commit protocol every format shares: a checkpoint
+ * is written into a fresh mkdtemp directory inside the run's checkpoint directory and committed
+ * with renames. Invariant: step-<N> and latest change only by rename
  * of fully written, fsynced files or directories, each followed by an fsync of the parent, so a
  * crash at any instruction leaves every step-* and latest either old-and-valid or new-and-valid
  * (a leftover .tmp-* is ignored by readers and removed by the next save). */
@@ -77,14 +78,13 @@ static ddpc_status write_parts(const char *tmp, const ddpc_model *m, ddpc_optim 
                                const ddpc_ckpt_state *s)
 {
     char path[DDPC__CKPT_PATH_MAX];
-    ddpc__ckpt_extra x = {.n_files = 2};
+    ddpc__ckpt_file files[2] = {{.name = DDPC__CKPT_MODEL}, {.name = DDPC__CKPT_OPTIM}};
+    ddpc__ckpt_extra x = {.files = files, .n_files = 2};
     snprintf(x.model_type, sizeof x.model_type, "%s", ddpc_model_config_of(m)->type);
     x.num_params = (int64_t)ddpc_model_num_params(m);
     snprintf(x.optim_type, sizeof x.optim_type, "%s",
              ddpc_optim_type_name(ddpc_optim_config_of(o)->type));
     x.optim_step_count = ddpc_optim_step_count(o);
-    x.files[0].name = DDPC__CKPT_MODEL;
-    x.files[1].name = DDPC__CKPT_OPTIM;
 
     DDPC_TRY(ddpc__ckpt_join(path, sizeof path, tmp, DDPC__CKPT_MODEL));
     /* ddpc_weights_save only reads the buffer: the cast does not let anything write m. */
@@ -165,6 +165,37 @@ static ddpc_status write_latest(const char *dir, const char *name)
     return DDPC_OK;
 }
 
+ddpc_status ddpc__ckpt_begin(const char *dir, int64_t step, char *name, size_t name_cap,
+                             char *tmp, size_t cap)
+{
+    DDPC_TRY(ddpc_mkdirs(dir));
+    snprintf(name, name_cap, "step-%08lld", (long long)step);
+    if (snprintf(tmp, cap, "%s/.tmp-%s-%ld-XXXXXX", dir, name, (long)getpid()) >= (int)cap)
+        return ddpc_errorf(DDPC_EINVAL, "%s: path too long", dir);
+    if (!mkdtemp(tmp))
+        return ddpc_errorf(DDPC_EIO, "cannot create a temporary directory in %s: %s", dir,
+                           strerror(errno));
+    return DDPC_OK;
+}
+
+ddpc_status ddpc__ckpt_commit(const char *dir, const char *tmp, const char *name, int64_t keep,
+                              char *out_path, size_t cap)
+{
+    char final[DDPC__CKPT_PATH_MAX];
+    ddpc_status r = ddpc__ckpt_join(final, sizeof final, dir, name);
+    if (r == DDPC_OK)
+        r = commit_dir(dir, tmp, final);
+    if (r != DDPC_OK) {
+        ddpc__ckpt_remove_tree(tmp);
+        return r;
+    }
+    ddpc__ckpt_fsync_dir(dir);
+    DDPC_TRY(write_latest(dir, name));
+    if (out_path && cap)
+        snprintf(out_path, cap, "%s", final);
+    return ddpc__ckpt_prune(dir, keep, name);
+}
+
 ddpc_status ddpc_ckpt_save(const char *dir, const ddpc_model *m, ddpc_optim *o,
                            const ddpc_ckpt_state *s, int64_t keep, char *out_path, size_t cap)
 {
@@ -178,26 +209,12 @@ ddpc_status ddpc_ckpt_save(const char *dir, const ddpc_model *m, ddpc_optim *o,
     if (ddpc_optim_numel(o) != ddpc_model_num_params(m))
         return ddpc_errorf(DDPC_EINVAL, "checkpoint save: the optimizer holds %zu parameters but "
                            "the model has %zu", ddpc_optim_numel(o), ddpc_model_num_params(m));
-    DDPC_TRY(ddpc_mkdirs(dir));
-    char name[32], tmp[DDPC__CKPT_PATH_MAX], final[DDPC__CKPT_PATH_MAX];
-    snprintf(name, sizeof name, "step-%08lld", (long long)s->step);
-    DDPC_TRY(ddpc__ckpt_join(final, sizeof final, dir, name));
-    if (snprintf(tmp, sizeof tmp, "%s/.tmp-%s-%ld-XXXXXX", dir, name, (long)getpid()) >=
-        (int)sizeof tmp)
-        return ddpc_errorf(DDPC_EINVAL, "%s: path too long", dir);
-    if (!mkdtemp(tmp))
-        return ddpc_errorf(DDPC_EIO, "cannot create a temporary directory in %s: %s", dir,
-                           strerror(errno));
+    char name[32], tmp[DDPC__CKPT_PATH_MAX];
+    DDPC_TRY(ddpc__ckpt_begin(dir, s->step, name, sizeof name, tmp, sizeof tmp));
     ddpc_status r = write_parts(tmp, m, o, s);
-    if (r == DDPC_OK)
-        r = commit_dir(dir, tmp, final);
     if (r != DDPC_OK) {
         ddpc__ckpt_remove_tree(tmp);
         return r;
     }
-    ddpc__ckpt_fsync_dir(dir);
-    DDPC_TRY(write_latest(dir, name));
-    if (out_path && cap)
-        snprintf(out_path, cap, "%s", final);
-    return ddpc__ckpt_prune(dir, keep, name);
+    return ddpc__ckpt_commit(dir, tmp, name, keep, out_path, cap);
 }
