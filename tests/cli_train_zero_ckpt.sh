@@ -8,7 +8,7 @@
 # same samples; (c) a stage-0 checkpoint resumed at stage 2 and a stage-2 one at stage 0; (d)
 # `ddpc ckpt export` consolidates a sharded checkpoint into the weights a stage-0 run writes,
 # `ddpc ckpt show` prints the layout, `verify` accepts it and rejects a corrupted shard naming the
-# file; (e) a torn shard makes the resume fall back to the previous checkpoint, as for stage 0.
+# file, init_from takes the export (not the sharded directory); (e) a torn shard makes the resume fall back to the previous checkpoint, as for stage 0.
 # usage: cli_train_zero_ckpt.sh DDPC_BIN SOURCE_DIR
 set -u
 ddpc=$1
@@ -110,6 +110,13 @@ check "export consolidates the shards" test $? -eq 0
 check "into the file a stage-0 checkpoint exports" cmp "$tmp/d0.export.st" "$tmp/d1.export.st"
 close "holding the weights the stage-0 run wrote" "$tmp/d1.export.st" "$tmp/d0.st" 0
 ck=$tmp/d1/checkpoints/step-00000030
+"$ddpc" train "${common[@]}" state=test init_from="$ck" run_dir="$tmp/init_sharded" \
+    >"$tmp/init_sharded.log" 2>&1
+check "init_from a sharded checkpoint is refused naming model.safetensors" \
+    grep -q "step-00000030/model.safetensors" "$tmp/init_sharded.log"
+"$ddpc" train "${common[@]}" state=test init_from="$tmp/d1.export.st" run_dir="$tmp/init_export" \
+    >"$tmp/init_export.log" 2>&1
+check "init_from its export works" test $? -eq 0
 "$ddpc" ckpt show "$ck" >"$tmp/show.log" 2>&1
 check "show prints the stage" grep -q "^zero stage: *1 (sharded: 2 files)" "$tmp/show.log"
 check "and each shard file's size" \

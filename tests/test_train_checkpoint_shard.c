@@ -62,7 +62,8 @@ static ddpc_optim *slice(ddpc_optim *o, const ddpc_range *r, size_t n)
 
 typedef struct {
     char dir[400];
-    int bad_rank; /* this rank passes a NULL optimizer; -1: none */
+    int bad_rank;  /* this rank passes a NULL optimizer; -1: none */
+    int dead_rank; /* this rank leaves before the save (as if killed); -1: none */
     ddpc_status want;
 } save_job;
 
@@ -72,9 +73,11 @@ static int save_rank(int rank, int world, void *ctx)
     ddpc_dist_env env;
     ddpc_pg *pg = NULL;
     ddpc_pg_config pc = ddpc_pg_config_default();
-    pc.timeout_s = 30;
+    pc.timeout_s = j->dead_rank >= 0 ? 3 : 30;
     if (ddpc_dist_env_discover(&env) != DDPC_OK || ddpc_pg_create(&env, &pc, &pg) != DDPC_OK)
         return 1;
+    if (rank == j->dead_rank)
+        _exit(0);
     ddpc_model *m;
     ddpc_optim *o;
     reference(&m, &o);
@@ -86,12 +89,12 @@ static int save_rank(int rank, int world, void *ctx)
     char path[600];
     ddpc_status st = ddpc_ckpt_save_sharded(j->dir, pg, m, rank == j->bad_rank ? NULL : mine, r, n,
                                             &s, 0, path, sizeof path);
-    int rc = st != j->want;
+    int rc = j->dead_rank >= 0 ? st == DDPC_OK : st != j->want;
     if (rc)
         fprintf(stderr, "rank %d: save returned %d (%s)\n", rank, st, ddpc_last_error());
     if (st == DDPC_OK)
         rc |= strstr(path, "/step-00000003") == NULL;
-    else /* the failing rank's message, on every rank */
+    else if (j->dead_rank < 0) /* the failing rank's message, on every rank */
         rc |= strstr(ddpc_last_error(), "optimizer") == NULL;
     ddpc_optim_destroy(mine);
     ddpc_optim_destroy(o);
@@ -103,7 +106,7 @@ static int save_rank(int rank, int world, void *ctx)
 /* A sharded checkpoint of the reference in root/<name>; its step directory into path. */
 static void save_sharded(const char *name, char *path, size_t cap)
 {
-    save_job j = {.bad_rank = -1, .want = DDPC_OK};
+    save_job j = {.bad_rank = -1, .dead_rank = -1, .want = DDPC_OK};
     snprintf(j.dir, sizeof j.dir, "%s/%s", root, name);
     CHECK_EQ_INT(spawn_ranks(WORLD, 60.0, save_rank, &j), 0);
     snprintf(path, cap, "%s/step-00000003", j.dir);
@@ -195,13 +198,28 @@ static void test_save_and_reshard(void)
 /* One rank's bad argument: every rank returns the same error, and nothing is committed. */
 static void test_one_rank_fails_all_fail(void)
 {
-    save_job j = {.bad_rank = 1, .want = DDPC_EINVAL};
+    save_job j = {.bad_rank = 1, .dead_rank = -1, .want = DDPC_EINVAL};
     snprintf(j.dir, sizeof j.dir, "%s/badrank", root);
     CHECK_EQ_INT(spawn_ranks(WORLD, 60.0, save_rank, &j), 0);
     char found_path[600];
     bool found = true;
     CHECK_EQ_INT(ddpc_ckpt_find_latest(j.dir, found_path, sizeof found_path, &found), DDPC_OK);
     CHECK(!found);
+}
+
+/* A rank that dies before the save: the others fail (at the group's timeout at the latest)
+ * instead of waiting for it, and nothing is committed. */
+static void test_dead_rank_no_hang(void)
+{
+    for (int dead = 0; dead < WORLD; dead += WORLD - 1) {
+        save_job j = {.bad_rank = -1, .dead_rank = dead};
+        snprintf(j.dir, sizeof j.dir, "%s/dead%d", root, dead);
+        CHECK_EQ_INT(spawn_ranks(WORLD, 30.0, save_rank, &j), 0);
+        char found_path[600];
+        bool found = true;
+        CHECK_EQ_INT(ddpc_ckpt_find_latest(j.dir, found_path, sizeof found_path, &found), DDPC_OK);
+        CHECK(!found);
+    }
 }
 
 /* Loading must fail naming `needle` and leave the model and optimizer as they were. */
@@ -304,6 +322,7 @@ int main(void)
     }
     RUN_TEST(test_save_and_reshard);
     RUN_TEST(test_one_rank_fails_all_fail);
+    RUN_TEST(test_dead_rank_no_hang);
     RUN_TEST(test_torn_shard);
     RUN_TEST(test_manifest_gap_and_overlap);
     RUN_TEST(test_sharded_mismatch);

@@ -1,9 +1,10 @@
 /* A run's checkpoint directory as readers see it: verification of one checkpoint, the latest
  * verifiable one, listings, pruning and removal of stale temporaries. Verification is the same
  * for both formats: every file state.json lists (model and optimizer, or one shard per rank)
- * has its recorded size and CRC-32, and a sharded manifest holds every tensor element once. Invariant: readers look
- * only at step-<digits> directories and `latest`; anything named .tmp-* belongs to a writer and
- * is removed only when that writer is dead, is this process, or has not touched it for an hour. */
+ * has its recorded size and CRC-32, and a sharded manifest holds every tensor element once.
+ * Invariant: readers look only at step-<digits> directories and `latest`; anything named .tmp-*
+ * belongs to a writer and is removed only when that writer is dead, is this process, or has not
+ * touched it for an hour. */
 #include "train/checkpoint_impl.h"
 
 #include <ddpc/alloc.h>
@@ -38,13 +39,16 @@ static ddpc_status verify_files(const char *path, const ddpc__ckpt_extra *x)
         DDPC_TRY(ddpc__ckpt_join(file, sizeof file, path, x->files[i].name));
         DDPC_TRY(ddpc__ckpt_file_crc(file, &bytes, &crc));
         if (bytes != x->files[i].bytes)
-            return ddpc_errorf(DDPC_EFORMAT, "%s: %llu bytes, but state.json records %llu "
-                               "(corrupt checkpoint)", file, (unsigned long long)bytes,
+            return ddpc_errorf(DDPC_EFORMAT,
+                               "%s: %llu bytes, but state.json records %llu "
+                               "(corrupt checkpoint)",
+                               file, (unsigned long long)bytes,
                                (unsigned long long)x->files[i].bytes);
         if (crc != x->files[i].crc)
-            return ddpc_errorf(DDPC_EFORMAT, "%s: CRC-32 %08x does not match state.json's %08x "
-                               "(corrupt checkpoint)", file, (unsigned)crc,
-                               (unsigned)x->files[i].crc);
+            return ddpc_errorf(DDPC_EFORMAT,
+                               "%s: CRC-32 %08x does not match state.json's %08x "
+                               "(corrupt checkpoint)",
+                               file, (unsigned)crc, (unsigned)x->files[i].crc);
     }
     return DDPC_OK;
 }

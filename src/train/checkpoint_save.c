@@ -32,7 +32,7 @@ static ddpc_status write_optimizer(const char *path, const ddpc_model *m, ddpc_o
     size_t nt = ddpc_model_num_tensors(m), ns = ddpc_optim_num_state(o);
     size_t n = nt * ns;
     ddpc_st_tensor *ts = ddpc_calloc(n ? n : 1, sizeof *ts);
-    char (*names)[DDPC_PARAM_NAME_MAX + 32] = ddpc_calloc(n ? n : 1, sizeof *names);
+    char(*names)[DDPC_PARAM_NAME_MAX + 32] = ddpc_calloc(n ? n : 1, sizeof *names);
     ddpc_status s = DDPC_OK;
     if (!ts || !names) {
         s = ddpc_errorf(DDPC_ENOMEM, "out of memory writing %s", path);
@@ -62,10 +62,12 @@ static ddpc_status write_optimizer(const char *path, const ddpc_model *m, ddpc_o
     snprintf(b1, sizeof b1, "%.9g", (double)c->beta1);
     snprintf(b2, sizeof b2, "%.9g", (double)c->beta2);
     snprintf(eps, sizeof eps, "%.9g", (double)c->eps);
-    const char *keys[] = {"format", "optimizer", "step_count", "lr", "momentum", "dampening",
-                          "nesterov", "weight_decay", "beta1", "beta2", "eps"};
-    const char *vals[] = {"pt", ddpc_optim_type_name(c->type), step, lr, mom, damp,
-                          c->nesterov ? "true" : "false", wd, b1, b2, eps};
+    const char *keys[] = {"format",   "optimizer", "step_count", "lr",
+                          "momentum", "dampening", "nesterov",   "weight_decay",
+                          "beta1",    "beta2",     "eps"};
+    const char *vals[] = {"pt", ddpc_optim_type_name(c->type),  step, lr, mom,
+                          damp, c->nesterov ? "true" : "false", wd,   b1, b2,
+                          eps};
     s = ddpc_safetensors_write(path, ts, n, keys, vals, sizeof keys / sizeof keys[0]);
 out:
     ddpc_free(names);
@@ -124,7 +126,8 @@ static ddpc_status commit_dir(const char *dir, const char *tmp, const char *fina
     }
     char aside[DDPC__CKPT_PATH_MAX];
     if (snprintf(aside, sizeof aside, "%s/.tmp-old-%ld-XXXXXX", dir, (long)getpid()) >=
-            (int)sizeof aside || !mkdtemp(aside))
+            (int)sizeof aside ||
+        !mkdtemp(aside))
         return ddpc_errorf(DDPC_EIO, "cannot replace %s: %s", final, strerror(errno));
     if (rename(final, aside) != 0) {
         ddpc_status st = ddpc_errorf(DDPC_EIO, "cannot replace %s: %s", final, strerror(errno));
@@ -165,8 +168,8 @@ static ddpc_status write_latest(const char *dir, const char *name)
     return DDPC_OK;
 }
 
-ddpc_status ddpc__ckpt_begin(const char *dir, int64_t step, char *name, size_t name_cap,
-                             char *tmp, size_t cap)
+ddpc_status ddpc__ckpt_begin(const char *dir, int64_t step, char *name, size_t name_cap, char *tmp,
+                             size_t cap)
 {
     DDPC_TRY(ddpc_mkdirs(dir));
     snprintf(name, name_cap, "step-%08lld", (long long)step);
@@ -207,8 +210,10 @@ ddpc_status ddpc_ckpt_save(const char *dir, const ddpc_model *m, ddpc_optim *o,
         return ddpc_errorf(DDPC_EINVAL, "checkpoint save: negative step %lld or keep %lld",
                            (long long)s->step, (long long)keep);
     if (ddpc_optim_numel(o) != ddpc_model_num_params(m))
-        return ddpc_errorf(DDPC_EINVAL, "checkpoint save: the optimizer holds %zu parameters but "
-                           "the model has %zu", ddpc_optim_numel(o), ddpc_model_num_params(m));
+        return ddpc_errorf(DDPC_EINVAL,
+                           "checkpoint save: the optimizer holds %zu parameters but "
+                           "the model has %zu",
+                           ddpc_optim_numel(o), ddpc_model_num_params(m));
     char name[32], tmp[DDPC__CKPT_PATH_MAX];
     DDPC_TRY(ddpc__ckpt_begin(dir, s->step, name, sizeof name, tmp, sizeof tmp));
     ddpc_status r = write_parts(tmp, m, o, s);

@@ -1,9 +1,9 @@
 /* state.json of a checkpoint: the training counters, the effective config, the model and
  * optimizer types, each file's size and CRC-32 and, for a sharded checkpoint, the ZeRO stage,
- * the model's tensor table and the manifest of each shard file's flat ranges. Written by hand (strings escaped as JSON),
- * read with the strict parser of json.c. Invariant: the file's last member "state_crc32" is the
- * CRC-32 of the file's bytes with its own 8 hex digits replaced by '0', so a flipped byte
- * anywhere, even one that leaves valid JSON, is detected. */
+ * the model's tensor table and the manifest of each shard file's flat ranges. Written by hand
+ * (strings escaped as JSON), read with the strict parser of json.c. Invariant: the file's last
+ * member "state_crc32" is the CRC-32 of the file's bytes with its own 8 hex digits replaced by '0',
+ * so a flipped byte anywhere, even one that leaves valid JSON, is detected. */
 #include "train/checkpoint_impl.h"
 
 #include <ddpc/alloc.h>
@@ -116,19 +116,19 @@ static void put_manifest(sbuf *b, const ddpc__ckpt_extra *x)
     puts_(b, "\n  ],\n");
 }
 
-ddpc_status ddpc__ckpt_state_format(const ddpc_ckpt_state *s, const ddpc__ckpt_extra *x,
-                                    char **out, size_t *len)
+ddpc_status ddpc__ckpt_state_format(const ddpc_ckpt_state *s, const ddpc__ckpt_extra *x, char **out,
+                                    size_t *len)
 {
     sbuf b = {0};
     bool sharded = x->zero_stage > 0;
-    putf(&b, "{\n  \"format\": \"ddpc-checkpoint\",\n  \"format_version\": %d,\n",
-         sharded ? 2 : 1);
+    putf(&b, "{\n  \"format\": \"ddpc-checkpoint\",\n  \"format_version\": %d,\n", sharded ? 2 : 1);
     puts_(&b, "  \"ddpc_version\": ");
     put_string(&b, DDPC_VERSION);
-    putf(&b, ",\n  \"step\": %" PRId64 ",\n  \"epoch\": %" PRId64 ",\n  \"epoch_step\": %" PRId64
-             ",\n", s->step, s->epoch, s->epoch_step);
-    putf(&b, "  \"samples_seen\": %" PRId64 ",\n  \"global_batch\": %" PRId64 ",\n", s->samples_seen,
-         s->global_batch);
+    putf(&b,
+         ",\n  \"step\": %" PRId64 ",\n  \"epoch\": %" PRId64 ",\n  \"epoch_step\": %" PRId64 ",\n",
+         s->step, s->epoch, s->epoch_step);
+    putf(&b, "  \"samples_seen\": %" PRId64 ",\n  \"global_batch\": %" PRId64 ",\n",
+         s->samples_seen, s->global_batch);
     putf(&b, "  \"world\": %d,\n  \"seed\": \"%" PRIu64 "\",\n  \"skipped_steps\": %" PRId64 ",\n",
          s->world, s->seed, s->skipped_steps);
     if (s->loss_scaling) /* %.9g round-trips every float */
@@ -187,8 +187,10 @@ static ddpc_status check_self_crc(const char *text, size_t len, const char *orig
     char digits[9];
     snprintf(digits, sizeof digits, "%08" PRIx32, crc);
     if (memcmp(digits, text + off, 8) != 0)
-        return ddpc_errorf(DDPC_EFORMAT, "%s: CRC-32 %s does not match its state_crc32 %.8s "
-                           "(corrupt checkpoint)", origin, digits, text + off);
+        return ddpc_errorf(DDPC_EFORMAT,
+                           "%s: CRC-32 %s does not match its state_crc32 %.8s "
+                           "(corrupt checkpoint)",
+                           origin, digits, text + off);
     return DDPC_OK;
 }
 
@@ -253,8 +255,10 @@ static ddpc_status parse_tree(const ddpc__json *j, const char *origin, ddpc_ckpt
                            str->str);
     DDPC_TRY(ddpc__ckpt_get_int(j, "format_version", origin, &v));
     if (v < 1 || v > DDPC_CKPT_FORMAT_VERSION)
-        return ddpc_errorf(DDPC_EFORMAT, "%s: format_version %lld is not supported (this ddpc "
-                           "reads up to %d)", origin, (long long)v, DDPC_CKPT_FORMAT_VERSION);
+        return ddpc_errorf(DDPC_EFORMAT,
+                           "%s: format_version %lld is not supported (this ddpc "
+                           "reads up to %d)",
+                           origin, (long long)v, DDPC_CKPT_FORMAT_VERSION);
     DDPC_TRY(copy_str(j, "ddpc_version", origin, s->version, sizeof s->version));
     DDPC_TRY(ddpc__ckpt_get_int(j, "step", origin, &s->step));
     DDPC_TRY(ddpc__ckpt_get_int(j, "epoch", origin, &s->epoch));
