@@ -17,7 +17,8 @@ static const char *ckpt_usage =
     "                                   a run's checkpoint directory for its latest)\n"
     "       ddpc ckpt verify DIR        check sizes and CRC-32s (every checkpoint of a run's "
     "directory)\n"
-    "       ddpc ckpt export DIR OUT    write the parameters as one safetensors file\n";
+    "       ddpc ckpt export DIR OUT    write the parameters as one safetensors file (a sharded\n"
+    "                                   checkpoint's shards consolidated)\n";
 
 static void human_size(uint64_t b, char *out, size_t cap)
 {
@@ -48,8 +49,8 @@ static int cmd_ls(const char *dir)
         human_size(e[i].bytes, size, sizeof size);
         snprintf(epoch, sizeof epoch, e[i].epoch >= 0 ? "%" PRId64 : "-", e[i].epoch);
         snprintf(world, sizeof world, e[i].world > 0 ? "%d" : "-", e[i].world);
-        printf("%-16s %10" PRId64 " %6s %6s %11s  %s%s\n", e[i].name, e[i].step, epoch, world,
-               size, e[i].ok ? "ok" : "corrupt", e[i].latest ? " (latest)" : "");
+        printf("%-16s %10" PRId64 " %6s %6s %11s  %s%s\n", e[i].name, e[i].step, epoch, world, size,
+               e[i].ok ? "ok" : "corrupt", e[i].latest ? " (latest)" : "");
         if (!e[i].ok)
             printf("    %s\n", e[i].problem);
     }
@@ -57,11 +58,29 @@ static int cmd_ls(const char *dir)
     return 0;
 }
 
+/* "zero stage: ..." and, for a sharded checkpoint, one line per shard file. */
+static int print_layout(const char *path)
+{
+    int stage = 0;
+    ddpc_ckpt_shard_info *sh = NULL;
+    size_t n = 0;
+    if (ddpc_ckpt_layout(path, &stage, &sh, &n) != DDPC_OK)
+        return 1;
+    if (stage == 0)
+        printf("zero stage:    0 (full: model.safetensors, optimizer.safetensors)\n");
+    else
+        printf("zero stage:    %d (sharded: %zu file%s)\n", stage, n, n == 1 ? "" : "s");
+    for (size_t i = 0; i < n; i++)
+        printf("  %s  %" PRIu64 " floats in %zu range%s\n", sh[i].file, sh[i].floats,
+               sh[i].n_ranges, sh[i].n_ranges == 1 ? "" : "s");
+    ddpc_free(sh);
+    return 0;
+}
+
 static int cmd_show(const char *dir)
 {
     char path[4096];
-    if (ddpc_ckpt_resolve(dir, path, sizeof path) != DDPC_OK ||
-        ddpc_ckpt_verify(path) != DDPC_OK)
+    if (ddpc_ckpt_resolve(dir, path, sizeof path) != DDPC_OK || ddpc_ckpt_verify(path) != DDPC_OK)
         return ddpc_cli_fail("ckpt show");
     ddpc_ckpt_state s;
     if (ddpc_ckpt_read_state(path, &s) != DDPC_OK)
@@ -72,6 +91,10 @@ static int cmd_show(const char *dir)
     printf("samples seen:  %" PRId64 "\n", s.samples_seen);
     printf("global batch:  %" PRId64 "\n", s.global_batch);
     printf("world:         %d\n", s.world);
+    if (print_layout(path) != 0) {
+        ddpc_ckpt_state_fini(&s);
+        return ddpc_cli_fail("ckpt show");
+    }
     printf("seed:          %" PRIu64 "\n", s.seed);
     printf("skipped steps: %" PRId64 "\n", s.skipped_steps);
     if (s.loss_scaling)

@@ -1,7 +1,10 @@
 /* A run's checkpoint directory as readers see it: verification of one checkpoint, the latest
- * verifiable one, listings, pruning and removal of stale temporaries. Invariant: readers look
- * only at step-<digits> directories and `latest`; anything named .tmp-* belongs to a writer and
- * is removed only when that writer is dead, is this process, or has not touched it for an hour. */
+ * verifiable one, listings, pruning and removal of stale temporaries. Verification is the same
+ * for both formats: every file state.json lists (model and optimizer, or one shard per rank)
+ * has its recorded size and CRC-32, and a sharded manifest holds every tensor element once.
+ * Invariant: readers look only at step-<digits> directories and `latest`; anything named .tmp-*
+ * belongs to a writer and is removed only when that writer is dead, is this process, or has not
+ * touched it for an hour. */
 #include "train/checkpoint_impl.h"
 
 #include <ddpc/alloc.h>
@@ -26,6 +29,30 @@ bool ddpc_ckpt_is_dir(const char *path)
            stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* Size and CRC-32 of every file x lists against the record. */
+static ddpc_status verify_files(const char *path, const ddpc__ckpt_extra *x)
+{
+    for (size_t i = 0; i < x->n_files; i++) {
+        char file[DDPC__CKPT_PATH_MAX];
+        uint64_t bytes;
+        uint32_t crc;
+        DDPC_TRY(ddpc__ckpt_join(file, sizeof file, path, x->files[i].name));
+        DDPC_TRY(ddpc__ckpt_file_crc(file, &bytes, &crc));
+        if (bytes != x->files[i].bytes)
+            return ddpc_errorf(DDPC_EFORMAT,
+                               "%s: %llu bytes, but state.json records %llu "
+                               "(corrupt checkpoint)",
+                               file, (unsigned long long)bytes,
+                               (unsigned long long)x->files[i].bytes);
+        if (crc != x->files[i].crc)
+            return ddpc_errorf(DDPC_EFORMAT,
+                               "%s: CRC-32 %08x does not match state.json's %08x "
+                               "(corrupt checkpoint)",
+                               file, (unsigned)crc, (unsigned)x->files[i].crc);
+    }
+    return DDPC_OK;
+}
+
 ddpc_status ddpc_ckpt_verify(const char *path)
 {
     if (!path)
@@ -35,24 +62,18 @@ ddpc_status ddpc_ckpt_verify(const char *path)
         return ddpc_errorf(DDPC_EFORMAT, "%s is not a checkpoint directory", path);
     ddpc_ckpt_state s;
     ddpc__ckpt_extra x;
-    DDPC_TRY(ddpc__ckpt_state_load(path, &s, &x));
+    ddpc_status r = ddpc__ckpt_state_load(path, &s, &x);
     ddpc_ckpt_state_fini(&s);
-    for (size_t i = 0; i < x.n_files; i++) {
-        char file[DDPC__CKPT_PATH_MAX];
-        uint64_t bytes;
-        uint32_t crc;
-        DDPC_TRY(ddpc__ckpt_join(file, sizeof file, path, x.files[i].name));
-        DDPC_TRY(ddpc__ckpt_file_crc(file, &bytes, &crc));
-        if (bytes != x.files[i].bytes)
-            return ddpc_errorf(DDPC_EFORMAT, "%s: %llu bytes, but state.json records %llu "
-                               "(corrupt checkpoint)", file, (unsigned long long)bytes,
-                               (unsigned long long)x.files[i].bytes);
-        if (crc != x.files[i].crc)
-            return ddpc_errorf(DDPC_EFORMAT, "%s: CRC-32 %08x does not match state.json's %08x "
-                               "(corrupt checkpoint)", file, (unsigned)crc,
-                               (unsigned)x.files[i].crc);
+    if (r == DDPC_OK)
+        r = verify_files(path, &x);
+    if (r == DDPC_OK && x.zero_stage > 0) {
+        char origin[DDPC__CKPT_PATH_MAX];
+        r = ddpc__ckpt_join(origin, sizeof origin, path, DDPC__CKPT_STATE);
+        if (r == DDPC_OK)
+            r = ddpc__ckpt_manifest_check(&x, origin);
     }
-    return DDPC_OK;
+    ddpc__ckpt_extra_fini(&x);
+    return r;
 }
 
 /* The name `latest` holds ("" if none or not a step name). */
@@ -190,17 +211,25 @@ ddpc_status ddpc_ckpt_list(const char *dir, ddpc_ckpt_entry **out, size_t *n)
             snprintf(e->problem, sizeof e->problem, "%s", ddpc_last_error());
         ddpc_ckpt_state s;
         ddpc__ckpt_extra x;
+        struct stat st;
         if (ddpc__ckpt_state_load(p, &s, &x) == DDPC_OK) {
             e->epoch = s.epoch;
             e->world = s.world;
+            e->zero_stage = s.zero_stage;
             ddpc_ckpt_state_fini(&s);
+            for (size_t k = 0; k < x.n_files; k++)
+                if (ddpc__ckpt_join(f, sizeof f, p, x.files[k].name) == DDPC_OK &&
+                    stat(f, &st) == 0)
+                    e->bytes += (uint64_t)st.st_size;
+        } else { /* unreadable state.json: count the files of the full format */
+            static const char *const parts[] = {DDPC__CKPT_MODEL, DDPC__CKPT_OPTIM};
+            for (size_t k = 0; k < 2; k++)
+                if (ddpc__ckpt_join(f, sizeof f, p, parts[k]) == DDPC_OK && stat(f, &st) == 0)
+                    e->bytes += (uint64_t)st.st_size;
         }
-        static const char *const parts[] = {DDPC__CKPT_MODEL, DDPC__CKPT_OPTIM, DDPC__CKPT_STATE};
-        for (size_t k = 0; k < 3; k++) {
-            struct stat st;
-            if (ddpc__ckpt_join(f, sizeof f, p, parts[k]) == DDPC_OK && stat(f, &st) == 0)
-                e->bytes += (uint64_t)st.st_size;
-        }
+        ddpc__ckpt_extra_fini(&x);
+        if (ddpc__ckpt_join(f, sizeof f, p, DDPC__CKPT_STATE) == DDPC_OK && stat(f, &st) == 0)
+            e->bytes += (uint64_t)st.st_size;
     }
     ddpc_clear_error();
     return DDPC_OK;

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "train/json.h"
+
 #define DDPC__CKPT_MODEL "model.safetensors"
 #define DDPC__CKPT_OPTIM "optimizer.safetensors"
 #define DDPC__CKPT_STATE "state.json"
@@ -17,22 +19,48 @@
 #define DDPC__CKPT_TMP_PREFIX ".tmp-"
 #define DDPC__CKPT_PATH_MAX 4096
 
+/* "shard-<rank 5 digits>-of-<world 5 digits>.safetensors" */
+#define DDPC__CKPT_SHARD_FMT "shard-%05d-of-%05d.safetensors"
+/* The tensor of a shard file that holds its parameters (its ranges' elements in order); the
+ * optimizer state buffers sit beside it under their state names ("exp_avg", "momentum"). */
+#define DDPC__CKPT_SHARD_PARAMS "params"
+#define DDPC__CKPT_FILE_NAME_MAX 64
+
 /* Size and CRC-32 (zlib) of one file of a checkpoint, as recorded in state.json. */
 typedef struct {
-    const char *name; /* DDPC__CKPT_MODEL / DDPC__CKPT_OPTIM */
+    char name[DDPC__CKPT_FILE_NAME_MAX]; /* DDPC__CKPT_MODEL, DDPC__CKPT_OPTIM, or a shard's */
     uint64_t bytes;
     uint32_t crc;
 } ddpc__ckpt_file;
 
-/* Everything state.json holds besides ddpc_ckpt_state. */
+/* One parameter of the model's tensor table (sharded checkpoints record it, so that export
+ * needs no model): its flat range is [offset, offset + numel). */
+typedef struct {
+    char name[DDPC_PARAM_NAME_MAX];
+    int ndim;
+    int64_t shape[4];
+    size_t offset, numel;
+} ddpc__ckpt_tensor;
+
+/* Everything state.json holds besides ddpc_ckpt_state. A full checkpoint (zero_stage 0) has
+ * files {model, optimizer} and no tensors or shards; a sharded one has one file per rank, and
+ * shard i is files[i], holding the flat ranges ranges[first[i] .. first[i + 1]) in that order. */
 typedef struct {
     char model_type[16];
     int64_t num_params;
     char optim_type[16];
     int64_t optim_step_count;
-    ddpc__ckpt_file files[2];
+    int zero_stage;          /* 0: the full format */
+    ddpc__ckpt_file *files;  /* (n_files) ddpc_malloc'd */
     size_t n_files;
+    ddpc__ckpt_tensor *tensors; /* (n_tensors) sharded only */
+    size_t n_tensors;
+    ddpc_range *ranges; /* (first[n_files]) sharded only */
+    size_t *first;      /* (n_files + 1) sharded only */
 } ddpc__ckpt_extra;
+
+/* Frees what ddpc__ckpt_state_parse/load allocated in x and zeroes it; NULL is a no-op. */
+void ddpc__ckpt_extra_fini(ddpc__ckpt_extra *x);
 
 /* ---- checkpoint_fs.c ---- */
 /* "<a>/<b>" into out (cap); DDPC_EINVAL naming a if it does not fit. */
@@ -60,8 +88,56 @@ ddpc_status ddpc__ckpt_state_format(const ddpc_ckpt_state *s, const ddpc__ckpt_e
  * ddpc_malloc'd. DDPC_EFORMAT naming origin and the problem. */
 ddpc_status ddpc__ckpt_state_parse(const char *text, size_t len, const char *origin,
                                    ddpc_ckpt_state *s, ddpc__ckpt_extra *x);
-/* Reads and parses <ckpt>/state.json. */
+/* obj[key] as an integer / a string; DDPC_EFORMAT naming origin and key otherwise. */
+ddpc_status ddpc__ckpt_get_int(const ddpc__json *obj, const char *key, const char *origin,
+                               int64_t *out);
+ddpc_status ddpc__ckpt_get_str(const ddpc__json *obj, const char *key, const char *origin,
+                               const ddpc__json **out);
+/* Reads and parses <ckpt>/state.json (x: free with ddpc__ckpt_extra_fini, also on error). */
 ddpc_status ddpc__ckpt_state_load(const char *ckpt, ddpc_ckpt_state *s, ddpc__ckpt_extra *x);
+
+/* ---- checkpoint_save.c ---- */
+/* Creates dir (and parents) and a fresh temporary directory for step into tmp (cap bytes); name
+ * (name_cap bytes) gets "step-<8 digits>". */
+ddpc_status ddpc__ckpt_begin(const char *dir, int64_t step, char *name, size_t name_cap,
+                             char *tmp, size_t cap);
+/* Commits the fully written and fsynced tmp as <dir>/<name>: rename (or atomic swap), fsync,
+ * latest, then prune to keep; removes tmp on error. out_path (cap) gets <dir>/<name>. */
+ddpc_status ddpc__ckpt_commit(const char *dir, const char *tmp, const char *name, int64_t keep,
+                              char *out_path, size_t cap);
+
+/* ---- checkpoint_manifest.c ---- */
+/* Parses the "files" object of state.json (full: model and optimizer; sharded: the shards that
+ * "shards" names, in its order) and, for a sharded checkpoint, "tensors" and "shards". */
+ddpc_status ddpc__ckpt_manifest_parse(const ddpc__json *j, const char *origin,
+                                      ddpc__ckpt_extra *x);
+/* Checks a sharded manifest against itself: ranges inside [0, num_params), no two overlapping,
+ * every tensor element covered exactly once, tensors inside the buffer. DDPC_EFORMAT naming
+ * origin and the first problem. */
+ddpc_status ddpc__ckpt_manifest_check(const ddpc__ckpt_extra *x, const char *origin);
+
+/* ---- checkpoint_reshard.c ---- */
+#define DDPC__CKPT_MAX_STATE 4
+
+/* What ddpc__ckpt_read fills: every parameter into params when it is not NULL, and the state
+ * buffers snames[0..ns) of the flat ranges `ranges` (ascending) into state[k], the ranges'
+ * elements in order. tensors is the model's table (names and shapes the full format is checked
+ * against). Elements no file holds are left as they are. */
+typedef struct {
+    const ddpc__ckpt_tensor *tensors; /* (n_tensors) */
+    size_t n_tensors;
+    float *params; /* (num_params) or NULL */
+    size_t ns;
+    const char *snames[DDPC__CKPT_MAX_STATE];
+    float *state[DDPC__CKPT_MAX_STATE]; /* (sum of the ranges' len) each */
+    const ddpc_range *ranges;
+    size_t n_ranges;
+} ddpc__ckpt_want;
+
+/* Reads checkpoint `path` (state.json parsed into x; its files verified and, when sharded, its
+ * manifest checked by the caller) into the buffers of w. DDPC_EFORMAT naming the file and the
+ * problem; the buffers may be partly written on error (they are the caller's staging). */
+ddpc_status ddpc__ckpt_read(const char *path, const ddpc__ckpt_extra *x, const ddpc__ckpt_want *w);
 
 /* ---- checkpoint_dir.c ---- */
 /* Prunes dir to the newest keep step directories, never removing `keep_name`, then removes stale

@@ -1,112 +1,163 @@
-/* Reading a checkpoint back: ddpc_ckpt_load (model, optimizer state and counters) and
+/* Reading a checkpoint back: ddpc_ckpt_load_shard (model, the optimizer state of any flat ranges,
+ * counters; either format, any world size and ZeRO stage), ddpc_ckpt_load (all of it) and
  * ddpc_ckpt_export (the parameters as one safetensors file). Invariant: load is all-or-nothing:
- * the checkpoint is verified and every tensor checked against the model and the optimizer before
- * the first byte is copied, so a refused checkpoint leaves the run as it was. */
+ * the checkpoint is verified and read into staging buffers, which are copied into the model and
+ * the optimizer only once everything was checked, so a refused checkpoint leaves the run as it
+ * was. */
 #include "train/checkpoint_impl.h"
 
 #include <ddpc/alloc.h>
 #include <ddpc/safetensors.h>
-#include <ddpc/weights.h>
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Checks that optimizer.safetensors of ckpt fits o and m: same optimizer type, step count equal
- * to state.json's, and exactly one F32 tensor "<param>.<state>" of the parameter's shape per
- * parameter and state buffer. */
-static ddpc_status check_optimizer(const ddpc_safetensors *f, const char *file,
-                                   const ddpc_model *m, ddpc_optim *o, const ddpc__ckpt_extra *x)
+/* The model's tensor table (ddpc_malloc'd). */
+static ddpc_status model_table(const ddpc_model *m, ddpc__ckpt_tensor **out)
 {
-    const char *type = ddpc_safetensors_metadata(f, "optimizer");
-    const char *want = ddpc_optim_type_name(ddpc_optim_config_of(o)->type);
-    if (!type || strcmp(type, want) != 0 || strcmp(x->optim_type, want) != 0)
-        return ddpc_errorf(DDPC_EFORMAT, "%s: optimizer is %s, but the run uses %s", file,
-                           type ? type : "unknown", want);
-    const char *steps = ddpc_safetensors_metadata(f, "step_count");
-    if (!steps || strtoll(steps, NULL, 10) != x->optim_step_count || x->optim_step_count < 0)
-        return ddpc_errorf(DDPC_EFORMAT, "%s: step_count %s differs from state.json's %" PRId64,
-                           file, steps ? steps : "(missing)", x->optim_step_count);
-    size_t nt = ddpc_model_num_tensors(m), ns = ddpc_optim_num_state(o);
-    if (ddpc_safetensors_count(f) != nt * ns)
-        return ddpc_errorf(DDPC_EFORMAT, "%s: holds %zu tensors, but %s state for this model has "
-                           "%zu", file, ddpc_safetensors_count(f), want, nt * ns);
-    for (size_t k = 0; k < ns; k++) {
-        const char *sname = NULL;
-        ddpc_optim_state(o, k, &sname);
-        for (size_t i = 0; i < nt; i++) {
-            const ddpc_param *p = ddpc_model_tensor(m, i);
-            char name[DDPC_PARAM_NAME_MAX + 32];
-            ddpc_st_info info;
-            snprintf(name, sizeof name, "%s.%s", p->name, sname);
-            DDPC_TRY(ddpc_safetensors_find(f, name, &info));
-            bool same = strcmp(info.dtype, "F32") == 0 && info.ndim == p->ndim;
-            for (int d = 0; same && d < p->ndim; d++)
-                same = info.shape[d] == p->shape[d];
-            if (!same)
-                return ddpc_errorf(DDPC_EFORMAT, "%s: tensor '%s' has another dtype or shape than "
-                                   "parameter '%s'", file, name, p->name);
-        }
+    size_t nt = ddpc_model_num_tensors(m);
+    *out = ddpc_calloc(nt ? nt : 1, sizeof **out);
+    if (!*out)
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory for the model's tensor table");
+    for (size_t i = 0; i < nt; i++) {
+        const ddpc_param *p = ddpc_model_tensor(m, i);
+        ddpc__ckpt_tensor *t = &(*out)[i];
+        snprintf(t->name, sizeof t->name, "%s", p->name);
+        t->ndim = p->ndim;
+        memcpy(t->shape, p->shape, sizeof t->shape);
+        t->offset = p->offset;
+        t->numel = p->numel;
     }
     return DDPC_OK;
 }
 
-static void copy_optimizer(const ddpc_safetensors *f, const ddpc_model *m, ddpc_optim *o,
-                           int64_t step_count)
+/* The model of the checkpoint must be m: type, size and (sharded) the tensor table. */
+static ddpc_status check_model(const char *origin, const ddpc__ckpt_extra *x, const ddpc_model *m,
+                               const ddpc__ckpt_tensor *table)
 {
-    size_t nt = ddpc_model_num_tensors(m), ns = ddpc_optim_num_state(o);
-    for (size_t k = 0; k < ns; k++) {
-        const char *sname = NULL;
-        float *buf = ddpc_optim_state(o, k, &sname);
-        for (size_t i = 0; i < nt; i++) {
-            const ddpc_param *p = ddpc_model_tensor(m, i);
-            char name[DDPC_PARAM_NAME_MAX + 32];
-            ddpc_st_info info;
-            snprintf(name, sizeof name, "%s.%s", p->name, sname);
-            ddpc_safetensors_find(f, name, &info);
-            memcpy(buf + p->offset, info.data, p->numel * sizeof(float));
-        }
+    const char *type = ddpc_model_config_of(m)->type;
+    size_t nt = ddpc_model_num_tensors(m);
+    if (strcmp(x->model_type, type) != 0 || x->num_params != (int64_t)ddpc_model_num_params(m))
+        return ddpc_errorf(DDPC_EFORMAT,
+                           "%s: holds a %s model of %" PRId64 " parameters, but "
+                           "the run has a %s model of %zu",
+                           origin, x->model_type, x->num_params, type, ddpc_model_num_params(m));
+    if (x->zero_stage == 0)
+        return DDPC_OK; /* model.safetensors is checked tensor by tensor */
+    if (x->n_tensors != nt)
+        return ddpc_errorf(DDPC_EFORMAT, "%s: records %zu tensors, but the model has %zu", origin,
+                           x->n_tensors, nt);
+    for (size_t i = 0; i < nt; i++) {
+        const ddpc__ckpt_tensor *a = &x->tensors[i], *b = &table[i];
+        bool same = strcmp(a->name, b->name) == 0 && a->offset == b->offset && a->ndim == b->ndim;
+        for (int d = 0; same && d < a->ndim; d++)
+            same = a->shape[d] == b->shape[d];
+        if (!same)
+            return ddpc_errorf(DDPC_EFORMAT,
+                               "%s: tensor %zu is '%s' at offset %zu, but the "
+                               "model's is '%s' at %zu (or their shapes differ)",
+                               origin, i, a->name, a->offset, b->name, b->offset);
     }
-    ddpc_optim_set_step_count(o, step_count);
+    return DDPC_OK;
 }
 
-ddpc_status ddpc_ckpt_load(const char *path, ddpc_model *m, ddpc_optim *o, ddpc_ckpt_state *s)
+/* Ranges inside [0, np), ascending and disjoint; *owned gets their total. */
+static ddpc_status check_ranges(const ddpc_range *r, size_t n, size_t np, size_t *owned)
 {
-    if (!path || !m)
-        return ddpc_errorf(DDPC_EINVAL, "checkpoint load: path or model is NULL");
-    if (o && ddpc_optim_numel(o) != ddpc_model_num_params(m))
-        return ddpc_errorf(DDPC_EINVAL, "checkpoint load: the optimizer holds %zu parameters but "
-                           "the model has %zu", ddpc_optim_numel(o), ddpc_model_num_params(m));
+    *owned = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (r[i].lo > np || r[i].len > np - r[i].lo || (i && r[i].lo < r[i - 1].lo + r[i - 1].len))
+            return ddpc_errorf(DDPC_EINVAL,
+                               "checkpoint load: range %zu [%zu, +%zu) is outside "
+                               "the %zu parameters or not ascending",
+                               i, r[i].lo, r[i].len, np);
+        *owned += r[i].len;
+    }
+    return DDPC_OK;
+}
+
+/* The staging buffers of w (params from the model's, state zero) and their release. */
+static ddpc_status stage(ddpc__ckpt_want *w, ddpc_model *m, ddpc_optim *o, size_t owned)
+{
+    size_t np = ddpc_model_num_params(m);
+    w->params = ddpc_malloc((np ? np : 1) * sizeof(float));
+    if (!w->params)
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory staging %zu parameters", np);
+    memcpy(w->params, ddpc_model_params(m), np * sizeof(float));
+    w->ns = o ? ddpc_optim_num_state(o) : 0;
+    for (size_t k = 0; k < w->ns; k++) {
+        ddpc_optim_state(o, k, &w->snames[k]);
+        w->state[k] = ddpc_calloc(owned ? owned : 1, sizeof(float));
+        if (!w->state[k])
+            return ddpc_errorf(DDPC_ENOMEM, "out of memory staging the optimizer state");
+    }
+    return DDPC_OK;
+}
+
+static void unstage(ddpc__ckpt_want *w)
+{
+    ddpc_free(w->params);
+    for (size_t k = 0; k < DDPC__CKPT_MAX_STATE; k++)
+        ddpc_free(w->state[k]);
+}
+
+ddpc_status ddpc_ckpt_load_shard(const char *path, ddpc_model *m, ddpc_optim *o,
+                                 const ddpc_range *ranges, size_t n_ranges, ddpc_ckpt_state *s)
+{
+    if (!path || !m || (ranges == NULL && n_ranges))
+        return ddpc_errorf(DDPC_EINVAL, "checkpoint load: path, model or ranges is NULL");
+    size_t np = ddpc_model_num_params(m), owned = 0;
+    ddpc_range whole = {0, np};
+    if (o && !ranges) {
+        if (ddpc_optim_numel(o) != np)
+            return ddpc_errorf(DDPC_EINVAL,
+                               "checkpoint load: the optimizer holds %zu parameters "
+                               "but the model has %zu",
+                               ddpc_optim_numel(o), np);
+        ranges = &whole;
+        n_ranges = 1;
+    }
+    DDPC_TRY(check_ranges(ranges, o ? n_ranges : 0, np, &owned));
+    if (o && (owned > ddpc_optim_numel(o) || ddpc_optim_num_state(o) > DDPC__CKPT_MAX_STATE))
+        return ddpc_errorf(DDPC_EINVAL,
+                           "checkpoint load: the ranges hold %zu elements, but the "
+                           "optimizer only %zu",
+                           owned, ddpc_optim_numel(o));
     DDPC_TRY(ddpc_ckpt_verify(path));
     ddpc_ckpt_state st;
     ddpc__ckpt_extra x;
-    DDPC_TRY(ddpc__ckpt_state_load(path, &st, &x));
-    ddpc_status r = DDPC_OK;
-    ddpc_safetensors *f = NULL;
-    char file[DDPC__CKPT_PATH_MAX];
-    const char *type = ddpc_model_config_of(m)->type;
-    if (strcmp(x.model_type, type) != 0 || x.num_params != (int64_t)ddpc_model_num_params(m)) {
-        r = ddpc_errorf(DDPC_EFORMAT, "%s: holds a %s model of %" PRId64 " parameters, but the run "
-                        "has a %s model of %zu", path, x.model_type, x.num_params, type,
-                        ddpc_model_num_params(m));
-        goto out;
+    ddpc__ckpt_want w = {.ranges = ranges, .n_ranges = o ? n_ranges : 0};
+    ddpc__ckpt_tensor *table = NULL;
+    char origin[DDPC__CKPT_PATH_MAX];
+    ddpc_status r = ddpc__ckpt_state_load(path, &st, &x);
+    if (r == DDPC_OK)
+        r = model_table(m, &table);
+    if (r == DDPC_OK)
+        r = ddpc__ckpt_join(origin, sizeof origin, path, DDPC__CKPT_STATE);
+    if (r == DDPC_OK)
+        r = check_model(origin, &x, m, table);
+    const char *want = o ? ddpc_optim_type_name(ddpc_optim_config_of(o)->type) : "";
+    if (r == DDPC_OK && o && strcmp(x.optim_type, want) != 0)
+        r = ddpc_errorf(DDPC_EFORMAT, "%s: optimizer is %s, but the run uses %s", origin,
+                        x.optim_type, want);
+    w.tensors = table;
+    w.n_tensors = ddpc_model_num_tensors(m);
+    if (r == DDPC_OK)
+        r = stage(&w, m, o, owned);
+    if (r == DDPC_OK)
+        r = ddpc__ckpt_read(path, &x, &w);
+    if (r == DDPC_OK) { /* nothing can fail from here */
+        memcpy(ddpc_model_params(m), w.params, np * sizeof(float));
+        for (size_t k = 0; k < w.ns; k++)
+            memcpy(ddpc_optim_state(o, k, NULL), w.state[k], owned * sizeof(float));
+        if (o)
+            ddpc_optim_set_step_count(o, x.optim_step_count);
     }
-    if (o) {
-        r = ddpc__ckpt_join(file, sizeof file, path, DDPC__CKPT_OPTIM);
-        if (r == DDPC_OK)
-            r = ddpc_safetensors_open(&f, file);
-        if (r == DDPC_OK)
-            r = check_optimizer(f, file, m, o, &x);
-        if (r != DDPC_OK)
-            goto out;
-    }
-    /* Strict and all-or-nothing itself; after it nothing can fail. */
-    r = ddpc_weights_load_opts(m, path, true, NULL, 0);
-    if (r == DDPC_OK && o)
-        copy_optimizer(f, m, o, x.optim_step_count);
-out:
-    ddpc_safetensors_close(f);
+    unstage(&w);
+    ddpc_free(table);
+    ddpc__ckpt_extra_fini(&x);
     if (r == DDPC_OK && s)
         *s = st;
     else
@@ -114,15 +165,40 @@ out:
     return r;
 }
 
-ddpc_status ddpc_ckpt_export(const char *path, const char *out_file)
+ddpc_status ddpc_ckpt_load(const char *path, ddpc_model *m, ddpc_optim *o, ddpc_ckpt_state *s)
 {
-    if (!path || !out_file)
-        return ddpc_errorf(DDPC_EINVAL, "checkpoint export: path or output is NULL");
-    DDPC_TRY(ddpc_ckpt_verify(path));
-    ddpc_ckpt_state st;
-    ddpc__ckpt_extra x;
-    DDPC_TRY(ddpc__ckpt_state_load(path, &st, &x));
-    ddpc_ckpt_state_fini(&st);
+    return ddpc_ckpt_load_shard(path, m, o, NULL, 0, s);
+}
+
+/* The tensors of a sharded checkpoint consolidated into one buffer and written under the names
+ * and shapes of its tensor table. */
+static ddpc_status export_sharded(const char *path, const ddpc__ckpt_extra *x, const char *out,
+                                  const char *const *keys, const char *const *vals)
+{
+    ddpc__ckpt_want w = {.tensors = x->tensors, .n_tensors = x->n_tensors};
+    w.params = ddpc_calloc(x->num_params > 0 ? (size_t)x->num_params : 1, sizeof(float));
+    ddpc_st_tensor *ts = ddpc_calloc(x->n_tensors, sizeof *ts);
+    ddpc_status r = DDPC_OK;
+    if (!w.params || !ts)
+        r = ddpc_errorf(DDPC_ENOMEM, "out of memory exporting %s", path);
+    if (r == DDPC_OK)
+        r = ddpc__ckpt_read(path, x, &w);
+    for (size_t i = 0; r == DDPC_OK && i < x->n_tensors; i++) {
+        const ddpc__ckpt_tensor *t = &x->tensors[i];
+        ts[i] = (ddpc_st_tensor){.name = t->name, .ndim = t->ndim, .data = w.params + t->offset};
+        memcpy(ts[i].shape, t->shape, sizeof t->shape);
+    }
+    if (r == DDPC_OK)
+        r = ddpc_safetensors_write(out, ts, x->n_tensors, keys, vals, 3);
+    ddpc_free(ts);
+    ddpc_free(w.params);
+    return r;
+}
+
+/* model.safetensors of a full checkpoint, copied tensor by tensor. */
+static ddpc_status export_full(const char *path, const char *out, const char *const *keys,
+                               const char *const *vals)
+{
     char file[DDPC__CKPT_PATH_MAX];
     DDPC_TRY(ddpc__ckpt_join(file, sizeof file, path, DDPC__CKPT_MODEL));
     ddpc_safetensors *f = NULL;
@@ -143,13 +219,29 @@ ddpc_status ddpc_ckpt_export(const char *path, const char *out_file)
         memcpy(ts[i].shape, info.shape, sizeof info.shape);
         ts[i].data = info.data;
     }
+    if (r == DDPC_OK)
+        r = ddpc_safetensors_write(out, ts, n, keys, vals, 3);
+    ddpc_free(ts);
+    ddpc_safetensors_close(f);
+    return r;
+}
+
+ddpc_status ddpc_ckpt_export(const char *path, const char *out_file)
+{
+    if (!path || !out_file)
+        return ddpc_errorf(DDPC_EINVAL, "checkpoint export: path or output is NULL");
+    DDPC_TRY(ddpc_ckpt_verify(path));
+    ddpc_ckpt_state st;
+    ddpc__ckpt_extra x;
+    ddpc_status r = ddpc__ckpt_state_load(path, &st, &x);
+    ddpc_ckpt_state_fini(&st);
     char step[32];
     snprintf(step, sizeof step, "%" PRId64, st.step);
     const char *keys[] = {"format", "model", "step"};
     const char *vals[] = {"pt", x.model_type, step};
     if (r == DDPC_OK)
-        r = ddpc_safetensors_write(out_file, ts, n, keys, vals, 3);
-    ddpc_free(ts);
-    ddpc_safetensors_close(f);
+        r = x.zero_stage ? export_sharded(path, &x, out_file, keys, vals)
+                         : export_full(path, out_file, keys, vals);
+    ddpc__ckpt_extra_fini(&x);
     return r;
 }

@@ -1,5 +1,6 @@
-/* ddpc_ckpt_save: writes a checkpoint into a fresh mkdtemp directory inside the run's checkpoint
- * directory and commits it with renames. Invariant: step-<N> and latest change only by rename
+/* ddpc_ckpt_save (the full format) and the commit protocol every format shares: a checkpoint
+ * is written into a fresh mkdtemp directory inside the run's checkpoint directory and committed
+ * with renames. Invariant: step-<N> and latest change only by rename
  * of fully written, fsynced files or directories, each followed by an fsync of the parent, so a
  * crash at any instruction leaves every step-* and latest either old-and-valid or new-and-valid
  * (a leftover .tmp-* is ignored by readers and removed by the next save). */
@@ -31,7 +32,7 @@ static ddpc_status write_optimizer(const char *path, const ddpc_model *m, ddpc_o
     size_t nt = ddpc_model_num_tensors(m), ns = ddpc_optim_num_state(o);
     size_t n = nt * ns;
     ddpc_st_tensor *ts = ddpc_calloc(n ? n : 1, sizeof *ts);
-    char (*names)[DDPC_PARAM_NAME_MAX + 32] = ddpc_calloc(n ? n : 1, sizeof *names);
+    char(*names)[DDPC_PARAM_NAME_MAX + 32] = ddpc_calloc(n ? n : 1, sizeof *names);
     ddpc_status s = DDPC_OK;
     if (!ts || !names) {
         s = ddpc_errorf(DDPC_ENOMEM, "out of memory writing %s", path);
@@ -61,10 +62,12 @@ static ddpc_status write_optimizer(const char *path, const ddpc_model *m, ddpc_o
     snprintf(b1, sizeof b1, "%.9g", (double)c->beta1);
     snprintf(b2, sizeof b2, "%.9g", (double)c->beta2);
     snprintf(eps, sizeof eps, "%.9g", (double)c->eps);
-    const char *keys[] = {"format", "optimizer", "step_count", "lr", "momentum", "dampening",
-                          "nesterov", "weight_decay", "beta1", "beta2", "eps"};
-    const char *vals[] = {"pt", ddpc_optim_type_name(c->type), step, lr, mom, damp,
-                          c->nesterov ? "true" : "false", wd, b1, b2, eps};
+    const char *keys[] = {"format",   "optimizer", "step_count", "lr",
+                          "momentum", "dampening", "nesterov",   "weight_decay",
+                          "beta1",    "beta2",     "eps"};
+    const char *vals[] = {"pt", ddpc_optim_type_name(c->type),  step, lr, mom,
+                          damp, c->nesterov ? "true" : "false", wd,   b1, b2,
+                          eps};
     s = ddpc_safetensors_write(path, ts, n, keys, vals, sizeof keys / sizeof keys[0]);
 out:
     ddpc_free(names);
@@ -77,14 +80,13 @@ static ddpc_status write_parts(const char *tmp, const ddpc_model *m, ddpc_optim 
                                const ddpc_ckpt_state *s)
 {
     char path[DDPC__CKPT_PATH_MAX];
-    ddpc__ckpt_extra x = {.n_files = 2};
+    ddpc__ckpt_file files[2] = {{.name = DDPC__CKPT_MODEL}, {.name = DDPC__CKPT_OPTIM}};
+    ddpc__ckpt_extra x = {.files = files, .n_files = 2};
     snprintf(x.model_type, sizeof x.model_type, "%s", ddpc_model_config_of(m)->type);
     x.num_params = (int64_t)ddpc_model_num_params(m);
     snprintf(x.optim_type, sizeof x.optim_type, "%s",
              ddpc_optim_type_name(ddpc_optim_config_of(o)->type));
     x.optim_step_count = ddpc_optim_step_count(o);
-    x.files[0].name = DDPC__CKPT_MODEL;
-    x.files[1].name = DDPC__CKPT_OPTIM;
 
     DDPC_TRY(ddpc__ckpt_join(path, sizeof path, tmp, DDPC__CKPT_MODEL));
     /* ddpc_weights_save only reads the buffer: the cast does not let anything write m. */
@@ -124,7 +126,8 @@ static ddpc_status commit_dir(const char *dir, const char *tmp, const char *fina
     }
     char aside[DDPC__CKPT_PATH_MAX];
     if (snprintf(aside, sizeof aside, "%s/.tmp-old-%ld-XXXXXX", dir, (long)getpid()) >=
-            (int)sizeof aside || !mkdtemp(aside))
+            (int)sizeof aside ||
+        !mkdtemp(aside))
         return ddpc_errorf(DDPC_EIO, "cannot replace %s: %s", final, strerror(errno));
     if (rename(final, aside) != 0) {
         ddpc_status st = ddpc_errorf(DDPC_EIO, "cannot replace %s: %s", final, strerror(errno));
@@ -165,30 +168,24 @@ static ddpc_status write_latest(const char *dir, const char *name)
     return DDPC_OK;
 }
 
-ddpc_status ddpc_ckpt_save(const char *dir, const ddpc_model *m, ddpc_optim *o,
-                           const ddpc_ckpt_state *s, int64_t keep, char *out_path, size_t cap)
+ddpc_status ddpc__ckpt_begin(const char *dir, int64_t step, char *name, size_t name_cap, char *tmp,
+                             size_t cap)
 {
-    if (out_path && cap)
-        out_path[0] = '\0';
-    if (!dir || !m || !o || !s)
-        return ddpc_errorf(DDPC_EINVAL, "checkpoint save: dir, model, optimizer or state is NULL");
-    if (s->step < 0 || keep < 0)
-        return ddpc_errorf(DDPC_EINVAL, "checkpoint save: negative step %lld or keep %lld",
-                           (long long)s->step, (long long)keep);
-    if (ddpc_optim_numel(o) != ddpc_model_num_params(m))
-        return ddpc_errorf(DDPC_EINVAL, "checkpoint save: the optimizer holds %zu parameters but "
-                           "the model has %zu", ddpc_optim_numel(o), ddpc_model_num_params(m));
     DDPC_TRY(ddpc_mkdirs(dir));
-    char name[32], tmp[DDPC__CKPT_PATH_MAX], final[DDPC__CKPT_PATH_MAX];
-    snprintf(name, sizeof name, "step-%08lld", (long long)s->step);
-    DDPC_TRY(ddpc__ckpt_join(final, sizeof final, dir, name));
-    if (snprintf(tmp, sizeof tmp, "%s/.tmp-%s-%ld-XXXXXX", dir, name, (long)getpid()) >=
-        (int)sizeof tmp)
+    snprintf(name, name_cap, "step-%08lld", (long long)step);
+    if (snprintf(tmp, cap, "%s/.tmp-%s-%ld-XXXXXX", dir, name, (long)getpid()) >= (int)cap)
         return ddpc_errorf(DDPC_EINVAL, "%s: path too long", dir);
     if (!mkdtemp(tmp))
         return ddpc_errorf(DDPC_EIO, "cannot create a temporary directory in %s: %s", dir,
                            strerror(errno));
-    ddpc_status r = write_parts(tmp, m, o, s);
+    return DDPC_OK;
+}
+
+ddpc_status ddpc__ckpt_commit(const char *dir, const char *tmp, const char *name, int64_t keep,
+                              char *out_path, size_t cap)
+{
+    char final[DDPC__CKPT_PATH_MAX];
+    ddpc_status r = ddpc__ckpt_join(final, sizeof final, dir, name);
     if (r == DDPC_OK)
         r = commit_dir(dir, tmp, final);
     if (r != DDPC_OK) {
@@ -200,4 +197,29 @@ ddpc_status ddpc_ckpt_save(const char *dir, const ddpc_model *m, ddpc_optim *o,
     if (out_path && cap)
         snprintf(out_path, cap, "%s", final);
     return ddpc__ckpt_prune(dir, keep, name);
+}
+
+ddpc_status ddpc_ckpt_save(const char *dir, const ddpc_model *m, ddpc_optim *o,
+                           const ddpc_ckpt_state *s, int64_t keep, char *out_path, size_t cap)
+{
+    if (out_path && cap)
+        out_path[0] = '\0';
+    if (!dir || !m || !o || !s)
+        return ddpc_errorf(DDPC_EINVAL, "checkpoint save: dir, model, optimizer or state is NULL");
+    if (s->step < 0 || keep < 0)
+        return ddpc_errorf(DDPC_EINVAL, "checkpoint save: negative step %lld or keep %lld",
+                           (long long)s->step, (long long)keep);
+    if (ddpc_optim_numel(o) != ddpc_model_num_params(m))
+        return ddpc_errorf(DDPC_EINVAL,
+                           "checkpoint save: the optimizer holds %zu parameters but "
+                           "the model has %zu",
+                           ddpc_optim_numel(o), ddpc_model_num_params(m));
+    char name[32], tmp[DDPC__CKPT_PATH_MAX];
+    DDPC_TRY(ddpc__ckpt_begin(dir, s->step, name, sizeof name, tmp, sizeof tmp));
+    ddpc_status r = write_parts(tmp, m, o, s);
+    if (r != DDPC_OK) {
+        ddpc__ckpt_remove_tree(tmp);
+        return r;
+    }
+    return ddpc__ckpt_commit(dir, tmp, name, keep, out_path, cap);
 }

@@ -1,8 +1,9 @@
 /* state.json of a checkpoint: the training counters, the effective config, the model and
- * optimizer types and each file's size and CRC-32. Written by hand (strings escaped as JSON),
- * read with the strict parser of json.c. Invariant: the file's last member "state_crc32" is the
- * CRC-32 of the file's bytes with its own 8 hex digits replaced by '0', so a flipped byte
- * anywhere, even one that leaves valid JSON, is detected. */
+ * optimizer types, each file's size and CRC-32 and, for a sharded checkpoint, the ZeRO stage,
+ * the model's tensor table and the manifest of each shard file's flat ranges. Written by hand
+ * (strings escaped as JSON), read with the strict parser of json.c. Invariant: the file's last
+ * member "state_crc32" is the CRC-32 of the file's bytes with its own 8 hex digits replaced by '0',
+ * so a flipped byte anywhere, even one that leaves valid JSON, is detected. */
 #include "train/checkpoint_impl.h"
 
 #include <ddpc/alloc.h>
@@ -89,29 +90,61 @@ static void put_string(sbuf *b, const char *s)
     put(b, "\"", 1);
 }
 
-ddpc_status ddpc__ckpt_state_format(const ddpc_ckpt_state *s, const ddpc__ckpt_extra *x,
-                                    char **out, size_t *len)
+/* "tensors": the model's table; "shards": each file and its [lo, len] ranges. */
+static void put_manifest(sbuf *b, const ddpc__ckpt_extra *x)
+{
+    puts_(b, "  \"tensors\": [");
+    for (size_t i = 0; i < x->n_tensors; i++) {
+        const ddpc__ckpt_tensor *t = &x->tensors[i];
+        puts_(b, i ? ",\n    {\"name\": " : "\n    {\"name\": ");
+        put_string(b, t->name);
+        putf(b, ", \"offset\": %zu, \"shape\": [", t->offset);
+        for (int d = 0; d < t->ndim; d++)
+            putf(b, d ? ", %" PRId64 : "%" PRId64, t->shape[d]);
+        puts_(b, "]}");
+    }
+    puts_(b, "\n  ],\n  \"shards\": [");
+    for (size_t f = 0; f < x->n_files; f++) {
+        puts_(b, f ? ",\n    {\"file\": " : "\n    {\"file\": ");
+        put_string(b, x->files[f].name);
+        puts_(b, ", \"ranges\": [");
+        for (size_t k = x->first[f]; k < x->first[f + 1]; k++)
+            putf(b, k > x->first[f] ? ", [%zu, %zu]" : "[%zu, %zu]", x->ranges[k].lo,
+                 x->ranges[k].len);
+        puts_(b, "]}");
+    }
+    puts_(b, "\n  ],\n");
+}
+
+ddpc_status ddpc__ckpt_state_format(const ddpc_ckpt_state *s, const ddpc__ckpt_extra *x, char **out,
+                                    size_t *len)
 {
     sbuf b = {0};
-    putf(&b, "{\n  \"format\": \"ddpc-checkpoint\",\n  \"format_version\": %d,\n",
-         DDPC_CKPT_FORMAT_VERSION);
+    bool sharded = x->zero_stage > 0;
+    putf(&b, "{\n  \"format\": \"ddpc-checkpoint\",\n  \"format_version\": %d,\n", sharded ? 2 : 1);
     puts_(&b, "  \"ddpc_version\": ");
     put_string(&b, DDPC_VERSION);
-    putf(&b, ",\n  \"step\": %" PRId64 ",\n  \"epoch\": %" PRId64 ",\n  \"epoch_step\": %" PRId64
-             ",\n", s->step, s->epoch, s->epoch_step);
-    putf(&b, "  \"samples_seen\": %" PRId64 ",\n  \"global_batch\": %" PRId64 ",\n", s->samples_seen,
-         s->global_batch);
+    putf(&b,
+         ",\n  \"step\": %" PRId64 ",\n  \"epoch\": %" PRId64 ",\n  \"epoch_step\": %" PRId64 ",\n",
+         s->step, s->epoch, s->epoch_step);
+    putf(&b, "  \"samples_seen\": %" PRId64 ",\n  \"global_batch\": %" PRId64 ",\n",
+         s->samples_seen, s->global_batch);
     putf(&b, "  \"world\": %d,\n  \"seed\": \"%" PRIu64 "\",\n  \"skipped_steps\": %" PRId64 ",\n",
          s->world, s->seed, s->skipped_steps);
     if (s->loss_scaling) /* %.9g round-trips every float */
         putf(&b, "  \"loss_scale\": {\"scale\": %.9g, \"growth_tracker\": %" PRId64 "},\n",
              (double)s->loss_scale, s->loss_scale_growth_tracker);
+    if (sharded)
+        putf(&b, "  \"zero_stage\": %d,\n", x->zero_stage);
     puts_(&b, "  \"model\": {\"type\": ");
     put_string(&b, x->model_type);
     putf(&b, ", \"num_params\": %" PRId64 "},\n", x->num_params);
     puts_(&b, "  \"optimizer\": {\"type\": ");
     put_string(&b, x->optim_type);
-    putf(&b, ", \"step_count\": %" PRId64 "},\n  \"files\": {", x->optim_step_count);
+    putf(&b, ", \"step_count\": %" PRId64 "},\n", x->optim_step_count);
+    if (sharded)
+        put_manifest(&b, x);
+    puts_(&b, "  \"files\": {");
     for (size_t i = 0; i < x->n_files; i++) {
         puts_(&b, i ? ",\n    " : "\n    ");
         put_string(&b, x->files[i].name);
@@ -154,13 +187,15 @@ static ddpc_status check_self_crc(const char *text, size_t len, const char *orig
     char digits[9];
     snprintf(digits, sizeof digits, "%08" PRIx32, crc);
     if (memcmp(digits, text + off, 8) != 0)
-        return ddpc_errorf(DDPC_EFORMAT, "%s: CRC-32 %s does not match its state_crc32 %.8s "
-                           "(corrupt checkpoint)", origin, digits, text + off);
+        return ddpc_errorf(DDPC_EFORMAT,
+                           "%s: CRC-32 %s does not match its state_crc32 %.8s "
+                           "(corrupt checkpoint)",
+                           origin, digits, text + off);
     return DDPC_OK;
 }
 
-static ddpc_status get_int(const ddpc__json *obj, const char *key, const char *origin,
-                           int64_t *out)
+ddpc_status ddpc__ckpt_get_int(const ddpc__json *obj, const char *key, const char *origin,
+                               int64_t *out)
 {
     const ddpc__json *v = ddpc__json_get(obj, key);
     if (!v || v->type != DDPC__JSON_NUMBER || !v->is_int)
@@ -169,8 +204,8 @@ static ddpc_status get_int(const ddpc__json *obj, const char *key, const char *o
     return DDPC_OK;
 }
 
-static ddpc_status get_str(const ddpc__json *obj, const char *key, const char *origin,
-                           const ddpc__json **out)
+ddpc_status ddpc__ckpt_get_str(const ddpc__json *obj, const char *key, const char *origin,
+                               const ddpc__json **out)
 {
     *out = ddpc__json_get(obj, key);
     if (!*out || (*out)->type != DDPC__JSON_STRING)
@@ -182,30 +217,10 @@ static ddpc_status copy_str(const ddpc__json *obj, const char *key, const char *
                             size_t cap)
 {
     const ddpc__json *v;
-    DDPC_TRY(get_str(obj, key, origin, &v));
+    DDPC_TRY(ddpc__ckpt_get_str(obj, key, origin, &v));
     if (v->str_len >= cap)
         return ddpc_errorf(DDPC_EFORMAT, "%s: \"%s\" is too long", origin, key);
     memcpy(dst, v->str, v->str_len + 1);
-    return DDPC_OK;
-}
-
-static ddpc_status parse_files(const ddpc__json *files, const char *origin, ddpc__ckpt_extra *x)
-{
-    static const char *const names[] = {DDPC__CKPT_MODEL, DDPC__CKPT_OPTIM};
-    if (!files || files->type != DDPC__JSON_OBJECT)
-        return ddpc_errorf(DDPC_EFORMAT, "%s: \"files\" is missing", origin);
-    x->n_files = 2;
-    for (size_t i = 0; i < 2; i++) {
-        const ddpc__json *f = ddpc__json_get(files, names[i]);
-        int64_t bytes = 0, crc = 0;
-        if (!f)
-            return ddpc_errorf(DDPC_EFORMAT, "%s: \"files\" lacks %s", origin, names[i]);
-        DDPC_TRY(get_int(f, "bytes", origin, &bytes));
-        DDPC_TRY(get_int(f, "crc32", origin, &crc));
-        if (bytes < 0 || crc < 0 || crc > (int64_t)UINT32_MAX)
-            return ddpc_errorf(DDPC_EFORMAT, "%s: bad size or crc32 for %s", origin, names[i]);
-        x->files[i] = (ddpc__ckpt_file){names[i], (uint64_t)bytes, (uint32_t)crc};
-    }
     return DDPC_OK;
 }
 
@@ -219,7 +234,7 @@ static ddpc_status parse_loss_scale(const ddpc__json *ls, const char *origin, dd
         !(scale->number > 0.0) || !isfinite((float)scale->number))
         return ddpc_errorf(DDPC_EFORMAT, "%s: \"loss_scale\" needs a positive finite \"scale\"",
                            origin);
-    DDPC_TRY(get_int(ls, "growth_tracker", origin, &s->loss_scale_growth_tracker));
+    DDPC_TRY(ddpc__ckpt_get_int(ls, "growth_tracker", origin, &s->loss_scale_growth_tracker));
     if (s->loss_scale_growth_tracker < 0)
         return ddpc_errorf(DDPC_EFORMAT, "%s: negative loss_scale growth_tracker", origin);
     s->loss_scaling = true;
@@ -234,27 +249,29 @@ static ddpc_status parse_tree(const ddpc__json *j, const char *origin, ddpc_ckpt
     const ddpc__json *str;
     if (j->type != DDPC__JSON_OBJECT)
         return ddpc_errorf(DDPC_EFORMAT, "%s: not a JSON object", origin);
-    DDPC_TRY(get_str(j, "format", origin, &str));
+    DDPC_TRY(ddpc__ckpt_get_str(j, "format", origin, &str));
     if (strcmp(str->str, "ddpc-checkpoint") != 0)
         return ddpc_errorf(DDPC_EFORMAT, "%s: format is '%s', not ddpc-checkpoint", origin,
                            str->str);
-    DDPC_TRY(get_int(j, "format_version", origin, &v));
+    DDPC_TRY(ddpc__ckpt_get_int(j, "format_version", origin, &v));
     if (v < 1 || v > DDPC_CKPT_FORMAT_VERSION)
-        return ddpc_errorf(DDPC_EFORMAT, "%s: format_version %lld is not supported (this ddpc "
-                           "reads up to %d)", origin, (long long)v, DDPC_CKPT_FORMAT_VERSION);
+        return ddpc_errorf(DDPC_EFORMAT,
+                           "%s: format_version %lld is not supported (this ddpc "
+                           "reads up to %d)",
+                           origin, (long long)v, DDPC_CKPT_FORMAT_VERSION);
     DDPC_TRY(copy_str(j, "ddpc_version", origin, s->version, sizeof s->version));
-    DDPC_TRY(get_int(j, "step", origin, &s->step));
-    DDPC_TRY(get_int(j, "epoch", origin, &s->epoch));
-    DDPC_TRY(get_int(j, "epoch_step", origin, &s->epoch_step));
-    DDPC_TRY(get_int(j, "samples_seen", origin, &s->samples_seen));
-    DDPC_TRY(get_int(j, "global_batch", origin, &s->global_batch));
-    DDPC_TRY(get_int(j, "skipped_steps", origin, &s->skipped_steps));
+    DDPC_TRY(ddpc__ckpt_get_int(j, "step", origin, &s->step));
+    DDPC_TRY(ddpc__ckpt_get_int(j, "epoch", origin, &s->epoch));
+    DDPC_TRY(ddpc__ckpt_get_int(j, "epoch_step", origin, &s->epoch_step));
+    DDPC_TRY(ddpc__ckpt_get_int(j, "samples_seen", origin, &s->samples_seen));
+    DDPC_TRY(ddpc__ckpt_get_int(j, "global_batch", origin, &s->global_batch));
+    DDPC_TRY(ddpc__ckpt_get_int(j, "skipped_steps", origin, &s->skipped_steps));
     DDPC_TRY(parse_loss_scale(ddpc__json_get(j, "loss_scale"), origin, s));
-    DDPC_TRY(get_int(j, "world", origin, &v));
+    DDPC_TRY(ddpc__ckpt_get_int(j, "world", origin, &v));
     if (v < 0 || v > INT32_MAX)
         return ddpc_errorf(DDPC_EFORMAT, "%s: world %lld is out of range", origin, (long long)v);
     s->world = (int)v;
-    DDPC_TRY(get_str(j, "seed", origin, &str));
+    DDPC_TRY(ddpc__ckpt_get_str(j, "seed", origin, &str));
     char *end = NULL;
     s->seed = strtoull(str->str, &end, 10);
     if (!str->str[0] || *end)
@@ -263,11 +280,12 @@ static ddpc_status parse_tree(const ddpc__json *j, const char *origin, ddpc_ckpt
     if (!model || !optim)
         return ddpc_errorf(DDPC_EFORMAT, "%s: \"model\" or \"optimizer\" is missing", origin);
     DDPC_TRY(copy_str(model, "type", origin, x->model_type, sizeof x->model_type));
-    DDPC_TRY(get_int(model, "num_params", origin, &x->num_params));
+    DDPC_TRY(ddpc__ckpt_get_int(model, "num_params", origin, &x->num_params));
     DDPC_TRY(copy_str(optim, "type", origin, x->optim_type, sizeof x->optim_type));
-    DDPC_TRY(get_int(optim, "step_count", origin, &x->optim_step_count));
-    DDPC_TRY(parse_files(ddpc__json_get(j, "files"), origin, x));
-    DDPC_TRY(get_str(j, "config", origin, &str));
+    DDPC_TRY(ddpc__ckpt_get_int(optim, "step_count", origin, &x->optim_step_count));
+    DDPC_TRY(ddpc__ckpt_manifest_parse(j, origin, x));
+    s->zero_stage = x->zero_stage;
+    DDPC_TRY(ddpc__ckpt_get_str(j, "config", origin, &str));
     s->config = ddpc_malloc(str->str_len + 1);
     if (!s->config)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory reading %s", origin);
@@ -287,8 +305,10 @@ ddpc_status ddpc__ckpt_state_parse(const char *text, size_t len, const char *ori
     if (st == DDPC_OK)
         st = parse_tree(j, origin, s, x);
     ddpc__json_free(j);
-    if (st != DDPC_OK)
+    if (st != DDPC_OK) {
         ddpc_ckpt_state_fini(s);
+        ddpc__ckpt_extra_fini(x);
+    }
     return st;
 }
 
@@ -296,6 +316,7 @@ ddpc_status ddpc__ckpt_state_load(const char *ckpt, ddpc_ckpt_state *s, ddpc__ck
 {
     char path[DDPC__CKPT_PATH_MAX];
     memset(s, 0, sizeof *s);
+    memset(x, 0, sizeof *x);
     DDPC_TRY(ddpc__ckpt_join(path, sizeof path, ckpt, DDPC__CKPT_STATE));
     char *text = NULL;
     size_t len = 0;
@@ -310,7 +331,9 @@ ddpc_status ddpc_ckpt_read_state(const char *path, ddpc_ckpt_state *s)
     if (!path || !s)
         return ddpc_errorf(DDPC_EINVAL, "checkpoint read_state: path or state is NULL");
     ddpc__ckpt_extra x;
-    return ddpc__ckpt_state_load(path, s, &x);
+    ddpc_status st = ddpc__ckpt_state_load(path, s, &x);
+    ddpc__ckpt_extra_fini(&x);
+    return st;
 }
 
 void ddpc_ckpt_state_fini(ddpc_ckpt_state *s)

@@ -1,12 +1,15 @@
 /* Checkpoints in the trainer: the checkpoint.* and resume keys, saving at step and epoch
- * boundaries (rank 0 writes the replicated state; ddpc_ckpt_save commits atomically), and resuming
- * from the newest committed checkpoint. Invariant: a checkpoint records the position of the next
- * step (epoch, optimizer steps done in it), and everything a step depends on — parameters,
- * optimizer state, step counter (LR schedule and dropout streams derive from it) — so a resumed
- * run at the same world size repeats the uninterrupted one bit for bit. */
+ * boundaries (rank 0 writes the replicated state; under ZeRO every rank writes its shard,
+ * ddpc_ckpt_save_sharded; both commit atomically), and resuming from the newest committed
+ * checkpoint of either format, resharding the optimizer state to this run's partition. Invariant: a
+ * checkpoint records the position of the next step (epoch, optimizer steps done in it), and
+ * everything a step depends on — parameters, optimizer state, step counter (LR schedule and dropout
+ * streams derive from it) — so a resumed run at the same world size repeats the uninterrupted one
+ * bit for bit. */
 #include "train/trainer_impl.h"
 
 #include <ddpc/checkpoint.h>
+#include <ddpc/data.h>
 #include <ddpc/timer.h>
 
 #include <stdio.h>
@@ -62,13 +65,34 @@ static ddpc_status pick(ddpc_trainer *t, char *path, size_t cap, bool *found)
     return DDPC_OK;
 }
 
+/* Whether a step at this world size takes the same samples as a step of the checkpoint's run.
+ * The distributed sampler deals the epoch's permutation out round-robin, so the micro-batches
+ * of all ranks in a step cover one contiguous block of global_batch positions of it, whatever
+ * the world size: the same samples, split over the ranks differently. That holds for one task
+ * with the same global batch and no padding (its dataset size a multiple of both world sizes). */
+static bool same_samples(const ddpc_trainer *t, const ddpc_ckpt_state *st)
+{
+    if (t->n_tasks != 1 || st->global_batch != global_batch(t) || st->world < 1)
+        return false;
+    int64_t n = ddpc_dataset_size(t->task[0].train);
+    return n % st->world == 0 && n % t->world == 0;
+}
+
 /* The position of the checkpoint in this run's epochs. At another world size the same global
- * sample position is kept (rounded down to a step), and the order from there on differs. */
+ * sample position is kept (rounded down to a step). */
 static void place(ddpc_trainer *t, const ddpc_ckpt_state *st)
 {
     t->epoch = st->epoch;
     t->epoch_step = st->epoch_step;
-    if (st->world != t->world || st->global_batch != global_batch(t)) {
+    if ((st->world != t->world || st->global_batch != global_batch(t)) && same_samples(t, st)) {
+        if (t->log)
+            fprintf(t->log,
+                    "the checkpoint was written by %d rank%s with the same global batch of %lld; "
+                    "at %d rank%s every step takes the same samples as in the original run, "
+                    "split over the ranks differently\n",
+                    st->world, st->world == 1 ? "" : "s", (long long)st->global_batch, t->world,
+                    t->world == 1 ? "" : "s");
+    } else if (st->world != t->world || st->global_batch != global_batch(t)) {
         int64_t samples = st->epoch_step * st->global_batch;
         t->epoch_step = samples / global_batch(t);
         if (t->log)
@@ -86,6 +110,34 @@ static void place(ddpc_trainer *t, const ddpc_ckpt_state *st)
     }
 }
 
+/* The ZeRO stage in effect: the configured one on several ranks, 0 on one (the engine's rule). */
+static int stage_in_effect(const ddpc_trainer *t)
+{
+    return t->world > 1 ? ddpc_engine_config_of(t->engine)->zero_stage : 0;
+}
+
+/* "resuming from P: ..." and, when the optimizer state is resharded (the checkpoint's stage
+ * differs from this run's, or its world does while either is sharded), what wrote it. */
+static void log_resume(const ddpc_trainer *t, const char *path, const ddpc_ckpt_state *st)
+{
+    if (!t->log)
+        return;
+    int stage = stage_in_effect(t);
+    bool reshard =
+        st->zero_stage != stage || (st->world != t->world && (stage > 0 || st->zero_stage > 0));
+    if (reshard)
+        fprintf(t->log,
+                "resuming from %s (zero stage %d, %d rank%s) at zero stage %d on %d "
+                "rank%s, resharding the optimizer state: step %lld, epoch %lld, step %lld of the "
+                "epoch\n",
+                path, st->zero_stage, st->world, st->world == 1 ? "" : "s", stage, t->world,
+                t->world == 1 ? "" : "s", (long long)st->step, (long long)t->epoch,
+                (long long)t->epoch_step);
+    else
+        fprintf(t->log, "resuming from %s: step %lld, epoch %lld, step %lld of the epoch\n", path,
+                (long long)st->step, (long long)t->epoch, (long long)t->epoch_step);
+}
+
 ddpc_status ddpc__trainer_resume(ddpc_trainer *t)
 {
     char path[1100];
@@ -93,12 +145,13 @@ ddpc_status ddpc__trainer_resume(ddpc_trainer *t)
     DDPC_TRY(pick(t, path, sizeof path, &found));
     if (!found)
         return DDPC_OK;
-    if (ddpc_engine_config_of(t->engine)->zero_stage > 0)
-        return ddpc_errorf(DDPC_EINVAL, "zero.stage %d cannot resume from checkpoints yet (found "
-                           "%s); use zero.stage 0, or resume: never to start over",
-                           ddpc_engine_config_of(t->engine)->zero_stage, path);
     ddpc_ckpt_state st = {0};
-    ddpc_status s = ddpc_ckpt_load(path, t->model, ddpc_engine_optim(t->engine), &st);
+    const ddpc_range *ranges;
+    size_t n_ranges;
+    ddpc_engine_shard(t->engine, &ranges, &n_ranges);
+    /* Every rank reads all parameters and the optimizer state of its own shard. */
+    ddpc_status s =
+        ddpc_ckpt_load_shard(path, t->model, ddpc_engine_optim(t->engine), ranges, n_ranges, &st);
     if (s == DDPC_OK) {
         ddpc_engine_restore(t->engine, st.step, st.skipped_steps);
         if (st.loss_scaling)
@@ -108,9 +161,7 @@ ddpc_status ddpc__trainer_resume(ddpc_trainer *t)
         place(t, &st);
         t->last_saved_step = st.step;
         snprintf(t->resumed_from, sizeof t->resumed_from, "%s", path);
-        if (t->log)
-            fprintf(t->log, "resuming from %s: step %lld, epoch %lld, step %lld of the epoch\n",
-                    path, (long long)st.step, (long long)t->epoch, (long long)t->epoch_step);
+        log_resume(t, path, &st);
     }
     ddpc_ckpt_state_fini(&st);
     return s;
@@ -120,7 +171,8 @@ static ddpc_status save(ddpc_trainer *t)
 {
     int64_t step = ddpc_engine_step(t->engine);
     t->last_saved_step = step;
-    if (t->rank != 0) /* the state is replicated: rank 0 writes it */
+    int stage = stage_in_effect(t);
+    if (t->rank != 0 && stage == 0) /* the state is replicated: rank 0 writes it */
         return DDPC_OK;
     ddpc_ckpt_state st = {
         .step = step,
@@ -135,13 +187,25 @@ static ddpc_status save(ddpc_trainer *t)
         .loss_scale = ddpc_engine_loss_scale(t->engine).scale,
         .loss_scale_growth_tracker = ddpc_engine_loss_scale(t->engine).growth_tracker,
         .config = t->config_text,
+        .zero_stage = stage,
     };
     char path[1100];
     double t0 = ddpc_time_now();
-    DDPC_TRY(ddpc_ckpt_save(t->set.ckpt_dir, t->model, ddpc_engine_optim(t->engine), &st,
-                            t->set.ckpt_keep, path, sizeof path));
+    if (stage > 0) { /* collective: every rank writes its shard */
+        const ddpc_range *ranges;
+        size_t n_ranges;
+        ddpc_engine_shard(t->engine, &ranges, &n_ranges);
+        DDPC_TRY(ddpc_ckpt_save_sharded(t->set.ckpt_dir, t->pg, t->model,
+                                        ddpc_engine_optim(t->engine), ranges, n_ranges, &st,
+                                        t->set.ckpt_keep, path, sizeof path));
+    } else {
+        DDPC_TRY(ddpc_ckpt_save(t->set.ckpt_dir, t->model, ddpc_engine_optim(t->engine), &st,
+                                t->set.ckpt_keep, path, sizeof path));
+    }
     double seconds = ddpc_time_now() - t0;
     t->ckpt_seconds += seconds;
+    if (t->rank != 0) /* rank 0 logs and records it */
+        return DDPC_OK;
     if (t->log)
         fprintf(t->log, "saved checkpoint %s in %.3f s\n", path, seconds);
     ddpc_metrics_begin(t->metrics, step);

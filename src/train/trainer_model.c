@@ -174,11 +174,6 @@ static ddpc_status read_engine_config(ddpc_trainer *t, int64_t total_steps, ddpc
     int64_t stage;
     DDPC_TRY(ddpc_config_int(c, "zero.stage", 0, 0, 3, &stage));
     ec->zero_stage = (int)stage;
-    /* Sharded optimizer state has no checkpoint format yet: refuse rather than save a part. */
-    if (stage > 0 && (t->set.ckpt_every_steps > 0 || t->set.ckpt_every_epochs > 0))
-        return ddpc_errorf(DDPC_EINVAL, "zero.stage %lld cannot write checkpoints yet (sharded "
-                           "optimizer state); drop checkpoint.every_steps/every_epochs or use "
-                           "zero.stage 0", (long long)stage);
     return read_loss_scale(t, ec);
 }
 
