@@ -114,6 +114,8 @@ int64_t ddpc_model_outputs_per_sample(const ddpc_model *m);
  * setting: the peak activation memory. A model without checkpointing (mlp) gives the same figure
  * both ways. */
 size_t ddpc_model_activation_bytes(const ddpc_model *m, int64_t n, bool checkpointing);
+/* Whether the model's type implements activation checkpointing (gpt, cnn). */
+bool ddpc_model_can_checkpoint(const ddpc_model *m);
 
 /* Forward pass; with targets, computes the loss and accuracy into *out. `training` enables
  * dropout. Input shapes must match the config; tokens outside the vocabulary and a task outside

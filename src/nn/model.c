@@ -173,6 +173,11 @@ void ddpc_model_zero_grad(ddpc_model *m)
     ddpc_fill_f32(m->grads, 0.0f, (int64_t)m->n_params);
 }
 
+bool ddpc_model_can_checkpoint(const ddpc_model *m)
+{
+    return m->ops->checkpointing;
+}
+
 size_t ddpc_model_activation_bytes(const ddpc_model *m, int64_t n, bool checkpointing)
 {
     return m->ops->arena_floats(m, n, checkpointing && m->ops->checkpointing) * sizeof(float);

@@ -121,22 +121,21 @@ ddpc_status ddpc_memplan_check(const ddpc_memplan_input *in, uint64_t limit, con
                            "%s per rank",
                            need, ddpc_memplan_item_name(big), item, limit_what, fix,
                            ddpc_memplan_format_bytes(fix_total, fix_bytes, sizeof fix_bytes));
-    /* What is left when sharding is taken as far as it goes (padding buckets to a multiple of a
-     * huge world grows the staging buffers again, so the best world, not the largest). */
+    /* The least any stage and world needs (padding buckets to a multiple of a huge world grows
+     * the staging buffers again, and stage 3's gathered buckets can outweigh its savings). */
     ddpc_memplan_input v = *in;
-    v.stage = DDPC_MEMPLAN_MAX_STAGE;
     v.checkpointing = in->checkpointing || in->can_checkpoint;
     ddpc_memplan floor = {.total = UINT64_MAX}, at;
-    int floor_w = in->world;
-    for (v.world = in->world; v.world <= (1 << 20); v.world *= 2)
-        if (ddpc_memplan_compute(&v, &at) == DDPC_OK && at.total < floor.total)
-            floor = at, floor_w = v.world;
+    for (v.stage = 0; v.stage <= DDPC_MEMPLAN_MAX_STAGE; v.stage++)
+        for (v.world = in->world; v.world <= (1 << 20); v.world *= 2)
+            if (ddpc_memplan_compute(&v, &at) == DDPC_OK && at.total < floor.total)
+                floor = at;
     ddpc_memplan_item left = ddpc_memplan_largest(&floor);
     return ddpc_errorf(DDPC_ENOMEM,
                        "the plan needs %s per rank (largest: %s %s) but %s; no zero.stage, "
-                       "activation checkpointing or number of ranks fits (zero.stage 3 on %d "
-                       "ranks still needs %s, mostly %s): lower the batch size per rank%s",
-                       need, ddpc_memplan_item_name(big), item, limit_what, floor_w,
+                       "activation checkpointing or number of ranks fits (the least is %s per "
+                       "rank, mostly %s): lower the batch size per rank%s",
+                       need, ddpc_memplan_item_name(big), item, limit_what,
                        ddpc_memplan_format_bytes(floor.total, fix_bytes, sizeof fix_bytes),
                        ddpc_memplan_item_name(left),
                        left == DDPC_MEM_ACTIVATIONS ? "" : " or ddp.bucket_cap_mb");

@@ -55,7 +55,7 @@ void ddpc_memplan_print_table(FILE *f, const ddpc_memplan_input *in, uint64_t li
     if (in->world == 1)
         fprintf(f, "(one rank: every zero.stage runs as stage 0)\n");
     char b[32];
-    fprintf(f, "limit: %s per rank (%s)\n", ddpc_memplan_format_bytes(limit, b, sizeof b),
+    fprintf(f, "limit: %s per rank: %s\n", ddpc_memplan_format_bytes(limit, b, sizeof b),
             limit_what);
 }
 
