@@ -143,4 +143,7 @@ m="$tmp/ok2/metrics.jsonl"
 pt2=$(rows "$tmp/p2.out" | awk '$1 == 1 { print $7 }')
 check "its mem_plan_bytes is ddpc plan --nproc 2's stage-1 total ($pt2)" test "$(key mem_plan_bytes)" = "$pt2"
 check "its plan line says 2 ranks" grep -q '^memory plan per rank (zero.stage 1, 2 ranks)' "$tmp/ok2.log"
+check "its default limit is MemAvailable over the 2 local ranks" grep -q \
+    "^memory limit .* per rank: this machine's available memory (MemAvailable, as memory.limit_gb is unset) is .*, .* for each of its 2 ranks$" \
+    "$tmp/ok2.log"
 summary

@@ -21,7 +21,12 @@ static ddpc_status read_limit(ddpc_trainer *t)
         return DDPC_OK;
     }
     uint64_t avail;
-    DDPC_TRY(ddpc_sysinfo_mem_available(&avail));
+    if (ddpc_sysinfo_mem_available(&avail) != DDPC_OK) { /* not Linux: no limit to enforce */
+        t->mem_limit = UINT64_MAX;
+        snprintf(t->mem_limit_what, sizeof t->mem_limit_what,
+                 "none: memory.limit_gb is unset and %s", ddpc_last_error());
+        return DDPC_OK;
+    }
     int local = t->local_world > 0 ? t->local_world : 1;
     t->mem_limit = avail / (uint64_t)local;
     char a[32], b[32];
@@ -44,7 +49,7 @@ static ddpc_status agree_on_limit(ddpc_trainer *t)
         return DDPC_OK;
     double v = (double)t->mem_limit;
     DDPC_TRY(ddpc_pg_all_reduce(t->pg, &v, &v, 1, DDPC_DTYPE_F64, DDPC_REDUCE_MIN));
-    t->mem_limit = (uint64_t)v;
+    t->mem_limit = v >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)v;
     return DDPC_OK;
 }
 
