@@ -34,6 +34,26 @@ static void test_alloc_alignment_and_counts(void)
     CHECK(ddpc_calloc(SIZE_MAX / 2, 4) == NULL);
 }
 
+static void test_alloc_byte_counters(void)
+{
+    int64_t base = ddpc_alloc_live_bytes();
+    ddpc_alloc_reset_peak();
+    CHECK_EQ_INT(ddpc_alloc_peak_bytes(), base);
+    char *a = ddpc_malloc(1000);
+    float *b = ddpc_calloc(10, sizeof(float));
+    CHECK(a && b);
+    CHECK(((uintptr_t)b % DDPC_ALIGNMENT) == 0);
+    CHECK_EQ_INT(ddpc_alloc_live_bytes(), base + 1040);
+    ddpc_free(a);
+    CHECK_EQ_INT(ddpc_alloc_live_bytes(), base + 40);
+    CHECK_EQ_INT(ddpc_alloc_peak_bytes(), base + 1040);
+    ddpc_alloc_reset_peak();
+    CHECK_EQ_INT(ddpc_alloc_peak_bytes(), base + 40);
+    ddpc_free(b);
+    CHECK_EQ_INT(ddpc_alloc_live_bytes(), base);
+    CHECK_EQ_INT(ddpc_alloc_peak_bytes(), base + 40);
+}
+
 static void test_alloc_failure_injection(void)
 {
     ddpc_alloc_fail_after(1);
@@ -94,6 +114,7 @@ int main(void)
     RUN_TEST(test_status_names);
     RUN_TEST(test_errorf_sets_message);
     RUN_TEST(test_alloc_alignment_and_counts);
+    RUN_TEST(test_alloc_byte_counters);
     RUN_TEST(test_alloc_failure_injection);
     RUN_TEST(test_rng_is_counter_based);
     RUN_TEST(test_rng_distributions);

@@ -352,6 +352,35 @@ static void test_create_fails_cleanly_without_memory(void)
     }
 }
 
+/* A shapes-only model has the full model's tensor table and activation figures and no buffers
+ * until ddpc_model_allocate, which then initialises exactly as ddpc_model_create does. */
+static void test_shapes_only_then_allocate(void)
+{
+    ddpc_model_config c = ddpc_model_config_default();
+    snprintf(c.type, sizeof c.type, "gpt");
+    c.n_layer = 2, c.n_embd = 32, c.n_head = 4, c.block_size = 16, c.num_classes = 50;
+    ddpc_model *full = make(c), *lazy = NULL;
+    int64_t live_bytes = ddpc_alloc_live_bytes();
+    CHECK_EQ_INT(ddpc_model_create_shapes(&lazy, &c), DDPC_OK);
+    CHECK(full && lazy);
+    CHECK(ddpc_model_params(lazy) == NULL && ddpc_model_grads(lazy) == NULL);
+    CHECK(ddpc_alloc_live_bytes() - live_bytes < 16384); /* the tables, not 4 bytes/parameter */
+    CHECK_EQ_INT(ddpc_model_num_params(lazy), ddpc_model_num_params(full));
+    CHECK_EQ_INT(ddpc_model_num_tensors(lazy), ddpc_model_num_tensors(full));
+    for (size_t i = 0; i < ddpc_model_num_tensors(full); i++) {
+        CHECK(strcmp(ddpc_model_tensor(lazy, i)->name, ddpc_model_tensor(full, i)->name) == 0);
+        CHECK_EQ_INT(ddpc_model_tensor(lazy, i)->offset, ddpc_model_tensor(full, i)->offset);
+    }
+    for (int ck = 0; ck < 2; ck++)
+        CHECK_EQ_INT(ddpc_model_activation_bytes(lazy, 8, ck), ddpc_model_activation_bytes(full, 8, ck));
+    CHECK_EQ_INT(ddpc_model_allocate(lazy), DDPC_OK);
+    CHECK_EQ_INT(ddpc_model_allocate(lazy), DDPC_OK); /* a no-op the second time */
+    CHECK(memcmp(ddpc_model_params(lazy), ddpc_model_params(full),
+                 ddpc_model_num_params(full) * sizeof(float)) == 0);
+    ddpc_model_destroy(lazy);
+    ddpc_model_destroy(full);
+}
+
 int main(void)
 {
     ddpc_kernels_set_threads(1);
@@ -366,5 +395,6 @@ int main(void)
     RUN_TEST(test_gpt_rejects_bad_tokens_and_config);
     RUN_TEST(test_step_allocates_nothing_after_warmup);
     RUN_TEST(test_create_fails_cleanly_without_memory);
+    RUN_TEST(test_shapes_only_then_allocate);
     return check_summary();
 }

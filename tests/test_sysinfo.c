@@ -141,8 +141,27 @@ static void test_long_values_are_cut(void)
     unsetenv("SLURM_JOB_NODELIST");
 }
 
+static void test_memory_figures(void)
+{
+    uint64_t avail = 0, rss = 0, peak = 0;
+    CHECK_EQ_INT(ddpc_sysinfo_mem_available(&avail), DDPC_OK);
+    CHECK(avail > 0);
+    CHECK_EQ_INT(ddpc_sysinfo_process_memory(&rss, &peak), DDPC_OK);
+    CHECK(rss > 0 && peak >= rss);
+    /* Touching 32 MiB raises the resident set's peak by about that much. */
+    size_t n = (size_t)32 << 20;
+    char *p = ddpc_malloc(n);
+    CHECK(p != NULL);
+    memset(p, 1, n);
+    uint64_t rss2 = 0, peak2 = 0;
+    CHECK_EQ_INT(ddpc_sysinfo_process_memory(&rss2, &peak2), DDPC_OK);
+    CHECK(peak2 >= peak + n / 2 || peak2 >= rss + n / 2);
+    ddpc_free(p);
+}
+
 int main(void)
 {
+    RUN_TEST(test_memory_figures);
     RUN_TEST(test_fields_filled);
     RUN_TEST(test_dist_part_follows_environment);
     RUN_TEST(test_long_values_are_cut);

@@ -85,6 +85,14 @@ typedef struct {
 /* Builds and initialises (from cfg->seed) a model of cfg->type. Errors name the bad field. */
 ddpc_status ddpc_model_create(ddpc_model **out, const ddpc_model_config *cfg);
 void ddpc_model_destroy(ddpc_model *m);
+/* The first half of ddpc_model_create: validates cfg and builds the tensor table (names, shapes,
+ * offsets, num_params, activation_bytes) but allocates no parameter or gradient buffer, so a
+ * memory plan can be made before committing to it. Until ddpc_model_allocate, params, grads and
+ * the decay mask are NULL and the model must not run. Errors as ddpc_model_create's. */
+ddpc_status ddpc_model_create_shapes(ddpc_model **out, const ddpc_model_config *cfg);
+/* The second half: allocates and initialises (from cfg->seed) a shapes-only model's buffers; a
+ * no-op on an allocated one. DDPC_ENOMEM leaves the model shapes-only (destroy it as usual). */
+ddpc_status ddpc_model_allocate(ddpc_model *m);
 /* Comma-separated names of the registered model types. */
 const char *ddpc_model_types(void);
 
@@ -106,6 +114,8 @@ int64_t ddpc_model_outputs_per_sample(const ddpc_model *m);
  * setting: the peak activation memory. A model without checkpointing (mlp) gives the same figure
  * both ways. */
 size_t ddpc_model_activation_bytes(const ddpc_model *m, int64_t n, bool checkpointing);
+/* Whether the model's type implements activation checkpointing (gpt, cnn). */
+bool ddpc_model_can_checkpoint(const ddpc_model *m);
 
 /* Forward pass; with targets, computes the loss and accuracy into *out. `training` enables
  * dropout. Input shapes must match the config; tokens outside the vocabulary and a task outside

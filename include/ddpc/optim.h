@@ -80,6 +80,9 @@ const ddpc_optim_config *ddpc_optim_config_of(const ddpc_optim *o);
 int64_t ddpc_optim_step_count(const ddpc_optim *o);
 void ddpc_optim_set_step_count(ddpc_optim *o, int64_t t);
 size_t ddpc_optim_num_state(const ddpc_optim *o);
+/* The state buffers (of n floats each) an optimizer of type t allocates: what
+ * ddpc_optim_num_state will say, known before creating one (memory plans). */
+size_t ddpc_optim_state_buffers(ddpc_optim_type t);
 float *ddpc_optim_state(ddpc_optim *o, size_t i, const char **name);
 
 /* ---- learning-rate schedules ----------------------------------------------------------- */

@@ -92,6 +92,13 @@ size_t ddpc_reducer_staging_bytes(const ddpc_reducer *r);
 /* The process group the reducer communicates over (borrowed). */
 ddpc_pg *ddpc_reducer_pg(const ddpc_reducer *r);
 
+/* The buckets ddpc_reducer_create would build for m under cfg (bucket caps only), without
+ * communicating or allocating: bucket_of (num_tensors) receives each tensor's bucket and, when not
+ * NULL, len (num_tensors capacity) each bucket's length in floats (its range of the flat buffer).
+ * Returns the number of buckets. Works on a shapes-only model (ddpc_model_create_shapes). */
+size_t ddpc_reducer_assign_buckets(const ddpc_model *m, const ddpc_reducer_config *cfg,
+                                   size_t *bucket_of, size_t *len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -9,6 +9,7 @@
 #include <ddpc/status.h>
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -46,6 +47,13 @@ typedef struct {
 
 /* Fills *out. Never fails; takes about as long as loading libcuda and libnccl (when present). */
 void ddpc_sysinfo_collect(ddpc_sysinfo *out);
+
+/* The machine's available memory now (MemAvailable of /proc/meminfo), in bytes. DDPC_EIO naming
+ * the file when it cannot be read (not Linux). Thread safe. */
+ddpc_status ddpc_sysinfo_mem_available(uint64_t *bytes);
+/* This process's resident set now and its peak so far (VmRSS, VmHWM of /proc/self/status), in
+ * bytes. DDPC_EIO naming the file or key it could not read. Thread safe. */
+ddpc_status ddpc_sysinfo_process_memory(uint64_t *rss, uint64_t *rss_peak);
 
 #ifdef __cplusplus
 }

@@ -24,6 +24,19 @@ typedef struct ddpc_trainer ddpc_trainer;
 ddpc_status ddpc_trainer_create(ddpc_trainer **out, ddpc_config *cfg, const char *config_name);
 void ddpc_trainer_destroy(ddpc_trainer *t);
 
+/* `ddpc plan`: reads the whole config like ddpc_trainer_create (so unused keys can be rejected)
+ * and loads the datasets (the model's shapes come from them), but plans a job of `world` ranks
+ * (< 1: the launcher's world size, or 1) as its rank 0 and allocates neither the model's buffers
+ * nor the optimizer, starts no process group and no loader. The result is only for
+ * ddpc_trainer_print_plan and ddpc_trainer_destroy. */
+ddpc_status ddpc_trainer_create_plan(ddpc_trainer **out, ddpc_config *cfg,
+                                     const char *config_name, int world);
+/* Writes the memory plan table (every zero.stage, with and without activation checkpointing when
+ * the model has it; sizes in bytes when `exact`) to f. DDPC_ENOMEM with the refusal message
+ * (ddpc_memplan_check's) when the configured plan does not fit the limit (memory.limit_gb, or
+ * this machine's available memory over the job's ranks). */
+ddpc_status ddpc_trainer_print_plan(ddpc_trainer *t, FILE *f, bool exact);
+
 /* Progress lines go to `log` (NULL: silent, the default). */
 void ddpc_trainer_set_log(ddpc_trainer *t, FILE *log);
 

@@ -6,6 +6,7 @@
 #include <ddpc/config.h>
 
 int ddpc_cli_train(int argc, char **argv);
+int ddpc_cli_plan(int argc, char **argv);
 int ddpc_cli_bench(int argc, char **argv);
 /* `ddpc bench <collective> [options]` (bench_coll.c); `coll` is argv[0] of the subcommand. */
 int ddpc_cli_bench_coll(const char *coll, int argc, char **argv);

@@ -10,6 +10,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: ddpc <command> [args]\n"
             "  train CONFIG [key=value ...]        train, validate, test or predict (see docs/config.md)\n"
+            "  plan CONFIG [--nproc N] [--bytes] [key=value ...]\n"
+            "                                      per-rank memory plan at every zero.stage (docs/memory.md)\n"
             "  bench step CONFIG [key=value ...]   time training steps, print one JSON line\n"
             "  bench allreduce|broadcast|all_gather|reduce_scatter [options]\n"
             "                                      collective sweep as one worker of a job\n"
@@ -32,6 +34,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "train") == 0)
         return ddpc_cli_train(argc - 2, argv + 2);
+    if (strcmp(cmd, "plan") == 0)
+        return ddpc_cli_plan(argc - 2, argv + 2);
     if (strcmp(cmd, "bench") == 0)
         return ddpc_cli_bench(argc - 2, argv + 2);
     if (strcmp(cmd, "run") == 0)

@@ -78,15 +78,21 @@ static ddpc_status allocate_buffers(ddpc_model *m)
     m->params = ddpc_calloc(m->n_params, sizeof(float));
     m->grads = ddpc_calloc(m->n_params, sizeof(float));
     m->decay_mask = ddpc_calloc(m->n_params, 1);
-    if (!m->params || !m->grads || !m->decay_mask)
+    if (!m->params || !m->grads || !m->decay_mask) {
+        ddpc_free(m->params);
+        ddpc_free(m->grads);
+        ddpc_free(m->decay_mask);
+        m->params = m->grads = NULL;
+        m->decay_mask = NULL;
         return ddpc_errorf(DDPC_ENOMEM, "out of memory for %zu model parameters", m->n_params);
+    }
     for (size_t i = 0; i < m->n_tensors; i++)
         if (m->tensors[i].decay)
             memset(m->decay_mask + m->tensors[i].offset, 1, m->tensors[i].numel);
     return DDPC_OK;
 }
 
-ddpc_status ddpc_model_create(ddpc_model **out, const ddpc_model_config *cfg)
+ddpc_status ddpc_model_create_shapes(ddpc_model **out, const ddpc_model_config *cfg)
 {
     *out = NULL;
     const ddpc__model_ops *ops = NULL;
@@ -109,15 +115,32 @@ ddpc_status ddpc_model_create(ddpc_model **out, const ddpc_model_config *cfg)
     m->ops = ops;
     m->cfg = *cfg;
     ddpc_status s = ops->build(m);
-    if (s == DDPC_OK)
-        s = allocate_buffers(m);
     if (s != DDPC_OK) {
         ddpc_model_destroy(m);
         return s;
     }
-    ops->init(m);
     *out = m;
     return DDPC_OK;
+}
+
+ddpc_status ddpc_model_allocate(ddpc_model *m)
+{
+    if (m->params)
+        return DDPC_OK;
+    DDPC_TRY(allocate_buffers(m));
+    m->ops->init(m);
+    return DDPC_OK;
+}
+
+ddpc_status ddpc_model_create(ddpc_model **out, const ddpc_model_config *cfg)
+{
+    DDPC_TRY(ddpc_model_create_shapes(out, cfg));
+    ddpc_status s = ddpc_model_allocate(*out);
+    if (s != DDPC_OK) {
+        ddpc_model_destroy(*out);
+        *out = NULL;
+    }
+    return s;
 }
 
 void ddpc_model_destroy(ddpc_model *m)
@@ -148,6 +171,11 @@ const float *ddpc_model_probs(const ddpc_model *m) { return m->probs; }
 void ddpc_model_zero_grad(ddpc_model *m)
 {
     ddpc_fill_f32(m->grads, 0.0f, (int64_t)m->n_params);
+}
+
+bool ddpc_model_can_checkpoint(const ddpc_model *m)
+{
+    return m->ops->checkpointing;
 }
 
 size_t ddpc_model_activation_bytes(const ddpc_model *m, int64_t n, bool checkpointing)

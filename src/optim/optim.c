@@ -106,11 +106,10 @@ ddpc_status ddpc_optim_create(ddpc_optim **out, const ddpc_optim_config *cfg, si
                            ddpc_optim_type_name(cfg->type));
     o->cfg = *cfg;
     o->n = n;
+    o->nstate = ddpc_optim_state_buffers(cfg->type);
     if (cfg->type == DDPC_OPTIM_SGD) {
-        o->nstate = 1;
         o->state_name[0] = "momentum";
     } else {
-        o->nstate = 2;
         o->state_name[0] = "exp_avg";
         o->state_name[1] = "exp_avg_sq";
     }
@@ -187,6 +186,11 @@ int64_t ddpc_optim_step_count(const ddpc_optim *o)
 void ddpc_optim_set_step_count(ddpc_optim *o, int64_t t)
 {
     o->step = t;
+}
+
+size_t ddpc_optim_state_buffers(ddpc_optim_type t)
+{
+    return t == DDPC_OPTIM_SGD ? 1 : 2;
 }
 
 size_t ddpc_optim_num_state(const ddpc_optim *o)

@@ -17,25 +17,40 @@ static ddpc_status alloc_tables(ddpc_reducer *r, size_t nt)
     return DDPC_OK;
 }
 
+size_t ddpc_reducer_assign_buckets(const ddpc_model *m, const ddpc_reducer_config *cfg,
+                                   size_t *bucket_of, size_t *len)
+{
+    size_t nb = 0, lo = 0, hi = 0;
+    double cap = cfg->first_bucket_mb * 1048576.0;
+    for (size_t k = ddpc_model_num_tensors(m); k-- > 0;) {
+        const ddpc_param *p = ddpc_model_tensor(m, k);
+        bool fits = nb > 0 && (double)(hi - p->offset) * sizeof(float) <= cap;
+        /* Tensors are contiguous: a bucket grows downwards from its first (last-registered) one. */
+        if (!fits || p->offset + p->numel != lo) {
+            if (nb > 0) /* after the first bucket, the regular cap applies */
+                cap = cfg->bucket_cap_mb * 1048576.0;
+            hi = p->offset + p->numel;
+            nb++;
+        }
+        lo = p->offset;
+        bucket_of[k] = nb - 1;
+        if (len)
+            len[nb - 1] = hi - lo;
+    }
+    return nb;
+}
+
 ddpc_status ddpc__reducer_build_buckets(ddpc_reducer *r)
 {
     size_t nt = ddpc_model_num_tensors(r->model);
     DDPC_TRY(alloc_tables(r, nt));
-    double cap = r->cfg.first_bucket_mb * 1048576.0;
-    ddpc__bucket *b = NULL;
+    r->n_buckets = ddpc_reducer_assign_buckets(r->model, &r->cfg, r->bucket_of, NULL);
     for (size_t k = nt; k-- > 0;) {
         const ddpc_param *p = ddpc_model_tensor(r->model, k);
-        bool fits = b && (double)(b->hi - p->offset) * sizeof(float) <= cap;
-        /* Tensors are contiguous: a bucket grows downwards from its first (last-registered) one. */
-        if (!fits || !b || p->offset + p->numel != b->lo) {
-            if (b) /* after the first bucket, the regular cap applies */
-                cap = r->cfg.bucket_cap_mb * 1048576.0;
-            b = &r->buckets[r->n_buckets++];
+        ddpc__bucket *b = &r->buckets[r->bucket_of[k]];
+        if (b->n_tensors++ == 0) /* its last-registered tensor comes first */
             b->hi = p->offset + p->numel;
-        }
         b->lo = p->offset;
-        b->n_tensors++;
-        r->bucket_of[k] = (size_t)(b - r->buckets);
     }
     if (r->cfg.comm_dtype != DDPC_DTYPE_F32 && r->cfg.zero_stage < 1) { /* ZeRO stages in slots */
         for (size_t i = 0; i < r->n_buckets; i++) {

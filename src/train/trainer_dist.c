@@ -23,23 +23,37 @@ ddpc_status ddpc__trainer_init_dist(ddpc_trainer *t)
     pc.backend = (ddpc_backend)backend; /* the table follows ddpc_backend's order */
     /* Unset: the launcher's --collective-timeout, else 300 s (ddpc_pg_create decides). */
     DDPC_TRY(ddpc_config_float(c, "dist.timeout_s", 0.0, 0.0, 1e7, &pc.timeout_s));
+    if (t->plan_world > 0) { /* `ddpc plan`: a job of plan_world ranks, seen from rank 0 */
+        t->world = t->plan_world;
+        t->local_world = t->plan_world;
+        return DDPC_OK;
+    }
     DDPC_TRY(ddpc_pg_create(&env, &pc, &t->pg));
     t->rank = ddpc_pg_rank(t->pg);
     t->world = ddpc_pg_world_size(t->pg);
+    t->local_world = env.local_world_size > 0 ? env.local_world_size : 1;
     t->restart_count = env.restart_count;
+    return DDPC_OK;
+}
+
+ddpc_status ddpc__trainer_read_ddp(ddpc_trainer *t)
+{
+    ddpc_config *c = t->cfg;
+    ddpc_reducer_config *rc = &t->reducer_cfg;
+    int dtype;
+    *rc = ddpc_reducer_config_default();
+    DDPC_TRY(ddpc_config_float(c, "ddp.bucket_cap_mb", 25.0, 1e-6, 1e6, &rc->bucket_cap_mb));
+    DDPC_TRY(ddpc_config_float(c, "ddp.first_bucket_mb", 1.0, 1e-6, 1e6, &rc->first_bucket_mb));
+    DDPC_TRY(ddpc_config_bool(c, "ddp.find_unused_parameters", false, &rc->find_unused_parameters));
+    DDPC_TRY(ddpc_config_choice(c, "ddp.comm_dtype", "f32", comm_dtypes, &dtype));
+    rc->comm_dtype = dtype == 0 ? DDPC_DTYPE_F32 : dtype == 1 ? DDPC_DTYPE_BF16 : DDPC_DTYPE_F16;
     return DDPC_OK;
 }
 
 ddpc_status ddpc__trainer_init_ddp(ddpc_trainer *t)
 {
     ddpc_config *c = t->cfg;
-    ddpc_reducer_config rc = ddpc_reducer_config_default();
-    int dtype;
-    DDPC_TRY(ddpc_config_float(c, "ddp.bucket_cap_mb", 25.0, 1e-6, 1e6, &rc.bucket_cap_mb));
-    DDPC_TRY(ddpc_config_float(c, "ddp.first_bucket_mb", 1.0, 1e-6, 1e6, &rc.first_bucket_mb));
-    DDPC_TRY(ddpc_config_bool(c, "ddp.find_unused_parameters", false, &rc.find_unused_parameters));
-    DDPC_TRY(ddpc_config_choice(c, "ddp.comm_dtype", "f32", comm_dtypes, &dtype));
-    rc.comm_dtype = dtype == 0 ? DDPC_DTYPE_F32 : dtype == 1 ? DDPC_DTYPE_BF16 : DDPC_DTYPE_F16;
+    ddpc_reducer_config rc = t->reducer_cfg;
     rc.zero_stage = t->engine_cfg.zero_stage;
     if (t->world == 1)
         return DDPC_OK;

@@ -239,6 +239,7 @@ static void log_start(ddpc_trainer *t)
     fprintf(t->log, "precision %s: matrix products in %s\n", ddpc_precision_name(s->precision),
             ddpc_kernels_matmul_info(s->precision, NULL));
     log_activations(t);
+    ddpc__trainer_log_memory_plan(t);
 }
 
 /* Periodic work after a step: stats sync, progress line, validation. */
@@ -288,6 +289,8 @@ ddpc_status ddpc__trainer_fit(ddpc_trainer *t)
             DDPC_TRY(train_step(t, &loss));
             /* Throughput counts training steps only, not evaluation or logging. */
             t->window_time += ddpc_time_now() - t0;
+            /* After the first step everything a step needs is allocated: the measured peak. */
+            DDPC_TRY(ddpc__trainer_report_memory(t));
             t->unsynced_loss += loss;
             t->unsynced_steps++;
             bool epoch_end = b + 1 == per_epoch;

@@ -11,6 +11,7 @@
 #include <ddpc/data.h>
 #include <ddpc/engine.h>
 #include <ddpc/loader.h>
+#include <ddpc/memplan.h>
 #include <ddpc/metrics.h>
 #include <ddpc/nn.h>
 #include <ddpc/optim.h>
@@ -94,7 +95,17 @@ struct ddpc_trainer {
     /* Distributed: the group (world 1 without a launcher), the reducer (world > 1 only). */
     ddpc_pg *pg;
     ddpc_reducer *reducer;
+    ddpc_reducer_config reducer_cfg; /* the ddp.* keys */
     int rank, world;
+    int local_world; /* ranks on this host (memory.limit_gb's default divides by it) */
+    int plan_world;  /* > 0: `ddpc plan` at this many ranks; nothing is allocated or run */
+    /* Memory plan (trainer_memory.c): its input (bucket lengths owned here), the per-rank limit
+     * and how it was set, and whether the measured peak was reported yet. */
+    ddpc_memplan_input mem_in;
+    size_t *mem_buckets;
+    uint64_t mem_limit;
+    char mem_limit_what[256];
+    bool mem_reported;
     /* Batch buffers (max_batch samples), for prediction and the step benchmark. */
     int64_t max_batch, sample_floats, tokens_per_sample;
     float *x;
@@ -157,11 +168,22 @@ ddpc_status ddpc__trainer_final_save(ddpc_trainer *t);
 
 /* trainer_dist.c */
 ddpc_status ddpc__trainer_init_dist(ddpc_trainer *t);
+/* The ddp.* keys into t->reducer_cfg (before the model is allocated: the memory plan needs them). */
+ddpc_status ddpc__trainer_read_ddp(ddpc_trainer *t);
 ddpc_status ddpc__trainer_init_ddp(ddpc_trainer *t);
 /* values (n) = their sum over ranks (in place; nothing to do on one rank). */
 ddpc_status ddpc__trainer_sum(ddpc_trainer *t, double *values, size_t n);
 float ddpc__trainer_lr_scale(const ddpc_trainer *t);
 void ddpc__trainer_fini_dist(ddpc_trainer *t);
+
+/* trainer_memory.c: the memory plan of issue #11. plan_memory (on the shapes-only model, before
+ * its buffers and the optimizer exist) fills mem_in and the limit (memory.limit_gb, or this
+ * host's MemAvailable over its ranks; the smallest over ranks) and, training, refuses a plan over
+ * it. log_memory_plan writes the plan line; report_memory (rank 0 log, metrics.jsonl) the
+ * measured allocator and RSS peaks next to the plan, once. */
+ddpc_status ddpc__trainer_plan_memory(ddpc_trainer *t);
+void ddpc__trainer_log_memory_plan(ddpc_trainer *t);
+ddpc_status ddpc__trainer_report_memory(ddpc_trainer *t);
 
 /* trainer_eval.c: evaluates every task on its test split (all of it, or eval_batches batches per
  * rank when limit), logs one record per task and keeps the results. */

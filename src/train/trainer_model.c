@@ -259,9 +259,11 @@ ddpc_status ddpc__trainer_build_model(ddpc_trainer *t)
 {
     ddpc_model_config mc;
     DDPC_TRY(read_model_config(t, &mc));
-    DDPC_TRY(ddpc_model_create(&t->model, &mc));
+    /* Shapes first: the memory plan is made, and a plan that cannot fit refused, before the
+     * parameter and gradient buffers or the optimizer are allocated. */
+    DDPC_TRY(ddpc_model_create_shapes(&t->model, &mc));
     int64_t per_epoch = 0;
-    if (t->set.state == STATE_TRAIN)
+    if (t->set.state == STATE_TRAIN && t->plan_world == 0)
         DDPC_TRY(ddpc__trainer_build_loaders(t, &per_epoch));
     int64_t total = t->set.epochs * per_epoch;
     if (t->set.max_steps > 0 && (total == 0 || t->set.max_steps < total))
@@ -270,5 +272,10 @@ ddpc_status ddpc__trainer_build_model(ddpc_trainer *t)
     t->steps_per_epoch = per_epoch;
     /* The engine comes after the reducer, which broadcasts rank 0's (maybe loaded) parameters. */
     DDPC_TRY(read_engine_config(t, total, &t->engine_cfg));
+    DDPC_TRY(ddpc__trainer_read_ddp(t));
+    DDPC_TRY(ddpc__trainer_plan_memory(t));
+    if (t->plan_world > 0)
+        return DDPC_OK;
+    DDPC_TRY(ddpc_model_allocate(t->model));
     return alloc_buffers(t);
 }

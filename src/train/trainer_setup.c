@@ -23,6 +23,8 @@ static ddpc_status build(ddpc_trainer *t, const char *config_name)
     DDPC_TRY(ddpc__trainer_init_dist(t));
     DDPC_TRY(ddpc__trainer_load_tasks(t));
     DDPC_TRY(ddpc__trainer_build_model(t));
+    if (t->plan_world > 0)
+        return DDPC_OK; /* a plan only: nothing else is built */
     if (t->set.init_from)
         DDPC_TRY(load_init(t));
     DDPC_TRY(ddpc__trainer_init_ddp(t));
@@ -34,7 +36,8 @@ static ddpc_status build(ddpc_trainer *t, const char *config_name)
     return ddpc_engine_create(t->model, t->reducer, t->rank, t->world, &t->engine_cfg, &t->engine);
 }
 
-ddpc_status ddpc_trainer_create(ddpc_trainer **out, ddpc_config *cfg, const char *config_name)
+static ddpc_status create(ddpc_trainer **out, ddpc_config *cfg, const char *config_name,
+                          int plan_world)
 {
     *out = NULL;
     ddpc_trainer *t = ddpc_calloc(1, sizeof *t);
@@ -42,6 +45,8 @@ ddpc_status ddpc_trainer_create(ddpc_trainer **out, ddpc_config *cfg, const char
         return ddpc_errorf(DDPC_ENOMEM, "out of memory creating the trainer");
     t->cfg = cfg;
     t->world = 1;
+    t->local_world = 1;
+    t->plan_world = plan_world;
     t->last_saved_step = -1;
     ddpc_status s = build(t, config_name);
     if (s != DDPC_OK) {
@@ -50,6 +55,22 @@ ddpc_status ddpc_trainer_create(ddpc_trainer **out, ddpc_config *cfg, const char
     }
     *out = t;
     return DDPC_OK;
+}
+
+ddpc_status ddpc_trainer_create(ddpc_trainer **out, ddpc_config *cfg, const char *config_name)
+{
+    return create(out, cfg, config_name, 0);
+}
+
+ddpc_status ddpc_trainer_create_plan(ddpc_trainer **out, ddpc_config *cfg,
+                                     const char *config_name, int world)
+{
+    if (world < 1) {
+        ddpc_dist_env env;
+        DDPC_TRY(ddpc_dist_env_discover(&env));
+        world = env.world_size > 0 ? env.world_size : 1;
+    }
+    return create(out, cfg, config_name, world);
 }
 
 void ddpc_trainer_destroy(ddpc_trainer *t)
@@ -66,6 +87,7 @@ void ddpc_trainer_destroy(ddpc_trainer *t)
     ddpc_free(t->targets);
     ddpc_free(t->perm);
     ddpc_free(t->config_text);
+    ddpc_free(t->mem_buckets);
     ddpc_model_destroy(t->model);
     ddpc_free(t);
 }
