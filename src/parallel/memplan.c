@@ -14,25 +14,25 @@ const char *ddpc_memplan_item_name(ddpc_memplan_item i)
 }
 
 /* Floats rank 0 owns (chunk 0 of every bucket), the largest bucket padded to a multiple of W and
- * the three largest buckets' floats (stage 3's gathered working set: the two buckets the
- * reducer keeps after use and the one it fetches next). */
+ * the floats stage 3 gathers into its two largest buckets besides its own chunks there (the
+ * reducer keeps two buckets whole, releasing the older before it fetches another). */
 static void shard_sizes(const ddpc_memplan_input *in, size_t *owned, size_t *maxpad,
-                        size_t *three)
+                        size_t *gathered)
 {
-    size_t w = (size_t)in->world, top[3] = {0, 0, 0};
+    size_t w = (size_t)in->world, top[2] = {0, 0};
     *owned = 0;
     for (size_t b = 0; b < in->n_buckets; b++) {
         size_t len = in->bucket_len[b], chunk = (len + w - 1) / w;
         *owned += chunk;
-        for (int i = 0; i < 3; i++)
-            if (len > top[i]) {
-                size_t t = top[i];
-                top[i] = len;
-                len = t;
-            }
+        if (len > top[0])
+            top[1] = top[0], top[0] = len;
+        else if (len > top[1])
+            top[1] = len;
     }
     *maxpad = top[0] ? (top[0] + w - 1) / w * w : 0;
-    *three = top[0] + top[1] + top[2];
+    *gathered = 0;
+    for (int i = 0; i < 2; i++)
+        *gathered += top[i] - (top[i] + w - 1) / w;
 }
 
 ddpc_status ddpc_memplan_compute(const ddpc_memplan_input *in, ddpc_memplan *out)
@@ -45,14 +45,14 @@ ddpc_status ddpc_memplan_compute(const ddpc_memplan_input *in, ddpc_memplan *out
                            in->world, in->stage, in->optim_states, DDPC_MEMPLAN_MAX_STAGE);
     *out = (ddpc_memplan){.stage = in->world > 1 ? in->stage : 0, .owned = in->n};
     uint64_t n = in->n, k = (uint64_t)in->optim_states, *b = out->bytes;
-    size_t owned, maxpad, three, bucketed = 0;
-    shard_sizes(in, &owned, &maxpad, &three);
+    size_t owned, maxpad, gathered, bucketed = 0;
+    shard_sizes(in, &owned, &maxpad, &gathered);
     for (size_t i = 0; i < in->n_buckets; i++)
         bucketed += in->bucket_len[i];
     int s = out->stage;
     if (s > 0)
         out->owned = owned, out->max_bucket_padded = maxpad;
-    b[DDPC_MEM_PARAMS] = s == 3 ? 4 * ((uint64_t)owned + three) : 4 * n;
+    b[DDPC_MEM_PARAMS] = s == 3 ? 4 * ((uint64_t)owned + gathered) : 4 * n;
     b[DDPC_MEM_GRADS] = s >= 2 ? 4 * (uint64_t)owned : 4 * n;
     b[DDPC_MEM_OPTIM] = 4 * k * (uint64_t)out->owned;
     b[DDPC_MEM_ACTIVATIONS] = in->act_bytes[in->checkpointing];

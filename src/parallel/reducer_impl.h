@@ -43,7 +43,8 @@ struct ddpc_reducer {
     size_t slot_floats;
     long slot_bucket[2];
     /* ZeRO-3: the parameters of a bucket are whole here only while resident[b]; the two buckets
-     * used last (lru, most recent first) stay so, every other one holds only its owned chunk.
+     * used last (lru, most recent first) stay so, every other one holds only its owned chunk
+     * (the older of the two is released before a third is fetched).
      * pslot[0] takes gathers on demand, pslot[1] the prefetch of the bucket fetched next in the
      * recorded order (prefetch, in flight as prefetch_work). pinned: everything is
      * resident (evaluation) and the hook does nothing. */
@@ -58,6 +59,9 @@ struct ddpc_reducer {
     long *order;
     size_t order_len, order_cap, order_pos;
     bool recording;
+    /* While track_params: the most parameter-buffer bytes resident after any fetch (mincore). */
+    bool track_params;
+    size_t params_peak;
 };
 
 /* Splits the model's tensors, from the last registered to the first, into buckets of at most

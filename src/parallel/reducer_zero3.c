@@ -122,16 +122,32 @@ static void on_param_use(void *ctx, size_t tensor)
     long b = (long)r->bucket_of[tensor];
     if (b == r->lru[0])
         return;
+    long prev = r->lru[0], evicted = r->lru[1];
+    /* The bucket used before last goes first, so at most two buckets are ever whole here. */
+    if (evicted >= 0 && evicted != b && evicted != prev && r->resident[evicted])
+        release(r, evicted);
     bool fetched = !r->resident[b];
     if (fetched)
         fetch(r, b);
-    long prev = r->lru[0], evicted = r->lru[1];
     r->lru[1] = prev;
     r->lru[0] = b;
-    if (evicted >= 0 && evicted != b && evicted != prev && r->resident[evicted])
-        release(r, evicted);
     if (fetched)
         follow_order(r, b);
+    if (fetched && r->track_params) { /* the prefetch in flight lands in a slot, not here */
+        size_t now = ddpc_pages_resident(ddpc_model_params(r->model),
+                                         ddpc_model_num_params(r->model) * sizeof(float));
+        r->params_peak = now > r->params_peak ? now : r->params_peak;
+    }
+}
+
+void ddpc_reducer_track_params(ddpc_reducer *r, bool on)
+{
+    r->track_params = on && r->cfg.zero_stage >= 3;
+}
+
+size_t ddpc_reducer_params_peak(const ddpc_reducer *r)
+{
+    return r->params_peak;
 }
 
 void ddpc_reducer_release_params(ddpc_reducer *r)

@@ -124,6 +124,15 @@ ddpc_status ddpc__trainer_report_memory(ddpc_trainer *t)
     ddpc_metrics_i64(m, "mem_alloc_live_bytes", live);
     ddpc_metrics_i64(m, "mem_rss_bytes", (int64_t)rss);
     ddpc_metrics_i64(m, "mem_rss_peak_bytes", (int64_t)rss_peak);
+    /* Rank 0's buffers as the kernel holds them: what ZeRO's formulas are about. */
+    ddpc_engine_memory em = ddpc_engine_memory_of(t->engine);
+    ddpc_metrics_i64(m, "mem_params_bytes", (int64_t)em.params_peak);
+    ddpc_metrics_i64(m, "mem_grads_bytes", (int64_t)em.grads);
+    ddpc_metrics_i64(m, "mem_optim_bytes", (int64_t)em.optim_state);
+    ddpc_metrics_i64(m, "mem_comm_bytes", (int64_t)em.staging);
+    ddpc_metrics_i64(m, "mem_plan_params_bytes", (int64_t)p.bytes[DDPC_MEM_PARAMS]);
+    ddpc_metrics_i64(m, "mem_plan_grads_bytes", (int64_t)p.bytes[DDPC_MEM_GRADS]);
+    ddpc_metrics_i64(m, "mem_plan_optim_bytes", (int64_t)p.bytes[DDPC_MEM_OPTIM]);
     DDPC_TRY(ddpc_metrics_end(m));
     if (t->log) {
         char a[32], b[32], c[32], d[32], e[32];
@@ -135,6 +144,14 @@ ddpc_status ddpc__trainer_report_memory(ddpc_trainer *t)
                 ddpc_memplan_format_bytes((uint64_t)live, c, sizeof c),
                 ddpc_memplan_format_bytes(rss, d, sizeof d),
                 ddpc_memplan_format_bytes(rss_peak, e, sizeof e));
+        fprintf(t->log,
+                "resident on rank 0: parameters %s%s, gradients %s, optimizer state %s, "
+                "communication %s\n",
+                ddpc_memplan_format_bytes(em.params_peak, a, sizeof a),
+                em.params_peak > em.params ? " (at most, during the step)" : "",
+                ddpc_memplan_format_bytes(em.grads, b, sizeof b),
+                ddpc_memplan_format_bytes(em.optim_state, c, sizeof c),
+                ddpc_memplan_format_bytes(em.staging, d, sizeof d));
     }
     return DDPC_OK;
 }
