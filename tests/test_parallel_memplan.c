@@ -20,7 +20,8 @@ static ddpc_memplan plan(ddpc_memplan_input in)
 }
 
 /* Rajbhandari et al. 2020, figure 1, with fp32 weights and gradients: 16n, 8n + 8n/N,
- * 4n + 12n/N, 16n/N (+ the two largest buckets' other chunks and two more slots at stage 3). */
+ * 4n + 12n/N, 16n/N, plus ZeRO's buffers of the largest bucket (2 slots at stage 1, 6 with
+ * stage 2's gradient pool, 9 with stage 3's parameter slots: the gathered working set). */
 static void test_zero_paper_totals(void)
 {
     static const size_t buckets[] = {4096, 2048, 1024};
@@ -38,16 +39,15 @@ static void test_zero_paper_totals(void)
             p[s] = plan(in);
             CHECK_EQ_INT(p[s].stage, s);
         }
-        uint64_t comm = 2 * 4 * 4096; /* two staging buffers of the largest bucket */
+        uint64_t buf = 4 * 4096; /* one buffer of the largest bucket */
         CHECK_EQ_INT(p[0].total, 16 * n);
-        CHECK_EQ_INT(p[1].total - comm, 8 * n + 8 * n / (uint64_t)w);
-        CHECK_EQ_INT(p[2].total - comm, 4 * n + 12 * n / (uint64_t)w);
-        uint64_t gathered = (4096 - 4096 / (uint64_t)w) + (2048 - 2048 / (uint64_t)w);
-        CHECK_EQ_INT(p[3].total - 2 * comm - 4 * gathered, 16 * n / (uint64_t)w);
+        CHECK_EQ_INT(p[1].total - 2 * buf, 8 * n + 8 * n / (uint64_t)w);
+        CHECK_EQ_INT(p[2].total - 6 * buf, 4 * n + 12 * n / (uint64_t)w);
+        CHECK_EQ_INT(p[3].total - 9 * buf, 16 * n / (uint64_t)w);
         CHECK_EQ_INT(p[3].owned, n / (uint64_t)w);
         CHECK_EQ_INT(p[1].bytes[DDPC_MEM_OPTIM], 8 * n / (uint64_t)w);
         CHECK_EQ_INT(p[2].bytes[DDPC_MEM_GRADS], 4 * n / (uint64_t)w);
-        CHECK_EQ_INT(p[3].bytes[DDPC_MEM_PARAMS], 4 * (n / (uint64_t)w + gathered));
+        CHECK_EQ_INT(p[3].bytes[DDPC_MEM_PARAMS], 4 * n / (uint64_t)w);
         CHECK_EQ_INT(ddpc_memplan_largest(&p[0]), DDPC_MEM_OPTIM);
     }
 }
@@ -69,7 +69,7 @@ static void test_ceil_shards_and_comm(void)
     CHECK_EQ_INT(p.bytes[DDPC_MEM_PARAMS], 4 * 32);
     CHECK_EQ_INT(p.bytes[DDPC_MEM_GRADS], 4 * 5);
     CHECK_EQ_INT(p.bytes[DDPC_MEM_OPTIM], 4 * 5);
-    CHECK_EQ_INT(p.bytes[DDPC_MEM_COMM], 2 * 4 * 12);
+    CHECK_EQ_INT(p.bytes[DDPC_MEM_COMM], 6 * 4 * 12); /* 2 slots + the pool of 4 */
     in.stage = 0;
     CHECK_EQ_INT(plan(in).bytes[DDPC_MEM_COMM], 0);
     CHECK_EQ_INT(plan(in).bytes[DDPC_MEM_OPTIM], 4 * 32);
@@ -125,15 +125,15 @@ static void test_check_names_the_fix(void)
                              .optim_states = 2,
                              .act_bytes = {1 << 20, 1 << 19}};
     /* MiB of params + grads + optim + activations + comm: stage 0 8 + 8 + 16 + 1 + 0 = 33,
-     * stage 1 8 + 8 + 4 + 1 + 2 = 23, stage 2 8 + 2 + 4 + 1 + 2 = 17, stage 3 (2 + 1.5) + 2 + 4 +
-     * 1 + 4 = 14.5, and on 8 ranks (1 + 1.75) + 1 + 2 + 1 + 4 = 10.75. */
+     * stage 1 8 + 8 + 4 + 1 + 2 = 23, stage 2 8 + 2 + 4 + 1 + 6 = 21, stage 3 2 + 2 + 4 + 1 + 9 =
+     * 18, and on 8 ranks: stage 2 8 + 1 + 2 + 1 + 6 = 18, stage 3 1 + 1 + 2 + 1 + 9 = 14. */
     CHECK_EQ_INT(ddpc_memplan_check(&in, 33u << 20, "memory.limit_gb is x"), DDPC_OK);
     CHECK_EQ_INT(ddpc_memplan_check(&in, 30u << 20, "memory.limit_gb is x"), DDPC_ENOMEM);
     CHECK_STR_CONTAINS(ddpc_last_error(), "the plan needs 33.0 MiB per rank (largest: optimizer "
                                           "state 16.0 MiB) but memory.limit_gb is x; ");
     CHECK_STR_CONTAINS(ddpc_last_error(), "; zero.stage 1 would need 23.0 MiB per rank");
-    CHECK_EQ_INT(ddpc_memplan_check(&in, 20u << 20, "L"), DDPC_ENOMEM);
-    CHECK_STR_CONTAINS(ddpc_last_error(), "zero.stage 2 would need 17.0 MiB per rank");
+    CHECK_EQ_INT(ddpc_memplan_check(&in, 22u << 20, "L"), DDPC_ENOMEM);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "zero.stage 2 would need 21.0 MiB per rank");
     /* Checkpointing comes first when it is enough. */
     in.can_checkpoint = true;
     CHECK_EQ_INT(ddpc_memplan_check(&in, (32u << 20) + (1u << 19), "L"), DDPC_ENOMEM);
@@ -141,8 +141,8 @@ static void test_check_names_the_fix(void)
                        "model.activation_checkpointing true would need 32.5 MiB");
     /* Past stage 3 at this world size: more ranks. */
     in.can_checkpoint = false;
-    CHECK_EQ_INT(ddpc_memplan_check(&in, 12u << 20, "L"), DDPC_ENOMEM);
-    CHECK_STR_CONTAINS(ddpc_last_error(), "zero.stage 3 on 8 ranks would need 10.8 MiB");
+    CHECK_EQ_INT(ddpc_memplan_check(&in, 14u << 20, "L"), DDPC_ENOMEM);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "zero.stage 3 on 8 ranks would need 14.0 MiB");
     /* Nothing fits: what is left is the gathered buckets and their staging. */
     CHECK_EQ_INT(ddpc_memplan_check(&in, 1u << 20, "L"), DDPC_ENOMEM);
     CHECK_STR_CONTAINS(ddpc_last_error(), "no zero.stage, activation checkpointing or number of "

@@ -87,7 +87,7 @@ static int check_cover(ddpc_pg *pg, ddpc_model *m, ddpc_reducer *r)
 }
 
 /* Stage 2's owned chunks equal stage 0's bits; everything else is zero and mostly not resident. */
-static int check_scatter(ddpc_model *m0, ddpc_model *m2, ddpc_reducer *r2)
+static int check_scatter(ddpc_model *m0, ddpc_model *m2, ddpc_reducer *r2, bool residency)
 {
     size_t n = ddpc_model_num_params(m2), nr, owned = 0;
     const ddpc_range *sh;
@@ -108,7 +108,7 @@ static int check_scatter(ddpc_model *m0, ddpc_model *m2, ddpc_reducer *r2)
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     /* The owned chunks, plus the edge pages each chunk shares with released neighbours. */
     size_t limit = owned * sizeof(float) + (2 * nr + 2) * page;
-    if (resident > limit) {
+    if (residency && resident > limit) {
         fprintf(stderr, "gradient buffer: %zu bytes resident, owned %zu bytes, limit %zu\n",
                 resident, owned * sizeof(float), limit);
         rc = 1;
@@ -159,7 +159,9 @@ static int rank_main(int rank, int world, void *ctx)
     rc |= !r0 || !r2;
     for (int step = 0; step < 2 && rc == 0; step++) { /* twice: the buffer is reused */
         rc |= backward(m0, r0, ds, rank) || backward(m2, r2, ds, rank);
-        rc |= check_scatter(m0, m2, r2);
+        /* Residency on the first step only: this test then reads the whole buffer, which maps
+         * the zero page over the parts it never wrote (the reducer does not zero them again). */
+        rc |= check_scatter(m0, m2, r2, step == 0);
         if (rc)
             fprintf(stderr, "rank %d: stage 2 gradients differ (step %d)\n", rank, step);
     }

@@ -113,14 +113,14 @@ void ddpc_engine_release_params(ddpc_engine *e);
 /* Memory the model's buffers and the optimizer hold on this rank now. */
 typedef struct {
     size_t params;      /* parameter buffer pages resident in physical memory (mincore) */
-    size_t params_peak; /* ZeRO-3: the most of it resident during the first step; else params */
     size_t grads;       /* gradient buffer pages resident */
     size_t optim_state; /* the optimizer's state buffers (allocated, all of it used) */
-    size_t staging;     /* ZeRO's communication slots (ddpc_reducer_staging_bytes) */
+    size_t staging;     /* ZeRO's slots and pools (ddpc_reducer_staging_bytes): at stage 3 the
+                           gathered buckets live there, at stage 2 the gradients being summed */
 } ddpc_engine_memory;
-/* Measures it. Under ZeRO 2 and 3 the released parts of the buffers hold no pages, so between
- * steps the resident bytes follow the paper's formulas (plus a page at each chunk's edges); at
- * stage 3 the engine tracks the gathered working set through its first step (params_peak). */
+/* Measures it. Under ZeRO 2 and 3 only the owned chunks of the flat buffers hold pages (plus a
+ * page at each chunk's edges), so the resident bytes follow the paper's formulas; the working
+ * set is in `staging`. */
 ddpc_engine_memory ddpc_engine_memory_of(const ddpc_engine *e);
 /* The optimizer (its state buffers are the engine's state for checkpoints; under ZeRO they
  * cover this rank's shard only, the ranges' elements in order). */

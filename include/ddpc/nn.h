@@ -137,11 +137,17 @@ typedef void (*ddpc_grad_ready_fn)(void *ctx, size_t tensor);
 void ddpc_model_set_grad_ready_hook(ddpc_model *m, ddpc_grad_ready_fn fn, void *ctx);
 
 /* Called inside forward and backward just before tensor `tensor`'s parameters are read, every
- * time they are (ZeRO stage 3 gathers a bucket's parameters here and frees them after use). The
- * hook may rewrite that tensor's values; a pointer to a tensor stays valid while the tensors used
- * since belong to at most one other bucket of the caller's (the model reads at most two tensors,
- * registered next to each other, per kernel call). */
-typedef void (*ddpc_param_use_fn)(void *ctx, size_t tensor);
+ * time they are (ZeRO stage 3 gathers a bucket's parameters here): returns where the tensor's
+ * values are for this read, or NULL for their place in the flat parameter buffer. A returned
+ * pointer stays valid while the tensors used since belong to at most one other bucket of the
+ * caller's (the model reads at most two tensors, registered next to each other, per kernel call).
+ * The grad-use hook is the same for the gradients a backward kernel accumulates into (ZeRO stage
+ * 2 accumulates a bucket in a reusable buffer); its pointer stays valid until the tensor's
+ * gradient is reported ready. */
+typedef float *(*ddpc_param_use_fn)(void *ctx, size_t tensor);
+typedef float *(*ddpc_grad_use_fn)(void *ctx, size_t tensor);
+/* Installs (or with fn NULL removes) the hook; ctx is borrowed. */
+void ddpc_model_set_grad_use_hook(ddpc_model *m, ddpc_grad_use_fn fn, void *ctx);
 /* Installs (or with fn NULL removes) the hook; ctx is borrowed. */
 void ddpc_model_set_param_use_hook(ddpc_model *m, ddpc_param_use_fn fn, void *ctx);
 

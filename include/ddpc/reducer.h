@@ -86,13 +86,8 @@ ddpc_status ddpc_reducer_gather_params(ddpc_reducer *r);
 void ddpc_reducer_release_params(ddpc_reducer *r);
 /* Zeroes the gradient buffer for a new step; from stage 2 its pages go back to the OS too. */
 void ddpc_reducer_zero_grads(ddpc_reducer *r);
-/* ZeRO stage 3: while on, the reducer measures (mincore) how much of the parameter buffer is
- * resident after each gather, keeping the most (ddpc_reducer_params_peak; 0 if never measured).
- * It costs a pass over the buffer's page table per gather: for one step, not for training. */
-void ddpc_reducer_track_params(ddpc_reducer *r, bool on);
-size_t ddpc_reducer_params_peak(const ddpc_reducer *r);
-/* Bytes of the staging buffers ZeRO communicates through (0 at stage 0; stage 3 adds two
- * parameter slots). */
+/* Bytes of ZeRO's buffers of the largest bucket: two reduce-scatter slots (stage 1 and up), the
+ * gradient pool (stage 2 and up) and the parameter slots (stage 3); 0 at stage 0. */
 size_t ddpc_reducer_staging_bytes(const ddpc_reducer *r);
 /* The process group the reducer communicates over (borrowed). */
 ddpc_pg *ddpc_reducer_pg(const ddpc_reducer *r);

@@ -229,6 +229,12 @@ void ddpc_model_set_param_use_hook(ddpc_model *m, ddpc_param_use_fn fn, void *ct
     m->param_use_ctx = fn ? ctx : NULL;
 }
 
+void ddpc_model_set_grad_use_hook(ddpc_model *m, ddpc_grad_use_fn fn, void *ctx)
+{
+    m->grad_use = fn;
+    m->grad_use_ctx = fn ? ctx : NULL;
+}
+
 ddpc_status ddpc_model_backward(ddpc_model *m, float dloss)
 {
     if (m->last_n == 0)

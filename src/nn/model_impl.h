@@ -41,6 +41,8 @@ struct ddpc_model {
     void *grad_ready_ctx;
     ddpc_param_use_fn param_use;   /* may be NULL */
     void *param_use_ctx;
+    ddpc_grad_use_fn grad_use;     /* may be NULL */
+    void *grad_use_ctx;
     double train_flops_per_sample;
     int64_t outputs_per_sample;
 };
@@ -48,15 +50,19 @@ struct ddpc_model {
 /* Registers a parameter of the given shape; returns its index, or -1 on out-of-memory. */
 int ddpc__model_add_param(ddpc_model *m, const char *name, int ndim, const int64_t *shape,
                           bool decay);
-/* Tensor idx's parameters for a kernel to read: every forward/backward read goes through here,
- * so the param-use hook (ZeRO-3's gather) sees it first. */
+/* Tensor idx's parameters for a kernel to read, and its gradient for a backward kernel to
+ * accumulate into: every forward/backward access goes through here, so the hooks (ZeRO's
+ * gathered and pooled buckets) can point it elsewhere. */
 static inline float *ddpc__param_ptr(ddpc_model *m, int idx)
 {
-    if (m->param_use)
-        m->param_use(m->param_use_ctx, (size_t)idx);
-    return m->params + m->tensors[idx].offset;
+    float *p = m->param_use ? m->param_use(m->param_use_ctx, (size_t)idx) : NULL;
+    return p ? p : m->params + m->tensors[idx].offset;
 }
-static inline float *ddpc__grad_ptr(ddpc_model *m, int idx) { return m->grads + m->tensors[idx].offset; }
+static inline float *ddpc__grad_ptr(ddpc_model *m, int idx)
+{
+    float *g = m->grad_use ? m->grad_use(m->grad_use_ctx, (size_t)idx) : NULL;
+    return g ? g : m->grads + m->tensors[idx].offset;
+}
 
 /* Reports tensor idx's gradient as final for this backward (see ddpc_model_set_grad_ready_hook). */
 static inline void ddpc__model_grad_ready(ddpc_model *m, int idx)

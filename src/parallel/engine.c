@@ -102,8 +102,6 @@ ddpc_status ddpc_engine_create(ddpc_model *m, ddpc_reducer *reducer, int rank, i
         ddpc_free(e);
         return st;
     }
-    if (e->stage >= 3) /* the first step's gathered working set, for the memory report */
-        ddpc_reducer_track_params(reducer, true);
     e->model = m;
     e->reducer = reducer;
     e->cfg = *c;
@@ -240,10 +238,8 @@ ddpc_status ddpc_engine_update(ddpc_engine *e, ddpc_engine_step_info *info)
     e->step++;
     /* ZeRO: the owners updated their chunks; the updates are elementwise, so after the gather
      * every rank holds the parameters stage 0 computes. Stage 3 gathers them when next used. */
-    if (e->stage >= 3) {
-        ddpc_reducer_track_params(e->reducer, false);
+    if (e->stage >= 3)
         ddpc_reducer_release_params(e->reducer);
-    }
     return e->stage == 1 || e->stage == 2 ? ddpc_reducer_gather_params(e->reducer) : DDPC_OK;
 }
 
@@ -311,12 +307,9 @@ ddpc_engine_memory ddpc_engine_memory_of(const ddpc_engine *e)
     size_t bytes = ddpc_model_num_params(e->model) * sizeof(float);
     ddpc_engine_memory mem = {
         .params = ddpc_pages_resident(ddpc_model_params(e->model), bytes),
-        .params_peak = e->stage >= 3 ? ddpc_reducer_params_peak(e->reducer) : 0,
         .grads = ddpc_pages_resident(ddpc_model_grads(e->model), bytes),
         .optim_state = ddpc_optim_num_state(e->opt) * ddpc_optim_numel(e->opt) * sizeof(float),
         .staging = e->reducer ? ddpc_reducer_staging_bytes(e->reducer) : 0,
     };
-    if (mem.params_peak < mem.params)
-        mem.params_peak = mem.params;
     return mem;
 }

@@ -13,26 +13,26 @@ const char *ddpc_memplan_item_name(ddpc_memplan_item i)
     return (unsigned)i < DDPC_MEM_ITEMS ? item_names[i] : "?";
 }
 
-/* Floats rank 0 owns (chunk 0 of every bucket), the largest bucket padded to a multiple of W and
- * the floats stage 3 gathers into its two largest buckets besides its own chunks there (the
- * reducer keeps two buckets whole, releasing the older before it fetches another). */
-static void shard_sizes(const ddpc_memplan_input *in, size_t *owned, size_t *maxpad,
-                        size_t *gathered)
+/* Floats rank 0 owns (chunk 0 of every bucket) and the largest bucket padded to a multiple of W
+ * (the size of every ZeRO buffer: reduce-scatter slots, gradient pool, parameter slots). */
+static void shard_sizes(const ddpc_memplan_input *in, size_t *owned, size_t *maxpad)
 {
-    size_t w = (size_t)in->world, top[2] = {0, 0};
+    size_t w = (size_t)in->world, top = 0;
     *owned = 0;
     for (size_t b = 0; b < in->n_buckets; b++) {
-        size_t len = in->bucket_len[b], chunk = (len + w - 1) / w;
-        *owned += chunk;
-        if (len > top[0])
-            top[1] = top[0], top[0] = len;
-        else if (len > top[1])
-            top[1] = len;
+        size_t len = in->bucket_len[b];
+        *owned += (len + w - 1) / w;
+        top = len > top ? len : top;
     }
-    *maxpad = top[0] ? (top[0] + w - 1) / w * w : 0;
-    *gathered = 0;
-    for (int i = 0; i < 2; i++)
-        *gathered += top[i] - (top[i] + w - 1) / w;
+    *maxpad = (top + w - 1) / w * w;
+}
+
+/* The reducer's buffers of maxpad floats (src/parallel/reducer_impl.h): two reduce-scatter
+ * slots from stage 1, a pool of four where stage 2 sums gradients (f32 communication), three
+ * slots where stage 3 keeps gathered buckets. */
+static uint64_t zero_buffers(int stage, ddpc_dtype comm)
+{
+    return 2 + (stage >= 2 && comm == DDPC_DTYPE_F32 ? 4 : 0) + (stage == 3 ? 3 : 0);
 }
 
 ddpc_status ddpc_memplan_compute(const ddpc_memplan_input *in, ddpc_memplan *out)
@@ -45,22 +45,22 @@ ddpc_status ddpc_memplan_compute(const ddpc_memplan_input *in, ddpc_memplan *out
                            in->world, in->stage, in->optim_states, DDPC_MEMPLAN_MAX_STAGE);
     *out = (ddpc_memplan){.stage = in->world > 1 ? in->stage : 0, .owned = in->n};
     uint64_t n = in->n, k = (uint64_t)in->optim_states, *b = out->bytes;
-    size_t owned, maxpad, gathered, bucketed = 0;
-    shard_sizes(in, &owned, &maxpad, &gathered);
+    size_t owned, maxpad, bucketed = 0;
+    shard_sizes(in, &owned, &maxpad);
     for (size_t i = 0; i < in->n_buckets; i++)
         bucketed += in->bucket_len[i];
     int s = out->stage;
     if (s > 0)
         out->owned = owned, out->max_bucket_padded = maxpad;
-    b[DDPC_MEM_PARAMS] = s == 3 ? 4 * ((uint64_t)owned + gathered) : 4 * n;
+    b[DDPC_MEM_PARAMS] = s == 3 ? 4 * (uint64_t)owned : 4 * n;
     b[DDPC_MEM_GRADS] = s >= 2 ? 4 * (uint64_t)owned : 4 * n;
     b[DDPC_MEM_OPTIM] = 4 * k * (uint64_t)out->owned;
     b[DDPC_MEM_ACTIVATIONS] = in->act_bytes[in->checkpointing];
     out->activations_other = in->act_bytes[!in->checkpointing];
     if (in->world > 1 && s == 0)
         b[DDPC_MEM_COMM] = in->comm_dtype == DDPC_DTYPE_F32 ? 0 : 2 * (uint64_t)bucketed;
-    else if (s > 0) /* two reduce-scatter slots; stage 3 adds two parameter-gather slots */
-        b[DDPC_MEM_COMM] = (s == 3 ? 4 : 2) * 4 * (uint64_t)maxpad;
+    else if (s > 0)
+        b[DDPC_MEM_COMM] = 4 * (uint64_t)maxpad * zero_buffers(s, in->comm_dtype);
     for (int i = 0; i < DDPC_MEM_ITEMS; i++)
         out->total += b[i];
     return DDPC_OK;

@@ -38,7 +38,9 @@ static ddpc_status check_config(const ddpc_reducer_config *c)
 static void launch(ddpc_reducer *r, ddpc__bucket *b)
 {
     if (r->cfg.zero_stage >= 1) {
-        ddpc__reducer_launch_scatter(r, (size_t)(b - r->buckets));
+        size_t bi = (size_t)(b - r->buckets);
+        if (!(r->cfg.zero_stage >= 2 && ddpc__reducer_launch_pooled(r, bi)))
+            ddpc__reducer_launch_scatter(r, bi);
         b->launched = true;
         return;
     }
@@ -78,6 +80,7 @@ static void on_grad_ready(void *ctx, size_t tensor)
 void ddpc_reducer_prepare(ddpc_reducer *r, bool sync)
 {
     r->sync = sync;
+    ddpc__reducer_pool_prepare(r, sync);
     if (!sync || r->step_open)
         return;
     /* A new synchronised pass: every tensor pending again. */
@@ -129,8 +132,11 @@ ddpc_status ddpc_reducer_finish(ddpc_reducer *r)
     for (size_t t = 0; t < r->n_tensors; t++)
         on_grad_ready(r, t);
     double t0 = ddpc_time_now();
-    if (r->cfg.zero_stage >= 1)
+    if (r->cfg.zero_stage >= 1) {
         ddpc__reducer_drain_scatter(r);
+        if (r->gpool_of)
+            ddpc__reducer_drain_pooled(r);
+    }
     ddpc_status st = DDPC_OK;
     for (size_t b = 0; b < r->n_buckets; b++) {
         ddpc__bucket *bk = &r->buckets[b];
@@ -194,6 +200,8 @@ ddpc_status ddpc_reducer_create(ddpc_pg *pg, ddpc_model *model, const ddpc_reduc
     if (st == DDPC_OK && cfg->broadcast_params)
         st = ddpc_pg_broadcast(pg, ddpc_model_params(model), ddpc_model_num_params(model),
                                DDPC_DTYPE_F32, 0);
+    if (st == DDPC_OK && cfg->zero_stage >= 2)
+        st = ddpc__reducer_build_gpool(r);
     if (st == DDPC_OK && cfg->zero_stage >= 3)
         st = ddpc__reducer_build_zero3(r);
     if (st != DDPC_OK) {
@@ -211,6 +219,7 @@ void ddpc_reducer_destroy(ddpc_reducer *r)
         return;
     ddpc_model_set_grad_ready_hook(r->model, NULL, NULL);
     ddpc_model_set_param_use_hook(r->model, NULL, NULL);
+    ddpc_model_set_grad_use_hook(r->model, NULL, NULL);
     ddpc_work_destroy(r->prefetch_work);
     for (size_t b = 0; b < r->n_buckets; b++) {
         ddpc_work_destroy(r->buckets[b].work);

@@ -7,6 +7,10 @@
 
 #include <stdint.h>
 
+/* ZeRO's buffers of the largest bucket: stage 3's parameter slots, stage 2's gradient pool. */
+#define DDPC__PSLOTS 3
+#define DDPC__GPOOL 4
+
 typedef struct {
     size_t lo, hi;          /* float range of the gradient buffer */
     size_t n_tensors;       /* tensors in the bucket */
@@ -42,16 +46,17 @@ struct ddpc_reducer {
     float *slot[2];
     size_t slot_floats;
     long slot_bucket[2];
-    /* ZeRO-3: the parameters of a bucket are whole here only while resident[b]; the two buckets
-     * used last (lru, most recent first) stay so, every other one holds only its owned chunk
-     * (the older of the two is released before a third is fetched).
-     * pslot[0] takes gathers on demand, pslot[1] the prefetch of the bucket fetched next in the
-     * recorded order (prefetch, in flight as prefetch_work). pinned: everything is
-     * resident (evaluation) and the hook does nothing. */
-    float *pslot[2];
-    uint8_t *resident;
+    /* ZeRO-3: a bucket's parameters are whole only in a slot: slot_of[b] (or -1), the bucket in
+     * each slot (pslot_bucket, -1 free); the two buckets used last (lru, most recent first) are
+     * kept, the third slot takes the prefetch of the bucket fetched next in the recorded order
+     * (prefetch, in prefetch_slot, in flight as prefetch_work). pinned: every bucket is whole
+     * in the flat buffer (evaluation) and the hook does nothing. */
+    float *pslot[DDPC__PSLOTS];
+    long pslot_bucket[DDPC__PSLOTS];
+    long *slot_of;
     long lru[2];
     long prefetch;
+    int prefetch_slot;
     ddpc_work *prefetch_work;
     bool pinned;
     /* The buckets in the order the first step fetched them (order_len of order_cap), and the
@@ -59,9 +64,16 @@ struct ddpc_reducer {
     long *order;
     size_t order_len, order_cap, order_pos;
     bool recording;
-    /* While track_params: the most parameter-buffer bytes resident after any fetch (mincore). */
-    bool track_params;
-    size_t params_peak;
+    /* ZeRO-2 and 3: a synchronised backward (pool_on) accumulates each bucket's gradient in a
+     * pool buffer (gpool_of[b], -1 none yet, -2 the flat buffer: the pool was full) and
+     * reduce-scatters it in place, so the flat gradient buffer holds only the owned chunks and is
+     * never faulted in; gpool_bucket[i] is the bucket in buffer i or -1. flat_dirty: the flat
+     * buffer holds more than the owned chunks (a no_sync pass or the pool's overflow). */
+    float *gpool[DDPC__GPOOL];
+    long gpool_bucket[DDPC__GPOOL];
+    long *gpool_of;
+    bool pool_on, flat_dirty;
+    bool accumulated; /* a no_sync pass summed into the flat buffer since the last zeroing */
 };
 
 /* Splits the model's tensors, from the last registered to the first, into buckets of at most
@@ -78,6 +90,17 @@ void ddpc__reducer_drain_scatter(ddpc_reducer *r);
 /* Stage 3: allocates the parameter slots and tables, installs the param-use hook and releases
  * every bucket's parameters but the owned chunks. */
 ddpc_status ddpc__reducer_build_zero3(ddpc_reducer *r);
+/* Stage 2 and up with f32 communication: the gradient pool and its hook (reducer_gpool.c). */
+ddpc_status ddpc__reducer_build_gpool(ddpc_reducer *r);
+/* Launches bucket b's in-place reduce-scatter when it was summed in the pool; false if not. */
+bool ddpc__reducer_launch_pooled(ddpc_reducer *r, size_t b);
+/* Waits for the pooled reduce-scatters in flight, copies out the owned chunks, empties the pool. */
+void ddpc__reducer_drain_pooled(ddpc_reducer *r);
+/* Before each backward: a synchronised one sums in the pool, a no_sync one in the flat buffer. */
+void ddpc__reducer_pool_prepare(ddpc_reducer *r, bool sync);
+/* Zeroes the flat gradient buffer for a new step (owned chunks only when nothing else was
+ * written). */
+void ddpc__reducer_pool_zero(ddpc_reducer *r);
 /* Frees the shard tables and slots. */
 void ddpc__reducer_free_shard(ddpc_reducer *r);
 /* Compares every tensor's name and shape and cfg.fingerprint's lines across ranks. */

@@ -54,11 +54,14 @@ ddpc_status ddpc__reducer_build_shard(ddpc_reducer *r)
 void ddpc__reducer_free_shard(ddpc_reducer *r)
 {
     ddpc_free(r->shard);
-    for (int s = 0; s < 2; s++) {
+    for (int s = 0; s < 2; s++)
         ddpc_free(r->slot[s]);
+    for (int s = 0; s < DDPC__PSLOTS; s++)
         ddpc_free(r->pslot[s]);
-    }
-    ddpc_free(r->resident);
+    for (int i = 0; i < DDPC__GPOOL; i++)
+        ddpc_free(r->gpool[i]);
+    ddpc_free(r->gpool_of);
+    ddpc_free(r->slot_of);
     ddpc_free(r->order);
 }
 
@@ -191,8 +194,7 @@ ddpc_status ddpc_reducer_gather_params(ddpc_reducer *r)
 void ddpc_reducer_zero_grads(ddpc_reducer *r)
 {
     if (r->cfg.zero_stage >= 2)
-        ddpc_pages_release(ddpc_model_grads(r->model),
-                           ddpc_model_num_params(r->model) * sizeof(float));
+        ddpc__reducer_pool_zero(r);
     else
         ddpc_model_zero_grad(r->model);
 }
@@ -205,6 +207,10 @@ void ddpc_reducer_shard(const ddpc_reducer *r, const ddpc_range **ranges, size_t
 
 size_t ddpc_reducer_staging_bytes(const ddpc_reducer *r)
 {
-    size_t slots = r->cfg.zero_stage >= 3 ? 4 : 2;
-    return r->shard ? slots * r->slot_floats * sizeof(float) : 0;
+    size_t slots = r->shard ? 2 : 0;
+    for (int i = 0; i < DDPC__GPOOL; i++)
+        slots += r->gpool[i] != NULL;
+    for (int s = 0; s < DDPC__PSLOTS; s++)
+        slots += r->pslot[s] != NULL;
+    return slots * r->slot_floats * sizeof(float);
 }

@@ -1,11 +1,12 @@
-/* ZeRO stage 3: parameters gathered when used and released after, from the model's param-use
- * hook. Invariant: every rank runs the same forward/backward code, so the hook sees the same
+/* ZeRO stage 3: parameters gathered when used, from the model's param-use hook. A gathered
+ * bucket lives in one of three slots and the hook points the model's reads there, so the flat
+ * parameter buffer only ever holds this rank's own chunks: nothing is faulted in or given back
+ * per step. Invariant: every rank runs the same forward/backward code, so the hook sees the same
  * sequence of tensors everywhere and issues the same gathers in the same order (prefetches
  * included: they depend on that sequence only). The first step records the order in which
  * buckets are fetched; later steps prefetch the next one of that order, as FSDP does (kernels
  * read a weight and its bias in either order, so bucket indices alone do not tell the
- * direction). A bucket's owned chunk is never released, so the optimizer and checkpoints always
- * find this rank's part of the parameters in place. */
+ * direction). At most two buckets are kept (lru) plus the one being prefetched. */
 #include "parallel/reducer_impl.h"
 
 #include <ddpc/alloc.h>
@@ -22,67 +23,82 @@ static void keep_error(ddpc_reducer *r, ddpc_status st)
     }
 }
 
-/* Gives back bucket b's parameters outside its owned chunk. */
-static void release(ddpc_reducer *r, long b)
+/* Gives back bucket b's parameters outside its owned chunk in the flat buffer. */
+static void release_flat(ddpc_reducer *r, size_t b)
 {
     ddpc__bucket *k = &r->buckets[b];
     float *p = ddpc_model_params(r->model);
     size_t end = k->own.lo + k->own.len;
     ddpc_pages_release(p + k->lo, (k->own.lo - k->lo) * sizeof(float));
     ddpc_pages_release(p + end, (k->hi - end) * sizeof(float));
-    r->resident[b] = 0;
 }
 
-/* Launches the all-gather of bucket b into slot `slot` (this rank's chunk copied in first). */
-static ddpc_status launch_gather(ddpc_reducer *r, long b, float *slot, ddpc_work **work)
+/* A slot neither kept nor prefetching; -1 when all three are busy (never, by the lru rule). */
+static int free_slot(const ddpc_reducer *r)
+{
+    for (int s = 0; s < DDPC__PSLOTS; s++)
+        if (r->pslot_bucket[s] < 0)
+            return s;
+    return -1;
+}
+
+/* Launches the all-gather of bucket b into slot s (this rank's chunk copied in first). */
+static ddpc_status launch_gather(ddpc_reducer *r, long b, int s, ddpc_work **work)
 {
     ddpc__bucket *k = &r->buckets[b];
-    float *mine = slot + (size_t)r->rank * k->chunk;
+    float *mine = r->pslot[s] + (size_t)r->rank * k->chunk;
     memcpy(mine, ddpc_model_params(r->model) + k->own.lo, k->own.len * sizeof(float));
     memset(mine + k->own.len, 0, (k->chunk - k->own.len) * sizeof(float));
-    return ddpc_pg_iall_gather(r->pg, mine, slot, k->chunk, DDPC_DTYPE_F32, work);
+    r->pslot_bucket[s] = b;
+    return ddpc_pg_iall_gather(r->pg, mine, r->pslot[s], k->chunk, DDPC_DTYPE_F32, work);
 }
 
-/* Waits for a gather of bucket b in `slot` and writes the other ranks' chunks into the
- * parameters. Never this rank's own chunk: a prefetch may predate the optimizer's update of it. */
-static void land_gather(ddpc_reducer *r, long b, const float *slot, ddpc_work *work)
+static void forget(ddpc_reducer *r, long b)
 {
-    ddpc__bucket *k = &r->buckets[b];
-    ddpc_status st = ddpc_work_wait(work);
-    ddpc_work_destroy(work);
-    keep_error(r, st);
-    float *p = ddpc_model_params(r->model);
-    size_t end = k->own.lo + k->own.len;
-    if (st == DDPC_OK) {
-        memcpy(p + k->lo, slot, (k->own.lo - k->lo) * sizeof(float));
-        memcpy(p + end, slot + (end - k->lo), (k->hi - end) * sizeof(float));
+    if (b >= 0 && r->slot_of[b] >= 0) {
+        r->pslot_bucket[r->slot_of[b]] = -1;
+        r->slot_of[b] = -1;
     }
-    r->resident[b] = 1;
 }
 
-/* Makes bucket b resident: from the prefetch when that is b, else by a gather now. A prefetch
- * of another bucket is landed first (slots and collectives stay in issue order). */
+/* Waits for the prefetch and drops it, or keeps it as bucket `keep`'s when it is that one. */
+static void settle_prefetch(ddpc_reducer *r, long keep)
+{
+    if (r->prefetch < 0)
+        return;
+    long pf = r->prefetch;
+    int s = r->prefetch_slot;
+    r->prefetch = -1;
+    ddpc_status st = ddpc_work_wait(r->prefetch_work);
+    ddpc_work_destroy(r->prefetch_work);
+    r->prefetch_work = NULL;
+    keep_error(r, st);
+    if (pf == keep && st == DDPC_OK)
+        r->slot_of[pf] = s;
+    else
+        r->pslot_bucket[s] = -1;
+}
+
+/* Makes bucket b whole in a slot: the prefetch when that is b, else a gather now. */
 static void fetch(ddpc_reducer *r, long b)
 {
-    if (r->prefetch >= 0) {
-        long pf = r->prefetch;
-        r->prefetch = -1;
-        land_gather(r, pf, r->pslot[1], r->prefetch_work);
-        r->prefetch_work = NULL;
-        if (pf != b && pf != r->lru[0] && pf != r->lru[1])
-            release(r, pf); /* the pass turned: the prefetched bucket is not needed now */
-        if (pf == b)
-            return;
-    }
+    settle_prefetch(r, b);
+    if (r->slot_of[b] >= 0)
+        return;
+    int s = free_slot(r);
     ddpc_work *w = NULL;
-    ddpc_status st = launch_gather(r, b, r->pslot[0], &w);
+    ddpc_status st = s < 0 ? ddpc_errorf(DDPC_EINTERNAL, "ZeRO-3: no free parameter slot")
+                           : launch_gather(r, b, s, &w);
     keep_error(r, st);
-    if (st == DDPC_OK)
-        land_gather(r, b, r->pslot[0], w);
+    if (st != DDPC_OK)
+        return;
+    st = ddpc_work_wait(w);
+    ddpc_work_destroy(w);
+    keep_error(r, st);
+    r->slot_of[b] = s;
 }
 
-/* Where bucket b's fetch is in the recorded order: the cursor when it matches, else the next
- * occurrence after it; -1 when b is not there. */
+/* Where bucket b's fetch is in the recorded order at or after the cursor; -1 when absent. */
 static long find_in_order(const ddpc_reducer *r, long b)
 {
     for (size_t i = r->order_pos; i < r->order_len; i++)
@@ -106,63 +122,54 @@ static void follow_order(ddpc_reducer *r, long b)
     if (r->order_pos >= r->order_len || r->prefetch >= 0)
         return;
     long next = r->order[r->order_pos];
-    if (r->resident[next])
+    int s = free_slot(r);
+    if (r->slot_of[next] >= 0 || s < 0)
         return;
-    ddpc_status st = launch_gather(r, next, r->pslot[1], &r->prefetch_work);
+    ddpc_status st = launch_gather(r, next, s, &r->prefetch_work);
     keep_error(r, st);
-    if (st == DDPC_OK)
+    if (st == DDPC_OK) {
         r->prefetch = next;
-}
-
-static void on_param_use(void *ctx, size_t tensor)
-{
-    ddpc_reducer *r = ctx;
-    if (r->pinned || tensor >= r->n_tensors)
-        return;
-    long b = (long)r->bucket_of[tensor];
-    if (b == r->lru[0])
-        return;
-    long prev = r->lru[0], evicted = r->lru[1];
-    /* The bucket used before last goes first, so at most two buckets are ever whole here. */
-    if (evicted >= 0 && evicted != b && evicted != prev && r->resident[evicted])
-        release(r, evicted);
-    bool fetched = !r->resident[b];
-    if (fetched)
-        fetch(r, b);
-    r->lru[1] = prev;
-    r->lru[0] = b;
-    if (fetched)
-        follow_order(r, b);
-    if (fetched && r->track_params) { /* the prefetch in flight lands in a slot, not here */
-        size_t now = ddpc_pages_resident(ddpc_model_params(r->model),
-                                         ddpc_model_num_params(r->model) * sizeof(float));
-        r->params_peak = now > r->params_peak ? now : r->params_peak;
+        r->prefetch_slot = s;
+    } else {
+        r->pslot_bucket[s] = -1;
     }
 }
 
-void ddpc_reducer_track_params(ddpc_reducer *r, bool on)
+static float *on_param_use(void *ctx, size_t tensor)
 {
-    r->track_params = on && r->cfg.zero_stage >= 3;
-}
-
-size_t ddpc_reducer_params_peak(const ddpc_reducer *r)
-{
-    return r->params_peak;
+    ddpc_reducer *r = ctx;
+    if (r->pinned || tensor >= r->n_tensors)
+        return NULL;
+    long b = (long)r->bucket_of[tensor];
+    if (b != r->lru[0]) {
+        long prev = r->lru[0], older = r->lru[1];
+        /* The bucket used before last goes first: two kept, the third slot for the prefetch. */
+        if (older >= 0 && older != b && older != prev)
+            forget(r, older);
+        bool fetched = r->slot_of[b] < 0;
+        if (fetched)
+            fetch(r, b);
+        r->lru[1] = prev;
+        r->lru[0] = b;
+        if (fetched)
+            follow_order(r, b);
+    }
+    int s = r->slot_of[b];
+    if (s < 0) /* the gather failed (kept in r->error): read the flat buffer meanwhile */
+        return NULL;
+    return r->pslot[s] + (ddpc_model_tensor(r->model, tensor)->offset - r->buckets[b].lo);
 }
 
 void ddpc_reducer_release_params(ddpc_reducer *r)
 {
     if (r->cfg.zero_stage < 3)
         return;
-    if (r->prefetch >= 0) { /* finish it (its values may be stale now) and drop it */
-        keep_error(r, ddpc_work_wait(r->prefetch_work));
-        ddpc_work_destroy(r->prefetch_work);
-        r->prefetch_work = NULL;
-        r->prefetch = -1;
+    settle_prefetch(r, -1); /* finish it (its values may be stale now) and drop it */
+    for (size_t b = 0; b < r->n_buckets; b++) {
+        forget(r, (long)b);
+        if (r->pinned) /* gather_params wrote every bucket into the flat buffer */
+            release_flat(r, b);
     }
-    for (size_t b = 0; b < r->n_buckets; b++)
-        if (r->resident[b] || r->pinned)
-            release(r, (long)b);
     r->lru[0] = r->lru[1] = -1;
     r->pinned = false;
     r->order_pos = 0;
@@ -172,17 +179,23 @@ void ddpc_reducer_release_params(ddpc_reducer *r)
 
 ddpc_status ddpc__reducer_build_zero3(ddpc_reducer *r)
 {
-    r->resident = ddpc_calloc(r->n_buckets ? r->n_buckets : 1, 1);
+    r->slot_of = ddpc_malloc((r->n_buckets ? r->n_buckets : 1) * sizeof *r->slot_of);
     r->order_cap = 8 * r->n_buckets + 16; /* forward and backward, with room for tied weights */
     r->order = ddpc_calloc(r->order_cap, sizeof *r->order);
-    r->recording = true;
-    for (int s = 0; s < 2; s++)
+    for (int s = 0; s < DDPC__PSLOTS; s++) {
         r->pslot[s] = ddpc_calloc(r->slot_floats ? r->slot_floats : 1, sizeof(float));
-    if (!r->resident || !r->order || !r->pslot[0] || !r->pslot[1])
-        return ddpc_errorf(DDPC_ENOMEM,
-                           "out of memory for ZeRO-3's parameter slots (2 x %zu "
-                           "floats)",
-                           r->slot_floats);
+        if (!r->pslot[s])
+            return ddpc_errorf(DDPC_ENOMEM,
+                               "out of memory for ZeRO-3's parameter slots (%d x "
+                               "%zu floats)",
+                               DDPC__PSLOTS, r->slot_floats);
+        r->pslot_bucket[s] = -1;
+    }
+    if (!r->slot_of || !r->order)
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory for ZeRO-3's tables");
+    for (size_t b = 0; b < r->n_buckets; b++)
+        r->slot_of[b] = -1;
+    r->recording = true;
     r->lru[0] = r->lru[1] = r->prefetch = -1;
     r->pinned = true; /* every rank holds rank 0's parameters now: release all but the chunks */
     ddpc_reducer_release_params(r);

@@ -126,7 +126,7 @@ ddpc_status ddpc__trainer_report_memory(ddpc_trainer *t)
     ddpc_metrics_i64(m, "mem_rss_peak_bytes", (int64_t)rss_peak);
     /* Rank 0's buffers as the kernel holds them: what ZeRO's formulas are about. */
     ddpc_engine_memory em = ddpc_engine_memory_of(t->engine);
-    ddpc_metrics_i64(m, "mem_params_bytes", (int64_t)em.params_peak);
+    ddpc_metrics_i64(m, "mem_params_bytes", (int64_t)em.params);
     ddpc_metrics_i64(m, "mem_grads_bytes", (int64_t)em.grads);
     ddpc_metrics_i64(m, "mem_optim_bytes", (int64_t)em.optim_state);
     ddpc_metrics_i64(m, "mem_comm_bytes", (int64_t)em.staging);
@@ -145,10 +145,9 @@ ddpc_status ddpc__trainer_report_memory(ddpc_trainer *t)
                 ddpc_memplan_format_bytes(rss, d, sizeof d),
                 ddpc_memplan_format_bytes(rss_peak, e, sizeof e));
         fprintf(t->log,
-                "resident on rank 0: parameters %s%s, gradients %s, optimizer state %s, "
+                "resident on rank 0: parameters %s, gradients %s, optimizer state %s, "
                 "communication %s\n",
-                ddpc_memplan_format_bytes(em.params_peak, a, sizeof a),
-                em.params_peak > em.params ? " (at most, during the step)" : "",
+                ddpc_memplan_format_bytes(em.params, a, sizeof a),
                 ddpc_memplan_format_bytes(em.grads, b, sizeof b),
                 ddpc_memplan_format_bytes(em.optim_state, c, sizeof c),
                 ddpc_memplan_format_bytes(em.staging, d, sizeof d));
