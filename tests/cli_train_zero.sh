@@ -6,7 +6,8 @@
 # gathered bucket by bucket when forward/backward read them (small buckets: many gathers and
 # prefetches). Stages 2 and 3 equal stage 0's weights within 1e-6 relative; reruns are
 # byte-identical. SGD with momentum and AdamW, with
-# clipping, grad_accum_steps 2, bf16 and ddp.comm_dtype bf16, at 2 and 4 ranks (the GPT at 2). The
+# clipping, grad_accum_steps 2, bf16, fp16 with overflows, ddp.comm_dtype bf16, activation
+# checkpointing and the multi-task trainer, at 2 and 4 ranks (the GPT at 2). The
 # start line says what rank 0 holds; zero.stage 4 is out of range. Checkpoints under ZeRO:
 # cli_train_zero_ckpt.sh.
 # usage: cli_train_zero.sh DDPC_BIN SOURCE_DIR
@@ -86,6 +87,19 @@ check "stages 1 and 2 move what stage 0 does, within 0.1% ($b1, $b2)" \
 check "stage 3 moves 1.3 to 1.5 times as much ($b3)" \
     awk -v a="$b0" -v b="$b3" 'BEGIN { exit !(b > a * 1.3 && b <= a * 1.5) }'
 pair gpt_ckpt2 2 "${gpt[@]}" "${small[@]}" model.activation_checkpointing=true precision=bf16
+# fp16 with loss scaling from 2^24: the first steps overflow and are skipped alike at every stage
+# (the overflow check of a sharded stage is the all-reduced sum of the shards' squares).
+pair fp16_2 2 "${gpt[@]}" "${small[@]}" precision=fp16 loss_scale.init_scale=16777216 log_every=1
+for stage in 0 1 2 3; do
+    check "fp16 stage $stage: 3 overflowing steps skipped, the scale backed off to 2^21" \
+        grep -q '"step": 8,.*"skipped_steps": 3, "loss_scale": 2097152}' "$tmp/fp16_2.$stage/metrics.jsonl"
+done
+# The multi-task trainer: two tasks' backward passes feed one step, synchronised after both.
+mt=("$src/configs/fmnist_multitask.yaml" tasks.0.data.type=synthetic_images
+    tasks.1.data.type=synthetic_images tasks.0.data.size=256 tasks.1.data.size=256 max_steps=6
+    epochs=1 log_every=3 eval_batches=1 data.eval_batch_size=32 'model.channels=[4, 8]'
+    'model.hidden=[16]' data.batch_size=8 num_threads=1 ddp.bucket_cap_mb=0.01 ddp.first_bucket_mb=0.005)
+pair multitask2 2 "${mt[@]}"
 
 "$ddpc" train "${mlp[@]}" zero.stage=4 run_dir="$tmp/s4" >"$tmp/s4.log" 2>&1
 check "zero.stage 4 is refused naming the key" grep -q "zero.stage" "$tmp/s4.log"

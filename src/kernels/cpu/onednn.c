@@ -10,6 +10,7 @@
 #include <ddpc/kernels.h>
 
 #include <oneapi/dnnl/dnnl.h>
+#include <omp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -250,9 +251,12 @@ static dnnl_status_t product_create(cached_product *p, const product_key *k)
     return s;
 }
 
-/* rows x cols of x (leading dimension ld) into dst (rows, cols) as bf16. */
+/* rows x cols of x (leading dimension ld) into dst (rows, cols) as bf16. Large operands are
+ * split over the threads, as the matmul that follows is (serial packing kept bf16 steps from
+ * scaling past one thread); inside our parallel regions the caller already owns one thread. */
 static void pack_bf16(uint16_t *dst, const float *x, int64_t rows, int64_t cols, int64_t ld)
 {
+#pragma omp parallel for schedule(static) if (rows * cols >= 4 * DDPC__PAR_MIN_WORK && !omp_in_parallel())
     for (int64_t r = 0; r < rows; r++)
         ddpc_f32_to_half_array(dst + r * cols, x + r * ld, (size_t)cols, 1);
 }
