@@ -87,6 +87,15 @@ check "stages 1 and 2 move what stage 0 does, within 0.1% ($b1, $b2)" \
 check "stage 3 moves 1.3 to 1.5 times as much ($b3)" \
     awk -v a="$b0" -v b="$b3" 'BEGIN { exit !(b > a * 1.3 && b <= a * 1.5) }'
 pair gpt_ckpt2 2 "${gpt[@]}" "${small[@]}" model.activation_checkpointing=true precision=bf16
+# Prediction runs on rank 0 alone: stage 3 gathers the parameters first, and samples what
+# stage 0 samples from the same weights.
+for stage in 0 3; do
+    "$ddpc" run --nproc-per-node 2 -- "$ddpc" train "${gpt[@]}" "${small[@]}" state=predict \
+        init_from="$tmp/gpt2.0.st" predict.samples=2 predict.max_new_tokens=20 zero.stage=$stage \
+        run_dir="$tmp/predict.$stage" >"$tmp/predict.$stage.log" 2>&1
+    check "predict at stage $stage exits 0" test $? -eq 0 || tail -n 3 "$tmp/predict.$stage.log"
+done
+check "stage 3 predicts what stage 0 predicts" cmp "$tmp/predict.0/samples.txt" "$tmp/predict.3/samples.txt"
 # fp16 with loss scaling from 2^24: the first steps overflow and are skipped alike at every stage
 # (the overflow check of a sharded stage is the all-reduced sum of the shards' squares).
 pair fp16_2 2 "${gpt[@]}" "${small[@]}" precision=fp16 loss_scale.init_scale=16777216 log_every=1
