@@ -77,7 +77,9 @@ static void rank_join_without_2(const ddpc_dist_env *e, void *arg)
     double t0 = ddpc_time_now();
     CHECK_EQ_INT(ddpc_pg_create(e, NULL, &pg), DDPC_ETIMEOUT);
     CHECK(ddpc_time_now() - t0 < 3.0);
-    CHECK_STR_CONTAINS(ddpc_last_error(), "timed out after 1 s: rank 2 never");
+    /* The budget left when the backend starts, a few ms under 1 s on a slow (sanitizer) build. */
+    CHECK_STR_CONTAINS(ddpc_last_error(), "timed out after ");
+    CHECK_STR_CONTAINS(ddpc_last_error(), " s: rank 2 never");
     if (getenv("DDPC_TEST_VERBOSE"))
         fprintf(stderr, "rank %d: %s\n", e->rank, ddpc_last_error());
 }
