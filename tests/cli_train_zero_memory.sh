@@ -47,6 +47,16 @@ for w in 2 4; do
 done
 check "the log says what rank 0 holds" grep -q "^resident on rank 0: parameters .*, gradients .*, optimizer state .*, communication" "$tmp/m3_4.log"
 
+# A stage-3 run resumed from its checkpoint loads every parameter, then keeps only its chunks.
+"$ddpc" run --nproc-per-node 2 -- "$ddpc" train "${job[@]}" zero.stage=3 max_steps=1 \
+    checkpoint.every_steps=1 run_dir="$tmp/res3" >"$tmp/res3.log" 2>&1
+rm -f "$tmp/res3/metrics.jsonl"
+"$ddpc" run --nproc-per-node 2 -- "$ddpc" train "${job[@]}" zero.stage=3 checkpoint.every_steps=1 \
+    run_dir="$tmp/res3" >>"$tmp/res3.log" 2>&1
+check "a resumed stage-3 run exits 0" grep -q "resuming from" "$tmp/res3.log"
+check "its parameters are its chunks again ($(key res3 mem_params_bytes) bytes)" \
+    within "$(key res3 mem_params_bytes)" "$(key res3 mem_plan_params_bytes)" 0.05
+
 # The case: stage 0 on one rank is refused under the limit, stage 3 on 4 ranks trains.
 limit=0.085
 "$ddpc" train "${job[@]}" memory.limit_gb=$limit run_dir="$tmp/big0" >"$tmp/big0.log" 2>&1

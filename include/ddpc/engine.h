@@ -110,6 +110,9 @@ void ddpc_engine_shard(const ddpc_engine *e, const ddpc_range **ranges, size_t *
 ddpc_status ddpc_engine_gather_params(ddpc_engine *e);
 /* ZeRO stage 3: back to owned chunks only. No-op below stage 3. */
 void ddpc_engine_release_params(ddpc_engine *e);
+/* After something wrote all the parameters (a checkpoint load): at stage 3 only the owned chunks
+ * stay resident. Local. No-op below stage 3. */
+void ddpc_engine_params_written(ddpc_engine *e);
 /* Memory the model's buffers and the optimizer hold on this rank now. */
 typedef struct {
     size_t params;      /* parameter buffer pages resident in physical memory (mincore) */

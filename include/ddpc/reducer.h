@@ -84,6 +84,9 @@ ddpc_status ddpc_reducer_gather_params(ddpc_reducer *r);
 /* ZeRO stage 3: forgets every gathered copy (after the owners changed their chunks, or after
  * ddpc_reducer_gather_params): only the owned chunks stay, the rest is released. No-op below. */
 void ddpc_reducer_release_params(ddpc_reducer *r);
+/* ZeRO stage 3: the flat parameter buffer was written whole (a checkpoint was loaded): gives
+ * back everything but the owned chunks. Local, not collective. No-op below stage 3. */
+void ddpc_reducer_params_written(ddpc_reducer *r);
 /* Zeroes the gradient buffer for a new step; from stage 2 its pages go back to the OS too. */
 void ddpc_reducer_zero_grads(ddpc_reducer *r);
 /* Bytes of ZeRO's buffers of the largest bucket: two reduce-scatter slots (stage 1 and up), the

@@ -296,6 +296,12 @@ void ddpc_engine_release_params(ddpc_engine *e)
         ddpc_reducer_release_params(e->reducer);
 }
 
+void ddpc_engine_params_written(ddpc_engine *e)
+{
+    if (e->stage >= 3)
+        ddpc_reducer_params_written(e->reducer);
+}
+
 void ddpc_engine_shard(const ddpc_engine *e, const ddpc_range **ranges, size_t *n_ranges)
 {
     *ranges = e->shard;

@@ -177,6 +177,14 @@ void ddpc_reducer_release_params(ddpc_reducer *r)
         r->recording = false;
 }
 
+void ddpc_reducer_params_written(ddpc_reducer *r)
+{
+    if (r->cfg.zero_stage < 3 || r->pinned)
+        return;
+    for (size_t b = 0; b < r->n_buckets; b++)
+        release_flat(r, b);
+}
+
 ddpc_status ddpc__reducer_build_zero3(ddpc_reducer *r)
 {
     r->slot_of = ddpc_malloc((r->n_buckets ? r->n_buckets : 1) * sizeof *r->slot_of);

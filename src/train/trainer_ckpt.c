@@ -153,6 +153,7 @@ ddpc_status ddpc__trainer_resume(ddpc_trainer *t)
     ddpc_status s =
         ddpc_ckpt_load_shard(path, t->model, ddpc_engine_optim(t->engine), ranges, n_ranges, &st);
     if (s == DDPC_OK) {
+        ddpc_engine_params_written(t->engine); /* ZeRO-3 keeps only its chunks resident */
         ddpc_engine_restore(t->engine, st.step, st.skipped_steps);
         if (st.loss_scaling)
             ddpc_engine_restore_loss_scale(
