@@ -1,7 +1,7 @@
 /* ddpc engine: one training step as one object. A step is zero_grad, then per micro-batch one or
  * more forward/backward passes (one per task that has a batch), gradient synchronisation (the DDP
- * reducer: all-reduce, or ZeRO's reduce-scatter with zero_stage), the non-finite check, global-norm clipping,
- * the optimizer update at the scheduled learning rate. The engine owns everything a step mutates
+ * reducer: all-reduce, or ZeRO's reduce-scatter with zero_stage), the non-finite check,
+ * global-norm clipping, the optimizer update at the scheduled learning rate. The engine owns everything a step mutates
  * apart from the model's buffers (the optimizer and its state, the step and skip counters), so
  * that state is saved and restored as one unit. One thread at a time. */
 #ifndef DDPC_ENGINE_H
