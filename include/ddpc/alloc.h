@@ -1,5 +1,6 @@
 /* ddpc allocation: every buffer goes through ddpc_malloc/ddpc_free, 64-byte aligned.
- * Tests can count live allocations and bytes (with their peak) and make the n-th future allocation fail. Thread safe. */
+ * Tests can count live allocations and bytes (with their peak) and make the n-th future
+ * allocation fail. Thread safe. */
 #ifndef DDPC_ALLOC_H
 #define DDPC_ALLOC_H
 
