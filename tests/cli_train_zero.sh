@@ -87,6 +87,12 @@ check "stages 1 and 2 move what stage 0 does, within 0.1% ($b1, $b2)" \
 check "stage 3 moves 1.3 to 1.5 times as much ($b3)" \
     awk -v a="$b0" -v b="$b3" 'BEGIN { exit !(b > a * 1.3 && b <= a * 1.5) }'
 pair gpt_ckpt2 2 "${gpt[@]}" "${small[@]}" model.activation_checkpointing=true precision=bf16
+# ddpc bench step reports the stage, the ring bytes per step and the parameter count.
+"$ddpc" run --nproc-per-node 2 -- "$ddpc" bench step "${gpt[@]}" "${small[@]}" zero.stage=3 \
+    bench.steps=2 bench.warmup=1 >"$tmp/bench.json" 2>"$tmp/bench.err"
+check "bench step runs at stage 3" test $? -eq 0
+check "... and reports zero_stage 3, comm_bytes and params" \
+    grep -Eq '"zero_stage": 3, "comm_bytes": [1-9][0-9]*, "params": [1-9][0-9]*}' "$tmp/bench.json"
 # Prediction runs on rank 0 alone: stage 3 gathers the parameters first, and samples what
 # stage 0 samples from the same weights.
 for stage in 0 3; do

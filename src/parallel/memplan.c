@@ -1,6 +1,8 @@
 /* The memory plan's arithmetic and the refusal of a plan that does not fit. Invariant: total is
  * the sum of the items, and every figure is per rank and a function of the input alone, so every
  * rank (and `ddpc plan` on a laptop) computes the same plan for the same config. */
+#include "parallel/reducer_impl.h" /* the sizes of ZeRO's buffer pools */
+
 #include <ddpc/memplan.h>
 
 #include <stdio.h>
@@ -27,12 +29,12 @@ static void shard_sizes(const ddpc_memplan_input *in, size_t *owned, size_t *max
     *maxpad = (top + w - 1) / w * w;
 }
 
-/* The reducer's buffers of maxpad floats (src/parallel/reducer_impl.h): two reduce-scatter
- * slots from stage 1, a pool of four where stage 2 sums gradients (f32 communication), three
- * slots where stage 3 keeps gathered buckets. */
+/* The reducer's buffers of maxpad floats: two reduce-scatter slots from stage 1, the pool where
+ * stage 2 sums gradients (f32 communication), the slots where stage 3 keeps gathered buckets. */
 static uint64_t zero_buffers(int stage, ddpc_dtype comm)
 {
-    return 2 + (stage >= 2 && comm == DDPC_DTYPE_F32 ? 4 : 0) + (stage == 3 ? 3 : 0);
+    return 2 + (stage >= 2 && comm == DDPC_DTYPE_F32 ? DDPC__GPOOL : 0) +
+           (stage == 3 ? DDPC__PSLOTS : 0);
 }
 
 ddpc_status ddpc_memplan_compute(const ddpc_memplan_input *in, ddpc_memplan *out)

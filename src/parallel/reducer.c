@@ -22,16 +22,28 @@ ddpc_reducer_config ddpc_reducer_config_default(void)
 static ddpc_status check_config(const ddpc_reducer_config *c)
 {
     if (!(c->bucket_cap_mb > 0) || !(c->first_bucket_mb > 0))
-        return ddpc_errorf(DDPC_EINVAL, "reducer: bucket_cap_mb (%g) and first_bucket_mb (%g) must "
-                           "be positive", c->bucket_cap_mb, c->first_bucket_mb);
+        return ddpc_errorf(DDPC_EINVAL,
+                           "reducer: bucket_cap_mb (%g) and first_bucket_mb (%g) must "
+                           "be positive",
+                           c->bucket_cap_mb, c->first_bucket_mb);
     if (c->comm_dtype != DDPC_DTYPE_F32 && c->comm_dtype != DDPC_DTYPE_BF16 &&
         c->comm_dtype != DDPC_DTYPE_F16)
-        return ddpc_errorf(DDPC_EINVAL, "reducer: gradients can be communicated as f32, bf16 or "
-                           "f16, not %s", ddpc_dtype_name(c->comm_dtype));
+        return ddpc_errorf(DDPC_EINVAL,
+                           "reducer: gradients can be communicated as f32, bf16 or "
+                           "f16, not %s",
+                           ddpc_dtype_name(c->comm_dtype));
     if (c->zero_stage < 0 || c->zero_stage > 3)
         return ddpc_errorf(DDPC_EINVAL, "reducer: zero_stage %d is not 0, 1, 2 or 3",
                            c->zero_stage);
     return DDPC_OK;
+}
+
+void ddpc__reducer_keep_error(ddpc_reducer *r, ddpc_status st)
+{
+    if (st != DDPC_OK && r->error == DDPC_OK) {
+        r->error = st;
+        snprintf(r->message, sizeof r->message, "%s", ddpc_last_error());
+    }
 }
 
 /* Sends bucket b: converts to the communication dtype if compressing, then all-reduces (AVG). */
@@ -51,12 +63,8 @@ static void launch(ddpc_reducer *r, ddpc__bucket *b)
         ddpc_f32_to_half_array(b->comm, g, n, r->cfg.comm_dtype == DDPC_DTYPE_BF16);
         buf = b->comm;
     }
-    ddpc_status st = ddpc_pg_iall_reduce(r->pg, buf, (void *)buf, n, r->cfg.comm_dtype,
-                                         DDPC_REDUCE_AVG, &b->work);
-    if (st != DDPC_OK && r->error == DDPC_OK) {
-        r->error = st;
-        snprintf(r->message, sizeof r->message, "%s", ddpc_last_error());
-    }
+    ddpc__reducer_keep_error(r, ddpc_pg_iall_reduce(r->pg, buf, (void *)buf, n, r->cfg.comm_dtype,
+                                                    DDPC_REDUCE_AVG, &b->work));
     b->launched = true;
 }
 
@@ -151,8 +159,8 @@ ddpc_status ddpc_reducer_finish(ddpc_reducer *r)
         ddpc_work_destroy(bk->work);
         bk->work = NULL;
         if (ws == DDPC_OK && r->cfg.comm_dtype != DDPC_DTYPE_F32)
-            ddpc_half_to_f32_array(ddpc_model_grads(r->model) + bk->lo, bk->comm,
-                                   bk->hi - bk->lo, r->cfg.comm_dtype == DDPC_DTYPE_BF16);
+            ddpc_half_to_f32_array(ddpc_model_grads(r->model) + bk->lo, bk->comm, bk->hi - bk->lo,
+                                   r->cfg.comm_dtype == DDPC_DTYPE_BF16);
     }
     r->stats.exposed_s += ddpc_time_now() - t0;
     r->stats.steps++;
@@ -164,8 +172,10 @@ ddpc_status ddpc_reducer_finish(ddpc_reducer *r)
     if (st != DDPC_OK)
         return ddpc_errorf(st, "%s", r->message);
     if (unused && !r->cfg.find_unused_parameters)
-        return ddpc_errorf(DDPC_EINVAL, "these parameters received no gradient in this step: %s "
-                           "(set find_unused_parameters: true if that is intended)", names);
+        return ddpc_errorf(DDPC_EINVAL,
+                           "these parameters received no gradient in this step: %s "
+                           "(set find_unused_parameters: true if that is intended)",
+                           names);
     return DDPC_OK;
 }
 

@@ -11,16 +11,7 @@
 #include <ddpc/alloc.h>
 #include <ddpc/pages.h>
 
-#include <stdio.h>
 #include <string.h>
-
-static void keep_error(ddpc_reducer *r, ddpc_status st)
-{
-    if (st != DDPC_OK && r->error == DDPC_OK) {
-        r->error = st;
-        snprintf(r->message, sizeof r->message, "%s", ddpc_last_error());
-    }
-}
 
 /* Waits for the reduce-scatter of the bucket in buffer i, copies this rank's chunk into the flat
  * gradient buffer and frees the buffer. */
@@ -28,7 +19,7 @@ static void finish_pooled(ddpc_reducer *r, int i)
 {
     ddpc__bucket *b = &r->buckets[r->gpool_bucket[i]];
     ddpc_status st = ddpc_work_wait(b->work);
-    keep_error(r, st);
+    ddpc__reducer_keep_error(r, st);
     r->stats.comm_s += ddpc_work_seconds(b->work);
     ddpc_work_destroy(b->work);
     b->work = NULL;
@@ -98,8 +89,9 @@ bool ddpc__reducer_launch_pooled(ddpc_reducer *r, size_t bi)
         return false;
     ddpc__bucket *b = &r->buckets[bi];
     float *buf = r->gpool[i];
-    keep_error(r, ddpc_pg_ireduce_scatter(r->pg, buf, buf + (size_t)r->rank * b->chunk, b->chunk,
-                                          DDPC_DTYPE_F32, DDPC_REDUCE_AVG, &b->work));
+    ddpc__reducer_keep_error(r, ddpc_pg_ireduce_scatter(r->pg, buf,
+                                                        buf + (size_t)r->rank * b->chunk, b->chunk,
+                                                        DDPC_DTYPE_F32, DDPC_REDUCE_AVG, &b->work));
     return true;
 }
 

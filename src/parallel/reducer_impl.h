@@ -80,6 +80,16 @@ struct ddpc_reducer {
  * cfg.bucket_cap_mb (the first at most cfg.first_bucket_mb); a tensor larger than the cap gets a
  * bucket of its own. Allocates the tables. */
 ddpc_status ddpc__reducer_build_buckets(ddpc_reducer *r);
+/* Keeps the first error raised where no caller can receive it (hooks, the comm thread's work)
+ * in r->error and r->message; DDPC_OK is ignored. */
+void ddpc__reducer_keep_error(ddpc_reducer *r, ddpc_status st);
+/* Gives back the parts of bucket b's range of buf (the flat parameter or gradient buffer) outside
+ * this rank's chunk: they read as zeros and hold no memory. */
+void ddpc__reducer_release_others(const ddpc__bucket *b, float *buf);
+/* Copies this rank's chunk of bucket b's parameters into slot (padded with zeros) and launches
+ * the all-gather that fills the rest of the slot. */
+ddpc_status ddpc__reducer_launch_gather(ddpc_reducer *r, const ddpc__bucket *b, float *slot,
+                                        ddpc_work **work);
 /* ZeRO: computes every bucket's chunk, the shard list and the staging slots (stage >= 1). */
 ddpc_status ddpc__reducer_build_shard(ddpc_reducer *r);
 /* Stage >= 2: launches bucket b's reduce-scatter through a staging slot, first finishing the

@@ -1,8 +1,9 @@
 /* ZeRO's side of the reducer: the partition of every bucket into world equal chunks (rank r owns
  * chunk r), the reduce-scatter of each bucket during backward (stage 1 and up; 2Ψ per step with
- * the gather, as DDP's all-reduce), and the gather of the updated parameters. Invariant: a staging slot is refilled only after the collective that used it has
- * finished and its result was copied out, and slots are used in bucket order, so every rank issues
- * the same collectives in the same order. Padding past a bucket's end is zero in every slot. */
+ * the gather, as DDP's all-reduce), and the gather of the updated parameters. Invariant: a staging
+ * slot is refilled only after the collective that used it has finished and its result was copied
+ * out, and slots are used in bucket order, so every rank issues the same collectives in the same
+ * order. Padding past a bucket's end is zero in every slot. */
 #include "parallel/reducer_impl.h"
 
 #include <ddpc/alloc.h>
@@ -65,12 +66,20 @@ void ddpc__reducer_free_shard(ddpc_reducer *r)
     ddpc_free(r->order);
 }
 
-static void keep_error(ddpc_reducer *r, ddpc_status st)
+void ddpc__reducer_release_others(const ddpc__bucket *b, float *buf)
 {
-    if (st != DDPC_OK && r->error == DDPC_OK) {
-        r->error = st;
-        snprintf(r->message, sizeof r->message, "%s", ddpc_last_error());
-    }
+    size_t end = b->own.lo + b->own.len;
+    ddpc_pages_release(buf + b->lo, (b->own.lo - b->lo) * sizeof(float));
+    ddpc_pages_release(buf + end, (b->hi - end) * sizeof(float));
+}
+
+ddpc_status ddpc__reducer_launch_gather(ddpc_reducer *r, const ddpc__bucket *b, float *slot,
+                                        ddpc_work **work)
+{
+    float *mine = slot + (size_t)r->rank * b->chunk;
+    memcpy(mine, ddpc_model_params(r->model) + b->own.lo, b->own.len * sizeof(float));
+    memset(mine + b->own.len, 0, (b->chunk - b->own.len) * sizeof(float));
+    return ddpc_pg_iall_gather(r->pg, mine, slot, b->chunk, DDPC_DTYPE_F32, work);
 }
 
 static size_t comm_size(const ddpc_reducer *r)
@@ -85,7 +94,7 @@ static void finish_scatter(ddpc_reducer *r, int s)
     ddpc__bucket *b = &r->buckets[r->slot_bucket[s]];
     r->slot_bucket[s] = -1;
     ddpc_status st = ddpc_work_wait(b->work);
-    keep_error(r, st);
+    ddpc__reducer_keep_error(r, st);
     r->stats.comm_s += ddpc_work_seconds(b->work);
     ddpc_work_destroy(b->work);
     b->work = NULL;
@@ -98,9 +107,7 @@ static void finish_scatter(ddpc_reducer *r, int s)
                                r->cfg.comm_dtype == DDPC_DTYPE_BF16);
     if (r->cfg.zero_stage < 2) /* stage 1 keeps the whole gradient buffer, as DeepSpeed does */
         return;
-    ddpc_pages_release(g + b->lo, (b->own.lo - b->lo) * sizeof(float));
-    size_t end = b->own.lo + b->own.len;
-    ddpc_pages_release(g + end, (b->hi - end) * sizeof(float));
+    ddpc__reducer_release_others(b, g);
 }
 
 void ddpc__reducer_launch_scatter(ddpc_reducer *r, size_t bi)
@@ -117,8 +124,9 @@ void ddpc__reducer_launch_scatter(ddpc_reducer *r, size_t bi)
     else
         ddpc_f32_to_half_array((uint16_t *)slot, g, n, r->cfg.comm_dtype == DDPC_DTYPE_BF16);
     memset(slot + n * es, 0, (padded - n) * es);
-    keep_error(r, ddpc_pg_ireduce_scatter(r->pg, slot, slot + (size_t)r->rank * b->chunk * es,
-                                          b->chunk, r->cfg.comm_dtype, DDPC_REDUCE_AVG, &b->work));
+    ddpc__reducer_keep_error(
+        r, ddpc_pg_ireduce_scatter(r->pg, slot, slot + (size_t)r->rank * b->chunk * es, b->chunk,
+                                   r->cfg.comm_dtype, DDPC_REDUCE_AVG, &b->work));
     r->slot_bucket[s] = (long)bi;
 }
 
@@ -160,7 +168,6 @@ ddpc_status ddpc_reducer_gather_params(ddpc_reducer *r)
         ddpc_reducer_release_params(r); /* nothing half-gathered stays in flight */
         r->pinned = true;
     }
-    const float *p = ddpc_model_params(r->model);
     ddpc_status st = DDPC_OK;
     /* Two buckets in flight: one is copied out while the next is gathered. */
     for (size_t i = 0; i < r->n_buckets; i++) {
@@ -170,11 +177,7 @@ ddpc_status ddpc_reducer_gather_params(ddpc_reducer *r)
             ddpc_status fs = finish_gather(r, s);
             st = st == DDPC_OK ? fs : st;
         }
-        float *mine = r->slot[s] + (size_t)r->rank * b->chunk;
-        memcpy(mine, p + b->own.lo, b->own.len * sizeof(float));
-        memset(mine + b->own.len, 0, (b->chunk - b->own.len) * sizeof(float));
-        ddpc_status ls =
-            ddpc_pg_iall_gather(r->pg, mine, r->slot[s], b->chunk, DDPC_DTYPE_F32, &b->work);
+        ddpc_status ls = ddpc__reducer_launch_gather(r, b, r->slot[s], &b->work);
         if (ls != DDPC_OK) {
             st = st == DDPC_OK ? ls : st;
             break;

@@ -10,27 +10,13 @@
 #include "parallel/reducer_impl.h"
 
 #include <ddpc/alloc.h>
-#include <ddpc/pages.h>
 
-#include <stdio.h>
 #include <string.h>
-
-static void keep_error(ddpc_reducer *r, ddpc_status st)
-{
-    if (st != DDPC_OK && r->error == DDPC_OK) {
-        r->error = st;
-        snprintf(r->message, sizeof r->message, "%s", ddpc_last_error());
-    }
-}
 
 /* Gives back bucket b's parameters outside its owned chunk in the flat buffer. */
 static void release_flat(ddpc_reducer *r, size_t b)
 {
-    ddpc__bucket *k = &r->buckets[b];
-    float *p = ddpc_model_params(r->model);
-    size_t end = k->own.lo + k->own.len;
-    ddpc_pages_release(p + k->lo, (k->own.lo - k->lo) * sizeof(float));
-    ddpc_pages_release(p + end, (k->hi - end) * sizeof(float));
+    ddpc__reducer_release_others(&r->buckets[b], ddpc_model_params(r->model));
 }
 
 /* A slot neither kept nor prefetching; -1 when all three are busy (never, by the lru rule). */
@@ -42,15 +28,11 @@ static int free_slot(const ddpc_reducer *r)
     return -1;
 }
 
-/* Launches the all-gather of bucket b into slot s (this rank's chunk copied in first). */
+/* Launches the all-gather of bucket b into parameter slot s, which it then holds. */
 static ddpc_status launch_gather(ddpc_reducer *r, long b, int s, ddpc_work **work)
 {
-    ddpc__bucket *k = &r->buckets[b];
-    float *mine = r->pslot[s] + (size_t)r->rank * k->chunk;
-    memcpy(mine, ddpc_model_params(r->model) + k->own.lo, k->own.len * sizeof(float));
-    memset(mine + k->own.len, 0, (k->chunk - k->own.len) * sizeof(float));
     r->pslot_bucket[s] = b;
-    return ddpc_pg_iall_gather(r->pg, mine, r->pslot[s], k->chunk, DDPC_DTYPE_F32, work);
+    return ddpc__reducer_launch_gather(r, &r->buckets[b], r->pslot[s], work);
 }
 
 static void forget(ddpc_reducer *r, long b)
@@ -72,7 +54,7 @@ static void settle_prefetch(ddpc_reducer *r, long keep)
     ddpc_status st = ddpc_work_wait(r->prefetch_work);
     ddpc_work_destroy(r->prefetch_work);
     r->prefetch_work = NULL;
-    keep_error(r, st);
+    ddpc__reducer_keep_error(r, st);
     if (pf == keep && st == DDPC_OK)
         r->slot_of[pf] = s;
     else
@@ -89,12 +71,12 @@ static void fetch(ddpc_reducer *r, long b)
     ddpc_work *w = NULL;
     ddpc_status st = s < 0 ? ddpc_errorf(DDPC_EINTERNAL, "ZeRO-3: no free parameter slot")
                            : launch_gather(r, b, s, &w);
-    keep_error(r, st);
+    ddpc__reducer_keep_error(r, st);
     if (st != DDPC_OK)
         return;
     st = ddpc_work_wait(w);
     ddpc_work_destroy(w);
-    keep_error(r, st);
+    ddpc__reducer_keep_error(r, st);
     r->slot_of[b] = s;
 }
 
@@ -126,7 +108,7 @@ static void follow_order(ddpc_reducer *r, long b)
     if (r->slot_of[next] >= 0 || s < 0)
         return;
     ddpc_status st = launch_gather(r, next, s, &r->prefetch_work);
-    keep_error(r, st);
+    ddpc__reducer_keep_error(r, st);
     if (st == DDPC_OK) {
         r->prefetch = next;
         r->prefetch_slot = s;

@@ -84,7 +84,8 @@ static void place(ddpc_trainer *t, const ddpc_ckpt_state *st)
 {
     t->epoch = st->epoch;
     t->epoch_step = st->epoch_step;
-    if ((st->world != t->world || st->global_batch != global_batch(t)) && same_samples(t, st)) {
+    bool moved = st->world != t->world || st->global_batch != global_batch(t);
+    if (moved && same_samples(t, st)) {
         if (t->log)
             fprintf(t->log,
                     "the checkpoint was written by %d rank%s with the same global batch of %lld; "
@@ -92,7 +93,7 @@ static void place(ddpc_trainer *t, const ddpc_ckpt_state *st)
                     "split over the ranks differently\n",
                     st->world, st->world == 1 ? "" : "s", (long long)st->global_batch, t->world,
                     t->world == 1 ? "" : "s");
-    } else if (st->world != t->world || st->global_batch != global_batch(t)) {
+    } else if (moved) {
         int64_t samples = st->epoch_step * st->global_batch;
         t->epoch_step = samples / global_batch(t);
         if (t->log)
