@@ -239,11 +239,18 @@ def check_fp32(kind, probs, grads, losses, ref):
         if r > TOL_FP32:
             failures.append(f"gradient of {name}: relative error {r:.3g}")
     print(f"{kind}: worst step-1 gradient relative error {worst:.3g} over {len(grads)} tensors")
-    for i, (a, b) in enumerate(zip(losses, ref[2])):
+    failures += compare_losses(kind, losses, ref[2], "torch", TOL_FP32, "")
+    return failures
+
+
+def compare_losses(label, losses, ref, ref_name, tol, suffix):
+    """Prints ddpc's loss of every step next to the reference's; the failures above tol."""
+    failures = []
+    for i, (a, b) in enumerate(zip(losses, ref)):
         r = abs(a - b) / abs(b)
-        print(f"{kind}: step {i + 1} loss ddpc {a:.7f} torch {b:.7f} rel {r:.2g}")
-        if r > TOL_FP32:
-            failures.append(f"loss at step {i + 1}: relative error {r:.3g}")
+        print(f"{label}: step {i + 1} loss ddpc {a:.7f} {ref_name} {b:.7f} rel {r:.2g}")
+        if r > tol:
+            failures.append(f"loss at step {i + 1}: relative error {r:.3g}{suffix}")
     return failures
 
 
@@ -288,11 +295,8 @@ def check_rounded(kind, precision, probs, grads, losses, rnd, f32):
     if not worst < worst32:
         failures.append(f"gradients are not closer to the rounded reference ({worst:.3g}) than to "
                         f"fp32 ({worst32:.3g})")
-    for i, (a, b) in enumerate(zip(losses, rnd[2])):
-        r = abs(a - b) / abs(b)
-        print(f"{kind} {precision}: step {i + 1} loss ddpc {a:.7f} rounded reference {b:.7f} rel {r:.2g}")
-        if r > TOL_ROUNDED_LOSS:
-            failures.append(f"loss at step {i + 1}: relative error {r:.3g} to the rounded reference")
+    failures += compare_losses(f"{kind} {precision}", losses, rnd[2], "rounded reference",
+                               TOL_ROUNDED_LOSS, " to the rounded reference")
     return failures
 
 
