@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 enum {
-    DDPC_STORE_KEY_MAX = 255,         /* bytes of a key */
+    DDPC_STORE_KEY_MAX = 255,       /* bytes of a key */
     DDPC_STORE_VALUE_MAX = 16 << 20 /* bytes of a value */
 };
 
