@@ -194,10 +194,12 @@ static void test_sbatch_trap(void)
     check_layout(e, 2, 3, 2, 3, 0, 1);
 }
 
-#define TORCH "RANK=1", "WORLD_SIZE=5"
-#define OMPI "OMPI_COMM_WORLD_RANK=2", "OMPI_COMM_WORLD_SIZE=6"
-#define PMI "PMI_RANK=3", "PMI_SIZE=7"
-#define SLURM "SLURM_PROCID=4", "SLURM_STEP_ID=0", "SLURM_NTASKS=8"
+/* Nested the way launchers nest: each inner world at least as large as the outer ones (every
+ * outer process joins the inner job), and the torchrun variables marked by a launcher. */
+#define TORCH "RANK=4", "WORLD_SIZE=8", "TORCHELASTIC_RUN_ID=t"
+#define OMPI "OMPI_COMM_WORLD_RANK=3", "OMPI_COMM_WORLD_SIZE=7"
+#define PMI "PMI_RANK=2", "PMI_SIZE=6"
+#define SLURM "SLURM_PROCID=1", "SLURM_STEP_ID=0", "SLURM_NTASKS=5"
 
 static void check_winner(const char *const *envp, ddpc_dist_source src, int rank, int world)
 {
@@ -209,17 +211,63 @@ static void check_winner(const char *const *envp, ddpc_dist_source src, int rank
 
 static void test_precedence_every_pair(void)
 {
-    check_winner(ENV(OMPI, TORCH), DDPC_DIST_SOURCE_TORCHRUN, 1, 5);
-    check_winner(ENV(PMI, TORCH), DDPC_DIST_SOURCE_TORCHRUN, 1, 5);
-    check_winner(ENV(SLURM, TORCH), DDPC_DIST_SOURCE_TORCHRUN, 1, 5);
-    check_winner(ENV(PMI, OMPI), DDPC_DIST_SOURCE_OPENMPI, 2, 6);
-    check_winner(ENV(SLURM, OMPI), DDPC_DIST_SOURCE_OPENMPI, 2, 6);
-    check_winner(ENV(SLURM, PMI), DDPC_DIST_SOURCE_PMI, 3, 7);
-    check_winner(ENV(SLURM, PMI, OMPI, TORCH), DDPC_DIST_SOURCE_TORCHRUN, 1, 5);
-    check_winner(ENV(SLURM), DDPC_DIST_SOURCE_SLURM, 4, 8);
+    check_winner(ENV(OMPI, TORCH), DDPC_DIST_SOURCE_TORCHRUN, 4, 8);
+    check_winner(ENV(PMI, TORCH), DDPC_DIST_SOURCE_TORCHRUN, 4, 8);
+    check_winner(ENV(SLURM, TORCH), DDPC_DIST_SOURCE_TORCHRUN, 4, 8);
+    check_winner(ENV(PMI, OMPI), DDPC_DIST_SOURCE_OPENMPI, 3, 7);
+    check_winner(ENV(SLURM, OMPI), DDPC_DIST_SOURCE_OPENMPI, 3, 7);
+    check_winner(ENV(SLURM, PMI), DDPC_DIST_SOURCE_PMI, 2, 6);
+    check_winner(ENV(SLURM, PMI, OMPI, TORCH), DDPC_DIST_SOURCE_TORCHRUN, 4, 8);
+    check_winner(ENV(SLURM), DDPC_DIST_SOURCE_SLURM, 1, 5);
     /* a losing family's variables are not read, even malformed */
     check_winner(ENV(TORCH, "OMPI_COMM_WORLD_RANK=abc", "PMI_SIZE=-1", "SLURM_STEP_ID=x"),
-                 DDPC_DIST_SOURCE_TORCHRUN, 1, 5);
+                 DDPC_DIST_SOURCE_TORCHRUN, 4, 8);
+}
+
+/* Launcher families that disagree: the issue's case (a stale RANK=0 WORLD_SIZE=1 under mpirun
+ * -np 2 made two independent single-rank jobs that both exited 0) and its relatives. */
+static void test_families_disagree(void)
+{
+    bad_env(ENV("RANK=0", "WORLD_SIZE=1", "OMPI_COMM_WORLD_RANK=1", "OMPI_COMM_WORLD_SIZE=2"),
+            "RANK=0 WORLD_SIZE=1 (torchrun style) disagree with OMPI_COMM_WORLD_RANK=1 "
+            "OMPI_COMM_WORLD_SIZE=2 (mpirun): mpirun started 2 processes");
+    /* rank 0 of mpirun's world too: the world sizes still differ */
+    bad_env(ENV("RANK=0", "WORLD_SIZE=1", "OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=2"),
+            "(torchrun style) disagree with OMPI_COMM_WORLD_RANK=0");
+    /* injected variables (no launcher marked them) must say what the MPI launcher says */
+    bad_env(ENV("RANK=1", "WORLD_SIZE=4", "LOCAL_RANK=1", "PMI_RANK=2", "PMI_SIZE=4"),
+            "RANK=1 WORLD_SIZE=4 (torchrun style) disagree with PMI_RANK=2 PMI_SIZE=4 (an MPI "
+            "launcher's PMI)");
+    bad_env(ENV("RANK=0", "WORLD_SIZE=1", "SLURM_PROCID=1", "SLURM_STEP_ID=3",
+                "SLURM_STEP_NUM_TASKS=2", "SLURM_NTASKS=2"),
+            "disagree with SLURM_PROCID=1 SLURM_STEP_NUM_TASKS=2 (srun)");
+    /* launchers nest with other numbers: marked torchrun variables and MPI families are not
+     * compared (mpirun -np 2 in a 4-node allocation: its remote daemons are a 4-task srun step) */
+    check_winner(ENV("RANK=0", "WORLD_SIZE=1", "TORCHELASTIC_RUN_ID=x", "SLURM_PROCID=0",
+                     "SLURM_STEP_ID=0", "SLURM_NTASKS=2"),
+                 DDPC_DIST_SOURCE_TORCHRUN, 0, 1);
+    check_winner(ENV("OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=2", "SLURM_PROCID=3",
+                     "SLURM_STEP_ID=1", "SLURM_NTASKS=4"),
+                 DDPC_DIST_SOURCE_OPENMPI, 0, 2);
+    /* agreeing families are fine: a launcher that sets both, srun --mpi=pmi2 */
+    check_winner(ENV("RANK=1", "WORLD_SIZE=2", "OMPI_COMM_WORLD_RANK=1", "OMPI_COMM_WORLD_SIZE=2"),
+                 DDPC_DIST_SOURCE_TORCHRUN, 1, 2);
+    check_winner(
+        ENV("PMI_RANK=1", "PMI_SIZE=2", "SLURM_PROCID=1", "SLURM_STEP_ID=0", "SLURM_NTASKS=2"),
+        DDPC_DIST_SOURCE_PMI, 1, 2);
+    /* legitimate nesting: torchrun in each of 2 srun tasks, 4 workers each; mpirun in one task */
+    check_winner(ENV("RANK=5", "WORLD_SIZE=8", "TORCHELASTIC_RUN_ID=j", "SLURM_PROCID=1",
+                     "SLURM_STEP_ID=0", "SLURM_NTASKS=2"),
+                 DDPC_DIST_SOURCE_TORCHRUN, 5, 8);
+    check_winner(ENV("OMPI_COMM_WORLD_RANK=3", "OMPI_COMM_WORLD_SIZE=4", "SLURM_PROCID=0",
+                     "SLURM_STEP_ID=0", "SLURM_NTASKS=1"),
+                 DDPC_DIST_SOURCE_OPENMPI, 3, 4);
+    /* an outer launcher of one process cannot split a job: injected variables under it are fine */
+    check_winner(ENV("RANK=1", "WORLD_SIZE=2", "OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=1"),
+                 DDPC_DIST_SOURCE_TORCHRUN, 1, 2);
+    /* an sbatch script (no step) is not a launcher of the job */
+    check_winner(ENV("RANK=0", "WORLD_SIZE=1", "SLURM_PROCID=0", "SLURM_NTASKS=4"),
+                 DDPC_DIST_SOURCE_TORCHRUN, 0, 1);
 }
 
 static void test_explicit_variables(void)
@@ -437,6 +485,7 @@ int main(void)
     RUN_TEST(test_slurm_family);
     RUN_TEST(test_sbatch_trap);
     RUN_TEST(test_precedence_every_pair);
+    RUN_TEST(test_families_disagree);
     RUN_TEST(test_explicit_variables);
     RUN_TEST(test_malformed_numbers);
     RUN_TEST(test_contradictions);

@@ -373,6 +373,75 @@ ddpc_dist_env ddpc_dist_env_single(void)
                            .backend = DDPC_BACKEND_AUTO};
 }
 
+/* How a family names its rank and world size, and who sets them, for the families check. */
+typedef struct {
+    ddpc_dist_source source;
+    const char *rank_var, *world_var, *who;
+} family_desc;
+
+static family_desc describe(const char *const *envp, ddpc_dist_source src)
+{
+    switch (src) {
+    case DDPC_DIST_SOURCE_TORCHRUN:
+        return (family_desc){src, "RANK", "WORLD_SIZE", "torchrun style"};
+    case DDPC_DIST_SOURCE_OPENMPI:
+        return (family_desc){src, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "mpirun"};
+    case DDPC_DIST_SOURCE_PMI:
+        return (family_desc){src, "PMI_RANK", "PMI_SIZE", "an MPI launcher's PMI"};
+    default:
+        return (family_desc){src, "SLURM_PROCID",
+                             ddpc_dist_env_lookup(envp, "SLURM_STEP_NUM_TASKS")
+                                 ? "SLURM_STEP_NUM_TASKS"
+                                 : "SLURM_NTASKS",
+                             "srun"};
+    }
+}
+
+/* Torchrun-style variables that no launcher marked (no TORCHELASTIC_RUN_ID: a platform injected
+ * them, or they are a stale export) must say what an MPI-style launcher whose variables are also
+ * present says, when that launcher started more than one process: otherwise each of its processes
+ * runs alone as an independent job (RANK=0 WORLD_SIZE=1 under mpirun -np 2: both "succeed"),
+ * which is an error naming both. Launchers themselves nest legitimately with other numbers
+ * (torchrun inside srun; mpirun's remote daemons are an srun step of their own), so marked
+ * variables and the MPI families are not compared. A losing family whose values do not parse is
+ * ignored, as before. */
+static ddpc_status check_families(const char *const *envp, const ddpc_dist_env *w)
+{
+    static const ddpc_dist_source order[] = {DDPC_DIST_SOURCE_OPENMPI, DDPC_DIST_SOURCE_PMI,
+                                             DDPC_DIST_SOURCE_SLURM};
+    if (w->source != DDPC_DIST_SOURCE_TORCHRUN ||
+        ddpc_dist_env_lookup(envp, "TORCHELASTIC_RUN_ID") != NULL)
+        return DDPC_OK;
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+        ddpc_dist_source src = order[i];
+        bool present = src == DDPC_DIST_SOURCE_OPENMPI
+                           ? any_set(envp, NAMES("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"))
+                       : src == DDPC_DIST_SOURCE_PMI ? any_set(envp, NAMES("PMI_RANK", "PMI_SIZE"))
+                                                     : slurm_step_present(envp, NULL);
+        if (!present)
+            continue;
+        ddpc_dist_env o = ddpc_dist_env_single();
+        ddpc_status st = src == DDPC_DIST_SOURCE_OPENMPI ? openmpi(envp, &o)
+                         : src == DDPC_DIST_SOURCE_PMI   ? pmi(envp, &o)
+                                                         : slurm(envp, &o);
+        if (st != DDPC_OK) {
+            ddpc_clear_error();
+            continue;
+        }
+        if (o.world_size <= 1 || (o.rank == w->rank && o.world_size == w->world_size))
+            continue;
+        family_desc fw = describe(envp, w->source), fo = describe(envp, src);
+        return ddpc_errorf(DDPC_EINVAL,
+                           "%s=%d %s=%d (%s) disagree with %s=%d %s=%d (%s): %s started %d "
+                           "processes that would not form one job; unset the stale %s variables "
+                           "or start the program under one launcher only",
+                           fw.rank_var, w->rank, fw.world_var, w->world_size, fw.who, fo.rank_var,
+                           o.rank, fo.world_var, o.world_size, fo.who, fo.who, o.world_size,
+                           fw.who);
+    }
+    return DDPC_OK;
+}
+
 ddpc_status ddpc_dist_env_parse(const char *const *envp, ddpc_dist_env *out)
 {
     ddpc_dist_env e = ddpc_dist_env_single();
@@ -389,6 +458,8 @@ ddpc_status ddpc_dist_env_parse(const char *const *envp, ddpc_dist_env *out)
         e.source = DDPC_DIST_SOURCE_SLURM;
         DDPC_TRY(slurm(envp, &e));
     }
+    if (e.source != DDPC_DIST_SOURCE_NONE)
+        DDPC_TRY(check_families(envp, &e));
     DDPC_TRY(common(envp, &e));
     *out = e;
     return DDPC_OK;
