@@ -155,6 +155,27 @@ static void test_nested_launch_refused(void)
     CHECK_EQ_INT(ddpc_launch_check_nested(junk), DDPC_OK);
 }
 
+/* A platform that starts every worker itself injects RANK, LOCAL_RANK and WORLD_SIZE (no launcher
+ * marker): 'ddpc run' there would be a second level of workers. */
+static void test_platform_worker_refused(void)
+{
+    const char *injected[] = {"RANK=5",        "LOCAL_RANK=1",         "WORLD_SIZE=8",
+                              "MASTER_PORT=1", "MASTER_ADDR=10.0.0.1", NULL};
+    CHECK_EQ_INT(ddpc_launch_check_nested(injected), DDPC_EINVAL);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "RANK=5, LOCAL_RANK=1 and WORLD_SIZE=8 are set");
+    CHECK_STR_CONTAINS(ddpc_last_error(), "a second level of workers");
+    CHECK_STR_CONTAINS(ddpc_last_error(), "run the program directly instead (e.g. 'ddpc train");
+    /* even a world of one, and even malformed: the platform made this process a worker */
+    const char *one[] = {"RANK=0", "LOCAL_RANK=0", "WORLD_SIZE=1", NULL};
+    CHECK_EQ_INT(ddpc_launch_check_nested(one), DDPC_EINVAL);
+    const char *junk[] = {"RANK=x", "LOCAL_RANK=0", "WORLD_SIZE=2", NULL};
+    CHECK_EQ_INT(ddpc_launch_check_nested(junk), DDPC_EINVAL);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "RANK=x");
+    /* two of the three is not a worker's environment (a stale export): ddpc run may start */
+    const char *two[] = {"RANK=0", "WORLD_SIZE=1", NULL};
+    CHECK_EQ_INT(ddpc_launch_check_nested(two), DDPC_OK);
+}
+
 static void test_run_ids(void)
 {
     char a[128], b[128];
@@ -394,6 +415,7 @@ int main(void)
     RUN_TEST(test_strv_grows);
     RUN_TEST(test_omp_threads);
     RUN_TEST(test_nested_launch_refused);
+    RUN_TEST(test_platform_worker_refused);
     RUN_TEST(test_run_ids);
     RUN_TEST(test_find_program);
     RUN_TEST(test_port_reservation);

@@ -28,6 +28,9 @@ typedef struct {
     char log_dir[1024];          /* "": no log files; else DIR/attempt_K/rank_R.log */
     char master_addr[256];       /* exported as MASTER_ADDR */
     int master_port;             /* 0: a free port, reserved for the job's lifetime */
+    bool master_addr_set;        /* --master-addr was given: with nnodes > 1, a per-node launch */
+    double rdzv_timeout_s;       /* per-node launch: how long the agents wait for each other */
+    double agent_timeout_s;      /* per-node launch: silence after which an agent counts as lost */
     char run_id[128];            /* "": a unique id; [A-Za-z0-9._-] only */
     char hostfile[1024];         /* "": none; else the job goes to mpirun with this hostfile */
     int argc;                    /* PROGRAM and its arguments: argv[0 .. argc-1] */
@@ -37,7 +40,7 @@ typedef struct {
 } ddpc_launch_config;
 
 /* One worker per host, no restarts, 0.1 s monitor interval, 3 s stop grace, master 127.0.0.1 with
- * a free port, console stdout/stderr. */
+ * a free port, 60 s rendezvous and 30 s agent timeouts, console stdout/stderr. */
 ddpc_launch_config ddpc_launch_config_default(void);
 
 /* Parses `ddpc run` options (argv excludes "run"): `--opt VALUE` or `--opt=VALUE`, '_' or '-' in
@@ -51,8 +54,12 @@ ddpc_status ddpc_launch_parse_args(int argc, char *const *argv, ddpc_launch_conf
  * mpirun, PMI or srun world larger than one. DDPC_OK otherwise. */
 ddpc_status ddpc_launch_check_nested(const char *const *envp);
 
-/* True when the job is handed to mpirun: a hostfile, nnodes > 1, or backend mpi. */
+/* True when the job is handed to mpirun: a hostfile, backend mpi, or nnodes > 1 that is not a
+ * per-node launch. */
 bool ddpc_launch_uses_mpirun(const ddpc_launch_config *cfg);
+/* True for a per-node launch: nnodes > 1 with --master-addr, no hostfile, backend not mpi; then
+ * one `ddpc run` per host, the node-0 one serving the agents' key-value store at the master. */
+bool ddpc_launch_per_node(const ddpc_launch_config *cfg);
 
 /* Runs the job with `envp` as the base of every worker's environment. Returns DDPC_OK once the
  * job ran, with *exit_code 0 when every worker exited 0, the failing worker's status (exit code,

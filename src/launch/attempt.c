@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <string.h>
 #include <time.h>
 
@@ -22,6 +23,9 @@ typedef struct {
     ddpc__attempt_result *res;
     struct pollfd *pfd; /* (2 * n) scratch for poll */
     int *slot;          /* (2 * n) worker index * 2 + stream of each pfd entry */
+    ddpc__agent *agent; /* per-node launch: the other nodes; NULL on one host */
+    int attempt_no;
+    bool published; /* this node's failure or interrupt went to the other nodes */
 } attempt;
 
 static ddpc_status open_log(const ddpc_launch_config *cfg, int attempt_no, ddpc__worker *w)
@@ -71,6 +75,104 @@ static void begin_stop(attempt *a)
     a->kill_at = ddpc_time_now() + a->cfg->stop_grace_s;
     signal_all(a, SIGTERM);
     signal_all(a, SIGCONT); /* a stopped worker must run to act on SIGTERM */
+}
+
+/* Appends printf output to buf (cap bytes, at *at so far); output past cap is cut. */
+static void append(char *buf, size_t cap, size_t *at, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void append(char *buf, size_t cap, size_t *at, const char *fmt, ...)
+{
+    if (*at >= cap)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + *at, cap - *at, fmt, ap);
+    va_end(ap);
+    *at = n < 0 ? cap : (*at + (size_t)n < cap ? *at + (size_t)n : cap);
+}
+
+/* The one message a failure gets: which rank (and, across hosts, which node), how it ended, the
+ * last lines it printed. No "ddpc run: " and no final newline: the agent sends it to the other
+ * nodes as it is. */
+static void failure_text(const attempt *a, int local, char *buf, size_t cap)
+{
+    const ddpc__worker *w = &a->w[local];
+    char how[96];
+    size_t at = 0;
+    buf[0] = '\0';
+    ddpc_launch_describe_wait(w->wait_status, how, sizeof how);
+    append(buf, cap, &at, "rank %d (local rank %d, pid %ld)", w->rank, local, (long)w->pid);
+    if (a->agent)
+        append(buf, cap, &at, " on %s", ddpc__agent_self(a->agent));
+    append(buf, cap, &at, " failed with %s on attempt %d; stopped the other %d local worker(s)",
+           how, a->attempt_no, a->n - 1);
+    if (a->agent)
+        append(buf, cap, &at, " and told the other %d node(s)", a->cfg->nnodes - 1);
+    append(buf, cap, &at, ".");
+    if (a->cfg->log_dir[0])
+        append(buf, cap, &at, " Its log: %s/attempt_%d/rank_%d.log.", a->cfg->log_dir,
+               a->attempt_no, w->rank);
+    if (w->ring.count == 0) {
+        append(buf, cap, &at, " It printed nothing.");
+        return;
+    }
+    append(buf, cap, &at, " Its last %d line(s):", w->ring.count);
+    for (int i = 0; i < w->ring.count; i++)
+        append(buf, cap, &at, "\n    %s%s", w->prefix, ddpc__ring_line(&w->ring, i));
+}
+
+static void report_failure(const attempt *a)
+{
+    char text[DDPC__RING_LINES * (DDPC__RING_LINE_MAX + 48) + 1024];
+    failure_text(a, a->res->failed_rank, text, sizeof text);
+    fprintf(a->cfg->err, "ddpc run: %s\n", text);
+    fflush(a->cfg->err);
+}
+
+/* Tells the other nodes at once, so they stop their workers while ours are still stopping. What
+ * the failed worker wrote last is taken from its pipes first: the report should show it. */
+static void publish_failure(attempt *a, int local)
+{
+    if (!a->agent || a->published)
+        return;
+    a->published = true;
+    ddpc__worker *w = &a->w[local];
+    for (int st = 0; st < 2; st++)
+        if (w->fds[st] >= 0)
+            (void)ddpc__worker_read(w, st);
+    char text[DDPC__RING_LINES * (DDPC__RING_LINE_MAX + 48) + 1024];
+    failure_text(a, local, text, sizeof text);
+    (void)ddpc__agent_publish(a->agent, a->attempt_no, ddpc_launch_exit_code(w->wait_status), true,
+                              a->cfg->node_rank, text);
+    ddpc_clear_error(); /* a lost store shows at the next poll, which names node 0 */
+}
+
+static void publish_interrupt(attempt *a, int sig)
+{
+    if (!a->agent || a->published)
+        return;
+    a->published = true;
+    char name[32], text[600];
+    snprintf(text, sizeof text, "the launcher of %s got %s and stopped its workers",
+             ddpc__agent_self(a->agent), ddpc_launch_signal_name(sig, name, sizeof name));
+    (void)ddpc__agent_publish(a->agent, a->attempt_no, 128 + sig, false, a->cfg->node_rank, text);
+    ddpc_clear_error();
+}
+
+/* Another node failed (or went silent): stop ours, like a local failure, but nothing to publish. */
+static void check_agent(attempt *a)
+{
+    if (!a->agent)
+        return;
+    ddpc__agent_event *ev = a->res->remote;
+    ddpc__agent_poll(a->agent, a->attempt_no, ev);
+    if (ev->kind != DDPC__AGENT_FAILED || a->stopping)
+        return;
+    if (ev->node == a->cfg->node_rank && a->published)
+        return; /* our own failure, read back */
+    a->res->outcome = DDPC__ATTEMPT_REMOTE;
+    a->published = true; /* nothing of ours to tell: the job already failed elsewhere */
+    begin_stop(a);
 }
 
 /* Waits up to one monitor interval (less when the SIGKILL deadline is near) for output. */
@@ -126,6 +228,7 @@ static void check_signals(attempt *a, const sigset_t *watched)
         if (!a->stopping) {
             a->res->outcome = DDPC__ATTEMPT_INTERRUPTED;
             a->res->signo = sig;
+            publish_interrupt(a, sig);
             begin_stop(a);
         }
     }
@@ -144,6 +247,7 @@ static bool check_exits(attempt *a)
         if (w->failed && !a->stopping) {
             a->res->outcome = DDPC__ATTEMPT_FAILED;
             a->res->failed_rank = i; /* local index until the report */
+            publish_failure(a, i);
             begin_stop(a);
         }
     }
@@ -174,6 +278,7 @@ static ddpc_status monitor(attempt *a, const sigset_t *watched)
         DDPC_TRY(pump_output(a));
         report_log_errors(a);
         check_signals(a, watched);
+        check_agent(a); /* also while stopping: heartbeats go on */
         if (check_exits(a))
             return DDPC_OK;
         if (a->stopping && !a->killed && ddpc_time_now() >= a->kill_at) {
@@ -181,29 +286,6 @@ static ddpc_status monitor(attempt *a, const sigset_t *watched)
             a->killed = true;
         }
     }
-}
-
-/* The one message a failure gets: which rank, how it ended, the last lines it printed. */
-static void report_failure(const attempt *a, int attempt_no)
-{
-    const ddpc__worker *w = &a->w[a->res->failed_rank];
-    FILE *f = a->cfg->err;
-    char how[96];
-    ddpc_launch_describe_wait(w->wait_status, how, sizeof how);
-    fprintf(f,
-            "ddpc run: rank %d (local rank %d, pid %ld) failed with %s on attempt %d; "
-            "stopped the other %d local worker(s).",
-            w->rank, a->res->failed_rank, (long)w->pid, how, attempt_no, a->n - 1);
-    if (a->cfg->log_dir[0])
-        fprintf(f, " Its log: %s/attempt_%d/rank_%d.log.", a->cfg->log_dir, attempt_no, w->rank);
-    if (w->ring.count == 0) {
-        fprintf(f, " It printed nothing.\n");
-    } else {
-        fprintf(f, " Its last %d line(s):\n", w->ring.count);
-        for (int i = 0; i < w->ring.count; i++)
-            fprintf(f, "    %s%s\n", w->prefix, ddpc__ring_line(&w->ring, i));
-    }
-    fflush(f);
 }
 
 static void report_interrupt(const attempt *a)
@@ -227,12 +309,18 @@ static ddpc_status spawn_all(attempt *a, const char *program, char **const *envs
 ddpc_status ddpc__attempt_run(const ddpc_launch_config *cfg, const char *program,
                               char **const *envs, int attempt_no, const sigset_t *watched,
                               const sigset_t *child_mask, const ddpc__guard *guard,
-                              ddpc__attempt_result *res)
+                              ddpc__agent *agent, ddpc__attempt_result *res)
 {
+    ddpc__agent_event *remote = res->remote;
     memset(res, 0, sizeof *res);
+    res->remote = remote;
     res->outcome = DDPC__ATTEMPT_SUCCEEDED;
     res->failed_rank = -1;
-    attempt a = {.cfg = cfg, .n = cfg->nproc_per_node, .res = res};
+    attempt a = {.cfg = cfg,
+                 .n = cfg->nproc_per_node,
+                 .res = res,
+                 .agent = remote ? agent : NULL,
+                 .attempt_no = attempt_no};
     a.w = ddpc_calloc((size_t)a.n, sizeof *a.w);
     a.pfd = ddpc_calloc((size_t)a.n * 2, sizeof *a.pfd);
     a.slot = ddpc_calloc((size_t)a.n * 2, sizeof *a.slot);
@@ -257,7 +345,7 @@ ddpc_status ddpc__attempt_run(const ddpc_launch_config *cfg, const char *program
     fflush(cfg->err);
     if (s == DDPC_OK && res->outcome == DDPC__ATTEMPT_FAILED) {
         res->wait_status = a.w[res->failed_rank].wait_status;
-        report_failure(&a, attempt_no);
+        report_failure(&a);
         res->failed_rank = a.w[res->failed_rank].rank;
     } else if (s == DDPC_OK && res->outcome == DDPC__ATTEMPT_INTERRUPTED) {
         report_interrupt(&a);

@@ -64,28 +64,64 @@ static ddpc_status build_envs(const ddpc_launch_config *cfg, const char *const *
     return DDPC_OK;
 }
 
+/* Across hosts, this node's success is the job's only once every node's workers succeeded; a
+ * failure elsewhere turns it into that failure. Returns the outcome to act on. */
+static ddpc__attempt_outcome settle_success(const ddpc_launch_config *cfg, ddpc__agent *agent,
+                                            int attempt_no, const sigset_t *watched,
+                                            ddpc__attempt_result *r)
+{
+    if (!agent)
+        return DDPC__ATTEMPT_SUCCEEDED;
+    int sig = 0;
+    ddpc__agent_await(agent, attempt_no, watched, r->remote, &sig);
+    if (sig) {
+        char name[32], text[600];
+        snprintf(text, sizeof text, "the launcher of %s got %s after its workers succeeded",
+                 ddpc__agent_self(agent), ddpc_launch_signal_name(sig, name, sizeof name));
+        (void)ddpc__agent_publish(agent, attempt_no, 128 + sig, false, cfg->node_rank, text);
+        ddpc_clear_error();
+        r->signo = sig;
+        return DDPC__ATTEMPT_INTERRUPTED;
+    }
+    return r->remote->kind == DDPC__AGENT_FAILED ? DDPC__ATTEMPT_REMOTE : DDPC__ATTEMPT_SUCCEEDED;
+}
+
+/* The report of a failure on another node, and the exit code it gives this one. */
+static int report_remote(const ddpc_launch_config *cfg, const ddpc__agent *agent,
+                         const ddpc__agent_event *ev)
+{
+    fprintf(cfg->err, "ddpc run: stopped the %d local worker(s) of %s: %s\n", cfg->nproc_per_node,
+            ddpc__agent_self(agent), ev->text);
+    fflush(cfg->err);
+    return ev->exit_code;
+}
+
 /* Runs attempts until success, interruption, an error, or no restarts left. */
 static ddpc_status run_attempts(const ddpc_launch_config *cfg, const char *program,
                                 const char *const *envp, ddpc__job_ids *ids,
                                 const sigset_t *watched, const sigset_t *child_mask,
-                                const ddpc__guard *guard, int *exit_code)
+                                const ddpc__guard *guard, ddpc__agent *agent, int *exit_code)
 {
     bool log_failed = false;
+    static ddpc__agent_event remote; /* 16 KiB of text: not on the stack; one job at a time */
     for (int attempt_no = 0;; attempt_no++) {
         ids->restart_count = attempt_no;
         char ***envs = NULL;
         if (cfg->log_dir[0])
             DDPC_TRY(make_attempt_dir(cfg, attempt_no));
         DDPC_TRY(build_envs(cfg, envp, ids, &envs));
-        ddpc__attempt_result r;
-        ddpc_status s =
-            ddpc__attempt_run(cfg, program, envs, attempt_no, watched, child_mask, guard, &r);
+        ddpc__attempt_result r = {.remote = &remote};
+        memset(&remote, 0, sizeof remote);
+        ddpc_status s = ddpc__attempt_run(cfg, program, envs, attempt_no, watched, child_mask,
+                                          guard, agent, &r);
         free_envs(envs, cfg->nproc_per_node);
         /* Every worker of the attempt is gone: take the segment a rank that died during the shm
          * rendezvous could not unlink (each attempt names its own, so none is ever reused). */
         ddpc__job_shm_remove(ids, attempt_no);
         DDPC_TRY(s);
         log_failed = log_failed || r.log_failed;
+        if (r.outcome == DDPC__ATTEMPT_SUCCEEDED)
+            r.outcome = settle_success(cfg, agent, attempt_no, watched, &r);
         if (r.outcome == DDPC__ATTEMPT_SUCCEEDED) {
             *exit_code = log_failed ? 1 : 0;
             if (log_failed)
@@ -97,14 +133,27 @@ static ddpc_status run_attempts(const ddpc_launch_config *cfg, const char *progr
             *exit_code = 128 + r.signo;
             return DDPC_OK;
         }
-        *exit_code = ddpc_launch_exit_code(r.wait_status);
+        bool restartable = true;
+        if (r.outcome == DDPC__ATTEMPT_REMOTE) {
+            *exit_code = report_remote(cfg, agent, &remote);
+            restartable = remote.restartable;
+        } else {
+            *exit_code = ddpc_launch_exit_code(r.wait_status);
+        }
+        if (!restartable) {
+            fprintf(
+                cfg->err,
+                "ddpc run: not restarting: only failed workers are restarted; exiting with %d.\n",
+                *exit_code);
+            return DDPC_OK;
+        }
         if (attempt_no >= cfg->max_restarts) {
             fprintf(cfg->err, "ddpc run: no restarts left (--max-restarts %d); exiting with %d.\n",
                     cfg->max_restarts, *exit_code);
             return DDPC_OK;
         }
-        fprintf(cfg->err, "ddpc run: restarting all workers (restart %d of %d).\n", attempt_no + 1,
-                cfg->max_restarts);
+        fprintf(cfg->err, "ddpc run: restarting all workers%s (restart %d of %d).\n",
+                agent ? " on every node" : "", attempt_no + 1, cfg->max_restarts);
         fflush(cfg->err);
     }
 }
@@ -151,11 +200,26 @@ static ddpc_status run_job(const ddpc_launch_config *cfg, const char *program,
     sigaddset(&watched, SIGHUP);
     sigaddset(&watched, SIGPIPE);
     sigprocmask(SIG_BLOCK, &watched, &old_mask);
+    /* Across hosts the agents meet first (node 0's store thread inherits the blocked mask), and
+     * the run id is node 0's from then on, so the guard gets the one the workers will use. */
+    ddpc__agent *agent = NULL;
+    ddpc_status s = DDPC_OK;
+    if (ddpc_launch_per_node(cfg))
+        s = ddpc__agent_start(cfg, &ids, &agent);
     ddpc__guard guard;
-    ddpc_status s = ddpc__guard_start(&guard, &ids, cfg->max_restarts);
+    if (s == DDPC_OK)
+        s = ddpc__guard_start(&guard, &ids, cfg->max_restarts);
     if (s == DDPC_OK) {
-        s = run_attempts(cfg, program, envp, &ids, &watched, &old_mask, &guard, exit_code);
+        s = run_attempts(cfg, program, envp, &ids, &watched, &old_mask, &guard, agent, exit_code);
         ddpc__guard_stop(&guard);
+    }
+    if (agent) {
+        /* counting out may touch the store: keep the message of a failure that came before */
+        char why[1024];
+        snprintf(why, sizeof why, "%s", s != DDPC_OK ? ddpc_last_error() : "");
+        ddpc__agent_finish(agent);
+        if (s != DDPC_OK)
+            ddpc_errorf(s, "%s", why);
     }
     /* A signal that came after the last check still counts: it decides the exit code. */
     struct timespec zero = {0, 0};
@@ -222,10 +286,29 @@ static const char *nested_reason(const char *const *envp, char *buf, size_t cap)
     return NULL;
 }
 
+/* RANK, LOCAL_RANK and WORLD_SIZE all set without a launcher's marker: a platform (Kubernetes,
+ * a cloud job service) started this process as one worker of the job and injected its place. */
+static bool platform_worker(const char *const *envp)
+{
+    return ddpc_dist_env_lookup(envp, "RANK") && ddpc_dist_env_lookup(envp, "LOCAL_RANK") &&
+           ddpc_dist_env_lookup(envp, "WORLD_SIZE");
+}
+
 ddpc_status ddpc_launch_check_nested(const char *const *envp)
 {
     char buf[160];
     const char *why = nested_reason(envp, buf, sizeof buf);
+    if (!why && platform_worker(envp))
+        return ddpc_errorf(
+            DDPC_EINVAL,
+            "refusing to start: RANK=%s, LOCAL_RANK=%s and WORLD_SIZE=%s are set, so whatever "
+            "started this process (a platform that starts every worker and injects RANK, "
+            "LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT) already made it one worker of "
+            "the job; 'ddpc run' would start a second level of workers and multiply the world "
+            "size; run the program directly instead (e.g. 'ddpc train CONFIG'), which reads "
+            "these variables and joins the job",
+            ddpc_dist_env_lookup(envp, "RANK"), ddpc_dist_env_lookup(envp, "LOCAL_RANK"),
+            ddpc_dist_env_lookup(envp, "WORLD_SIZE"));
     if (!why)
         return DDPC_OK;
     return ddpc_errorf(DDPC_EINVAL,

@@ -151,30 +151,77 @@ ddpc_status ddpc__worker_read(ddpc__worker *w, int stream);
  * failed close sets log_errno). */
 void ddpc__worker_finish(ddpc__worker *w);
 
+/* ---- the agent of a per-node launch (agent.c, agent_rdzv.c) ---- */
+
+typedef struct ddpc__agent ddpc__agent;
+
+typedef enum {
+    DDPC__AGENT_QUIET,  /* nothing happened elsewhere */
+    DDPC__AGENT_FAILED, /* a node failed (its worker, its launcher, or node 0's store is gone) */
+} ddpc__agent_event_kind;
+
+typedef struct {
+    ddpc__agent_event_kind kind;
+    int exit_code;    /* FAILED: the failing worker's status (exit code or 128 + signal), else 1 */
+    bool restartable; /* FAILED: a worker failed, so --max-restarts applies; not for lost nodes */
+    int node;         /* FAILED: the node that failed or went silent */
+    char text[16384]; /* FAILED: one report naming node, host, rank and cause (no trailing \n) */
+} ddpc__agent_event;
+
+/* Joins the other hosts' launchers: node 0 serves the store at the master address and port;
+ * every node connects, claims its node rank, publishes and checks nnodes, nproc-per-node,
+ * max-restarts and run id, and waits (cfg->rdzv_timeout_s) until all nodes joined. ids->run_id
+ * becomes node 0's. Errors name the culprit: a node that did not join, a node rank taken twice,
+ * a node started with different options, a port in use. Call with the watched signals blocked:
+ * node 0's server thread inherits the mask. */
+ddpc_status ddpc__agent_start(const ddpc_launch_config *cfg, ddpc__job_ids *ids, ddpc__agent **out);
+/* Heartbeats (node 0: names nodes silent for cfg->agent_timeout_s) and reports, in *ev, the first
+ * failure published for `attempt` anywhere; node 0's store gone is a failure too. Never blocks
+ * longer than one store round trip. */
+void ddpc__agent_poll(ddpc__agent *a, int attempt, ddpc__agent_event *ev);
+/* Publishes a failure of this node for `attempt` (ignored when another came first). DDPC_EPEER
+ * when the store is gone. */
+ddpc_status ddpc__agent_publish(ddpc__agent *a, int attempt, int exit_code, bool restartable,
+                                int node, const char *text);
+/* After this node's workers all succeeded: counts it done and waits until every node is (ev
+ * QUIET), a failure is published (ev FAILED), or a watched signal arrives (*signo). */
+void ddpc__agent_await(ddpc__agent *a, int attempt, const sigset_t *watched, ddpc__agent_event *ev,
+                       int *signo);
+/* "node R (host NAME, ADDR)". */
+const char *ddpc__agent_self(const ddpc__agent *a);
+/* Counts this node out; node 0 keeps its store up until every node still there did the same
+ * (bounded by the agent timeout). Closes and frees. NULL is a no-op. */
+void ddpc__agent_finish(ddpc__agent *a);
+
 /* ---- one attempt of the whole group (attempt.c) ---- */
 
 typedef enum {
     DDPC__ATTEMPT_SUCCEEDED,   /* every worker exited 0 */
     DDPC__ATTEMPT_FAILED,      /* a worker failed; the others were stopped */
     DDPC__ATTEMPT_INTERRUPTED, /* the launcher got SIGINT/SIGTERM/SIGHUP; workers were stopped */
+    DDPC__ATTEMPT_REMOTE,      /* another node failed (the agent's event); workers were stopped */
 } ddpc__attempt_outcome;
 
 typedef struct {
     ddpc__attempt_outcome outcome;
-    int failed_rank; /* FAILED: the first rank seen failing */
-    int wait_status; /* FAILED: its waitpid status */
-    int signo;       /* INTERRUPTED: the signal the launcher got */
-    bool log_failed; /* a log file could not be written (reported on cfg->err) */
+    int failed_rank;           /* FAILED: the first rank seen failing */
+    int wait_status;           /* FAILED: its waitpid status */
+    int signo;                 /* INTERRUPTED: the signal the launcher got */
+    bool log_failed;           /* a log file could not be written (reported on cfg->err) */
+    ddpc__agent_event *remote; /* REMOTE: what the agent reported (the caller's buffer) */
 } ddpc__attempt_result;
 
 /* Runs one attempt: spawns every worker (envs[i] for local rank i), lists their groups with
  * `guard` (may be NULL), forwards output, and watches for exits and for the signals in `watched`
- * (blocked by the caller). Reports a failure and log write errors on cfg->err. Returns an error
- * only when the attempt could not be started or run. */
+ * (blocked by the caller). With an `agent` (per-node launch; else NULL) it also polls the other
+ * nodes at every check, publishes a local failure or interrupt to them at once, and stops on
+ * theirs (REMOTE, described in *res->remote, which must then point to a buffer). Reports a local
+ * failure and log write errors on cfg->err. Returns an error only when the attempt could not be
+ * started or run. */
 ddpc_status ddpc__attempt_run(const ddpc_launch_config *cfg, const char *program,
                               char **const *envs, int attempt, const sigset_t *watched,
                               const sigset_t *child_mask, const ddpc__guard *guard,
-                              ddpc__attempt_result *res);
+                              ddpc__agent *agent, ddpc__attempt_result *res);
 
 /* ---- mpirun hand-off (mpirun.c) ---- */
 

@@ -127,10 +127,11 @@ ddpc_status ddpc__mpirun_nodes(const ddpc_launch_config *cfg, const char *const 
     const char *nodelist = ddpc_dist_env_lookup(envp, "SLURM_JOB_NODELIST");
     if (cfg->nnodes > 1 && !nodelist)
         return ddpc_errorf(DDPC_EINVAL,
-                           "--nnodes %d needs the hosts: give --hostfile FILE, or "
-                           "run inside a SLURM allocation (salloc/sbatch; or 'srun PROGRAM' with "
-                           "the mpi backend)",
-                           cfg->nnodes);
+                           "--nnodes %d needs the hosts: run 'ddpc run --nnodes %d --node-rank R "
+                           "--master-addr A --master-port P' on each host, give --hostfile FILE, "
+                           "or run inside a SLURM allocation (salloc/sbatch; or 'srun PROGRAM' "
+                           "with the mpi backend)",
+                           cfg->nnodes, cfg->nnodes);
     if (cfg->nnodes > 1) {
         int hosts = 0;
         DDPC_TRY(ddpc_dist_env_slurm_hosts(envp, &hosts));

@@ -17,15 +17,24 @@ ddpc_launch_config ddpc_launch_config_default(void)
     c.backend = DDPC_BACKEND_AUTO;
     c.monitor_interval_s = 0.1;
     c.stop_grace_s = 3.0;
+    c.rdzv_timeout_s = 60.0;
+    c.agent_timeout_s = 30.0;
     snprintf(c.master_addr, sizeof c.master_addr, "127.0.0.1");
     c.out = stdout;
     c.err = stderr;
     return c;
 }
 
+bool ddpc_launch_per_node(const ddpc_launch_config *cfg)
+{
+    return cfg->nnodes > 1 && cfg->master_addr_set && cfg->hostfile[0] == '\0' &&
+           cfg->backend != DDPC_BACKEND_MPI;
+}
+
 bool ddpc_launch_uses_mpirun(const ddpc_launch_config *cfg)
 {
-    return cfg->hostfile[0] != '\0' || cfg->nnodes > 1 || cfg->backend == DDPC_BACKEND_MPI;
+    return cfg->hostfile[0] != '\0' || cfg->backend == DDPC_BACKEND_MPI ||
+           (cfg->nnodes > 1 && !ddpc_launch_per_node(cfg));
 }
 
 static ddpc_status parse_int(const char *opt, const char *v, int lo, int hi, int *out)
@@ -105,8 +114,14 @@ static ddpc_status apply(ddpc_launch_config *c, const char *name, const char *v)
         return parse_seconds(name, v, 0.001, 1e7, &c->collective_timeout_s);
     if (strcmp(name, "--log-dir") == 0)
         return copy_str(name, v, c->log_dir, sizeof c->log_dir);
-    if (strcmp(name, "--master-addr") == 0)
+    if (strcmp(name, "--master-addr") == 0) {
+        c->master_addr_set = true;
         return copy_str(name, v, c->master_addr, sizeof c->master_addr);
+    }
+    if (strcmp(name, "--rdzv-timeout") == 0)
+        return parse_seconds(name, v, 0.1, 86400.0, &c->rdzv_timeout_s);
+    if (strcmp(name, "--agent-timeout") == 0)
+        return parse_seconds(name, v, 1.0, 86400.0, &c->agent_timeout_s);
     if (strcmp(name, "--master-port") == 0)
         return parse_int(name, v, 1, 65535, &c->master_port);
     if (strcmp(name, "--hostfile") == 0)
@@ -128,6 +143,7 @@ static bool takes_value(const char *name)
         "--nproc-per-node", "--nnodes",           "--node-rank",          "--backend",
         "--max-restarts",   "--monitor-interval", "--collective-timeout", "--log-dir",
         "--master-addr",    "--master-port",      "--hostfile",           "--run-id",
+        "--rdzv-timeout",   "--agent-timeout",
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(name, names[i]) == 0)
@@ -161,6 +177,16 @@ static ddpc_status check_combination(const ddpc_launch_config *c)
                            c->nnodes);
     if (c->help)
         return DDPC_OK;
+    /* Every host must find node 0's store at the same place, so nothing here may be picked. */
+    if (ddpc_launch_per_node(c) && c->master_port == 0)
+        return ddpc_errorf(DDPC_EINVAL,
+                           "--nnodes %d with --master-addr starts one launcher per host: give "
+                           "--master-port P too, the same on every host",
+                           c->nnodes);
+    if (ddpc_launch_per_node(c) && c->agent_timeout_s <= c->monitor_interval_s)
+        return ddpc_errorf(DDPC_EINVAL,
+                           "--agent-timeout %g s must be longer than --monitor-interval %g s",
+                           c->agent_timeout_s, c->monitor_interval_s);
     if (c->argc == 0)
         return ddpc_errorf(DDPC_EINVAL, "no PROGRAM given (usage: ddpc run [options] -- PROGRAM "
                                         "[ARGS...])");

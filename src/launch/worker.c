@@ -94,6 +94,10 @@ bool ddpc__worker_poll_exit(ddpc__worker *w)
     if (waitid(P_PID, (id_t)w->pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid != 0) {
         w->exited = true;
         w->failed = !(info.si_code == CLD_EXITED && info.si_status == 0);
+        /* the status waitpid will give, known now: a failure is reported before the reaping */
+        w->wait_status = info.si_code == CLD_EXITED   ? (info.si_status & 0xff) << 8
+                         : info.si_code == CLD_DUMPED ? (info.si_status & 0x7f) | 0x80
+                                                      : info.si_status & 0x7f;
     }
     return w->exited;
 }

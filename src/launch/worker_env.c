@@ -25,6 +25,7 @@ static const char *const owned_vars[] = {
     "TORCHELASTIC_MAX_RESTARTS",
     "TORCHELASTIC_RUN_ID",
     "DDPC_LAUNCHER",
+    "TORCHELASTIC_USE_AGENT_STORE",
 };
 
 static bool key_is(const char *kv, const char *key)
@@ -124,6 +125,11 @@ static ddpc_status push_contract(char ***v, int *n, const ddpc_launch_config *cf
     DDPC_TRY(ddpc__strv_pushf(v, n, "TORCHELASTIC_MAX_RESTARTS=%d", cfg->max_restarts));
     DDPC_TRY(ddpc__strv_pushf(v, n, "TORCHELASTIC_RUN_ID=%s", ids->run_id));
     DDPC_TRY(ddpc__strv_push(v, n, "DDPC_LAUNCHER=1"));
+    /* Across hosts node 0's launcher already serves a store at MASTER_ADDR:MASTER_PORT: the
+     * workers' process group connects to it (keys under "<run id>/<restart>/") instead of
+     * serving its own, as torchrun's workers do with this variable. */
+    if (ddpc_launch_per_node(cfg))
+        DDPC_TRY(ddpc__strv_push(v, n, "TORCHELASTIC_USE_AGENT_STORE=True"));
     if (cfg->backend != DDPC_BACKEND_AUTO)
         DDPC_TRY(ddpc__strv_pushf(v, n, "DDPC_BACKEND=%s", ddpc_backend_name(cfg->backend)));
     if (cfg->collective_timeout_s > 0)
