@@ -72,6 +72,7 @@ static bool parse_node(const char *text, node_record *r)
 static ddpc_status abort_job(ddpc__agent *a, ddpc_status code, const char *why)
 {
     (void)ddpc_store_set(a->store, "agent/abort", why, strlen(why));
+    (void)ddpc_store_add(a->store, "agent/abort_seen", 1, NULL);
     return ddpc_errorf(code, "%s", why);
 }
 
@@ -84,7 +85,25 @@ static ddpc_status check_abort(ddpc__agent *a)
     if (!found)
         return DDPC_OK;
     why[len < sizeof why ? len : sizeof why - 1] = '\0';
+    (void)ddpc_store_add(a->store, "agent/abort_seen", 1, NULL);
     return ddpc_errorf(DDPC_EINVAL, "%s", why);
+}
+
+/* Node 0, after a failed rendezvous: its store goes away with it, so it first waits (5 s at most)
+ * until every agent that joined has read the cause, which they then all report alike. */
+static void linger_for_abort(ddpc__agent *a, ddpc_status code)
+{
+    char why[1024];
+    snprintf(why, sizeof why, "%s", ddpc_last_error());
+    double deadline = ddpc_time_now() + 5.0;
+    int64_t joined = 0, seen = 0;
+    while (ddpc_time_now() < deadline &&
+           ddpc_store_add(a->store, "agent/joined", 0, &joined) == DDPC_OK &&
+           ddpc_store_add(a->store, "agent/abort_seen", 0, &seen) == DDPC_OK && seen < joined) {
+        struct timespec ts = {0, 20 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    ddpc_errorf(code, "%s", why);
 }
 
 static ddpc_status claim_rank(ddpc__agent *a, const node_record *me)
@@ -92,6 +111,7 @@ static ddpc_status claim_rank(ddpc__agent *a, const node_record *me)
     char key[64];
     int64_t n = 0;
     int r = a->cfg->node_rank;
+    DDPC_TRY(ddpc_store_add(a->store, "agent/joined", 1, NULL));
     snprintf(key, sizeof key, "agent/join/%d", r);
     DDPC_TRY(ddpc_store_add(a->store, key, 1, &n));
     if (n == 1)
@@ -118,7 +138,8 @@ static ddpc_status claim_rank(ddpc__agent *a, const node_record *me)
     return abort_job(a, DDPC_EINVAL, why);
 }
 
-/* One option of node i against this node's, as a sentence naming both. */
+/* Node i's options against this node's, as one sentence naming both, the lower node first so
+ * that every host prints the same one. */
 static ddpc_status check_agree(ddpc__agent *a, int i, const node_record *them,
                                const node_record *me)
 {
@@ -128,16 +149,15 @@ static ddpc_status check_agree(ddpc__agent *a, int i, const node_record *them,
                       : them->max_restarts != me->max_restarts ? "--max-restarts"
                                                                : NULL;
     if (opt) {
-        int t = opt[2] == 'n' && opt[3] == 'n' ? them->nnodes
-                : opt[2] == 'n'                ? them->nproc
-                                               : them->max_restarts;
-        int m = opt[2] == 'n' && opt[3] == 'n' ? me->nnodes
-                : opt[2] == 'n'                ? me->nproc
-                                               : me->max_restarts;
+        int me_rank = a->cfg->node_rank;
+        const node_record *lo = i < me_rank ? them : me, *hi = i < me_rank ? me : them;
+        int lo_rank = i < me_rank ? i : me_rank, hi_rank = i < me_rank ? me_rank : i;
+        int lo_v = opt[3] == 'n' ? lo->nnodes : opt[3] == 'p' ? lo->nproc : lo->max_restarts;
+        int hi_v = opt[3] == 'n' ? hi->nnodes : opt[3] == 'p' ? hi->nproc : hi->max_restarts;
         snprintf(why, sizeof why,
                  "node %d (host %s, %s) was started with %s %d but node %d (host %s, %s) with "
                  "%s %d; every host must be given the same %s",
-                 i, them->host, them->addr, opt, t, a->cfg->node_rank, me->host, me->addr, opt, m,
+                 lo_rank, lo->host, lo->addr, opt, lo_v, hi_rank, hi->host, hi->addr, opt, hi_v,
                  opt);
         return abort_job(a, DDPC_EINVAL, why);
     }
@@ -263,6 +283,8 @@ ddpc_status ddpc__agent_start(const ddpc_launch_config *cfg, ddpc__job_ids *ids,
     if (s == DDPC_OK)
         s = rendezvous(a, ids);
     if (s != DDPC_OK) {
+        if (a->server && a->store)
+            linger_for_abort(a, s);
         a->store_lost = true; /* counting out would wait for nodes that never came */
         ddpc__agent_finish(a);
         return s;
