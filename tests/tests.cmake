@@ -37,6 +37,15 @@ foreach(sh ${DDPC_SHELL_TESTS})
     set_tests_properties(${name} PROPERTIES TIMEOUT 300)
 endforeach()
 
+# The multi-host test bed (tests/multihost/testbed.sh): network namespaces as hosts. Needs root;
+# a script that cannot build the bed exits 77 with the reason, which ctest shows as skipped.
+foreach(mh run_nodes)
+    add_test(NAME multihost_${mh} COMMAND bash ${CMAKE_SOURCE_DIR}/tests/multihost/${mh}.sh
+        $<TARGET_FILE:ddpc> ${CMAKE_SOURCE_DIR})
+    set_tests_properties(multihost_${mh} PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
+        LABELS multihost)
+endforeach()
+
 # Parity with PyTorch (Debian's python3-torch): ddpc's gpt and cnn against the same models in torch.
 add_executable(parity_run ${CMAKE_SOURCE_DIR}/tests/parity/parity_run.c)
 target_link_libraries(parity_run PRIVATE ddpc_lib)
