@@ -18,6 +18,25 @@ master_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
+# Options of a per-node launch, checked before anything starts (exit 2, one line).
+expect_usage() {
+    local name=$1 want=$2
+    shift 2
+    "$ddpc" run "$@" >"$tmp/u.out" 2>"$tmp/u.err"
+    local rc=$?
+    [ $rc -eq 2 ] && grep -qF -- "$want" "$tmp/u.err" && ok "$name" || fail "$name (exit $rc)" "$tmp/u.err"
+}
+expect_usage "per-node launch needs --master-port" "ddpc run: --nnodes 2 with --master-addr \
+starts one launcher per host: give --master-port P too, the same on every host" \
+    --nnodes 2 --master-addr 127.0.0.1 -- true
+expect_usage "--agent-timeout above --monitor-interval" "--agent-timeout 2 s must be longer than \
+--monitor-interval 5 s" --nnodes 2 --master-addr 127.0.0.1 --master-port 1 --agent-timeout 2 \
+    --monitor-interval 5 -- true
+expect_usage "--agent-timeout at least 1 s" "--agent-timeout: '0.5' is not a number of seconds in \
+[1, 86400]" --agent-timeout 0.5 -- true
+expect_usage "--node-rank below --nnodes" "--node-rank 2 must be below --nnodes 2" --nnodes 2 \
+    --node-rank 2 --master-addr 127.0.0.1 --master-port 1 -- true
+
 case_env
 case_worker_killed
 case_launcher_killed 1

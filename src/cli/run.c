@@ -25,7 +25,10 @@ static void usage(FILE *f)
            "  --master-port P           rendezvous port (default: a free port)\n"
            "  --run-id ID               job id given to workers (default: unique)\n"
            "  --collective-timeout S    exported as DDPC_COLLECTIVE_TIMEOUT\n"
-           "  --nnodes N, --node-rank R hosts in the job, this host's index\n"
+           "  --nnodes N, --node-rank R hosts in the job, this host's index; with --master-addr\n"
+           "                            and --master-port, run 'ddpc run' on each host\n"
+           "  --rdzv-timeout S          several hosts: wait S s for all to join (default 60)\n"
+           "  --agent-timeout S         several hosts: a launcher silent S s is lost (default 30)\n"
            "  --hostfile FILE           run on the hosts of FILE through mpirun\n");
 }
 

@@ -161,12 +161,16 @@ static ddpc_status check_agree(ddpc__agent *a, int i, const node_record *them,
                  opt);
         return abort_job(a, DDPC_EINVAL, why);
     }
-    if (i == 0 && strcmp(me->run_id, "-") != 0 && strcmp(them->run_id, me->run_id) != 0) {
+    /* node 0 and the other node both check, so neither goes on while the other refuses */
+    int me_rank = a->cfg->node_rank;
+    if ((i == 0 || me_rank == 0) && strcmp(me->run_id, "-") != 0 &&
+        strcmp(them->run_id, "-") != 0 && strcmp(them->run_id, me->run_id) != 0) {
+        const node_record *zero = i == 0 ? them : me, *other = i == 0 ? me : them;
         snprintf(why, sizeof why,
                  "node 0 (host %s, %s) runs job '%s' but node %d (host %s, %s) was given --run-id "
                  "%s; give every host the same --run-id, or none but node 0",
-                 them->host, them->addr, them->run_id, a->cfg->node_rank, me->host, me->addr,
-                 me->run_id);
+                 zero->host, zero->addr, zero->run_id, i == 0 ? me_rank : i, other->host,
+                 other->addr, other->run_id);
         return abort_job(a, DDPC_EINVAL, why);
     }
     return DDPC_OK;
@@ -207,7 +211,7 @@ static ddpc_status gather(ddpc__agent *a, const node_record *me, node_record *al
             for (int i = 0; i < n && at < sizeof list - 16; i++)
                 if (!have[i])
                     at += (size_t)snprintf(list + at, sizeof list - at, "%s%d", at ? ", " : "", i);
-            char why[900];
+            char why[2048];
             snprintf(why, sizeof why,
                      "node%s %s did not join within %g s (--rdzv-timeout): is 'ddpc run --nnodes "
                      "%d --node-rank R --master-addr %s --master-port %d' running on %s?",

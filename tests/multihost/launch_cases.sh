@@ -240,4 +240,14 @@ same --nproc-per-node"
         grep -q "$said" "$tmp/np.1.err" &&
         ok "rendezvous: disagreeing --nproc-per-node is named on both hosts" ||
         fail "rendezvous: disagreeing options (exit $rc0/$rc1)" "$tmp/np.0.err" "$tmp/np.1.err"
+
+    port=$(master_port)
+    launch id 0 --run-id job-a --rdzv-timeout 20 -- true
+    launch id 1 --run-id job-b --rdzv-timeout 20 -- true
+    finish
+    said="node 0 (host $(host_name), $(host_addr 0)) runs job 'job-a' but node 1 (host $(host_name), \
+$(host_addr 1)) was given --run-id job-b; give every host the same --run-id, or none but node 0"
+    [ $rc0 -eq 2 ] && [ $rc1 -eq 2 ] && grep -q "$said" "$tmp/id.0.err" &&
+        grep -q "$said" "$tmp/id.1.err" && ok "rendezvous: a different --run-id is named on both" ||
+        fail "rendezvous: run ids (exit $rc0/$rc1)" "$tmp/id.0.err" "$tmp/id.1.err"
 }
