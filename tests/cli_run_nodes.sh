@@ -37,6 +37,20 @@ expect_usage "--agent-timeout at least 1 s" "--agent-timeout: '0.5' is not a num
 expect_usage "--node-rank below --nnodes" "--node-rank 2 must be below --nnodes 2" --nnodes 2 \
     --node-rank 2 --master-addr 127.0.0.1 --master-port 1 -- true
 
+# Node 0 cannot serve the store: the port is taken (here by a plain listening socket).
+busy=$(master_port)
+python3 -c 'import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); time.sleep(30)' "$busy" &
+holder=$!
+sleep 0.3
+"$ddpc" run --nnodes 2 --master-addr 127.0.0.1 --master-port "$busy" -- true >"$tmp/b.out" 2>"$tmp/b.err"
+rc=$?
+kill $holder
+wait $holder 2>/dev/null
+[ $rc -eq 1 ] && grep -q "^ddpc run: node 0 cannot serve the rendezvous at 127.0.0.1:$busy: " \
+    "$tmp/b.err" && ok "node 0's port in use is named (exit 1)" ||
+    fail "node 0's port in use (exit $rc)" "$tmp/b.err"
+
 case_env
 case_worker_killed
 case_launcher_killed 1

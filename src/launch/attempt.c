@@ -25,7 +25,8 @@ typedef struct {
     int *slot;          /* (2 * n) worker index * 2 + stream of each pfd entry */
     ddpc__agent *agent; /* per-node launch: the other nodes; NULL on one host */
     int attempt_no;
-    bool published; /* this node's failure or interrupt went to the other nodes */
+    bool published;        /* this node's failure or interrupt went to the other nodes */
+    double next_agent_due; /* ddpc_time_now() of the next check of the other nodes */
 } attempt;
 
 static ddpc_status open_log(const ddpc_launch_config *cfg, int attempt_no, ddpc__worker *w)
@@ -164,6 +165,12 @@ static void check_agent(attempt *a)
 {
     if (!a->agent)
         return;
+    /* once per monitor interval: output wakes the loop far more often, and each check is a round
+     * trip to node 0's store */
+    double now = ddpc_time_now();
+    if (now < a->next_agent_due)
+        return;
+    a->next_agent_due = now + a->cfg->monitor_interval_s;
     ddpc__agent_event *ev = a->res->remote;
     ddpc__agent_poll(a->agent, a->attempt_no, ev);
     if (ev->kind != DDPC__AGENT_FAILED || a->stopping)
