@@ -106,6 +106,35 @@ static void test_auto_and_mpirun_routes(void)
     char *a4[] = {"--nnodes", "2", "--node-rank", "1", "p", NULL};
     CHECK_EQ_INT(parse(&c, 5, a4), DDPC_OK);
     CHECK(ddpc_launch_uses_mpirun(&c));
+    CHECK(!ddpc_launch_per_node(&c));
+}
+
+/* --nnodes with --master-addr is a per-node launch (one ddpc run per host), not mpirun's. */
+static void test_per_node_route(void)
+{
+    ddpc_launch_config c;
+    char *a1[] = {"--nnodes=2", "--node_rank",       "1",     "--master-addr",
+                  "10.0.0.1",   "--master-port",     "29500", "--rdzv-timeout",
+                  "7.5",        "--agent_timeout=4", "p",     NULL};
+    CHECK_EQ_INT(parse(&c, 11, a1), DDPC_OK);
+    CHECK(ddpc_launch_per_node(&c));
+    CHECK(!ddpc_launch_uses_mpirun(&c));
+    CHECK(c.master_addr_set);
+    CHECK_NEAR(c.rdzv_timeout_s, 7.5, 1e-12);
+    CHECK_NEAR(c.agent_timeout_s, 4.0, 1e-12);
+    /* a hostfile or the mpi backend still go to mpirun */
+    char *a2[] = {"--nnodes", "2",         "--master-addr", "h", "--master-port",
+                  "1",        "--backend", "mpi",           "p", NULL};
+    CHECK_EQ_INT(parse(&c, 9, a2), DDPC_OK);
+    CHECK(!ddpc_launch_per_node(&c) && ddpc_launch_uses_mpirun(&c));
+    /* one node with a master address is the ordinary one-host launch */
+    char *a3[] = {"--master-addr", "h", "p", NULL};
+    CHECK_EQ_INT(parse(&c, 3, a3), DDPC_OK);
+    CHECK(!ddpc_launch_per_node(&c) && !ddpc_launch_uses_mpirun(&c));
+    ddpc_launch_config d = ddpc_launch_config_default();
+    CHECK_NEAR(d.rdzv_timeout_s, 60.0, 0.0);
+    CHECK_NEAR(d.agent_timeout_s, 30.0, 0.0);
+    CHECK(!d.master_addr_set);
     char *a5[] = {"--help", NULL};
     CHECK_EQ_INT(parse(&c, 1, a5), DDPC_OK);
     CHECK(c.help);
@@ -165,6 +194,7 @@ int main(void)
     RUN_TEST(test_every_option);
     RUN_TEST(test_program_without_dashdash_and_underscores);
     RUN_TEST(test_auto_and_mpirun_routes);
+    RUN_TEST(test_per_node_route);
     RUN_TEST(test_errors_name_the_culprit);
     return check_summary();
 }
