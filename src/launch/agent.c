@@ -43,13 +43,18 @@ static void store_lost(ddpc__agent *a, ddpc__agent_event *ev)
              a->nodes[0].where, a->cfg->master_addr, a->cfg->master_port, a->lost_why);
 }
 
-/* "<exit code> <restartable> <node>\n<text>" */
-static void parse_record(const char *rec, ddpc__agent_event *ev)
+void ddpc__agent_parse_failure(const char *rec, ddpc__agent_event *ev)
 {
     int code = 1, restartable = 0, node = -1, used = 0;
-    if (sscanf(rec, "%d %d %d%n", &code, &restartable, &node, &used) < 3)
-        used = 0;
-    const char *nl = strchr(rec + used, '\n');
+    const char *nl = NULL;
+    if (sscanf(rec, "%d %d %d%n", &code, &restartable, &node, &used) == 3 && rec[used] == '\n')
+        nl = rec + used;
+    if (!nl || code < 1 || code > 255) { /* not a record an agent wrote: keep it all as text */
+        code = 1;
+        restartable = 0;
+        node = -1;
+        nl = NULL;
+    }
     ev->kind = DDPC__AGENT_FAILED;
     ev->exit_code = code;
     ev->restartable = restartable != 0;
@@ -148,7 +153,7 @@ void ddpc__agent_poll(ddpc__agent *a, int attempt, ddpc__agent_event *ev)
     if (!found)
         return;
     rec[len < DDPC__AGENT_RECORD_MAX ? len : DDPC__AGENT_RECORD_MAX - 1] = '\0';
-    parse_record(rec, ev);
+    ddpc__agent_parse_failure(rec, ev);
 }
 
 void ddpc__agent_await(ddpc__agent *a, int attempt, const sigset_t *watched, ddpc__agent_event *ev,

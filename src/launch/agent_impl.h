@@ -34,4 +34,19 @@ struct ddpc__agent {
     char *scratch;      /* (DDPC__AGENT_RECORD_MAX) */
 };
 
+/* What a node was started with, as published in "agent/node/<rank>":
+ * "NNODES NPROC MAX_RESTARTS RUN_ID HOST ADDR". */
+typedef struct {
+    int nnodes, nproc, max_restarts;
+    char run_id[128]; /* "-": not given (only nodes other than 0) */
+    char host[128], addr[64];
+} ddpc__agent_record;
+
+/* Parsers of what other agents wrote to the store (outside bytes: tests/fuzz/fuzz_agent.c).
+ * A node record: true when all six fields were read. */
+bool ddpc__agent_parse_node(const char *text, ddpc__agent_record *r);
+/* A failure record "EXIT_CODE RESTARTABLE NODE\nTEXT" into a FAILED event; a malformed header
+ * gives exit code 1, not restartable, node -1, and the whole record as text. */
+void ddpc__agent_parse_failure(const char *rec, ddpc__agent_event *ev);
+
 #endif

@@ -18,13 +18,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* What a node was started with, as published in "agent/node/<rank>". */
-typedef struct {
-    int nnodes, nproc, max_restarts;
-    char run_id[128]; /* "-": not given (only nodes other than 0) */
-    char host[128], addr[64];
-} node_record;
-
 /* The address this host reaches the master from: a UDP socket connected to it sends nothing but
  * gets the route's source address. Falls back to "?" (only a label in reports). */
 static void local_addr(const char *master, int port, char *out, size_t cap)
@@ -46,7 +39,8 @@ static void local_addr(const char *master, int port, char *out, size_t cap)
     freeaddrinfo(ai);
 }
 
-static void self_record(const ddpc_launch_config *cfg, const ddpc__job_ids *ids, node_record *r)
+static void self_record(const ddpc_launch_config *cfg, const ddpc__job_ids *ids,
+                        ddpc__agent_record *r)
 {
     memset(r, 0, sizeof *r);
     r->nnodes = cfg->nnodes;
@@ -61,7 +55,7 @@ static void self_record(const ddpc_launch_config *cfg, const ddpc__job_ids *ids,
     local_addr(cfg->master_addr, cfg->master_port, r->addr, sizeof r->addr);
 }
 
-static bool parse_node(const char *text, node_record *r)
+bool ddpc__agent_parse_node(const char *text, ddpc__agent_record *r)
 {
     memset(r, 0, sizeof *r);
     return sscanf(text, "%d %d %d %127s %127s %63s", &r->nnodes, &r->nproc, &r->max_restarts,
@@ -106,7 +100,7 @@ static void linger_for_abort(ddpc__agent *a, ddpc_status code)
     ddpc_errorf(code, "%s", why);
 }
 
-static ddpc_status claim_rank(ddpc__agent *a, const node_record *me)
+static ddpc_status claim_rank(ddpc__agent *a, const ddpc__agent_record *me)
 {
     char key[64];
     int64_t n = 0;
@@ -123,9 +117,9 @@ static ddpc_status claim_rank(ddpc__agent *a, const node_record *me)
         DDPC_OK)
         first[len < sizeof first ? len : sizeof first - 1] = '\0';
     ddpc_clear_error();
-    node_record other;
+    ddpc__agent_record other;
     char why[900];
-    if (parse_node(first, &other))
+    if (ddpc__agent_parse_node(first, &other))
         snprintf(why, sizeof why,
                  "--node-rank %d was given to two launchers: host %s, %s and host %s, %s; "
                  "give each host its own node rank",
@@ -140,8 +134,8 @@ static ddpc_status claim_rank(ddpc__agent *a, const node_record *me)
 
 /* Node i's options against this node's, as one sentence naming both, the lower node first so
  * that every host prints the same one. */
-static ddpc_status check_agree(ddpc__agent *a, int i, const node_record *them,
-                               const node_record *me)
+static ddpc_status check_agree(ddpc__agent *a, int i, const ddpc__agent_record *them,
+                               const ddpc__agent_record *me)
 {
     char why[900];
     const char *opt = them->nnodes != me->nnodes               ? "--nnodes"
@@ -150,7 +144,7 @@ static ddpc_status check_agree(ddpc__agent *a, int i, const node_record *them,
                                                                : NULL;
     if (opt) {
         int me_rank = a->cfg->node_rank;
-        const node_record *lo = i < me_rank ? them : me, *hi = i < me_rank ? me : them;
+        const ddpc__agent_record *lo = i < me_rank ? them : me, *hi = i < me_rank ? me : them;
         int lo_rank = i < me_rank ? i : me_rank, hi_rank = i < me_rank ? me_rank : i;
         int lo_v = opt[3] == 'n' ? lo->nnodes : opt[3] == 'p' ? lo->nproc : lo->max_restarts;
         int hi_v = opt[3] == 'n' ? hi->nnodes : opt[3] == 'p' ? hi->nproc : hi->max_restarts;
@@ -165,7 +159,7 @@ static ddpc_status check_agree(ddpc__agent *a, int i, const node_record *them,
     int me_rank = a->cfg->node_rank;
     if ((i == 0 || me_rank == 0) && strcmp(me->run_id, "-") != 0 &&
         strcmp(them->run_id, "-") != 0 && strcmp(them->run_id, me->run_id) != 0) {
-        const node_record *zero = i == 0 ? them : me, *other = i == 0 ? me : them;
+        const ddpc__agent_record *zero = i == 0 ? them : me, *other = i == 0 ? me : them;
         snprintf(why, sizeof why,
                  "node 0 (host %s, %s) runs job '%s' but node %d (host %s, %s) was given --run-id "
                  "%s; give every host the same --run-id, or none but node 0",
@@ -177,7 +171,8 @@ static ddpc_status check_agree(ddpc__agent *a, int i, const node_record *them,
 }
 
 /* Waits for every node's record; names those missing at the deadline. */
-static ddpc_status gather(ddpc__agent *a, const node_record *me, node_record *all, double deadline)
+static ddpc_status gather(ddpc__agent *a, const ddpc__agent_record *me, ddpc__agent_record *all,
+                          double deadline)
 {
     int n = a->cfg->nnodes, missing = n;
     bool *have = ddpc_calloc((size_t)n, sizeof *have);
@@ -196,7 +191,7 @@ static ddpc_status gather(ddpc__agent *a, const node_record *me, node_record *al
             if (s != DDPC_OK || !found)
                 continue;
             text[len < sizeof text ? len : sizeof text - 1] = '\0';
-            if (!parse_node(text, &all[i]))
+            if (!ddpc__agent_parse_node(text, &all[i]))
                 s = abort_job(a, DDPC_EFORMAT, "a node published a malformed rendezvous record");
             else
                 s = check_agree(a, i, &all[i], me);
@@ -251,7 +246,7 @@ static ddpc_status rendezvous(ddpc__agent *a, ddpc__job_ids *ids)
                            cfg->node_rank, cfg->master_addr, cfg->master_port, cfg->rdzv_timeout_s,
                            why);
     }
-    node_record me;
+    ddpc__agent_record me;
     self_record(cfg, ids, &me);
     snprintf(a->self, sizeof a->self, "node %d (host %s, %s)", cfg->node_rank, me.host, me.addr);
     DDPC_TRY(claim_rank(a, &me));
@@ -260,7 +255,7 @@ static ddpc_status rendezvous(ddpc__agent *a, ddpc__job_ids *ids)
     int len = snprintf(text, sizeof text, "%d %d %d %s %s %s", me.nnodes, me.nproc, me.max_restarts,
                        me.run_id, me.host, me.addr);
     DDPC_TRY(ddpc_store_set(a->store, key, text, (size_t)len));
-    node_record *all = ddpc_calloc((size_t)cfg->nnodes, sizeof *all);
+    ddpc__agent_record *all = ddpc_calloc((size_t)cfg->nnodes, sizeof *all);
     if (!all)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory for %d node records", cfg->nnodes);
     s = gather(a, &me, all, deadline);

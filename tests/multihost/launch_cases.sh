@@ -5,7 +5,10 @@
 #   master_port        a port free on host 0
 # and has sourced tests/lib/check.sh ($tmp, ok/fail). tests/cli_run_nodes.sh runs them with two
 # launchers on this machine (127.0.0.1); tests/multihost/run_nodes.sh on two network namespaces.
-# Every wait is bounded; each case checks that no worker and no launcher is left.
+# Every wait is bounded; each case checks that no worker and no launcher is left. A new case is
+# one more function here, called by both drivers: `launch NAME I OPTIONS -- PROGRAM` on each
+# host, `finish`, then checks on $tmp/NAME.I.{out,err}, $rc0 and $rc1 (a training case runs
+# `ddpc train` as PROGRAM with run_dir/weights_out under $tmp, shared by both hosts).
 
 export OMP_NUM_THREADS=1
 unset RANK WORLD_SIZE LOCAL_RANK TORCHELASTIC_RUN_ID DDPC_LAUNCHER OMPI_COMM_WORLD_SIZE PMI_SIZE
