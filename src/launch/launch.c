@@ -96,22 +96,22 @@ static int report_remote(const ddpc_launch_config *cfg, const ddpc__agent *agent
     return ev->exit_code;
 }
 
-/* Runs attempts until success, interruption, an error, or no restarts left. */
-static ddpc_status run_attempts(const ddpc_launch_config *cfg, const char *program,
-                                const char *const *envp, ddpc__job_ids *ids,
-                                const sigset_t *watched, const sigset_t *child_mask,
-                                const ddpc__guard *guard, ddpc__agent *agent, int *exit_code)
+/* The attempts themselves; `remote` receives what another node reported. */
+static ddpc_status run_attempt_loop(const ddpc_launch_config *cfg, const char *program,
+                                    const char *const *envp, ddpc__job_ids *ids,
+                                    const sigset_t *watched, const sigset_t *child_mask,
+                                    const ddpc__guard *guard, ddpc__agent *agent,
+                                    ddpc__agent_event *remote, int *exit_code)
 {
     bool log_failed = false;
-    static ddpc__agent_event remote; /* 16 KiB of text: not on the stack; one job at a time */
     for (int attempt_no = 0;; attempt_no++) {
         ids->restart_count = attempt_no;
         char ***envs = NULL;
         if (cfg->log_dir[0])
             DDPC_TRY(make_attempt_dir(cfg, attempt_no));
         DDPC_TRY(build_envs(cfg, envp, ids, &envs));
-        ddpc__attempt_result r = {.remote = &remote};
-        memset(&remote, 0, sizeof remote);
+        ddpc__attempt_result r = {.remote = remote};
+        memset(remote, 0, sizeof *remote);
         ddpc_status s = ddpc__attempt_run(cfg, program, envs, attempt_no, watched, child_mask,
                                           guard, agent, &r);
         free_envs(envs, cfg->nproc_per_node);
@@ -133,14 +133,10 @@ static ddpc_status run_attempts(const ddpc_launch_config *cfg, const char *progr
             *exit_code = 128 + r.signo;
             return DDPC_OK;
         }
-        bool restartable = true;
-        if (r.outcome == DDPC__ATTEMPT_REMOTE) {
-            *exit_code = report_remote(cfg, agent, &remote);
-            restartable = remote.restartable;
-        } else {
-            *exit_code = ddpc_launch_exit_code(r.wait_status);
-        }
-        if (!restartable) {
+        bool remote_failed = r.outcome == DDPC__ATTEMPT_REMOTE;
+        *exit_code = remote_failed ? report_remote(cfg, agent, remote)
+                                   : ddpc_launch_exit_code(r.wait_status);
+        if (remote_failed && !remote->restartable) {
             fprintf(
                 cfg->err,
                 "ddpc run: not restarting: only failed workers are restarted; exiting with %d.\n",
@@ -156,6 +152,22 @@ static ddpc_status run_attempts(const ddpc_launch_config *cfg, const char *progr
                 agent ? " on every node" : "", attempt_no + 1, cfg->max_restarts);
         fflush(cfg->err);
     }
+}
+
+/* Runs attempts until success, interruption, an error, or no restarts left. */
+static ddpc_status run_attempts(const ddpc_launch_config *cfg, const char *program,
+                                const char *const *envp, ddpc__job_ids *ids,
+                                const sigset_t *watched, const sigset_t *child_mask,
+                                const ddpc__guard *guard, ddpc__agent *agent, int *exit_code)
+{
+    /* what another node reported: 16 KiB of text, so not on the stack */
+    ddpc__agent_event *remote = ddpc_calloc(1, sizeof *remote);
+    if (!remote)
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory for a failure report");
+    ddpc_status s = run_attempt_loop(cfg, program, envp, ids, watched, child_mask, guard, agent,
+                                     remote, exit_code);
+    ddpc_free(remote);
+    return s;
 }
 
 /* Run id, master port and OMP_NUM_THREADS, fixed for the whole job. *port_fd gets the socket
