@@ -29,9 +29,10 @@ test-sanitize: setup
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		DDPC_SANITIZE=1 ctest --output-on-failure -j $(JOBS) -E 'parity|cli_|dist_mpi'
 
-# Threaded code (process groups, comm thread, loaders) under ThreadSanitizer. TSan does not know
-# Open MPI's internals, so the mpi backend's tests are left to the other builds.
-TSAN_TESTS ?= dist_shm|test_dist|test_data_loader|test_data_combined
+# Threaded code (process groups, comm thread, loaders, node 0's store in `ddpc run --nnodes`)
+# under ThreadSanitizer. TSan does not know Open MPI's internals, so the mpi backend's tests are
+# left to the other builds.
+TSAN_TESTS ?= dist_shm|test_dist|test_data_loader|test_data_combined|cli_run_nodes
 test-tsan: setup
 	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DDDPC_TSAN=ON $(CMAKE_FLAGS)
 	cmake --build build-tsan -j $(JOBS)
