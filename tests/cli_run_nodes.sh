@@ -51,6 +51,32 @@ wait $holder 2>/dev/null
     "$tmp/b.err" && ok "node 0's port in use is named (exit 1)" ||
     fail "node 0's port in use (exit $rc)" "$tmp/b.err"
 
+# A launcher that cannot go on (here: node 1 cannot make its attempt_1 log directory, since its
+# worker left a file of that name before failing) tells the others at once: node 0 stops its
+# restarted workers naming node 1's launcher and the cause, without waiting the agent timeout.
+port=$(master_port)
+mkdir -p "$tmp/lf0" "$tmp/lf1"
+w='if [ "$GROUP_RANK" = 1 ] && [ "$TORCHELASTIC_RESTART_COUNT" = 0 ]; then'
+w+=" touch $tmp/lf1/attempt_1; exit 4; fi; exec sleep 66.$$"
+"$ddpc" run --nnodes 2 --node-rank 0 --master-addr 127.0.0.1 --master-port "$port" \
+    --max-restarts 2 --agent-timeout 60 --log-dir "$tmp/lf0" -- sh -c "$w" 2>"$tmp/lf.0.err" &
+l0=$!
+"$ddpc" run --nnodes 2 --node-rank 1 --master-addr 127.0.0.1 --master-port "$port" \
+    --max-restarts 2 --agent-timeout 60 --log-dir "$tmp/lf1" -- sh -c "$w" 2>"$tmp/lf.1.err" &
+l1=$!
+t0=$(now)
+wait $l0
+rc0=$?
+wait $l1
+rc1=$?
+took=$(elapsed "$t0")
+[ $rc0 -eq 1 ] && [ $rc1 -eq 1 ] && ! pgrep -f "^sleep 66\.$$" >/dev/null &&
+    awk -v t="$took" 'BEGIN { exit !(t < 30) }' &&
+    grep -q "the launcher of node 1 (host $(hostname), 127.0.0.1) failed: " "$tmp/lf.0.err" &&
+    grep -q "attempt_1" "$tmp/lf.0.err" &&
+    ok "a launcher that fails on host 1 stops host 0 at once, naming it (${took}s)" ||
+    fail "launcher failure across hosts (exit $rc0/$rc1, ${took}s)" "$tmp/lf.0.err" "$tmp/lf.1.err"
+
 case_env
 case_worker_killed
 case_launcher_killed 1

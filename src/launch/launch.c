@@ -167,6 +167,15 @@ static ddpc_status run_attempts(const ddpc_launch_config *cfg, const char *progr
     ddpc_status s = run_attempt_loop(cfg, program, envp, ids, watched, child_mask, guard, agent,
                                      remote, exit_code);
     ddpc_free(remote);
+    if (s != DDPC_OK && agent) {
+        /* this launcher cannot go on (fork, pipes, log files): the other nodes stop now, told
+         * why, rather than after the agent timeout */
+        char why[1024], text[1400];
+        snprintf(why, sizeof why, "%s", ddpc_last_error());
+        snprintf(text, sizeof text, "the launcher of %s failed: %s", ddpc__agent_self(agent), why);
+        (void)ddpc__agent_publish(agent, ids->restart_count, 1, false, cfg->node_rank, text);
+        ddpc_errorf(s, "%s", why);
+    }
     return s;
 }
 
