@@ -51,6 +51,15 @@ wait $holder 2>/dev/null
     "$tmp/b.err" && ok "node 0's port in use is named (exit 1)" ||
     fail "node 0's port in use (exit $rc)" "$tmp/b.err"
 
+# Node 1 started without node 0: it names the rendezvous it could not reach.
+port=$(master_port)
+"$ddpc" run --nnodes 2 --node-rank 1 --master-addr 127.0.0.1 --master-port "$port" \
+    --rdzv-timeout 1 -- true >"$tmp/n0.out" 2>"$tmp/n0.err"
+rc=$?
+[ $rc -eq 1 ] && grep -q "^ddpc run: node 1 cannot reach node 0's rendezvous at 127.0.0.1:$port \
+within 1 s (--rdzv-timeout): " "$tmp/n0.err" && ok "node 0 missing: node 1 names its rendezvous" ||
+    fail "node 0 missing (exit $rc)" "$tmp/n0.err"
+
 # A launcher that cannot go on (here: node 1 cannot make its attempt_1 log directory, since its
 # worker left a file of that name before failing) tells the others at once: node 0 stops its
 # restarted workers naming node 1's launcher and the cause, without waiting the agent timeout.
