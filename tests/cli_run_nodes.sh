@@ -40,9 +40,10 @@ expect_usage "--node-rank below --nnodes" "--node-rank 2 must be below --nnodes 
 # Node 0 cannot serve the store: the port is taken (here by a plain listening socket).
 busy=$(master_port)
 python3 -c 'import socket, sys, time
-s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); time.sleep(30)' "$busy" &
+s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen()
+open(sys.argv[2], "w").close(); time.sleep(30)' "$busy" "$tmp/holding" &
 holder=$!
-sleep 0.3
+for _ in $(seq 200); do [ -e "$tmp/holding" ] && break; sleep 0.05; done
 "$ddpc" run --nnodes 2 --master-addr 127.0.0.1 --master-port "$busy" -- true >"$tmp/b.out" 2>"$tmp/b.err"
 rc=$?
 kill $holder
@@ -85,6 +86,33 @@ took=$(elapsed "$t0")
     grep -q "attempt_1" "$tmp/lf.0.err" &&
     ok "a launcher that fails on host 1 stops host 0 at once, naming it (${took}s)" ||
     fail "launcher failure across hosts (exit $rc0/$rc1, ${took}s)" "$tmp/lf.0.err" "$tmp/lf.1.err"
+
+# A failure on node 0 that only echoes node 1's (a worker whose peer died fails too) is reported
+# with the job's first failure, node 1's, so both hosts name the same cause. Node 0's worker fails
+# once node 1's launcher has reported (and so published) its own; node 0 checks the store only
+# every 10 s (first when its workers start, 1 s before node 1's fails), so it sees its own worker
+# fail first.
+port=$(master_port)
+w="if [ \$RANK = 2 ]; then sleep 1; exit 5; fi; if [ \$RANK = 0 ]; then"
+w+=" until grep -q 'failed with exit code 5' $tmp/fe.1.err; do sleep 0.01; done; exit 1; fi;"
+w+=" exec sleep 67.$$"
+"$ddpc" run --nnodes 2 --node-rank 0 --master-addr 127.0.0.1 --master-port "$port" \
+    --nproc-per-node 2 --monitor-interval 10 -- sh -c "$w" 2>"$tmp/fe.0.err" &
+l0=$!
+"$ddpc" run --nnodes 2 --node-rank 1 --master-addr 127.0.0.1 --master-port "$port" \
+    --nproc-per-node 2 -- sh -c "$w" 2>"$tmp/fe.1.err" &
+l1=$!
+wait $l0
+rc0=$?
+wait $l1
+rc1=$?
+[ $rc0 -eq 1 ] && [ $rc1 -eq 5 ] &&
+    grep -q "^ddpc run: rank 0 (local rank 0, pid [0-9]*) on node 0 .* failed with exit code 1" \
+        "$tmp/fe.0.err" &&
+    grep -q "^ddpc run: the job's first failure was on another node: rank 2 (local rank 0, pid \
+[0-9]*) on node 1 (host $(hostname), 127.0.0.1) failed with exit code 5" "$tmp/fe.0.err" &&
+    ok "a failure echoing another node's names the job's first failure too" ||
+    fail "first failure elsewhere (exit $rc0/$rc1)" "$tmp/fe.0.err" "$tmp/fe.1.err"
 
 case_env
 case_worker_killed

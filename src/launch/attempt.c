@@ -285,8 +285,11 @@ static ddpc_status monitor(attempt *a, const sigset_t *watched)
         DDPC_TRY(pump_output(a));
         report_log_errors(a);
         check_signals(a, watched);
+        /* this node's own exits first: a local failure seen in the same check as another
+         * node's is reported as ours, with what this host knows for sure */
+        bool all_exited = check_exits(a);
         check_agent(a); /* also while stopping: heartbeats go on */
-        if (check_exits(a))
+        if (all_exited)
             return DDPC_OK;
         if (a->stopping && !a->killed && ddpc_time_now() >= a->kill_at) {
             signal_all(a, SIGKILL);

@@ -96,6 +96,19 @@ static int report_remote(const ddpc_launch_config *cfg, const ddpc__agent *agent
     return ev->exit_code;
 }
 
+/* A local failure can be the echo of one on another node (a worker whose peer was killed fails
+ * its collective): when the store holds another node's failure as the attempt's first, say so,
+ * so every host names the same first cause. */
+static void report_first_elsewhere(const ddpc_launch_config *cfg, ddpc__agent *agent,
+                                   int attempt_no, ddpc__agent_event *ev)
+{
+    ddpc__agent_poll(agent, attempt_no, ev);
+    if (ev->kind != DDPC__AGENT_FAILED || ev->node == cfg->node_rank || ev->node < 0)
+        return;
+    fprintf(cfg->err, "ddpc run: the job's first failure was on another node: %s\n", ev->text);
+    fflush(cfg->err);
+}
+
 /* The attempts themselves; `remote` receives what another node reported. */
 static ddpc_status run_attempt_loop(const ddpc_launch_config *cfg, const char *program,
                                     const char *const *envp, ddpc__job_ids *ids,
@@ -133,6 +146,8 @@ static ddpc_status run_attempt_loop(const ddpc_launch_config *cfg, const char *p
             *exit_code = 128 + r.signo;
             return DDPC_OK;
         }
+        if (r.outcome == DDPC__ATTEMPT_FAILED && agent)
+            report_first_elsewhere(cfg, agent, attempt_no, remote);
         bool remote_failed = r.outcome == DDPC__ATTEMPT_REMOTE;
         *exit_code = remote_failed ? report_remote(cfg, agent, remote)
                                    : ddpc_launch_exit_code(r.wait_status);
