@@ -70,3 +70,17 @@ foreach(n 1 2 3 4)
             "OMP_NUM_THREADS=1;OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
     endif()
 endforeach()
+
+# The hot loops' unit tests again under each capped ISA variant (include/ddpc/simd.h), so every
+# variant a portable build may pick meets the same reference and finite-difference checks.
+foreach(cap baseline avx2)
+    foreach(t test_kernels_activation test_kernels_attention test_kernels_cpu_impl
+              test_kernels_layernorm test_kernels_linear test_kernels_loss test_nn_models
+              test_adamw test_sgd test_clip test_dist_reduce)
+        if(TARGET ${t})
+            add_test(NAME ${t}_isa_${cap} COMMAND ${t})
+            set_tests_properties(${t}_isa_${cap} PROPERTIES TIMEOUT 120 ENVIRONMENT
+                "DDPC_CPU_ISA=${cap};DDPC_SOURCE_DIR=${CMAKE_SOURCE_DIR};OMP_NUM_THREADS=2")
+        endif()
+    endforeach()
+endforeach()

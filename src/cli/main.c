@@ -2,6 +2,8 @@
  * nowhere else. */
 #include "cli/cli.h"
 
+#include <ddpc/simd.h>
+
 #include <stdio.h>
 #include <string.h>
 
@@ -31,6 +33,10 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         usage(stdout);
         return 0;
+    }
+    if (ddpc_isa_check_env() != DDPC_OK) { /* a typo must not quietly run the slow variant */
+        fprintf(stderr, "ddpc: %s\n", ddpc_last_error());
+        return 2;
     }
     if (strcmp(cmd, "train") == 0)
         return ddpc_cli_train(argc - 2, argv + 2);
