@@ -70,3 +70,8 @@ foreach(n 1 2 3 4)
             "OMP_NUM_THREADS=1;OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
     endif()
 endforeach()
+
+# test_dist_mpi_diag interposes an MPI function (PMPI) to stop a rank mid-transfer.
+if(MPI_C_FOUND)
+    target_compile_definitions(test_dist_mpi_diag PRIVATE DDPC_HAVE_MPI=1)
+endif()
