@@ -1,14 +1,14 @@
 /* Tests for the mpi backend (src/comm/mpi*.c). As a ctest this program re-runs itself as the
  * ranks of small jobs under `mpirun` and checks what they report: results bitwise equal to a
- * rank-order reduction (what shm computes) on both all_reduce paths, async work, a second group in
- * one process, a stopped rank (SIGSTOP) that makes the others time out naming it, a rank that
- * never joins, and an environment that contradicts MPI. In a build without MPI it checks instead
- * that asking for the backend is a clear error.
+ * rank-order reduction (what shm computes) on the three all_reduce paths (inline, gather,
+ * chunks), async work, a second group in one process, a stopped rank (SIGSTOP) that makes the
+ * others time out naming it, a rank that never joins, and an environment that contradicts MPI.
+ * In a build without MPI it checks instead that asking for the backend is a clear error.
  *   test_dist_mpi                      the ctest: runs the jobs below and checks their output
  *   test_dist_mpi --rank MODE          one rank of a job (basic, timeout, join, mismatch) */
 #include <ddpc/alloc.h>
-#include <ddpc/half.h>
 #include <ddpc/comm.h>
+#include <ddpc/half.h>
 #include <ddpc/timer.h>
 
 #include "check.h"
@@ -85,6 +85,7 @@ static int rank_basic(void)
     const ddpc_dtype dts[4] = {DDPC_DTYPE_F32, DDPC_DTYPE_BF16, DDPC_DTYPE_F16, DDPC_DTYPE_I32};
     for (int d = 0; d < 4; d++)
         for (int op = 0; op < DDPC_REDUCE_COUNT; op++) {
+            bad |= check_against_rank_order(pg, dts[d], (ddpc_reduce_op)op, 7);      /* inline */
             bad |= check_against_rank_order(pg, dts[d], (ddpc_reduce_op)op, 100);    /* gather */
             bad |= check_against_rank_order(pg, dts[d], (ddpc_reduce_op)op, 100003); /* chunks */
         }

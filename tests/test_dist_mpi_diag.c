@@ -104,11 +104,14 @@ static int rank_mismatch(ddpc_backend backend, const char *kase)
     return s == DDPC_OK ? 0 : 3;
 }
 
+/* Returns 0 whatever happened: spawn_ranks kills the other ranks as soon as one fails, before
+ * they could print their lines, which are what the test checks. */
 static int shm_rank(int rank, int world, void *kase)
 {
     (void)rank;
     (void)world;
-    return rank_mismatch(DDPC_BACKEND_SHM, kase);
+    rank_mismatch(DDPC_BACKEND_SHM, kase);
+    return 0;
 }
 
 /* Rank ODD stops after two all_reduces; the others call a third and must name it. */

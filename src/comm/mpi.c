@@ -205,8 +205,7 @@ static void mpi_destroy(void *state)
         return;
     /* The window stays for MPI_Finalize to free: MPI_Win_free waits for every rank, and destroy
      * must not wait on peers. */
-    if (st->win_ok)
-        MPI_Win_unlock_all(st->win);
+    ddpc__mpi_close_window(st);
     if (st->comm != MPI_COMM_NULL)
         MPI_Comm_free(&st->comm);
     ddpc_free(st->scratch);
@@ -214,7 +213,7 @@ static void mpi_destroy(void *state)
     ddpc_free(st->xsend);
     ddpc_free(st->xrecv);
     ddpc_free(st->seen);
-    ddpc_free(st->reqs);
+    ddpc_free(st->peer);
     ddpc_free(st->srcs);
     ddpc_free(st);
 }
@@ -237,17 +236,17 @@ static ddpc_status alloc_state(int world, ddpc__mpi_state **out)
     ddpc__mpi_state *st = ddpc_calloc(1, sizeof *st);
     if (!st)
         return ddpc_errorf(DDPC_ENOMEM, "mpi backend: out of memory for the group state");
-    st->comm = MPI_COMM_NULL;
+    st->comm = st->node = MPI_COMM_NULL;
     size_t w = (size_t)world;
     st->xblock = exchange_block(world);
     st->counts = ddpc_calloc(5 * w, sizeof(int));
     st->seen = ddpc_calloc(4 * w, sizeof(uint64_t));
-    st->reqs = ddpc_calloc(w, sizeof(MPI_Request));
+    st->peer = ddpc_calloc(w, sizeof(uint64_t *));
     st->srcs = ddpc_calloc(w, sizeof(void *));
     /* zeroed: the unused tail of a block is sent as it is */
     st->xsend = ddpc_calloc(1, st->xblock);
     st->xrecv = ddpc_calloc(w, st->xblock);
-    if (!st->counts || !st->seen || !st->reqs || !st->srcs || !st->xsend || !st->xrecv) {
+    if (!st->counts || !st->seen || !st->peer || !st->srcs || !st->xsend || !st->xrecv) {
         mpi_destroy(st);
         return ddpc_errorf(DDPC_ENOMEM, "mpi backend: out of memory for a group of %d", world);
     }

@@ -1,10 +1,11 @@
-/* The mpi backend's progress window and timeout diagnosis. Each rank publishes where it is (entered
+/* The mpi backend's progress words and timeout diagnosis. Each rank publishes where it is (entered
  * or left collective #seq) and a heartbeat that ticks while it waits or reduces; a timed-out rank
- * reads every peer's words twice, a second apart, and names the peers that never arrived and
- * those that arrived but whose heartbeat stood still: stopped (SIGSTOP, a hang) mid-transfer.
- * In MPI's unified memory model (osc/sm on one host) a store to one's own window is visible to
- * remote reads without further calls (MPI-3.1 11.4), so publishing costs a store; otherwise it is
- * an MPI_Accumulate, and heartbeats are paced. Only the owner writes its words. */
+ * reads its peers' words twice, a second apart, and names the peers that never arrived and those
+ * that arrived but whose heartbeat stood still: stopped (SIGSTOP, a hang) mid-transfer. The words
+ * live in a shared-memory window (MPI_Win_allocate_shared over this host's ranks): publishing is
+ * one atomic store and reading one atomic load, no MPI call, so neither can block on a stopped
+ * peer, as an MPI_Rget_accumulate through osc/pt2pt does. Ranks on other hosts cannot be read and
+ * are reported as such. */
 #include "comm/pg_impl.h"
 
 #ifdef DDPC_HAVE_MPI
@@ -13,31 +14,17 @@
 
 #include <ddpc/timer.h>
 
-#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
-static const double READ_S = 2.0;    /* per snapshot: a peer may only answer with its own help */
 static const double OBSERVE_S = 1.0; /* between snapshots: a live rank ticks far more often */
-static const double PACE_S = 0.01;   /* between heartbeats that cost an MPI call */
-enum { UNANSWERED = 0 };             /* a beat is never 0 once read: see read_all */
-
-static bool publish(ddpc__mpi_state *st, int word, uint64_t value)
-{
-    if (st->win_unified) {
-        __atomic_store_n(&st->mine[word], value, __ATOMIC_RELEASE);
-        return true;
-    }
-    return MPI_Accumulate(&value, 1, MPI_UINT64_T, st->rank, word, 1, MPI_UINT64_T, MPI_REPLACE,
-                          st->win) == MPI_SUCCESS &&
-           MPI_Win_flush(st->rank, st->win) == MPI_SUCCESS;
-}
+enum { UNREAD = 0 };                 /* a published heartbeat is never 0 */
 
 static void put(ddpc__mpi_state *st, int word, uint64_t value)
 {
-    if (st->win_ok && !st->failed && !publish(st, word, value))
-        st->win_ok = false; /* only the timeout report loses its detail */
+    if (st->win_ok)
+        __atomic_store_n(&st->mine[word], value, __ATOMIC_RELEASE);
 }
 
 void ddpc__mpi_enter(ddpc__mpi_state *st, uint64_t seq)
@@ -52,71 +39,72 @@ void ddpc__mpi_leave(ddpc__mpi_state *st, uint64_t seq)
 
 void ddpc__mpi_beat(ddpc__mpi_state *st)
 {
-    if (!st->win_ok)
-        return;
-    if (!st->win_unified) {
-        double now = ddpc_time_now();
-        if (now - st->beat_at < PACE_S)
-            return;
-        st->beat_at = now;
-    }
     put(st, 1, ++st->beat);
+}
+
+/* peer[r] for every rank r on this host: its words in the shared window. */
+static bool map_peers(ddpc__mpi_state *st)
+{
+    MPI_Group world_group, node_group;
+    int n = 0;
+    bool ok = MPI_Comm_size(st->node, &n) == MPI_SUCCESS &&
+              MPI_Comm_group(st->comm, &world_group) == MPI_SUCCESS;
+    if (!ok || MPI_Comm_group(st->node, &node_group) != MPI_SUCCESS)
+        return false;
+    for (int k = 0; ok && k < n; k++) {
+        int r = MPI_UNDEFINED, disp = 0;
+        MPI_Aint size = 0;
+        void *base = NULL;
+        ok = MPI_Group_translate_ranks(node_group, 1, &k, world_group, &r) == MPI_SUCCESS &&
+             r >= 0 && r < st->world &&
+             MPI_Win_shared_query(st->win, k, &size, &disp, &base) == MPI_SUCCESS && base &&
+             size >= (MPI_Aint)(2 * sizeof(uint64_t));
+        if (ok)
+            st->peer[r] = base;
+    }
+    MPI_Group_free(&node_group);
+    MPI_Group_free(&world_group);
+    return ok && st->peer[st->rank] == st->mine;
 }
 
 void ddpc__mpi_open_window(ddpc__mpi_state *st)
 {
     uint64_t *base = NULL;
-    MPI_Info info;
-    MPI_Info_create(&info);
-    MPI_Info_set(info, "same_disp_unit", "true");
-    MPI_Info_set(info, "accumulate_ops", "same_op_no_op");
-    int err =
-        MPI_Win_allocate(2 * sizeof(uint64_t), sizeof(uint64_t), info, st->comm, &base, &st->win);
-    MPI_Info_free(&info);
-    if (err != MPI_SUCCESS)
+    if (MPI_Comm_split_type(st->comm, MPI_COMM_TYPE_SHARED, st->rank, MPI_INFO_NULL, &st->node) !=
+        MPI_SUCCESS) {
+        st->node = MPI_COMM_NULL;
+        return;
+    }
+    MPI_Comm_set_errhandler(st->node, MPI_ERRORS_RETURN);
+    if (MPI_Win_allocate_shared(2 * sizeof(uint64_t), sizeof(uint64_t), MPI_INFO_NULL, st->node,
+                                &base, &st->win) != MPI_SUCCESS)
         return;
     MPI_Win_set_errhandler(st->win, MPI_ERRORS_RETURN);
-    int *model = NULL, flag = 0;
     st->mine = base;
-    st->win_unified = MPI_Win_get_attr(st->win, MPI_WIN_MODEL, &model, &flag) == MPI_SUCCESS &&
-                      flag && *model == MPI_WIN_UNIFIED;
-    st->win_ok = MPI_Win_lock_all(MPI_MODE_NOCHECK, st->win) == MPI_SUCCESS;
-    st->beat = 1; /* so that a beat read back is never UNANSWERED */
-    put(st, 0, 0);
-    put(st, 1, st->beat);
+    st->beat = 1;
+    __atomic_store_n(&st->mine[0], 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&st->mine[1], st->beat, __ATOMIC_RELEASE);
+    /* Peers read these words only after a timeout, long after this barrier-free start: the
+     * window's creation already synchronised the host's ranks. */
+    st->win_ok = map_peers(st);
 }
 
-/* Reads every peer's two words into snap (world, 2) for at most READ_S: a peer's memory may only
- * be readable with its help, which a stopped peer cannot give. Unanswered: both words stay 0. */
-static void read_all(ddpc__mpi_state *st, uint64_t *snap)
+void ddpc__mpi_close_window(ddpc__mpi_state *st)
+{
+    /* The window itself stays for MPI_Finalize to free: MPI_Win_free waits for every rank of the
+     * host, and destroy must not wait on peers. */
+    if (st->node != MPI_COMM_NULL)
+        MPI_Comm_free(&st->node);
+}
+
+/* Reads every readable peer's two words into snap (world, 2); the others stay UNREAD. */
+static void read_all(const ddpc__mpi_state *st, uint64_t *snap)
 {
     for (int r = 0; r < st->world; r++) {
-        snap[2 * r] = snap[2 * r + 1] = UNANSWERED;
-        st->reqs[r] = MPI_REQUEST_NULL;
-        if (r != st->rank &&
-            MPI_Rget_accumulate(NULL, 0, MPI_UINT64_T, &snap[2 * r], 2, MPI_UINT64_T, r, 0, 2,
-                                MPI_UINT64_T, MPI_NO_OP, st->win, &st->reqs[r]) != MPI_SUCCESS)
-            st->reqs[r] = MPI_REQUEST_NULL;
+        const uint64_t *w = st->peer[r];
+        snap[2 * r] = w ? __atomic_load_n(&w[0], __ATOMIC_ACQUIRE) : 0;
+        snap[2 * r + 1] = w ? __atomic_load_n(&w[1], __ATOMIC_ACQUIRE) : UNREAD;
     }
-    double until = ddpc_time_now() + READ_S;
-    for (int pending = 1; pending && ddpc_time_now() < until;) {
-        pending = 0;
-        ddpc__mpi_beat(st);
-        for (int r = 0; r < st->world; r++) {
-            int done = 1;
-            if (st->reqs[r] != MPI_REQUEST_NULL &&
-                MPI_Test(&st->reqs[r], &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-                st->reqs[r] = MPI_REQUEST_NULL; /* unanswerable */
-            pending |= !done;
-        }
-        if (pending)
-            sched_yield();
-    }
-    /* A request still pending may yet write into snap: mark the peer unanswered and never read
-     * snap again for it (it lives as long as the failed group, which is never freed). */
-    for (int r = 0; r < st->world; r++)
-        if (st->reqs[r] != MPI_REQUEST_NULL)
-            snap[2 * r + 1] = UNANSWERED;
 }
 
 enum { ARRIVED, MISSING, STALLED, UNKNOWN, CLASSES };
@@ -128,14 +116,12 @@ static int classify(const ddpc__mpi_state *st, int r, uint64_t seq, const uint64
     uint64_t entered = 2 * seq + 1;
     if (r == st->rank)
         return ARRIVED;
-    if (a[2 * r + 1] == UNANSWERED)
+    if (a[2 * r + 1] == UNREAD)
         return UNKNOWN;
     if (a[2 * r] < entered)
         return MISSING;
     if (a[2 * r] > entered)
         return ARRIVED; /* it left this collective: finished or gave up, either way responsive */
-    if (b[2 * r + 1] == UNANSWERED)
-        return UNKNOWN;
     return b[2 * r] == entered && b[2 * r + 1] == a[2 * r + 1] ? STALLED : ARRIVED;
 }
 
@@ -146,9 +132,9 @@ static void append(char *buf, size_t cap, const char *fmt, int v)
         snprintf(buf + n, cap - n, fmt, v);
 }
 
-/* Appends "; ranks 2, 3<what>" (or "rank 2<what>") for the ranks of class `kind`, at most 32. */
-static void list_ranks(const int *cls, int world, int kind, int count, const char *what, char *buf,
-                       size_t cap)
+/* Appends "; ranks 2, 3<what>" (or "rank 2<one>") for the ranks of class `kind`, at most 32. */
+static void list_ranks(const int *cls, int world, int kind, int count, const char *one,
+                       const char *what, char *buf, size_t cap)
 {
     if (!count)
         return;
@@ -164,7 +150,7 @@ static void list_ranks(const int *cls, int world, int kind, int count, const cha
         append(buf, cap, shown ? ", %d" : " %d", r);
         shown++;
     }
-    append(buf, cap, what, 0);
+    append(buf, cap, count == 1 ? one : what, 0);
 }
 
 void ddpc__mpi_diagnose(ddpc__mpi_state *st, uint64_t seq, char *buf, size_t cap)
@@ -178,9 +164,9 @@ void ddpc__mpi_diagnose(ddpc__mpi_state *st, uint64_t seq, char *buf, size_t cap
     read_all(st, a);
     bool inside = false; /* some peer is in this collective: is it still alive? */
     for (int r = 0; r < st->world; r++)
-        inside |= r != st->rank && a[2 * r + 1] != UNANSWERED && a[2 * r] == 2 * seq + 1;
+        inside |= r != st->rank && a[2 * r + 1] != UNREAD && a[2 * r] == 2 * seq + 1;
     memcpy(b, a, 2 * (size_t)st->world * sizeof *b);
-    if (inside) {
+    if (inside) { /* the others keep ticking while they wait or diagnose, as this rank does */
         for (double until = ddpc_time_now() + OBSERVE_S; ddpc_time_now() < until;) {
             ddpc__mpi_beat(st);
             nanosleep(&(struct timespec){0, 1000000}, NULL);
@@ -190,11 +176,12 @@ void ddpc__mpi_diagnose(ddpc__mpi_state *st, uint64_t seq, char *buf, size_t cap
     int n[CLASSES] = {0};
     for (int r = 0; r < st->world; r++)
         n[st->cls[r] = classify(st, r, seq, a, b)]++;
-    list_ranks(st->cls, st->world, MISSING, n[MISSING], " never arrived", buf, cap);
-    list_ranks(st->cls, st->world, STALLED, n[STALLED], " stopped responding mid-transfer", buf,
-               cap);
-    list_ranks(st->cls, st->world, UNKNOWN, n[UNKNOWN],
-               " did not answer, so whether they arrived is unknown", buf, cap);
+    const int *c = st->cls, w = st->world;
+    const char *arrived = " never arrived", *stopped = " stopped responding mid-transfer";
+    list_ranks(c, w, MISSING, n[MISSING], arrived, arrived, buf, cap);
+    list_ranks(c, w, STALLED, n[STALLED], stopped, stopped, buf, cap);
+    list_ranks(c, w, UNKNOWN, n[UNKNOWN], " is on another host, so whether it arrived is unknown",
+               " are on other hosts, so whether they arrived is unknown", buf, cap);
     if (!buf[0])
         snprintf(buf, cap,
                  "every rank arrived and kept responding, but the transfer did not finish (MPI "

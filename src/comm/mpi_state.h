@@ -16,20 +16,21 @@ typedef struct {
     int rank, world;
     double timeout_s; /* the group's collective timeout, for messages */
     bool failed;
-    /* Progress window: two uint64 per rank, readable by every rank without the owner's help
-     * (osc/sm on one host), so that a timed-out rank can say who never arrived and who stopped
-     * mid-transfer. Word 0 is 2 seq + 1 once the rank entered collective `seq` and 2 seq + 2 once
-     * it left it (done or failed); word 1 is a heartbeat that ticks while the rank waits or
-     * reduces. win_ok false: no window, ranks are unknown. */
+    /* Progress words, in a shared-memory window among the ranks of this host: two uint64 per
+     * rank, which peers on the host read with plain loads, needing neither the owner's help nor
+     * an MPI call (a read that needs MPI can block on a stopped owner), so that a timed-out rank
+     * can say who never arrived and who stopped mid-transfer. Word 0 is 2 seq + 1 once the rank
+     * entered collective `seq` and 2 seq + 2 once it left it (done or failed); word 1 is a
+     * heartbeat that ticks while the rank waits or reduces. Only the owner writes its words.
+     * win_ok false: no window, ranks are unknown. */
+    MPI_Comm node; /* the ranks of this host, or MPI_COMM_NULL */
     MPI_Win win;
     bool win_ok;
-    bool win_unified;  /* MPI_WIN_UNIFIED: the owner publishes with plain atomic stores to `mine` */
-    uint64_t *mine;    /* (2) this rank's words in the window */
-    uint64_t beat;     /* the last heartbeat published */
-    double beat_at;    /* when (only paced when publishing costs an MPI call) */
-    uint64_t *seen;    /* (2, world, 2) two snapshots of every rank's words, read on a timeout */
-    MPI_Request *reqs; /* (world) their requests */
-    int *cls;          /* (world) what the diagnosis concluded about each rank */
+    uint64_t *mine;        /* (2) this rank's words */
+    const uint64_t **peer; /* (world) each rank's words, NULL for ranks on other hosts */
+    uint64_t beat;         /* the last heartbeat published */
+    uint64_t *seen;        /* (2, world, 2) two snapshots of every rank's words, on a timeout */
+    int *cls;              /* (world) what the diagnosis concluded about each rank */
     /* Descriptor exchange (mpi_check.c): every collective starts with an MPI_Iallgather of one
      * xblock-byte block per rank, a ddpc__coll_desc followed by the data when it fits. */
     size_t xblock;
@@ -45,16 +46,18 @@ typedef struct {
 } ddpc__mpi_state;
 
 /* mpi_progress.c. Opens the progress window (collective over the group; failure only loses the
- * timeout report's detail). */
+ * timeout report's detail). Frees the healthy group's part of it at destroy. */
 void ddpc__mpi_open_window(ddpc__mpi_state *st);
-/* Publishes that this rank entered / left collective `seq`. Cheap enough for every call. */
+void ddpc__mpi_close_window(ddpc__mpi_state *st);
+/* Publishes that this rank entered / left collective `seq`: one store, cheap enough for every
+ * call. */
 void ddpc__mpi_enter(ddpc__mpi_state *st, uint64_t seq);
 void ddpc__mpi_leave(ddpc__mpi_state *st, uint64_t seq);
 /* Ticks the heartbeat: call often while waiting or computing inside a collective. */
 void ddpc__mpi_beat(ddpc__mpi_state *st);
 /* After collective `seq` timed out: who never arrived, who stopped responding mid-transfer, who
- * could not be read ("rank 2 never arrived; rank 1 stopped responding mid-transfer"). Takes up to
- * about 5 s: it watches the peers' heartbeats for a second. */
+ * could not be read ("rank 2 never arrived; rank 1 stopped responding mid-transfer"). Takes about
+ * a second when some peer is inside the collective: it watches the heartbeats. */
 void ddpc__mpi_diagnose(ddpc__mpi_state *st, uint64_t seq, char *buf, size_t cap);
 
 /* mpi.c. Polls *req with MPI_Test until it completes or coll->deadline passes, ticking the
