@@ -1,6 +1,6 @@
 /* The mpi backend (Open MPI or MPICH): joins MPI_COMM_WORLD as a ddpc group, polls non-blocking
  * MPI against each collective's deadline, and on a timeout names the ranks that never arrived or
- * stopped mid-transfer from what they published in an RMA window (mpi_progress.c). ddpc initialises
+ * stopped mid-transfer from what they published in shared memory (mpi_progress.c). ddpc initialises
  * MPI (MPI_THREAD_SERIALIZED: collectives come from one thread at a time, sometimes the comm
  * thread) unless the program did, and then finalises it at exit, never earlier: MPI cannot be
  * initialised twice in a process, so groups may come and go. Compiled always; without DDPC_HAVE_MPI
@@ -203,8 +203,6 @@ static void mpi_destroy(void *state)
     ddpc__mpi_state *st = state;
     if (!st || st->failed)
         return;
-    /* The window stays for MPI_Finalize to free: MPI_Win_free waits for every rank, and destroy
-     * must not wait on peers. */
     ddpc__mpi_close_window(st);
     if (st->comm != MPI_COMM_NULL)
         MPI_Comm_free(&st->comm);
@@ -221,10 +219,10 @@ static void mpi_destroy(void *state)
 static const ddpc__pg_backend mpi_ops = {"mpi", ddpc__mpi_run, mpi_destroy};
 
 /* Bytes per rank of the descriptor exchange: the descriptor and up to 224 bytes of data in small
- * groups (on one host an allgather of 256 bytes per rank costs what one of 4 bytes does, 0.7 us,
- * and one of 512 bytes costs 1.2 us), shrinking so that a large group exchanges about 1 KiB per
- * collective, but always a multiple of 64 that holds the descriptor and 32 bytes. The same on
- * every rank: it depends only on the world size. */
+ * groups (on one host Open MPI's allgather of 256 bytes per rank costs what one of 4 bytes does,
+ * 0.75 us, and one of 320 bytes or more 1.1-1.2 us), shrinking so that a large group exchanges
+ * about 1 KiB per collective, but always a multiple of 64 that holds the descriptor and 32 bytes.
+ * The same on every rank: it depends only on the world size. */
 static size_t exchange_block(int world)
 {
     size_t b = 1024 / (size_t)world / 64 * 64;

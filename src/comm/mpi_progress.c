@@ -20,6 +20,7 @@
 
 static const double OBSERVE_S = 1.0; /* between snapshots: a live rank ticks far more often */
 enum { UNREAD = 0 };                 /* a published heartbeat is never 0 */
+enum { LINE = 128 };                 /* bytes of window per rank: two cache lines */
 
 static void put(ddpc__mpi_state *st, int word, uint64_t value)
 {
@@ -76,8 +77,14 @@ void ddpc__mpi_open_window(ddpc__mpi_state *st)
         return;
     }
     MPI_Comm_set_errhandler(st->node, MPI_ERRORS_RETURN);
-    if (MPI_Win_allocate_shared(2 * sizeof(uint64_t), sizeof(uint64_t), MPI_INFO_NULL, st->node,
-                                &base, &st->win) != MPI_SUCCESS)
+    /* A line of its own per rank: the words are written on every collective, and ranks sharing a
+     * cache line would pass it back and forth. */
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "alloc_shared_noncontig", "true");
+    int err = MPI_Win_allocate_shared(LINE, sizeof(uint64_t), info, st->node, &base, &st->win);
+    MPI_Info_free(&info);
+    if (err != MPI_SUCCESS)
         return;
     MPI_Win_set_errhandler(st->win, MPI_ERRORS_RETURN);
     st->mine = base;
