@@ -101,13 +101,16 @@ static int rank_mismatch(ddpc_backend backend, const char *kase)
     fflush(stdout);
     ddpc_free(f);
     ddpc_pg_destroy(pg);
-    /* MPI itself is still sound: a new group works. Its barrier also keeps every rank alive until
-     * all have printed, since mpirun stops the job when the first rank exits non-zero. */
+    /* MPI itself is still sound: a new group works. Joining it, and its second barrier, keep
+     * every rank alive until all have printed, since mpirun stops the job as soon as one rank
+     * exits non-zero. */
     if (backend == DDPC_BACKEND_MPI) {
         pg = join(backend, 30);
         ddpc_status again = pg ? ddpc_pg_barrier(pg) : DDPC_EINVAL;
         printf("rank %d new group %s\n", rank, ddpc_status_name(again));
         fflush(stdout);
+        if (pg)
+            ddpc_pg_barrier(pg);
         ddpc_pg_destroy(pg);
     }
     return s == DDPC_OK ? 0 : 3;
