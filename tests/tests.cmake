@@ -84,3 +84,8 @@ foreach(cap baseline avx2)
         endif()
     endforeach()
 endforeach()
+
+# test_dist_mpi_diag interposes an MPI function (PMPI) to stop a rank mid-transfer.
+if(MPI_C_FOUND)
+    target_compile_definitions(test_dist_mpi_diag PRIVATE DDPC_HAVE_MPI=1)
+endif()
