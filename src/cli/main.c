@@ -2,6 +2,8 @@
  * nowhere else. */
 #include "cli/cli.h"
 
+#include <ddpc/version.h>
+
 #include <stdio.h>
 #include <string.h>
 
@@ -18,7 +20,8 @@ static void usage(FILE *f)
             "  run [options] -- PROGRAM [ARGS]     start PROGRAM as a group of workers (docs/launcher.md)\n"
             "  env                                 system, build, MPI/CUDA/NCCL and launch variables\n"
             "  ckpt ls|show|verify DIR             list, show or check checkpoints (docs/checkpoints.md)\n"
-            "  ckpt export DIR OUT                 a checkpoint's parameters as one safetensors file\n");
+            "  ckpt export DIR OUT                 a checkpoint's parameters as one safetensors file\n"
+            "  --version                           print ddpc's version\n");
 }
 
 int main(int argc, char **argv)
@@ -30,6 +33,10 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         usage(stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "--version") == 0) {
+        printf("ddpc %s\n", ddpc_version());
         return 0;
     }
     if (strcmp(cmd, "train") == 0)
