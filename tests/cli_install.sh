@@ -19,6 +19,9 @@ prefix=$tmp/prefix
 version=$(awk '/^#define DDPC_VERSION_(MAJOR|MINOR|PATCH) /{v = v sep $3; sep = "."} END{print v}' \
     "$src/include/ddpc/version.h")
 
+# `make install PREFIX=...` is this command (checked without running make's build step here).
+check "make install passes PREFIX to cmake --install" bash -c "make -s -n -C '$src' install \
+    BUILD='$build' PREFIX=/opt/x | grep -qx 'cmake --install $build --prefix /opt/x'"
 cmake --install "$build" --prefix "$prefix" >"$tmp/install.log" 2>&1
 check "cmake --install into $prefix" test $? -eq 0
 pc=$(find "$prefix" -name ddpc.pc)
