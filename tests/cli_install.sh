@@ -71,8 +71,8 @@ train() {
     env "$@" "$bin" "$data" 300 >"$log" 2>&1
     local rc=$?
     local loss
-    loss=$(sed -n 's/^mean loss: first 50 steps \([0-9.]*\), last 50 steps \([0-9.]*\).*/\1 -> \2/p' \
-        "$log")
+    local num='\([0-9.]*\)'
+    loss=$(sed -n "s/^mean loss: first 50 steps $num, last 50 steps $num.*/\1 -> \2/p" "$log")
     if [ $rc -eq 0 ] && grep -q "^mean loss: .*: decreasing$" "$log" &&
         grep -q "^ddpc headers $version, library $version$" "$log"; then
         ok "$name trains, loss $loss"
@@ -128,6 +128,26 @@ check "find_package(ddpc 99.0) is refused, naming version $version" \
     bash -c "! grep -q 'Configuring done' '$tmp/cm-99.log' \
         && grep -q 'version: $version' '$tmp/cm-99.log'"
 
+# Without the C language, the static component cannot find what libddpc.a needs: asking for it
+# fails with a message naming what is missing, while the shared target alone is still found.
+mkdir -p "$tmp/nolang-static" "$tmp/nolang-shared"
+printf 'cmake_minimum_required(VERSION 3.20)\nproject(x NONE)\nfind_package(ddpc REQUIRED%s)\n' \
+    " COMPONENTS static" >"$tmp/nolang-static/CMakeLists.txt"
+printf 'cmake_minimum_required(VERSION 3.20)\nproject(x NONE)\nfind_package(ddpc REQUIRED)\n%s\n' \
+    'if(NOT TARGET ddpc::ddpc OR TARGET ddpc::ddpc_static)
+message(FATAL_ERROR "wrong targets")
+endif()' >"$tmp/nolang-shared/CMakeLists.txt"
+cmake -S "$tmp/nolang-static" -B "$tmp/nolang-static/b" -DCMAKE_PREFIX_PATH="$prefix" \
+    >"$tmp/nolang-static.log" 2>&1
+check "find_package(ddpc COMPONENTS static) without its dependencies fails, saying why" \
+    bash -c "! grep -q 'Configuring done' '$tmp/nolang-static.log' \
+        && grep -q 'ddpc::ddpc_static needs' '$tmp/nolang-static.log' \
+        && grep -q 'missing: the C' '$tmp/nolang-static.log'"
+cmake -S "$tmp/nolang-shared" -B "$tmp/nolang-shared/b" -DCMAKE_PREFIX_PATH="$prefix" \
+    >"$tmp/nolang-shared.log" 2>&1
+check "while find_package(ddpc) still gives ddpc::ddpc (only)" test $? -eq 0 ||
+    cat "$tmp/nolang-shared.log"
+
 # The installed program.
 check "installed ddpc --version says $version" \
     test "$("$prefix/bin/ddpc" --version)" = "ddpc $version"
@@ -159,5 +179,20 @@ check "the subproject has ddpc_lib, ddpc_shared and ddpc" \
 check "but not ddpc's tests" bash -c "! grep -q test_core '$tmp/super-targets'"
 check "nor its install rules" \
     bash -c "! grep -q 'libddpc' '$tmp/super/build/ddpc/cmake_install.cmake'"
+cmake -S "$tmp/super" -B "$tmp/super/build" -DDDPC_INSTALL=ON >>"$tmp/super.log" 2>&1
+check "unless DDPC_INSTALL=ON" grep -q 'libddpc' "$tmp/super/build/ddpc/cmake_install.cmake"
+
+# DESTDIR is honoured, and the pc files find a prefix that was moved after installing.
+DESTDIR="$tmp/dest" cmake --install "$build" --prefix /usr/x >"$tmp/destdir.log" 2>&1
+check "DESTDIR=D cmake --install --prefix /usr/x installs under D/usr/x" \
+    test -x "$tmp/dest/usr/x/bin/ddpc" -a ! -e /usr/x
+mv "$prefix" "$tmp/moved"
+cp -r "$src/examples/embed" "$tmp/pc-moved"
+PKG_CONFIG_PATH="$tmp/moved/${libdir#"$prefix"/}/pkgconfig" make -C "$tmp/pc-moved" \
+    >"$tmp/pc-moved.log" 2>&1
+check "a moved prefix still builds the example through pkg-config" test $? -eq 0 ||
+    cat "$tmp/pc-moved.log"
+train "moved prefix build" "$tmp/pc-moved/train_mlp" synthetic \
+    LD_LIBRARY_PATH="$tmp/moved/${libdir#"$prefix"/}"
 
 summary

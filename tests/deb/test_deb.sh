@@ -19,7 +19,8 @@ if [ "$(id -u)" -ne 0 ]; then
     exit 2
 fi
 if dpkg-query -W -f='${Status}' ddpc 2>/dev/null | grep -q "install ok installed"; then
-    echo "test_deb.sh: a ddpc package is already installed; remove it first (apt-get remove ddpc)" >&2
+    echo "test_deb.sh: a ddpc package is already installed; remove it first (apt-get purge ddpc)" \
+        >&2
     exit 2
 fi
 debs=("$build"/ddpc_*.deb)
