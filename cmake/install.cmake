@@ -5,7 +5,6 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-
 # The shared library exports only the public API (cmake/libddpc.map) and binds its own calls
 # directly (-Bsymbolic-functions); --as-needed keeps its NEEDED list to what it really uses.
 add_library(ddpc_shared SHARED $<TARGET_OBJECTS:ddpc_objects>)
