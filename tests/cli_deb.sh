@@ -11,7 +11,7 @@ build=$(cd "$(dirname "$ddpc")" && pwd)
 . "$(dirname "${BASH_SOURCE[0]}")/deb/check_contents.sh"
 
 cpack --config "$build/CPackConfig.cmake" -G DEB -B "$tmp/pkg" >"$tmp/cpack.log" 2>&1
-check "cpack -G DEB builds the package" test $? -eq 0 || cat "$tmp/cpack.log"
+check_status "cpack -G DEB builds the package" $? "$tmp/cpack.log"
 deb=$(ls "$tmp"/pkg/ddpc_*.deb 2>/dev/null | head -1)
 check "it is named ddpc_VERSION_ARCH.deb" test -n "$deb"
 [ -n "$deb" ] && deb_contents "$deb" "$src"

@@ -18,8 +18,8 @@ while read -r _ config nproc overrides; do
     n=$((n + 1))
     # shellcheck disable=SC2086 # the overrides are separate key=value words
     "$ddpc" plan "$config" --nproc "$nproc" $overrides >"$tmp/plan$n" 2>&1
-    check "ddpc plan accepts $(basename "$config") --nproc $nproc $overrides" test $? -eq 0 ||
-        cat "$tmp/plan$n"
+    check_status "ddpc plan accepts $(basename "$config") --nproc $nproc $overrides" $? \
+        "$tmp/plan$n"
 done < <(grep '^plan ' "$tmp/out")
 check "both manifests' commands were planned" test $n -eq 2
 summary

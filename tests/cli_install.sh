@@ -85,7 +85,7 @@ train() {
 # LD_LIBRARY_PATH (the prefix is not on the loader's path).
 cp -r "$src/examples/embed" "$tmp/pc-shared"
 make -C "$tmp/pc-shared" >"$tmp/pc-shared.log" 2>&1
-check "make (pkg-config ddpc) builds the example" test $? -eq 0 || cat "$tmp/pc-shared.log"
+check_status "make (pkg-config ddpc) builds the example" $? "$tmp/pc-shared.log"
 check "it needs libddpc.so.MAJOR" \
     bash -c "readelf -d '$tmp/pc-shared/train_mlp' | grep -q 'NEEDED.*\[$soname\]'"
 check "ldd: libddpc is not found without LD_LIBRARY_PATH" \
@@ -99,7 +99,7 @@ train "pkg-config shared build, synthetic data" "$tmp/pc-shared/train_mlp" synth
 # pkg-config, static: libddpc.a linked in, no libddpc.so needed.
 cp -r "$src/examples/embed" "$tmp/pc-static"
 make -C "$tmp/pc-static" PKG=ddpc-static >"$tmp/pc-static.log" 2>&1
-check "make PKG=ddpc-static builds the example" test $? -eq 0 || cat "$tmp/pc-static.log"
+check_status "make PKG=ddpc-static builds the example" $? "$tmp/pc-static.log"
 check "the static build needs no libddpc.so" \
     bash -c "! readelf -d '$tmp/pc-static/train_mlp' | grep -q libddpc"
 train "pkg-config static build" "$tmp/pc-static/train_mlp"
@@ -111,7 +111,7 @@ for kind in shared static; do
     cmake -S "$src/examples/embed" -B "$tmp/cm-$kind" -DCMAKE_PREFIX_PATH="$prefix" \
         -DDDPC_STATIC=$static >"$tmp/cm-$kind.log" 2>&1 &&
         cmake --build "$tmp/cm-$kind" >>"$tmp/cm-$kind.log" 2>&1
-    check "find_package(ddpc) builds the example ($kind)" test $? -eq 0 || cat "$tmp/cm-$kind.log"
+    check_status "find_package(ddpc) builds the example ($kind)" $? "$tmp/cm-$kind.log"
 done
 check "ddpc::ddpc links the installed libddpc.so" \
     bash -c "ldd '$tmp/cm-shared/train_mlp' | grep -q '$soname => $libdir/$soname'"
@@ -145,8 +145,8 @@ check "find_package(ddpc COMPONENTS static) without its dependencies fails, sayi
         && grep -q 'missing: the C' '$tmp/nolang-static.log'"
 cmake -S "$tmp/nolang-shared" -B "$tmp/nolang-shared/b" -DCMAKE_PREFIX_PATH="$prefix" \
     >"$tmp/nolang-shared.log" 2>&1
-check "while find_package(ddpc) still gives ddpc::ddpc (only)" test $? -eq 0 ||
-    cat "$tmp/nolang-shared.log"
+check_status "while find_package(ddpc) still gives ddpc::ddpc (only)" $? \
+    "$tmp/nolang-shared.log"
 
 # The installed program.
 check "installed ddpc --version says $version" \
@@ -171,7 +171,7 @@ target_link_libraries(app PRIVATE ddpc_lib)
 EOF
 echo 'int main(void) { return 0; }' >"$tmp/super/app.c"
 cmake -S "$tmp/super" -B "$tmp/super/build" >"$tmp/super.log" 2>&1
-check "ddpc configures as a subproject" test $? -eq 0 || tail -20 "$tmp/super.log"
+check_status "ddpc configures as a subproject" $? "$tmp/super.log"
 cmake --build "$tmp/super/build" --target help >"$tmp/super-targets" 2>&1
 check "the subproject has ddpc_lib, ddpc_shared and ddpc" \
     bash -c "grep -q ddpc_lib '$tmp/super-targets' && grep -q ddpc_shared '$tmp/super-targets' \
@@ -190,8 +190,8 @@ mv "$prefix" "$tmp/moved"
 cp -r "$src/examples/embed" "$tmp/pc-moved"
 PKG_CONFIG_PATH="$tmp/moved/${libdir#"$prefix"/}/pkgconfig" make -C "$tmp/pc-moved" \
     >"$tmp/pc-moved.log" 2>&1
-check "a moved prefix still builds the example through pkg-config" test $? -eq 0 ||
-    cat "$tmp/pc-moved.log"
+check_status "a moved prefix still builds the example through pkg-config" $? \
+    "$tmp/pc-moved.log"
 train "moved prefix build" "$tmp/pc-moved/train_mlp" synthetic \
     LD_LIBRARY_PATH="$tmp/moved/${libdir#"$prefix"/}"
 

@@ -36,7 +36,7 @@ deb_contents "$deb" "$src"
 remove() { apt-get purge -y -qq ddpc >"$tmp/remove.log" 2>&1; }
 trap 'remove; rm -rf "$tmp"' EXIT
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$deb" >"$tmp/apt.log" 2>&1
-check "apt-get install ./$(basename "$deb")" test $? -eq 0 || tail -20 "$tmp/apt.log"
+check_status "apt-get install ./$(basename "$deb")" $? "$tmp/apt.log"
 check "dpkg says ddpc $version is installed" \
     test "$(dpkg-query -W -f='${Status} ${Version}' ddpc)" = "install ok installed $version"
 check "ldconfig knows libddpc.so.0" bash -c "ldconfig -p | grep -q 'libddpc.so.0 '"
@@ -55,17 +55,17 @@ train() {
 }
 cp -r /usr/share/doc/ddpc/examples/embed "$tmp/pc"
 make -C "$tmp/pc" >"$tmp/pc.log" 2>&1
-check "make (pkg-config ddpc) builds the installed example" test $? -eq 0 || cat "$tmp/pc.log"
+check_status "make (pkg-config ddpc) builds the installed example" $? "$tmp/pc.log"
 check "it runs with the installed libddpc.so.0" \
     bash -c "ldd '$tmp/pc/train_mlp' | grep -Eq 'libddpc.so.0 => (/usr)?/lib/libddpc.so.0'"
 train pkg-config-shared "$tmp/pc/train_mlp"
 cp -r /usr/share/doc/ddpc/examples/embed "$tmp/pcs"
 make -C "$tmp/pcs" PKG=ddpc-static >"$tmp/pcs.log" 2>&1
-check "make PKG=ddpc-static builds it" test $? -eq 0 || cat "$tmp/pcs.log"
+check_status "make PKG=ddpc-static builds it" $? "$tmp/pcs.log"
 train pkg-config-static "$tmp/pcs/train_mlp"
 cmake -S /usr/share/doc/ddpc/examples/embed -B "$tmp/cm" >"$tmp/cm.log" 2>&1 &&
     cmake --build "$tmp/cm" >>"$tmp/cm.log" 2>&1
-check "find_package(ddpc) finds /usr and builds it" test $? -eq 0 || cat "$tmp/cm.log"
+check_status "find_package(ddpc) finds /usr and builds it" $? "$tmp/cm.log"
 train find-package "$tmp/cm/train_mlp"
 
 check "/usr/bin/ddpc --version" test "$(/usr/bin/ddpc --version)" = "ddpc $version"
@@ -75,7 +75,7 @@ check "/usr/bin/ddpc trains /usr/share/ddpc/configs/fmnist_mlp.yaml" \
     grep -q '"step": 20, "epoch"' "$tmp/run/metrics.jsonl"
 
 remove
-check "apt-get purge ddpc" test $? -eq 0 || cat "$tmp/remove.log"
+check_status "apt-get purge ddpc" $? "$tmp/remove.log"
 check "nothing of the package is left" \
     test ! -e /usr/bin/ddpc -a ! -e /usr/lib/libddpc.so.0 -a ! -e /usr/include/ddpc
 check "ldconfig forgot libddpc.so.0" bash -c "! ldconfig -p | grep -q 'libddpc.so.0 '"
