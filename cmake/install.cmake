@@ -43,17 +43,31 @@ install(EXPORT ddpc-static NAMESPACE ddpc:: FILE ddpcStaticTargets.cmake
     DESTINATION ${DDPC_CMAKE_DIR})
 
 # The libraries libddpc.a's users link as well, as linker arguments (pkg-config) and as files
-# that must exist (the CMake package's static component).
-set(DDPC_STATIC_FILES ${OPENBLAS_LIBRARY} ${DNNL_LIBRARY} ${YAML_LIBRARY})
+# that must exist (the CMake package's static component), derived from DDPC_LIB_DEPS so a new
+# dependency cannot be left out; an imported target not known here stops the configuration.
+set(DDPC_STATIC_FILES "")
+set(DDPC_PC_LIBS_PRIVATE "")
 set(DDPC_WITH_MPI 0)
-set(DDPC_PC_LIBS_PRIVATE ${OpenMP_C_FLAGS} ${OPENBLAS_LIBRARY} ${DNNL_LIBRARY} ${YAML_LIBRARY})
-if(MPI_C_FOUND)
-    set(DDPC_WITH_MPI 1)
-    list(APPEND DDPC_STATIC_FILES ${MPI_C_LIBRARIES})
-    list(APPEND DDPC_PC_LIBS_PRIVATE ${MPI_C_LIBRARIES})
-endif()
-list(APPEND DDPC_PC_LIBS_PRIVATE -lz -pthread -lrt ${CMAKE_DL_LIBS} -lm)
-list(TRANSFORM DDPC_PC_LIBS_PRIVATE REPLACE "^dl$" "-ldl")
+foreach(dep IN LISTS DDPC_LIB_DEPS)
+    if(dep STREQUAL "OpenMP::OpenMP_C")
+        list(APPEND DDPC_PC_LIBS_PRIVATE ${OpenMP_C_FLAGS})
+    elseif(dep STREQUAL "Threads::Threads")
+        list(APPEND DDPC_PC_LIBS_PRIVATE -pthread)
+    elseif(dep STREQUAL "ZLIB::ZLIB")
+        list(APPEND DDPC_PC_LIBS_PRIVATE -lz)
+    elseif(dep STREQUAL "MPI::MPI_C")
+        set(DDPC_WITH_MPI 1)
+        list(APPEND DDPC_PC_LIBS_PRIVATE ${MPI_C_LIBRARIES})
+        list(APPEND DDPC_STATIC_FILES ${MPI_C_LIBRARIES})
+    elseif(TARGET ${dep})
+        message(FATAL_ERROR "cmake/install.cmake: say how ${dep} links in ddpc.pc and ddpcConfig")
+    elseif(IS_ABSOLUTE "${dep}")
+        list(APPEND DDPC_PC_LIBS_PRIVATE ${dep})
+        list(APPEND DDPC_STATIC_FILES ${dep})
+    else()
+        list(APPEND DDPC_PC_LIBS_PRIVATE -l${dep})
+    endif()
+endforeach()
 list(JOIN DDPC_PC_LIBS_PRIVATE " " DDPC_PC_LIBS_PRIVATE)
 
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/ddpcConfigVersion.cmake
