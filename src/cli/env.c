@@ -10,6 +10,7 @@
 #include <ddpc/kernels.h>
 #include <ddpc/simd.h>
 #include <ddpc/sysinfo.h>
+#include <ddpc/version.h>
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -57,6 +58,7 @@ static void print_system(const ddpc_sysinfo *s)
 static void print_build(const ddpc_sysinfo *s)
 {
     printf("Build\n");
+    row("ddpc", "%s", ddpc_version());
     row("Compiler", "%s", s->compiler);
     row("Build", "%s", s->build_flags);
     row("BLAS", "%s", s->blas_library);

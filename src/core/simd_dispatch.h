@@ -1,6 +1,6 @@
 /* Private: how a kernel source becomes three variants. CMake compiles each file listed in
- * DDPC_SIMD_SOURCES once more per extra ISA with DDPC_SIMD_VARIANT=_avx2 or _avx512 (and the
- * matching -march); the base compile gets _baseline here. In such a file:
+ * DDPC_SIMD_SOURCES once more per extra ISA with DDPC_SIMD_VARIANT=avx2 or avx512 (and the
+ * matching -march); the base compile gets baseline here. In such a file:
  *   - each dispatched function is defined as DDPC_SIMD(name)(...) { ... } and followed by
  *     DDPC_SIMD_DISPATCH(ret, name, (params), (args)) (or _VOID for void), which defines `name`
  *     itself in the base compile only, choosing the variant per call;
@@ -11,21 +11,22 @@
 
 #include <ddpc/simd.h>
 
-#define DDPC_SIMD_CAT2(a, b) a##b
-#define DDPC_SIMD_CAT(a, b) DDPC_SIMD_CAT2(a, b)
+/* A variant of ddpc_f is ddpc__avx2_ddpc_f: internal (ddpc__), so libddpc.so does not export it. */
+#define DDPC_SIMD_PASTE(variant, name) ddpc__##variant##_##name
+#define DDPC_SIMD_NAME(variant, name) DDPC_SIMD_PASTE(variant, name) /* expands the variant */
 
 #if defined(DDPC_SIMD_MULTI) && !defined(DDPC_SIMD_VARIANT)
-#define DDPC_SIMD_VARIANT _baseline /* ddpc_lib's own compile of the file */
+#define DDPC_SIMD_VARIANT baseline /* ddpc_objects' own compile of the file */
 #define DDPC_SIMD_IS_CLONE 0
 #endif
 
 #if defined(DDPC_SIMD_MULTI)
-#define DDPC_SIMD(name) DDPC_SIMD_CAT(name, DDPC_SIMD_VARIANT)
+#define DDPC_SIMD(name) DDPC_SIMD_NAME(DDPC_SIMD_VARIANT, name)
 #define DDPC_SIMD_CLONE DDPC_SIMD_IS_CLONE
 #define DDPC_SIMD_DECLARE(ret, name, params)                                                       \
-    ret name##_baseline params;                                                                    \
-    ret name##_avx2 params;                                                                        \
-    ret name##_avx512 params;
+    ret ddpc__baseline_##name params;                                                              \
+    ret ddpc__avx2_##name params;                                                                  \
+    ret ddpc__avx512_##name params;
 #if DDPC_SIMD_IS_CLONE
 #define DDPC_SIMD_DISPATCH(ret, name, params, args)
 #define DDPC_SIMD_DISPATCH_VOID(name, params, args)
@@ -36,11 +37,11 @@
     {                                                                                              \
         switch (ddpc_isa_active()) {                                                               \
         case DDPC_ISA_AVX512:                                                                      \
-            return name##_avx512 args;                                                             \
+            return ddpc__avx512_##name args;                                                       \
         case DDPC_ISA_AVX2:                                                                        \
-            return name##_avx2 args;                                                               \
+            return ddpc__avx2_##name args;                                                         \
         default:                                                                                   \
-            return name##_baseline args;                                                           \
+            return ddpc__baseline_##name args;                                                     \
         }                                                                                          \
     }
 #define DDPC_SIMD_DISPATCH_VOID(name, params, args)                                                \
@@ -49,13 +50,13 @@
     {                                                                                              \
         switch (ddpc_isa_active()) {                                                               \
         case DDPC_ISA_AVX512:                                                                      \
-            name##_avx512 args;                                                                    \
+            ddpc__avx512_##name args;                                                              \
             break;                                                                                 \
         case DDPC_ISA_AVX2:                                                                        \
-            name##_avx2 args;                                                                      \
+            ddpc__avx2_##name args;                                                                \
             break;                                                                                 \
         default:                                                                                   \
-            name##_baseline args;                                                                  \
+            ddpc__baseline_##name args;                                                            \
         }                                                                                          \
     }
 #endif
