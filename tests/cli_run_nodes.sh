@@ -90,14 +90,14 @@ took=$(elapsed "$t0")
 # A failure on node 0 that only echoes node 1's (a worker whose peer died fails too) is reported
 # with the job's first failure, node 1's, so both hosts name the same cause. Node 0's worker fails
 # once node 1's launcher has reported (and so published) its own; node 0 checks the store only
-# every 10 s (first when its workers start, 1 s before node 1's fails), so it sees its own worker
-# fail first.
+# every 5 s (first 5 s after its workers start) and its own workers' exits before the store in
+# each check, so it sees its own worker fail first.
 port=$(master_port)
 w="if [ \$RANK = 2 ]; then sleep 1; exit 5; fi; if [ \$RANK = 0 ]; then"
 w+=" until grep -q 'failed with exit code 5' $tmp/fe.1.err; do sleep 0.01; done; exit 1; fi;"
 w+=" exec sleep 67.$$"
 "$ddpc" run --nnodes 2 --node-rank 0 --master-addr 127.0.0.1 --master-port "$port" \
-    --nproc-per-node 2 --monitor-interval 10 -- sh -c "$w" 2>"$tmp/fe.0.err" &
+    --nproc-per-node 2 --monitor-interval 5 -- sh -c "$w" 2>"$tmp/fe.0.err" &
 l0=$!
 "$ddpc" run --nnodes 2 --node-rank 1 --master-addr 127.0.0.1 --master-port "$port" \
     --nproc-per-node 2 -- sh -c "$w" 2>"$tmp/fe.1.err" &

@@ -330,7 +330,9 @@ ddpc_status ddpc__attempt_run(const ddpc_launch_config *cfg, const char *program
                  .n = cfg->nproc_per_node,
                  .res = res,
                  .agent = remote ? agent : NULL,
-                 .attempt_no = attempt_no};
+                 .attempt_no = attempt_no,
+                 /* the workers' own start first: the other nodes are asked one interval later */
+                 .next_agent_due = ddpc_time_now() + cfg->monitor_interval_s};
     a.w = ddpc_calloc((size_t)a.n, sizeof *a.w);
     a.pfd = ddpc_calloc((size_t)a.n * 2, sizeof *a.pfd);
     a.slot = ddpc_calloc((size_t)a.n * 2, sizeof *a.slot);
