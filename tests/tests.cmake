@@ -36,6 +36,8 @@ foreach(sh ${DDPC_SHELL_TESTS})
         $<TARGET_FILE:ckpt_make>)
     set_tests_properties(${name} PROPERTIES TIMEOUT 300)
 endforeach()
+# cli_slurm starts SLURM's daemons, which needs root (CI has it): `ctest -LE slurm` leaves it out.
+set_tests_properties(cli_slurm PROPERTIES LABELS slurm)
 
 # Parity with PyTorch (Debian's python3-torch): ddpc's gpt and cnn against the same models in torch.
 add_executable(parity_run ${CMAKE_SOURCE_DIR}/tests/parity/parity_run.c)
