@@ -4,8 +4,9 @@
 # job under `sbatch --wait`. Checks: its ranks come from SLURM's step variables and use the mpi
 # backend, it exits 0 and trains to the same bytes as `ddpc run --nproc-per-node 2` (shm); a job
 # with a bad config fails and sbatch says so; `ddpc run` inside an allocation (workers of its own,
-# and the mpirun hand-off) trains the same bytes. Needs root (slurmd runs job steps as their user):
-# CI runs as root; without root it fails, and `ctest -LE slurm` leaves it out (label slurm).
+# and the mpirun hand-off) trains the same bytes; srun without an MPI plugin is refused with the
+# fix named, and with DDPC_BACKEND=shm trains the same bytes. Needs root (slurmd runs job steps
+# as their user): CI runs as root; without root it fails, and `ctest -LE slurm` leaves it out.
 # usage: cli_slurm.sh DDPC_BIN SOURCE_DIR
 set -u
 ddpc=$1
@@ -106,6 +107,20 @@ check "job log: 30 steps ran" grep -q "^step     30/30" "$tmp/train.out"
 check "the SLURM job's weights equal ddpc run's, byte for byte" \
     cmp "$tmp/slurm.safetensors" "$tmp/shm.safetensors"
 
+# srun without an MPI plugin (this cluster's MpiDefault=none, SLURM's default): Open MPI cannot
+# start there, so ddpc says what to do instead of MPI_Init's abort; on one node shm works.
+timeout 120 srun -n 2 --kill-on-bad-exit=1 "$ddpc" train "$config" "${train[@]}" \
+    run_dir="$tmp/nompi" >"$tmp/nompi.log" 2>&1
+st=$?
+check "srun without --mpi=pmix fails (got $st)" test $st -ne 0
+check "... naming 'srun --mpi=pmix'" grep -q \
+    "^ddpc train: this srun step started its 2 tasks without an MPI plugin .*'srun --mpi=pmix'" \
+    "$tmp/nompi.log"
+DDPC_BACKEND=shm timeout 120 srun -n 2 "$ddpc" train "$config" "${train[@]}" \
+    run_dir="$tmp/srunshm" weights_out="$tmp/srunshm.safetensors" >"$tmp/srunshm.log" 2>&1
+check "DDPC_BACKEND=shm srun -n 2 trains the same bytes" \
+    cmp "$tmp/srunshm.safetensors" "$tmp/shm.safetensors"
+
 result bad
 check "sbatch --wait of a job with a bad config exits non-zero (got $rc)" test "$rc" -ne 0
 check "job $job is FAILED" test "$(job_field "$job" JobState)" = FAILED
@@ -120,8 +135,7 @@ check "ddpc run --backend mpi inside sbatch exits 0" grep -qx 0 "$tmp/handoff.st
 check "... hands the job to mpirun" grep -q "^ddpc run: exec .*mpirun -np 2 " "$tmp/handoff.log"
 check "... and trains the same bytes" cmp "$tmp/handoff.safetensors" "$tmp/shm.safetensors"
 check "ddpc run --nnodes 2 in a 1-node allocation exits 2" grep -qx 2 "$tmp/twonodes.status"
-check "... naming the allocation's hosts" grep -q \
-    "^ddpc run: --nnodes 2 but the SLURM allocation (SLURM_JOB_NODELIST=$(hostname -s)) has 1 host" \
-    "$tmp/twonodes.log"
+want="^ddpc run: --nnodes 2 but the SLURM allocation (SLURM_JOB_NODELIST=$(hostname -s)) has 1 host"
+check "... naming the allocation's hosts" grep -q "$want" "$tmp/twonodes.log"
 
 summary
