@@ -59,6 +59,10 @@ result() {
     rc=$(cat "$tmp/$1.rc")
     job=$(head -n 1 "$tmp/$1.sbatch" | cut -d';' -f1)
 }
+# stopped DIR: the cluster in DIR has no daemon running.
+stopped() { ! "$cluster" status "$1" >/dev/null 2>&1; }
+# none_running TEXT: no process has TEXT in its command line.
+none_running() { ! pgrep -f -- "$1" >/dev/null; }
 # job_field ID FIELD: FIELD=value of `scontrol show job` (finished jobs stay for MinJobAge).
 job_field() { scontrol show job -o "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 
@@ -137,5 +141,35 @@ check "... and trains the same bytes" cmp "$tmp/handoff.safetensors" "$tmp/shm.s
 check "ddpc run --nnodes 2 in a 1-node allocation exits 2" grep -qx 2 "$tmp/twonodes.status"
 want="^ddpc run: --nnodes 2 but the SLURM allocation (SLURM_JOB_NODELIST=$(hostname -s)) has 1 host"
 check "... naming the allocation's hosts" grep -q "$want" "$tmp/twonodes.log"
+
+# scripts/slurm-cluster itself: status, a second cluster beside this one stopped by its watchdog
+# when its owner exits, a daemon that fails to start, and stop.
+"$cluster" status "$dir" >"$tmp/status.log" 2>&1
+check "status exits 0 with the three daemons running" test $? -eq 0
+check "... and the node idle" grep -qx "node: idle" "$tmp/status.log"
+sleep 60 &
+owner=$!
+"$cluster" start "$tmp/c2" --owner $owner >"$tmp/c2.log" 2>&1
+check "a second cluster starts beside the first" test $? -eq 0
+kill $owner
+wait $owner 2>/dev/null
+for _ in $(seq 100); do
+    none_running "$tmp/c2/" && break
+    sleep 0.2
+done
+check "its watchdog stops it once its owner exits, leaving none of its processes" \
+    none_running "$tmp/c2/"
+check "... and status says so" stopped "$tmp/c2"
+mkdir "$tmp/fake"
+printf '#!/bin/sh\necho "fake slurmd: cannot bind" >&2\nexit 1\n' >"$tmp/fake/slurmd"
+chmod +x "$tmp/fake/slurmd"
+PATH="$tmp/fake:$PATH" "$cluster" start "$tmp/c3" >"$tmp/c3.log" 2>&1
+check "a daemon that fails to start fails start" test $? -ne 0
+check "... naming it" grep -q "slurm-cluster: slurmd did not start" "$tmp/c3.log"
+check "... showing its log" grep -q "fake slurmd: cannot bind" "$tmp/c3.log"
+check "... and stopping the daemons it had started" none_running "$tmp/c3/"
+"$cluster" stop "$dir"
+check "stop leaves none of the cluster's processes" none_running "$dir/"
+check "... nor its watchdog" none_running "slurm-cluster watch $dir"
 
 summary
