@@ -80,11 +80,13 @@ echo \$? >"$tmp/handoff.status"
 echo \$? >"$tmp/twonodes.status"
 EOF
 
-submit train "$src/examples/slurm/train.sbatch" "$config" "${train[@]}" run_dir="$tmp/slurm" \
-    weights_out="$tmp/slurm.safetensors" &
+# without OMP_NUM_THREADS the script takes --cpus-per-task (1); the bad job passes its own
+(unset OMP_NUM_THREADS
+ submit train "$src/examples/slurm/train.sbatch" "$config" "${train[@]}" run_dir="$tmp/slurm" \
+     weights_out="$tmp/slurm.safetensors") &
 # a bad config: both ranks stop before training, srun and the job exit non-zero
-submit bad "$src/examples/slurm/train.sbatch" "$config" "${train[@]}" run_dir="$tmp/bad" \
-    optim.bogus_key=1 &
+OMP_NUM_THREADS=3 submit bad "$src/examples/slurm/train.sbatch" "$config" "${train[@]}" \
+    run_dir="$tmp/bad" optim.bogus_key=1 &
 submit inner --ntasks=2 "$tmp/inner.sh" &
 "$ddpc" run --nproc-per-node 2 -- "$ddpc" train "$config" "${train[@]}" run_dir="$tmp/shm" \
     weights_out="$tmp/shm.safetensors" >"$tmp/shm.log" 2>&1
@@ -108,6 +110,10 @@ done
 check "job log: 2 ranks train with the mpi backend" \
     grep -q "128 per rank x 2 ranks x 1 accumulation step (backend mpi" "$tmp/train.out"
 check "job log: 30 steps ran" grep -q "^step     30/30" "$tmp/train.out"
+check "job log: 2 tasks, 1 thread each (--cpus-per-task)" \
+    grep -q "^train.sbatch: job $job on .*: 2 tasks, 1 thread(s) each" "$tmp/train.out"
+check "jobcomp.txt records the job as COMPLETED" \
+    grep -q "^JobId=$job .*JobState=COMPLETED" "$dir/jobcomp.txt"
 check "the SLURM job's weights equal ddpc run's, byte for byte" \
     cmp "$tmp/slurm.safetensors" "$tmp/shm.safetensors"
 
@@ -129,6 +135,9 @@ result bad
 check "sbatch --wait of a job with a bad config exits non-zero (got $rc)" test "$rc" -ne 0
 check "job $job is FAILED" test "$(job_field "$job" JobState)" = FAILED
 check "its log names the bad key" grep -q "bogus_key" "$tmp/bad.out"
+check "OMP_NUM_THREADS set at submission reaches the job" \
+    grep -q "^train.sbatch: job $job on .*: 2 tasks, 3 thread(s) each" "$tmp/bad.out"
+check "jobcomp.txt records it as FAILED" grep -q "^JobId=$job .*JobState=FAILED" "$dir/jobcomp.txt"
 
 result inner
 check "a batch script running ddpc run exits 0 (got $rc)" test "$rc" -eq 0
