@@ -453,6 +453,50 @@ static void test_discover_reads_process_environment(void)
     unsetenv("WORLD_SIZE");
 }
 
+/* srun without an MPI plugin (SLURM's default MpiDefault=none) gives Open MPI no PMI server: its
+ * MPI_Init aborts, so the mpi backend refuses first and names 'srun --mpi=pmix'. Seen on a real
+ * one-machine SLURM (tests/cli_slurm.sh): `srun -n 2 ddpc train` printed a page of Open MPI
+ * text. */
+static void test_slurm_mpi_check(void)
+{
+#define STEP "SLURM_PROCID=1", "SLURM_STEP_ID=0", "SLURM_NTASKS=2", "SLURM_JOB_ID=7"
+    ddpc_dist_env e = ok_env(ENV(STEP));
+    CHECK_EQ_INT(e.source, DDPC_DIST_SOURCE_SLURM);
+    ddpc_clear_error();
+    CHECK_EQ_INT(ddpc__slurm_mpi_check(ENV(STEP), &e, true), DDPC_EINVAL);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "this srun step started its 2 tasks without an MPI "
+                                          "plugin (SLURM_MPI_TYPE=unset)");
+    CHECK_STR_CONTAINS(ddpc_last_error(), "'srun --mpi=pmix'");
+    CHECK_STR_CONTAINS(ddpc_last_error(), "DDPC_BACKEND=shm when all tasks share one node");
+    CHECK_EQ_INT(ddpc__slurm_mpi_check(ENV(STEP, "SLURM_MPI_TYPE=none"), &e, true), DDPC_EINVAL);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "(SLURM_MPI_TYPE=none)");
+    /* what srun --mpi=pmix sets (seen under slurm-wlm 22.05 with PMIx 4.2) */
+    CHECK_EQ_INT(ddpc__slurm_mpi_check(ENV(STEP, "SLURM_MPI_TYPE=pmix", "PMIX_RANK=1",
+                                           "PMIX_NAMESPACE=slurm.pmix.7.0"),
+                                       &e, true),
+                 DDPC_OK);
+    CHECK_EQ_INT(ddpc__slurm_mpi_check(ENV(STEP, "PMIX_NAMESPACE=slurm.pmix.7.0"), &e, true),
+                 DDPC_OK);
+    /* another plugin ddpc does not know: MPI may manage */
+    CHECK_EQ_INT(ddpc__slurm_mpi_check(ENV(STEP, "SLURM_MPI_TYPE=cray_shasta"), &e, true), DDPC_OK);
+    /* MPICH and others may use SLURM's PMI-1 library, which needs no plugin */
+    CHECK_EQ_INT(ddpc__slurm_mpi_check(ENV(STEP), &e, false), DDPC_OK);
+    /* a single task needs no peers; pmi2 (PMI_RANK) and mpirun are other families */
+    ddpc_dist_env one = ok_env(ENV("SLURM_PROCID=0", "SLURM_STEP_ID=0", "SLURM_NTASKS=1"));
+    CHECK_EQ_INT(ddpc__slurm_mpi_check(ENV("SLURM_PROCID=0"), &one, true), DDPC_OK);
+    const char *const *pmi2 = ENV(STEP, "PMI_RANK=1", "PMI_SIZE=2", "SLURM_MPI_TYPE=pmi2");
+    ddpc_dist_env p = ok_env(pmi2);
+    CHECK_EQ_INT(ddpc__slurm_mpi_check(pmi2, &p, true), DDPC_OK);
+    const char *const *ompi = ENV(STEP, "OMPI_COMM_WORLD_RANK=1", "OMPI_COMM_WORLD_SIZE=2");
+    ddpc_dist_env o = ok_env(ompi);
+    CHECK_EQ_INT(ddpc__slurm_mpi_check(ompi, &o, true), DDPC_OK);
+    /* torchrun variables inside the step (ddpc run refuses there, torchrun does not): shm */
+    const char *const *torch = ENV(STEP, "RANK=1", "WORLD_SIZE=2");
+    ddpc_dist_env t = ok_env(torch);
+    CHECK_EQ_INT(ddpc__slurm_mpi_check(torch, &t, true), DDPC_OK);
+#undef STEP
+}
+
 static void test_known_variable_list(void)
 {
     const char *const *names = ddpc__dist_env_var_names();
@@ -493,6 +537,7 @@ int main(void)
     RUN_TEST(test_hostlist);
     RUN_TEST(test_tasks_per_node);
     RUN_TEST(test_discover_reads_process_environment);
+    RUN_TEST(test_slurm_mpi_check);
     RUN_TEST(test_known_variable_list);
     return check_summary();
 }

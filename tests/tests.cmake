@@ -36,6 +36,8 @@ foreach(sh ${DDPC_SHELL_TESTS})
         $<TARGET_FILE:ckpt_make>)
     set_tests_properties(${name} PROPERTIES TIMEOUT 300)
 endforeach()
+# cli_slurm starts SLURM's daemons, which needs root (CI has it): `ctest -LE slurm` leaves it out.
+set_tests_properties(cli_slurm PROPERTIES LABELS slurm)
 
 # The multi-host test bed (tests/multihost/testbed.sh): network namespaces as hosts. Needs root;
 # a script that cannot build the bed exits 77 with the reason, which ctest shows as skipped.

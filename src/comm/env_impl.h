@@ -4,8 +4,10 @@
 #ifndef DDPC_DIST_ENV_IMPL_H
 #define DDPC_DIST_ENV_IMPL_H
 
+#include <ddpc/comm.h>
 #include <ddpc/status.h>
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Longest host name the host-list parser produces (bytes, without the terminator). */
@@ -23,6 +25,12 @@ ddpc_status ddpc__slurm_hostlist_count(const char *var, const char *list, int *c
 /* Tasks on node `node` (0-based) of a SLURM tasks-per-node list ("2(x3),1": nodes 0-2 run 2
  * tasks, node 3 runs 1). DDPC_EINVAL naming `var` for a malformed list or a node past its end. */
 ddpc_status ddpc__slurm_tasks_on_node(const char *var, const char *spec, int node, int *tasks);
+
+/* Before the mpi backend initialises MPI: DDPC_EINVAL when rank `e` came from an srun step with
+ * more than one task that has no MPI plugin (no PMIx server, SLURM_MPI_TYPE unset or "none") and
+ * the MPI library is Open MPI (`open_mpi`), which cannot start there; the message names
+ * 'srun --mpi=pmix'. DDPC_OK otherwise, including for MPI libraries that use SLURM's PMI-1. */
+ddpc_status ddpc__slurm_mpi_check(const char *const *envp, const ddpc_dist_env *e, bool open_mpi);
 
 /* NULL-terminated list of every variable name rank discovery reads, in precedence order. */
 const char *const *ddpc__dist_env_var_names(void);

@@ -11,4 +11,7 @@
  * with MPI" in buf, in builds without the mpi backend. */
 bool ddpc__mpi_library_version(char *buf, size_t cap);
 
+/* True when the MPI library built in is Open MPI (it needs a PMI server under srun). */
+bool ddpc__mpi_is_open_mpi(void);
+
 #endif

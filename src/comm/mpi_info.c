@@ -23,7 +23,21 @@ bool ddpc__mpi_library_version(char *buf, size_t cap)
     snprintf(buf, cap, "%s; MPI standard %d.%d", lib, major, minor);
     return true;
 }
+
+bool ddpc__mpi_is_open_mpi(void)
+{
+#ifdef OMPI_MAJOR_VERSION
+    return true;
 #else
+    return false;
+#endif
+}
+#else
+bool ddpc__mpi_is_open_mpi(void)
+{
+    return false;
+}
+
 bool ddpc__mpi_library_version(char *buf, size_t cap)
 {
     snprintf(buf, cap, "not built with MPI");

@@ -3,6 +3,8 @@
  * Invariant: once `failed` is set, no collective reaches the backend again and every call says
  * "process group failed earlier: <first message>". World size 1 has no backend: every collective
  * is a local copy. */
+#include "comm/env_impl.h"
+#include "comm/mpi_impl.h"
 #include "comm/pg_front.h"
 
 #include <ddpc/alloc.h>
@@ -108,9 +110,11 @@ ddpc_status ddpc_pg_create(const ddpc_dist_env *env, const ddpc_pg_config *cfg, 
     void *state = NULL;
     if (env->world_size > 1) {
         double deadline = ddpc_time_now() + timeout;
-        if (backend == DDPC_BACKEND_MPI)
+        if (backend == DDPC_BACKEND_MPI) {
+            /* MPI_Init aborts the process where Open MPI cannot start: say why first */
+            DDPC_TRY(ddpc__slurm_mpi_check(ddpc__env_process(), env, ddpc__mpi_is_open_mpi()));
             DDPC_TRY(ddpc__mpi_create(env, deadline, &ops, &state));
-        else
+        } else
             DDPC_TRY(ddpc__shm_create(env, deadline, &ops, &state));
     }
     return ddpc__pg_create_with(env, backend, timeout, ops, state, out);
