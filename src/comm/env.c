@@ -356,6 +356,9 @@ static ddpc_status common(const char *const *envp, ddpc_dist_env *e)
         DDPC_TRY(parse_timeout(s, &e->timeout_s));
     e->nested_launcher = ddpc_dist_env_lookup(envp, "TORCHELASTIC_RUN_ID") != NULL ||
                          ddpc_dist_env_lookup(envp, "DDPC_LAUNCHER") != NULL;
+    /* torchrun's agent serves the store itself and says so to its workers (as torch reads it) */
+    s = ddpc_dist_env_lookup(envp, "TORCHELASTIC_USE_AGENT_STORE");
+    e->agent_store = s && (strcmp(s, "True") == 0 || strcmp(s, "true") == 0 || strcmp(s, "1") == 0);
     return DDPC_OK;
 }
 

@@ -39,7 +39,8 @@ static ddpc_status check_env(const ddpc_dist_env *e)
     return DDPC_OK;
 }
 
-/* AUTO: the env's choice, else mpi under mpirun/PMI/SLURM or across nodes when built, else shm. */
+/* AUTO: the env's choice; mpi under mpirun/PMI/SLURM when built; gloo when torchrun-style
+ * variables (ddpc run per node, torchrun, a platform) put ranks on several hosts; else shm. */
 ddpc_backend ddpc_pg_choose_backend(const ddpc_dist_env *e, ddpc_backend asked)
 {
     if (asked != DDPC_BACKEND_AUTO)
@@ -47,9 +48,13 @@ ddpc_backend ddpc_pg_choose_backend(const ddpc_dist_env *e, ddpc_backend asked)
     if (e->backend != DDPC_BACKEND_AUTO)
         return e->backend;
     bool mpi_launched = e->source == DDPC_DIST_SOURCE_OPENMPI ||
-                        e->source == DDPC_DIST_SOURCE_PMI || e->source == DDPC_DIST_SOURCE_SLURM ||
-                        e->num_nodes > 1;
+                        e->source == DDPC_DIST_SOURCE_PMI || e->source == DDPC_DIST_SOURCE_SLURM;
+    bool many_hosts = e->num_nodes > 1 || e->local_world_size < e->world_size;
     if (mpi_launched && ddpc_backend_available(DDPC_BACKEND_MPI))
+        return DDPC_BACKEND_MPI;
+    if (!mpi_launched && many_hosts && ddpc_backend_available(DDPC_BACKEND_GLOO))
+        return DDPC_BACKEND_GLOO;
+    if (many_hosts && ddpc_backend_available(DDPC_BACKEND_MPI))
         return DDPC_BACKEND_MPI;
     return DDPC_BACKEND_SHM;
 }
@@ -101,15 +106,18 @@ ddpc_status ddpc_pg_create(const ddpc_dist_env *env, const ddpc_pg_config *cfg, 
     ddpc_backend backend = ddpc_pg_choose_backend(env, c.backend);
     if (!ddpc_backend_available(backend))
         return ddpc_errorf(DDPC_EUNSUPPORTED,
-                           "backend %s is not built into this ddpc (rebuild with an MPI library "
-                           "installed, or use backend shm)",
-                           ddpc_backend_name(backend));
+                           "backend %s is not built into this ddpc (rebuild with %s installed, "
+                           "or use backend shm)",
+                           ddpc_backend_name(backend),
+                           backend == DDPC_BACKEND_GLOO ? "libgloo-dev" : "an MPI library");
     const ddpc__pg_backend *ops = NULL;
     void *state = NULL;
     if (env->world_size > 1) {
         double deadline = ddpc_time_now() + timeout;
         if (backend == DDPC_BACKEND_MPI)
             DDPC_TRY(ddpc__mpi_create(env, deadline, &ops, &state));
+        else if (backend == DDPC_BACKEND_GLOO)
+            DDPC_TRY(ddpc__gloo_create(env, deadline, &ops, &state));
         else
             DDPC_TRY(ddpc__shm_create(env, deadline, &ops, &state));
     }

@@ -63,6 +63,7 @@ typedef struct {
 
 typedef struct {
     int rank, world;
+    int rank_base; /* added to ranks in messages: global rank of local rank 0 (gloo's host groups) */
     ddpc__shm_header *hdr;
     ddpc__shm_rank *ranks; /* (world) */
     unsigned char *data;   /* (world, 4, slot_bytes): in[0], in[1], out[0], out[1] */
@@ -146,6 +147,8 @@ ddpc_status ddpc__shm_step(ddpc__shm_state *s, const ddpc__coll *c);
 /* Publishes what collective `c` is, for the check after its first step (a mismatch between
  * ranks is DDPC_EINVAL naming both). Called before the collective's first step. */
 void ddpc__shm_describe(ddpc__shm_state *s, const ddpc__coll *c);
+/* "all_reduce #3 of 7 f32 (sum)": what `d` says a rank issued, for mismatch messages. */
+void ddpc__shm_desc_text(const ddpc__shm_desc *d, char *out, size_t cap);
 /* Marks the segment aborted with `status` and this thread's last error, so peers fail fast. */
 void ddpc__shm_abort(ddpc__shm_state *s, ddpc_status status);
 

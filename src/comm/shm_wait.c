@@ -34,7 +34,7 @@ static int missing_list(const ddpc__shm_state *s, uint64_t target, char *out, si
         if (atomic_load_explicit(&s->ranks[k].step, memory_order_acquire) >= target)
             continue;
         if (len + 16 < cap)
-            len += (size_t)snprintf(out + len, cap - len, "%s%d", n ? ", " : "", k);
+            len += (size_t)snprintf(out + len, cap - len, "%s%d", n ? ", " : "", k + s->rank_base);
         else if (len + 5 < cap && out[len - 1] != '.')
             len += (size_t)snprintf(out + len, cap - len, ", ...");
         n++;
@@ -47,7 +47,7 @@ static ddpc_status fail_aborted(const ddpc__shm_state *s)
 {
     const ddpc__shm_header *h = s->hdr;
     return ddpc_errorf((ddpc_status)h->abort_status, "%s (reported by rank %d)", h->abort_msg,
-                       (int)h->abort_rank);
+                       (int)h->abort_rank + s->rank_base);
 }
 
 /* Slow-path checks for the peers that have not reached `target`. */
@@ -60,7 +60,7 @@ static ddpc_status check_peers(const ddpc__shm_state *s, const ddpc__coll *c, ui
         if (k == s->rank || atomic_load_explicit(&s->ranks[k].step, memory_order_acquire) >= target)
             continue;
         if (s->watch[k] && !ddpc__pid_alive(s->pids[k], s->starts[k]))
-            return ddpc_errorf(DDPC_EPEER, "rank %d (pid %d) exited during %s #%llu", k,
+            return ddpc_errorf(DDPC_EPEER, "rank %d (pid %d) exited during %s #%llu", k + s->rank_base,
                                (int)s->pids[k], ddpc__coll_name(c->kind),
                                (unsigned long long)c->seq);
     }
@@ -109,7 +109,7 @@ static ddpc_status wait_slow(ddpc__shm_state *s, const ddpc__coll *c, int k, uin
     }
 }
 
-static void describe(const ddpc__shm_desc *d, char *out, size_t cap)
+void ddpc__shm_desc_text(const ddpc__shm_desc *d, char *out, size_t cap)
 {
     const char *kind = ddpc__coll_name((ddpc__coll_kind)d->kind);
     const char *dt = ddpc_dtype_name((ddpc_dtype)d->dtype);
@@ -149,12 +149,12 @@ static ddpc_status compare_desc(ddpc__shm_state *s)
         if (memcmp(d, mine, sizeof *d) == 0)
             continue;
         char a[160], b[160];
-        describe(mine, a, sizeof a);
-        describe(d, b, sizeof b);
+        ddpc__shm_desc_text(mine, a, sizeof a);
+        ddpc__shm_desc_text(d, b, sizeof b);
         return ddpc_errorf(DDPC_EINVAL,
                            "collective mismatch: rank %d issued %s but rank %d issued %s (every "
                            "rank must issue the same collectives in the same order)",
-                           s->rank, a, k, b);
+                           s->rank + s->rank_base, a, k + s->rank_base, b);
     }
     return DDPC_OK;
 }
