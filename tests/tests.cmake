@@ -70,3 +70,9 @@ foreach(n 1 2 3 4)
             "OMP_NUM_THREADS=1;OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
     endif()
 endforeach()
+
+# Multi-host tests on network namespaces (tests/multihost/testbed.sh; they need root, as CI has,
+# and fail with that reason otherwise): the gloo backend across "hosts".
+add_test(NAME multihost_gloo_conformance COMMAND bash
+    ${CMAKE_SOURCE_DIR}/tests/multihost/gloo_conformance.sh $<TARGET_FILE:dist_conformance>)
+set_tests_properties(multihost_gloo_conformance PROPERTIES TIMEOUT 400 RUN_SERIAL TRUE)
