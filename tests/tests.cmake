@@ -76,3 +76,6 @@ endforeach()
 add_test(NAME multihost_gloo_conformance COMMAND bash
     ${CMAKE_SOURCE_DIR}/tests/multihost/gloo_conformance.sh $<TARGET_FILE:dist_conformance>)
 set_tests_properties(multihost_gloo_conformance PROPERTIES TIMEOUT 400 RUN_SERIAL TRUE)
+add_test(NAME multihost_gloo_faults COMMAND bash
+    ${CMAKE_SOURCE_DIR}/tests/multihost/gloo_faults.sh $<TARGET_FILE:ddpc>)
+set_tests_properties(multihost_gloo_faults PROPERTIES TIMEOUT 300 RUN_SERIAL TRUE)

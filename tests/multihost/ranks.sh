@@ -3,7 +3,8 @@
 # WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR (host 0) and MASTER_PORT, and runs in its host's
 # network namespace. Sourced after testbed.sh:
 #   mh_require_root NAME   # a clear failure (not a pass) for a developer who is not root
-#   mh_start H L OUTDIR CMD...   # starts H x L ranks; their pids in mh_pids, output OUTDIR/rank.R
+#   mh_start H L OUTDIR CMD...   # starts H x L ranks; pid of rank R in mh_pids[R], output
+#                                # in OUTDIR/rank.R
 #   mh_wait                # waits for every rank; returns 1 if any failed
 #   mh_leftovers           # counts this job's segments left in /dev/shm (the gloo backend's host
 #                          # groups are named ddpc-u<uid>-g<nonce>.h<host>-p<MASTER_PORT>-...)
@@ -29,7 +30,8 @@ mh_start() {
     for ((h = 0; h < hosts; h++)); do
         for ((l = 0; l < locals; l++)); do
             r=$((h * locals + l))
-            bed_exec "$h" env RANK=$r LOCAL_RANK=$l WORLD_SIZE=$world LOCAL_WORLD_SIZE=$locals \
+            # ip netns exec execs its command (no fork), so $! is the rank's own pid
+            ip netns exec "${bed}-h$h" env RANK=$r LOCAL_RANK=$l WORLD_SIZE=$world LOCAL_WORLD_SIZE=$locals \
                 MASTER_ADDR="$(bed_addr 0)" MASTER_PORT=$mh_port OMP_NUM_THREADS=1 \
                 "$@" >"$out/rank.$r" 2>&1 &
             mh_pids+=($!)
