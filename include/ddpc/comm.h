@@ -77,6 +77,8 @@ typedef struct {
     ddpc_backend backend;            /* DDPC_BACKEND (set by `ddpc run --backend`), else AUTO */
     double timeout_s;                /* DDPC_COLLECTIVE_TIMEOUT (set by `ddpc run`), else 0 */
     bool nested_launcher;            /* TORCHELASTIC_RUN_ID or DDPC_LAUNCHER is set */
+    bool layout_known;               /* local world size or node count came from the launcher
+                                        (else all ranks were assumed to share one host) */
     bool agent_store;                /* TORCHELASTIC_USE_AGENT_STORE=True: a launcher agent serves
                                         the store at MASTER_ADDR:MASTER_PORT (else rank 0 does) */
 } ddpc_dist_env;

@@ -111,6 +111,7 @@ static ddpc_status derive_local_world(const ranks *r, int *local_world)
 
 static ddpc_status resolve_local(const ranks *r, ddpc_dist_env *e)
 {
+    e->layout_known = r->local_world.set || r->num_nodes.set;
     if (r->local_world.set) {
         if (r->local_world.v > e->world_size)
             return ddpc_errorf(DDPC_EINVAL, "%s=%s is larger than %s=%d", r->local_world.name,

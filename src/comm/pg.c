@@ -52,7 +52,12 @@ ddpc_backend ddpc_pg_choose_backend(const ddpc_dist_env *e, ddpc_backend asked)
     bool many_hosts = e->num_nodes > 1 || e->local_world_size < e->world_size;
     if (mpi_launched && ddpc_backend_available(DDPC_BACKEND_MPI))
         return DDPC_BACKEND_MPI;
-    if (!mpi_launched && many_hosts && ddpc_backend_available(DDPC_BACKEND_GLOO))
+    /* A platform that sets only RANK, LOCAL_RANK, WORLD_SIZE and MASTER_*: whether ranks share a
+     * host is unknown, and every rank must choose alike; gloo finds out through the store. */
+    bool layout_unknown = e->source == DDPC_DIST_SOURCE_TORCHRUN && !e->layout_known &&
+                          e->world_size > 1 && e->master_addr[0] != '\0' && e->master_port > 0;
+    if (!mpi_launched && (many_hosts || layout_unknown) &&
+        ddpc_backend_available(DDPC_BACKEND_GLOO))
         return DDPC_BACKEND_GLOO;
     if (many_hosts && ddpc_backend_available(DDPC_BACKEND_MPI))
         return DDPC_BACKEND_MPI;
