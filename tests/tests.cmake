@@ -79,3 +79,6 @@ set_tests_properties(multihost_gloo_conformance PROPERTIES TIMEOUT 400 RUN_SERIA
 add_test(NAME multihost_gloo_faults COMMAND bash
     ${CMAKE_SOURCE_DIR}/tests/multihost/gloo_faults.sh $<TARGET_FILE:ddpc>)
 set_tests_properties(multihost_gloo_faults PROPERTIES TIMEOUT 300 RUN_SERIAL TRUE)
+add_test(NAME multihost_gloo_train COMMAND bash
+    ${CMAKE_SOURCE_DIR}/tests/multihost/gloo_train.sh $<TARGET_FILE:ddpc> ${CMAKE_SOURCE_DIR})
+set_tests_properties(multihost_gloo_train PROPERTIES TIMEOUT 300 RUN_SERIAL TRUE)

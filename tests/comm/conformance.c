@@ -52,7 +52,7 @@ static void expect_same(suite *s, const char *what, const void *got, const void 
     size_t es = ddpc_dtype_size(dt);
     for (size_t i = 0; i < n; i++) {
         if (memcmp((const char *)got + i * es, (const char *)want + i * es, es) != 0) {
-            EXPECT(s, 0, "%s: element %zu of %zu: got %g, want %g", what, i, n,
+            EXPECT(s, 0, "%s: element %zu of %zu: got %.9g, want %.9g", what, i, n,
                    conf_get(got, i, dt), conf_get(want, i, dt));
             return;
         }
