@@ -12,7 +12,7 @@
 #include <ddpc/store.h>
 
 enum {
-    DDPC__GLOO_RING = 4,                   /* staging buffers per role (pipeline depth) */
+    DDPC__GLOO_RING = 16,                  /* staging buffers per role (pipeline depth) */
     DDPC__GLOO_NBUF = 4 * DDPC__GLOO_RING, /* roles: partial in/out, final in/out */
     DDPC__GLOO_HDR = 64,                   /* message header bytes before the payload */
     DDPC__GLOO_ADDR_CAP = 64,
