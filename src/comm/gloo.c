@@ -85,7 +85,7 @@ static void host_identity(char *out, size_t cap)
         fclose(f);
     }
     boot[strcspn(boot, "\n")] = '\0';
-    snprintf(out, cap, "%s|%s|%s", name, ns, boot);
+    snprintf(out, cap, "%.200s|%.60s|%.60s", name, ns, boot); /* fits ID_CAP less the address */
 }
 
 static ddpc_status key_get(ddpc__gloo_state *st, const char *suffix, char *buf, size_t cap,
@@ -214,6 +214,7 @@ static void gloo_destroy(void *state)
     ddpc_store_server_stop(st->server);
     ddpc_free(st->addrs);
     ddpc_free((void *)st->srcs);
+    ddpc_free(st->pulled);
     ddpc_free(st->scratch);
     ddpc_free(st);
 }
@@ -237,10 +238,11 @@ ddpc_status ddpc__gloo_create(const ddpc_dist_env *env, double deadline,
         s = open_host_group(st, env, deadline);
     if (s == DDPC_OK) {
         st->srcs = ddpc_calloc((size_t)st->locals + 1, sizeof *st->srcs);
-        if (!st->srcs)
+        st->pulled = ddpc_malloc((size_t)st->locals * (4 * DDPC__SHM_SLOT + 256));
+        if (!st->srcs || !st->pulled)
             s = ddpc_errorf(DDPC_ENOMEM, "out of memory for the gloo backend");
     }
-    st->payload_cap = 2 * DDPC__SHM_SLOT / (size_t)(st->locals ? st->locals : 1) + 256;
+    st->payload_cap = 4 * DDPC__SHM_SLOT + 256;
     if (s == DDPC_OK && st->hosts > 1) {
         char prefix[DDPC_STORE_KEY_MAX + 1];
         snprintf(prefix, sizeof prefix, "%slink%d/", st->prefix, st->local);

@@ -252,6 +252,119 @@ static ddpc_status all_reduce_run(ddpc__gloo_state *st, reduce_job *j, const ddp
     return DDPC_OK;
 }
 
+/* ---- large all_reduce with cross-memory attach: three shm steps in all ----
+ * Under load every wait is a chance to lose the CPU, so large messages avoid per-block steps:
+ * after one step that publishes the buffers, local rank l pulls share l of its host-mates' inputs
+ * straight from their memory (process_vm_readv) in chunks and runs the same chain across hosts
+ * per chunk, results landing in its own recv; a step; it pulls the host-mates' result shares from
+ * their recv; a last step keeps every buffer alive until all have read it. */
+
+static ddpc_status take_final(ddpc__gloo_state *st, const reduce_job *j, size_t k, size_t nchunks,
+                              size_t chunk, size_t lo, size_t hi)
+{
+    int r = (int)(k % DDPC__GLOO_RING), last = st->hosts - 1;
+    size_t off = lo + k * chunk, n = hi - off < chunk ? hi - off : chunk;
+    DDPC_TRY(take(st, j->id, FR + r, last, k, n * j->es));
+    memcpy(j->recv + off * j->es, payload(st, FR + r), n * j->es);
+    if (k + DDPC__GLOO_RING < nchunks)
+        DDPC_TRY(post_recv(st, j->id, FR + r, last, SLOT_FINAL));
+    return DDPC_OK;
+}
+
+static ddpc_status chain_chunk(ddpc__gloo_state *st, const reduce_job *j, const ddpc__coll *local,
+                               size_t k, size_t nchunks, size_t off, size_t n)
+{
+    const ddpc__coll *c = j->id;
+    int h = st->host, last = st->hosts - 1, r = (int)(k % DDPC__GLOO_RING);
+    size_t abytes = n * ddpc__reduce_acc_size(c->dtype);
+    for (int m = 0, slot = 0; m < st->locals; m++) {
+        if (m == st->local) {
+            st->srcs[m] = j->send + off * j->es;
+            continue;
+        }
+        unsigned char *dst = st->pulled + (size_t)slot++ * st->payload_cap;
+        DDPC_TRY(ddpc__shm_cma_pull(st->shm, local, m,
+                                    st->shm->ranks[m].post_send + off * j->es, dst, n * j->es));
+        st->srcs[m] = dst;
+    }
+    const void *acc_in = NULL;
+    if (h > 0) {
+        DDPC_TRY(take(st, c, PR + r, h - 1, k, abytes));
+        acc_in = payload(st, PR + r);
+    }
+    if (h < last) {
+        DDPC_TRY(drain(st, c, PS + r, h + 1));
+        ddpc__reduce_chain(payload(st, PS + r), acc_in, st->srcs, st->locals, n, c->dtype, c->op);
+        DDPC_TRY(send_to(st, c, PS + r, h + 1, SLOT_PARTIAL, k, abytes));
+    } else {
+        void *acc = payload(st, PR + r);
+        ddpc__reduce_chain(acc, acc_in, st->srcs, st->locals, n, c->dtype, c->op);
+        ddpc__reduce_finish(j->recv + off * j->es, acc, n, c->dtype, c->op, st->world);
+        DDPC_TRY(drain(st, c, FS + r, 0));
+        memcpy(payload(st, FS + r), j->recv + off * j->es, n * j->es);
+        for (int o = 0; o < last; o++)
+            DDPC_TRY(send_to(st, c, FS + r, o, SLOT_FINAL, k, n * j->es));
+    }
+    if (h > 0 && k + DDPC__GLOO_RING < nchunks)
+        DDPC_TRY(post_recv(st, c, PR + r, h - 1, SLOT_PARTIAL));
+    return DDPC_OK;
+}
+
+static ddpc_status all_reduce_direct(ddpc__gloo_state *st, reduce_job *j,
+                                     const ddpc__coll *local)
+{
+    int h = st->host, last = st->hosts - 1;
+    size_t ae = ddpc__reduce_acc_size(j->id->dtype), a = ALIGN / j->es;
+    size_t chunk = (st->payload_cap - 256) / ae / a * a;
+    size_t lo = share_lo(j->count, st->local, st->locals, j->es);
+    size_t hi = share_lo(j->count, st->local + 1, st->locals, j->es);
+    size_t nchunks = hi > lo ? (hi - lo + chunk - 1) / chunk : 0;
+    for (size_t k = 0; k < nchunks && k < DDPC__GLOO_RING; k++) {
+        if (h > 0)
+            DDPC_TRY(post_recv(st, j->id, PR + (int)k, h - 1, SLOT_PARTIAL));
+        if (h < last)
+            DDPC_TRY(post_recv(st, j->id, FR + (int)k, last, SLOT_FINAL));
+    }
+    ddpc__coll posted = *local; /* the buffers host-mates read */
+    posted.send = j->send;
+    posted.recv = j->recv;
+    ddpc__shm_describe(st->shm, local);
+    DDPC_TRY(ddpc__shm_cma_post(st->shm, &posted));
+    size_t lag = DDPC__GLOO_RING / 2, taken = 0; /* results may trail by half the ring */
+    for (size_t k = 0; k < nchunks; k++) {
+        size_t off = lo + k * chunk, n = hi - off < chunk ? hi - off : chunk;
+        DDPC_TRY(chain_chunk(st, j, local, k, nchunks, off, n));
+        for (; h < last && taken + lag <= k; taken++)
+            DDPC_TRY(take_final(st, j, taken, nchunks, chunk, lo, hi));
+    }
+    for (; h < last && taken < nchunks; taken++)
+        DDPC_TRY(take_final(st, j, taken, nchunks, chunk, lo, hi));
+    DDPC_TRY(ddpc__shm_step(st->shm, local)); /* every share of every recv is final */
+    for (int m = 0; m < st->locals; m++) {
+        size_t mlo = share_lo(j->count, m, st->locals, j->es);
+        size_t mhi = share_lo(j->count, m + 1, st->locals, j->es);
+        if (m != st->local && mhi > mlo)
+            DDPC_TRY(ddpc__shm_cma_pull(st->shm, local, m,
+                                        st->shm->ranks[m].post_recv + mlo * j->es,
+                                        j->recv + mlo * j->es, (mhi - mlo) * j->es));
+    }
+    DDPC_TRY(ddpc__shm_step(st->shm, local)); /* nobody reads my buffers any more */
+    for (int b = 0; b < DDPC__GLOO_NBUF; b++)
+        DDPC_TRY(drain(st, j->id, b, b >= FS ? 0 : st->host + 1));
+    return DDPC_OK;
+}
+
+/* The per-block pipeline for messages of up to this many blocks or without CMA. */
+enum { DIRECT_MIN_BLOCKS = 2 };
+
+static ddpc_status all_reduce(ddpc__gloo_state *st, reduce_job *j, const ddpc__coll *local)
+{
+    size_t bytes = j->count * j->es;
+    if (st->shm->use_cma && bytes > DIRECT_MIN_BLOCKS * (size_t)DDPC__SHM_SLOT)
+        return all_reduce_direct(st, j, local);
+    return all_reduce_run(st, j, local);
+}
+
 /* ---- the other collectives: shm within the host, whole buffers between hosts ---- */
 
 /* Every rank tells its peer on every other host that it arrived, and hears the same from them. */
@@ -354,7 +467,7 @@ static ddpc_status reduce_scatter(ddpc__gloo_state *st, const ddpc__coll *c, ddp
         st->scratch_cap = total * es;
     }
     reduce_job j = {.id = c, .send = c->send, .recv = st->scratch, .count = total, .es = es};
-    DDPC_TRY(all_reduce_run(st, &j, local));
+    DDPC_TRY(all_reduce(st, &j, local));
     memmove(c->recv, (unsigned char *)st->scratch + (size_t)st->rank * c->count * es,
             c->count * es);
     return DDPC_OK;
@@ -380,7 +493,7 @@ static ddpc_status run(ddpc__gloo_state *st, const ddpc__coll *c)
                         .recv = c->recv,
                         .count = c->count,
                         .es = ddpc_dtype_size(c->dtype)};
-        return all_reduce_run(st, &j, &local);
+        return all_reduce(st, &j, &local);
     }
     case DDPC__COLL_BROADCAST:
         return broadcast(st, c, &local);

@@ -12,7 +12,7 @@
 #include <ddpc/store.h>
 
 enum {
-    DDPC__GLOO_RING = 16,                  /* staging buffers per role (pipeline depth) */
+    DDPC__GLOO_RING = 8,                   /* staging buffers per role (pipeline depth) */
     DDPC__GLOO_NBUF = 4 * DDPC__GLOO_RING, /* roles: partial in/out, final in/out */
     DDPC__GLOO_HDR = 64,                   /* message header bytes before the payload */
     DDPC__GLOO_ADDR_CAP = 64,
@@ -38,6 +38,7 @@ typedef struct {
     size_t payload_cap;                 /* bytes of payload a staging buffer holds */
     int pending[DDPC__GLOO_NBUF];       /* sends started and not yet waited, per staging buffer */
     const void **srcs;                  /* (locals) inputs for the reductions */
+    unsigned char *pulled; /* (locals, payload_cap) host-mates' inputs pulled by CMA */
     void *scratch;                      /* reduce_scatter's full-size buffer, grown on demand */
     size_t scratch_cap;
 } ddpc__gloo_state;
