@@ -73,8 +73,13 @@ endforeach()
 
 # Multi-host tests on network namespaces (tests/multihost/testbed.sh; they need root, as CI has,
 # and fail with that reason otherwise): the gloo backend across "hosts".
+add_executable(gloo_paths ${CMAKE_SOURCE_DIR}/tests/multihost/gloo_paths.c
+    ${CMAKE_SOURCE_DIR}/tests/comm/conformance_util.c)
+target_include_directories(gloo_paths PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests/comm)
+target_link_libraries(gloo_paths PRIVATE ddpc_lib)
 add_test(NAME multihost_gloo_conformance COMMAND bash
-    ${CMAKE_SOURCE_DIR}/tests/multihost/gloo_conformance.sh $<TARGET_FILE:dist_conformance>)
+    ${CMAKE_SOURCE_DIR}/tests/multihost/gloo_conformance.sh $<TARGET_FILE:dist_conformance>
+    $<TARGET_FILE:gloo_paths>)
 set_tests_properties(multihost_gloo_conformance PROPERTIES TIMEOUT 400 RUN_SERIAL TRUE)
 add_test(NAME multihost_gloo_faults COMMAND bash
     ${CMAKE_SOURCE_DIR}/tests/multihost/gloo_faults.sh $<TARGET_FILE:ddpc>)

@@ -202,6 +202,23 @@ static ddpc_status open_host_group(ddpc__gloo_state *st, const ddpc_dist_env *en
     return DDPC_OK;
 }
 
+/* Whether every host's group can use cross-memory attach: the all_reduce path must be the same on
+ * every rank, and each host's probe decided only for that host. */
+static ddpc_status agree_on_cma(ddpc__gloo_state *st, double deadline)
+{
+    char key[32], v[8];
+    snprintf(key, sizeof key, "cma/%d", st->host);
+    if (st->local == 0)
+        DDPC_TRY(key_set(st, key, st->shm->use_cma ? "1" : "0"));
+    st->direct = true;
+    for (int h = 0; h < st->hosts; h++) {
+        snprintf(key, sizeof key, "cma/%d", h);
+        DDPC_TRY(key_get(st, key, v, sizeof v, deadline));
+        st->direct = st->direct && strcmp(v, "1") == 0;
+    }
+    return DDPC_OK;
+}
+
 static void gloo_destroy(void *state)
 {
     ddpc__gloo_state *st = state;
@@ -236,6 +253,8 @@ ddpc_status ddpc__gloo_create(const ddpc_dist_env *env, double deadline,
         s = find_hosts(st, env, deadline);
     if (s == DDPC_OK)
         s = open_host_group(st, env, deadline);
+    if (s == DDPC_OK)
+        s = agree_on_cma(st, deadline);
     if (s == DDPC_OK) {
         st->srcs = ddpc_calloc((size_t)st->locals + 1, sizeof *st->srcs);
         st->pulled = ddpc_malloc((size_t)st->locals * (4 * DDPC__SHM_SLOT + 256));

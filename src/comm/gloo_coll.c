@@ -17,7 +17,7 @@
 
 enum {
     ALIGN = 64,
-    DEPTH = 12,/* blocks a result may lag its inputs: time for the round trip to the last host */
+    DEPTH = 12, /* blocks a result may lag its inputs: time for the round trip to the last host */
     SLOT_PARTIAL = 1,
     SLOT_FINAL = 2,
     SLOT_DATA = 3,
@@ -283,8 +283,8 @@ static ddpc_status chain_chunk(ddpc__gloo_state *st, const reduce_job *j, const 
             continue;
         }
         unsigned char *dst = st->pulled + (size_t)slot++ * st->payload_cap;
-        DDPC_TRY(ddpc__shm_cma_pull(st->shm, local, m,
-                                    st->shm->ranks[m].post_send + off * j->es, dst, n * j->es));
+        DDPC_TRY(ddpc__shm_cma_pull(st->shm, local, m, st->shm->ranks[m].post_send + off * j->es,
+                                    dst, n * j->es));
         st->srcs[m] = dst;
     }
     const void *acc_in = NULL;
@@ -310,8 +310,7 @@ static ddpc_status chain_chunk(ddpc__gloo_state *st, const reduce_job *j, const 
     return DDPC_OK;
 }
 
-static ddpc_status all_reduce_direct(ddpc__gloo_state *st, reduce_job *j,
-                                     const ddpc__coll *local)
+static ddpc_status all_reduce_direct(ddpc__gloo_state *st, reduce_job *j, const ddpc__coll *local)
 {
     int h = st->host, last = st->hosts - 1;
     size_t ae = ddpc__reduce_acc_size(j->id->dtype), a = ALIGN / j->es;
@@ -360,7 +359,7 @@ enum { DIRECT_MIN_BLOCKS = 2 };
 static ddpc_status all_reduce(ddpc__gloo_state *st, reduce_job *j, const ddpc__coll *local)
 {
     size_t bytes = j->count * j->es;
-    if (st->shm->use_cma && bytes > DIRECT_MIN_BLOCKS * (size_t)DDPC__SHM_SLOT)
+    if (st->direct && bytes > DIRECT_MIN_BLOCKS * (size_t)DDPC__SHM_SLOT)
         return all_reduce_direct(st, j, local);
     return all_reduce_run(st, j, local);
 }

@@ -38,8 +38,9 @@ typedef struct {
     size_t payload_cap;                 /* bytes of payload a staging buffer holds */
     int pending[DDPC__GLOO_NBUF];       /* sends started and not yet waited, per staging buffer */
     const void **srcs;                  /* (locals) inputs for the reductions */
+    bool direct; /* every host can use cross-memory attach: large all_reduce pulls directly */
     unsigned char *pulled; /* (locals, payload_cap) host-mates' inputs pulled by CMA */
-    void *scratch;                      /* reduce_scatter's full-size buffer, grown on demand */
+    void *scratch;         /* reduce_scatter's full-size buffer, grown on demand */
     size_t scratch_cap;
 } ddpc__gloo_state;
 
