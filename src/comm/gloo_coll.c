@@ -13,11 +13,12 @@
 #include <ddpc/alloc.h>
 #include <ddpc/timer.h>
 
+#include <assert.h>
 #include <string.h>
 
 enum {
     ALIGN = 64,
-    DEPTH = 12, /* blocks a result may lag its inputs: time for the round trip to the last host */
+    DEPTH = 6,  /* blocks a result may lag its inputs: time for the round trip to the last host */
     SLOT_PARTIAL = 1,
     SLOT_FINAL = 2,
     SLOT_DATA = 3,
@@ -27,6 +28,8 @@ enum {
     FR = 2 * DDPC__GLOO_RING, /* results from the last host */
     FS = 3 * DDPC__GLOO_RING, /* results to the other hosts */
 };
+/* a result is taken before its staging buffer is needed again */
+static_assert((int)DEPTH < (int)DDPC__GLOO_RING, "results lag by less than the ring");
 static const double LOCAL_GRACE_S = 1.0; /* shm waits outlast the wire's so it names the host */
 
 /* ---- messages ---- */
