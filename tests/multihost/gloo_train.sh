@@ -3,7 +3,8 @@
 # only RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT (no launcher, no backend named),
 # train the MLP a few steps; the final weights are byte-identical to `ddpc run --nproc-per-node 4`
 # (shm, one host), and a rerun across hosts with LOCAL_WORLD_SIZE set too (the layout known up
-# front) is byte-identical again.
+# front) is byte-identical again. On one host, `ddpc run --backend gloo` and `dist.backend=gloo`
+# (the degenerate case: one host, shm underneath) write the same bytes too.
 #   gloo_train.sh DDPC_BIN SOURCE_DIR
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -22,6 +23,19 @@ fail=0
 "$DDPC" run --nproc-per-node 4 -- "$DDPC" train "$SRC/configs/fmnist_mlp.yaml" "${common[@]}" \
     run_dir="$OUT/ref" weights_out="$OUT/ref.safetensors" >"$OUT/ref.log" 2>&1 ||
     { echo "the one-host reference failed:" >&2; tail "$OUT/ref.log" >&2; exit 1; }
+
+"$DDPC" run --nproc-per-node 4 --backend gloo -- "$DDPC" train "$SRC/configs/fmnist_mlp.yaml" \
+    "${common[@]}" run_dir="$OUT/flag" weights_out="$OUT/flag.safetensors" >"$OUT/flag.log" 2>&1
+"$DDPC" run --nproc-per-node 4 -- "$DDPC" train "$SRC/configs/fmnist_mlp.yaml" "${common[@]}" \
+    dist.backend=gloo run_dir="$OUT/key" weights_out="$OUT/key.safetensors" >"$OUT/key.log" 2>&1
+for how in flag key; do
+    if grep -q "backend gloo" "$OUT/$how.log" && cmp -s "$OUT/ref.safetensors" "$OUT/$how.safetensors"
+    then echo "one host, backend gloo by $how: same weights"; else
+        echo "one host, backend gloo by $how: failed or different weights:" >&2
+        tail -n 5 "$OUT/$how.log" >&2
+        fail=1
+    fi
+done
 
 bed_up 2 || exit 1
 for run in a b; do
