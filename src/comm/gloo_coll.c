@@ -455,7 +455,7 @@ static ddpc_status all_gather(ddpc__gloo_state *st, const ddpc__coll *c, ddpc__c
 }
 
 /* reduce_scatter as an all_reduce of the whole (world, count) input, keeping my block: the same
- * bits as shm (the same rank-order chain), at world times the traffic of a ring. */
+ * bits as shm (the same rank-order chain), at twice the bytes of a ring reduce-scatter. */
 static ddpc_status reduce_scatter(ddpc__gloo_state *st, const ddpc__coll *c, ddpc__coll *local)
 {
     size_t es = ddpc_dtype_size(c->dtype), total = c->count * (size_t)st->world;
