@@ -31,7 +31,7 @@ test-sanitize: setup
 
 # Threaded code (process groups, comm thread, loaders) under ThreadSanitizer. TSan does not know
 # Open MPI's internals, so the mpi backend's tests are left to the other builds.
-TSAN_TESTS ?= dist_shm|test_dist|test_data_loader|test_data_combined
+TSAN_TESTS ?= dist_shm|test_dist|test_data_loader|test_data_combined|multihost_gloo_conformance
 test-tsan: setup
 	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DDDPC_TSAN=ON $(CMAKE_FLAGS)
 	cmake --build build-tsan -j $(JOBS)
