@@ -87,3 +87,6 @@ set_tests_properties(multihost_gloo_faults PROPERTIES TIMEOUT 300 RUN_SERIAL TRU
 add_test(NAME multihost_gloo_train COMMAND bash
     ${CMAKE_SOURCE_DIR}/tests/multihost/gloo_train.sh $<TARGET_FILE:ddpc> ${CMAKE_SOURCE_DIR})
 set_tests_properties(multihost_gloo_train PROPERTIES TIMEOUT 300 RUN_SERIAL TRUE)
+add_test(NAME multihost_gloo_torchrun COMMAND bash
+    ${CMAKE_SOURCE_DIR}/tests/multihost/gloo_torchrun.sh $<TARGET_FILE:ddpc>)
+set_tests_properties(multihost_gloo_torchrun PROPERTIES TIMEOUT 300 RUN_SERIAL TRUE)

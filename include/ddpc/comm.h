@@ -81,6 +81,7 @@ typedef struct {
                                         (else all ranks were assumed to share one host) */
     bool agent_store;                /* TORCHELASTIC_USE_AGENT_STORE=True: a launcher agent serves
                                         the store at MASTER_ADDR:MASTER_PORT (else rank 0 does) */
+    bool ddpc_launcher;              /* DDPC_LAUNCHER is set: `ddpc run` started this worker */
 } ddpc_dist_env;
 
 /* A single process: rank 0 of 1, nothing else set. */

@@ -360,6 +360,7 @@ static ddpc_status common(const char *const *envp, ddpc_dist_env *e)
     /* torchrun's agent serves the store itself and says so to its workers (as torch reads it) */
     s = ddpc_dist_env_lookup(envp, "TORCHELASTIC_USE_AGENT_STORE");
     e->agent_store = s && (strcmp(s, "True") == 0 || strcmp(s, "true") == 0 || strcmp(s, "1") == 0);
+    e->ddpc_launcher = ddpc_dist_env_lookup(envp, "DDPC_LAUNCHER") != NULL;
     return DDPC_OK;
 }
 

@@ -160,15 +160,24 @@ static ddpc_status find_hosts(ddpc__gloo_state *st, const ddpc_dist_env *env, do
     return s;
 }
 
-/* Global rank 0 serves the store unless a launcher's agent does; everyone connects to it. */
+/* Global rank 0 serves the store at MASTER_PORT unless a launcher's agent does; everyone connects
+ * to it. torchrun's agent (static rendezvous) serves torch's own store there, whose protocol is
+ * not ddpc's: then rank 0 serves ddpc's store on the next port. */
 static ddpc_status open_store(ddpc__gloo_state *st, const ddpc_dist_env *env, double deadline)
 {
     if (env->master_port <= 0 || env->master_addr[0] == '\0')
         return ddpc_errorf(DDPC_EINVAL, "the gloo backend needs MASTER_ADDR and MASTER_PORT (where "
                                         "the job's key-value store listens)");
-    if (!env->agent_store && st->rank == 0)
-        DDPC_TRY(ddpc_store_server_start(NULL, env->master_port, &st->server));
-    DDPC_TRY(ddpc_store_connect(env->master_addr, env->master_port, deadline, &st->store));
+    bool foreign_agent = env->agent_store && !env->ddpc_launcher;
+    int port = foreign_agent ? env->master_port + 1 : env->master_port;
+    if (foreign_agent && port > 65535)
+        return ddpc_errorf(DDPC_EINVAL,
+                           "MASTER_PORT %d leaves no next port for ddpc's store "
+                           "beside torchrun's",
+                           env->master_port);
+    if ((!env->agent_store || foreign_agent) && st->rank == 0)
+        DDPC_TRY(ddpc_store_server_start(NULL, port, &st->server));
+    DDPC_TRY(ddpc_store_connect(env->master_addr, port, deadline, &st->store));
     const char *run = env->run_id[0] ? env->run_id : "job";
     snprintf(st->prefix, sizeof st->prefix, "ddpc/%.120s/%d/", run, env->restart_count);
     return DDPC_OK;
