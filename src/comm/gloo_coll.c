@@ -18,7 +18,7 @@
 
 enum {
     ALIGN = 64,
-    DEPTH = 6,  /* blocks a result may lag its inputs: time for the round trip to the last host */
+    DEPTH = 6, /* blocks a result may lag its inputs: time for the round trip to the last host */
     SLOT_PARTIAL = 1,
     SLOT_FINAL = 2,
     SLOT_DATA = 3,

@@ -69,8 +69,8 @@ void ddpc__reduce_many(void *dst, const void *const *srcs, int n, size_t count, 
  * 16-bit types round once); dst may alias acc for the other types. Together they give the bits of
  * ddpc__reduce_many over the same inputs in the same order. */
 size_t ddpc__reduce_acc_size(ddpc_dtype dtype);
-void ddpc__reduce_chain(void *acc, const void *acc_in, const void *const *srcs, int n,
-                        size_t count, ddpc_dtype dtype, ddpc_reduce_op op);
+void ddpc__reduce_chain(void *acc, const void *acc_in, const void *const *srcs, int n, size_t count,
+                        ddpc_dtype dtype, ddpc_reduce_op op);
 void ddpc__reduce_finish(void *dst, const void *acc, size_t count, ddpc_dtype dtype,
                          ddpc_reduce_op op, int world);
 

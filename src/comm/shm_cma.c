@@ -75,8 +75,8 @@ static ddpc_status reduce_range(ddpc__shm_state *s, const ddpc__coll *c, size_t 
                 memcpy(tmp, mine, m * es); /* in place: reduce_many's dst may alias srcs[0] only */
                 s->srcs[k] = tmp;
             } else {
-                DDPC_TRY(
-                    ddpc__shm_cma_pull(s, c, k, s->ranks[k].post_send + (remote_off + off) * es, tmp, m * es));
+                DDPC_TRY(ddpc__shm_cma_pull(
+                    s, c, k, s->ranks[k].post_send + (remote_off + off) * es, tmp, m * es));
                 s->srcs[k] = tmp;
             }
         }
@@ -97,8 +97,8 @@ ddpc_status ddpc__shm_cma_all_reduce(ddpc__shm_state *s, const ddpc__coll *c)
         size_t klo, khi;
         share(c->count, k, s->world, es, &klo, &khi);
         if (k != s->rank && khi > klo)
-            DDPC_TRY(
-                ddpc__shm_cma_pull(s, c, k, s->ranks[k].post_recv + klo * es, recv + klo * es, (khi - klo) * es));
+            DDPC_TRY(ddpc__shm_cma_pull(s, c, k, s->ranks[k].post_recv + klo * es, recv + klo * es,
+                                        (khi - klo) * es));
     }
     return ddpc__shm_step(s, c); /* nobody reads my buffers any more */
 }
@@ -119,7 +119,8 @@ ddpc_status ddpc__shm_cma_all_gather(ddpc__shm_state *s, const ddpc__coll *c)
     DDPC_TRY(ddpc__shm_cma_post(s, c));
     for (int i = 1; i < s->world; i++) { /* start at the next rank: spread the readers out */
         int k = (s->rank + i) % s->world;
-        DDPC_TRY(ddpc__shm_cma_pull(s, c, k, s->ranks[k].post_send, recv + (size_t)k * bytes, bytes));
+        DDPC_TRY(
+            ddpc__shm_cma_pull(s, c, k, s->ranks[k].post_send, recv + (size_t)k * bytes, bytes));
     }
     return ddpc__shm_step(s, c);
 }

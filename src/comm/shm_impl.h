@@ -63,7 +63,7 @@ typedef struct {
 
 typedef struct {
     int rank, world;
-    int rank_base; /* added to ranks in messages: global rank of local rank 0 (gloo's host groups) */
+    int rank_base; /* added to ranks in messages: global rank of local rank 0 (gloo host groups) */
     ddpc__shm_header *hdr;
     ddpc__shm_rank *ranks; /* (world) */
     unsigned char *data;   /* (world, 4, slot_bytes): in[0], in[1], out[0], out[1] */

@@ -60,8 +60,8 @@ static ddpc_status check_peers(const ddpc__shm_state *s, const ddpc__coll *c, ui
         if (k == s->rank || atomic_load_explicit(&s->ranks[k].step, memory_order_acquire) >= target)
             continue;
         if (s->watch[k] && !ddpc__pid_alive(s->pids[k], s->starts[k]))
-            return ddpc_errorf(DDPC_EPEER, "rank %d (pid %d) exited during %s #%llu", k + s->rank_base,
-                               (int)s->pids[k], ddpc__coll_name(c->kind),
+            return ddpc_errorf(DDPC_EPEER, "rank %d (pid %d) exited during %s #%llu",
+                               k + s->rank_base, (int)s->pids[k], ddpc__coll_name(c->kind),
                                (unsigned long long)c->seq);
     }
     if (now > c->deadline) {
