@@ -203,11 +203,45 @@ static void test_create_errors_and_precedence(void)
     ddpc_pg_destroy(s == DDPC_OK ? pg : NULL);
 }
 
+/* Which backend AUTO picks, per launcher and layout (docs/distributed.md's table). */
+static void test_choose_backend(void)
+{
+    bool mpi = ddpc_backend_available(DDPC_BACKEND_MPI);
+    bool gloo = ddpc_backend_available(DDPC_BACKEND_GLOO);
+    ddpc_backend across = gloo ? DDPC_BACKEND_GLOO : mpi ? DDPC_BACKEND_MPI : DDPC_BACKEND_SHM;
+    ddpc_dist_env e = env1();
+    e.source = DDPC_DIST_SOURCE_TORCHRUN; /* ddpc run / torchrun on one host */
+    e.world_size = e.local_world_size = 4;
+    e.layout_known = true;
+    snprintf(e.master_addr, sizeof e.master_addr, "10.0.0.1");
+    e.master_port = 29500;
+    CHECK_EQ_INT(ddpc_pg_choose_backend(&e, DDPC_BACKEND_AUTO), DDPC_BACKEND_SHM);
+    e.local_world_size = 2; /* ddpc run --nnodes 2 / torchrun per node: hosts known */
+    e.num_nodes = 2;
+    CHECK_EQ_INT(ddpc_pg_choose_backend(&e, DDPC_BACKEND_AUTO), across);
+    e.local_world_size = 4; /* a platform's five variables: layout unknown, found by gloo */
+    e.num_nodes = 1;
+    e.layout_known = false;
+    CHECK_EQ_INT(ddpc_pg_choose_backend(&e, DDPC_BACKEND_AUTO),
+                 gloo ? DDPC_BACKEND_GLOO : DDPC_BACKEND_SHM);
+    e.master_addr[0] = '\0'; /* no master: nowhere to meet but /dev/shm */
+    CHECK_EQ_INT(ddpc_pg_choose_backend(&e, DDPC_BACKEND_AUTO), DDPC_BACKEND_SHM);
+    e.source = DDPC_DIST_SOURCE_SLURM; /* srun / mpirun: mpi, across hosts or not */
+    CHECK_EQ_INT(ddpc_pg_choose_backend(&e, DDPC_BACKEND_AUTO),
+                 mpi ? DDPC_BACKEND_MPI : DDPC_BACKEND_SHM);
+    e.backend = DDPC_BACKEND_GLOO; /* DDPC_BACKEND / --backend, then the config, win */
+    CHECK_EQ_INT(ddpc_pg_choose_backend(&e, DDPC_BACKEND_AUTO), DDPC_BACKEND_GLOO);
+    CHECK_EQ_INT(ddpc_pg_choose_backend(&e, DDPC_BACKEND_SHM), DDPC_BACKEND_SHM);
+}
+
 static void test_names(void)
 {
     ddpc_backend b;
     CHECK_EQ_INT(ddpc_backend_parse("shm", &b), DDPC_OK);
     CHECK_EQ_INT(b, DDPC_BACKEND_SHM);
+    CHECK_EQ_INT(ddpc_backend_parse("gloo", &b), DDPC_OK);
+    CHECK_EQ_INT(b, DDPC_BACKEND_GLOO);
+    CHECK(strcmp(ddpc_backend_name(DDPC_BACKEND_GLOO), "gloo") == 0);
     CHECK_EQ_INT(ddpc_backend_parse("nccl", &b), DDPC_EINVAL);
     CHECK_STR_CONTAINS(ddpc_last_error(), "'nccl'");
     CHECK(strcmp(ddpc_dtype_name(DDPC_DTYPE_BF16), "bf16") == 0);
@@ -354,6 +388,7 @@ int main(void)
     RUN_TEST(test_world1_collectives);
     RUN_TEST(test_argument_errors);
     RUN_TEST(test_create_errors_and_precedence);
+    RUN_TEST(test_choose_backend);
     RUN_TEST(test_names);
     RUN_TEST(test_async_world1);
     RUN_TEST(test_async_in_order_then_blocking);

@@ -100,3 +100,23 @@ endforeach()
 if(MPI_C_FOUND)
     target_compile_definitions(test_dist_mpi_diag PRIVATE DDPC_HAVE_MPI=1)
 endif()
+
+# Multi-host tests on network namespaces (tests/multihost/testbed.sh; they need root, as CI has,
+# and fail with that reason otherwise): the gloo backend across "hosts".
+add_executable(gloo_paths ${PROJECT_SOURCE_DIR}/tests/multihost/gloo_paths.c
+    ${PROJECT_SOURCE_DIR}/tests/comm/conformance_util.c)
+target_include_directories(gloo_paths PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests/comm)
+target_link_libraries(gloo_paths PRIVATE ddpc_lib)
+add_test(NAME multihost_gloo_conformance COMMAND bash
+    ${PROJECT_SOURCE_DIR}/tests/multihost/gloo_conformance.sh $<TARGET_FILE:dist_conformance>
+    $<TARGET_FILE:gloo_paths>)
+set_tests_properties(multihost_gloo_conformance PROPERTIES TIMEOUT 400 RUN_SERIAL TRUE)
+add_test(NAME multihost_gloo_faults COMMAND bash
+    ${PROJECT_SOURCE_DIR}/tests/multihost/gloo_faults.sh $<TARGET_FILE:ddpc>)
+set_tests_properties(multihost_gloo_faults PROPERTIES TIMEOUT 300 RUN_SERIAL TRUE)
+add_test(NAME multihost_gloo_train COMMAND bash
+    ${PROJECT_SOURCE_DIR}/tests/multihost/gloo_train.sh $<TARGET_FILE:ddpc> ${PROJECT_SOURCE_DIR})
+set_tests_properties(multihost_gloo_train PROPERTIES TIMEOUT 300 RUN_SERIAL TRUE)
+add_test(NAME multihost_gloo_torchrun COMMAND bash
+    ${PROJECT_SOURCE_DIR}/tests/multihost/gloo_torchrun.sh $<TARGET_FILE:ddpc>)
+set_tests_properties(multihost_gloo_torchrun PROPERTIES TIMEOUT 300 RUN_SERIAL TRUE)

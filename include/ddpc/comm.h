@@ -40,6 +40,7 @@ typedef enum {
     DDPC_BACKEND_AUTO, /* see ddpc_pg_create */
     DDPC_BACKEND_SHM,  /* embedded POSIX shared memory, one host */
     DDPC_BACKEND_MPI,  /* Open MPI or MPICH, many hosts; absent when built without MPI */
+    DDPC_BACKEND_GLOO, /* shm within a host + gloo (TCP) between hosts; absent without libgloo */
     DDPC_BACKEND_COUNT
 } ddpc_backend;
 
@@ -56,11 +57,11 @@ typedef enum {
 size_t ddpc_dtype_size(ddpc_dtype dtype);
 const char *ddpc_dtype_name(ddpc_dtype dtype);          /* "f32", "bf16", ... */
 const char *ddpc_reduce_op_name(ddpc_reduce_op op);     /* "sum", "avg", "min", "max" */
-const char *ddpc_backend_name(ddpc_backend backend);    /* "auto", "shm", "mpi" */
+const char *ddpc_backend_name(ddpc_backend backend);    /* "auto", "shm", "mpi", "gloo" */
 const char *ddpc_dist_source_name(ddpc_dist_source src); /* "none", "torchrun", ... */
-/* Parses "auto", "shm" or "mpi"; anything else is DDPC_EINVAL naming the value. */
+/* Parses "auto", "shm", "mpi" or "gloo"; anything else is DDPC_EINVAL naming the value. */
 ddpc_status ddpc_backend_parse(const char *name, ddpc_backend *out);
-/* False for DDPC_BACKEND_MPI in a build without MPI. */
+/* False for DDPC_BACKEND_MPI in a build without MPI, DDPC_BACKEND_GLOO without libgloo. */
 bool ddpc_backend_available(ddpc_backend backend);
 
 /* What the environment says about this process's place in a job. */
@@ -76,6 +77,11 @@ typedef struct {
     ddpc_backend backend;            /* DDPC_BACKEND (set by `ddpc run --backend`), else AUTO */
     double timeout_s;                /* DDPC_COLLECTIVE_TIMEOUT (set by `ddpc run`), else 0 */
     bool nested_launcher;            /* TORCHELASTIC_RUN_ID or DDPC_LAUNCHER is set */
+    bool layout_known;               /* local world size or node count came from the launcher
+                                        (else all ranks were assumed to share one host) */
+    bool agent_store;                /* TORCHELASTIC_USE_AGENT_STORE=True: a launcher agent serves
+                                        the store at MASTER_ADDR:MASTER_PORT (else rank 0 does) */
+    bool ddpc_launcher;              /* DDPC_LAUNCHER is set: `ddpc run` started this worker */
 } ddpc_dist_env;
 
 /* A single process: rank 0 of 1, nothing else set. */
@@ -111,7 +117,8 @@ void ddpc_dist_report_collect(ddpc_dist_report *out);
 
 typedef struct {
     ddpc_backend backend; /* AUTO: env.backend if set; else mpi when the rank came from mpirun,
-                             PMI or SLURM (or spans several nodes) and MPI is built in; else shm */
+                             PMI or SLURM and MPI is built in; else gloo when torchrun-style
+                             variables span several nodes; else shm */
     double timeout_s;     /* > 0 overrides env.timeout_s; when both are 0, 300 s */
 } ddpc_pg_config;
 

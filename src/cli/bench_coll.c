@@ -29,7 +29,7 @@ typedef struct {
 static const char usage_line[] =
     "usage: ddpc bench allreduce|broadcast|all_gather|reduce_scatter [--iters N] [--warmup W] "
     "[--min-bytes A] [--max-bytes B] [--step-factor F] [--min-ms T] [--max-ms T] "
-    "[--dtype f32|f64|bf16|f16|i32|i64] [--op sum|avg|min|max] [--backend auto|shm|mpi] "
+    "[--dtype f32|f64|bf16|f16|i32|i64] [--op sum|avg|min|max] [--backend auto|shm|mpi|gloo] "
     "[--root R] [--check] [--json]\n";
 
 static int bad_option(const char *opt, const char *value, const char *why)

@@ -76,7 +76,8 @@ static void print_build(const ddpc_sysinfo *s)
 static void print_comm(const ddpc_sysinfo *s, const ddpc_dist_report *d)
 {
     printf("Communication\n");
-    row("Backends", "shm yes, mpi %s", d->mpi_built ? "yes" : "no (built without MPI)");
+    row("Backends", "shm yes, mpi %s, gloo %s", d->mpi_built ? "yes" : "no (built without MPI)",
+        ddpc_backend_available(DDPC_BACKEND_GLOO) ? "yes" : "no (built without libgloo)");
     row("MPI", "%s", d->mpi_library);
     row("CUDA driver", "%s", s->cuda_driver);
     if (s->gpu_count == 0)

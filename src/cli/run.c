@@ -16,7 +16,7 @@ static void usage(FILE *f)
            "Starts PROGRAM as a group of workers with torchrun's environment (RANK, WORLD_SIZE,\n"
            "MASTER_ADDR, MASTER_PORT, ...); see docs/launcher.md.\n"
            "  --nproc-per-node N|auto   workers on this host (auto: online CPUs; default 1)\n"
-           "  --backend shm|mpi         exported as DDPC_BACKEND (mpi goes through mpirun)\n"
+           "  --backend shm|mpi|gloo    exported as DDPC_BACKEND (mpi goes through mpirun)\n"
            "  --max-restarts K          restart the whole group up to K times (default 0)\n"
            "  --monitor-interval S      seconds between checks of the workers (default 0.1)\n"
            "  --log-dir DIR             DIR/attempt_K/rank_R.log per worker, not the console\n"

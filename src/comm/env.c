@@ -111,6 +111,7 @@ static ddpc_status derive_local_world(const ranks *r, int *local_world)
 
 static ddpc_status resolve_local(const ranks *r, ddpc_dist_env *e)
 {
+    e->layout_known = r->local_world.set || r->num_nodes.set;
     if (r->local_world.set) {
         if (r->local_world.v > e->world_size)
             return ddpc_errorf(DDPC_EINVAL, "%s=%s is larger than %s=%d", r->local_world.name,
@@ -356,6 +357,10 @@ static ddpc_status common(const char *const *envp, ddpc_dist_env *e)
         DDPC_TRY(parse_timeout(s, &e->timeout_s));
     e->nested_launcher = ddpc_dist_env_lookup(envp, "TORCHELASTIC_RUN_ID") != NULL ||
                          ddpc_dist_env_lookup(envp, "DDPC_LAUNCHER") != NULL;
+    /* torchrun's agent serves the store itself and says so to its workers (as torch reads it) */
+    s = ddpc_dist_env_lookup(envp, "TORCHELASTIC_USE_AGENT_STORE");
+    e->agent_store = s && (strcmp(s, "True") == 0 || strcmp(s, "true") == 0 || strcmp(s, "1") == 0);
+    e->ddpc_launcher = ddpc_dist_env_lookup(envp, "DDPC_LAUNCHER") != NULL;
     return DDPC_OK;
 }
 

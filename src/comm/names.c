@@ -25,7 +25,7 @@ const char *ddpc_reduce_op_name(ddpc_reduce_op op)
 
 const char *ddpc_backend_name(ddpc_backend backend)
 {
-    static const char *const names[DDPC_BACKEND_COUNT] = {"auto", "shm", "mpi"};
+    static const char *const names[DDPC_BACKEND_COUNT] = {"auto", "shm", "mpi", "gloo"};
     return (unsigned)backend < DDPC_BACKEND_COUNT ? names[backend] : "?";
 }
 
@@ -46,14 +46,14 @@ const char *ddpc__coll_name(ddpc__coll_kind kind)
 ddpc_status ddpc_backend_parse(const char *name, ddpc_backend *out)
 {
     if (!name)
-        return ddpc_errorf(DDPC_EINVAL, "backend name is NULL (expected auto, shm or mpi)");
+        return ddpc_errorf(DDPC_EINVAL, "backend name is NULL (expected auto, shm, mpi or gloo)");
     for (int b = 0; b < DDPC_BACKEND_COUNT; b++) {
         if (strcmp(name, ddpc_backend_name((ddpc_backend)b)) == 0) {
             *out = (ddpc_backend)b;
             return DDPC_OK;
         }
     }
-    return ddpc_errorf(DDPC_EINVAL, "unknown backend '%s' (expected auto, shm or mpi)", name);
+    return ddpc_errorf(DDPC_EINVAL, "unknown backend '%s' (expected auto, shm, mpi or gloo)", name);
 }
 
 bool ddpc_backend_available(ddpc_backend backend)
@@ -64,6 +64,12 @@ bool ddpc_backend_available(ddpc_backend backend)
         return true;
     case DDPC_BACKEND_MPI:
 #ifdef DDPC_HAVE_MPI
+        return true;
+#else
+        return false;
+#endif
+    case DDPC_BACKEND_GLOO:
+#ifdef DDPC_HAVE_GLOO
         return true;
 #else
         return false;

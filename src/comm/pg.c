@@ -41,7 +41,8 @@ static ddpc_status check_env(const ddpc_dist_env *e)
     return DDPC_OK;
 }
 
-/* AUTO: the env's choice, else mpi under mpirun/PMI/SLURM or across nodes when built, else shm. */
+/* AUTO: the env's choice; mpi under mpirun/PMI/SLURM when built; gloo when torchrun-style
+ * variables (ddpc run per node, torchrun, a platform) put ranks on several hosts; else shm. */
 ddpc_backend ddpc_pg_choose_backend(const ddpc_dist_env *e, ddpc_backend asked)
 {
     if (asked != DDPC_BACKEND_AUTO)
@@ -49,9 +50,18 @@ ddpc_backend ddpc_pg_choose_backend(const ddpc_dist_env *e, ddpc_backend asked)
     if (e->backend != DDPC_BACKEND_AUTO)
         return e->backend;
     bool mpi_launched = e->source == DDPC_DIST_SOURCE_OPENMPI ||
-                        e->source == DDPC_DIST_SOURCE_PMI || e->source == DDPC_DIST_SOURCE_SLURM ||
-                        e->num_nodes > 1;
+                        e->source == DDPC_DIST_SOURCE_PMI || e->source == DDPC_DIST_SOURCE_SLURM;
+    bool many_hosts = e->num_nodes > 1 || e->local_world_size < e->world_size;
     if (mpi_launched && ddpc_backend_available(DDPC_BACKEND_MPI))
+        return DDPC_BACKEND_MPI;
+    /* A platform that sets only RANK, LOCAL_RANK, WORLD_SIZE and MASTER_*: whether ranks share a
+     * host is unknown, and every rank must choose alike; gloo finds out through the store. */
+    bool layout_unknown = e->source == DDPC_DIST_SOURCE_TORCHRUN && !e->layout_known &&
+                          e->world_size > 1 && e->master_addr[0] != '\0' && e->master_port > 0;
+    if (!mpi_launched && (many_hosts || layout_unknown) &&
+        ddpc_backend_available(DDPC_BACKEND_GLOO))
+        return DDPC_BACKEND_GLOO;
+    if (many_hosts && ddpc_backend_available(DDPC_BACKEND_MPI))
         return DDPC_BACKEND_MPI;
     return DDPC_BACKEND_SHM;
 }
@@ -103,9 +113,10 @@ ddpc_status ddpc_pg_create(const ddpc_dist_env *env, const ddpc_pg_config *cfg, 
     ddpc_backend backend = ddpc_pg_choose_backend(env, c.backend);
     if (!ddpc_backend_available(backend))
         return ddpc_errorf(DDPC_EUNSUPPORTED,
-                           "backend %s is not built into this ddpc (rebuild with an MPI library "
-                           "installed, or use backend shm)",
-                           ddpc_backend_name(backend));
+                           "backend %s is not built into this ddpc (rebuild with %s installed, "
+                           "or use backend shm)",
+                           ddpc_backend_name(backend),
+                           backend == DDPC_BACKEND_GLOO ? "libgloo-dev" : "an MPI library");
     const ddpc__pg_backend *ops = NULL;
     void *state = NULL;
     if (env->world_size > 1) {
@@ -114,8 +125,11 @@ ddpc_status ddpc_pg_create(const ddpc_dist_env *env, const ddpc_pg_config *cfg, 
             /* MPI_Init aborts the process where Open MPI cannot start: say why first */
             DDPC_TRY(ddpc__slurm_mpi_check(ddpc__env_process(), env, ddpc__mpi_is_open_mpi()));
             DDPC_TRY(ddpc__mpi_create(env, deadline, &ops, &state));
-        } else
+        } else if (backend == DDPC_BACKEND_GLOO) {
+            DDPC_TRY(ddpc__gloo_create(env, deadline, &ops, &state));
+        } else {
             DDPC_TRY(ddpc__shm_create(env, deadline, &ops, &state));
+        }
     }
     return ddpc__pg_create_with(env, backend, timeout, ops, state, out);
 }

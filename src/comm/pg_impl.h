@@ -46,6 +46,9 @@ typedef struct {
 /* Backend constructors: join the group (blocking until every rank joined or `deadline`). */
 ddpc_status ddpc__shm_create(const ddpc_dist_env *env, double deadline,
                              const ddpc__pg_backend **ops, void **state);
+/* Returns DDPC_EUNSUPPORTED with a clear message in builds without gloo (gloo.c). */
+ddpc_status ddpc__gloo_create(const ddpc_dist_env *env, double deadline,
+                              const ddpc__pg_backend **ops, void **state);
 /* Returns DDPC_EUNSUPPORTED with a clear message in builds without MPI. */
 ddpc_status ddpc__mpi_create(const ddpc_dist_env *env, double deadline,
                              const ddpc__pg_backend **ops, void **state);
@@ -58,5 +61,17 @@ void ddpc__reduce_into(void *dst, const void *src, size_t count, ddpc_dtype dtyp
  * accumulated in f32 and rounded once (round to nearest even). dst may alias srcs[0]. */
 void ddpc__reduce_many(void *dst, const void *const *srcs, int n, size_t count, ddpc_dtype dtype,
                        ddpc_reduce_op op);
+
+/* reduce_chain.c: a rank-order reduction continued across hosts. The running value has
+ * ddpc__reduce_acc_size(dtype) bytes per element (f32 for bf16/f16). acc = [acc_in op] srcs[0] op
+ * ... op srcs[n-1] (acc_in NULL: start from srcs[0]; acc may alias acc_in); AVG accumulates as SUM.
+ * ddpc__reduce_finish turns the running value over `world` inputs into the result (AVG divides,
+ * 16-bit types round once); dst may alias acc for the other types. Together they give the bits of
+ * ddpc__reduce_many over the same inputs in the same order. */
+size_t ddpc__reduce_acc_size(ddpc_dtype dtype);
+void ddpc__reduce_chain(void *acc, const void *acc_in, const void *const *srcs, int n, size_t count,
+                        ddpc_dtype dtype, ddpc_reduce_op op);
+void ddpc__reduce_finish(void *dst, const void *acc, size_t count, ddpc_dtype dtype,
+                         ddpc_reduce_op op, int world);
 
 #endif

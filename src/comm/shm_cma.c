@@ -16,8 +16,8 @@
 #include <time.h>
 
 /* Copies `bytes` from address `remote` in rank k's memory to `local`. */
-static ddpc_status pull(ddpc__shm_state *s, const ddpc__coll *c, int k, uint64_t remote,
-                        void *local, size_t bytes)
+ddpc_status ddpc__shm_cma_pull(ddpc__shm_state *s, const ddpc__coll *c, int k, uint64_t remote,
+                               void *local, size_t bytes)
 {
     while (bytes > 0) {
         struct iovec l = {local, bytes}, r = {(void *)(uintptr_t)remote, bytes};
@@ -26,12 +26,12 @@ static ddpc_status pull(ddpc__shm_state *s, const ddpc__coll *c, int k, uint64_t
             if (got < 0 && errno == EINTR)
                 continue;
             if (got < 0 && errno == ESRCH)
-                return ddpc_errorf(DDPC_EPEER, "rank %d (pid %d) exited during %s #%llu", k,
-                                   (int)s->pids[k], ddpc__coll_name(c->kind),
+                return ddpc_errorf(DDPC_EPEER, "rank %d (pid %d) exited during %s #%llu",
+                                   k + s->rank_base, (int)s->pids[k], ddpc__coll_name(c->kind),
                                    (unsigned long long)c->seq);
             return ddpc_errorf(DDPC_EPEER, "%s #%llu: cannot read rank %d's buffer: %s",
-                               ddpc__coll_name(c->kind), (unsigned long long)c->seq, k,
-                               got < 0 ? strerror(errno) : "nothing read");
+                               ddpc__coll_name(c->kind), (unsigned long long)c->seq,
+                               k + s->rank_base, got < 0 ? strerror(errno) : "nothing read");
         }
         local = (unsigned char *)local + got;
         remote += (uint64_t)got;
@@ -41,7 +41,7 @@ static ddpc_status pull(ddpc__shm_state *s, const ddpc__coll *c, int k, uint64_t
 }
 
 /* Publishes this collective's buffers and waits until every rank did. */
-static ddpc_status post(ddpc__shm_state *s, const ddpc__coll *c)
+ddpc_status ddpc__shm_cma_post(ddpc__shm_state *s, const ddpc__coll *c)
 {
     ddpc__shm_rank *me = &s->ranks[s->rank];
     me->post_send = (uint64_t)(uintptr_t)c->send;
@@ -75,8 +75,8 @@ static ddpc_status reduce_range(ddpc__shm_state *s, const ddpc__coll *c, size_t 
                 memcpy(tmp, mine, m * es); /* in place: reduce_many's dst may alias srcs[0] only */
                 s->srcs[k] = tmp;
             } else {
-                DDPC_TRY(
-                    pull(s, c, k, s->ranks[k].post_send + (remote_off + off) * es, tmp, m * es));
+                DDPC_TRY(ddpc__shm_cma_pull(
+                    s, c, k, s->ranks[k].post_send + (remote_off + off) * es, tmp, m * es));
                 s->srcs[k] = tmp;
             }
         }
@@ -89,7 +89,7 @@ ddpc_status ddpc__shm_cma_all_reduce(ddpc__shm_state *s, const ddpc__coll *c)
 {
     size_t es = ddpc_dtype_size(c->dtype), lo, hi;
     unsigned char *recv = c->recv;
-    DDPC_TRY(post(s, c));
+    DDPC_TRY(ddpc__shm_cma_post(s, c));
     share(c->count, s->rank, s->world, es, &lo, &hi);
     DDPC_TRY(reduce_range(s, c, 0, lo, hi, recv + lo * es));
     DDPC_TRY(ddpc__shm_step(s, c)); /* every share reduced */
@@ -97,15 +97,15 @@ ddpc_status ddpc__shm_cma_all_reduce(ddpc__shm_state *s, const ddpc__coll *c)
         size_t klo, khi;
         share(c->count, k, s->world, es, &klo, &khi);
         if (k != s->rank && khi > klo)
-            DDPC_TRY(
-                pull(s, c, k, s->ranks[k].post_recv + klo * es, recv + klo * es, (khi - klo) * es));
+            DDPC_TRY(ddpc__shm_cma_pull(s, c, k, s->ranks[k].post_recv + klo * es, recv + klo * es,
+                                        (khi - klo) * es));
     }
     return ddpc__shm_step(s, c); /* nobody reads my buffers any more */
 }
 
 ddpc_status ddpc__shm_cma_reduce_scatter(ddpc__shm_state *s, const ddpc__coll *c)
 {
-    DDPC_TRY(post(s, c));
+    DDPC_TRY(ddpc__shm_cma_post(s, c));
     DDPC_TRY(reduce_range(s, c, (size_t)s->rank * c->count, 0, c->count, c->recv));
     return ddpc__shm_step(s, c);
 }
@@ -116,10 +116,11 @@ ddpc_status ddpc__shm_cma_all_gather(ddpc__shm_state *s, const ddpc__coll *c)
     unsigned char *recv = c->recv;
     if (c->send != recv + (size_t)s->rank * bytes)
         memcpy(recv + (size_t)s->rank * bytes, c->send, bytes);
-    DDPC_TRY(post(s, c));
+    DDPC_TRY(ddpc__shm_cma_post(s, c));
     for (int i = 1; i < s->world; i++) { /* start at the next rank: spread the readers out */
         int k = (s->rank + i) % s->world;
-        DDPC_TRY(pull(s, c, k, s->ranks[k].post_send, recv + (size_t)k * bytes, bytes));
+        DDPC_TRY(
+            ddpc__shm_cma_pull(s, c, k, s->ranks[k].post_send, recv + (size_t)k * bytes, bytes));
     }
     return ddpc__shm_step(s, c);
 }
@@ -127,9 +128,9 @@ ddpc_status ddpc__shm_cma_all_gather(ddpc__shm_state *s, const ddpc__coll *c)
 ddpc_status ddpc__shm_cma_broadcast(ddpc__shm_state *s, const ddpc__coll *c)
 {
     size_t bytes = c->count * ddpc_dtype_size(c->dtype);
-    DDPC_TRY(post(s, c));
+    DDPC_TRY(ddpc__shm_cma_post(s, c));
     if (s->rank != c->root)
-        DDPC_TRY(pull(s, c, c->root, s->ranks[c->root].post_recv, c->recv, bytes));
+        DDPC_TRY(ddpc__shm_cma_pull(s, c, c->root, s->ranks[c->root].post_recv, c->recv, bytes));
     return ddpc__shm_step(s, c);
 }
 

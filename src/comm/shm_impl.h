@@ -59,6 +59,7 @@ typedef struct {
 
 typedef struct {
     int rank, world;
+    int rank_base; /* added to ranks in messages: global rank of local rank 0 (gloo host groups) */
     ddpc__shm_header *hdr;
     ddpc__shm_rank *ranks; /* (world) */
     unsigned char *data;   /* (world, 4, slot_bytes): in[0], in[1], out[0], out[1] */
@@ -155,5 +156,10 @@ ddpc_status ddpc__shm_cma_reduce_scatter(ddpc__shm_state *s, const ddpc__coll *c
 ddpc_status ddpc__shm_cma_all_gather(ddpc__shm_state *s, const ddpc__coll *c);
 ddpc_status ddpc__shm_cma_broadcast(ddpc__shm_state *s, const ddpc__coll *c);
 ddpc_status ddpc__shm_cma_probe(ddpc__shm_state *s, double deadline);
+/* Publishes c's send/recv addresses for the peers and takes one step (c's first). */
+ddpc_status ddpc__shm_cma_post(ddpc__shm_state *s, const ddpc__coll *c);
+/* Copies `bytes` at address `remote` of rank k's memory to `local`; a dead peer is DDPC_EPEER. */
+ddpc_status ddpc__shm_cma_pull(ddpc__shm_state *s, const ddpc__coll *c, int k, uint64_t remote,
+                               void *local, size_t bytes);
 
 #endif

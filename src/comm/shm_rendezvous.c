@@ -122,7 +122,7 @@ ddpc_status ddpc__shm_create(const ddpc_dist_env *env, double deadline,
     if (env->local_world_size != env->world_size || env->num_nodes > 1)
         return ddpc_errorf(DDPC_EINVAL,
                            "the shm backend needs every rank on one host, but this job has %d of "
-                           "%d ranks here (use backend mpi across hosts)",
+                           "%d ranks here (use backend gloo or mpi across hosts)",
                            env->local_world_size, env->world_size);
     if (env->world_size > MAX_WORLD)
         return ddpc_errorf(DDPC_EINVAL, "the shm backend supports up to %d ranks, not %d",

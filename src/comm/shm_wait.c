@@ -34,7 +34,7 @@ static int missing_list(const ddpc__shm_state *s, uint64_t target, char *out, si
         if (atomic_load_explicit(&s->ranks[k].step, memory_order_acquire) >= target)
             continue;
         if (len + 16 < cap)
-            len += (size_t)snprintf(out + len, cap - len, "%s%d", n ? ", " : "", k);
+            len += (size_t)snprintf(out + len, cap - len, "%s%d", n ? ", " : "", k + s->rank_base);
         else if (len + 5 < cap && out[len - 1] != '.')
             len += (size_t)snprintf(out + len, cap - len, ", ...");
         n++;
@@ -47,7 +47,7 @@ static ddpc_status fail_aborted(const ddpc__shm_state *s)
 {
     const ddpc__shm_header *h = s->hdr;
     return ddpc_errorf((ddpc_status)h->abort_status, "%s (reported by rank %d)", h->abort_msg,
-                       (int)h->abort_rank);
+                       (int)h->abort_rank + s->rank_base);
 }
 
 /* Slow-path checks for the peers that have not reached `target`. */
@@ -60,8 +60,8 @@ static ddpc_status check_peers(const ddpc__shm_state *s, const ddpc__coll *c, ui
         if (k == s->rank || atomic_load_explicit(&s->ranks[k].step, memory_order_acquire) >= target)
             continue;
         if (s->watch[k] && !ddpc__pid_alive(s->pids[k], s->starts[k]))
-            return ddpc_errorf(DDPC_EPEER, "rank %d (pid %d) exited during %s #%llu", k,
-                               (int)s->pids[k], ddpc__coll_name(c->kind),
+            return ddpc_errorf(DDPC_EPEER, "rank %d (pid %d) exited during %s #%llu",
+                               k + s->rank_base, (int)s->pids[k], ddpc__coll_name(c->kind),
                                (unsigned long long)c->seq);
     }
     if (now > c->deadline) {
@@ -123,7 +123,7 @@ static ddpc_status compare_desc(ddpc__shm_state *s)
     for (int k = 0; k < s->world; k++) {
         const ddpc__coll_desc *d = &s->ranks[k].desc[s->step & 1];
         if (memcmp(d, mine, sizeof *d) != 0)
-            return ddpc__coll_mismatch(s->rank, mine, k, d);
+            return ddpc__coll_mismatch(s->rank + s->rank_base, mine, k + s->rank_base, d);
     }
     return DDPC_OK;
 }

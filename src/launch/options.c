@@ -90,8 +90,10 @@ static ddpc_status parse_backend(const char *v, ddpc_backend *out)
         *out = DDPC_BACKEND_SHM;
     else if (strcmp(v, "mpi") == 0)
         *out = DDPC_BACKEND_MPI;
+    else if (strcmp(v, "gloo") == 0)
+        *out = DDPC_BACKEND_GLOO;
     else
-        return ddpc_errorf(DDPC_EINVAL, "--backend: '%s' is not 'shm' or 'mpi'", v);
+        return ddpc_errorf(DDPC_EINVAL, "--backend: '%s' is not 'shm', 'mpi' or 'gloo'", v);
     return DDPC_OK;
 }
 

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const backends[] = {"auto", "shm", "mpi", NULL};
+static const char *const backends[] = {"auto", "shm", "mpi", "gloo", NULL};
 static const char *const comm_dtypes[] = {"f32", "bf16", "f16", NULL};
 
 ddpc_status ddpc__trainer_init_dist(ddpc_trainer *t)

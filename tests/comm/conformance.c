@@ -12,6 +12,7 @@
 
 #include <ddpc/alloc.h>
 #include <ddpc/comm.h>
+#include <ddpc/half.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,7 +52,7 @@ static void expect_same(suite *s, const char *what, const void *got, const void 
     size_t es = ddpc_dtype_size(dt);
     for (size_t i = 0; i < n; i++) {
         if (memcmp((const char *)got + i * es, (const char *)want + i * es, es) != 0) {
-            EXPECT(s, 0, "%s: element %zu of %zu: got %g, want %g", what, i, n,
+            EXPECT(s, 0, "%s: element %zu of %zu: got %.9g, want %.9g", what, i, n,
                    conf_get(got, i, dt), conf_get(want, i, dt));
             return;
         }
@@ -218,7 +219,33 @@ static void run_async(suite *s)
     ddpc_free(want);
 }
 
-/* Non-exact f32/bf16 sums: identical bits on every rank and on a repeat. */
+/* The shm backend's definition written out independently: every rank's input in rank order,
+ * accumulated in f32 (bf16 widened), rounded once. want: (n). */
+static void rank_order_sum(void *want, size_t n, ddpc_dtype dt, int world)
+{
+    size_t es = ddpc_dtype_size(dt);
+    float *acc = ddpc_malloc(n * sizeof(float)), *x = ddpc_malloc(n * sizeof(float));
+    void *in = ddpc_malloc(n * es);
+    for (int r = 0; r < world; r++) {
+        conf_fill_random(in, n, dt, r);
+        if (dt == DDPC_DTYPE_BF16)
+            ddpc_half_to_f32_array(x, in, n, 1);
+        else
+            memcpy(x, in, n * sizeof(float));
+        for (size_t i = 0; i < n; i++)
+            acc[i] = r == 0 ? x[i] : acc[i] + x[i];
+    }
+    if (dt == DDPC_DTYPE_BF16)
+        ddpc_f32_to_half_array(want, acc, n, 1);
+    else
+        memcpy(want, acc, n * sizeof(float));
+    ddpc_free(in);
+    ddpc_free(x);
+    ddpc_free(acc);
+}
+
+/* Non-exact f32/bf16 sums: identical bits on every rank and on a repeat, and equal to the
+ * rank-order sum (where the order of reduction matters, every backend must keep shm's). */
 static void run_determinism(suite *s)
 {
     const ddpc_dtype dts[2] = {DDPC_DTYPE_F32, DDPC_DTYPE_BF16};
@@ -230,6 +257,10 @@ static void run_determinism(suite *s)
         EXPECT_OK(s, ddpc_pg_all_reduce(s->pg, a, a, n, dts[d], DDPC_REDUCE_SUM), "determinism 1");
         EXPECT_OK(s, ddpc_pg_all_reduce(s->pg, b, b, n, dts[d], DDPC_REDUCE_SUM), "determinism 2");
         EXPECT(s, memcmp(a, b, n * es) == 0, "repeat of a %s sum differs", ddpc_dtype_name(dts[d]));
+        char *want = ddpc_malloc(n * es);
+        rank_order_sum(want, n, dts[d], s->world);
+        expect_same(s, "non-exact sum against the rank-order sum", a, want, n, dts[d]);
+        ddpc_free(want);
         int64_t h = (int64_t)conf_hash(a, n * es), *all = ddpc_malloc(sizeof(int64_t) * s->world);
         EXPECT_OK(s, ddpc_pg_all_gather(s->pg, &h, all, 1, DDPC_DTYPE_I64), "hash gather");
         for (int r = 0; r < s->world; r++)
