@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all build setup demo test test-sanitize test-tsan fuzz bench clean
+.PHONY: all build setup demo test test-sanitize test-tsan fuzz bench clean install deb test-deb
 
 all: build
 
@@ -42,6 +42,19 @@ test-tsan: setup
 FUZZ_SECONDS ?= 30
 fuzz:
 	./tests/fuzz/run.sh $(FUZZ_SECONDS)
+
+# `cmake --install` of the program, libddpc (static and shared), headers, ddpc.pc and the CMake
+# package under PREFIX (DESTDIR is honoured too); docs/install.md.
+PREFIX ?= /usr/local
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+# The Debian package $(BUILD)/ddpc_<version>_<arch>.deb (CPack; Depends from dpkg-shlibdeps), and
+# its test (root: apt-get installs it, builds examples/embed against /usr, trains, removes it).
+deb: setup build
+	cd $(BUILD) && cpack -G DEB
+test-deb: deb
+	./tests/deb/test_deb.sh $(BUILD) .
 
 bench: build
 	./bench/step_bench.sh $(BUILD)/ddpc

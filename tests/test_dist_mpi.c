@@ -1,18 +1,19 @@
 /* Tests for the mpi backend (src/comm/mpi*.c). As a ctest this program re-runs itself as the
  * ranks of small jobs under `mpirun` and checks what they report: results bitwise equal to a
- * rank-order reduction (what shm computes) on both all_reduce paths, async work, a second group in
- * one process, a stopped rank (SIGSTOP) that makes the others time out naming it, a rank that
- * never joins, and an environment that contradicts MPI. In a build without MPI it checks instead
- * that asking for the backend is a clear error.
+ * rank-order reduction (what shm computes) on the three all_reduce paths (inline, gather,
+ * chunks), async work, a second group in one process, a stopped rank (SIGSTOP) that makes the
+ * others time out naming it, a rank that never joins, and an environment that contradicts MPI.
+ * In a build without MPI it checks instead that asking for the backend is a clear error.
  *   test_dist_mpi                      the ctest: runs the jobs below and checks their output
  *   test_dist_mpi --rank MODE          one rank of a job (basic, timeout, join, mismatch) */
 #include <ddpc/alloc.h>
-#include <ddpc/half.h>
 #include <ddpc/comm.h>
+#include <ddpc/half.h>
 #include <ddpc/timer.h>
 
 #include "check.h"
 #include "comm/pg_impl.h"
+#include "mpi_job.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -84,6 +85,7 @@ static int rank_basic(void)
     const ddpc_dtype dts[4] = {DDPC_DTYPE_F32, DDPC_DTYPE_BF16, DDPC_DTYPE_F16, DDPC_DTYPE_I32};
     for (int d = 0; d < 4; d++)
         for (int op = 0; op < DDPC_REDUCE_COUNT; op++) {
+            bad |= check_against_rank_order(pg, dts[d], (ddpc_reduce_op)op, 7);      /* inline */
             bad |= check_against_rank_order(pg, dts[d], (ddpc_reduce_op)op, 100);    /* gather */
             bad |= check_against_rank_order(pg, dts[d], (ddpc_reduce_op)op, 100003); /* chunks */
         }
@@ -176,67 +178,6 @@ static int rank_mismatch(void)
 
 /* ---- the ctest side ---- */
 
-static char self[4096];
-static char out_path[64];
-static char output[1 << 16];
-
-/* Runs argv with env additions (NULL-terminated "K=V" list) in its own process group, output to a
- * file read into `output`; kills the group after limit_s. Returns the wall time, or -1. */
-static double run_job(char *const argv[], const char *const *vars, double limit_s, int *status)
-{
-    snprintf(out_path, sizeof out_path, "/tmp/ddpc_test_mpi_%d", (int)getpid());
-    double t0 = ddpc_time_now();
-    pid_t pid = fork();
-    if (pid == 0) {
-        setpgid(0, 0);
-        int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        dup2(fd, 1);
-        dup2(fd, 2);
-        for (const char *const *v = vars; v && *v; v++) {
-            char kv[256];
-            snprintf(kv, sizeof kv, "%s", *v);
-            char *eq = strchr(kv, '=');
-            *eq = '\0';
-            setenv(kv, eq + 1, 1);
-        }
-        execvp(argv[0], argv);
-        _exit(127);
-    }
-    double took = -1;
-    for (;;) {
-        if (waitpid(pid, status, WNOHANG) == pid) {
-            took = ddpc_time_now() - t0;
-            break;
-        }
-        if (ddpc_time_now() - t0 > limit_s) {
-            kill(-pid, SIGKILL);
-            waitpid(pid, status, 0);
-            break;
-        }
-        struct timespec nap = {0, 10 * 1000 * 1000};
-        nanosleep(&nap, NULL);
-    }
-    kill(-pid, SIGKILL); /* anything of the job left behind */
-    int fd = open(out_path, O_RDONLY);
-    ssize_t n = fd >= 0 ? read(fd, output, sizeof output - 1) : 0;
-    output[n > 0 ? n : 0] = '\0';
-    if (fd >= 0)
-        close(fd);
-    unlink(out_path);
-    return took;
-}
-
-static double mpirun(int np, const char *mode, int *status)
-{
-    char nps[16];
-    snprintf(nps, sizeof nps, "%d", np);
-    char *argv[] = {"mpirun", "--oversubscribe", "--mca",      "btl", "self,vader", "-np", nps,
-                    self,     "--rank",          (char *)mode, NULL};
-    const char *vars[] = {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
-                          "OMP_NUM_THREADS=1", NULL};
-    return run_job(argv, vars, 60, status);
-}
-
 static void test_basic_jobs(void)
 {
     for (int np = 2; np <= 3; np++) {
@@ -251,17 +192,6 @@ static void test_basic_jobs(void)
         if (check_failures_in_test)
             fprintf(stderr, "np %d output:\n%s\n", np, output);
     }
-}
-
-/* Whether the line of `text` that starts with `head` also contains `needle`. */
-static bool line_has(const char *text, const char *head, const char *needle)
-{
-    const char *line = strstr(text, head);
-    if (!line)
-        return false;
-    const char *end = strchr(line, '\n');
-    const char *hit = strstr(line, needle);
-    return hit && (!end || hit < end);
 }
 
 static void test_stopped_rank_times_out_named(void)

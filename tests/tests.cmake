@@ -1,44 +1,44 @@
 # Every tests/test_*.c is its own executable and its own ctest, in its own process with a timeout,
 # so a hung test fails instead of hanging the suite.
-file(GLOB DDPC_TEST_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/test_*.c)
+file(GLOB DDPC_TEST_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/test_*.c)
 foreach(src ${DDPC_TEST_SOURCES})
     get_filename_component(name ${src} NAME_WE)
     add_executable(${name} ${src})
-    target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests)
+    target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests)
     target_link_libraries(${name} PRIVATE ddpc_lib)
     add_test(NAME ${name} COMMAND ${name})
     set_tests_properties(${name} PROPERTIES TIMEOUT 120
-        ENVIRONMENT "DDPC_SOURCE_DIR=${CMAKE_SOURCE_DIR};DDPC_BIN=$<TARGET_FILE:ddpc>;OMP_NUM_THREADS=2")
+        ENVIRONMENT "DDPC_SOURCE_DIR=${PROJECT_SOURCE_DIR};DDPC_BIN=$<TARGET_FILE:ddpc>;OMP_NUM_THREADS=2")
 endforeach()
 
 # Each public header compiles on its own.
-file(GLOB DDPC_PUBLIC_HEADERS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/include/ddpc/*.h)
+file(GLOB DDPC_PUBLIC_HEADERS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/include/ddpc/*.h)
 set(DDPC_HEADER_CHECK_SOURCES "")
 foreach(h ${DDPC_PUBLIC_HEADERS})
     get_filename_component(hname ${h} NAME_WE)
-    set(out ${CMAKE_BINARY_DIR}/header_check/${hname}.c)
+    set(out ${PROJECT_BINARY_DIR}/header_check/${hname}.c)
     file(WRITE ${out}.in "#include <ddpc/${hname}.h>\nint ddpc_header_check_${hname}(void);\nint ddpc_header_check_${hname}(void) { return 0; }\n")
     configure_file(${out}.in ${out} COPYONLY)
     list(APPEND DDPC_HEADER_CHECK_SOURCES ${out})
 endforeach()
 add_library(ddpc_header_check OBJECT ${DDPC_HEADER_CHECK_SOURCES})
-target_include_directories(ddpc_header_check PRIVATE ${CMAKE_SOURCE_DIR}/include)
+target_include_directories(ddpc_header_check PRIVATE ${PROJECT_SOURCE_DIR}/include)
 
 # Integration tests written as shell or Python scripts live in tests/*.sh and tests/parity/.
 # ckpt_make saves the checkpoints that cli_ckpt.sh inspects (its third argument).
-add_executable(ckpt_make ${CMAKE_SOURCE_DIR}/tests/ckpt_make.c)
-target_include_directories(ckpt_make PRIVATE ${CMAKE_SOURCE_DIR}/tests)
+add_executable(ckpt_make ${PROJECT_SOURCE_DIR}/tests/ckpt_make.c)
+target_include_directories(ckpt_make PRIVATE ${PROJECT_SOURCE_DIR}/tests)
 target_link_libraries(ckpt_make PRIVATE ddpc_lib)
-file(GLOB DDPC_SHELL_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/cli_*.sh)
+file(GLOB DDPC_SHELL_TESTS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/cli_*.sh)
 foreach(sh ${DDPC_SHELL_TESTS})
     get_filename_component(name ${sh} NAME_WE)
-    add_test(NAME ${name} COMMAND bash ${sh} $<TARGET_FILE:ddpc> ${CMAKE_SOURCE_DIR}
+    add_test(NAME ${name} COMMAND bash ${sh} $<TARGET_FILE:ddpc> ${PROJECT_SOURCE_DIR}
         $<TARGET_FILE:ckpt_make>)
     set_tests_properties(${name} PROPERTIES TIMEOUT 300)
 endforeach()
 
 # Parity with PyTorch (Debian's python3-torch): ddpc's gpt and cnn against the same models in torch.
-add_executable(parity_run ${CMAKE_SOURCE_DIR}/tests/parity/parity_run.c)
+add_executable(parity_run ${PROJECT_SOURCE_DIR}/tests/parity/parity_run.c)
 target_link_libraries(parity_run PRIVATE ddpc_lib)
 foreach(kind gpt cnn)
     foreach(prec fp32 bf16 fp16)
@@ -46,7 +46,7 @@ foreach(kind gpt cnn)
         if(NOT prec STREQUAL "fp32")
             set(name parity_${kind}_${prec})
         endif()
-        add_test(NAME ${name} COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/parity/parity.py
+        add_test(NAME ${name} COMMAND /usr/bin/python3 ${PROJECT_SOURCE_DIR}/tests/parity/parity.py
             $<TARGET_FILE:parity_run> ${kind} ${prec})
         set_tests_properties(${name} PROPERTIES TIMEOUT 300 ENVIRONMENT "OMP_NUM_THREADS=1")
     endforeach()
@@ -55,10 +55,10 @@ endforeach()
 # Collective conformance: one suite (tests/comm/conformance.c) run unchanged on every backend at
 # world sizes 1-4 (3 and 4 oversubscribe a 2-core machine). shm ranks are forked by the suite
 # itself with torchrun-style variables; mpi ranks are started by mpiexec.
-add_executable(dist_conformance ${CMAKE_SOURCE_DIR}/tests/comm/conformance.c
-    ${CMAKE_SOURCE_DIR}/tests/comm/conformance_util.c)
-target_include_directories(dist_conformance PRIVATE ${CMAKE_SOURCE_DIR}/tests/comm
-    ${CMAKE_SOURCE_DIR}/tests)
+add_executable(dist_conformance ${PROJECT_SOURCE_DIR}/tests/comm/conformance.c
+    ${PROJECT_SOURCE_DIR}/tests/comm/conformance_util.c)
+target_include_directories(dist_conformance PRIVATE ${PROJECT_SOURCE_DIR}/tests/comm
+    ${PROJECT_SOURCE_DIR}/tests)
 target_link_libraries(dist_conformance PRIVATE ddpc_lib)
 foreach(n 1 2 3 4)
     add_test(NAME dist_shm_w${n} COMMAND dist_conformance --spawn ${n} --backend shm)
@@ -71,22 +71,41 @@ foreach(n 1 2 3 4)
     endif()
 endforeach()
 
+# The hot loops' unit tests again under each capped ISA variant (include/ddpc/simd.h), so every
+# variant a portable build may pick meets the same reference and finite-difference checks.
+foreach(cap baseline avx2)
+    foreach(t test_kernels_activation test_kernels_attention test_kernels_cpu_impl
+              test_kernels_layernorm test_kernels_linear test_kernels_loss test_nn_models
+              test_adamw test_sgd test_clip test_dist_reduce)
+        if(TARGET ${t})
+            add_test(NAME ${t}_isa_${cap} COMMAND ${t})
+            set_tests_properties(${t}_isa_${cap} PROPERTIES TIMEOUT 120 ENVIRONMENT
+                "DDPC_CPU_ISA=${cap};DDPC_SOURCE_DIR=${PROJECT_SOURCE_DIR};OMP_NUM_THREADS=2")
+        endif()
+    endforeach()
+endforeach()
+
+# test_dist_mpi_diag interposes an MPI function (PMPI) to stop a rank mid-transfer.
+if(MPI_C_FOUND)
+    target_compile_definitions(test_dist_mpi_diag PRIVATE DDPC_HAVE_MPI=1)
+endif()
+
 # Multi-host tests on network namespaces (tests/multihost/testbed.sh; they need root, as CI has,
 # and fail with that reason otherwise): the gloo backend across "hosts".
-add_executable(gloo_paths ${CMAKE_SOURCE_DIR}/tests/multihost/gloo_paths.c
-    ${CMAKE_SOURCE_DIR}/tests/comm/conformance_util.c)
-target_include_directories(gloo_paths PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests/comm)
+add_executable(gloo_paths ${PROJECT_SOURCE_DIR}/tests/multihost/gloo_paths.c
+    ${PROJECT_SOURCE_DIR}/tests/comm/conformance_util.c)
+target_include_directories(gloo_paths PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests/comm)
 target_link_libraries(gloo_paths PRIVATE ddpc_lib)
 add_test(NAME multihost_gloo_conformance COMMAND bash
-    ${CMAKE_SOURCE_DIR}/tests/multihost/gloo_conformance.sh $<TARGET_FILE:dist_conformance>
+    ${PROJECT_SOURCE_DIR}/tests/multihost/gloo_conformance.sh $<TARGET_FILE:dist_conformance>
     $<TARGET_FILE:gloo_paths>)
 set_tests_properties(multihost_gloo_conformance PROPERTIES TIMEOUT 400 RUN_SERIAL TRUE)
 add_test(NAME multihost_gloo_faults COMMAND bash
-    ${CMAKE_SOURCE_DIR}/tests/multihost/gloo_faults.sh $<TARGET_FILE:ddpc>)
+    ${PROJECT_SOURCE_DIR}/tests/multihost/gloo_faults.sh $<TARGET_FILE:ddpc>)
 set_tests_properties(multihost_gloo_faults PROPERTIES TIMEOUT 300 RUN_SERIAL TRUE)
 add_test(NAME multihost_gloo_train COMMAND bash
-    ${CMAKE_SOURCE_DIR}/tests/multihost/gloo_train.sh $<TARGET_FILE:ddpc> ${CMAKE_SOURCE_DIR})
+    ${PROJECT_SOURCE_DIR}/tests/multihost/gloo_train.sh $<TARGET_FILE:ddpc> ${PROJECT_SOURCE_DIR})
 set_tests_properties(multihost_gloo_train PROPERTIES TIMEOUT 300 RUN_SERIAL TRUE)
 add_test(NAME multihost_gloo_torchrun COMMAND bash
-    ${CMAKE_SOURCE_DIR}/tests/multihost/gloo_torchrun.sh $<TARGET_FILE:ddpc>)
+    ${PROJECT_SOURCE_DIR}/tests/multihost/gloo_torchrun.sh $<TARGET_FILE:ddpc>)
 set_tests_properties(multihost_gloo_torchrun PROPERTIES TIMEOUT 300 RUN_SERIAL TRUE)

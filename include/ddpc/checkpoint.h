@@ -12,6 +12,7 @@
 #include <ddpc/nn.h>
 #include <ddpc/optim.h>
 #include <ddpc/status.h>
+#include <ddpc/version.h>
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -21,8 +22,7 @@
 extern "C" {
 #endif
 
-/* The ddpc version recorded in every checkpoint's state.json. */
-#define DDPC_VERSION "0.1.0"
+/* Every checkpoint's state.json records the DDPC_VERSION that wrote it (ddpc/version.h). */
 /* state.json's "format_version"; readers refuse a newer one. Full checkpoints are version 1,
  * sharded ones version 2 (a reader of version 1 refuses them instead of misreading them). */
 #define DDPC_CKPT_FORMAT_VERSION 2

@@ -8,11 +8,14 @@
 #include <ddpc/alloc.h>
 #include <ddpc/comm.h>
 #include <ddpc/kernels.h>
+#include <ddpc/simd.h>
 #include <ddpc/sysinfo.h>
+#include <ddpc/version.h>
 
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* One "  Key:   value" line; an empty key continues the previous row. */
@@ -38,6 +41,15 @@ static void print_system(const ddpc_sysinfo *s)
         s->cpu_threads, s->cpu_allowed);
     row("SIMD (CPU)", "%s", s->simd_host[0] ? s->simd_host : "none of the listed");
     row("SIMD (build)", "%s", s->simd_build[0] ? s->simd_build : "baseline only");
+    const char *cap = getenv("DDPC_CPU_ISA");
+    if (ddpc_isa_dispatched())
+        row("Kernels ISA", "%s (run-time choice of baseline, avx2, avx512; best here: %s; "
+                           "DDPC_CPU_ISA %s)",
+            ddpc_isa_name(ddpc_isa_active()), ddpc_isa_name(ddpc_isa_supported()),
+            cap && cap[0] ? cap : "unset");
+    else
+        row("Kernels ISA", "as built (this build has one variant of the kernels: DDPC_NATIVE or "
+                           "not x86-64 with gcc 12+)");
     if (s->simd_missing[0])
         row("SIMD missing", "%s (built for a newer CPU: expect illegal-instruction crashes)",
             s->simd_missing);
@@ -46,6 +58,7 @@ static void print_system(const ddpc_sysinfo *s)
 static void print_build(const ddpc_sysinfo *s)
 {
     printf("Build\n");
+    row("ddpc", "%s", ddpc_version());
     row("Compiler", "%s", s->compiler);
     row("Build", "%s", s->build_flags);
     row("BLAS", "%s", s->blas_library);

@@ -2,6 +2,9 @@
  * nowhere else. */
 #include "cli/cli.h"
 
+#include <ddpc/simd.h>
+#include <ddpc/version.h>
+
 #include <stdio.h>
 #include <string.h>
 
@@ -18,7 +21,8 @@ static void usage(FILE *f)
             "  run [options] -- PROGRAM [ARGS]     start PROGRAM as a group of workers (docs/launcher.md)\n"
             "  env                                 system, build, MPI/CUDA/NCCL and launch variables\n"
             "  ckpt ls|show|verify DIR             list, show or check checkpoints (docs/checkpoints.md)\n"
-            "  ckpt export DIR OUT                 a checkpoint's parameters as one safetensors file\n");
+            "  ckpt export DIR OUT                 a checkpoint's parameters as one safetensors file\n"
+            "  --version                           print ddpc's version\n");
 }
 
 int main(int argc, char **argv)
@@ -31,6 +35,14 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         usage(stdout);
         return 0;
+    }
+    if (strcmp(cmd, "--version") == 0) {
+        printf("ddpc %s\n", ddpc_version());
+        return 0;
+    }
+    if (ddpc_isa_check_env() != DDPC_OK) { /* a typo must not quietly run the slow variant */
+        fprintf(stderr, "ddpc: %s\n", ddpc_last_error());
+        return 2;
     }
     if (strcmp(cmd, "train") == 0)
         return ddpc_cli_train(argc - 2, argv + 2);

@@ -34,15 +34,9 @@ static const double LOCAL_GRACE_S = 1.0; /* shm waits outlast the wire's so it n
 
 /* ---- messages ---- */
 
-static ddpc__shm_desc desc_of(const ddpc__coll *c)
+static ddpc__coll_desc desc_of(const ddpc__coll *c)
 {
-    bool reduces = c->kind == DDPC__COLL_ALL_REDUCE || c->kind == DDPC__COLL_REDUCE_SCATTER;
-    return (ddpc__shm_desc){.seq = c->seq,
-                            .count = c->kind == DDPC__COLL_BARRIER ? 0 : c->count,
-                            .kind = c->kind,
-                            .dtype = c->kind == DDPC__COLL_BARRIER ? 0 : c->dtype,
-                            .op = reduces ? (int32_t)c->op : 0,
-                            .root = c->kind == DDPC__COLL_BROADCAST ? c->root : 0};
+    return ddpc__coll_describe(c);
 }
 
 static unsigned char *payload(ddpc__gloo_state *st, int buf)
@@ -92,16 +86,9 @@ static ddpc_status take(ddpc__gloo_state *st, const ddpc__coll *c, int buf, int 
         return ddpc__gloo_lost(st, c, h, s);
     ddpc__gloo_hdr hdr;
     memcpy(&hdr, ddpc__gloo_link_buf(st->link, buf), sizeof hdr);
-    ddpc__shm_desc mine = desc_of(c);
-    if (memcmp(&hdr.desc, &mine, sizeof mine) != 0) {
-        char a[160], b[160];
-        ddpc__shm_desc_text(&mine, a, sizeof a);
-        ddpc__shm_desc_text(&hdr.desc, b, sizeof b);
-        return ddpc_errorf(DDPC_EINVAL,
-                           "collective mismatch: rank %d issued %s but rank %d issued %s (every "
-                           "rank must issue the same collectives in the same order)",
-                           st->rank, a, h * st->locals + st->local, b);
-    }
+    ddpc__coll_desc mine = desc_of(c);
+    if (memcmp(&hdr.desc, &mine, sizeof mine) != 0)
+        return ddpc__coll_mismatch(st->rank, &mine, h * st->locals + st->local, &hdr.desc);
     if (hdr.block != block || hdr.bytes != bytes)
         return ddpc_errorf(DDPC_EINTERNAL,
                            "%s #%llu: host %d sent block %llu of %llu bytes, expected block %llu "

@@ -6,6 +6,7 @@
 #ifndef DDPC_COMM_GLOO_IMPL_H
 #define DDPC_COMM_GLOO_IMPL_H
 
+#include "comm/coll_desc.h"
 #include "comm/gloo_link.h"
 #include "comm/shm_impl.h"
 
@@ -19,7 +20,7 @@ enum {
 };
 
 typedef struct {
-    ddpc__shm_desc desc; /* the sender's collective */
+    ddpc__coll_desc desc; /* the sender's collective */
     uint64_t block;      /* which block of it */
     uint64_t bytes;      /* payload bytes that follow the header */
 } ddpc__gloo_hdr;

@@ -1,10 +1,10 @@
 /* The mpi backend (Open MPI or MPICH): joins MPI_COMM_WORLD as a ddpc group, polls non-blocking
- * MPI against each collective's deadline, and on a timeout names the ranks that never arrived by
- * reading their published sequence numbers from an RMA window. ddpc initialises MPI
- * (MPI_THREAD_SERIALIZED: collectives come from one thread at a time, sometimes the comm thread)
- * unless the program did, and then finalises it at exit, never earlier: MPI cannot be initialised
- * twice in a process, so groups may come and go. Compiled always; without DDPC_HAVE_MPI creating
- * a group says how to get the backend. */
+ * MPI against each collective's deadline, and on a timeout names the ranks that never arrived or
+ * stopped mid-transfer from what they published in shared memory (mpi_progress.c). ddpc initialises
+ * MPI (MPI_THREAD_SERIALIZED: collectives come from one thread at a time, sometimes the comm
+ * thread) unless the program did, and then finalises it at exit, never earlier: MPI cannot be
+ * initialised twice in a process, so groups may come and go. Compiled always; without DDPC_HAVE_MPI
+ * creating a group says how to get the backend. */
 #include "comm/pg_impl.h"
 
 #ifndef DDPC_HAVE_MPI
@@ -29,9 +29,7 @@ ddpc_status ddpc__mpi_create(const ddpc_dist_env *env, double deadline,
 
 #include <sched.h>
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
 
 /* Set once any mpi group failed. Process-wide because MPI is: the exit handler then leaves MPI
@@ -140,120 +138,6 @@ static ddpc_status join(ddpc__mpi_state *st, double start, double deadline)
     return DDPC_OK;
 }
 
-static bool publish(ddpc__mpi_state *st, uint64_t value)
-{
-    return MPI_Accumulate(&value, 1, MPI_UINT64_T, st->rank, 0, 1, MPI_UINT64_T, MPI_REPLACE,
-                          st->win) == MPI_SUCCESS &&
-           MPI_Win_flush(st->rank, st->win) == MPI_SUCCESS;
-}
-
-void ddpc__mpi_enter(ddpc__mpi_state *st, uint64_t seq)
-{
-    if (st->win_ok && !publish(st, seq + 1))
-        st->win_ok = false; /* only the timeout report loses its detail */
-}
-
-/* The progress window; without one (no RMA component) timeouts say the ranks are unknown. */
-static void open_window(ddpc__mpi_state *st)
-{
-    uint64_t *base = NULL;
-    MPI_Info info;
-    MPI_Info_create(&info);
-    MPI_Info_set(info, "same_disp_unit", "true");
-    MPI_Info_set(info, "accumulate_ops", "same_op_no_op");
-    int err = MPI_Win_allocate(sizeof(uint64_t), sizeof(uint64_t), info, st->comm, &base, &st->win);
-    MPI_Info_free(&info);
-    if (err != MPI_SUCCESS)
-        return;
-    MPI_Win_set_errhandler(st->win, MPI_ERRORS_RETURN);
-    st->win_ok = MPI_Win_lock_all(MPI_MODE_NOCHECK, st->win) == MPI_SUCCESS && publish(st, 0);
-}
-
-static void append(char *buf, size_t cap, const char *fmt, int v)
-{
-    size_t n = strlen(buf);
-    if (n + 1 < cap)
-        snprintf(buf + n, cap - n, fmt, v);
-}
-
-enum { ARRIVED, MISSING, UNKNOWN };
-
-/* What a timed-out rank learnt about rank r at collective `seq` (after name_missing's reads). */
-static int classify(const ddpc__mpi_state *st, int r, uint64_t seq)
-{
-    if (st->reqs[r] != MPI_REQUEST_NULL || st->seen[r] == UINT64_MAX)
-        return UNKNOWN;
-    return st->seen[r] < seq + 1 ? MISSING : ARRIVED;
-}
-
-/* Appends "ranks 2, 3" (or "rank 2") for the ranks of class `kind`, at most 32 of them. */
-static void list_ranks(const ddpc__mpi_state *st, uint64_t seq, int kind, int count, char *buf,
-                       size_t cap)
-{
-    append(buf, cap, count == 1 ? "rank" : "ranks", 0);
-    for (int r = 0, shown = 0; r < st->world; r++) {
-        if (classify(st, r, seq) != kind)
-            continue;
-        if (shown == 32) {
-            append(buf, cap, " and %d more", count - shown);
-            break;
-        }
-        append(buf, cap, shown ? ", %d" : " %d", r);
-        shown++;
-    }
-}
-
-/* Reads every peer's progress (for at most 2 s: a peer's memory may only be readable with its
- * help, which a stopped peer cannot give) and says who never entered collective `seq`. */
-static void name_missing(ddpc__mpi_state *st, uint64_t seq, char *buf, size_t cap)
-{
-    buf[0] = '\0';
-    if (!st->win_ok) {
-        snprintf(buf, cap, "the ranks that never arrived are unknown (no progress window)");
-        return;
-    }
-    for (int r = 0; r < st->world; r++) {
-        st->seen[r] = UINT64_MAX;
-        st->reqs[r] = MPI_REQUEST_NULL;
-        if (r != st->rank &&
-            MPI_Rget_accumulate(NULL, 0, MPI_UINT64_T, &st->seen[r], 1, MPI_UINT64_T, r, 0, 1,
-                                MPI_UINT64_T, MPI_NO_OP, st->win, &st->reqs[r]) != MPI_SUCCESS)
-            st->reqs[r] = MPI_REQUEST_NULL;
-    }
-    st->seen[st->rank] = seq + 1;
-    double until = ddpc_time_now() + 2.0;
-    for (int pending = 1; pending && ddpc_time_now() < until;) {
-        pending = 0;
-        for (int r = 0; r < st->world; r++) {
-            int done = 1;
-            if (st->reqs[r] != MPI_REQUEST_NULL &&
-                MPI_Test(&st->reqs[r], &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
-                st->reqs[r] = MPI_REQUEST_NULL; /* unanswerable: stays UINT64_MAX, unknown */
-                st->seen[r] = UINT64_MAX;
-            }
-            pending |= !done;
-        }
-        if (pending)
-            sched_yield();
-    }
-    int n[3] = {0, 0, 0};
-    for (int r = 0; r < st->world; r++)
-        n[classify(st, r, seq)]++;
-    if (n[MISSING]) {
-        list_ranks(st, seq, MISSING, n[MISSING], buf, cap);
-        append(buf, cap, " never arrived", 0);
-    }
-    if (n[UNKNOWN]) {
-        append(buf, cap, n[MISSING] ? "; " : "", 0);
-        list_ranks(st, seq, UNKNOWN, n[UNKNOWN], buf, cap);
-        append(buf, cap, " did not answer, so whether they arrived is unknown", 0);
-    }
-    if (!n[MISSING] && !n[UNKNOWN])
-        snprintf(buf, cap,
-                 "every rank arrived, but the collective did not complete (a rank "
-                 "stalled or died during the transfer)");
-}
-
 static void mark_failed(ddpc__mpi_state *st)
 {
     st->failed = true;
@@ -280,10 +164,14 @@ ddpc_status ddpc__mpi_wait(ddpc__mpi_state *st, MPI_Request *req, const ddpc__co
             return ddpc__mpi_fail(st, coll, "MPI_Test", err);
         if (done)
             return DDPC_OK;
+        ddpc__mpi_beat(st);
         double now = ddpc_time_now();
         if (now > coll->deadline) {
+            /* Left, as far as the peers diagnosing at the same time are concerned: this rank is
+             * responsive, not the one that stalled. */
+            ddpc__mpi_leave(st, coll->seq);
             char who[512];
-            name_missing(st, coll->seq, who, sizeof who);
+            ddpc__mpi_diagnose(st, coll->seq, who, sizeof who);
             mark_failed(st);
             return ddpc_errorf(DDPC_ETIMEOUT, "%s #%llu timed out after %.3g s: %s",
                                ddpc__coll_name(coll->kind), (unsigned long long)coll->seq,
@@ -315,40 +203,55 @@ static void mpi_destroy(void *state)
     ddpc__mpi_state *st = state;
     if (!st || st->failed)
         return;
-    /* The window stays for MPI_Finalize to free: MPI_Win_free waits for every rank, and destroy
-     * must not wait on peers. */
-    if (st->win_ok)
-        MPI_Win_unlock_all(st->win);
+    ddpc__mpi_close_window(st);
     if (st->comm != MPI_COMM_NULL)
         MPI_Comm_free(&st->comm);
     ddpc_free(st->scratch);
     ddpc_free(st->counts);
+    ddpc_free(st->xsend);
+    ddpc_free(st->xrecv);
     ddpc_free(st->seen);
-    ddpc_free(st->reqs);
+    ddpc_free(st->peer);
     ddpc_free(st->srcs);
     ddpc_free(st);
 }
 
 static const ddpc__pg_backend mpi_ops = {"mpi", ddpc__mpi_run, mpi_destroy};
 
+/* Bytes per rank of the descriptor exchange: the descriptor and up to 224 bytes of data in small
+ * groups (on one host Open MPI's allgather of 256 bytes per rank costs what one of 4 bytes does,
+ * 0.75 us, and one of 320 bytes or more 1.1-1.2 us), shrinking so that a large group exchanges
+ * about 1 KiB per collective, but always a multiple of 64 that holds the descriptor and 32 bytes.
+ * The same on every rank: it depends only on the world size. */
+static size_t exchange_block(int world)
+{
+    size_t b = 1024 / (size_t)world / 64 * 64;
+    return b > 256 ? 256 : b < 64 ? 64 : b;
+}
+
 static ddpc_status alloc_state(int world, ddpc__mpi_state **out)
 {
     ddpc__mpi_state *st = ddpc_calloc(1, sizeof *st);
     if (!st)
         return ddpc_errorf(DDPC_ENOMEM, "mpi backend: out of memory for the group state");
-    st->comm = MPI_COMM_NULL;
+    st->comm = st->node = MPI_COMM_NULL;
     size_t w = (size_t)world;
-    st->counts = ddpc_calloc(4 * w, sizeof(int));
-    st->seen = ddpc_calloc(w, sizeof(uint64_t));
-    st->reqs = ddpc_calloc(w, sizeof(MPI_Request));
+    st->xblock = exchange_block(world);
+    st->counts = ddpc_calloc(5 * w, sizeof(int));
+    st->seen = ddpc_calloc(4 * w, sizeof(uint64_t));
+    st->peer = ddpc_calloc(w, sizeof(uint64_t *));
     st->srcs = ddpc_calloc(w, sizeof(void *));
-    if (!st->counts || !st->seen || !st->reqs || !st->srcs) {
+    /* zeroed: the unused tail of a block is sent as it is */
+    st->xsend = ddpc_calloc(1, st->xblock);
+    st->xrecv = ddpc_calloc(w, st->xblock);
+    if (!st->counts || !st->seen || !st->peer || !st->srcs || !st->xsend || !st->xrecv) {
         mpi_destroy(st);
         return ddpc_errorf(DDPC_ENOMEM, "mpi backend: out of memory for a group of %d", world);
     }
     st->displs = st->counts + w;
     st->rcounts = st->counts + 2 * w;
     st->rdispls = st->counts + 3 * w;
+    st->cls = st->counts + 4 * w;
     *out = st;
     return DDPC_OK;
 }
@@ -374,7 +277,7 @@ ddpc_status ddpc__mpi_create(const ddpc_dist_env *env, double deadline,
             mpi_destroy(st);
         return s;
     }
-    open_window(st);
+    ddpc__mpi_open_window(st);
     *ops = &mpi_ops;
     *state = st;
     return DDPC_OK;

@@ -1,9 +1,11 @@
-/* The mpi backend's collectives. MPI only moves bytes; every reduction runs locally through
- * ddpc__reduce_many in rank order, so results are bitwise identical on every rank, run to run,
- * and to the shm backend's (bf16/f16 accumulate in f32 and round once, AVG is SUM / n), which
- * MPI_Allreduce could not promise. Large all_reduce is a reduce-scatter (MPI_Ialltoallv, then each
- * rank reduces its chunk) followed by MPI_Iallgatherv: the bandwidth of a ring. Every request is
- * polled against the deadline by ddpc__mpi_wait. Counts travel as int: at most INT_MAX elements. */
+/* The mpi backend's collectives, each opened by the descriptor exchange (mpi_check.c), which
+ * completes barriers and small collectives itself. MPI only moves bytes; every reduction runs
+ * locally through ddpc__reduce_many in rank order, so results are bitwise identical on every rank,
+ * run to run, and to the shm backend's (bf16/f16 accumulate in f32 and round once, AVG is SUM / n),
+ * which MPI_Allreduce could not promise. Large all_reduce is a reduce-scatter (MPI_Ialltoallv, then
+ * each rank reduces its chunk) followed by MPI_Iallgatherv: the bandwidth of a ring. Every request
+ * is polled against the deadline by ddpc__mpi_wait. Counts travel as int: at most INT_MAX elements.
+ */
 #include "comm/pg_impl.h"
 
 #ifdef DDPC_HAVE_MPI
@@ -42,21 +44,20 @@ static void chunk(size_t n, int w, int c, size_t *off, size_t *len)
     *len = base + (cc < rem);
 }
 
-static ddpc_status barrier(ddpc__mpi_state *st, const ddpc__coll *c, double start)
-{
-    MPI_Request req;
-    int err = MPI_Ibarrier(st->comm, &req);
-    return err ? ddpc__mpi_fail(st, c, "MPI_Ibarrier", err) : ddpc__mpi_wait(st, &req, c, start);
-}
-
-/* dst = reduce over ranks of the `n`-element blocks laid out rank after rank in tmp. */
+/* dst = reduce over ranks of the `n`-element blocks laid out rank after rank in tmp, a piece at
+ * a time with a heartbeat between pieces: a rank reducing a large chunk is not a stalled one. The
+ * reduction is elementwise, so the pieces do not change a bit of the result. */
 static void reduce_blocks(ddpc__mpi_state *st, const ddpc__coll *c, void *dst, const char *tmp,
                           size_t n)
 {
-    size_t bytes = n * ddpc_dtype_size(c->dtype);
-    for (int k = 0; k < st->world; k++)
-        st->srcs[k] = tmp + (size_t)k * bytes;
-    ddpc__reduce_many(dst, st->srcs, st->world, n, c->dtype, c->op);
+    size_t es = ddpc_dtype_size(c->dtype), bytes = n * es, piece = (1u << 20) / es;
+    for (size_t off = 0; off < n; off += piece) {
+        size_t m = n - off < piece ? n - off : piece;
+        for (int k = 0; k < st->world; k++)
+            st->srcs[k] = tmp + (size_t)k * bytes + off * es;
+        ddpc__reduce_many((char *)dst + off * es, st->srcs, st->world, m, c->dtype, c->op);
+        ddpc__mpi_beat(st);
+    }
 }
 
 /* MPI_Iallgather and MPI_Ialltoall share this signature. */
@@ -152,21 +153,8 @@ static ddpc_status broadcast(ddpc__mpi_state *st, const ddpc__coll *c, double st
     return ddpc__mpi_wait(st, &req, c, start);
 }
 
-ddpc_status ddpc__mpi_run(void *state, const ddpc__coll *c)
+static ddpc_status run_data(ddpc__mpi_state *st, const ddpc__coll *c, double start)
 {
-    ddpc__mpi_state *st = state;
-    if (st->failed)
-        return ddpc_errorf(DDPC_EPEER, "%s #%llu: the mpi group failed earlier",
-                           ddpc__coll_name(c->kind), (unsigned long long)c->seq);
-    if (c->count > (size_t)INT_MAX)
-        return ddpc_errorf(DDPC_EINVAL,
-                           "%s #%llu: %zu elements is more than the mpi backend's limit of %d "
-                           "per call",
-                           ddpc__coll_name(c->kind), (unsigned long long)c->seq, c->count, INT_MAX);
-    double start = ddpc_time_now();
-    ddpc__mpi_enter(st, c->seq);
-    if (c->count == 0 || c->kind == DDPC__COLL_BARRIER)
-        return barrier(st, c, start); /* count 0 is a no-op that still synchronises */
     switch (c->kind) {
     case DDPC__COLL_ALL_REDUCE:
         return all_reduce(st, c, start);
@@ -179,6 +167,28 @@ ddpc_status ddpc__mpi_run(void *state, const ddpc__coll *c)
     default:
         return ddpc_errorf(DDPC_EINTERNAL, "mpi backend: unknown collective kind %d", (int)c->kind);
     }
+}
+
+ddpc_status ddpc__mpi_run(void *state, const ddpc__coll *c)
+{
+    ddpc__mpi_state *st = state;
+    if (st->failed)
+        return ddpc_errorf(DDPC_EPEER, "%s #%llu: the mpi group failed earlier",
+                           ddpc__coll_name(c->kind), (unsigned long long)c->seq);
+    double start = ddpc_time_now();
+    bool done = false;
+    ddpc__mpi_enter(st, c->seq);
+    ddpc_status s = ddpc__mpi_check(st, c, start, &done);
+    /* After the check, so that every rank agrees that the call is refused. */
+    if (s == DDPC_OK && !done && c->count > (size_t)INT_MAX)
+        s = ddpc_errorf(DDPC_EINVAL,
+                        "%s #%llu: %zu elements is more than the mpi backend's limit of %d per "
+                        "call",
+                        ddpc__coll_name(c->kind), (unsigned long long)c->seq, c->count, INT_MAX);
+    if (s == DDPC_OK && !done)
+        s = run_data(st, c, start);
+    ddpc__mpi_leave(st, c->seq);
+    return s;
 }
 
 #endif

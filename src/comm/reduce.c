@@ -5,13 +5,13 @@
  * type and AVG is that sum divided by n, truncated toward zero (NCCL's semantics). MIN/MAX
  * propagate NaN. Work runs in L1-sized chunks so n inputs cost one pass over dst. */
 #include "comm/pg_impl.h"
+#include "core/simd_dispatch.h"
 
 #include <ddpc/half.h>
 
 #include <string.h>
 
 enum { CHUNK = 1024 }; /* elements per pass: 4 KiB of f32 stays in L1 across the n inputs */
-
 
 /* ---- element-wise kernels: d = a op b (bin) and d = d op b (acc), AVG accumulates as SUM ---- */
 
@@ -114,8 +114,8 @@ static void half_many(uint16_t *dst, const void *const *srcs, int n, size_t coun
     }
 }
 
-void ddpc__reduce_many(void *dst, const void *const *srcs, int n, size_t count, ddpc_dtype dtype,
-                       ddpc_reduce_op op)
+void DDPC_SIMD(ddpc__reduce_many)(void *dst, const void *const *srcs, int n, size_t count,
+                                  ddpc_dtype dtype, ddpc_reduce_op op)
 {
     if (n <= 0 || count == 0)
         return;
@@ -143,14 +143,22 @@ void ddpc__reduce_many(void *dst, const void *const *srcs, int n, size_t count, 
         break;
     }
 }
+DDPC_SIMD_DISPATCH_VOID(ddpc__reduce_many,
+                        (void *dst, const void *const *srcs, int n, size_t count, ddpc_dtype dtype,
+                         ddpc_reduce_op op),
+                        (dst, srcs, n, count, dtype, op))
 
 /* AVG acts as SUM here: a pairwise step cannot know n; whoever finishes divides. bf16/f16 round
  * after every call, so reductions of many inputs should use ddpc__reduce_many. */
-void ddpc__reduce_into(void *dst, const void *src, size_t count, ddpc_dtype dtype,
-                       ddpc_reduce_op op)
+void DDPC_SIMD(ddpc__reduce_into)(void *dst, const void *src, size_t count, ddpc_dtype dtype,
+                                  ddpc_reduce_op op)
 {
     if (op == DDPC_REDUCE_AVG)
         op = DDPC_REDUCE_SUM;
     const void *srcs[2] = {dst, src};
     ddpc__reduce_many(dst, srcs, 2, count, dtype, op);
 }
+DDPC_SIMD_DISPATCH_VOID(ddpc__reduce_into,
+                        (void *dst, const void *src, size_t count, ddpc_dtype dtype,
+                         ddpc_reduce_op op),
+                        (dst, src, count, dtype, op))

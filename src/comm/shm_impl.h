@@ -7,6 +7,7 @@
 #ifndef DDPC_DIST_SHM_IMPL_H
 #define DDPC_DIST_SHM_IMPL_H
 
+#include "comm/coll_desc.h"
 #include "comm/pg_impl.h"
 
 #include <stdatomic.h>
@@ -39,19 +40,14 @@ typedef struct {
     char abort_msg[DDPC__SHM_MSG_CAP];
 } ddpc__shm_header;
 
-/* What a rank says it is running, written before the first step of each collective into the
- * slot of that step's parity (a peer can be at most one step ahead, so it cannot overwrite the
- * slot a slower rank still has to read). */
-typedef struct {
-    uint64_t seq, count;
-    int32_t kind, dtype, op, root;
-} ddpc__shm_desc;
-
 /* One rank's control block: the arrival counter and the collective descriptors on one line (a
  * waiter that sees the counter has the descriptor in cache), then identity. */
 typedef struct {
     _Alignas(DDPC__SHM_LINE) atomic_uint_least64_t step;
-    ddpc__shm_desc desc[2];
+    /* What the rank says it is running, written before the first step of each collective into
+     * the slot of that step's parity (a peer can be at most one step ahead, so it cannot
+     * overwrite the slot a slower rank still has to read). */
+    ddpc__coll_desc desc[2];
     _Alignas(DDPC__SHM_LINE) atomic_int pid; /* 0 until the rank claims its slot */
     uint64_t start_time;                     /* /proc/PID/stat starttime; 0 unknown */
     uint64_t pid_ns;                         /* inode of /proc/self/ns/pid; 0 unknown */
@@ -147,8 +143,6 @@ ddpc_status ddpc__shm_step(ddpc__shm_state *s, const ddpc__coll *c);
 /* Publishes what collective `c` is, for the check after its first step (a mismatch between
  * ranks is DDPC_EINVAL naming both). Called before the collective's first step. */
 void ddpc__shm_describe(ddpc__shm_state *s, const ddpc__coll *c);
-/* "all_reduce #3 of 7 f32 (sum)": what `d` says a rank issued, for mismatch messages. */
-void ddpc__shm_desc_text(const ddpc__shm_desc *d, char *out, size_t cap);
 /* Marks the segment aborted with `status` and this thread's last error, so peers fail fast. */
 void ddpc__shm_abort(ddpc__shm_state *s, ddpc_status status);
 

@@ -109,33 +109,9 @@ static ddpc_status wait_slow(ddpc__shm_state *s, const ddpc__coll *c, int k, uin
     }
 }
 
-void ddpc__shm_desc_text(const ddpc__shm_desc *d, char *out, size_t cap)
-{
-    const char *kind = ddpc__coll_name((ddpc__coll_kind)d->kind);
-    const char *dt = ddpc_dtype_name((ddpc_dtype)d->dtype);
-    if (d->kind == DDPC__COLL_BARRIER)
-        snprintf(out, cap, "%s #%llu", kind, (unsigned long long)d->seq);
-    else if (d->kind == DDPC__COLL_BROADCAST)
-        snprintf(out, cap, "%s #%llu of %llu %s from root %d", kind, (unsigned long long)d->seq,
-                 (unsigned long long)d->count, dt, (int)d->root);
-    else if (d->kind == DDPC__COLL_ALL_GATHER)
-        snprintf(out, cap, "%s #%llu of %llu %s", kind, (unsigned long long)d->seq,
-                 (unsigned long long)d->count, dt);
-    else
-        snprintf(out, cap, "%s #%llu of %llu %s (%s)", kind, (unsigned long long)d->seq,
-                 (unsigned long long)d->count, dt, ddpc_reduce_op_name((ddpc_reduce_op)d->op));
-}
-
 void ddpc__shm_describe(ddpc__shm_state *s, const ddpc__coll *c)
 {
-    bool reduces = c->kind == DDPC__COLL_ALL_REDUCE || c->kind == DDPC__COLL_REDUCE_SCATTER;
-    s->ranks[s->rank].desc[(s->step + 1) & 1] =
-        (ddpc__shm_desc){.seq = c->seq,
-                         .count = c->kind == DDPC__COLL_BARRIER ? 0 : c->count,
-                         .kind = c->kind,
-                         .dtype = c->kind == DDPC__COLL_BARRIER ? 0 : c->dtype,
-                         .op = reduces ? (int32_t)c->op : 0,
-                         .root = c->kind == DDPC__COLL_BROADCAST ? c->root : 0};
+    s->ranks[s->rank].desc[(s->step + 1) & 1] = ddpc__coll_describe(c);
     s->check_desc = true;
 }
 
@@ -143,18 +119,11 @@ void ddpc__shm_describe(ddpc__shm_state *s, const ddpc__coll *c)
 static ddpc_status compare_desc(ddpc__shm_state *s)
 {
     s->check_desc = false;
-    const ddpc__shm_desc *mine = &s->ranks[s->rank].desc[s->step & 1];
+    const ddpc__coll_desc *mine = &s->ranks[s->rank].desc[s->step & 1];
     for (int k = 0; k < s->world; k++) {
-        const ddpc__shm_desc *d = &s->ranks[k].desc[s->step & 1];
-        if (memcmp(d, mine, sizeof *d) == 0)
-            continue;
-        char a[160], b[160];
-        ddpc__shm_desc_text(mine, a, sizeof a);
-        ddpc__shm_desc_text(d, b, sizeof b);
-        return ddpc_errorf(DDPC_EINVAL,
-                           "collective mismatch: rank %d issued %s but rank %d issued %s (every "
-                           "rank must issue the same collectives in the same order)",
-                           s->rank + s->rank_base, a, k + s->rank_base, b);
+        const ddpc__coll_desc *d = &s->ranks[k].desc[s->step & 1];
+        if (memcmp(d, mine, sizeof *d) != 0)
+            return ddpc__coll_mismatch(s->rank + s->rank_base, mine, k + s->rank_base, d);
     }
     return DDPC_OK;
 }

@@ -4,11 +4,16 @@
  * checks are in tests/test_dist_reduce.c. */
 #include <ddpc/half.h>
 
+#include "core/simd_dispatch.h"
+
 #include <string.h>
 #ifdef __F16C__
 #include <immintrin.h>
 #endif
 
+/* One definition of the scalar conversions; the array loops below are compiled per ISA and call
+ * them only for tails. */
+#if !DDPC_SIMD_CLONE
 static uint32_t f32_bits(float f)
 {
     uint32_t u;
@@ -67,9 +72,10 @@ uint16_t ddpc_f32_to_f16(float f)
     u += ((uint32_t)(15 - 127) << 23) + 0xfffu + odd;
     return (uint16_t)(sign | (u >> 13));
 }
+#endif
 
 /* Chunk conversions: bf16 is a shift (the compiler vectorises it); f16 uses F16C when built for
- * it (-march=native), with the scalar code for the tail and elsewhere. */
+ * it (the avx2 and avx512 variants, or -march=native), with the scalar code for the tail. */
 static void bf16_load(float *restrict out, const uint16_t *restrict in, size_t m)
 {
     for (size_t i = 0; i < m; i++) {
@@ -113,21 +119,29 @@ static void f16_store(uint16_t *restrict out, const float *restrict in, size_t m
         out[i] = ddpc_f32_to_f16(in[i]);
 }
 
-void ddpc_f32_to_half_array(uint16_t *restrict dst, const float *restrict src, size_t n, int bf16)
+void DDPC_SIMD(ddpc_f32_to_half_array)(uint16_t *restrict dst, const float *restrict src, size_t n,
+                                       int bf16)
 {
     if (bf16)
         bf16_store(dst, src, n);
     else
         f16_store(dst, src, n);
 }
+DDPC_SIMD_DISPATCH_VOID(ddpc_f32_to_half_array,
+                        (uint16_t *restrict dst, const float *restrict src, size_t n, int bf16),
+                        (dst, src, n, bf16))
 
-void ddpc_half_to_f32_array(float *restrict dst, const uint16_t *restrict src, size_t n, int bf16)
+void DDPC_SIMD(ddpc_half_to_f32_array)(float *restrict dst, const uint16_t *restrict src, size_t n,
+                                       int bf16)
 {
     if (bf16)
         bf16_load(dst, src, n);
     else
         f16_load(dst, src, n);
 }
+DDPC_SIMD_DISPATCH_VOID(ddpc_half_to_f32_array,
+                        (float *restrict dst, const uint16_t *restrict src, size_t n, int bf16),
+                        (dst, src, n, bf16))
 
 /* Round trips: bf16 keeps the top half (rounded, NaN quieted) in place; f16 goes through F16C. */
 static void bf16_round(float *out, const float *in, size_t m)
@@ -155,10 +169,12 @@ static void f16_round(float *out, const float *in, size_t m)
         out[i] = ddpc_f16_to_f32(ddpc_f32_to_f16(in[i]));
 }
 
-void ddpc_round_half_array(float *dst, const float *src, size_t n, int bf16)
+void DDPC_SIMD(ddpc_round_half_array)(float *dst, const float *src, size_t n, int bf16)
 {
     if (bf16)
         bf16_round(dst, src, n);
     else
         f16_round(dst, src, n);
 }
+DDPC_SIMD_DISPATCH_VOID(ddpc_round_half_array, (float *dst, const float *src, size_t n, int bf16),
+                        (dst, src, n, bf16))

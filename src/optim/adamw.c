@@ -4,6 +4,7 @@
  * Invariant: o->step is the new step count t >= 1, used for the bias corrections 1 - beta^t.
  * The decay mask is split into runs of equal value (one per tensor in practice) so the update loop
  * sees one decay factor per run and vectorises; GCC needs -fno-math-errno for sqrtf there. */
+#include "core/simd_dispatch.h"
 #include "optim/optim_impl.h"
 
 #include <math.h>
@@ -53,8 +54,8 @@ static int64_t run_end(const uint8_t *mask, int64_t i, int64_t n)
     return i;
 }
 
-void ddpc__adamw_update(ddpc_optim *o, size_t off, size_t count, float *params, const float *grads,
-                        const uint8_t *decay_mask, float lr)
+void DDPC_SIMD(ddpc__adamw_update)(ddpc_optim *o, size_t off, size_t count, float *params,
+                                   const float *grads, const uint8_t *decay_mask, float lr)
 {
     const ddpc_optim_config *c = &o->cfg;
     const double t = (double)o->step;
@@ -88,3 +89,7 @@ void ddpc__adamw_update(ddpc_optim *o, size_t off, size_t count, float *params, 
         }
     }
 }
+DDPC_SIMD_DISPATCH_VOID(ddpc__adamw_update,
+                        (ddpc_optim * o, size_t off, size_t count, float *params,
+                         const float *grads, const uint8_t *decay_mask, float lr),
+                        (o, off, count, params, grads, decay_mask, lr))

@@ -2,6 +2,7 @@
  * distributed caller can all-reduce the sum of squares between measuring and scaling.
  * Invariant: the sum of squares uses a partition fixed by n alone (not by the thread count), so
  * it is bit-reproducible across runs, thread counts and resumes. */
+#include "core/simd_dispatch.h"
 #include "optim/optim_impl.h"
 
 #include <math.h>
@@ -20,7 +21,7 @@ static double chunk_sumsq(const float *g, size_t lo, size_t hi)
     return (s[0] + s[1]) + (s[2] + s[3]);
 }
 
-double ddpc_grad_sumsq(const float *g, size_t n)
+double DDPC_SIMD(ddpc_grad_sumsq)(const float *g, size_t n)
 {
     double part[SUMSQ_CHUNKS];
     const size_t chunk = (n + SUMSQ_CHUNKS - 1) / SUMSQ_CHUNKS;
@@ -38,8 +39,9 @@ double ddpc_grad_sumsq(const float *g, size_t n)
         total += part[c];
     return total;
 }
+DDPC_SIMD_DISPATCH(double, ddpc_grad_sumsq, (const float *g, size_t n), (g, n))
 
-float ddpc_grad_clip_scale(float *g, size_t n, double norm, float max_norm)
+float DDPC_SIMD(ddpc_grad_clip_scale)(float *g, size_t n, double norm, float max_norm)
 {
     if (!isfinite(norm))
         return 1.0f;
@@ -53,10 +55,14 @@ float ddpc_grad_clip_scale(float *g, size_t n, double norm, float max_norm)
         g[i] *= coef;
     return coef;
 }
+DDPC_SIMD_DISPATCH(float, ddpc_grad_clip_scale, (float *g, size_t n, double norm, float max_norm),
+                   (g, n, norm, max_norm))
 
-float ddpc_clip_grad_norm(float *g, size_t n, float max_norm)
+float DDPC_SIMD(ddpc_clip_grad_norm)(float *g, size_t n, float max_norm)
 {
     const double norm = sqrt(ddpc_grad_sumsq(g, n));
     ddpc_grad_clip_scale(g, n, norm, max_norm);
     return (float)norm;
 }
+DDPC_SIMD_DISPATCH(float, ddpc_clip_grad_norm, (float *g, size_t n, float max_norm),
+                   (g, n, max_norm))

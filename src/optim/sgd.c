@@ -2,12 +2,13 @@
  * _single_tensor_sgd). Each torch op is reproduced with its fp32 rounding: Tensor.add(x, alpha=a)
  * is one fused multiply-add on CPU (fmaf), scalars from Python doubles are rounded to float once.
  * Invariant: the momentum buffer is only read after the first step, which copies the gradient. */
+#include "core/simd_dispatch.h"
 #include "optim/optim_impl.h"
 
 #include <math.h>
 
-void ddpc__sgd_update(ddpc_optim *o, size_t off, size_t count, float *params, const float *grads,
-                      const uint8_t *decay_mask, float lr)
+void DDPC_SIMD(ddpc__sgd_update)(ddpc_optim *o, size_t off, size_t count, float *params,
+                                 const float *grads, const uint8_t *decay_mask, float lr)
 {
     const float wd = o->cfg.weight_decay;
     const float mom = o->cfg.momentum;
@@ -33,3 +34,7 @@ void ddpc__sgd_update(ddpc_optim *o, size_t off, size_t count, float *params, co
         params[i] = fmaf(d, neg_lr, p); /* param.add_(d_p, alpha=-lr) */
     }
 }
+DDPC_SIMD_DISPATCH_VOID(ddpc__sgd_update,
+                        (ddpc_optim * o, size_t off, size_t count, float *params,
+                         const float *grads, const uint8_t *decay_mask, float lr),
+                        (o, off, count, params, grads, decay_mask, lr))

@@ -31,6 +31,14 @@ check() {
     if "$@"; then ok "$name"; else fail "$name"; fi
 }
 
+# check_status NAME STATUS [FILE...]: passes when STATUS (say $? of the command just run) is 0,
+# else fails showing each FILE, as fail does.
+check_status() {
+    local name=$1 status=$2
+    shift 2
+    if [ "$status" -eq 0 ]; then ok "$name"; else fail "$name (exit $status)" "$@"; fi
+}
+
 # summary: prints "P passed, F failed"; true only when F is 0.
 summary() {
     echo "$passed passed, $failed failed"

@@ -8,10 +8,12 @@
 #include <math.h>
 #include <omp.h>
 
+#include "core/simd_dispatch.h"
 #include "kernels/cpu/cpu_impl.h"
 
 enum { ROW_BLOCK = 32 }; /* causal blocking: smaller saves flops, larger keeps sgemms efficient */
 
+#if !DDPC_SIMD_CLONE /* one definition: not a hot loop */
 size_t ddpc_attention_workspace_floats(int64_t b, int64_t t, int64_t c, int64_t nh)
 {
     (void)b;
@@ -20,6 +22,7 @@ size_t ddpc_attention_workspace_floats(int64_t b, int64_t t, int64_t c, int64_t 
     /* One (T, T) dP matrix per thread slot; see ddpc__kernel_slots for the thread rule. */
     return (size_t)ddpc__kernel_slots() * (size_t)(t * t);
 }
+#endif
 
 /* p (rows i = r0..r1, cols 0..T) holds scaled scores; makes row i a softmax over 0..i, 0 after. */
 static void causal_softmax_rows(float *p, int64_t r0, int64_t r1, int64_t t)
@@ -50,8 +53,9 @@ static void head_forward(ddpc_precision prec, float *out_h, float *att_bh, const
     }
 }
 
-void ddpc_attention_forward(ddpc_precision prec, float *out, float *att, const float *qkv,
-                            int64_t b, int64_t t, int64_t c, int64_t nh, float *ws)
+void DDPC_SIMD(ddpc_attention_forward)(ddpc_precision prec, float *out, float *att,
+                                       const float *qkv, int64_t b, int64_t t, int64_t c,
+                                       int64_t nh, float *ws)
 {
     (void)ws;
     int64_t hs = c / nh, jobs = b * nh;
@@ -64,6 +68,10 @@ void ddpc_attention_forward(ddpc_precision prec, float *out, float *att, const f
                      qkv + bi * t * 3 * c + h * hs, t, c, hs, scale);
     }
 }
+DDPC_SIMD_DISPATCH_VOID(ddpc_attention_forward,
+                        (ddpc_precision prec, float *out, float *att, const float *qkv, int64_t b,
+                         int64_t t, int64_t c, int64_t nh, float *ws),
+                        (prec, out, att, qkv, b, t, c, nh, ws))
 
 /* In place: dp (rows r0..r1) becomes dS = scale * P * (dP - rowsum(P * dP)), zero above diag. */
 static void softmax_backward_rows(float *dp, const float *p, int64_t r0, int64_t r1, int64_t t,
@@ -112,9 +120,9 @@ static void head_backward(ddpc_precision prec, float *dq, const float *dout_h, c
     }
 }
 
-void ddpc_attention_backward(ddpc_precision prec, float *dqkv, const float *dout, const float *qkv,
-                             const float *att, int64_t b, int64_t t, int64_t c, int64_t nh,
-                             float *ws)
+void DDPC_SIMD(ddpc_attention_backward)(ddpc_precision prec, float *dqkv, const float *dout,
+                                        const float *qkv, const float *att, int64_t b, int64_t t,
+                                        int64_t c, int64_t nh, float *ws)
 {
     int64_t hs = c / nh, jobs = b * nh;
     float scale = 1.0f / sqrtf((float)hs);
@@ -127,3 +135,7 @@ void ddpc_attention_backward(ddpc_precision prec, float *dqkv, const float *dout
                       qkv + bi * t * 3 * c + h * hs, att + job * t * t, t, c, hs, scale, dp);
     }
 }
+DDPC_SIMD_DISPATCH_VOID(ddpc_attention_backward,
+                        (ddpc_precision prec, float *dqkv, const float *dout, const float *qkv,
+                         const float *att, int64_t b, int64_t t, int64_t c, int64_t nh, float *ws),
+                        (prec, dqkv, dout, qkv, att, b, t, c, nh, ws))

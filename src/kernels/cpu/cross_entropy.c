@@ -6,6 +6,7 @@
 
 #include <math.h>
 
+#include "core/simd_dispatch.h"
 #include "kernels/cpu/cpu_impl.h"
 
 static int valid_target(int32_t tg, int64_t v, int32_t ignore_index)
@@ -25,9 +26,9 @@ static float row_forward(float *probs, const float *logits, int32_t tg, int64_t 
     return valid ? logf(sum) - shifted_target : 0.0f;
 }
 
-float ddpc_cross_entropy_forward(float *probs, float *losses, const float *logits,
-                                 const int32_t *targets, int64_t n, int64_t v, int32_t ignore_index,
-                                 int64_t *n_valid)
+float DDPC_SIMD(ddpc_cross_entropy_forward)(float *probs, float *losses, const float *logits,
+                                            const int32_t *targets, int64_t n, int64_t v,
+                                            int32_t ignore_index, int64_t *n_valid)
 {
     int64_t count = 0;
     double total = 0.0;
@@ -48,10 +49,14 @@ float ddpc_cross_entropy_forward(float *probs, float *losses, const float *logit
         *n_valid = count;
     return count ? (float)(total / (double)count) : 0.0f;
 }
+DDPC_SIMD_DISPATCH(float, ddpc_cross_entropy_forward,
+                   (float *probs, float *losses, const float *logits, const int32_t *targets,
+                    int64_t n, int64_t v, int32_t ignore_index, int64_t *n_valid),
+                   (probs, losses, logits, targets, n, v, ignore_index, n_valid))
 
-void ddpc_cross_entropy_backward(float *dlogits, const float *probs, const int32_t *targets,
-                                 int64_t n, int64_t v, int32_t ignore_index, int64_t n_valid,
-                                 float dloss)
+void DDPC_SIMD(ddpc_cross_entropy_backward)(float *dlogits, const float *probs,
+                                            const int32_t *targets, int64_t n, int64_t v,
+                                            int32_t ignore_index, int64_t n_valid, float dloss)
 {
     if (n_valid <= 0)
         return;
@@ -68,9 +73,13 @@ void ddpc_cross_entropy_backward(float *dlogits, const float *probs, const int32
         d[tg] -= g;
     }
 }
+DDPC_SIMD_DISPATCH_VOID(ddpc_cross_entropy_backward,
+                        (float *dlogits, const float *probs, const int32_t *targets, int64_t n,
+                         int64_t v, int32_t ignore_index, int64_t n_valid, float dloss),
+                        (dlogits, probs, targets, n, v, ignore_index, n_valid, dloss))
 
-int64_t ddpc_argmax_correct(const float *scores, const int32_t *targets, int64_t n, int64_t v,
-                            int32_t ignore_index)
+int64_t DDPC_SIMD(ddpc_argmax_correct)(const float *scores, const int32_t *targets, int64_t n,
+                                       int64_t v, int32_t ignore_index)
 {
     int64_t correct = 0;
 #pragma omp parallel for schedule(static) reduction(+ : correct) if (n * v >= DDPC__PAR_MIN_WORK)
@@ -85,3 +94,7 @@ int64_t ddpc_argmax_correct(const float *scores, const int32_t *targets, int64_t
     }
     return correct;
 }
+DDPC_SIMD_DISPATCH(int64_t, ddpc_argmax_correct,
+                   (const float *scores, const int32_t *targets, int64_t n, int64_t v,
+                    int32_t ignore_index),
+                   (scores, targets, n, v, ignore_index))

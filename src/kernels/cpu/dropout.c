@@ -3,6 +3,7 @@
  * inlined here, with the per-(seed, stream) key hoisted, so the mask loop vectorises. */
 #include <ddpc/kernels.h>
 
+#include "core/simd_dispatch.h"
 #include "kernels/cpu/cpu_impl.h"
 
 /* SplitMix64's finaliser, as in src/core/rng.c. */
@@ -42,8 +43,8 @@ static void apply_mask(float *out, const float *in, int64_t n, float p, uint64_t
     }
 }
 
-void ddpc_dropout_forward(float *y, const float *x, int64_t n, float p, uint64_t seed,
-                          uint64_t stream)
+void DDPC_SIMD(ddpc_dropout_forward)(float *y, const float *x, int64_t n, float p, uint64_t seed,
+                                     uint64_t stream)
 {
     if (p <= 0.0f) {
         if (y != x)
@@ -53,9 +54,13 @@ void ddpc_dropout_forward(float *y, const float *x, int64_t n, float p, uint64_t
     }
     apply_mask(y, x, n, p, seed, stream, 0);
 }
+DDPC_SIMD_DISPATCH_VOID(ddpc_dropout_forward,
+                        (float *y, const float *x, int64_t n, float p, uint64_t seed,
+                         uint64_t stream),
+                        (y, x, n, p, seed, stream))
 
-void ddpc_dropout_backward(float *dx, const float *dy, int64_t n, float p, uint64_t seed,
-                           uint64_t stream)
+void DDPC_SIMD(ddpc_dropout_backward)(float *dx, const float *dy, int64_t n, float p, uint64_t seed,
+                                      uint64_t stream)
 {
     if (!dx)
         return;
@@ -65,3 +70,7 @@ void ddpc_dropout_backward(float *dx, const float *dy, int64_t n, float p, uint6
     }
     apply_mask(dx, dy, n, p, seed, stream, 1);
 }
+DDPC_SIMD_DISPATCH_VOID(ddpc_dropout_backward,
+                        (float *dx, const float *dy, int64_t n, float p, uint64_t seed,
+                         uint64_t stream),
+                        (dx, dy, n, p, seed, stream))

@@ -5,12 +5,13 @@
 
 #include <math.h>
 
+#include "core/simd_dispatch.h"
 #include "kernels/cpu/cpu_impl.h"
 
 #define LN_EPS 1e-5f
 
-void ddpc_layernorm_forward(float *y, float *mean, float *rstd, const float *x, const float *w,
-                            const float *b, int64_t rows, int64_t c)
+void DDPC_SIMD(ddpc_layernorm_forward)(float *y, float *mean, float *rstd, const float *x,
+                                       const float *w, const float *b, int64_t rows, int64_t c)
 {
 #pragma omp parallel for schedule(static) if (rows * c >= DDPC__PAR_MIN_WORK)
     for (int64_t i = 0; i < rows; i++) {
@@ -41,6 +42,10 @@ void ddpc_layernorm_forward(float *y, float *mean, float *rstd, const float *x, 
             rstd[i] = r;
     }
 }
+DDPC_SIMD_DISPATCH_VOID(ddpc_layernorm_forward,
+                        (float *y, float *mean, float *rstd, const float *x, const float *w,
+                         const float *b, int64_t rows, int64_t c),
+                        (y, mean, rstd, x, w, b, rows, c))
 
 /* dw (c) += sum_i dy * xhat, db (c) += sum_i dy. Threads own contiguous column ranges (see
  * ddpc__thread_cols), walked in strips of whole row segments so dy and x stream through memory. */
@@ -75,9 +80,9 @@ static void params_backward(float *dw, float *db, const float *dy, const float *
     }
 }
 
-void ddpc_layernorm_backward(float *dx, float *dw, float *db, const float *dy, const float *x,
-                             const float *w, const float *mean, const float *rstd, int64_t rows,
-                             int64_t c)
+void DDPC_SIMD(ddpc_layernorm_backward)(float *dx, float *dw, float *db, const float *dy,
+                                        const float *x, const float *w, const float *mean,
+                                        const float *rstd, int64_t rows, int64_t c)
 {
     if (dw || db)
         params_backward(dw, db, dy, x, mean, rstd, rows, c);
@@ -104,3 +109,8 @@ void ddpc_layernorm_backward(float *dx, float *dw, float *db, const float *dy, c
         }
     }
 }
+DDPC_SIMD_DISPATCH_VOID(ddpc_layernorm_backward,
+                        (float *dx, float *dw, float *db, const float *dy, const float *x,
+                         const float *w, const float *mean, const float *rstd, int64_t rows,
+                         int64_t c),
+                        (dx, dw, db, dy, x, w, mean, rstd, rows, c))

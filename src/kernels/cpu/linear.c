@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "core/simd_dispatch.h"
 #include "kernels/cpu/cpu_impl.h"
 
 /* y (n, out) = b (out) broadcast over rows, plus r (n, out) when given; r may be y itself. */
@@ -28,15 +29,19 @@ static void seed_rows(float *y, const float *r, const float *restrict b, int64_t
     }
 }
 
-void ddpc_linear_forward(ddpc_precision prec, float *y, const float *x, const float *w,
-                         const float *b, int64_t n, int64_t in, int64_t out)
+void DDPC_SIMD(ddpc_linear_forward)(ddpc_precision prec, float *y, const float *x, const float *w,
+                                    const float *b, int64_t n, int64_t in, int64_t out)
 {
     ddpc_linear_residual_forward(prec, y, x, w, b, NULL, n, in, out);
 }
+DDPC_SIMD_DISPATCH_VOID(ddpc_linear_forward,
+                        (ddpc_precision prec, float *y, const float *x, const float *w,
+                         const float *b, int64_t n, int64_t in, int64_t out),
+                        (prec, y, x, w, b, n, in, out))
 
-void ddpc_linear_residual_forward(ddpc_precision prec, float *y, const float *x, const float *w,
-                                  const float *b, const float *r, int64_t n, int64_t in,
-                                  int64_t out)
+void DDPC_SIMD(ddpc_linear_residual_forward)(ddpc_precision prec, float *y, const float *x,
+                                             const float *w, const float *b, const float *r,
+                                             int64_t n, int64_t in, int64_t out)
 {
     float beta = 0.0f;
     if (b || r) {
@@ -46,6 +51,10 @@ void ddpc_linear_residual_forward(ddpc_precision prec, float *y, const float *x,
     }
     ddpc_gemm(prec, DDPC_NO_TRANS, DDPC_TRANS, n, out, in, 1.0f, x, in, w, in, beta, y, out);
 }
+DDPC_SIMD_DISPATCH_VOID(ddpc_linear_residual_forward,
+                        (ddpc_precision prec, float *y, const float *x, const float *w,
+                         const float *b, const float *r, int64_t n, int64_t in, int64_t out),
+                        (prec, y, x, w, b, r, n, in, out))
 
 /* db (out) += sum over rows of dy (n, out). Threads own contiguous column ranges and walk them in
  * strips of whole row segments, so dy streams through memory instead of striding down columns. */
@@ -72,8 +81,9 @@ static void bias_backward(float *restrict db, const float *restrict dy, int64_t 
     }
 }
 
-void ddpc_linear_backward(ddpc_precision prec, float *dx, float *dw, float *db, const float *dy,
-                          const float *x, const float *w, int64_t n, int64_t in, int64_t out)
+void DDPC_SIMD(ddpc_linear_backward)(ddpc_precision prec, float *dx, float *dw, float *db,
+                                     const float *dy, const float *x, const float *w, int64_t n,
+                                     int64_t in, int64_t out)
 {
     if (dx) /* dx (n, in) += dy (n, out) @ w (out, in) */
         ddpc_gemm(prec, DDPC_NO_TRANS, DDPC_NO_TRANS, n, in, out, 1.0f, dy, out, w, in, 1.0f, dx,
@@ -83,3 +93,7 @@ void ddpc_linear_backward(ddpc_precision prec, float *dx, float *dw, float *db, 
     if (db)
         bias_backward(db, dy, n, out);
 }
+DDPC_SIMD_DISPATCH_VOID(ddpc_linear_backward,
+                        (ddpc_precision prec, float *dx, float *dw, float *db, const float *dy,
+                         const float *x, const float *w, int64_t n, int64_t in, int64_t out),
+                        (prec, dx, dw, db, dy, x, w, n, in, out))

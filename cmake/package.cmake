@@ -1,0 +1,40 @@
+# `make deb`: one Debian package, ddpc, holding what `cmake --install` puts in place, under /usr.
+# Its Depends come from dpkg-shlibdeps (the runtime libraries the program and libddpc.so link),
+# so `apt install ./ddpc_*.deb` pulls exactly those on a fresh Debian 12.
+set(DDPC_DEB_MAINTAINER "ddpc maintainers <maintainers@users.noreply.a-seed-458b937c.example>"
+    CACHE STRING "Maintainer line of the .deb")
+
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGE_NAME ddpc)
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_VENDOR "ddpc")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
+    "distributed data-parallel training of neural networks in C11")
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_PACKAGE_DIRECTORY ${PROJECT_BINARY_DIR})
+set(CPACK_STRIP_FILES OFF)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${DDPC_DEB_MAINTAINER}")
+set(CPACK_DEBIAN_PACKAGE_SECTION science)
+# CPack indents these lines and turns the empty one into the " ." of a Debian description.
+set(CPACK_PACKAGE_DESCRIPTION "ddpc trains neural networks (MLP, CNN, GPT) the way PyTorch's
+distributed stack does: a launcher (ddpc run), process groups over shared memory or
+MPI, a DDP gradient reducer, ZeRO sharding, samplers, a prefetching loader and a
+trainer driven by YAML configs (ddpc train).
+
+The package holds the ddpc program, libddpc (shared and static), its headers,
+ddpc.pc and ddpc-static.pc for pkg-config, a CMake package (find_package(ddpc)),
+the example configs under /usr/share/ddpc/configs and the documentation.")
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# dpkg-shlibdeps says libopenblas0, which apt satisfies with the pthread build; ddpc wants the
+# OpenMP one, which shares its thread pool (see CMakeLists.txt). Added to the computed list.
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "libopenblas0-openmp")
+# libddpc.so.N gets a shlibs file and the ldconfig trigger, as Debian's library packages do.
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
+# The configs read Debian's Fashion-MNIST and fortunes; linking libddpc.a, and building against
+# the headers, needs the development files of the libraries it was built against.
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "dataset-fashion-mnist, fortunes")
+string(JOIN ", " CPACK_DEBIAN_PACKAGE_SUGGESTS build-essential pkg-config libopenblas-openmp-dev
+    libdnnl-dev libyaml-dev zlib1g-dev libopenmpi-dev)
+include(CPack)

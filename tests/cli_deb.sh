@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# `make deb`'s package, built with the build directory's CPack configuration into a scratch
+# directory (no root needed): its control fields and files (tests/deb/check_contents.sh). Installing
+# it is `make test-deb`'s job (tests/deb/test_deb.sh, root).
+# usage: cli_deb.sh DDPC_BIN SOURCE_DIR   (the build directory is DDPC_BIN's)
+set -u
+ddpc=$1
+src=$2
+build=$(cd "$(dirname "$ddpc")" && pwd)
+. "$(dirname "${BASH_SOURCE[0]}")/lib/check.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/deb/check_contents.sh"
+
+cpack --config "$build/CPackConfig.cmake" -G DEB -B "$tmp/pkg" >"$tmp/cpack.log" 2>&1
+check_status "cpack -G DEB builds the package" $? "$tmp/cpack.log"
+deb=$(ls "$tmp"/pkg/ddpc_*.deb 2>/dev/null | head -1)
+check "it is named ddpc_VERSION_ARCH.deb" test -n "$deb"
+[ -n "$deb" ] && deb_contents "$deb" "$src"
+summary
