@@ -132,7 +132,10 @@ check "DDPC_BACKEND=shm srun -n 2 trains the same bytes" \
     cmp "$tmp/srunshm.safetensors" "$tmp/shm.safetensors"
 
 result bad
-check "sbatch --wait of a job with a bad config exits non-zero (got $rc)" test "$rc" -ne 0
+scontrol show job -o "$job" >"$tmp/bad.job" 2>&1
+if [ "$rc" -ne 0 ]; then ok "sbatch --wait of a job with a bad config exits non-zero (got $rc)"; else
+    fail "sbatch --wait of a job with a bad config exits non-zero (got $rc)" "$tmp/bad.sbatch" \
+        "$tmp/bad.out" "$tmp/bad.job" "$dir/jobcomp.txt" "$dir/slurmctld.log"; fi
 check "job $job is FAILED" test "$(job_field "$job" JobState)" = FAILED
 check "its log names the bad key" grep -q "bogus_key" "$tmp/bad.out"
 check "OMP_NUM_THREADS set at submission reaches the job" \

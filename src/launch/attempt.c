@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <sys/wait.h>
 #include <string.h>
 #include <time.h>
 
@@ -27,7 +28,15 @@ typedef struct {
     int attempt_no;
     bool published;        /* this node's failure or interrupt went to the other nodes */
     double next_agent_due; /* ddpc_time_now() of the next check of the other nodes */
+    double publish_at;     /* a local error exit waits until then before it is published; 0: none */
+    int publish_local;     /* the local worker whose failure waits */
 } attempt;
+
+/* A worker that exits with an error may only be echoing a failure on another node (its peer was
+ * killed, so its collective failed), and it can exit before that node's launcher has seen its own
+ * worker die. Such a failure waits this long for another node's to become the attempt's first;
+ * a worker killed by a signal is published at once. */
+#define ECHO_GRACE_S 1.0
 
 static ddpc_status open_log(const ddpc_launch_config *cfg, int attempt_no, ddpc__worker *w)
 {
@@ -173,7 +182,13 @@ static void check_agent(attempt *a)
     a->next_agent_due = now + a->cfg->monitor_interval_s;
     ddpc__agent_event *ev = a->res->remote;
     ddpc__agent_poll(a->agent, a->attempt_no, ev);
-    if (ev->kind != DDPC__AGENT_FAILED || a->stopping)
+    if (ev->kind != DDPC__AGENT_FAILED)
+        return;
+    if (a->publish_at > 0 && ev->node != a->cfg->node_rank) {
+        a->publish_at = 0; /* ours echoed this one: it stays the first, ours is not published */
+        a->published = true;
+    }
+    if (a->stopping)
         return;
     if (ev->node == a->cfg->node_rank && a->published)
         return; /* our own failure, read back */
@@ -254,7 +269,12 @@ static bool check_exits(attempt *a)
         if (w->failed && !a->stopping) {
             a->res->outcome = DDPC__ATTEMPT_FAILED;
             a->res->failed_rank = i; /* local index until the report */
-            publish_failure(a, i);
+            if (a->agent && WIFEXITED(w->wait_status)) {
+                a->publish_at = ddpc_time_now() + ECHO_GRACE_S;
+                a->publish_local = i;
+            } else {
+                publish_failure(a, i);
+            }
             begin_stop(a);
         }
     }
@@ -289,7 +309,11 @@ static ddpc_status monitor(attempt *a, const sigset_t *watched)
          * node's is reported as ours, with what this host knows for sure */
         bool all_exited = check_exits(a);
         check_agent(a); /* also while stopping: heartbeats go on */
-        if (all_exited)
+        if (a->publish_at > 0 && ddpc_time_now() >= a->publish_at) {
+            a->publish_at = 0;
+            publish_failure(a, a->publish_local);
+        }
+        if (all_exited && a->publish_at == 0)
             return DDPC_OK;
         if (a->stopping && !a->killed && ddpc_time_now() >= a->kill_at) {
             signal_all(a, SIGKILL);
