@@ -22,12 +22,14 @@ demo: setup build
 test: setup build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-# Unit tests under AddressSanitizer + UBSan (Debug build in its own directory).
+# Unit tests under AddressSanitizer + UBSan (Debug build in its own directory). Open MPI's own
+# allocations show as leaks at exit, so tests that run the mpi backend (dist_mpi, mpirun across
+# the namespace hosts) are left to the other builds.
 test-sanitize: setup
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DDDPC_SANITIZE=ON $(CMAKE_FLAGS)
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-		DDPC_SANITIZE=1 ctest --output-on-failure -j $(JOBS) -E 'parity|cli_|dist_mpi'
+		DDPC_SANITIZE=1 ctest --output-on-failure -j $(JOBS) -E 'parity|cli_|dist_mpi|multihost_mpirun'
 
 # Threaded code (process groups, comm thread, loaders, node 0's store in `ddpc run --nnodes`)
 # under ThreadSanitizer. TSan does not know Open MPI's internals, so the mpi backend's tests are
