@@ -321,6 +321,10 @@ ddpc_status ddpc__gloo_lost(ddpc__gloo_state *st, const ddpc__coll *c, int h, dd
     snprintf(key, sizeof key, "%sabort", st->prefix);
     double until = ddpc_time_now() + REPORT_WAIT_S;
     while (ddpc_time_now() < until) {
+        /* a host-mate that died closed its connections: the other hosts may see it first */
+        ddpc_status mate = ddpc__shm_check_mates(st->shm, c);
+        if (mate != DDPC_OK)
+            return mate;
         size_t len = 0;
         bool found = false;
         if (ddpc_store_try_get(st->store, key, report, sizeof report - 1, &len, &found) != DDPC_OK)

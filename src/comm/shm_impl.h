@@ -145,6 +145,10 @@ ddpc_status ddpc__shm_step(ddpc__shm_state *s, const ddpc__coll *c);
 void ddpc__shm_describe(ddpc__shm_state *s, const ddpc__coll *c);
 /* Marks the segment aborted with `status` and this thread's last error, so peers fail fast. */
 void ddpc__shm_abort(ddpc__shm_state *s, ddpc_status status);
+/* shm_wait.c: DDPC_EPEER "rank K (pid P) exited during OP #SEQ" when a watched rank of this host
+ * is gone, else DDPC_OK. For a backend whose link to other hosts broke: a dead host-mate is the
+ * likelier cause, and the one worth telling the other hosts. */
+ddpc_status ddpc__shm_check_mates(const ddpc__shm_state *s, const ddpc__coll *c);
 
 /* shm_coll.c */
 ddpc_status ddpc__shm_run(void *state, const ddpc__coll *c);

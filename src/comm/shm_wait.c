@@ -50,6 +50,17 @@ static ddpc_status fail_aborted(const ddpc__shm_state *s)
                        (int)h->abort_rank + s->rank_base);
 }
 
+ddpc_status ddpc__shm_check_mates(const ddpc__shm_state *s, const ddpc__coll *c)
+{
+    for (int k = 0; k < s->world; k++) {
+        if (k != s->rank && s->watch[k] && !ddpc__pid_alive(s->pids[k], s->starts[k]))
+            return ddpc_errorf(DDPC_EPEER, "rank %d (pid %d) exited during %s #%llu",
+                               k + s->rank_base, (int)s->pids[k], ddpc__coll_name(c->kind),
+                               (unsigned long long)c->seq);
+    }
+    return DDPC_OK;
+}
+
 /* Slow-path checks for the peers that have not reached `target`. */
 static ddpc_status check_peers(const ddpc__shm_state *s, const ddpc__coll *c, uint64_t target,
                                double now)
