@@ -39,7 +39,7 @@ test-tsan: setup
 	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DDDPC_TSAN=ON $(CMAKE_FLAGS)
 	cmake --build build-tsan -j $(JOBS)
 	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 DDPC_SANITIZE=1 \
-		ctest --output-on-failure -j $(JOBS) -R '$(TSAN_TESTS)'
+		ctest --output-on-failure -j $(JOBS) -R '$(TSAN_TESTS)' -E 'mpi'
 
 # libFuzzer harnesses for every parser of outside bytes (clang), FUZZ_SECONDS each.
 FUZZ_SECONDS ?= 30

@@ -52,7 +52,9 @@ ddpc_status ddpc__shm_wait_joined(ddpc__shm_state *s, const char *name, double d
         }
         if (s->rank != 0 && atomic_load_explicit(&h->joined, memory_order_acquire))
             return DDPC_OK;
-        if (s->rank != 0 && !ddpc__pid_alive(h->owner_pid, h->owner_start))
+        /* an abort being written (1, not yet 2) is the cause even if rank 0 already exited */
+        if (s->rank != 0 && atomic_load_explicit(&h->aborted, memory_order_acquire) == 0 &&
+            !ddpc__pid_alive(h->owner_pid, h->owner_start))
             return ddpc_errorf(DDPC_EPEER, "rank 0 (pid %d) exited during the shm rendezvous %s",
                                (int)h->owner_pid, where);
         if (ddpc_time_now() > deadline) {
