@@ -4,6 +4,9 @@
 #include <ddpc/config.h>
 #include <ddpc/status.h>
 
+#include <stdio.h>
+#include <stdlib.h>
+
 #include <unistd.h>
 
 #include "check.h"
@@ -660,9 +663,49 @@ static void test_failing_allocator(void)
     CHECK_EQ_INT(ddpc_alloc_live(), live);
 }
 
+/* A map of 20000 keys (the index behind a map grows many times): keys and overrides find their
+ * own values, a duplicate anywhere is still caught, and an unknown key is still named. */
+static void test_large_maps(void)
+{
+    enum { N = 20000 };
+    size_t cap = (size_t)N * 32 + 64;
+    char *text = malloc(cap);
+    CHECK(text != NULL);
+    if (!text)
+        return;
+    size_t at = (size_t)snprintf(text, cap, "big:\n");
+    for (int i = 0; i < N; i++)
+        at += (size_t)snprintf(text + at, cap - at, "  k%d: %d\n", i, 3 * i);
+    ddpc_config *c = NULL;
+    CHECK_EQ_INT(ddpc_config_parse(&c, text, "x.yaml"), DDPC_OK);
+    CHECK_EQ_INT(ddpc_config_set(c, "big.k7=-1", 1), DDPC_OK);
+    CHECK_EQ_INT(ddpc_config_set(c, "big.new=5", 2), DDPC_OK);
+    bool all = true; /* a sample: each getter also records its key in a short linear list */
+    for (int i = 0; i < N; i += (i < 50 || i > N - 50) ? 1 : 97) {
+        char key[32];
+        snprintf(key, sizeof key, "big.k%d", i);
+        int64_t v = 0;
+        all = all && ddpc_config_int(c, key, 0, -10, 1000000, &v) == DDPC_OK &&
+              v == (i == 7 ? -1 : 3 * i);
+    }
+    CHECK(all);
+    int64_t v = 0;
+    CHECK_EQ_INT(ddpc_config_int(c, "big.new", 0, 0, 10, &v), DDPC_OK);
+    CHECK_EQ_INT(v, 5);
+    CHECK(!ddpc_config_has(c, "big.k20000"));
+    ddpc_config_destroy(c);
+
+    at += (size_t)snprintf(text + at, cap - at, "  k12345: 1\n");
+    c = NULL;
+    CHECK_ERR(ddpc_config_parse(&c, text, "x.yaml"), DDPC_EFORMAT,
+              "x.yaml:20002: duplicate key 'big.k12345' (first at line 12347)");
+    free(text);
+}
+
 int main(void)
 {
     RUN_TEST(test_parse_and_read_everything);
+    RUN_TEST(test_large_maps);
     RUN_TEST(test_defaults_when_absent);
     RUN_TEST(test_type_and_range_errors);
     RUN_TEST(test_number_syntax);

@@ -21,6 +21,8 @@ struct ddpc__cfg_node {
     char **keys;        /* map only: keys[i] names kids[i] */
     int *key_lines;     /* map only: line of keys[i] (0 for command-line keys) */
     ddpc__cfg_node **kids;
+    size_t *slots; /* map only: open-addressing index of keys, 2 * cap slots holding i + 1 (0: free),
+                      so that building and looking up a map of n keys costs O(n), not O(n^2) */
 };
 
 typedef struct {

@@ -5,6 +5,7 @@
 
 #include <ddpc/alloc.h>
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -41,8 +42,28 @@ void ddpc__cfg_node_free(ddpc__cfg_node *n)
     ddpc_free(n->kids);
     ddpc_free(n->keys);
     ddpc_free(n->key_lines);
+    ddpc_free(n->slots);
     ddpc_free(n->text);
     ddpc_free(n);
+}
+
+/* FNV-1a: keys are short and trusted; any spread will do. */
+static size_t key_hash(const char *key, size_t len)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)key[i]) * 1099511628211ull;
+    return (size_t)h;
+}
+
+/* Puts entry i into a map's index (2 * cap slots, a power of two, never full). */
+static void index_put(ddpc__cfg_node *map, size_t i)
+{
+    size_t mask = 2 * map->cap - 1;
+    size_t at = key_hash(map->keys[i], strlen(map->keys[i])) & mask;
+    while (map->slots[at])
+        at = (at + 1) & mask;
+    map->slots[at] = i + 1;
 }
 
 /* Grows a node's child arrays to hold one more entry; arrays are reallocated all-or-nothing. */
@@ -54,10 +75,12 @@ static bool grow(ddpc__cfg_node *n)
     ddpc__cfg_node **kids = ddpc_malloc(cap * sizeof *kids);
     char **keys = n->kind == DDPC__CFG_MAP ? ddpc_malloc(cap * sizeof *keys) : NULL;
     int *lines = n->kind == DDPC__CFG_MAP ? ddpc_malloc(cap * sizeof *lines) : NULL;
-    if (!kids || (n->kind == DDPC__CFG_MAP && (!keys || !lines))) {
+    size_t *slots = n->kind == DDPC__CFG_MAP ? ddpc_calloc(2 * cap, sizeof *slots) : NULL;
+    if (!kids || (n->kind == DDPC__CFG_MAP && (!keys || !lines || !slots))) {
         ddpc_free(kids);
         ddpc_free(keys);
         ddpc_free(lines);
+        ddpc_free(slots);
         return false;
     }
     if (n->len) {
@@ -70,10 +93,14 @@ static bool grow(ddpc__cfg_node *n)
     ddpc_free(n->kids);
     ddpc_free(n->keys);
     ddpc_free(n->key_lines);
+    ddpc_free(n->slots);
     n->kids = kids;
     n->keys = keys;
     n->key_lines = lines;
+    n->slots = slots;
     n->cap = cap;
+    for (size_t i = 0; slots && i < n->len; i++)
+        index_put(n, i);
     return true;
 }
 
@@ -89,7 +116,8 @@ ddpc_status ddpc__cfg_map_add(ddpc__cfg_node *map, const char *key, size_t key_l
     }
     map->keys[map->len] = k;
     map->key_lines[map->len] = key_line;
-    map->kids[map->len++] = child;
+    map->kids[map->len] = child;
+    index_put(map, map->len++);
     return DDPC_OK;
 }
 
@@ -106,9 +134,13 @@ ddpc_status ddpc__cfg_seq_add(ddpc__cfg_node *seq, ddpc__cfg_node *child)
 
 ptrdiff_t ddpc__cfg_map_find(const ddpc__cfg_node *map, const char *key, size_t key_len)
 {
-    for (size_t i = 0; i < map->len; i++) {
-        if (strlen(map->keys[i]) == key_len && memcmp(map->keys[i], key, key_len) == 0)
-            return (ptrdiff_t)i;
+    if (map->len == 0)
+        return -1;
+    size_t mask = 2 * map->cap - 1;
+    for (size_t at = key_hash(key, key_len) & mask; map->slots[at]; at = (at + 1) & mask) {
+        const char *k = map->keys[map->slots[at] - 1];
+        if (strlen(k) == key_len && memcmp(k, key, key_len) == 0)
+            return (ptrdiff_t)(map->slots[at] - 1);
     }
     return -1;
 }
