@@ -50,5 +50,12 @@ check "data.label_map trains" test $? -eq 0
     state=predict predict.samples=40 init_from="$tmp/lm.safetensors" run_dir="$tmp/lm_p" >"$tmp/lm_p.log" 2>&1
 check "its predictions use the 2 derived labels only" \
     test "$(tail -n +2 "$tmp/lm_p/predictions.csv" | cut -d, -f2,3 | tr ',' '\n' | sort -u | tr '\n' ' ')" = "0 1 "
+# A seed's config.py: refused with the reason, not parsed as YAML.
+printf 'lr = 0.1\nepochs = 3\n' >"$tmp/config.py"
+"$ddpc" train "$tmp/config.py" >"$tmp/py.log" 2>&1
+check "a Python config exits 2" test $? -eq 2
+check "... saying Python configs are not supported and why" grep -q \
+    "is a Python file: Python configs are not supported, since reading one means running it" \
+    "$tmp/py.log"
 if [ $failed -ne 0 ]; then tail -n 5 "$tmp"/*.log; fi
 summary

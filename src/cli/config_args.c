@@ -23,6 +23,16 @@ int ddpc_cli_load_config(int argc, char **argv, ddpc_config **out, char *name, s
     char *dot = strrchr(name, '.');
     if (dot && dot != name)
         *dot = '\0';
+    size_t len = strlen(argv[0]);
+    if (len > 3 && strcmp(argv[0] + len - 3, ".py") == 0) {
+        /* a seed's config.py is code: running it would need Python inside every rank */
+        fprintf(stderr,
+                "ddpc: '%s' is a Python file: Python configs are not supported, since reading one "
+                "means running it; write the values as YAML (key: value, one per line; "
+                "docs/config.md), or have your script print YAML and pass that file\n",
+                argv[0]);
+        return 2;
+    }
     ddpc_config *c = NULL;
     if (ddpc_config_load(&c, argv[0]) != DDPC_OK)
         return 1;
