@@ -50,6 +50,29 @@ check "data.label_map trains" test $? -eq 0
     state=predict predict.samples=40 init_from="$tmp/lm.safetensors" run_dir="$tmp/lm_p" >"$tmp/lm_p.log" 2>&1
 check "its predictions use the 2 derived labels only" \
     test "$(tail -n +2 "$tmp/lm_p/predictions.csv" | cut -d, -f2,3 | tr ',' '\n' | sort -u | tr '\n' ' ')" = "0 1 "
+# Seed-style flags are the same overrides: identical metrics; --help prints them; a wrong flag
+# is named.
+"$ddpc" train "$src/configs/fmnist_mlp.yaml" data.type=synthetic_images data.size=512 \
+    max_steps=3 log_every=1 num_threads=1 data.batch_size=16 optim.lr=0.02 epochs=1 \
+    run_dir="$tmp/kv" >"$tmp/kv.log" 2>&1
+"$ddpc" train "$src/configs/fmnist_mlp.yaml" data.type=synthetic_images data.size=512 \
+    --max_steps 3 --log-every=1 --num_threads 1 --batch_size 16 --optim.lr 0.02 --epochs 1 \
+    --run_dir "$tmp/fl" >"$tmp/fl.log" 2>&1
+check "--batch_size 16 --epochs 1 ... trains" test $? -eq 0
+steps='"step": [0-9]*, "epoch": [0-9]*, "loss": [0-9.]*, "lr": [0-9.e-]*'
+check "... to the metrics of the key=value spelling" \
+    diff <(grep -o "$steps" "$tmp/kv/metrics.jsonl") <(grep -o "$steps" "$tmp/fl/metrics.jsonl")
+check "... (3 steps logged)" test "$(grep -c '"loss"' "$tmp/fl/metrics.jsonl")" -ge 3
+"$ddpc" train --help >"$tmp/help.log" 2>&1
+check "ddpc train --help exits 0" test $? -eq 0
+check "... printing the usage and the flags" grep -q -- "--batch_size  *data.batch_size=VALUE" \
+    "$tmp/help.log"
+"$ddpc" train "$src/configs/fmnist_mlp.yaml" --bogus 1 >"$tmp/bogus.log" 2>&1
+check "an unknown flag exits 2" test $? -eq 2
+check "... naming it" grep -q "unknown flag '--bogus'" "$tmp/bogus.log"
+"$ddpc" train "$src/configs/fmnist_mlp.yaml" --epochs >"$tmp/novalue.log" 2>&1
+check "a flag without its value exits 2, naming it" \
+    grep -q "flag '--epochs' needs a value" "$tmp/novalue.log"
 # A seed's config.py: refused with the reason, not parsed as YAML.
 printf 'lr = 0.1\nepochs = 3\n' >"$tmp/config.py"
 "$ddpc" train "$tmp/config.py" >"$tmp/py.log" 2>&1

@@ -5,6 +5,8 @@
 
 #include <ddpc/config.h>
 
+#include <stdio.h>
+
 int ddpc_cli_train(int argc, char **argv);
 int ddpc_cli_plan(int argc, char **argv);
 int ddpc_cli_bench(int argc, char **argv);
@@ -17,6 +19,12 @@ int ddpc_cli_ckpt(int argc, char **argv);
 /* Loads CONFIG (argv[0]) and applies key=value overrides (argv[1..]); prints the error itself.
  * `name` receives the config's base name without extension. */
 int ddpc_cli_load_config(int argc, char **argv, ddpc_config **out, char *name, size_t name_cap);
+/* flags.c: argv[*i] starts with "--": writes its override ("data.batch_size=32") into out, taking
+ * the next argument as the value unless the flag has "=VALUE" (then *i stays). 0, or 2 after a
+ * message naming the flag. */
+int ddpc_cli_flag_assignment(int argc, char **argv, int *i, char *out, size_t cap);
+/* flags.c: the documented flags and the keys they set. */
+void ddpc_cli_print_flags(FILE *f);
 /* Prints "ddpc <cmd>: <last error>" and returns 1. */
 int ddpc_cli_fail(const char *cmd);
 

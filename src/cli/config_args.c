@@ -37,7 +37,18 @@ int ddpc_cli_load_config(int argc, char **argv, ddpc_config **out, char *name, s
     if (ddpc_config_load(&c, argv[0]) != DDPC_OK)
         return 1;
     for (int i = 1; i < argc; i++) {
-        if (ddpc_config_set(c, argv[i], i) != DDPC_OK) {
+        const char *assignment = argv[i];
+        char flag[4096];
+        int at = i;
+        if (strncmp(argv[i], "--", 2) == 0) {
+            int rc = ddpc_cli_flag_assignment(argc, argv, &i, flag, sizeof flag);
+            if (rc != 0) {
+                ddpc_config_destroy(c);
+                return rc;
+            }
+            assignment = flag;
+        }
+        if (ddpc_config_set(c, assignment, at) != DDPC_OK) {
             ddpc_config_destroy(c);
             return 1;
         }

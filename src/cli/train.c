@@ -3,13 +3,20 @@
 
 #include <ddpc/train.h>
 
+#include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 int ddpc_cli_train(int argc, char **argv)
 {
-    if (argc < 1) {
-        fprintf(stderr, "usage: ddpc train CONFIG [key=value ...]\n");
-        return 2;
+    bool help = argc >= 1 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0);
+    if (argc < 1 || help) {
+        FILE *f = help ? stdout : stderr;
+        fprintf(f, "usage: ddpc train CONFIG [key=value ...] [--flag VALUE ...]\n"
+                   "Trains, validates, tests or predicts as CONFIG (YAML) says; key=value overrides "
+                   "any key (docs/config.md).\n");
+        ddpc_cli_print_flags(f);
+        return help ? 0 : 2;
     }
     char name[256];
     ddpc_config *cfg = NULL;
