@@ -150,4 +150,8 @@ check "its plan line says 2 ranks" grep -q '^memory plan per rank (zero.stage 1,
 check "its default limit is MemAvailable over the 2 local ranks" grep -q \
     "^memory limit .* per rank: this machine's available memory (MemAvailable, as memory.limit_gb is unset) is .*, .* for each of its 2 ranks$" \
     "$tmp/ok2.log"
+"$ddpc" plan --help >"$tmp/help.log" 2>&1
+check "ddpc plan --help exits 0 with its usage" grep -q "^usage: ddpc plan CONFIG" "$tmp/help.log"
+"$ddpc" plan "$cfg" --batch_size 64 --nproc 2 >"$tmp/flag.log" 2>&1
+check "ddpc plan takes seed-style flags (--batch_size 64)" grep -q "batch 64 per rank" "$tmp/flag.log"
 summary

@@ -10,10 +10,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+static int usage_to(FILE *f, int rc)
+{
+    fprintf(f, "usage: ddpc plan CONFIG [--nproc N] [--bytes] [key=value ...] [--flag VALUE ...]\n"
+               "Prints the per-rank memory plan of CONFIG at every ZeRO stage (docs/memory.md).\n");
+    return rc;
+}
+
 static int usage(void)
 {
-    fprintf(stderr, "usage: ddpc plan CONFIG [--nproc N] [--bytes] [key=value ...]\n");
-    return 2;
+    return usage_to(stderr, 2);
 }
 
 /* Moves the options out of argv (keeping CONFIG and the overrides, in order). */
@@ -35,9 +41,8 @@ static int parse_options(int *argc, char **argv, long *nproc, bool *exact)
                         1 << 20, argv[i]);
                 return 2;
             }
-        } else if (strncmp(argv[i], "--", 2) == 0) {
-            fprintf(stderr, "ddpc plan: unknown option '%s'\n", argv[i]);
-            return usage();
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            return usage_to(stdout, -1); /* -1: printed, exit 0 */
         } else {
             argv[kept++] = argv[i];
         }
@@ -52,7 +57,7 @@ int ddpc_cli_plan(int argc, char **argv)
     bool exact = false;
     int rc = parse_options(&argc, argv, &nproc, &exact);
     if (rc != 0)
-        return rc;
+        return rc < 0 ? 0 : rc;
     if (argc < 1)
         return usage();
     char name[256];
