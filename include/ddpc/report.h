@@ -16,11 +16,11 @@ extern "C" {
 
 /* What a report was made from. */
 typedef struct {
-    size_t records;  /* JSON records read from metrics.jsonl */
-    size_t skipped;  /* lines skipped: malformed, or the torn last line of a killed run */
-    bool torn_last;  /* the last line was cut short (the run was killed while writing it) */
-    int charts;      /* charts drawn */
-    int omitted;     /* charts left out for want of their keys */
+    size_t records; /* JSON records read from metrics.jsonl */
+    size_t skipped; /* lines skipped: malformed, or the torn last line of a killed run */
+    bool torn_last; /* the last line was cut short (the run was killed while writing it) */
+    int charts;     /* charts drawn */
+    int omitted;    /* charts left out for want of their keys */
 } ddpc_report_summary;
 
 /* Reads `run_dir`/metrics.jsonl and writes the page to `out_path` (NULL: `run_dir`/report.html),

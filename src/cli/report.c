@@ -36,8 +36,10 @@ int ddpc_cli_report(int argc, char **argv)
     if (ddpc_report_write(run_dir, out, &s) != DDPC_OK)
         return ddpc_cli_fail("report");
     if (s.torn_last)
-        fprintf(stderr, "ddpc report: note: skipped the torn last line of %s/metrics.jsonl (the "
-                        "run was killed while writing it)\n", run_dir);
+        fprintf(stderr,
+                "ddpc report: note: skipped the torn last line of %s/metrics.jsonl (the "
+                "run was killed while writing it)\n",
+                run_dir);
     if (s.skipped > (s.torn_last ? 1u : 0u))
         fprintf(stderr, "ddpc report: note: skipped %zu malformed line%s of %s/metrics.jsonl\n",
                 s.skipped - (s.torn_last ? 1u : 0u), s.skipped == 1 ? "" : "s", run_dir);

@@ -187,7 +187,7 @@ static ddpc_status throughput(page *p)
     return DDPC_OK;
 }
 
-static const char *const phase_order[] = {"data_s",      "forward_s",    "backward_s",
+static const char *const phase_order[] = {"data_s",         "forward_s",   "backward_s",
                                           "comm_exposed_s", "optimizer_s", "checkpoint_s",
                                           "other_s"};
 #define N_PHASES (sizeof phase_order / sizeof phase_order[0])
@@ -228,7 +228,8 @@ static ddpc_status phases(page *p)
 
 static int cmp_rank(const void *a, const void *b)
 {
-    long x = strtol(*(const char *const *)a, NULL, 10), y = strtol(*(const char *const *)b, NULL, 10);
+    long x = strtol(*(const char *const *)a, NULL, 10),
+         y = strtol(*(const char *const *)b, NULL, 10);
     return x < y ? -1 : x > y;
 }
 
@@ -347,8 +348,7 @@ ddpc_status ddpc_report_write(const char *run_dir, const char *out_path,
     char metrics[1100], out[1100], tmp[1200];
     snprintf(metrics, sizeof metrics, "%s/metrics.jsonl", run_dir);
     if (stat(metrics, &st) != 0)
-        return ddpc_errorf(DDPC_EIO, "'%s' does not exist: the run has logged no metrics",
-                           metrics);
+        return ddpc_errorf(DDPC_EIO, "'%s' does not exist: the run has logged no metrics", metrics);
     snprintf(out, sizeof out, "%s", out_path ? out_path : "");
     if (!out_path)
         snprintf(out, sizeof out, "%s/report.html", run_dir);
@@ -358,8 +358,8 @@ ddpc_status ddpc_report_write(const char *run_dir, const char *out_path,
     p.d = &d;
     ddpc_status rc = DDPC_OK;
     if (d.n == 0) {
-        rc = ddpc_errorf(DDPC_EFORMAT, "'%s' holds no metrics record (%zu lines skipped)",
-                         metrics, d.skipped);
+        rc = ddpc_errorf(DDPC_EFORMAT, "'%s' holds no metrics record (%zu lines skipped)", metrics,
+                         d.skipped);
         goto done;
     }
     snprintf(tmp, sizeof tmp, "%s.tmp", out);
@@ -380,8 +380,10 @@ ddpc_status ddpc_report_write(const char *run_dir, const char *out_path,
     if (rc != DDPC_OK)
         remove(tmp);
     if (summary)
-        *summary = (ddpc_report_summary){.records = d.n, .skipped = d.skipped,
-                                         .torn_last = d.torn_last, .charts = p.charts,
+        *summary = (ddpc_report_summary){.records = d.n,
+                                         .skipped = d.skipped,
+                                         .torn_last = d.torn_last,
+                                         .charts = p.charts,
                                          .omitted = p.omitted};
 done:
     ddpc__report_data_fini(&d);

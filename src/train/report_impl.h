@@ -16,8 +16,8 @@
 typedef struct {
     ddpc__json **rec; /* (n) owned */
     size_t n, cap;
-    size_t skipped;       /* lines that were not such a record */
-    bool torn_last;       /* the last of them had no newline: a killed writer */
+    size_t skipped;        /* lines that were not such a record */
+    bool torn_last;        /* the last of them had no newline: a killed writer */
     size_t first_bad_line; /* 1-based line number of the first skipped line, or 0 */
 } ddpc__report_data;
 
@@ -35,7 +35,7 @@ typedef struct {
     char name[160]; /* legend; also the data-key attribute */
     double *x, *y;  /* (n) steps and values; y NaN = gap */
     size_t n, cap;
-    size_t finite;  /* points with a finite y */
+    size_t finite; /* points with a finite y */
 } ddpc__series;
 
 /* Appends (x, y), superseding points at x or later (see the invariant). DDPC_ENOMEM. */

@@ -16,7 +16,7 @@
 #define RIGHT 16.0
 #define TOP 22.0
 #define AXIS_H 34.0 /* x tick labels and the axis title under the plot */
-#define MAX_DOTS 60  /* series this short get a dot per point */
+#define MAX_DOTS 60 /* series this short get a dot per point */
 
 static const char *const palette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
                                       "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
@@ -26,11 +26,20 @@ void ddpc__html_escape(FILE *f, const char *s)
 {
     for (; *s; s++) {
         switch (*s) {
-        case '&': fputs("&amp;", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '"': fputs("&quot;", f); break;
-        default: fputc(*s, f);
+        case '&':
+            fputs("&amp;", f);
+            break;
+        case '<':
+            fputs("&lt;", f);
+            break;
+        case '>':
+            fputs("&gt;", f);
+            break;
+        case '"':
+            fputs("&quot;", f);
+            break;
+        default:
+            fputc(*s, f);
         }
     }
 }
@@ -116,8 +125,9 @@ static void legend(FILE *f, const char *const *names, size_t n, double y0)
 static void open_svg(FILE *f, size_t n_legend_rows)
 {
     double h = TOP + PLOT_H + AXIS_H + 16.0 * (double)n_legend_rows + 6.0;
-    fprintf(f, "<svg viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\" "
-               "height=\"%.0f\">",
+    fprintf(f,
+            "<svg viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\" "
+            "height=\"%.0f\">",
             W, h, W, h);
     fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" class=\"plot\"/>", LEFT,
             TOP, W - LEFT - RIGHT, PLOT_H);
@@ -297,8 +307,9 @@ void ddpc__svg_hbars(FILE *f, const char *unit, const char *const *labels, const
     for (size_t i = 0; i < n; i++)
         top = fmax(top, isfinite(values[i]) ? values[i] : 0);
     double h = row * (double)n + 12.0, span = W - label_w - value_w;
-    fprintf(f, "<svg viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\" "
-               "height=\"%.0f\">",
+    fprintf(f,
+            "<svg viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\" "
+            "height=\"%.0f\">",
             W, h, W, h);
     char b[32];
     for (size_t i = 0; i < n; i++) {
@@ -306,8 +317,9 @@ void ddpc__svg_hbars(FILE *f, const char *unit, const char *const *labels, const
         double w = top > 0 ? span * v / top : 0;
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" class=\"yt\">", label_w - 6.0, y + 14.0);
         ddpc__html_escape(f, labels[i]);
-        fprintf(f, "</text><rect class=\"hbar\" x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" "
-                   "height=\"%.1f\" fill=\"%s\"/>",
+        fprintf(f,
+                "</text><rect class=\"hbar\" x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" "
+                "height=\"%.1f\" fill=\"%s\"/>",
                 label_w, y + 3.0, w, row - 6.0, palette[i % PALETTE_N]);
         fmt_num(b, sizeof b, v);
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" class=\"lg\">%s ", label_w + w + 6.0, y + 14.0, b);
