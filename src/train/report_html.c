@@ -170,7 +170,11 @@ static ddpc_status throughput(page *p)
     chart(p, "Throughput", "samples/s", "\"samples_per_s\"", false);
     DDPC_TRY(add(p, progress, NULL, NULL, "tokens_per_s", "tokens/s"));
     ddpc__series samples = {0};
-    DDPC_TRY(ddpc__report_series(p->d, progress, NULL, NULL, "samples_per_s", &samples));
+    ddpc_status st = ddpc__report_series(p->d, progress, NULL, NULL, "samples_per_s", &samples);
+    if (st != DDPC_OK) {
+        ddpc__series_fini(&samples);
+        return st;
+    }
     /* One token per sample (images): the same curve again would say nothing. */
     bool same = samples.n == p->s[0].n && p->s[0].n > 0;
     for (size_t i = 0; same && i < samples.n; i++)

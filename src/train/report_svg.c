@@ -15,8 +15,9 @@
 #define LEFT 64.0
 #define RIGHT 16.0
 #define TOP 22.0
-#define AXIS_H 34.0 /* x tick labels and the axis title under the plot */
-#define MAX_DOTS 60 /* series this short get a dot per point */
+#define AXIS_H 34.0  /* x tick labels and the axis title under the plot */
+#define MAX_DOTS 60  /* series this short get a dot per point */
+#define MAX_BARS 240 /* stacked bars drawn at most */
 
 static const char *const palette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
                                       "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
@@ -251,6 +252,14 @@ void ddpc__svg_stacked(FILE *f, const char *unit, const ddpc__series *s, size_t 
     for (size_t k = 0; k < m; k++)
         if (k == 0 || steps[k] != steps[bars - 1])
             steps[bars++] = steps[k];
+    /* A long run: every stride-th logged step, so a bar stays wider than a pixel. */
+    size_t stride = (bars + MAX_BARS - 1) / MAX_BARS;
+    if (stride > 1) {
+        size_t kept = 0;
+        for (size_t k = 0; k < bars; k += stride)
+            steps[kept++] = steps[k];
+        bars = kept;
+    }
     double top = 0;
     for (size_t b = 0; b < bars; b++) {
         double sum = 0;
@@ -294,6 +303,9 @@ void ddpc__svg_stacked(FILE *f, const char *unit, const ddpc__series *s, size_t 
         fputs("</g>", f);
     }
     x_title(f);
+    if (stride > 1)
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" class=\"yt\">1 in %zu logged steps</text>",
+                W - RIGHT, TOP - 9.0, stride);
     legend(f, names, nn, TOP + PLOT_H + AXIS_H + 14.0);
     fputs("</svg>\n", f);
     ddpc_free(steps);
