@@ -4,7 +4,8 @@
 # instead of the plain progress lines, and its final state ends with a newline; evaluation lines
 # print above it. Not on a terminal (a file), with log.progress: plain, and under `ddpc run`
 # (whose workers write to pipes) the plain lines are exactly as before; log.progress: bar draws it
-# anywhere; a wrong value is an error naming the key.
+# anywhere; an error while the bar is drawn starts its own line; a wrong value is an error
+# naming the key.
 # usage: cli_progress.sh DDPC_BIN SOURCE_DIR
 set -u
 ddpc=$1
@@ -55,6 +56,13 @@ pty_run "$tmp/run.out" "$ddpc" run --nproc-per-node 2 -- "$ddpc" train "${args[@
 check_status "ddpc run trains on a terminal" $? "$tmp/run.out"
 check "ddpc run: 10 plain lines" test "$(plain_lines "$tmp/run.out")" -eq 10
 check "ddpc run: no bar" test "$(grep -aEo "$bar_re" "$tmp/run.out" | wc -l)" -eq 0
+
+# A run that fails while the bar is drawn: the error starts a line of its own.
+pty_run "$tmp/nan.out" "$ddpc" train "${args[@]}" run_dir="$tmp/nan" optim.type=sgd optim.lr=10 \
+    optim.grad_clip=0 log_every=1
+check "a diverging run fails on a terminal" test $? -ne 0
+check "its error starts a line of its own" grep -aq '^ddpc train: step [0-9]*: the loss' "$tmp/nan.out"
+check "after the bar's last state" grep -aEq $'\rstep [0-9]+/50 [^\r]*\e\\[K\r?$' "$tmp/nan.out"
 
 "$ddpc" train "${args[@]}" run_dir="$tmp/bad" log.progress=fancy >"$tmp/bad.out" 2>&1
 check "a wrong log.progress fails" test $? -ne 0

@@ -334,8 +334,12 @@ ddpc_status ddpc_trainer_run(ddpc_trainer *t)
         DDPC_TRY(ddpc__trainer_resume(t));
     DDPC_TRY(ddpc__trainer_open_outputs(t));
     switch (t->set.state) {
-    case STATE_TRAIN:
-        return ddpc__trainer_fit(t);
+    case STATE_TRAIN: {
+        ddpc_status st = ddpc__trainer_fit(t);
+        if (st != DDPC_OK && t->bar.drawn) /* the error goes on its own line */
+            ddpc__progress_finish(t);
+        return st;
+    }
     case STATE_VAL:
         return ddpc__trainer_evaluate(t, "val", false);
     case STATE_TEST:

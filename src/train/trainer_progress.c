@@ -74,7 +74,7 @@ static void draw(ddpc_trainer *t)
     if (isnan(p->loss))
         snprintf(loss_s, sizeof loss_s, "--");
     else
-        snprintf(loss_s, sizeof loss_s, "%.4f", p->loss);
+        snprintf(loss_s, sizeof loss_s, fabs(p->loss) < 1e4 ? "%.4f" : "%.4g", p->loss);
     if (p->rate > 0)
         snprintf(rate_s, sizeof rate_s, "%.0f %s/s", p->rate, p->tokens ? "tok" : "samples");
     else
