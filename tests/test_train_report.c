@@ -80,6 +80,7 @@ static const char *metrics =
     "\"phase\": {\"data_s\": 0.01, \"forward_s\": 0.02, \"backward_s\": 0.04, \"x_s\": 0.1}, "
     "\"rank_step_s\": {\"0\": 0.07, \"1\": 0.08}}\n"
     "{\"step\": 15, \"split\": \"val\", \"eval_loss\": 1.4, \"eval_accuracy\": 0.6}\n"
+    "{\"step\": 15, \"mem_rss_bytes\": 3145728, \"mem\": {\"act_bytes\": 1048576}}\n"
     "{\"step\": 20, \"epoch\": 0, \"loss\": 1.";
 
 static void test_read(void)
@@ -89,7 +90,7 @@ static void test_read(void)
     snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
     ddpc__report_data d;
     CHECK_EQ_INT(ddpc__report_read(&d, path), DDPC_OK);
-    CHECK_EQ_INT(d.n, 5);
+    CHECK_EQ_INT(d.n, 6);
     CHECK_EQ_INT(d.skipped, 2);
     CHECK(d.torn_last);
     CHECK_EQ_INT(d.first_bad_line, 3);
@@ -106,7 +107,7 @@ static void test_page(void)
     write_file("metrics.jsonl", metrics);
     ddpc_report_summary s;
     CHECK_EQ_INT(ddpc_report_write(dir, NULL, &s), DDPC_OK);
-    CHECK_EQ_INT(s.records, 5);
+    CHECK_EQ_INT(s.records, 6);
     CHECK_EQ_INT(s.skipped, 2);
     CHECK(s.torn_last);
     CHECK(s.charts >= 6 && s.omitted >= 1);
@@ -119,6 +120,10 @@ static void test_page(void)
     CHECK_EQ_INT(count(html, "class=\"seg\" data-key=\"backward_s\""), 3);
     CHECK_EQ_INT(count(html, "class=\"seg\" data-key=\"x_s\""), 1); /* an unknown phase too */
     CHECK_STR_CONTAINS(html, "Gradient norm (before clipping): not drawn");
+    CHECK_STR_CONTAINS(html, ">mem/act_bytes</text>"); /* the last memory record, nested keys */
+    CHECK_EQ_INT(count(html, ">mem_params_bytes</text>"), 0);
+    CHECK_STR_CONTAINS(html, "<h2>Memory over the run</h2>");
+    CHECK_STR_CONTAINS(html, "data-key=\"mem_rss_bytes\" data-points=\"2\"");
     CHECK_STR_CONTAINS(html, "the last line was torn");
     CHECK_EQ_INT(count(html, "http"), 0);
     CHECK_EQ_INT(count(html, "<script"), 0);

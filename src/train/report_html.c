@@ -261,34 +261,81 @@ static bool is_mem_key(const char *k)
     return !strncmp(k, "mem_", 4) && n > 10 && !strcmp(k + n - 6, "_bytes");
 }
 
+/* A memory group ("mem": {...} or "memory": {...}) of a record, or NULL. */
+static const ddpc__json *mem_group(const ddpc__json *rec)
+{
+    const ddpc__json *g = ddpc__json_get(rec, "mem");
+    if (!g || g->type != DDPC__JSON_OBJECT)
+        g = ddpc__json_get(rec, "memory");
+    return g && g->type == DDPC__JSON_OBJECT ? g : NULL;
+}
+
+static bool has_memory(const ddpc__json *rec)
+{
+    for (size_t k = 0; k < rec->count; k++)
+        if (is_mem_key(rec->keys[k]))
+            return true;
+    return mem_group(rec) != NULL;
+}
+
+/* Peaks over the run, when more than one record has them (after warm-up, at the end). */
+static ddpc_status memory_over_time(page *p)
+{
+    static const char *const keys[] = {"mem_alloc_peak_bytes", "mem_rss_peak_bytes",
+                                       "mem_rss_bytes"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        DDPC_TRY(add(p, any, NULL, NULL, keys[i], keys[i]));
+    bool several = false;
+    for (size_t i = 0; i < p->n; i++) {
+        several = several || p->s[i].finite > 1;
+        for (size_t k = 0; k < p->s[i].n; k++)
+            p->s[i].y[k] /= 1024.0 * 1024.0;
+    }
+    if (several)
+        chart(p, "Memory over the run", "MiB", "", false);
+    reset(p);
+    return DDPC_OK;
+}
+
 /* The last record with memory keys, as bars in MiB. */
-static void memory(page *p)
+static ddpc_status memory(page *p)
 {
     const ddpc__json *last = NULL;
     for (size_t i = 0; i < p->d->n; i++)
-        for (size_t k = 0; k < p->d->rec[i]->count && last != p->d->rec[i]; k++)
-            if (is_mem_key(p->d->rec[i]->keys[k]))
-                last = p->d->rec[i];
+        if (has_memory(p->d->rec[i]))
+            last = p->d->rec[i];
     if (!last) {
         omit(p, "Memory", "\"mem_*_bytes\" keys");
-        return;
+        return DDPC_OK;
     }
-    const char *labels[MAX_SERIES];
+    char labels[MAX_SERIES][96];
+    const char *names[MAX_SERIES];
     double mib[MAX_SERIES];
     size_t n = 0;
     for (size_t k = 0; k < last->count && n < MAX_SERIES; k++) {
         const ddpc__json *v = &last->items[k];
         if (!is_mem_key(last->keys[k]) || v->type != DDPC__JSON_NUMBER)
             continue;
-        labels[n] = last->keys[k];
+        snprintf(labels[n], sizeof labels[n], "%s", last->keys[k]);
         mib[n++] = v->number / (1024.0 * 1024.0);
     }
+    const ddpc__json *g = mem_group(last);
+    for (size_t k = 0; g && k < g->count && n < MAX_SERIES; k++) {
+        if (g->items[k].type != DDPC__JSON_NUMBER)
+            continue;
+        snprintf(labels[n], sizeof labels[n], "%.40s/%.40s",
+                 ddpc__json_get(last, "mem") == g ? "mem" : "memory", g->keys[k]);
+        mib[n++] = g->items[k].number / (1024.0 * 1024.0);
+    }
+    for (size_t i = 0; i < n; i++)
+        names[i] = labels[i];
     heading(p, "Memory");
     fprintf(p->f, "<p class=\"sub\">rank 0, the record of step %.0f</p>",
             ddpc__json_get(last, "step")->number);
-    ddpc__svg_hbars(p->f, "MiB", labels, mib, n);
+    ddpc__svg_hbars(p->f, "MiB", names, mib, n);
     fputs("</section>\n", p->f);
     p->charts++;
+    return memory_over_time(p);
 }
 
 static const char *const css =
@@ -338,7 +385,7 @@ static ddpc_status write_page(page *p, const char *run_dir, const char *metrics)
     chart(p, "Waiting for data (per logging window)", "seconds", "\"data_wait_s\"", false);
     DDPC_TRY(add(p, progress, NULL, NULL, "grad_norm", "grad_norm"));
     chart(p, "Gradient norm (before clipping)", "norm", "\"grad_norm\"", false);
-    memory(p);
+    DDPC_TRY(memory(p));
     fputs("\n</body></html>\n", p->f);
     return DDPC_OK;
 }
