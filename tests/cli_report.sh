@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # `ddpc report` end to end: a 2-rank run's metrics.jsonl becomes report.html whose SVG paths hold
 # one point per logged step (loss, lr, throughput) and per evaluation, with no script and no URL;
-# headless Chromium renders it to a screenshot with coloured curves on it. A hand-made
-# metrics.jsonl with the phase and per-rank keys checks the stacked bars and the per-rank chart,
-# null values (a gap, not a point), a resumed run's replayed steps (superseded, not doubled), an
-# absent key (a note, no empty chart) and a torn last line (skipped with a note). A missing run
-# directory or metrics.jsonl is one error line naming the path.
+# headless Chromium renders it to a screenshot with coloured curves on it. A killed-and-restarted
+# run's replayed step is drawn once. A hand-made metrics.jsonl with the phase and per-rank keys
+# checks the stacked bars and the per-rank chart, null values (a gap, not a point), a resumed
+# run's replayed steps (superseded, not doubled), an absent key (a note, no empty chart) and a
+# torn last line (skipped with a note). A missing run directory or metrics.jsonl is one error
+# line naming the path.
 # usage: cli_report.sh DDPC_BIN SOURCE_DIR
 set -u
 ddpc=$1
@@ -59,6 +60,18 @@ if command -v chromium >/dev/null 2>&1; then
 else
     fail "chromium is not installed (scripts/setup installs it)"
 fi
+
+# A killed and restarted run: rank 1 dies in step 28, the restart resumes from step 20's
+# checkpoint and logs step 25 again; the curve keeps one point per step.
+"$ddpc" run --nproc-per-node 2 --max-restarts 1 -- "$ddpc" train "$src/configs/fmnist_mlp.yaml" \
+    data.type=synthetic_images data.size=2000 data.batch_size=16 max_steps=50 log_every=5 \
+    checkpoint.every_steps=10 fault.kill_at_step=28 fault.kill_rank=1 run_dir="$tmp/killed" \
+    >"$tmp/killed.log" 2>&1
+check_status "a killed run restarts and finishes" $? "$tmp/killed.log"
+check "its metrics.jsonl logs step 25 twice" test "$(grep -c '"step": 25, "epoch"' "$tmp/killed/metrics.jsonl")" -eq 2
+"$ddpc" report "$tmp/killed" >"$tmp/killed.out" 2>&1
+check_status "report of the killed-and-restarted run" $? "$tmp/killed.out"
+check "its loss curve: 10 points, the replayed step once" test "$(points "$tmp/killed/report.html" loss)" = "10 10"
 
 # A hand-made run with every key of the step profile: 3 ranks, a null loss at step 10, a resume
 # that replays steps 15 and 20, no grad_norm, and a last line torn by a kill.
