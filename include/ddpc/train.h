@@ -37,7 +37,8 @@ ddpc_status ddpc_trainer_create_plan(ddpc_trainer **out, ddpc_config *cfg,
  * this machine's available memory over the job's ranks). */
 ddpc_status ddpc_trainer_print_plan(ddpc_trainer *t, FILE *f, bool exact);
 
-/* Progress lines go to `log` (NULL: silent, the default). */
+/* Progress lines go to `log` (NULL: silent, the default); on rank 0 only. With log.progress auto,
+ * a `log` that is a terminal gets one progress bar redrawn in place instead of the lines. */
 void ddpc_trainer_set_log(ddpc_trainer *t, FILE *log);
 
 /* Runs the configured state to completion: fit (with periodic and final evaluation, then

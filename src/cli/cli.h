@@ -15,6 +15,7 @@ int ddpc_cli_bench_coll(const char *coll, int argc, char **argv);
 int ddpc_cli_run(int argc, char **argv);
 int ddpc_cli_env(int argc, char **argv);
 int ddpc_cli_ckpt(int argc, char **argv);
+int ddpc_cli_report(int argc, char **argv);
 
 /* Loads CONFIG (argv[0]) and applies key=value overrides (argv[1..]); prints the error itself.
  * `name` receives the config's base name without extension. */

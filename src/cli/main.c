@@ -22,6 +22,7 @@ static void usage(FILE *f)
             "  env                                 system, build, MPI/CUDA/NCCL and launch variables\n"
             "  ckpt ls|show|verify DIR             list, show or check checkpoints (docs/checkpoints.md)\n"
             "  ckpt export DIR OUT                 a checkpoint's parameters as one safetensors file\n"
+            "  report RUN_DIR [--out FILE]         a run's metrics as one HTML page (docs/observability.md)\n"
             "  --version                           print ddpc's version\n");
 }
 
@@ -56,6 +57,8 @@ int main(int argc, char **argv)
         return ddpc_cli_env(argc - 2, argv + 2);
     if (strcmp(cmd, "ckpt") == 0)
         return ddpc_cli_ckpt(argc - 2, argv + 2);
+    if (strcmp(cmd, "report") == 0)
+        return ddpc_cli_report(argc - 2, argv + 2);
     fprintf(stderr, "ddpc: unknown command '%s' (try 'ddpc --help')\n", cmd);
     return 2;
 }

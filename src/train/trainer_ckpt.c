@@ -208,6 +208,7 @@ static ddpc_status save(ddpc_trainer *t)
     t->ckpt_seconds += seconds;
     if (t->rank != 0) /* rank 0 logs and records it */
         return DDPC_OK;
+    ddpc__progress_clear(t);
     if (t->log)
         fprintf(t->log, "saved checkpoint %s in %.3f s\n", path, seconds);
     ddpc_metrics_begin(t->metrics, step);

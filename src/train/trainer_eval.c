@@ -88,6 +88,7 @@ static ddpc_status log_result(ddpc_trainer *t, const char *split, int i, const d
     ddpc_metrics_f64(m, "eval_loss", r->loss, 6);
     ddpc_metrics_f64(m, "eval_accuracy", r->accuracy, 6);
     ddpc_metrics_i64(m, "eval_samples", r->samples);
+    ddpc__progress_clear(t); /* the line goes above the bar, which the next step redraws */
     if (t->log && t->multi)
         fprintf(t->log,
                 "eval %-4s step %6lld | task %-12s | loss %.4f | accuracy %.2f%% | %lld samples\n",

@@ -131,7 +131,9 @@ static ddpc_status log_progress(ddpc_trainer *t, int64_t epoch, double elapsed)
         ddpc_metrics_f64(m, "loss_scale", ddpc_engine_loss_scale(t->engine).scale,
                          DDPC_METRICS_EXACT);
     ddpc_status st = ddpc_metrics_end(m);
-    if (t->log && t->multi)
+    if (ddpc__progress_on(t)) /* a terminal: the bar, in place of the line */
+        ddpc__progress_update(t, epoch, loss, samples_per_s * (double)per_sample, per_sample > 1);
+    else if (t->log && t->multi)
         fprintf(t->log,
                 "step %6lld/%lld | epoch %lld | loss %.4f (%s) | lr %.3e | %.0f samples/s | %.1f "
                 "s\n",
@@ -252,6 +254,7 @@ static ddpc_status after_step(ddpc_trainer *t, int64_t epoch, bool epoch_end, do
         DDPC_TRY(sync_stats(t));
     if (log_now)
         DDPC_TRY(log_progress(t, epoch, ddpc_time_now() - start));
+    ddpc__progress_tick(t, epoch);
     /* Validation uses the test splits, which the final evaluation covers. */
     bool repeat = step == total && s->eval_batches == 0;
     if (!repeat &&
@@ -301,6 +304,7 @@ ddpc_status ddpc__trainer_fit(ddpc_trainer *t)
             DDPC_TRY(ddpc__trainer_after_step_save(t, epoch_end));
         }
     }
+    ddpc__progress_finish(t);
     DDPC_TRY(ddpc__trainer_final_save(t));
     DDPC_TRY(ddpc__trainer_evaluate(t, "test", false));
     double elapsed = ddpc_time_now() - start;
@@ -330,8 +334,12 @@ ddpc_status ddpc_trainer_run(ddpc_trainer *t)
         DDPC_TRY(ddpc__trainer_resume(t));
     DDPC_TRY(ddpc__trainer_open_outputs(t));
     switch (t->set.state) {
-    case STATE_TRAIN:
-        return ddpc__trainer_fit(t);
+    case STATE_TRAIN: {
+        ddpc_status st = ddpc__trainer_fit(t);
+        if (st != DDPC_OK && t->bar.drawn) /* the error goes on its own line */
+            ddpc__progress_finish(t);
+        return st;
+    }
     case STATE_VAL:
         return ddpc__trainer_evaluate(t, "val", false);
     case STATE_TEST:

@@ -29,6 +29,8 @@
 
 typedef enum { STATE_TRAIN, STATE_VAL, STATE_TEST, STATE_PREDICT } trainer_state;
 typedef enum { LR_SCALE_NONE, LR_SCALE_LINEAR, LR_SCALE_SQRT } lr_scale_kind;
+/* log.progress, in the config's order. */
+typedef enum { PROGRESS_AUTO, PROGRESS_BAR, PROGRESS_PLAIN } progress_mode;
 
 typedef struct {
     uint64_t seed;
@@ -39,6 +41,7 @@ typedef struct {
     int64_t accum_steps;                 /* micro-batches per optimizer step */
     ddpc_precision precision;            /* of the model's matrix products */
     int64_t stats_sync_every;            /* steps between cross-rank loss averages */
+    progress_mode progress;              /* log.progress: a bar on a terminal, or plain lines */
     lr_scale_kind lr_scale;              /* base LR x (world * accum_steps)^{0, 1, 1/2} */
     int num_workers, prefetch_factor;    /* training loaders */
     bool shuffle;
@@ -74,6 +77,16 @@ typedef struct {
 } ddpc__task;
 
 #define DDPC__MAX_OWNED (4 * DDPC_MODEL_MAX_HEADS)
+
+/* The progress bar's state (trainer_progress.c). */
+typedef struct {
+    bool decided, on, drawn;
+    double start, last_draw; /* ddpc_time_now() of the first call and of the last redraw */
+    int64_t start_step;      /* the engine's step at the first call (a resumed run's start) */
+    int64_t epoch;
+    double loss, rate; /* of the last logging window; loss NaN before the first */
+    bool tokens;       /* rate counts tokens, not samples */
+} ddpc__progress;
 
 struct ddpc_trainer {
     ddpc_config *cfg;
@@ -134,6 +147,7 @@ struct ddpc_trainer {
     double last_grad_norm; /* of the last step, before clipping */
     uint64_t last_comm_bytes; /* ring bytes this rank's last optimizer step issued */
     ddpc_eval_result last_eval;
+    ddpc__progress bar;
 };
 
 /* trainer_settings.c: the top-level keys (every one with its default and range). */
@@ -154,6 +168,16 @@ ddpc_status ddpc__trainer_build_loaders(ddpc_trainer *t, int64_t *per_epoch);
 
 /* trainer_fit.c: the fit loop. */
 ddpc_status ddpc__trainer_fit(ddpc_trainer *t);
+
+/* trainer_progress.c: the bar drawn on rank 0 in place of the progress lines when log.progress
+ * is bar, or auto and the log is a terminal. on: whether it is drawn (decided at the first call);
+ * update: the window's loss and rate, redrawn now; tick: after a step, redrawn at most 10 times a
+ * second; clear: erases it before another line is printed; finish: its last state and a newline. */
+bool ddpc__progress_on(ddpc_trainer *t);
+void ddpc__progress_update(ddpc_trainer *t, int64_t epoch, double loss, double rate, bool tokens);
+void ddpc__progress_tick(ddpc_trainer *t, int64_t epoch);
+void ddpc__progress_clear(ddpc_trainer *t);
+void ddpc__progress_finish(ddpc_trainer *t);
 
 /* trainer_ckpt.c: checkpoint keys, saving and resuming. */
 ddpc_status ddpc__trainer_read_ckpt_settings(ddpc_trainer *t);

@@ -6,6 +6,8 @@
 
 static const char *const state_names[] = {"train", "val", "test", "predict", NULL};
 static const char *const lr_scales[] = {"none", "linear", "sqrt", NULL};
+/* In progress_mode's order. */
+static const char *const progress_modes[] = {"auto", "bar", "plain", NULL};
 /* In ddpc_precision's order. */
 static const char *const precision_names[] = {"fp32", "bf16", "fp16", NULL};
 
@@ -52,6 +54,8 @@ ddpc_status ddpc__trainer_read_settings(ddpc_trainer *t, const char *config_name
     s->lr_scale = (lr_scale_kind)scale;
     DDPC_TRY(
         ddpc_config_int(c, "stats_sync_every", s->log_every, 1, INT64_MAX, &s->stats_sync_every));
+    DDPC_TRY(ddpc_config_choice(c, "log.progress", "auto", progress_modes, &v32));
+    s->progress = (progress_mode)v32;
     DDPC_TRY(ddpc__trainer_read_ckpt_settings(t));
     DDPC_TRY(ddpc_config_int(c, "fault.kill_at_step", 0, 0, INT64_MAX, &s->kill_at_step));
     DDPC_TRY(ddpc_config_int(c, "fault.kill_at_micro", 0, 0, DDPC_TRAIN_MAX_ACCUM - 1,
