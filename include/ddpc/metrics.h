@@ -1,6 +1,6 @@
 /* ddpc metrics: one typed sink for everything a run reports. A record is a step and up to
  * DDPC_METRICS_MAX_FIELDS typed (key, value) fields; ddpc_metrics_end hands it to every sink
- * (metrics.jsonl today; a TensorBoard event writer is another). Keys "group/name" are one level
+ * (metrics.jsonl, TensorBoard event files). Keys "group/name" are one level
  * of grouping (JSON: consecutive ones nest as "group": {"name": ...}). Non-finite numbers never
  * produce invalid output (JSON null). Recording allocates nothing. One thread at a time. */
 #ifndef DDPC_METRICS_H
@@ -27,6 +27,12 @@ void ddpc_metrics_destroy(ddpc_metrics *m);
 /* Adds a JSON-lines sink writing `path`: appended to (append) or truncated. Each record is one
  * line written with one write(), so lines never interleave. DDPC_EIO naming the path. */
 ddpc_status ddpc_metrics_add_jsonl(ddpc_metrics *m, const char *path, bool append);
+
+/* Adds a TensorBoard sink: a new event file `dir/events.out.tfevents.<time>.<host>.<pid>` (dir is
+ * created if missing) holding every numeric field as a scalar at the record's step (tag: the key;
+ * evaluation records under "<split>/[<task>/]"); a record whose "event" is "resume" or "restart"
+ * becomes a session_log START. DDPC_EIO naming the path. */
+ddpc_status ddpc_metrics_add_tensorboard(ddpc_metrics *m, const char *dir);
 
 /* Starts a record of `step` (its first field, "step"); an unfinished record is dropped. */
 void ddpc_metrics_begin(ddpc_metrics *m, int64_t step);

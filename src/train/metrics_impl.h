@@ -39,5 +39,8 @@ typedef struct {
 /* metrics_jsonl.c */
 ddpc_status ddpc__metrics_jsonl_open(const char *path, bool append, void **state);
 extern const ddpc__metrics_sink_ops ddpc__metrics_jsonl_ops;
+/* metrics_tb.c: a new TensorBoard event file in `dir` (created if missing). */
+ddpc_status ddpc__metrics_tb_open(const char *dir, void **state);
+extern const ddpc__metrics_sink_ops ddpc__metrics_tb_ops;
 
 #endif

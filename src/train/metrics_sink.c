@@ -41,6 +41,15 @@ ddpc_status ddpc_metrics_add_jsonl(ddpc_metrics *m, const char *path, bool appen
     return DDPC_OK;
 }
 
+ddpc_status ddpc_metrics_add_tensorboard(ddpc_metrics *m, const char *dir)
+{
+    if (m->n_sinks == MAX_SINKS)
+        return ddpc_errorf(DDPC_EINVAL, "metrics: at most %d sinks", MAX_SINKS);
+    DDPC_TRY(ddpc__metrics_tb_open(dir, &m->state[m->n_sinks]));
+    m->ops[m->n_sinks++] = &ddpc__metrics_tb_ops;
+    return DDPC_OK;
+}
+
 void ddpc_metrics_begin(ddpc_metrics *m, int64_t step)
 {
     m->open = true;

@@ -42,6 +42,7 @@ typedef struct {
     ddpc_precision precision;            /* of the model's matrix products */
     int64_t stats_sync_every;            /* steps between cross-rank loss averages */
     progress_mode progress;              /* log.progress: a bar on a terminal, or plain lines */
+    bool tensorboard;                    /* log.tensorboard: rank 0 writes <run_dir>/tb/ */
     lr_scale_kind lr_scale;              /* base LR x (world * accum_steps)^{0, 1, 1/2} */
     int num_workers, prefetch_factor;    /* training loaders */
     bool shuffle;

@@ -1,7 +1,7 @@
 /* The run's outputs, opened before anything is trained: rank 0 locks the run directory (one job
  * per directory), writes config.yaml, checks that weights_out and the checkpoint directory can be
  * written (so that is not discovered after training), and opens metrics.jsonl — appended to by a
- * resumed or restarted run, which records why. Only global rank 0 writes run outputs. */
+ * resumed or restarted run, which records why — and a TensorBoard event file in <run_dir>/tb/. Only global rank 0 writes run outputs. */
 #include "train/trainer_impl.h"
 
 #include <ddpc/rundir.h>
@@ -35,5 +35,9 @@ ddpc_status ddpc__trainer_open_outputs(ddpc_trainer *t)
     snprintf(path, sizeof path, "%s/metrics.jsonl", s->run_dir);
     /* A resumed or restarted run appends: the file keeps every attempt's records. */
     DDPC_TRY(ddpc_metrics_add_jsonl(t->metrics, path, t->resumed_from[0] || t->restart_count > 0));
+    if (s->tensorboard) {
+        snprintf(path, sizeof path, "%s/tb", s->run_dir);
+        DDPC_TRY(ddpc_metrics_add_tensorboard(t->metrics, path));
+    }
     return record_start(t);
 }
