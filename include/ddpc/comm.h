@@ -160,6 +160,28 @@ uint64_t ddpc_pg_ring_bytes(const ddpc_pg *pg);
 /* NULL while healthy; after a failure, the message of the collective that failed. */
 const char *ddpc_pg_error(const ddpc_pg *pg);
 
+/* The hang recorder. What a rank is doing between collectives, as the layer above says it; the
+ * group records it with each collective and shows it to the other ranks of its host, so that a
+ * timeout can say where a rank that never arrived is stuck. */
+typedef enum {
+    DDPC_PHASE_SETUP,
+    DDPC_PHASE_DATA,
+    DDPC_PHASE_FORWARD,
+    DDPC_PHASE_BACKWARD,
+    DDPC_PHASE_OPTIMIZER,
+    DDPC_PHASE_EVAL,
+    DDPC_PHASE_CHECKPOINT,
+    DDPC_PHASE_COUNT
+} ddpc_phase;
+const char *ddpc_phase_name(ddpc_phase phase); /* "backward" */
+/* Caller's thread; costs one store (and one to shared memory on the shm backend). */
+void ddpc_pg_set_phase(ddpc_pg *pg, ddpc_phase phase);
+/* Every group keeps its last DDPC_FLIGHT_ENTRIES collectives (sequence number, op, dtype, count,
+ * phase, start and end). With a directory set, the first failed collective writes them to
+ * DIR/rank<k>.json (DIR is created). NULL or "" turns the file off; the ring is always kept. */
+#define DDPC_FLIGHT_ENTRIES 64
+ddpc_status ddpc_pg_set_flight_dir(ddpc_pg *pg, const char *dir);
+
 /* Blocking collectives. Argument order follows MPI/NCCL. In place when send == recv (for
  * all_gather: send == recv + rank*count; for reduce_scatter: recv == send + rank*recv_count).
  * Every rank's result is bitwise identical and identical run to run (fixed reduction order).

@@ -245,7 +245,13 @@ static void gloo_destroy(void *state)
     ddpc_free(st);
 }
 
-static const ddpc__pg_backend gloo_ops = {"gloo", ddpc__gloo_run, gloo_destroy};
+/* Within a host the ranks share gloo's shm segment: they see each other's phase there. */
+static void gloo_set_phase(void *state, int phase)
+{
+    ddpc__shm_set_phase(((ddpc__gloo_state *)state)->shm, phase);
+}
+
+static const ddpc__pg_backend gloo_ops = {"gloo", ddpc__gloo_run, gloo_destroy, gloo_set_phase};
 
 ddpc_status ddpc__gloo_create(const ddpc_dist_env *env, double deadline,
                               const ddpc__pg_backend **ops, void **state)

@@ -205,12 +205,18 @@ ddpc_status ddpc__pg_execute(ddpc_pg *pg, ddpc__coll *coll)
         run_local(coll);
         return DDPC_OK;
     }
-    coll->deadline = ddpc_time_now() + pg->timeout_s;
+    double start = ddpc_time_now();
+    coll->deadline = start + pg->timeout_s;
+    ddpc__flight_entry *e = ddpc__flight_open(&pg->flight, coll, start);
     ddpc_status s = pg->ops->run(pg->state, coll);
     if (s != DDPC_OK) {
         /* Only the thread running the backend writes here, and only before `failed` is set. */
         snprintf(pg->error, sizeof pg->error, "%s", ddpc_last_error());
+        ddpc__flight_dump(&pg->flight, pg, pg->error);
+        ddpc_errorf(s, "%s", pg->error); /* the dump must not change the message */
         atomic_store_explicit(&pg->failed, true, memory_order_release);
+        return s;
     }
+    e->end = ddpc_time_now();
     return s;
 }

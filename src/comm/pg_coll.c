@@ -156,6 +156,7 @@ static ddpc_status run(ddpc_pg *pg, ddpc__coll *c)
 {
     pg->ring_bytes += ring_bytes(pg, c);
     c->seq = pg->seq++;
+    c->phase = pg->phase;
     return ddpc__pg_run_blocking(pg, c);
 }
 
@@ -165,6 +166,7 @@ static ddpc_status submit(ddpc_pg *pg, ddpc__coll *c, ddpc_work **work)
         return ddpc_errorf(DDPC_EINVAL, "%s: work is NULL", ddpc__coll_name(c->kind));
     *work = NULL;
     c->seq = pg->seq;
+    c->phase = pg->phase;
     DDPC_TRY(ddpc__pg_submit(pg, c, work));
     pg->seq++;
     pg->ring_bytes += ring_bytes(pg, c);

@@ -6,6 +6,7 @@
 #ifndef DDPC_DIST_PG_FRONT_H
 #define DDPC_DIST_PG_FRONT_H
 
+#include "comm/flight.h"
 #include "comm/pg_impl.h"
 
 #include <pthread.h>
@@ -32,6 +33,8 @@ struct ddpc_pg {
     void *state;
     uint64_t seq;
     uint64_t ring_bytes; /* see ddpc_pg_ring_bytes; caller's thread only, like seq */
+    int phase;           /* ddpc_phase; caller's thread only, like seq */
+    ddpc__flight flight; /* written by the thread running the backend, one at a time */
 
     atomic_bool failed;
     char error[DDPC__PG_MSG_CAP];

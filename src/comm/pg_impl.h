@@ -29,6 +29,7 @@ typedef struct {
     ddpc_reduce_op op;
     int root;        /* broadcast only */
     uint64_t seq;    /* sequence number, the same on every rank */
+    int phase;       /* ddpc_phase of the caller when it issued the collective */
     double deadline; /* ddpc_time_now() value after which the backend returns DDPC_ETIMEOUT */
 } ddpc__coll;
 
@@ -41,6 +42,9 @@ typedef struct {
     ddpc_status (*run)(void *state, const ddpc__coll *coll);
     /* Frees everything; called once, after the last run. Must not block on peers for long. */
     void (*destroy)(void *state);
+    /* Optional (NULL): shows the caller's phase to peers. Called from the caller's thread, also
+     * while `run` is busy on the comm thread. */
+    void (*set_phase)(void *state, int phase);
 } ddpc__pg_backend;
 
 /* Backend constructors: join the group (blocking until every rank joined or `deadline`). */

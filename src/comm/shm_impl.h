@@ -55,6 +55,10 @@ typedef struct {
     uint64_t cma_word;                       /* the value a CMA probe must read there */
     atomic_uint cma_ok;                      /* 1 + whether it could read every peer */
     uint64_t post_send, post_recv;           /* buffers of the current collective (CMA) */
+    /* For the hang recorder's diagnosis: what the rank last entered (seq + 1, 0: nothing yet)
+     * and its phase now (ddpc_phase), so that a peer's timeout can say where it is stuck. */
+    atomic_uint_least64_t entered;
+    atomic_uint entered_kind, phase;
 } ddpc__shm_rank;
 
 typedef struct {
@@ -149,6 +153,8 @@ void ddpc__shm_abort(ddpc__shm_state *s, ddpc_status status);
  * is gone, else DDPC_OK. For a backend whose link to other hosts broke: a dead host-mate is the
  * likelier cause, and the one worth telling the other hosts. */
 ddpc_status ddpc__shm_check_mates(const ddpc__shm_state *s, const ddpc__coll *c);
+/* shm_wait.c: the backend's set_phase. */
+void ddpc__shm_set_phase(void *state, int phase);
 
 /* shm_coll.c */
 ddpc_status ddpc__shm_run(void *state, const ddpc__coll *c);

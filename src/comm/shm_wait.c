@@ -42,6 +42,51 @@ static int missing_list(const ddpc__shm_state *s, uint64_t target, char *out, si
     return n;
 }
 
+/* The hang recorder's diagnosis of a timeout: where each missing rank is, from what it last
+ * showed in shared memory (the collective it entered last and its phase), then who waits:
+ * "; rank 1 is still in backward after all_reduce #411; ranks 0, 2 wait in all_reduce #412". */
+static void where_stuck(const ddpc__shm_state *s, const ddpc__coll *c, uint64_t target, char *out,
+                        size_t cap)
+{
+    size_t len = 0;
+    out[0] = '\0';
+    char waiting[256] = "";
+    size_t wlen = 0;
+    int n_wait = 0;
+    for (int k = 0; k < s->world && len + 128 < cap; k++) {
+        const ddpc__shm_rank *r = &s->ranks[k];
+        int global = k + s->rank_base;
+        if (k == s->rank || atomic_load_explicit(&r->step, memory_order_acquire) >= target) {
+            if (wlen + 16 < sizeof waiting)
+                wlen += (size_t)snprintf(waiting + wlen, sizeof waiting - wlen, "%s%d",
+                                         n_wait ? ", " : "", global);
+            n_wait++;
+            continue;
+        }
+        uint64_t entered = atomic_load_explicit(&r->entered, memory_order_acquire);
+        unsigned kind = atomic_load_explicit(&r->entered_kind, memory_order_relaxed);
+        const char *phase =
+            ddpc_phase_name((ddpc_phase)atomic_load_explicit(&r->phase, memory_order_relaxed));
+        if (entered == c->seq + 1)
+            len += (size_t)snprintf(out + len, cap - len,
+                                    "; rank %d entered %s #%llu (in %s) but stopped inside it",
+                                    global, ddpc__coll_name(c->kind), (unsigned long long)c->seq,
+                                    phase);
+        else if (entered == 0)
+            len += (size_t)snprintf(out + len, cap - len,
+                                    "; rank %d is still in %s before its first collective",
+                                    global, phase);
+        else
+            len += (size_t)snprintf(out + len, cap - len, "; rank %d is still in %s after %s #%llu",
+                                    global, phase, ddpc__coll_name((ddpc__coll_kind)kind),
+                                    (unsigned long long)(entered - 1));
+    }
+    if (n_wait > 0 && len < cap)
+        snprintf(out + len, cap - len, "; rank%s %s wait%s in %s #%llu", n_wait == 1 ? "" : "s",
+                 waiting, n_wait == 1 ? "s" : "", ddpc__coll_name(c->kind),
+                 (unsigned long long)c->seq);
+}
+
 /* Another rank failed this collective first: same status, its message, and who saw it. */
 static ddpc_status fail_aborted(const ddpc__shm_state *s)
 {
@@ -76,12 +121,13 @@ static ddpc_status check_peers(const ddpc__shm_state *s, const ddpc__coll *c, ui
                                (unsigned long long)c->seq);
     }
     if (now > c->deadline) {
-        char list[256];
+        char list[256], where[768];
         int n = missing_list(s, target, list, sizeof list);
+        where_stuck(s, c, target, where, sizeof where);
         return ddpc_errorf(DDPC_ETIMEOUT,
-                           "%s #%llu timed out after %.3g s: rank%s %s never arrived",
+                           "%s #%llu timed out after %.3g s: rank%s %s never arrived%s",
                            ddpc__coll_name(c->kind), (unsigned long long)c->seq, s->timeout_s,
-                           n == 1 ? "" : "s", list);
+                           n == 1 ? "" : "s", list, where);
     }
     return DDPC_OK;
 }
@@ -120,9 +166,18 @@ static ddpc_status wait_slow(ddpc__shm_state *s, const ddpc__coll *c, int k, uin
     }
 }
 
+void ddpc__shm_set_phase(void *state, int phase)
+{
+    ddpc__shm_state *s = state;
+    atomic_store_explicit(&s->ranks[s->rank].phase, (unsigned)phase, memory_order_relaxed);
+}
+
 void ddpc__shm_describe(ddpc__shm_state *s, const ddpc__coll *c)
 {
-    s->ranks[s->rank].desc[(s->step + 1) & 1] = ddpc__coll_describe(c);
+    ddpc__shm_rank *me = &s->ranks[s->rank];
+    atomic_store_explicit(&me->entered_kind, (unsigned)c->kind, memory_order_relaxed);
+    atomic_store_explicit(&me->entered, c->seq + 1, memory_order_release);
+    me->desc[(s->step + 1) & 1] = ddpc__coll_describe(c);
     s->check_desc = true;
 }
 

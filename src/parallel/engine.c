@@ -131,6 +131,13 @@ void ddpc_engine_zero_grad(ddpc_engine *e)
     e->bad_loss = false;
 }
 
+/* The hang recorder's phase (ddpc_pg_set_phase): what a rank that never arrives was doing. */
+static void set_phase(ddpc_engine *e, ddpc_phase phase)
+{
+    if (e->reducer)
+        ddpc_pg_set_phase(ddpc_reducer_pg(e->reducer), phase);
+}
+
 ddpc_status ddpc_engine_pass(ddpc_engine *e, ddpc_model_input *in, int64_t micro, float loss_weight,
                              bool sync, ddpc_model_output *out)
 {
@@ -145,12 +152,14 @@ ddpc_status ddpc_engine_pass(ddpc_engine *e, ddpc_model_input *in, int64_t micro
     if (e->reducer) /* no_sync unless this backward is the step's only remaining one */
         ddpc_reducer_prepare(e->reducer, sync);
     e->synced = e->synced || sync;
+    set_phase(e, DDPC_PHASE_FORWARD);
     DDPC_TRY(ddpc_model_forward(e->model, in, true, out));
     if (!isfinite(out->loss) && !e->bad_loss) {
         e->bad_loss = true;
         e->bad_loss_value = out->loss;
     }
     /* GradScaler: scale(loss / accum_steps); the reported loss stays unscaled. */
+    set_phase(e, DDPC_PHASE_BACKWARD);
     return ddpc_model_backward(e->model, loss_weight / (float)c->accum_steps * e->scaler.scale);
 }
 
@@ -212,6 +221,7 @@ ddpc_status ddpc_engine_update(ddpc_engine *e, ddpc_engine_step_info *info)
             ddpc_reducer_mark_all_ready(e->reducer);
         DDPC_TRY(ddpc_reducer_finish(e->reducer));
     }
+    set_phase(e, DDPC_PHASE_OPTIMIZER);
     float *g = ddpc_model_grads(m);
     float lr = ddpc_engine_lr(e, e->step);
     *info = (ddpc_engine_step_info){.step = e->step, .lr = lr, .loss_scale = e->scaler.scale};

@@ -171,6 +171,7 @@ ddpc_status ddpc__trainer_resume(ddpc_trainer *t)
 
 static ddpc_status save(ddpc_trainer *t)
 {
+    ddpc_pg_set_phase(t->pg, DDPC_PHASE_CHECKPOINT);
     int64_t step = ddpc_engine_step(t->engine);
     t->last_saved_step = step;
     int stage = stage_in_effect(t);

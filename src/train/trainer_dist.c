@@ -23,12 +23,19 @@ ddpc_status ddpc__trainer_init_dist(ddpc_trainer *t)
     pc.backend = (ddpc_backend)backend; /* the table follows ddpc_backend's order */
     /* Unset: the launcher's --collective-timeout, else 300 s (ddpc_pg_create decides). */
     DDPC_TRY(ddpc_config_float(c, "dist.timeout_s", 0.0, 0.0, 1e7, &pc.timeout_s));
+    bool flight; /* the hang recorder's files: on by default, the ring itself always */
+    DDPC_TRY(ddpc_config_bool(c, "flight.enabled", true, &flight));
     if (t->plan_world > 0) { /* `ddpc plan`: a job of plan_world ranks, seen from rank 0 */
         t->world = t->plan_world;
         t->local_world = t->plan_world;
         return DDPC_OK;
     }
     DDPC_TRY(ddpc_pg_create(&env, &pc, &t->pg));
+    if (flight) {
+        char dir[1100];
+        snprintf(dir, sizeof dir, "%s/flight", t->set.run_dir);
+        DDPC_TRY(ddpc_pg_set_flight_dir(t->pg, dir));
+    }
     t->rank = ddpc_pg_rank(t->pg);
     t->world = ddpc_pg_world_size(t->pg);
     t->local_world = env.local_world_size > 0 ? env.local_world_size : 1;

@@ -101,6 +101,7 @@ static ddpc_status log_result(ddpc_trainer *t, const char *split, int i, const d
 
 ddpc_status ddpc__trainer_evaluate(ddpc_trainer *t, const char *split, bool limit)
 {
+    ddpc_pg_set_phase(t->pg, DDPC_PHASE_EVAL);
     double sums[4 * DDPC_MODEL_MAX_HEADS] = {0};
     /* ZeRO-3: ranks run different numbers of batches here, so no gather may happen inside. */
     DDPC_TRY(ddpc_engine_gather_params(t->engine));

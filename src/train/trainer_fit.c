@@ -34,6 +34,7 @@ static ddpc_status train_step(ddpc_trainer *t, double *loss)
         maybe_kill(t, k);
         /* Each micro-batch is used before the next is asked for: the loader may reuse its
          * buffer as soon as next is called again. */
+        ddpc_pg_set_phase(t->pg, DDPC_PHASE_DATA);
         DDPC_TRY(ddpc_combined_next(t->combined, &st));
         if (!st)
             return ddpc_errorf(DDPC_EINTERNAL, "the loader ended its epoch early, at step %lld",
