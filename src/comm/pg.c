@@ -182,6 +182,11 @@ uint64_t ddpc_pg_ring_bytes(const ddpc_pg *pg)
     return pg->ring_bytes;
 }
 
+double ddpc_pg_busy_seconds(const ddpc_pg *pg)
+{
+    return (double)atomic_load_explicit(&((ddpc_pg *)pg)->busy_ns, memory_order_relaxed) * 1e-9;
+}
+
 const char *ddpc_pg_error(const ddpc_pg *pg)
 {
     return atomic_load_explicit(&((ddpc_pg *)pg)->failed, memory_order_acquire) ? pg->error : NULL;
@@ -205,8 +210,11 @@ ddpc_status ddpc__pg_execute(ddpc_pg *pg, ddpc__coll *coll)
         run_local(coll);
         return DDPC_OK;
     }
-    coll->deadline = ddpc_time_now() + pg->timeout_s;
+    double t0 = ddpc_time_now();
+    coll->deadline = t0 + pg->timeout_s;
     ddpc_status s = pg->ops->run(pg->state, coll);
+    atomic_fetch_add_explicit(&pg->busy_ns, (uint64_t)((ddpc_time_now() - t0) * 1e9),
+                              memory_order_relaxed);
     if (s != DDPC_OK) {
         /* Only the thread running the backend writes here, and only before `failed` is set. */
         snprintf(pg->error, sizeof pg->error, "%s", ddpc_last_error());

@@ -32,6 +32,7 @@ struct ddpc_pg {
     void *state;
     uint64_t seq;
     uint64_t ring_bytes; /* see ddpc_pg_ring_bytes; caller's thread only, like seq */
+    _Atomic uint64_t busy_ns; /* see ddpc_pg_busy_seconds; added to by the backend's thread */
 
     atomic_bool failed;
     char error[DDPC__PG_MSG_CAP];

@@ -7,6 +7,7 @@
 #include <ddpc/comm.h>
 #include <ddpc/engine.h>
 #include <ddpc/pages.h>
+#include <ddpc/timer.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -31,7 +32,19 @@ struct ddpc_engine {
     bool synced;
     bool bad_loss;
     float bad_loss_value;
+    ddpc_engine_timing spent; /* cfg.timing: since the last ddpc_engine_take_timing */
 };
+
+/* cfg.timing: adds the seconds since `since` to *acc (when given) and returns now; else 0. */
+static double lap(const ddpc_engine *e, double *acc, double since)
+{
+    if (!e->cfg.timing)
+        return 0.0;
+    double now = ddpc_time_now();
+    if (acc)
+        *acc += now - since;
+    return now;
+}
 
 const char *ddpc_nonfinite_policy_name(ddpc_nonfinite_policy p)
 {
@@ -145,13 +158,18 @@ ddpc_status ddpc_engine_pass(ddpc_engine *e, ddpc_model_input *in, int64_t micro
     if (e->reducer) /* no_sync unless this backward is the step's only remaining one */
         ddpc_reducer_prepare(e->reducer, sync);
     e->synced = e->synced || sync;
+    double t = lap(e, NULL, 0.0);
     DDPC_TRY(ddpc_model_forward(e->model, in, true, out));
+    t = lap(e, &e->spent.forward_s, t);
     if (!isfinite(out->loss) && !e->bad_loss) {
         e->bad_loss = true;
         e->bad_loss_value = out->loss;
     }
     /* GradScaler: scale(loss / accum_steps); the reported loss stays unscaled. */
-    return ddpc_model_backward(e->model, loss_weight / (float)c->accum_steps * e->scaler.scale);
+    ddpc_status st =
+        ddpc_model_backward(e->model, loss_weight / (float)c->accum_steps * e->scaler.scale);
+    lap(e, &e->spent.backward_s, t);
+    return st;
 }
 
 /* "NaN", "inf" or "-inf" (printf's spelling of NaN varies). */
@@ -203,15 +221,11 @@ static ddpc_status grad_norm(ddpc_engine *e, float *g, double *norm)
     return DDPC_OK;
 }
 
-ddpc_status ddpc_engine_update(ddpc_engine *e, ddpc_engine_step_info *info)
+/* The update on the averaged gradients; *applied when the parameters changed. */
+static ddpc_status apply(ddpc_engine *e, ddpc_engine_step_info *info, bool *applied)
 {
     const ddpc_engine_config *c = &e->cfg;
     ddpc_model *m = e->model;
-    if (e->reducer) {
-        if (!e->synced) /* several passes fed this step: synchronise everything once */
-            ddpc_reducer_mark_all_ready(e->reducer);
-        DDPC_TRY(ddpc_reducer_finish(e->reducer));
-    }
     float *g = ddpc_model_grads(m);
     float lr = ddpc_engine_lr(e, e->step);
     *info = (ddpc_engine_step_info){.step = e->step, .lr = lr, .loss_scale = e->scaler.scale};
@@ -236,11 +250,38 @@ ddpc_status ddpc_engine_update(ddpc_engine *e, ddpc_engine_step_info *info)
     ddpc_optim_step_ranges(e->opt, ddpc_model_params(m), g, ddpc_model_decay_mask(m), e->shard,
                            e->n_shard, lr);
     e->step++;
+    *applied = true;
+    return DDPC_OK;
+}
+
+ddpc_status ddpc_engine_update(ddpc_engine *e, ddpc_engine_step_info *info)
+{
+    double t = lap(e, NULL, 0.0);
+    if (e->reducer) {
+        if (!e->synced) /* several passes fed this step: synchronise everything once */
+            ddpc_reducer_mark_all_ready(e->reducer);
+        DDPC_TRY(ddpc_reducer_finish(e->reducer));
+    }
+    t = lap(e, &e->spent.comm_wait_s, t);
+    bool applied = false;
+    ddpc_status st = apply(e, info, &applied);
+    t = lap(e, &e->spent.optimizer_s, t);
+    if (st != DDPC_OK || !applied)
+        return st;
     /* ZeRO: the owners updated their chunks; the updates are elementwise, so after the gather
      * every rank holds the parameters stage 0 computes. Stage 3 gathers them when next used. */
     if (e->stage >= 3)
         ddpc_reducer_release_params(e->reducer);
-    return e->stage == 1 || e->stage == 2 ? ddpc_reducer_gather_params(e->reducer) : DDPC_OK;
+    st = e->stage == 1 || e->stage == 2 ? ddpc_reducer_gather_params(e->reducer) : DDPC_OK;
+    lap(e, &e->spent.comm_wait_s, t);
+    return st;
+}
+
+ddpc_engine_timing ddpc_engine_take_timing(ddpc_engine *e)
+{
+    ddpc_engine_timing r = e->spent;
+    e->spent = (ddpc_engine_timing){0};
+    return r;
 }
 
 int64_t ddpc_engine_step(const ddpc_engine *e)
