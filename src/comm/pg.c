@@ -9,6 +9,7 @@
 
 #include <ddpc/alloc.h>
 #include <ddpc/timer.h>
+#include <ddpc/trace.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -213,8 +214,12 @@ ddpc_status ddpc__pg_execute(ddpc_pg *pg, ddpc__coll *coll)
     double t0 = ddpc_time_now();
     coll->deadline = t0 + pg->timeout_s;
     ddpc_status s = pg->ops->run(pg->state, coll);
-    atomic_fetch_add_explicit(&pg->busy_ns, (uint64_t)((ddpc_time_now() - t0) * 1e9),
-                              memory_order_relaxed);
+    double t1 = ddpc_time_now();
+    atomic_fetch_add_explicit(&pg->busy_ns, (uint64_t)((t1 - t0) * 1e9), memory_order_relaxed);
+    if (ddpc_trace_on()) /* the backend runs on one thread at a time: one "comm" track */
+        ddpc_trace_add(DDPC_TRACE_COMM, ddpc__coll_name(coll->kind), t0, t1, -1,
+                       ddpc__coll_name(coll->kind),
+                       (int64_t)(coll->count * ddpc_dtype_size(coll->dtype)));
     if (s != DDPC_OK) {
         /* Only the thread running the backend writes here, and only before `failed` is set. */
         snprintf(pg->error, sizeof pg->error, "%s", ddpc_last_error());

@@ -8,6 +8,7 @@
 #include <ddpc/engine.h>
 #include <ddpc/pages.h>
 #include <ddpc/timer.h>
+#include <ddpc/trace.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -35,14 +36,17 @@ struct ddpc_engine {
     ddpc_engine_timing spent; /* cfg.timing: since the last ddpc_engine_take_timing */
 };
 
-/* cfg.timing: adds the seconds since `since` to *acc (when given) and returns now; else 0. */
-static double lap(const ddpc_engine *e, double *acc, double since)
+/* cfg.timing (or a trace recording): adds the seconds since `since` to *acc and traces them as
+ * `name` (when given) and returns now; else 0. */
+static double lap(const ddpc_engine *e, double *acc, double since, const char *name)
 {
-    if (!e->cfg.timing)
+    if (!e->cfg.timing && !ddpc_trace_on())
         return 0.0;
     double now = ddpc_time_now();
-    if (acc)
+    if (acc) {
         *acc += now - since;
+        ddpc_trace_add(DDPC_TRACE_COMPUTE, name, since, now, -1, NULL, 0);
+    }
     return now;
 }
 
@@ -158,9 +162,9 @@ ddpc_status ddpc_engine_pass(ddpc_engine *e, ddpc_model_input *in, int64_t micro
     if (e->reducer) /* no_sync unless this backward is the step's only remaining one */
         ddpc_reducer_prepare(e->reducer, sync);
     e->synced = e->synced || sync;
-    double t = lap(e, NULL, 0.0);
+    double t = lap(e, NULL, 0.0, NULL);
     DDPC_TRY(ddpc_model_forward(e->model, in, true, out));
-    t = lap(e, &e->spent.forward_s, t);
+    t = lap(e, &e->spent.forward_s, t, "forward");
     if (!isfinite(out->loss) && !e->bad_loss) {
         e->bad_loss = true;
         e->bad_loss_value = out->loss;
@@ -168,7 +172,7 @@ ddpc_status ddpc_engine_pass(ddpc_engine *e, ddpc_model_input *in, int64_t micro
     /* GradScaler: scale(loss / accum_steps); the reported loss stays unscaled. */
     ddpc_status st =
         ddpc_model_backward(e->model, loss_weight / (float)c->accum_steps * e->scaler.scale);
-    lap(e, &e->spent.backward_s, t);
+    lap(e, &e->spent.backward_s, t, "backward");
     return st;
 }
 
@@ -256,24 +260,26 @@ static ddpc_status apply(ddpc_engine *e, ddpc_engine_step_info *info, bool *appl
 
 ddpc_status ddpc_engine_update(ddpc_engine *e, ddpc_engine_step_info *info)
 {
-    double t = lap(e, NULL, 0.0);
+    double t = lap(e, NULL, 0.0, NULL);
     if (e->reducer) {
         if (!e->synced) /* several passes fed this step: synchronise everything once */
             ddpc_reducer_mark_all_ready(e->reducer);
         DDPC_TRY(ddpc_reducer_finish(e->reducer));
     }
-    t = lap(e, &e->spent.comm_wait_s, t);
+    t = lap(e, &e->spent.comm_wait_s, t, "comm wait");
     bool applied = false;
     ddpc_status st = apply(e, info, &applied);
-    t = lap(e, &e->spent.optimizer_s, t);
+    t = lap(e, &e->spent.optimizer_s, t, "optimizer");
     if (st != DDPC_OK || !applied)
         return st;
     /* ZeRO: the owners updated their chunks; the updates are elementwise, so after the gather
      * every rank holds the parameters stage 0 computes. Stage 3 gathers them when next used. */
     if (e->stage >= 3)
         ddpc_reducer_release_params(e->reducer);
-    st = e->stage == 1 || e->stage == 2 ? ddpc_reducer_gather_params(e->reducer) : DDPC_OK;
-    lap(e, &e->spent.comm_wait_s, t);
+    if (e->stage == 1 || e->stage == 2) {
+        st = ddpc_reducer_gather_params(e->reducer);
+        lap(e, &e->spent.comm_wait_s, t, "comm wait");
+    }
     return st;
 }
 

@@ -36,7 +36,9 @@ static ddpc_status train_step(ddpc_trainer *t, double *loss)
          * buffer as soon as next is called again. */
         double d0 = ddpc__trainer_phase_now(t);
         DDPC_TRY(ddpc_combined_next(t->combined, &st));
-        t->ph.data += ddpc__trainer_phase_now(t) - d0;
+        double d1 = ddpc__trainer_phase_now(t);
+        t->ph.data += d1 - d0;
+        ddpc_trace_add(DDPC_TRACE_COMPUTE, "data", d0, d1, -1, NULL, 0);
         if (!st)
             return ddpc_errorf(DDPC_EINTERNAL, "the loader ended its epoch early, at step %lld",
                                (long long)ddpc_engine_step(t->engine));
@@ -273,7 +275,9 @@ static ddpc_status fast_forward(ddpc_trainer *t, int64_t steps)
         const ddpc_combined_step *st;
         double d0 = ddpc__trainer_phase_now(t);
         DDPC_TRY(ddpc_combined_next(t->combined, &st));
-        t->ph.data += ddpc__trainer_phase_now(t) - d0;
+        double d1 = ddpc__trainer_phase_now(t);
+        t->ph.data += d1 - d0;
+        ddpc_trace_add(DDPC_TRACE_COMPUTE, "data", d0, d1, -1, NULL, 0);
         if (!st)
             return ddpc_errorf(DDPC_EINTERNAL, "resume: epoch %lld has fewer than %lld steps",
                                (long long)t->epoch, (long long)steps);
@@ -293,12 +297,14 @@ ddpc_status ddpc__trainer_fit(ddpc_trainer *t)
         DDPC_TRY(ddpc_combined_start_epoch(t->combined, epoch));
         DDPC_TRY(fast_forward(t, t->epoch_step * s->accum_steps));
         for (int64_t b = t->epoch_step; b < per_epoch && ddpc_engine_step(t->engine) < total; b++) {
+            DDPC_TRY(ddpc__trainer_trace_before(t, ddpc_engine_step(t->engine) + 1));
             double loss = 0, t0 = ddpc_time_now();
             DDPC_TRY(train_step(t, &loss));
             /* Throughput counts training steps only, not evaluation or logging. */
             double t1 = ddpc_time_now();
             t->window_time += t1 - t0;
             ddpc__trainer_phases_step(t, t1);
+            DDPC_TRY(ddpc__trainer_trace_after(t, t0, t1));
             /* After the first step everything a step needs is allocated: the measured peak. */
             DDPC_TRY(ddpc__trainer_report_memory(t));
             t->unsynced_loss += loss;

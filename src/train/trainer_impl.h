@@ -19,6 +19,7 @@
 #include <ddpc/rundir.h>
 #include <ddpc/sampler.h>
 #include <ddpc/timer.h>
+#include <ddpc/trace.h>
 #include <ddpc/train.h>
 
 #include <stdbool.h>
@@ -58,6 +59,7 @@ typedef struct {
     const char *prompt;
     float temperature;
     bool phases; /* log.phases: per-step phase timers (trainer_phases.c) */
+    int64_t profile_first, profile_last; /* profile.steps [a, b] (1-based, inclusive); 0 = off */
 } trainer_settings;
 
 /* The logging window's phase breakdown (trainer_phases.c): seconds summed over its steps. A step's
@@ -208,12 +210,20 @@ ddpc_status ddpc__trainer_report_memory(ddpc_trainer *t);
 ddpc_status ddpc__trainer_phases_start(ddpc_trainer *t, double start);
 static inline double ddpc__trainer_phase_now(const ddpc_trainer *t)
 {
-    return t->set.phases ? ddpc_time_now() : 0.0;
+    return t->set.phases || ddpc_trace_on() ? ddpc_time_now() : 0.0;
 }
 void ddpc__trainer_phases_step(ddpc_trainer *t, double end);
 void ddpc__trainer_phases_fields(ddpc_trainer *t);
 ddpc_status ddpc__trainer_phases_ranks(ddpc_trainer *t, int64_t step);
 ddpc_status ddpc__trainer_rank_memory(ddpc_trainer *t, int64_t step);
+
+/* trainer_trace.c: profile.steps. before (ahead of step `next`, 1-based) starts recording at the
+ * first profiled step; after (the step ran over [t0, t1]) records it and, after the last profiled
+ * step (or the run's last), gathers every rank's events and rank 0 writes <run_dir>/trace.json.
+ * Collective. */
+ddpc_status ddpc__trainer_read_profile(ddpc_trainer *t);
+ddpc_status ddpc__trainer_trace_before(ddpc_trainer *t, int64_t next);
+ddpc_status ddpc__trainer_trace_after(ddpc_trainer *t, double t0, double t1);
 
 /* trainer_eval.c: evaluates every task on its test split (all of it, or eval_batches batches per
  * rank when limit), logs one record per task and keeps the results. */

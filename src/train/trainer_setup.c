@@ -83,6 +83,7 @@ void ddpc_trainer_destroy(ddpc_trainer *t)
     ddpc_engine_destroy(t->engine);
     ddpc__trainer_free_tasks(t);
     ddpc__trainer_fini_dist(t);
+    ddpc_trace_close(); /* profile.steps: no loader or comm thread can be recording now */
     ddpc_free(t->x);
     ddpc_free(t->tokens);
     ddpc_free(t->targets);
