@@ -58,7 +58,7 @@ typedef struct {
     int64_t predict_samples, predict_tokens;
     const char *prompt;
     float temperature;
-    bool phases; /* log.phases: per-step phase timers (trainer_phases.c) */
+    bool phases;                         /* log.phases: per-step phase timers (trainer_phases.c) */
     int64_t profile_first, profile_last; /* profile.steps [a, b] (1-based, inclusive); 0 = off */
 } trainer_settings;
 

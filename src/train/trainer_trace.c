@@ -67,8 +67,8 @@ static ddpc_status gather_and_write(ddpc_trainer *t)
     size_t len = 0, dropped = 0, bytes = 0;
     DDPC_TRY(ddpc_trace_serialize(t->rank, &blob, &len, &dropped));
     double longest = (double)len + 1.0; /* with its NUL */
-    ddpc_status st = t->world > 1 ? ddpc_pg_all_reduce(t->pg, &longest, &longest, 1,
-                                                       DDPC_DTYPE_F64, DDPC_REDUCE_MAX)
+    ddpc_status st = t->world > 1 ? ddpc_pg_all_reduce(t->pg, &longest, &longest, 1, DDPC_DTYPE_F64,
+                                                       DDPC_REDUCE_MAX)
                                   : DDPC_OK;
     size_t words = ((size_t)longest + 3) / 4, stride = 4 * words;
     if (st == DDPC_OK && !(all = ddpc_calloc((size_t)t->world, stride)))
