@@ -158,8 +158,8 @@ check "then training goes on at that scale" \
 run ovf "$ddpc" train "${mlp[@]}" "${ovf[@]}" fault.kill_at_step=7
 check "loss-scaled resume: weights equal the uninterrupted run's" cmp "$tmp/ovf.st" "$tmp/ovf_ref.st"
 check "loss-scaled resume: the last record equals the uninterrupted run's" \
-    test "$(grep '"step": 12,' "$tmp/ovf/metrics.jsonl" | tail -1 | sed 's/"time_s[^,]*,//; s/"samples_per_s[^,]*,//; s/"tokens_per_s[^,]*,//; s/"data_wait_s[^,]*,//')" = \
-         "$(grep '"step": 12,' "$tmp/ovf_ref/metrics.jsonl" | tail -1 | sed 's/"time_s[^,]*,//; s/"samples_per_s[^,]*,//; s/"tokens_per_s[^,]*,//; s/"data_wait_s[^,]*,//')"
+    test "$(grep '"step": 12, "epoch"' "$tmp/ovf/metrics.jsonl" | tail -1 | sed 's/"phase": {[^}]*}, "step_s[^,]*, "comm_s[^,]*,//; s/"time_s[^,]*,//; s/"samples_per_s[^,]*,//; s/"tokens_per_s[^,]*,//; s/"data_wait_s[^,]*,//')" = \
+         "$(grep '"step": 12, "epoch"' "$tmp/ovf_ref/metrics.jsonl" | tail -1 | sed 's/"phase": {[^}]*}, "step_s[^,]*, "comm_s[^,]*,//; s/"time_s[^,]*,//; s/"samples_per_s[^,]*,//; s/"tokens_per_s[^,]*,//; s/"data_wait_s[^,]*,//')"
 "$ddpc" ckpt show "$tmp/ovf/checkpoints/step-00000010" >"$tmp/show.txt" 2>&1
 check "ddpc ckpt show prints the loss scale" grep -Eq '^loss scale: +[0-9.e+]+ \([0-9]+ finite steps' "$tmp/show.txt"
 "$ddpc" train "${mlp[@]}" precision=fp16 loss_scale.backoff_factor=1 run_dir="$tmp/badls" >"$tmp/badls.log" 2>&1

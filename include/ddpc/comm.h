@@ -157,6 +157,9 @@ uint64_t ddpc_pg_seq(const ddpc_pg *pg);
  * (W-1)/W of the whole W x count buffer, broadcast the buffer): what a step costs on a network,
  * whatever the backend really does. 0 on one rank. */
 uint64_t ddpc_pg_ring_bytes(const ddpc_pg *pg);
+/* Seconds this rank's collectives have spent in the backend so far, on whichever thread ran them
+ * (the comm thread for async work, the caller's for blocking calls); 0 on one rank. Thread safe. */
+double ddpc_pg_busy_seconds(const ddpc_pg *pg);
 /* NULL while healthy; after a failure, the message of the collective that failed. */
 const char *ddpc_pg_error(const ddpc_pg *pg);
 

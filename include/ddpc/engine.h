@@ -52,6 +52,9 @@ typedef struct {
      * after). Needs a reducer created with the same zero_stage (world > 1; on one rank every
      * stage is stage 0). */
     int zero_stage;
+    /* Time forward, backward, the wait for gradient synchronisation and the update (a few clock
+     * reads per pass; ddpc_engine_take_timing). Off by default. */
+    bool timing;
 } ddpc_engine_config;
 
 /* SGD defaults (ddpc_optim_config_default), constant schedule at its lr, scale 1, no clipping,
@@ -95,6 +98,15 @@ typedef struct {
  * and skipped. The decision depends on the averaged gradients only, so every rank takes it alike.
  * Errors: the reducer's (timeout, peer failure). */
 ddpc_status ddpc_engine_update(ddpc_engine *e, ddpc_engine_step_info *info);
+
+/* Seconds spent since the last call (all zero unless cfg.timing): forward and backward of every
+ * pass (backward includes the communication it overlaps), comm_wait the exposed communication
+ * (waiting for the reducer after backward, ZeRO's parameter all-gather), optimizer the rest of
+ * update (unscale, norm, clip, the step). Resets them. */
+typedef struct {
+    double forward_s, backward_s, comm_wait_s, optimizer_s;
+} ddpc_engine_timing;
+ddpc_engine_timing ddpc_engine_take_timing(ddpc_engine *e);
 
 /* Steps finished (the next step's number) and how many of them were skipped. */
 int64_t ddpc_engine_step(const ddpc_engine *e);

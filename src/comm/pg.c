@@ -9,6 +9,7 @@
 
 #include <ddpc/alloc.h>
 #include <ddpc/timer.h>
+#include <ddpc/trace.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -182,6 +183,11 @@ uint64_t ddpc_pg_ring_bytes(const ddpc_pg *pg)
     return pg->ring_bytes;
 }
 
+double ddpc_pg_busy_seconds(const ddpc_pg *pg)
+{
+    return (double)atomic_load_explicit(&((ddpc_pg *)pg)->busy_ns, memory_order_relaxed) * 1e-9;
+}
+
 const char *ddpc_pg_error(const ddpc_pg *pg)
 {
     return atomic_load_explicit(&((ddpc_pg *)pg)->failed, memory_order_acquire) ? pg->error : NULL;
@@ -205,10 +211,16 @@ ddpc_status ddpc__pg_execute(ddpc_pg *pg, ddpc__coll *coll)
         run_local(coll);
         return DDPC_OK;
     }
-    double start = ddpc_time_now();
-    coll->deadline = start + pg->timeout_s;
-    ddpc__flight_entry *e = ddpc__flight_open(&pg->flight, coll, start);
+    double t0 = ddpc_time_now();
+    coll->deadline = t0 + pg->timeout_s;
+    ddpc__flight_entry *e = ddpc__flight_open(&pg->flight, coll, t0);
     ddpc_status s = pg->ops->run(pg->state, coll);
+    double t1 = ddpc_time_now();
+    atomic_fetch_add_explicit(&pg->busy_ns, (uint64_t)((t1 - t0) * 1e9), memory_order_relaxed);
+    if (ddpc_trace_on()) /* the backend runs on one thread at a time: one "comm" track */
+        ddpc_trace_add(DDPC_TRACE_COMM, ddpc__coll_name(coll->kind), t0, t1, -1,
+                       ddpc__coll_name(coll->kind),
+                       (int64_t)(coll->count * ddpc_dtype_size(coll->dtype)));
     if (s != DDPC_OK) {
         /* Only the thread running the backend writes here, and only before `failed` is set. */
         snprintf(pg->error, sizeof pg->error, "%s", ddpc_last_error());
@@ -217,6 +229,6 @@ ddpc_status ddpc__pg_execute(ddpc_pg *pg, ddpc__coll *coll)
         atomic_store_explicit(&pg->failed, true, memory_order_release);
         return s;
     }
-    e->end = ddpc_time_now();
+    e->end = t1;
     return s;
 }

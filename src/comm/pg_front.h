@@ -35,6 +35,7 @@ struct ddpc_pg {
     uint64_t ring_bytes; /* see ddpc_pg_ring_bytes; caller's thread only, like seq */
     int phase;           /* ddpc_phase; caller's thread only, like seq */
     ddpc__flight flight; /* written by the thread running the backend, one at a time */
+    _Atomic uint64_t busy_ns; /* see ddpc_pg_busy_seconds; added to by the backend's thread */
 
     atomic_bool failed;
     char error[DDPC__PG_MSG_CAP];

@@ -6,6 +6,7 @@
 
 #include <ddpc/alloc.h>
 #include <ddpc/timer.h>
+#include <ddpc/trace.h>
 
 #include <stdio.h>
 #include <string.h>
@@ -30,7 +31,10 @@ static void *worker_main(void *arg)
         slot->b.epoch = l->epoch;
         l->busy++;
         pthread_mutex_unlock(&l->mu);
+        double t0 = ddpc_trace_on() ? ddpc_time_now() : 0.0;
         ddpc__loader_fill(l, slot, seq);
+        if (t0 > 0.0)
+            ddpc_trace_add(DDPC_TRACE_LOADER, "batch", t0, ddpc_time_now(), -1, NULL, 0);
         pthread_mutex_lock(&l->mu);
         l->busy--;
         slot->seq = seq;

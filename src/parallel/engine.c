@@ -7,6 +7,8 @@
 #include <ddpc/comm.h>
 #include <ddpc/engine.h>
 #include <ddpc/pages.h>
+#include <ddpc/timer.h>
+#include <ddpc/trace.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -31,7 +33,22 @@ struct ddpc_engine {
     bool synced;
     bool bad_loss;
     float bad_loss_value;
+    ddpc_engine_timing spent; /* cfg.timing: since the last ddpc_engine_take_timing */
 };
+
+/* cfg.timing (or a trace recording): adds the seconds since `since` to *acc and traces them as
+ * `name` (when given) and returns now; else 0. */
+static double lap(const ddpc_engine *e, double *acc, double since, const char *name)
+{
+    if (!e->cfg.timing && !ddpc_trace_on())
+        return 0.0;
+    double now = ddpc_time_now();
+    if (acc) {
+        *acc += now - since;
+        ddpc_trace_add(DDPC_TRACE_COMPUTE, name, since, now, -1, NULL, 0);
+    }
+    return now;
+}
 
 const char *ddpc_nonfinite_policy_name(ddpc_nonfinite_policy p)
 {
@@ -153,14 +170,19 @@ ddpc_status ddpc_engine_pass(ddpc_engine *e, ddpc_model_input *in, int64_t micro
         ddpc_reducer_prepare(e->reducer, sync);
     e->synced = e->synced || sync;
     set_phase(e, DDPC_PHASE_FORWARD);
+    double t = lap(e, NULL, 0.0, NULL);
     DDPC_TRY(ddpc_model_forward(e->model, in, true, out));
+    t = lap(e, &e->spent.forward_s, t, "forward");
     if (!isfinite(out->loss) && !e->bad_loss) {
         e->bad_loss = true;
         e->bad_loss_value = out->loss;
     }
     /* GradScaler: scale(loss / accum_steps); the reported loss stays unscaled. */
     set_phase(e, DDPC_PHASE_BACKWARD);
-    return ddpc_model_backward(e->model, loss_weight / (float)c->accum_steps * e->scaler.scale);
+    ddpc_status st =
+        ddpc_model_backward(e->model, loss_weight / (float)c->accum_steps * e->scaler.scale);
+    lap(e, &e->spent.backward_s, t, "backward");
+    return st;
 }
 
 /* "NaN", "inf" or "-inf" (printf's spelling of NaN varies). */
@@ -212,15 +234,11 @@ static ddpc_status grad_norm(ddpc_engine *e, float *g, double *norm)
     return DDPC_OK;
 }
 
-ddpc_status ddpc_engine_update(ddpc_engine *e, ddpc_engine_step_info *info)
+/* The update on the averaged gradients; *applied when the parameters changed. */
+static ddpc_status apply(ddpc_engine *e, ddpc_engine_step_info *info, bool *applied)
 {
     const ddpc_engine_config *c = &e->cfg;
     ddpc_model *m = e->model;
-    if (e->reducer) {
-        if (!e->synced) /* several passes fed this step: synchronise everything once */
-            ddpc_reducer_mark_all_ready(e->reducer);
-        DDPC_TRY(ddpc_reducer_finish(e->reducer));
-    }
     set_phase(e, DDPC_PHASE_OPTIMIZER);
     float *g = ddpc_model_grads(m);
     float lr = ddpc_engine_lr(e, e->step);
@@ -246,11 +264,40 @@ ddpc_status ddpc_engine_update(ddpc_engine *e, ddpc_engine_step_info *info)
     ddpc_optim_step_ranges(e->opt, ddpc_model_params(m), g, ddpc_model_decay_mask(m), e->shard,
                            e->n_shard, lr);
     e->step++;
+    *applied = true;
+    return DDPC_OK;
+}
+
+ddpc_status ddpc_engine_update(ddpc_engine *e, ddpc_engine_step_info *info)
+{
+    double t = lap(e, NULL, 0.0, NULL);
+    if (e->reducer) {
+        if (!e->synced) /* several passes fed this step: synchronise everything once */
+            ddpc_reducer_mark_all_ready(e->reducer);
+        DDPC_TRY(ddpc_reducer_finish(e->reducer));
+    }
+    t = lap(e, &e->spent.comm_wait_s, t, "comm wait");
+    bool applied = false;
+    ddpc_status st = apply(e, info, &applied);
+    t = lap(e, &e->spent.optimizer_s, t, "optimizer");
+    if (st != DDPC_OK || !applied)
+        return st;
     /* ZeRO: the owners updated their chunks; the updates are elementwise, so after the gather
      * every rank holds the parameters stage 0 computes. Stage 3 gathers them when next used. */
     if (e->stage >= 3)
         ddpc_reducer_release_params(e->reducer);
-    return e->stage == 1 || e->stage == 2 ? ddpc_reducer_gather_params(e->reducer) : DDPC_OK;
+    if (e->stage == 1 || e->stage == 2) {
+        st = ddpc_reducer_gather_params(e->reducer);
+        lap(e, &e->spent.comm_wait_s, t, "comm wait");
+    }
+    return st;
+}
+
+ddpc_engine_timing ddpc_engine_take_timing(ddpc_engine *e)
+{
+    ddpc_engine_timing r = e->spent;
+    e->spent = (ddpc_engine_timing){0};
+    return r;
 }
 
 int64_t ddpc_engine_step(const ddpc_engine *e)

@@ -35,7 +35,11 @@ static ddpc_status train_step(ddpc_trainer *t, double *loss)
         /* Each micro-batch is used before the next is asked for: the loader may reuse its
          * buffer as soon as next is called again. */
         ddpc_pg_set_phase(t->pg, DDPC_PHASE_DATA);
+        double d0 = ddpc__trainer_phase_now(t);
         DDPC_TRY(ddpc_combined_next(t->combined, &st));
+        double d1 = ddpc__trainer_phase_now(t);
+        t->ph.data += d1 - d0;
+        ddpc_trace_add(DDPC_TRACE_COMPUTE, "data", d0, d1, -1, NULL, 0);
         if (!st)
             return ddpc_errorf(DDPC_EINTERNAL, "the loader ended its epoch early, at step %lld",
                                (long long)ddpc_engine_step(t->engine));
@@ -124,6 +128,7 @@ static ddpc_status log_progress(ddpc_trainer *t, int64_t epoch, double elapsed)
         ddpc_metrics_f64(m, "tokens_per_s", samples_per_s * (double)per_sample, 1);
     ddpc_metrics_f64(m, "data_wait_s", t->window_wait, 4);
     ddpc_metrics_f64(m, "time_s", elapsed, 3);
+    ddpc__trainer_phases_fields(t); /* timings together, before the deterministic fields */
     ddpc_metrics_f64(m, "grad_norm", t->last_grad_norm, -1);
     if (t->world > 1) /* ring bytes this rank's last step communicated */
         ddpc_metrics_i64(m, "comm_bytes", (int64_t)t->last_comm_bytes);
@@ -132,6 +137,8 @@ static ddpc_status log_progress(ddpc_trainer *t, int64_t epoch, double elapsed)
         ddpc_metrics_f64(m, "loss_scale", ddpc_engine_loss_scale(t->engine).scale,
                          DDPC_METRICS_EXACT);
     ddpc_status st = ddpc_metrics_end(m);
+    if (st == DDPC_OK)
+        st = ddpc__trainer_phases_ranks(t, step);
     if (ddpc__progress_on(t)) /* a terminal: the bar, in place of the line */
         ddpc__progress_update(t, epoch, loss, samples_per_s * (double)per_sample, per_sample > 1);
     else if (t->log && t->multi)
@@ -270,7 +277,11 @@ static ddpc_status fast_forward(ddpc_trainer *t, int64_t steps)
 {
     for (int64_t i = 0; i < steps; i++) {
         const ddpc_combined_step *st;
+        double d0 = ddpc__trainer_phase_now(t);
         DDPC_TRY(ddpc_combined_next(t->combined, &st));
+        double d1 = ddpc__trainer_phase_now(t);
+        t->ph.data += d1 - d0;
+        ddpc_trace_add(DDPC_TRACE_COMPUTE, "data", d0, d1, -1, NULL, 0);
         if (!st)
             return ddpc_errorf(DDPC_EINTERNAL, "resume: epoch %lld has fewer than %lld steps",
                                (long long)t->epoch, (long long)steps);
@@ -284,15 +295,20 @@ ddpc_status ddpc__trainer_fit(ddpc_trainer *t)
     int64_t per_epoch = t->steps_per_epoch, total = t->total_steps;
     log_start(t);
     double start = ddpc_time_now();
+    DDPC_TRY(ddpc__trainer_phases_start(t, start));
     while (ddpc_engine_step(t->engine) < total) {
         int64_t epoch = t->epoch;
         DDPC_TRY(ddpc_combined_start_epoch(t->combined, epoch));
         DDPC_TRY(fast_forward(t, t->epoch_step * s->accum_steps));
         for (int64_t b = t->epoch_step; b < per_epoch && ddpc_engine_step(t->engine) < total; b++) {
+            DDPC_TRY(ddpc__trainer_trace_before(t, ddpc_engine_step(t->engine) + 1));
             double loss = 0, t0 = ddpc_time_now();
             DDPC_TRY(train_step(t, &loss));
             /* Throughput counts training steps only, not evaluation or logging. */
-            t->window_time += ddpc_time_now() - t0;
+            double t1 = ddpc_time_now();
+            t->window_time += t1 - t0;
+            ddpc__trainer_phases_step(t, t1);
+            DDPC_TRY(ddpc__trainer_trace_after(t, t0, t1));
             /* After the first step everything a step needs is allocated: the measured peak. */
             DDPC_TRY(ddpc__trainer_report_memory(t));
             t->unsynced_loss += loss;
@@ -302,12 +318,15 @@ ddpc_status ddpc__trainer_fit(ddpc_trainer *t)
             t->epoch_step = epoch_end ? 0 : b + 1;
             DDPC_TRY(
                 after_step(t, epoch, epoch_end || ddpc_engine_step(t->engine) == total, start));
+            double ck = t->ckpt_seconds;
             DDPC_TRY(ddpc__trainer_after_step_save(t, epoch_end));
+            t->ph.ckpt += t->ckpt_seconds - ck;
         }
     }
     ddpc__progress_finish(t);
     DDPC_TRY(ddpc__trainer_final_save(t));
     DDPC_TRY(ddpc__trainer_evaluate(t, "test", false));
+    DDPC_TRY(ddpc__trainer_rank_memory(t, ddpc_engine_step(t->engine)));
     double elapsed = ddpc_time_now() - start;
     if (t->log && t->ckpt_seconds > 0)
         fprintf(t->log, "done in %.1f s (%.2f s, %.2f%%, saving checkpoints)\n", elapsed,

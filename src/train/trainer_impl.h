@@ -18,6 +18,8 @@
 #include <ddpc/reducer.h>
 #include <ddpc/rundir.h>
 #include <ddpc/sampler.h>
+#include <ddpc/timer.h>
+#include <ddpc/trace.h>
 #include <ddpc/train.h>
 
 #include <stdbool.h>
@@ -60,7 +62,21 @@ typedef struct {
     int64_t predict_samples, predict_tokens;
     const char *prompt;
     float temperature;
+    bool phases;                         /* log.phases: per-step phase timers (trainer_phases.c) */
+    int64_t profile_first, profile_last; /* profile.steps [a, b] (1-based, inclusive); 0 = off */
 } trainer_settings;
+
+/* The logging window's phase breakdown (trainer_phases.c): seconds summed over its steps. A step's
+ * period runs from the end of the previous step's update to the end of its own, so logging,
+ * evaluation and checkpointing after step n count in step n+1. */
+typedef struct {
+    double mark;      /* end of the last step's update */
+    double busy_mark; /* ddpc_pg_busy_seconds at the window's start */
+    double data, ckpt, step;
+    ddpc_engine_timing eng;
+    int64_t steps;
+    double *ranks; /* (world x 3) scratch for the per-rank gathers, from fit's start */
+} ddpc__phases;
 
 typedef struct {
     char name[DDPC__TASK_NAME_MAX];      /* letters, digits, '_', '-', '.' */
@@ -149,6 +165,7 @@ struct ddpc_trainer {
     uint64_t last_comm_bytes; /* ring bytes this rank's last optimizer step issued */
     ddpc_eval_result last_eval;
     ddpc__progress bar;
+    ddpc__phases ph;
 };
 
 /* trainer_settings.c: the top-level keys (every one with its default and range). */
@@ -209,6 +226,29 @@ void ddpc__trainer_fini_dist(ddpc_trainer *t);
 ddpc_status ddpc__trainer_plan_memory(ddpc_trainer *t);
 void ddpc__trainer_log_memory_plan(ddpc_trainer *t);
 ddpc_status ddpc__trainer_report_memory(ddpc_trainer *t);
+
+/* trainer_phases.c: the phase breakdown (log.phases) and the per-rank records. start allocates
+ * the scratch (before the first step); now is the clock when log.phases is on, else 0; step adds
+ * a finished step (its update ended at `end`); fields adds the window's means to the open record;
+ * ranks (collective, after that record) writes the per-rank step times and resets the window;
+ * rank_memory (collective) writes every rank's allocator peak and RSS. */
+ddpc_status ddpc__trainer_phases_start(ddpc_trainer *t, double start);
+static inline double ddpc__trainer_phase_now(const ddpc_trainer *t)
+{
+    return t->set.phases || ddpc_trace_on() ? ddpc_time_now() : 0.0;
+}
+void ddpc__trainer_phases_step(ddpc_trainer *t, double end);
+void ddpc__trainer_phases_fields(ddpc_trainer *t);
+ddpc_status ddpc__trainer_phases_ranks(ddpc_trainer *t, int64_t step);
+ddpc_status ddpc__trainer_rank_memory(ddpc_trainer *t, int64_t step);
+
+/* trainer_trace.c: profile.steps. before (ahead of step `next`, 1-based) starts recording at the
+ * first profiled step; after (the step ran over [t0, t1]) records it and, after the last profiled
+ * step (or the run's last), gathers every rank's events and rank 0 writes <run_dir>/trace.json.
+ * Collective. */
+ddpc_status ddpc__trainer_read_profile(ddpc_trainer *t);
+ddpc_status ddpc__trainer_trace_before(ddpc_trainer *t, int64_t next);
+ddpc_status ddpc__trainer_trace_after(ddpc_trainer *t, double t0, double t1);
 
 /* trainer_eval.c: evaluates every task on its test split (all of it, or eval_batches batches per
  * rank when limit), logs one record per task and keeps the results. */

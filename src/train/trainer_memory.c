@@ -135,6 +135,7 @@ ddpc_status ddpc__trainer_report_memory(ddpc_trainer *t)
     ddpc_metrics_i64(m, "mem_plan_optim_bytes", (int64_t)p.bytes[DDPC_MEM_OPTIM]);
     DDPC_TRY(ddpc_metrics_end(m));
     ddpc__progress_clear(t);
+    DDPC_TRY(ddpc__trainer_rank_memory(t, step)); /* every rank's, after warm-up */
     if (t->log) {
         char a[32], b[32], c[32], d[32], e[32];
         fprintf(t->log,

@@ -67,5 +67,7 @@ ddpc_status ddpc__trainer_read_settings(ddpc_trainer *t, const char *config_name
     DDPC_TRY(ddpc_config_string(c, "predict.prompt", "\n", &s->prompt));
     DDPC_TRY(ddpc_config_float(c, "predict.temperature", 0.8, 0.0, 100.0, &f));
     s->temperature = (float)f;
+    DDPC_TRY(ddpc_config_bool(c, "log.phases", true, &s->phases));
+    DDPC_TRY(ddpc__trainer_read_profile(t));
     return DDPC_OK;
 }

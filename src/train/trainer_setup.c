@@ -33,6 +33,7 @@ static ddpc_status build(ddpc_trainer *t, const char *config_name)
     if (!t->config_text)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory for the configuration text");
     ddpc_config_dump(t->cfg, t->config_text, need);
+    t->engine_cfg.timing = t->set.phases;
     return ddpc_engine_create(t->model, t->reducer, t->rank, t->world, &t->engine_cfg, &t->engine);
 }
 
@@ -82,12 +83,14 @@ void ddpc_trainer_destroy(ddpc_trainer *t)
     ddpc_engine_destroy(t->engine);
     ddpc__trainer_free_tasks(t);
     ddpc__trainer_fini_dist(t);
+    ddpc_trace_close(); /* profile.steps: no loader or comm thread can be recording now */
     ddpc_free(t->x);
     ddpc_free(t->tokens);
     ddpc_free(t->targets);
     ddpc_free(t->perm);
     ddpc_free(t->config_text);
     ddpc_free(t->mem_buckets);
+    ddpc_free(t->ph.ranks);
     ddpc_model_destroy(t->model);
     ddpc_free(t);
 }

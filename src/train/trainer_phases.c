@@ -1,0 +1,116 @@
+/* The per-step phase breakdown (log.phases) and the per-rank records of metrics.jsonl. Each rank
+ * times its own steps with a handful of clock reads; rank 0's window means go into the progress
+ * record, and one small all-reduce per logging window (each rank fills its own slots of a zeroed
+ * vector) brings every rank's step time and memory to rank 0. Nothing here allocates after
+ * ddpc__trainer_phases_start. */
+#include "train/trainer_impl.h"
+
+#include <ddpc/alloc.h>
+#include <ddpc/sysinfo.h>
+
+#include <stdio.h>
+#include <string.h>
+
+ddpc_status ddpc__trainer_phases_start(ddpc_trainer *t, double start)
+{
+    ddpc__phases *p = &t->ph;
+    if (!p->ranks) {
+        p->ranks = ddpc_calloc(3 * (size_t)t->world, sizeof *p->ranks);
+        if (!p->ranks)
+            return ddpc_errorf(DDPC_ENOMEM, "out of memory for the per-rank metrics of %d ranks",
+                               t->world);
+    }
+    p->mark = start;
+    p->busy_mark = ddpc_pg_busy_seconds(t->pg);
+    return DDPC_OK;
+}
+
+void ddpc__trainer_phases_step(ddpc_trainer *t, double end)
+{
+    ddpc__phases *p = &t->ph;
+    p->steps++;
+    if (!t->set.phases)
+        return;
+    p->step += end - p->mark;
+    p->mark = end;
+    ddpc_engine_timing e = ddpc_engine_take_timing(t->engine);
+    p->eng.forward_s += e.forward_s;
+    p->eng.backward_s += e.backward_s;
+    p->eng.comm_wait_s += e.comm_wait_s;
+    p->eng.optimizer_s += e.optimizer_s;
+}
+
+void ddpc__trainer_phases_fields(ddpc_trainer *t)
+{
+    ddpc__phases *p = &t->ph;
+    if (!t->set.phases || p->steps == 0)
+        return;
+    double n = (double)p->steps, busy = ddpc_pg_busy_seconds(t->pg);
+    const ddpc_engine_timing *e = &p->eng;
+    double other = p->step - p->data - e->forward_s - e->backward_s - e->comm_wait_s -
+                   e->optimizer_s - p->ckpt;
+    ddpc_metrics *m = t->metrics;
+    ddpc_metrics_f64(m, "phase/data_s", p->data / n, -1);
+    ddpc_metrics_f64(m, "phase/forward_s", e->forward_s / n, -1);
+    ddpc_metrics_f64(m, "phase/backward_s", e->backward_s / n, -1);
+    ddpc_metrics_f64(m, "phase/comm_exposed_s", e->comm_wait_s / n, -1);
+    ddpc_metrics_f64(m, "phase/optimizer_s", e->optimizer_s / n, -1);
+    ddpc_metrics_f64(m, "phase/checkpoint_s", p->ckpt / n, -1);
+    ddpc_metrics_f64(m, "phase/other_s", other / n, -1);
+    ddpc_metrics_f64(m, "step_s", p->step / n, -1);
+    ddpc_metrics_f64(m, "comm_s", (busy - p->busy_mark) / n, -1);
+}
+
+/* One record per 60 ranks of "<prefix><k>" = v[k * stride], at `step`. */
+static ddpc_status rank_record(ddpc_trainer *t, int64_t step, const char *const *prefix,
+                               size_t n_prefix, bool integer)
+{
+    const double *v = t->ph.ranks;
+    size_t per = 60 / n_prefix;
+    for (size_t k0 = 0; k0 < (size_t)t->world; k0 += per) {
+        ddpc_metrics_begin(t->metrics, step);
+        for (size_t i = 0; i < n_prefix; i++)
+            for (size_t k = k0; k < k0 + per && k < (size_t)t->world; k++) {
+                char key[64];
+                snprintf(key, sizeof key, "%s%zu", prefix[i], k);
+                double x = v[k * n_prefix + i];
+                if (integer)
+                    ddpc_metrics_i64(t->metrics, key, (int64_t)x);
+                else
+                    ddpc_metrics_f64(t->metrics, key, x, -1);
+            }
+        DDPC_TRY(ddpc_metrics_end(t->metrics));
+    }
+    return DDPC_OK;
+}
+
+ddpc_status ddpc__trainer_phases_ranks(ddpc_trainer *t, int64_t step)
+{
+    ddpc__phases *p = &t->ph;
+    if (t->set.phases && p->steps > 0) {
+        memset(p->ranks, 0, (size_t)t->world * sizeof *p->ranks);
+        p->ranks[t->rank] = p->step / (double)p->steps;
+        DDPC_TRY(ddpc__trainer_sum(t, p->ranks, (size_t)t->world));
+        static const char *const prefix[] = {"rank_step_s/"};
+        DDPC_TRY(rank_record(t, step, prefix, 1, false));
+    }
+    double mark = p->mark;
+    double *ranks = p->ranks;
+    *p = (ddpc__phases){.mark = mark, .busy_mark = ddpc_pg_busy_seconds(t->pg), .ranks = ranks};
+    return DDPC_OK;
+}
+
+ddpc_status ddpc__trainer_rank_memory(ddpc_trainer *t, int64_t step)
+{
+    uint64_t rss = 0, rss_peak = 0;
+    DDPC_TRY(ddpc_sysinfo_process_memory(&rss, &rss_peak));
+    double *v = t->ph.ranks;
+    memset(v, 0, 3 * (size_t)t->world * sizeof *v);
+    v[3 * t->rank] = (double)ddpc_alloc_peak_bytes();
+    v[3 * t->rank + 1] = (double)rss;
+    v[3 * t->rank + 2] = (double)rss_peak;
+    DDPC_TRY(ddpc__trainer_sum(t, v, 3 * (size_t)t->world));
+    static const char *const prefix[] = {"mem/peak_alloc_bytes/", "mem/rss_bytes/",
+                                         "mem/rss_peak_bytes/"};
+    return rank_record(t, step, prefix, 3, true);
+}
