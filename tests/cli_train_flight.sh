@@ -43,7 +43,7 @@ hang on
 check "a SIGSTOPped rank fails the run (exit $rc, not the 60 s deadline's 124)" \
     test "$rc" -ne 0 -a "$rc" -ne 124
 check "rank 1 was found and stopped" test -n "$stopped"
-phase="(data|forward|backward|optimizer)"
+phase="(data|forward|backward|optimizer|eval|checkpoint)"
 re="all_reduce #([0-9]+) timed out after 3 s: rank 1 never arrived; rank 1 (is still in $phase \
 after [a-z_]+ #[0-9]+|entered all_reduce #[0-9]+ \(in $phase\) but stopped inside it); ranks 0, 2 \
 wait in all_reduce #"
