@@ -42,6 +42,8 @@ for r in progress:
     assert sorted(got) == [str(k) for k in range(world)], got
     assert all(v > 0 for v in got.values()), got
     assert abs(got["0"] - r["step_s"]) <= 1e-6 * r["step_s"] + 1e-9, (got, r)
+if phases:  # checkpoint.every_steps=6: the save after step 6 counts in step 7's window (5..8)
+    assert [r["phase"]["checkpoint_s"] > 0 for r in progress] == [False, True, False], progress
 mem = [r for r in recs if "mem" in r]
 assert [r["step"] for r in mem] == [1, 12], [r["step"] for r in mem]
 for r in mem:
