@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/observe_bench.sh: what the default observability costs per training step (issue #13): the
-# phase timers (log.phases: true, the default; profile.steps off) against log.phases: false, on
-# the GPT step of bench/configs/gpt.yaml through `ddpc train`. Each round runs both settings,
+# defaults (phase timers, TensorBoard writer, hang recorder files; profile.steps off) against all
+# three off (log.phases: false, log.tensorboard: false, flight.enabled: false; the recorder's ring
+# itself is always kept), on the GPT step of bench/configs/gpt.yaml through `ddpc train`. Each round runs both settings,
 # alternating which goes first so drifting load hits both alike; a run's step time is the mean of
 # its progress windows after the first (warm-up), from samples_per_s (measured with or without the
 # timers). Prints CPU/ISA, the medians over ROUNDS and on/off (1.00 = free; the timers add a dozen
@@ -39,19 +40,20 @@ for ((r = 0; r < ROUNDS; r++)); do
     order=(on off)
     ((r % 2)) && order=(off on)
     for which in "${order[@]}"; do
-        phases=true
-        [[ $which == off ]] && phases=false
+        on=true
+        [[ $which == off ]] && on=false
         rm -rf "$TMP/run"
         thread_env "$THREADS" "$DDPC" train "$HERE/configs/gpt.yaml" num_threads="$THREADS" \
             max_steps="$STEPS" log_every="$WINDOW" eval_every=0 eval_batches=1 \
-            data.eval_batch_size=64 log.phases=$phases run_dir="$TMP/run" >/dev/null
+            data.eval_batch_size=64 log.phases=$on log.tensorboard=$on flight.enabled=$on \
+            run_dir="$TMP/run" >/dev/null
         step_ms "$TMP/run" >>"$TMP/$which"
     done
 done
 on=$(median <"$TMP/on")
 off=$(median <"$TMP/off")
 echo
-echo "| model | threads | timers on: median step ms | timers off | on / off |"
+echo "| model | threads | defaults on: median step ms | all off | on / off |"
 echo "|---|---|---|---|---|"
 echo "| gpt | $THREADS | $on | $off | $("$PY" -c "import sys; print(f'{float(sys.argv[1]) / float(sys.argv[2]):.3f}')" "$on" "$off") |"
 echo "per run (on): $(tr '\n' ' ' <"$TMP/on")"
