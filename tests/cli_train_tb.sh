@@ -4,7 +4,8 @@
 # every record): a 2-rank run with evaluation, and a run killed on rank 1 and restarted by
 # `ddpc run --max-restarts` that resumes from its checkpoint (the second file starts with a
 # session_log START at the resumed step); every scalar equals metrics.jsonl's value. Also: a file
-# cut inside a record keeps every earlier record, and log.tensorboard=false writes none.
+# cut inside a record keeps every earlier record, log.tensorboard_per_rank writes each rank's own
+# file under tb/rank<k>/, and log.tensorboard=false writes none.
 # usage: cli_train_tb.sh DDPC_BIN SOURCE_DIR
 set -u
 ddpc=$1
@@ -76,6 +77,18 @@ check "a file cut mid-record decodes" test $? -eq 0
 check "... keeping all records but the torn one" \
     test "$(grep -c '"step"' "$tmp/cut.events")" -eq $(($(grep -c '"step"' "$tmp/a.events") - 1))
 check "... and saying where it was torn" grep -q '"torn": ' "$tmp/cut.events"
+
+# log.tensorboard_per_rank: every rank also writes its own view under tb/rank<k>/
+"$ddpc" run --nproc-per-node 2 -- "$ddpc" train "$cfg" "${common[@]}" max_steps=8 \
+    log.tensorboard_per_rank=true run_dir="$tmp/pr" >"$tmp/pr.log" 2>&1
+check "log.tensorboard_per_rank=true trains on 2 ranks" test $? -eq 0
+$py "$here/decode_events.py" "$tmp" "$tmp"/pr/tb/rank0/events.out.tfevents.* >"$tmp/pr0.events" &&
+    $py "$here/compare.py" "$tmp/pr/metrics.jsonl" <"$tmp/pr0.events" >"$tmp/pr0.cmp" 2>&1
+check "... rank 0's tb/rank0 holds metrics.jsonl's values ($(cat "$tmp/pr0.cmp"))" \
+    grep -q "^ok " "$tmp/pr0.cmp"
+$py "$here/decode_events.py" "$tmp" "$tmp"/pr/tb/rank1/events.out.tfevents.* >"$tmp/pr1.events"
+check "... rank 1's tb/rank1 decodes, with its own loss and throughput at steps 4 and 8" \
+    test "$(grep -c '"scalars": {"epoch": .*"loss": .*"samples_per_s"' "$tmp/pr1.events")" -eq 2
 
 "$ddpc" train "$cfg" "${common[@]}" max_steps=2 log.tensorboard=false run_dir="$tmp/off" \
     >"$tmp/off.log" 2>&1

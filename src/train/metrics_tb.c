@@ -104,11 +104,28 @@ static void tb_close(void *state)
 
 const ddpc__metrics_sink_ops ddpc__metrics_tb_ops = {tb_record, tb_close};
 
+/* mkdir -p: another rank may be creating the same parents at the same time. */
+static ddpc_status make_dirs(const char *dir)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s", dir);
+    for (char *p = path + 1;; p++) {
+        bool end = *p == '\0';
+        if (*p == '/' || end) {
+            *p = '\0';
+            if (mkdir(path, 0777) != 0 && errno != EEXIST)
+                return ddpc_errorf(DDPC_EIO, "cannot create the TensorBoard directory '%s': %s",
+                                   path, strerror(errno));
+            if (end)
+                return DDPC_OK;
+            *p = '/';
+        }
+    }
+}
+
 ddpc_status ddpc__metrics_tb_open(const char *dir, void **state)
 {
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-        return ddpc_errorf(DDPC_EIO, "cannot create the TensorBoard directory '%s': %s", dir,
-                           strerror(errno));
+    DDPC_TRY(make_dirs(dir));
     tb_writer *w = ddpc_calloc(1, sizeof *w);
     if (!w)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory for the TensorBoard writer");

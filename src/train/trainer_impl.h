@@ -45,6 +45,7 @@ typedef struct {
     int64_t stats_sync_every;            /* steps between cross-rank loss averages */
     progress_mode progress;              /* log.progress: a bar on a terminal, or plain lines */
     bool tensorboard;                    /* log.tensorboard: rank 0 writes <run_dir>/tb/ */
+    bool tensorboard_per_rank;           /* log.tensorboard_per_rank: every rank, tb/rank<k>/ */
     lr_scale_kind lr_scale;              /* base LR x (world * accum_steps)^{0, 1, 1/2} */
     int num_workers, prefetch_factor;    /* training loaders */
     bool shuffle;

@@ -1,7 +1,8 @@
 /* The run's outputs, opened before anything is trained: rank 0 locks the run directory (one job
  * per directory), writes config.yaml, checks that weights_out and the checkpoint directory can be
  * written (so that is not discovered after training), and opens metrics.jsonl — appended to by a
- * resumed or restarted run, which records why — and a TensorBoard event file in <run_dir>/tb/. Only global rank 0 writes run outputs. */
+ * resumed or restarted run, which records why — and a TensorBoard event file in <run_dir>/tb/. Only
+ * global rank 0 writes run outputs. */
 #include "train/trainer_impl.h"
 
 #include <ddpc/rundir.h>
@@ -22,16 +23,20 @@ static ddpc_status record_start(ddpc_trainer *t)
 ddpc_status ddpc__trainer_open_outputs(ddpc_trainer *t)
 {
     DDPC_TRY(ddpc_metrics_create(&t->metrics)); /* every rank records; only rank 0's are kept */
-    if (t->rank != 0)
-        return DDPC_OK;
     const trainer_settings *s = &t->set;
+    char path[1100];
+    if (s->tensorboard && s->tensorboard_per_rank) { /* each rank's own view, tb/rank<k>/ */
+        snprintf(path, sizeof path, "%s/tb/rank%d", s->run_dir, t->rank);
+        DDPC_TRY(ddpc_metrics_add_tensorboard(t->metrics, path));
+    }
+    if (t->rank != 0)
+        return s->tensorboard && s->tensorboard_per_rank ? record_start(t) : DDPC_OK;
     DDPC_TRY(ddpc_rundir_lock_acquire(s->run_dir, &t->lock));
     DDPC_TRY(ddpc_rundir_write_config(s->run_dir, t->config_text));
     if (s->state == STATE_TRAIN && s->weights_out)
         DDPC_TRY(ddpc_path_check_writable(s->weights_out));
     if (s->state == STATE_TRAIN && ddpc__trainer_checkpoints_on(t))
         DDPC_TRY(ddpc_dir_check_writable(s->ckpt_dir));
-    char path[1100];
     snprintf(path, sizeof path, "%s/metrics.jsonl", s->run_dir);
     /* A resumed or restarted run appends: the file keeps every attempt's records. */
     DDPC_TRY(ddpc_metrics_add_jsonl(t->metrics, path, t->resumed_from[0] || t->restart_count > 0));

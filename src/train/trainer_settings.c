@@ -57,6 +57,7 @@ ddpc_status ddpc__trainer_read_settings(ddpc_trainer *t, const char *config_name
     DDPC_TRY(ddpc_config_choice(c, "log.progress", "auto", progress_modes, &v32));
     s->progress = (progress_mode)v32;
     DDPC_TRY(ddpc_config_bool(c, "log.tensorboard", true, &s->tensorboard));
+    DDPC_TRY(ddpc_config_bool(c, "log.tensorboard_per_rank", false, &s->tensorboard_per_rank));
     DDPC_TRY(ddpc__trainer_read_ckpt_settings(t));
     DDPC_TRY(ddpc_config_int(c, "fault.kill_at_step", 0, 0, INT64_MAX, &s->kill_at_step));
     DDPC_TRY(ddpc_config_int(c, "fault.kill_at_micro", 0, 0, DDPC_TRAIN_MAX_ACCUM - 1,
