@@ -3,7 +3,7 @@
 # compiles tb_event.proto, python3-protobuf parses the events, crcmod checks both CRC-32Cs of
 # every record): a 2-rank run with evaluation, and a run killed on rank 1 and restarted by
 # `ddpc run --max-restarts` that resumes from its checkpoint (the second file starts with a
-# session_log START at the resumed step); every scalar equals metrics.jsonl's value. Also: a file
+# session_log START at the first step after the checkpoint); every scalar equals metrics.jsonl's value. Also: a file
 # cut inside a record keeps every earlier record, log.tensorboard_per_rank writes each rank's own
 # file under tb/rank<k>/, and log.tensorboard=false writes none.
 # usage: cli_train_tb.sh DDPC_BIN SOURCE_DIR
@@ -56,7 +56,7 @@ check "both decode, every CRC right" test $? -eq 0
 $py "$here/compare.py" "$tmp/r/metrics.jsonl" <"$tmp/r.events" >"$tmp/r.cmp" 2>&1
 check "every scalar of both attempts equals metrics.jsonl's ($(cat "$tmp/r.cmp"))" \
     grep -q "^ok .*(1 session_log START) in 2 file(s)" "$tmp/r.cmp"
-check "the START is at step 10, the resumed step" grep -q '"step": 10, .*"start": true' \
+check "the START is at step 11, the resumed run's first" grep -q '"step": 11, .*"start": true' \
     "$tmp/r.events"
 # last_loss FILE: the step-24 loss event of a decoded file, without its wall time
 last_loss() {

@@ -31,7 +31,7 @@ ddpc_status ddpc_metrics_add_jsonl(ddpc_metrics *m, const char *path, bool appen
 /* Adds a TensorBoard sink: a new event file `dir/events.out.tfevents.<time>.<host>.<pid>` (dir is
  * created if missing) holding every numeric field as a scalar at the record's step (tag: the key;
  * evaluation records under "<split>/[<task>/]"); a record whose "event" is "resume" or "restart"
- * becomes a session_log START. DDPC_EIO naming the path. */
+ * becomes a session_log START at its step + 1. DDPC_EIO naming the path. */
 ddpc_status ddpc_metrics_add_tensorboard(ddpc_metrics *m, const char *dir);
 
 /* Starts a record of `step` (its first field, "step"); an unfinished record is dropped. */

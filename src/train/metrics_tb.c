@@ -2,8 +2,8 @@
  * `<dir>/events.out.tfevents.<time>.<host>.<pid>` (TFRecord-framed Event protobufs, tb_record.c and
  * tb_event.c). Tags: the field's key ("loss", "phase/data_s"); an evaluation record's keys go under
  * its split (and task): "test/eval_loss", "val/fmnist/eval_accuracy"; other events' under the
- * event's name. A "resume"/"restart" record is a session_log START at its step, which makes
- * TensorBoard drop the points of the superseded attempt after that step. Invariants: each event
+ * event's name. A "resume"/"restart" record of step S (the checkpoint's) is a session_log START
+ * at S + 1, which makes TensorBoard drop the superseded attempt's points from S + 1 on. Invariants: each event
  * reaches the file with one write() (a killed run keeps every earlier record whole); the first
  * failed write makes the sink fail for good, like metrics.jsonl. */
 #include "train/metrics_impl.h"
@@ -67,7 +67,9 @@ static ddpc_status tb_record(void *state, const ddpc__metrics_record *r)
     tb_writer *w = state;
     const char *event = str_field(r, "event");
     if (event && (strcmp(event, "resume") == 0 || strcmp(event, "restart") == 0)) {
-        ddpc__tb_event_start(&w->event, wall_now(), r->step);
+        /* TensorBoard drops every earlier point at or after START's step: the resumed run's
+         * first step is the one after the checkpoint's, whose points stay */
+        ddpc__tb_event_start(&w->event, wall_now(), r->step + 1);
         return emit(w);
     }
     char prefix[256] = "";

@@ -4,7 +4,7 @@ record for record, in order, every numeric value of every record is the scalar o
 at the same step (null is NaN; TensorBoard holds float32 of the full value, metrics.jsonl the value
 printed to some digits, so they agree to half a unit of the last printed digit plus float32's
 rounding), an evaluation record's tags are "<split>/[<task>/]key",
-an event record's "<event>/key", a resume or restart record is a session_log START at its step,
+an event record's "<event>/key", a resume or restart record (at the checkpoint's step S) is a session_log START at S + 1,
 and every file begins with file_version "brain.Event:2".
 usage: compare.py METRICS_JSONL < decoded   Prints "ok N events" or the first difference; exit 1."""
 import json
@@ -43,7 +43,7 @@ def expected(rec):
     step = rec["step"]
     event = rec.get("event")
     if event in ("resume", "restart"):
-        return ("start", step)
+        return ("start", step + 1)  # TensorBoard drops points at or after START's step
     prefix = ""
     if "split" in rec:
         prefix = rec["split"] + "/" + (rec["task"] + "/" if "task" in rec else "")
