@@ -133,6 +133,8 @@ ddpc_status ddpc__trainer_report_memory(ddpc_trainer *t)
     ddpc_metrics_i64(m, "mem_plan_params_bytes", (int64_t)p.bytes[DDPC_MEM_PARAMS]);
     ddpc_metrics_i64(m, "mem_plan_grads_bytes", (int64_t)p.bytes[DDPC_MEM_GRADS]);
     ddpc_metrics_i64(m, "mem_plan_optim_bytes", (int64_t)p.bytes[DDPC_MEM_OPTIM]);
+    ddpc_metrics_i64(m, "mem_plan_activations_bytes", (int64_t)p.bytes[DDPC_MEM_ACTIVATIONS]);
+    ddpc_metrics_i64(m, "mem_plan_comm_bytes", (int64_t)p.bytes[DDPC_MEM_COMM]);
     DDPC_TRY(ddpc_metrics_end(m));
     ddpc__progress_clear(t);
     DDPC_TRY(ddpc__trainer_rank_memory(t, step)); /* every rank's, after warm-up */
