@@ -4,13 +4,11 @@
  * the file is written on the failure path only. */
 #include "comm/pg_front.h"
 
+#include <ddpc/fs.h>
 #include <ddpc/timer.h>
 
-#include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
 static const char *const PHASES[DDPC_PHASE_COUNT] = {"setup",     "data", "forward",   "backward",
                                                      "optimizer", "eval", "checkpoint"};
@@ -66,25 +64,10 @@ static void json_string(FILE *out, const char *s)
     fputc('"', out);
 }
 
-static void mkdirs(const char *dir)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s", dir);
-    for (char *p = path + 1; *p; p++) {
-        if (*p == '/') {
-            *p = '\0';
-            mkdir(path, 0777);
-            *p = '/';
-        }
-    }
-    mkdir(path, 0777);
-}
-
 void ddpc__flight_dump(const ddpc__flight *f, const ddpc_pg *pg, const char *error)
 {
-    if (!f->dir[0])
-        return;
-    mkdirs(f->dir);
+    if (!f->dir[0] || ddpc_mkdirs(f->dir) != DDPC_OK)
+        return; /* best effort: the collective's own error is what the caller reports */
     char path[640], tmp[660];
     snprintf(path, sizeof path, "%s/rank%d.json", f->dir, pg->rank);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);

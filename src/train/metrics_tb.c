@@ -3,19 +3,19 @@
  * tb_event.c). Tags: the field's key ("loss", "phase/data_s"); an evaluation record's keys go under
  * its split (and task): "test/eval_loss", "val/fmnist/eval_accuracy"; other events' under the
  * event's name. A "resume"/"restart" record of step S (the checkpoint's) is a session_log START
- * at S + 1, which makes TensorBoard drop the superseded attempt's points from S + 1 on. Invariants: each event
- * reaches the file with one write() (a killed run keeps every earlier record whole); the first
- * failed write makes the sink fail for good, like metrics.jsonl. */
+ * at S + 1, which makes TensorBoard drop the superseded attempt's points from S + 1 on. Invariants:
+ * each event reaches the file with one write() (a killed run keeps every earlier record whole); the
+ * first failed write makes the sink fail for good, like metrics.jsonl. */
 #include "train/metrics_impl.h"
 #include "train/tb_impl.h"
 
 #include <ddpc/alloc.h>
+#include <ddpc/fs.h>
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -106,28 +106,9 @@ static void tb_close(void *state)
 
 const ddpc__metrics_sink_ops ddpc__metrics_tb_ops = {tb_record, tb_close};
 
-/* mkdir -p: another rank may be creating the same parents at the same time. */
-static ddpc_status make_dirs(const char *dir)
-{
-    char path[1200];
-    snprintf(path, sizeof path, "%s", dir);
-    for (char *p = path + 1;; p++) {
-        bool end = *p == '\0';
-        if (*p == '/' || end) {
-            *p = '\0';
-            if (mkdir(path, 0777) != 0 && errno != EEXIST)
-                return ddpc_errorf(DDPC_EIO, "cannot create the TensorBoard directory '%s': %s",
-                                   path, strerror(errno));
-            if (end)
-                return DDPC_OK;
-            *p = '/';
-        }
-    }
-}
-
 ddpc_status ddpc__metrics_tb_open(const char *dir, void **state)
 {
-    DDPC_TRY(make_dirs(dir));
+    DDPC_TRY(ddpc_mkdirs(dir)); /* tolerates another rank creating the same parents */
     tb_writer *w = ddpc_calloc(1, sizeof *w);
     if (!w)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory for the TensorBoard writer");
