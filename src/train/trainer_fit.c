@@ -221,6 +221,13 @@ static void log_start(ddpc_trainer *t)
                 ddpc_model_config_of(t->model)->type, ddpc_model_num_params(t->model),
                 (long long)ddpc_dataset_size(t->task[0].train), (long long)t->total_steps,
                 ddpc_kernels_threads());
+    int64_t per_epoch = t->steps_per_epoch;
+    if (s->max_steps > s->epochs * per_epoch) /* said, never a silent change of length */
+        fprintf(t->log,
+                "max_steps %lld is more than epochs %lld x %lld steps: training runs %lld steps, "
+                "%.2f epochs (max_steps decides the length when set)\n",
+                (long long)s->max_steps, (long long)s->epochs, (long long)per_epoch,
+                (long long)s->max_steps, (double)s->max_steps / (double)per_epoch);
     for (int i = 0; i < t->n_tasks; i++) {
         const ddpc__task *k = &t->task[i];
         if (t->multi)
