@@ -93,19 +93,26 @@ static ddpc_status sync_stats(ddpc_trainer *t)
     return DDPC_OK;
 }
 
-/* The per-task losses of the window into the record and as text; resets them. */
+/* The per-task losses of the window into the record and as text; resets them. A task that ran no
+ * batch in the window (data.combined_mode sequential or max_size) has no loss: no key in the
+ * record, "-" in the text. */
 static void task_losses(ddpc_trainer *t, char *text, size_t text_cap)
 {
     size_t tl = 0;
     text[0] = '\0';
     for (int i = 0; i < t->n_tasks; i++) {
         ddpc__task *k = &t->task[i];
-        double l = k->window_passes > 0 ? k->window_loss / k->window_passes : 0.0;
-        char key[DDPC__TASK_NAME_MAX + 16];
-        snprintf(key, sizeof key, "task_loss/%s", k->name);
-        if (t->multi)
-            ddpc_metrics_f64(t->metrics, key, l, 6);
-        tl += (size_t)snprintf(text + tl, text_cap - tl, "%s%s %.4f", i ? ", " : "", k->name, l);
+        const char *sep = i ? ", " : "";
+        if (k->window_passes > 0) {
+            double l = k->window_loss / k->window_passes;
+            char key[DDPC__TASK_NAME_MAX + 16];
+            snprintf(key, sizeof key, "task_loss/%s", k->name);
+            if (t->multi)
+                ddpc_metrics_f64(t->metrics, key, l, 6);
+            tl += (size_t)snprintf(text + tl, text_cap - tl, "%s%s %.4f", sep, k->name, l);
+        } else {
+            tl += (size_t)snprintf(text + tl, text_cap - tl, "%s%s -", sep, k->name);
+        }
         k->window_loss = k->window_passes = 0;
     }
 }
