@@ -13,8 +13,10 @@ check "train exits 0" test $? -eq 0
 check "metrics has train fields" grep -q '"step": 4, "epoch": 0, "loss": .*"lr": .*"samples_per_s"' "$tmp/a/metrics.jsonl"
 check "metrics has eval fields" grep -q '"split": "test", "eval_loss": .*"eval_accuracy"' "$tmp/a/metrics.jsonl"
 check "weights saved" test -s "$tmp/a.safetensors"
+check "images log no tokens_per_s (it would repeat samples_per_s)" test "$(grep -c tokens_per_s "$tmp/a/metrics.jsonl")" -eq 0
+check "and their progress lines count samples/s" grep -Eq '^step +4/32 .* [0-9]+ samples/s' "$tmp/a.log"
 "$ddpc" train "$src/configs/fmnist_mlp.yaml" "${common[@]}" run_dir="$tmp/b" >"$tmp/b.log" 2>&1
-strip() { grep -v -e time_s -e mem_plan_bytes -e rank_step_s -e '"mem": ' "$1" | sed 's/"samples_per_s": [0-9.]*, "tokens_per_s": [0-9.]*//'; }
+strip() { grep -v -e time_s -e mem_plan_bytes -e rank_step_s -e '"mem": ' "$1" | sed 's/"samples_per_s": [0-9.]*, //; s/"tokens_per_s": [0-9.]*, //'; }
 check "two runs give the same metrics" diff <(strip "$tmp/a/metrics.jsonl") <(strip "$tmp/b/metrics.jsonl")
 "$ddpc" train "$src/configs/fmnist_mlp.yaml" "${common[@]}" run_dir="$tmp/c" state=test init_from="$tmp/a.safetensors" >"$tmp/c.log" 2>&1
 final=$(grep '"split": "test"' "$tmp/a/metrics.jsonl" | tail -1 | sed 's/.*"eval_loss": \([0-9.]*\).*/\1/')
@@ -30,6 +32,8 @@ num_threads: 1
 YAML
 "$ddpc" train "$tmp/gpt.yaml" max_steps=6 eval_every=3 eval_batches=2 log_every=3 run_dir="$tmp/g" >"$tmp/g.log" 2>&1
 check "gpt trains and logs tokens_per_s" grep -q '"tokens_per_s": [1-9]' "$tmp/g/metrics.jsonl"
+check "in every progress record" test "$(grep -c '"tokens_per_s": [1-9]' "$tmp/g/metrics.jsonl")" -eq 2
+check "and its progress lines count tok/s" grep -Eq '^step +3/6 .* [0-9]+ tok/s' "$tmp/g.log"
 check "gpt periodic eval is limited to eval_batches" grep -q '"split": "val".*"eval_samples": 8' "$tmp/g/metrics.jsonl"
 "$ddpc" train "$tmp/gpt.yaml" state=predict predict.prompt=abc predict.max_new_tokens=20 run_dir="$tmp/h" >"$tmp/h.log" 2>&1
 check "gpt predict writes prompt + 20 bytes" test "$(wc -c <"$tmp/h/samples.txt")" -eq 23

@@ -120,6 +120,8 @@ static void task_losses(ddpc_trainer *t, char *text, size_t text_cap)
 static ddpc_status log_progress(ddpc_trainer *t, int64_t epoch, double elapsed)
 {
     int64_t step = ddpc_engine_step(t->engine), per_sample = t->tokens_per_sample;
+    /* Images have no tokens: their tokens_per_s would only repeat samples_per_s. */
+    bool tokens = ddpc_dataset_kind_of(t->task[0].train) != DDPC_DATASET_IMAGES;
     double samples_per_s = (double)(t->window_samples * t->world) / t->window_time;
     double loss = t->window_steps ? t->window_loss / (double)t->window_steps : 0.0;
     float lr = ddpc_engine_lr(t->engine, step - 1);
@@ -131,7 +133,7 @@ static ddpc_status log_progress(ddpc_trainer *t, int64_t epoch, double elapsed)
     task_losses(t, text, sizeof text);
     ddpc_metrics_f64(m, "lr", lr, -1);
     ddpc_metrics_f64(m, "samples_per_s", samples_per_s, 1);
-    if (!t->multi)
+    if (tokens)
         ddpc_metrics_f64(m, "tokens_per_s", samples_per_s * (double)per_sample, 1);
     ddpc_metrics_f64(m, "data_wait_s", t->window_wait, 4);
     ddpc_metrics_f64(m, "time_s", elapsed, 3);
@@ -147,7 +149,7 @@ static ddpc_status log_progress(ddpc_trainer *t, int64_t epoch, double elapsed)
     if (st == DDPC_OK)
         st = ddpc__trainer_phases_ranks(t, step);
     if (ddpc__progress_on(t)) /* a terminal: the bar, in place of the line */
-        ddpc__progress_update(t, epoch, loss, samples_per_s * (double)per_sample, per_sample > 1);
+        ddpc__progress_update(t, epoch, loss, samples_per_s * (double)per_sample, tokens);
     else if (t->log && t->multi)
         fprintf(t->log,
                 "step %6lld/%lld | epoch %lld | loss %.4f (%s) | lr %.3e | %.0f samples/s | %.1f "
@@ -157,8 +159,7 @@ static ddpc_status log_progress(ddpc_trainer *t, int64_t epoch, double elapsed)
     else if (t->log)
         fprintf(t->log, "step %6lld/%lld | epoch %lld | loss %.4f | lr %.3e | %.0f %s/s | %.1f s\n",
                 (long long)step, (long long)t->total_steps, (long long)epoch, loss, lr,
-                per_sample > 1 ? samples_per_s * (double)per_sample : samples_per_s,
-                per_sample > 1 ? "tok" : "samples", elapsed);
+                samples_per_s * (double)per_sample, tokens ? "tok" : "samples", elapsed);
     t->last_train_loss = loss;
     t->window_loss = 0;
     t->window_steps = 0;
