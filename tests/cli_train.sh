@@ -30,11 +30,23 @@ data: {type: synthetic_tokens, size: 20000, batch_size: 4}
 optim: {type: adamw, lr: 0.001}
 num_threads: 1
 YAML
-"$ddpc" train "$tmp/gpt.yaml" max_steps=6 eval_every=3 eval_batches=2 log_every=3 run_dir="$tmp/g" >"$tmp/g.log" 2>&1
+"$ddpc" train "$tmp/gpt.yaml" max_steps=6 eval_every=3 eval_batches=2 test_batches=3 log_every=3 run_dir="$tmp/g" >"$tmp/g.log" 2>&1
 check "gpt trains and logs tokens_per_s" grep -q '"tokens_per_s": [1-9]' "$tmp/g/metrics.jsonl"
 check "in every progress record" test "$(grep -c '"tokens_per_s": [1-9]' "$tmp/g/metrics.jsonl")" -eq 2
 check "and its progress lines count tok/s" grep -Eq '^step +3/6 .* [0-9]+ tok/s' "$tmp/g.log"
-check "gpt periodic eval is limited to eval_batches" grep -q '"split": "val".*"eval_samples": 8' "$tmp/g/metrics.jsonl"
+check "gpt periodic eval is limited to eval_batches" test "$(grep -c '"split": "val".*"eval_samples": 8}' "$tmp/g/metrics.jsonl")" -eq 2
+check "the final test to test_batches (3 batches of 4)" grep -q '"step": 6, "split": "test".*"eval_samples": 12}' "$tmp/g/metrics.jsonl"
+# With the same limit, validation at the last step would be the test evaluation again: skipped.
+"$ddpc" train "$tmp/gpt.yaml" max_steps=6 eval_every=3 eval_batches=2 test_batches=2 log_every=3 run_dir="$tmp/g2" >"$tmp/g2.log" 2>&1
+check "eval_batches = test_batches: no validation at the last step" \
+    test "$(grep -o '"step": [0-9]*, "split": "[a-z]*"' "$tmp/g2/metrics.jsonl" | tr '\n' ' ')" = '"step": 3, "split": "val" "step": 6, "split": "test" '
+# state val and test take the same limits (Lightning's limit_val_batches, limit_test_batches).
+"$ddpc" train "$src/configs/fmnist_mlp.yaml" "${common[@]}" run_dir="$tmp/v" state=val eval_batches=1 data.eval_batch_size=32 \
+    test_batches=2 init_from="$tmp/a.safetensors" >"$tmp/v.log" 2>&1
+check "state val reads eval_batches (1 batch of 32)" grep -q '"split": "val".*"eval_samples": 32}' "$tmp/v/metrics.jsonl"
+"$ddpc" train "$src/configs/fmnist_mlp.yaml" "${common[@]}" run_dir="$tmp/t" state=test eval_batches=1 data.eval_batch_size=32 \
+    test_batches=2 init_from="$tmp/a.safetensors" >"$tmp/t.log" 2>&1
+check "state test reads test_batches (2 batches of 32)" grep -q '"split": "test".*"eval_samples": 64}' "$tmp/t/metrics.jsonl"
 "$ddpc" train "$tmp/gpt.yaml" state=predict predict.prompt=abc predict.max_new_tokens=20 run_dir="$tmp/h" >"$tmp/h.log" 2>&1
 check "gpt predict writes prompt + 20 bytes" test "$(wc -c <"$tmp/h/samples.txt")" -eq 23
 "$ddpc" bench step "$src/configs/fmnist_mlp.yaml" data.type=synthetic_images data.size=256 bench.steps=3 bench.warmup=1 num_threads=1 >"$tmp/bench.json" 2>&1

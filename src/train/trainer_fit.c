@@ -278,11 +278,12 @@ static ddpc_status after_step(ddpc_trainer *t, int64_t epoch, bool epoch_end, do
     if (log_now)
         DDPC_TRY(log_progress(t, epoch, ddpc_time_now() - start));
     ddpc__progress_tick(t, epoch);
-    /* Validation uses the test splits, which the final evaluation covers. */
-    bool repeat = step == total && s->eval_batches == 0;
+    /* Validation reads the test splits: at the last step, with the same limit, it would be the
+     * final test evaluation twice. */
+    bool repeat = step == total && s->eval_batches == s->test_batches;
     if (!repeat &&
         ((s->eval_every > 0 && step % s->eval_every == 0) || (s->eval_every == 0 && epoch_end)))
-        DDPC_TRY(ddpc__trainer_evaluate(t, "val", true));
+        DDPC_TRY(ddpc__trainer_evaluate(t, "val", s->eval_batches));
     return DDPC_OK;
 }
 
@@ -340,7 +341,7 @@ ddpc_status ddpc__trainer_fit(ddpc_trainer *t)
     }
     ddpc__progress_finish(t);
     DDPC_TRY(ddpc__trainer_final_save(t));
-    DDPC_TRY(ddpc__trainer_evaluate(t, "test", false));
+    DDPC_TRY(ddpc__trainer_evaluate(t, "test", s->test_batches));
     DDPC_TRY(ddpc__trainer_rank_memory(t, ddpc_engine_step(t->engine)));
     double elapsed = ddpc_time_now() - start;
     if (t->log && t->ckpt_seconds > 0)
@@ -376,9 +377,9 @@ ddpc_status ddpc_trainer_run(ddpc_trainer *t)
         return st;
     }
     case STATE_VAL:
-        return ddpc__trainer_evaluate(t, "val", false);
+        return ddpc__trainer_evaluate(t, "val", t->set.eval_batches);
     case STATE_TEST:
-        return ddpc__trainer_evaluate(t, "test", false);
+        return ddpc__trainer_evaluate(t, "test", t->set.test_batches);
     case STATE_PREDICT:
         return ddpc__trainer_predict(t);
     }
