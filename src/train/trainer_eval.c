@@ -45,8 +45,9 @@ static ddpc_status eval_data_build(ddpc_trainer *t, eval_data *e)
                                 &e->combined);
 }
 
-/* Runs this rank's shares; sums[4 * task + {0..3}] += {loss x targets, targets, correct, rows}. */
-static ddpc_status evaluate_shares(ddpc_trainer *t, bool limit, double *sums)
+/* Runs this rank's shares (at most max_batches batches of each task, 0 = all); sums[4 * task +
+ * {0..3}] += {loss x targets, targets, correct, rows}. */
+static ddpc_status evaluate_shares(ddpc_trainer *t, int64_t max_batches, double *sums)
 {
     eval_data e = {0};
     ddpc_status st = eval_data_build(t, &e);
@@ -58,7 +59,7 @@ static ddpc_status evaluate_shares(ddpc_trainer *t, bool limit, double *sums)
         if (st != DDPC_OK || !step)
             break;
         /* Batches past the limit are still read (sequential mode yields them), not run. */
-        if (limit && t->set.eval_batches > 0 && step->index >= t->set.eval_batches)
+        if (max_batches > 0 && step->index >= max_batches)
             continue;
         const ddpc_batch *b = step->batches[step->task];
         ddpc_model_input in = {
@@ -99,7 +100,7 @@ static ddpc_status log_result(ddpc_trainer *t, const char *split, int i, const d
     return ddpc_metrics_end(m);
 }
 
-ddpc_status ddpc__trainer_evaluate(ddpc_trainer *t, const char *split, bool limit)
+ddpc_status ddpc__trainer_evaluate(ddpc_trainer *t, const char *split, int64_t max_batches)
 {
     ddpc_pg_set_phase(t->pg, DDPC_PHASE_EVAL);
     double sums[4 * DDPC_MODEL_MAX_HEADS] = {0};
@@ -107,7 +108,7 @@ ddpc_status ddpc__trainer_evaluate(ddpc_trainer *t, const char *split, bool limi
     DDPC_TRY(ddpc_engine_sync_buffers(t->engine));
     /* ZeRO-3: ranks run different numbers of batches here, so no gather may happen inside. */
     DDPC_TRY(ddpc_engine_gather_params(t->engine));
-    ddpc_status st = evaluate_shares(t, limit, sums);
+    ddpc_status st = evaluate_shares(t, max_batches, sums);
     ddpc_engine_release_params(t->engine);
     DDPC_TRY(st);
     DDPC_TRY(ddpc__trainer_sum(t, sums, 4 * (size_t)t->n_tasks));

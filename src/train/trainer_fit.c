@@ -93,19 +93,26 @@ static ddpc_status sync_stats(ddpc_trainer *t)
     return DDPC_OK;
 }
 
-/* The per-task losses of the window into the record and as text; resets them. */
+/* The per-task losses of the window into the record and as text; resets them. A task that ran no
+ * batch in the window (data.combined_mode sequential or max_size) has no loss: no key in the
+ * record, "-" in the text. */
 static void task_losses(ddpc_trainer *t, char *text, size_t text_cap)
 {
     size_t tl = 0;
     text[0] = '\0';
     for (int i = 0; i < t->n_tasks; i++) {
         ddpc__task *k = &t->task[i];
-        double l = k->window_passes > 0 ? k->window_loss / k->window_passes : 0.0;
-        char key[DDPC__TASK_NAME_MAX + 16];
-        snprintf(key, sizeof key, "task_loss/%s", k->name);
-        if (t->multi)
-            ddpc_metrics_f64(t->metrics, key, l, 6);
-        tl += (size_t)snprintf(text + tl, text_cap - tl, "%s%s %.4f", i ? ", " : "", k->name, l);
+        const char *sep = i ? ", " : "";
+        if (k->window_passes > 0) {
+            double l = k->window_loss / k->window_passes;
+            char key[DDPC__TASK_NAME_MAX + 16];
+            snprintf(key, sizeof key, "task_loss/%s", k->name);
+            if (t->multi)
+                ddpc_metrics_f64(t->metrics, key, l, 6);
+            tl += (size_t)snprintf(text + tl, text_cap - tl, "%s%s %.4f", sep, k->name, l);
+        } else {
+            tl += (size_t)snprintf(text + tl, text_cap - tl, "%s%s -", sep, k->name);
+        }
         k->window_loss = k->window_passes = 0;
     }
 }
@@ -113,6 +120,8 @@ static void task_losses(ddpc_trainer *t, char *text, size_t text_cap)
 static ddpc_status log_progress(ddpc_trainer *t, int64_t epoch, double elapsed)
 {
     int64_t step = ddpc_engine_step(t->engine), per_sample = t->tokens_per_sample;
+    /* Images have no tokens: their tokens_per_s would only repeat samples_per_s. */
+    bool tokens = ddpc_dataset_kind_of(t->task[0].train) != DDPC_DATASET_IMAGES;
     double samples_per_s = (double)(t->window_samples * t->world) / t->window_time;
     double loss = t->window_steps ? t->window_loss / (double)t->window_steps : 0.0;
     float lr = ddpc_engine_lr(t->engine, step - 1);
@@ -124,7 +133,7 @@ static ddpc_status log_progress(ddpc_trainer *t, int64_t epoch, double elapsed)
     task_losses(t, text, sizeof text);
     ddpc_metrics_f64(m, "lr", lr, -1);
     ddpc_metrics_f64(m, "samples_per_s", samples_per_s, 1);
-    if (!t->multi)
+    if (tokens)
         ddpc_metrics_f64(m, "tokens_per_s", samples_per_s * (double)per_sample, 1);
     ddpc_metrics_f64(m, "data_wait_s", t->window_wait, 4);
     ddpc_metrics_f64(m, "time_s", elapsed, 3);
@@ -140,7 +149,7 @@ static ddpc_status log_progress(ddpc_trainer *t, int64_t epoch, double elapsed)
     if (st == DDPC_OK)
         st = ddpc__trainer_phases_ranks(t, step);
     if (ddpc__progress_on(t)) /* a terminal: the bar, in place of the line */
-        ddpc__progress_update(t, epoch, loss, samples_per_s * (double)per_sample, per_sample > 1);
+        ddpc__progress_update(t, epoch, loss, samples_per_s * (double)per_sample, tokens);
     else if (t->log && t->multi)
         fprintf(t->log,
                 "step %6lld/%lld | epoch %lld | loss %.4f (%s) | lr %.3e | %.0f samples/s | %.1f "
@@ -150,8 +159,7 @@ static ddpc_status log_progress(ddpc_trainer *t, int64_t epoch, double elapsed)
     else if (t->log)
         fprintf(t->log, "step %6lld/%lld | epoch %lld | loss %.4f | lr %.3e | %.0f %s/s | %.1f s\n",
                 (long long)step, (long long)t->total_steps, (long long)epoch, loss, lr,
-                per_sample > 1 ? samples_per_s * (double)per_sample : samples_per_s,
-                per_sample > 1 ? "tok" : "samples", elapsed);
+                samples_per_s * (double)per_sample, tokens ? "tok" : "samples", elapsed);
     t->last_train_loss = loss;
     t->window_loss = 0;
     t->window_steps = 0;
@@ -221,6 +229,13 @@ static void log_start(ddpc_trainer *t)
                 ddpc_model_config_of(t->model)->type, ddpc_model_num_params(t->model),
                 (long long)ddpc_dataset_size(t->task[0].train), (long long)t->total_steps,
                 ddpc_kernels_threads());
+    int64_t per_epoch = t->steps_per_epoch;
+    if (s->max_steps > s->epochs * per_epoch) /* said, never a silent change of length */
+        fprintf(t->log,
+                "max_steps %lld is more than epochs %lld x %lld steps: training runs %lld steps, "
+                "%.2f epochs (max_steps decides the length when set)\n",
+                (long long)s->max_steps, (long long)s->epochs, (long long)per_epoch,
+                (long long)s->max_steps, (double)s->max_steps / (double)per_epoch);
     for (int i = 0; i < t->n_tasks; i++) {
         const ddpc__task *k = &t->task[i];
         if (t->multi)
@@ -263,11 +278,12 @@ static ddpc_status after_step(ddpc_trainer *t, int64_t epoch, bool epoch_end, do
     if (log_now)
         DDPC_TRY(log_progress(t, epoch, ddpc_time_now() - start));
     ddpc__progress_tick(t, epoch);
-    /* Validation uses the test splits, which the final evaluation covers. */
-    bool repeat = step == total && s->eval_batches == 0;
+    /* Validation reads the test splits: at the last step, with the same limit, it would be the
+     * final test evaluation twice. */
+    bool repeat = step == total && s->eval_batches == s->test_batches;
     if (!repeat &&
         ((s->eval_every > 0 && step % s->eval_every == 0) || (s->eval_every == 0 && epoch_end)))
-        DDPC_TRY(ddpc__trainer_evaluate(t, "val", true));
+        DDPC_TRY(ddpc__trainer_evaluate(t, "val", s->eval_batches));
     return DDPC_OK;
 }
 
@@ -325,7 +341,7 @@ ddpc_status ddpc__trainer_fit(ddpc_trainer *t)
     }
     ddpc__progress_finish(t);
     DDPC_TRY(ddpc__trainer_final_save(t));
-    DDPC_TRY(ddpc__trainer_evaluate(t, "test", false));
+    DDPC_TRY(ddpc__trainer_evaluate(t, "test", s->test_batches));
     DDPC_TRY(ddpc__trainer_rank_memory(t, ddpc_engine_step(t->engine)));
     double elapsed = ddpc_time_now() - start;
     if (t->log && t->ckpt_seconds > 0)
@@ -359,9 +375,9 @@ ddpc_status ddpc_trainer_run(ddpc_trainer *t)
         return st;
     }
     case STATE_VAL:
-        return ddpc__trainer_evaluate(t, "val", false);
+        return ddpc__trainer_evaluate(t, "val", t->set.eval_batches);
     case STATE_TEST:
-        return ddpc__trainer_evaluate(t, "test", false);
+        return ddpc__trainer_evaluate(t, "test", t->set.test_batches);
     case STATE_PREDICT:
         return ddpc__trainer_predict(t);
     }

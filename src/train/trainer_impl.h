@@ -38,7 +38,8 @@ typedef struct {
     uint64_t seed;
     int threads;
     trainer_state state;
-    int64_t epochs, max_steps, eval_every, eval_batches, log_every;
+    int64_t epochs, max_steps, eval_every, log_every;
+    int64_t eval_batches, test_batches; /* per rank and task, val / test evaluations; 0 = all */
     int64_t batch_size, eval_batch_size; /* per rank; the tasks' defaults */
     int64_t accum_steps;                 /* micro-batches per optimizer step */
     ddpc_precision precision;            /* of the model's matrix products */
@@ -251,9 +252,10 @@ ddpc_status ddpc__trainer_read_profile(ddpc_trainer *t);
 ddpc_status ddpc__trainer_trace_before(ddpc_trainer *t, int64_t next);
 ddpc_status ddpc__trainer_trace_after(ddpc_trainer *t, double t0, double t1);
 
-/* trainer_eval.c: evaluates every task on its test split (all of it, or eval_batches batches per
- * rank when limit), logs one record per task and keeps the results. */
-ddpc_status ddpc__trainer_evaluate(ddpc_trainer *t, const char *split, bool limit);
+/* trainer_eval.c: evaluates every task on its test split (at most max_batches batches of each
+ * task per rank: eval_batches for "val", test_batches for "test"; 0 = all of it), logs one record
+ * per task and keeps the results. */
+ddpc_status ddpc__trainer_evaluate(ddpc_trainer *t, const char *split, int64_t max_batches);
 
 /* trainer_predict.c: rank 0 writes predictions (classes per task, or sampled text). */
 ddpc_status ddpc__trainer_predict(ddpc_trainer *t);

@@ -274,9 +274,9 @@ ddpc_status ddpc__trainer_build_model(ddpc_trainer *t)
     int64_t per_epoch = 0;
     if (t->set.state == STATE_TRAIN && t->plan_world == 0)
         DDPC_TRY(ddpc__trainer_build_loaders(t, &per_epoch));
-    int64_t total = t->set.epochs * per_epoch;
-    if (t->set.max_steps > 0 && (total == 0 || t->set.max_steps < total))
-        total = t->set.max_steps;
+    /* max_steps, when set, is the run's length whatever `epochs` says (more epochs, the last one
+     * partial, or fewer): Hugging Face's max_steps, Lightning's max_steps without max_epochs. */
+    int64_t total = t->set.max_steps > 0 ? t->set.max_steps : t->set.epochs * per_epoch;
     t->total_steps = total;
     t->steps_per_epoch = per_epoch;
     /* The engine comes after the reducer, which broadcasts rank 0's (maybe loaded) parameters. */

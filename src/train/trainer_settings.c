@@ -31,6 +31,7 @@ ddpc_status ddpc__trainer_read_settings(ddpc_trainer *t, const char *config_name
     DDPC_TRY(ddpc_config_int(c, "max_steps", 0, 0, INT64_MAX, &s->max_steps));
     DDPC_TRY(ddpc_config_int(c, "eval_every", 0, 0, INT64_MAX, &s->eval_every));
     DDPC_TRY(ddpc_config_int(c, "eval_batches", 0, 0, INT64_MAX, &s->eval_batches));
+    DDPC_TRY(ddpc_config_int(c, "test_batches", 0, 0, INT64_MAX, &s->test_batches));
     DDPC_TRY(ddpc_config_int(c, "log_every", 50, 1, INT64_MAX, &s->log_every));
     char def_dir[512];
     snprintf(def_dir, sizeof def_dir, "runs/%s", config_name);
