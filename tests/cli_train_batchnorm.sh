@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # BatchNorm and SyncBatchNorm through `ddpc train` and `ddpc run`: 2 ranks x 16 with
 # model.sync_batchnorm match 1 rank x 32 with plain BatchNorm (weights and running statistics
-# within 1e-5), while without sync they do not; the running statistics are in weights_out and
+# within 1e-5; cnn's BatchNorm2d and mlp's BatchNorm1d), while without sync they do not; the running statistics are in weights_out and
 # checkpoints; DDP's broadcast_buffers makes every rank evaluate with rank 0's statistics (the
 # 2-rank test loss equals a 1-process `state=test` of the saved weights) and off it does not; a
 # killed SyncBN run resumes bit for bit, with full (stage 0) and sharded (ZeRO 1) checkpoints.
@@ -61,6 +61,18 @@ train sync 2 data.batch_size=16 model.sync_batchnorm=true
 check "2 ranks x 16 with SyncBatchNorm train" test $? -eq 0
 d=$(maxdiff "$tmp/sync.st" "$tmp/one.st")
 check "SyncBatchNorm 2 x 16 matches BatchNorm 1 x 32 (max relative difference $d)" \
+    awk -v d="$d" 'BEGIN { exit !(d <= 1e-5) }'
+
+# BatchNorm1d (mlp): the same equivalence.
+mlp=("$ddpc" train "$src/configs/fmnist_mlp.yaml" data.type=synthetic_images data.size=256 epochs=2
+     num_threads=1 'model.hidden=[16,8]' model.batchnorm=true optim.lr=0.01)
+"${mlp[@]}" data.batch_size=32 run_dir="$tmp/mlp1" weights_out="$tmp/mlp1.st" >"$tmp/mlp1.log" 2>&1
+check "mlp with BatchNorm1d trains" test $? -eq 0
+"$ddpc" run --nproc-per-node 2 -- "${mlp[@]}" data.batch_size=16 model.sync_batchnorm=true \
+    run_dir="$tmp/mlp2" weights_out="$tmp/mlp2.st" >"$tmp/mlp2.log" 2>&1
+check "BatchNorm1d buffers are saved" bash -c "[[ '$(names "$tmp/mlp2.st")' == *fc_bn.1.running_var* ]]"
+d=$(maxdiff "$tmp/mlp2.st" "$tmp/mlp1.st")
+check "mlp SyncBatchNorm 2 x 16 matches BatchNorm1d 1 x 32 (max relative difference $d)" \
     awk -v d="$d" 'BEGIN { exit !(d <= 1e-5) }'
 
 train local 2 data.batch_size=16 model.sync_batchnorm=false

@@ -17,9 +17,22 @@ typedef struct {
     ddpc_status (*read)(ddpc_config *c, ddpc_model_config *mc);
 } model_builder;
 
+/* model.batchnorm and torch's momentum and eps (mlp: BatchNorm1d, cnn: BatchNorm2d). */
+static ddpc_status read_batchnorm(ddpc_config *c, ddpc_model_config *mc)
+{
+    double momentum, eps;
+    DDPC_TRY(ddpc_config_bool(c, "model.batchnorm", false, &mc->batchnorm));
+    DDPC_TRY(ddpc_config_float(c, "model.bn_momentum", 0.1, 0.0, 1.0, &momentum));
+    DDPC_TRY(ddpc_config_float(c, "model.bn_eps", 1e-5, 1e-12, 1.0, &eps));
+    mc->bn_momentum = (float)momentum;
+    mc->bn_eps = (float)eps;
+    return DDPC_OK;
+}
+
 static ddpc_status read_mlp(ddpc_config *c, ddpc_model_config *mc)
 {
     static const int64_t hidden[] = {256, 128};
+    DDPC_TRY(read_batchnorm(c, mc));
     return ddpc_config_int_list(c, "model.hidden", hidden, 2, 1, 1 << 20, mc->hidden,
                                 DDPC_MODEL_MAX_LAYERS, &mc->n_hidden);
 }
@@ -31,12 +44,7 @@ static ddpc_status read_cnn(ddpc_config *c, ddpc_model_config *mc)
                                   DDPC_MODEL_MAX_LAYERS, &mc->n_hidden));
     DDPC_TRY(ddpc_config_int_list(c, "model.channels", channels, 2, 1, 1 << 16, mc->channels,
                                   DDPC_MODEL_MAX_LAYERS, &mc->n_channels));
-    double momentum, eps;
-    DDPC_TRY(ddpc_config_bool(c, "model.batchnorm", false, &mc->batchnorm));
-    DDPC_TRY(ddpc_config_float(c, "model.bn_momentum", 0.1, 0.0, 1.0, &momentum));
-    DDPC_TRY(ddpc_config_float(c, "model.bn_eps", 1e-5, 1e-12, 1.0, &eps));
-    mc->bn_momentum = (float)momentum;
-    mc->bn_eps = (float)eps;
+    DDPC_TRY(read_batchnorm(c, mc));
     return ddpc_config_int(c, "model.kernel_size", 3, 1, 31, &mc->kernel_size);
 }
 
