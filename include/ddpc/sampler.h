@@ -98,6 +98,17 @@ int64_t ddpc_sampler_batch_size(const ddpc_sampler *s);
 /* task_shard: the rank that owns `task`; -1 for other samplers or a task out of range. */
 int ddpc_sampler_task_rank(const ddpc_sampler *s, int task);
 
+/* Task sharding for data-parallel training (the rule of the PI0-RIPT seed): task t goes to rank
+ * t mod world, so rank r trains tasks r, r + world, ... of the list. Every rank must end up with
+ * at least min_per_rank (>= 1) tasks: with replicate false, fewer than world * min_per_rank tasks
+ * is DDPC_EINVAL stating the numbers (the seed would leave ranks idle); with replicate true, each
+ * rank short of min_per_rank, lowest rank first, adds tasks it lacks one at a time, always the
+ * one held by the fewest ranks so far (ties: first in the list); fewer than min_per_rank tasks
+ * is DDPC_EINVAL. holds (world x num_tasks) gets holds[r * num_tasks + t] = 1 when rank r trains
+ * task t, else 0. docs/data.md has worked examples. */
+ddpc_status ddpc_task_assign(int num_tasks, int world, int min_per_rank, bool replicate,
+                             unsigned char *holds);
+
 #ifdef __cplusplus
 }
 #endif
