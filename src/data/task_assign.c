@@ -25,12 +25,13 @@ ddpc_status ddpc_task_assign(int num_tasks, int world, int min_per_rank, bool re
     int64_t need = (int64_t)world * min_per_rank;
     if (!replicate && num_tasks < need)
         return ddpc_errorf(DDPC_EINVAL,
-                           "task sharding: %d task%s cannot give each of %d ranks %d task%s of "
-                           "its own: that needs %lld tasks (%d ranks x min_tasks_per_rank %d); use "
-                           "more tasks or fewer ranks, lower min_tasks_per_rank, or replicate "
+                           "task sharding: %d task%s cannot give each of %d rank%s %d task%s of "
+                           "its own: that needs %lld tasks (%d rank%s x min_tasks_per_rank %d); "
+                           "use more tasks or fewer ranks, lower min_tasks_per_rank, or replicate "
                            "tasks so that ranks share them",
-                           num_tasks, num_tasks == 1 ? "" : "s", world, min_per_rank,
-                           min_per_rank == 1 ? "" : "s", (long long)need, world, min_per_rank);
+                           num_tasks, num_tasks == 1 ? "" : "s", world, world == 1 ? "" : "s",
+                           min_per_rank, min_per_rank == 1 ? "" : "s", (long long)need, world,
+                           world == 1 ? "" : "s", min_per_rank);
     if (num_tasks < min_per_rank)
         return ddpc_errorf(DDPC_EINVAL,
                            "task sharding: %d task%s cannot give any rank min_tasks_per_rank %d "
