@@ -98,6 +98,20 @@ for task in fine coarse parity; do
 done
 check "deterministic: the same samples in the same order" cmp -s "$tmp/a/indices_rank0.txt" "$tmp/b/indices_rank0.txt"
 
+# The update is the mean over ranks of each rank's own weighted task losses: 2 ranks training one
+# task each match 1 rank training both at half the loss weights (same samples in the same order:
+# each task's sampler is seeded by its position and, unshared, spans its whole dataset).
+close() { awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 1e-4 * a) }'; }
+two=('data.task_names_to_use=[fine, coarse]' tasks.1.batch_size=16 epochs=1)
+run2 eq2 "${two[@]}"
+"$ddpc" train "$tmp/mt.yaml" run_dir="$tmp/eq1" "${two[@]}" data.task_sharding=false \
+    tasks.0.loss_weight=0.5 tasks.1.loss_weight=0.25 >"$tmp/eq1.log" 2>&1
+for task in fine coarse; do
+    a=$(test_loss "$tmp/eq1" $task)
+    b=$(test_loss "$tmp/eq2" $task)
+    check "$task: 2 sharded ranks = 1 rank at half weights (test loss $a vs $b)" close "$a" "$b"
+done
+
 # Refusals with numbers.
 run2 r1 'data.task_names_to_use=[coarse]'
 check "too few tasks for the ranks is refused" test $? -ne 0
@@ -112,6 +126,10 @@ check "two heads" grep -q "training mlp with 2 task heads" "$tmp/sel.log"
 check "selected rank 0" grep -q "^  rank 0: parity$" "$tmp/sel.log"
 check "selected rank 1" grep -q "^  rank 1: fine$" "$tmp/sel.log"
 check "no coarse evaluation" test "$(grep -c '^eval test.*task coarse' "$tmp/sel.log")" -eq 0
+
+sed 's/^    loss_weight: 0.5/    loss_wieght: 0.5/' "$tmp/mt.yaml" >"$tmp/typo.yaml"
+"$ddpc" train "$tmp/typo.yaml" run_dir="$tmp/typo" 'data.task_names_to_use=[fine]' >"$tmp/typo.log" 2>&1
+check "keys of tasks left out are still checked" grep -q "unknown key 'tasks.1.loss_wieght'" "$tmp/typo.log"
 
 # replicate_tasks: one task on both ranks, each a half of it.
 run2 rep 'data.task_names_to_use=[coarse]' data.replicate_tasks=true epochs=1

@@ -170,7 +170,7 @@ static void test_seed_form_errors(void)
     CHECK(refused(c, "shuffle must be off with streaming"));
 }
 
-/* Shuffled, a stride keeps a seeded random subset of ceil(n / k) per source per epoch. */
+/* Shuffled, a stride keeps a seeded random subset of ceil(n / k) per source, new each epoch. */
 static void test_seed_stride_shuffled(void)
 {
     int64_t sizes[] = {10, 7};
@@ -191,6 +191,10 @@ static void test_seed_stride_shuffled(void)
         in_a += g < 10;
     }
     CHECK_EQ_INT(in_a, 4);
+    int64_t first[7];
+    memcpy(first, ddpc_sampler_indices(s), sizeof first);
+    ddpc_sampler_set_epoch(s, 1); /* another subset (and order) next epoch */
+    CHECK(memcmp(first, ddpc_sampler_indices(s), sizeof first) != 0);
     ddpc_sampler_destroy(s);
 }
 
