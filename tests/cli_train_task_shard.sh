@@ -98,6 +98,17 @@ for task in fine coarse parity; do
 done
 check "deterministic: the same samples in the same order" cmp -s "$tmp/a/indices_rank0.txt" "$tmp/b/indices_rank0.txt"
 
+# Resume is exact: killed in epoch 1 after rank 0 restarted its shorter local epoch (step 67 =
+# position 26 of 40; rank 0's own epoch is 20 steps), the group restarts from the step-65
+# checkpoint, rank 0 fast-forwards through its restart, and the run ends where run a did.
+"$ddpc" run --nproc-per-node 2 --max-restarts 1 -- "$ddpc" train "$tmp/mt.yaml" run_dir="$tmp/kill" \
+    data.log_indices=false checkpoint.every_steps=5 fault.kill_at_step=67 >"$tmp/kill.log" 2>&1
+check_status "killed at step 67, restarted and resumed" $? "$tmp/kill.log"
+check "it resumed from step 65" grep -q "resum.*step 65\|step 65.*resum" "$tmp/kill.log"
+for task in fine coarse parity; do
+    same "resumed: $task test loss as uninterrupted" "$(test_loss "$tmp/kill" $task)" "$(test_loss "$tmp/a" $task)"
+done
+
 # The update is the mean over ranks of each rank's own weighted task losses: 2 ranks training one
 # task each match 1 rank training both at half the loss weights (same samples in the same order:
 # each task's sampler is seeded by its position and, unshared, spans its whole dataset).
