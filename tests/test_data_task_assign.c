@@ -26,10 +26,18 @@ static int gives(int T, int W, int m, bool rep, const char *want)
 static void test_seed_rule(void)
 {
     /* 5 tasks on 2 ranks: rank 0 tasks 0 2 4, rank 1 tasks 1 3 (the seed's i % world). */
-    CHECK(gives(5, 2, 1, false, "10101" "01010"));
-    CHECK(gives(4, 2, 2, false, "1010" "0101"));
+    CHECK(gives(5, 2, 1, false,
+                "10101"
+                "01010"));
+    CHECK(gives(4, 2, 2, false,
+                "1010"
+                "0101"));
     CHECK(gives(3, 1, 3, false, "111"));
-    CHECK(gives(9, 4, 2, false, "100010001" "010001000" "001000100" "000100010"));
+    CHECK(gives(9, 4, 2, false,
+                "100010001"
+                "010001000"
+                "001000100"
+                "000100010"));
 }
 
 static void test_refusals(void)
@@ -49,16 +57,29 @@ static void test_refusals(void)
 static void test_replicate(void)
 {
     /* 1 task, 2 ranks: both train it. */
-    CHECK(gives(1, 2, 1, true, "1" "1"));
+    CHECK(gives(1, 2, 1, true,
+                "1"
+                "1"));
     /* 3 tasks, 2 ranks, 2 each: rank 0 has 0 2; rank 1 has 1 and adds 0 (one holder, like 2,
      * first in the list). */
-    CHECK(gives(3, 2, 2, true, "101" "110"));
+    CHECK(gives(3, 2, 2, true,
+                "101"
+                "110"));
     /* 3 tasks, 4 ranks: rank 3 has none; every task has one holder, so it adds the first. */
-    CHECK(gives(3, 4, 1, true, "100" "010" "001" "100"));
+    CHECK(gives(3, 4, 1, true,
+                "100"
+                "010"
+                "001"
+                "100"));
     /* 2 tasks, 3 ranks, 2 each: everyone holds both. */
-    CHECK(gives(2, 3, 2, true, "11" "11" "11"));
+    CHECK(gives(2, 3, 2, true,
+                "11"
+                "11"
+                "11"));
     /* Enough tasks: replicate changes nothing. */
-    CHECK(gives(5, 2, 2, true, "10101" "01010"));
+    CHECK(gives(5, 2, 2, true,
+                "10101"
+                "01010"));
 }
 
 int main(void)

@@ -55,7 +55,8 @@ static void seed_bounds(ddpc_sampler *s)
     s->lo[0] = c->first_left_index < s->sizes[0] ? c->first_left_index : s->sizes[0];
     if (c->last_right_index >= 0) {
         int64_t room = s->hi[last] - s->lo[last];
-        s->hi[last] = s->lo[last] + (c->last_right_index + 1 < room ? c->last_right_index + 1 : room);
+        s->hi[last] =
+            s->lo[last] + (c->last_right_index + 1 < room ? c->last_right_index + 1 : room);
     }
 }
 

@@ -12,8 +12,8 @@
 
 static const char *const sampler_names[] = {"distributed", "rank_split", "case", NULL};
 static const char *const streaming_names[] = {"none", "round_robin", "interleave", NULL};
-static const ddpc_sampler_kind sampler_kinds[] = {DDPC_SAMPLER_DISTRIBUTED,
-                                                  DDPC_SAMPLER_RANK_SPLIT, DDPC_SAMPLER_CASE};
+static const ddpc_sampler_kind sampler_kinds[] = {DDPC_SAMPLER_DISTRIBUTED, DDPC_SAMPLER_RANK_SPLIT,
+                                                  DDPC_SAMPLER_CASE};
 
 /* data.left_index / data.right_index: a list of one (ddpc's per-source form; the task has one
  * dataset) or a scalar (the seed's). */

@@ -19,8 +19,9 @@ ddpc_status ddpc__trainer_select_tasks(ddpc_trainer *t)
         return DDPC_OK;
     size_t n = ddpc_config_seq_len(c, key);
     if (!t->multi)
-        return ddpc_errorf(DDPC_EINVAL, "key '%s' selects among the tasks of a 'tasks:' list; "
-                                        "this config has none",
+        return ddpc_errorf(DDPC_EINVAL,
+                           "key '%s' selects among the tasks of a 'tasks:' list; "
+                           "this config has none",
                            key);
     if (n == 0 || n > (size_t)t->n_tasks)
         return ddpc_errorf(DDPC_EINVAL, "key '%s' must be a list of 1 to %d task names, got %zu",
@@ -93,8 +94,9 @@ ddpc_status ddpc__trainer_shard_tasks(ddpc_trainer *t)
         if (ddpc_config_has(c, "data.task_names_to_use"))
             snprintf(kept, sizeof kept, " (data.task_names_to_use keeps %d of %d)", t->n_tasks,
                      t->n_tasks_declared);
-        return ddpc_errorf(DDPC_EINVAL, "data.task_sharding%s: %s (keys data.min_tasks_per_rank, "
-                                        "data.replicate_tasks)",
+        return ddpc_errorf(DDPC_EINVAL,
+                           "data.task_sharding%s: %s (keys data.min_tasks_per_rank, "
+                           "data.replicate_tasks)",
                            kept, why);
     }
     for (int i = 0; i < t->n_tasks; i++) {
