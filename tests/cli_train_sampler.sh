@@ -63,6 +63,12 @@ train seed1 "${seed[@]}"
 check_status "rank_split in the seed's form trains" $? "$tmp/seed1.log"
 same "seed bounds + stride on 1 rank" "$(visited "$tmp/seed1" 0)" "2 5 8 11 14 17 20 23"
 check "it trains: a test line" grep -q "^eval test step      4 | loss" "$tmp/seed1.log"
+"$ddpc" train "$tmp/seed1/config.yaml" run_dir="$tmp/seed1b" >"$tmp/seed1b.log" 2>&1
+check_status "its config.yaml runs again" $? "$tmp/seed1b.log"
+same "... on the same samples" "$(visited "$tmp/seed1b" 0)" "2 5 8 11 14 17 20 23"
+train plain max_steps=1
+"$ddpc" train "$tmp/plain/config.yaml" run_dir="$tmp/plainb" >"$tmp/plainb.log" 2>&1
+check_status "a distributed run's config.yaml (rank_split keys at their defaults) runs again" $? "$tmp/plainb.log"
 train2 seed2 "${seed[@]}"
 same "seed form, rank 0 of 2 (strided split)" "$(visited "$tmp/seed2" 0)" "2 8 14 20"
 same "seed form, rank 1 of 2" "$(visited "$tmp/seed2" 1)" "5 11 17 23"

@@ -153,6 +153,9 @@ same "... in 20 steps each" "$(wc -l <"$tmp/rep/indices_rank1.txt")" 20
 "$ddpc" train "$tmp/mt.yaml" run_dir="$tmp/one" max_steps=2 >"$tmp/one.log" 2>&1
 check_status "1 rank: every task on rank 0" $? "$tmp/one.log"
 check "1 rank assignment" grep -q "^  rank 0: fine, coarse, parity$" "$tmp/one.log"
+"$ddpc" train "$tmp/sel/config.yaml" run_dir="$tmp/again" max_steps=2 >"$tmp/again.log" 2>&1
+check_status "a sharded run's config.yaml runs again" $? "$tmp/again.log"
+check "... with its selected tasks" grep -q "^  rank 0: parity, fine$" "$tmp/again.log"
 "$ddpc" train "$tmp/mt.yaml" run_dir="$tmp/k" data.task_sharding=false data.min_tasks_per_rank=2 >"$tmp/k.log" 2>&1
 check "min_tasks_per_rank without task_sharding is refused" grep -q "need data.task_sharding: true" "$tmp/k.log"
 summary

@@ -17,12 +17,12 @@ static const ddpc_sampler_kind sampler_kinds[] = {DDPC_SAMPLER_DISTRIBUTED, DDPC
 
 /* data.left_index / data.right_index: a list of one (ddpc's per-source form; the task has one
  * dataset) or a scalar (the seed's). */
-static ddpc_status read_bound(ddpc_config *c, const char *key, int64_t list_min, bool *list,
-                              int64_t *list_value, int64_t *scalar)
+static ddpc_status read_bound(ddpc_config *c, const char *key, int64_t scalar_min, int64_t list_min,
+                              bool *list, int64_t *list_value, int64_t *scalar)
 {
     *list = ddpc_config_seq_len(c, key) > 0;
     if (!*list)
-        return ddpc_config_int(c, key, *scalar, 0, INT64_MAX, scalar);
+        return ddpc_config_int(c, key, *scalar, scalar_min, INT64_MAX, scalar);
     size_t n;
     return ddpc_config_int_list(c, key, NULL, 0, list_min, INT64_MAX, list_value, 1, &n);
 }
@@ -56,14 +56,13 @@ ddpc_status ddpc__trainer_read_sampling(ddpc_trainer *t)
     DDPC_TRY(ddpc_config_choice(c, "data.sampler", "distributed", sampler_names, &kind));
     s->kind = sampler_kinds[kind];
     DDPC_TRY(ddpc_config_bool(c, "data.drop_last", false, &s->drop_last));
+    /* Scalars default to "no bound" (left 0, right -1), values that the effective configuration
+     * (config.yaml) writes out and that must read back as the same run. */
     s->first_left = 0;
     s->last_right = -1;
-    DDPC_TRY(read_bound(c, "data.left_index", 0, &s->left_list, &s->left_index, &s->first_left));
-    /* The seed's right_index is a position (>= 0); ddpc's list takes -1 for the end. */
-    int64_t right = 0;
-    DDPC_TRY(read_bound(c, "data.right_index", -1, &s->right_list, &s->right_index, &right));
-    if (!s->right_list && ddpc_config_has(c, "data.right_index"))
-        s->last_right = right;
+    DDPC_TRY(read_bound(c, "data.left_index", 0, 0, &s->left_list, &s->left_index, &s->first_left));
+    DDPC_TRY(
+        read_bound(c, "data.right_index", -1, -1, &s->right_list, &s->right_index, &s->last_right));
     if (!s->left_list)
         s->left_index = 0;
     if (!s->right_list)
@@ -73,12 +72,16 @@ ddpc_status ddpc__trainer_read_sampling(ddpc_trainer *t)
     s->streaming = streaming;
     DDPC_TRY(ddpc_config_bool(c, "data.shuffle", streaming == 0, &t->set.shuffle));
     DDPC_TRY(ddpc_config_bool(c, "data.log_indices", false, &s->log_indices));
-    static const char *const split_keys[] = {"data.left_index", "data.right_index",
-                                             "data.down_sample_ratio", "data.streaming"};
-    for (size_t k = 0; k < sizeof split_keys / sizeof *split_keys; k++)
-        if (s->kind != DDPC_SAMPLER_RANK_SPLIT && ddpc_config_has(c, split_keys[k]))
-            return ddpc_errorf(DDPC_EINVAL, "key '%s' needs data.sampler: rank_split (it is %s)",
-                               split_keys[k], ddpc_sampler_kind_name(s->kind));
+    /* rank_split's keys with another sampler, unless at their defaults (as config.yaml has them).
+     */
+    const char *split_key = s->left_list || s->first_left > 0     ? "data.left_index"
+                            : s->right_list || s->last_right >= 0 ? "data.right_index"
+                            : s->ratio != 1.0 || s->stride > 0    ? "data.down_sample_ratio"
+                            : s->streaming != 0                   ? "data.streaming"
+                                                                  : NULL;
+    if (s->kind != DDPC_SAMPLER_RANK_SPLIT && split_key)
+        return ddpc_errorf(DDPC_EINVAL, "key '%s' needs data.sampler: rank_split (it is %s)",
+                           split_key, ddpc_sampler_kind_name(s->kind));
     if ((s->left_list || s->right_list) && (s->first_left > 0 || s->last_right >= 0))
         return ddpc_errorf(DDPC_EINVAL,
                            "keys 'data.left_index' and 'data.right_index' must both be lists (one "

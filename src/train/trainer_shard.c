@@ -70,8 +70,7 @@ ddpc_status ddpc__trainer_shard_tasks(ddpc_trainer *t)
         t->task[i].shard_rank = t->rank;
     }
     if (!t->sharding) {
-        if (ddpc_config_has(c, "data.min_tasks_per_rank") ||
-            ddpc_config_has(c, "data.replicate_tasks"))
+        if (t->min_tasks_per_rank != 1 || t->replicate_tasks) /* the defaults are harmless */
             return ddpc_errorf(DDPC_EINVAL, "keys 'data.min_tasks_per_rank' and "
                                             "'data.replicate_tasks' need data.task_sharding: true");
         return DDPC_OK;
