@@ -5,6 +5,8 @@
  * safe. */
 #include "train/trainer_impl.h"
 
+#include <ddpc/alloc.h>
+
 #include <assert.h>
 #include <stdio.h>
 #include <string.h>
@@ -258,7 +260,8 @@ ddpc_status ddpc__trainer_load_tasks(ddpc_trainer *t)
             DDPC_TRY(read_task(t, i, loaded, &n_loaded));
         }
     }
-    return DDPC_OK;
+    DDPC_TRY(ddpc__trainer_select_tasks(t));
+    return ddpc__trainer_shard_tasks(t);
 }
 
 void ddpc__trainer_free_tasks(ddpc_trainer *t)
@@ -274,4 +277,9 @@ void ddpc__trainer_free_tasks(ddpc_trainer *t)
     for (int i = t->n_owned - 1; i >= 0; i--)
         ddpc_dataset_destroy(t->owned[i]);
     t->n_owned = 0;
+    ddpc_free(t->holds);
+    t->holds = NULL;
+    if (t->indices_log)
+        fclose(t->indices_log);
+    t->indices_log = NULL;
 }

@@ -22,6 +22,18 @@ static void maybe_kill(const ddpc_trainer *t, int64_t micro)
         raise(SIGKILL);
 }
 
+/* The next combined step. When the ranks' epochs differ in length (task sharding), a rank whose
+ * loaders ran out before the agreed epoch's end starts them over, in the same epoch, so the same
+ * order again (max_size_cycle's rule, across ranks). */
+static ddpc_status next_step(ddpc_trainer *t, const ddpc_combined_step **st)
+{
+    DDPC_TRY(ddpc_combined_next(t->combined, st));
+    if (*st || !t->cycle)
+        return DDPC_OK;
+    DDPC_TRY(ddpc_combined_start_epoch(t->combined, t->epoch));
+    return ddpc_combined_next(t->combined, st);
+}
+
 /* One optimizer step; *loss = this rank's weighted task-loss sum, averaged over micro-steps. */
 static ddpc_status train_step(ddpc_trainer *t, double *loss)
 {
@@ -36,7 +48,7 @@ static ddpc_status train_step(ddpc_trainer *t, double *loss)
          * buffer as soon as next is called again. */
         ddpc_pg_set_phase(t->pg, DDPC_PHASE_DATA);
         double d0 = ddpc__trainer_phase_now(t);
-        DDPC_TRY(ddpc_combined_next(t->combined, &st));
+        DDPC_TRY(next_step(t, &st));
         double d1 = ddpc__trainer_phase_now(t);
         t->ph.data += d1 - d0;
         ddpc_trace_add(DDPC_TRACE_COMPUTE, "data", d0, d1, -1, NULL, 0);
@@ -44,11 +56,13 @@ static ddpc_status train_step(ddpc_trainer *t, double *loss)
             return ddpc_errorf(DDPC_EINTERNAL, "the loader ended its epoch early, at step %lld",
                                (long long)ddpc_engine_step(t->engine));
         t->window_wait += st->wait_s;
-        for (int i = 0; i < t->n_tasks; i++) {
-            const ddpc_batch *b = st->batches[i];
+        for (int j = 0; j < t->n_local; j++) {
+            const ddpc_batch *b = st->batches[j];
             if (!b)
                 continue;
+            int i = t->local_task[j]; /* the task, and the head it runs */
             ddpc__task *task = &t->task[i];
+            ddpc__trainer_log_indices(t, ddpc_engine_step(t->engine) + 1, k, i, b);
             ddpc_model_input in = {
                 .n = b->n, .x = b->x, .tokens = b->tokens, .targets = b->targets, .task = i};
             ddpc_model_output out;
@@ -249,12 +263,25 @@ static void log_start(ddpc_trainer *t)
         len += (size_t)snprintf(parts + len, sizeof parts - len, "%s%s %lld", i ? " + " : "",
                                 k->name, (long long)k->batch_size);
     }
-    fprintf(t->log, "global batch %lld = %lld per rank",
-            (long long)(per_rank * t->world * s->accum_steps), (long long)per_rank);
-    if (t->multi)
-        fprintf(t->log, " (%s)", parts);
-    fprintf(t->log, " x %d rank%s x %lld accumulation step%s (", t->world, t->world == 1 ? "" : "s",
-            (long long)s->accum_steps, s->accum_steps == 1 ? "" : "s");
+    if (t->sharding) {
+        ddpc__trainer_log_task_sharding(t);
+        int64_t global = 0;
+        for (int r = 0; r < t->world; r++)
+            for (int i = 0; i < t->n_tasks; i++)
+                if (t->holds[(size_t)r * (size_t)t->n_tasks + (size_t)i])
+                    global += t->task[i].batch_size;
+        fprintf(t->log, "global batch %lld = every rank's own tasks' batches x %lld accumulation "
+                "step%s (", (long long)(global * s->accum_steps), (long long)s->accum_steps,
+                s->accum_steps == 1 ? "" : "s");
+    } else {
+        fprintf(t->log, "global batch %lld = %lld per rank",
+                (long long)(per_rank * t->world * s->accum_steps), (long long)per_rank);
+        if (t->multi)
+            fprintf(t->log, " (%s)", parts);
+        fprintf(t->log, " x %d rank%s x %lld accumulation step%s (", t->world,
+                t->world == 1 ? "" : "s", (long long)s->accum_steps,
+                s->accum_steps == 1 ? "" : "s");
+    }
     if (t->multi)
         fprintf(t->log, "combined %s, ", ddpc_combined_mode_name(t->mode));
     fprintf(t->log, "backend %s, lr x %.3g)\n", ddpc_backend_name(ddpc_pg_backend(t->pg)),
@@ -294,7 +321,7 @@ static ddpc_status fast_forward(ddpc_trainer *t, int64_t steps)
     for (int64_t i = 0; i < steps; i++) {
         const ddpc_combined_step *st;
         double d0 = ddpc__trainer_phase_now(t);
-        DDPC_TRY(ddpc_combined_next(t->combined, &st));
+        DDPC_TRY(next_step(t, &st));
         double d1 = ddpc__trainer_phase_now(t);
         t->ph.data += d1 - d0;
         ddpc_trace_add(DDPC_TRACE_COMPUTE, "data", d0, d1, -1, NULL, 0);
@@ -310,6 +337,7 @@ ddpc_status ddpc__trainer_fit(ddpc_trainer *t)
     const trainer_settings *s = &t->set;
     int64_t per_epoch = t->steps_per_epoch, total = t->total_steps;
     log_start(t);
+    DDPC_TRY(ddpc__trainer_open_indices_log(t));
     double start = ddpc_time_now();
     DDPC_TRY(ddpc__trainer_phases_start(t, start));
     while (ddpc_engine_step(t->engine) < total) {

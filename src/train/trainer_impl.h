@@ -80,6 +80,20 @@ typedef struct {
     double *ranks; /* (world x 3) scratch for the per-rank gathers, from fit's start */
 } ddpc__phases;
 
+/* The training samplers' keys (trainer_sampler.c): data.sampler and its options, the same for
+ * every task. One dataset per task, so rank_split has one source. */
+typedef struct {
+    ddpc_sampler_kind kind;         /* distributed, rank_split or case */
+    bool drop_last;                 /* the sampler's (torch DistributedSampler's) drop_last */
+    bool left_list, right_list;     /* ddpc's per-source form given */
+    int64_t left_index, right_index; /* its one entry each */
+    int64_t first_left, last_right; /* the seed's scalar form; -1 = no last_right */
+    double ratio;                   /* down_sample_ratio in (0, 1] */
+    int64_t stride;                 /* the seed's integer down_sample_ratio; 0 = none */
+    int streaming;                  /* 0 none, 1 round_robin, 2 interleave */
+    bool log_indices;               /* data.log_indices: <run_dir>/indices_rank<r>.txt */
+} ddpc__sampling;
+
 typedef struct {
     char name[DDPC__TASK_NAME_MAX];      /* letters, digits, '_', '-', '.' */
     const char *data_type;               /* for the start line */
@@ -88,7 +102,11 @@ typedef struct {
     float loss_weight;
     int64_t num_classes; /* the head's width, >= the dataset's classes */
     ddpc_sampler *sampler;
-    ddpc_loader *loader;
+    ddpc_loader *loader; /* NULL: task sharding gave this task to other ranks */
+    /* Task sharding: the ranks training this task and this rank's place among them (its sampler
+     * splits the task over them); -1 when this rank does not train it. Without sharding every
+     * rank: world and rank. */
+    int shard_world, shard_rank;
     /* Unweighted loss sums over this task's passes: since the last cross-rank sync (local), and
      * in the logging window (rank-averaged). */
     double unsynced_loss, unsynced_passes, window_loss, window_passes;
@@ -114,11 +132,22 @@ struct ddpc_trainer {
     /* Tasks: `multi` when the config declares `tasks:` (heads per task, per-task metrics). */
     bool multi;
     int n_tasks;
+    int n_tasks_declared; /* in the config's tasks list, before data.task_names_to_use */
     ddpc__task task[DDPC_MODEL_MAX_HEADS];
     ddpc_dataset *owned[DDPC__MAX_OWNED];
     int n_owned;
     ddpc_combined_mode mode; /* training; evaluation is always sequential */
-    ddpc_combined *combined;
+    ddpc_combined *combined; /* over the tasks this rank trains: local_task[j] is loader j's */
+    int n_local, local_task[DDPC_MODEL_MAX_HEADS];
+    bool cycle; /* the ranks' epochs differ in length: restart the combined loader when it ends */
+    ddpc__sampling samp;
+    /* data.task_sharding (trainer_shard.c): whether on, and holds (world x n_tasks), 1 where a
+     * rank trains a task. */
+    bool sharding;
+    int min_tasks_per_rank;
+    bool replicate_tasks;
+    unsigned char *holds;
+    FILE *indices_log; /* data.log_indices */
     ddpc_model *model;
     ddpc_engine_config engine_cfg;
     ddpc_engine *engine;
@@ -179,6 +208,22 @@ ddpc_status ddpc__trainer_read_settings(ddpc_trainer *t, const char *config_name
 ddpc_status ddpc__trainer_load_tasks(ddpc_trainer *t);
 /* Frees loaders, samplers and datasets. */
 void ddpc__trainer_free_tasks(ddpc_trainer *t);
+
+/* trainer_sampler.c: the data.sampler keys into t->samp (before data.shuffle, whose default
+ * depends on streaming); the training sampler config of task i; data.log_indices' file (open at
+ * fit's start, one line per pass: step, micro-step, task, indices). */
+ddpc_status ddpc__trainer_read_sampling(ddpc_trainer *t);
+ddpc_sampler_config ddpc__trainer_sampler_config(const ddpc_trainer *t, int i, int64_t *size);
+ddpc_status ddpc__trainer_open_indices_log(ddpc_trainer *t);
+void ddpc__trainer_log_indices(ddpc_trainer *t, int64_t step, int64_t micro, int task,
+                               const ddpc_batch *b);
+
+/* trainer_shard.c: data.task_names_to_use (keeps and orders the tasks named; before the model,
+ * whose heads follow the task table) and data.task_sharding (which ranks train which tasks);
+ * log_task_sharding writes the assignment (rank 0, at fit's start). */
+ddpc_status ddpc__trainer_select_tasks(ddpc_trainer *t);
+ddpc_status ddpc__trainer_shard_tasks(ddpc_trainer *t);
+void ddpc__trainer_log_task_sharding(ddpc_trainer *t);
 
 /* trainer_model.c: the model table (keys per model.type), the optimizer keys and the engine. */
 ddpc_status ddpc__trainer_build_model(ddpc_trainer *t);

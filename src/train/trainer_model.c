@@ -194,18 +194,22 @@ static ddpc_status read_engine_config(ddpc_trainer *t, int64_t total_steps, ddpc
     return read_loss_scale(t, ec);
 }
 
+/* The training sampler and loader of task i, on the ranks that train it. */
 static ddpc_status build_loader(ddpc_trainer *t, int i)
 {
     ddpc__task *k = &t->task[i];
-    ddpc_sampler_config sc = ddpc_sampler_config_default();
-    sc.kind = DDPC_SAMPLER_DISTRIBUTED;
-    sc.rank = t->rank;
-    sc.world = t->world;
-    /* A distinct shuffle per task, so tasks over one dataset do not visit it in lockstep. */
-    sc.seed = t->set.seed + (uint64_t)i * 0x9E3779B97F4A7C15ull;
-    sc.shuffle = t->set.shuffle;
-    sc.size = ddpc_dataset_size(k->train);
-    DDPC_TRY(ddpc_sampler_create(&sc, &k->sampler));
+    if (k->shard_rank < 0)
+        return DDPC_OK; /* task sharding gave it to other ranks */
+    int64_t size;
+    ddpc_sampler_config sc = ddpc__trainer_sampler_config(t, i, &size);
+    if (ddpc_sampler_create(&sc, &k->sampler) != DDPC_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", ddpc_last_error());
+        if (t->multi)
+            return ddpc_errorf(DDPC_EINVAL, "tasks.%d ('%s'), %lld training samples: %s", i,
+                               k->name, (long long)size, why);
+        return ddpc_errorf(DDPC_EINVAL, "data (%lld training samples): %s", (long long)size, why);
+    }
     ddpc_loader_config lc = ddpc_loader_config_default();
     lc.batch_size = k->batch_size;
     lc.num_workers = t->set.num_workers;
@@ -217,8 +221,24 @@ static ddpc_status build_loader(ddpc_trainer *t, int i)
         return ddpc_errorf(DDPC_EINVAL,
                            "tasks.%d ('%s'): batch_size %lld on each of %d ranks is more than its "
                            "%lld training samples",
-                           i, k->name, (long long)k->batch_size, t->world,
-                           (long long)ddpc_dataset_size(k->train));
+                           i, k->name, (long long)k->batch_size, k->shard_world,
+                           (long long)ddpc_sampler_len(k->sampler) * k->shard_world);
+    return DDPC_OK;
+}
+
+/* The ranks' epochs (combined steps) agree: with task sharding each rank combines its own tasks,
+ * and `case` gives ranks different shares, so every rank takes the longest epoch (shorter ones
+ * restart their loaders, as max_size_cycle does within a rank) or, in min_size mode or with
+ * `case`, the shortest. *len is this rank's and becomes the agreed one. */
+static ddpc_status agree_epoch(ddpc_trainer *t, int64_t *len)
+{
+    bool shortest = t->mode == DDPC_COMBINED_MIN_SIZE || t->samp.kind == DDPC_SAMPLER_CASE;
+    if (t->world == 1 || (!t->sharding && t->samp.kind != DDPC_SAMPLER_CASE))
+        return DDPC_OK;
+    int64_t mine = *len;
+    DDPC_TRY(ddpc_pg_all_reduce(t->pg, len, len, 1, DDPC_DTYPE_I64,
+                                shortest ? DDPC_REDUCE_MIN : DDPC_REDUCE_MAX));
+    t->cycle = *len > mine;
     return DDPC_OK;
 }
 
@@ -226,13 +246,19 @@ ddpc_status ddpc__trainer_build_loaders(ddpc_trainer *t, int64_t *per_epoch)
 {
     ddpc_loader *loaders[DDPC_MODEL_MAX_HEADS];
     const char *names[DDPC_MODEL_MAX_HEADS];
+    t->n_local = 0;
     for (int i = 0; i < t->n_tasks; i++) {
         DDPC_TRY(build_loader(t, i));
-        loaders[i] = t->task[i].loader;
-        names[i] = t->task[i].name;
+        if (!t->task[i].loader)
+            continue;
+        loaders[t->n_local] = t->task[i].loader;
+        names[t->n_local] = t->task[i].name;
+        t->local_task[t->n_local++] = i;
     }
-    DDPC_TRY(ddpc_combined_create(loaders, names, t->n_tasks, t->mode, &t->combined));
-    *per_epoch = ddpc_combined_len(t->combined) / t->set.accum_steps;
+    DDPC_TRY(ddpc_combined_create(loaders, names, t->n_local, t->mode, &t->combined));
+    int64_t len = ddpc_combined_len(t->combined);
+    DDPC_TRY(agree_epoch(t, &len));
+    *per_epoch = len / t->set.accum_steps;
     if (*per_epoch > 0)
         return DDPC_OK;
     if (!t->multi)
@@ -244,7 +270,7 @@ ddpc_status ddpc__trainer_build_loaders(ddpc_trainer *t, int64_t *per_epoch)
     return ddpc_errorf(DDPC_EINVAL,
                        "an epoch of %lld combined steps (data.combined_mode %s) is shorter than "
                        "optim.grad_accum_steps %lld",
-                       (long long)ddpc_combined_len(t->combined), ddpc_combined_mode_name(t->mode),
+                       (long long)len, ddpc_combined_mode_name(t->mode),
                        (long long)t->set.accum_steps);
 }
 

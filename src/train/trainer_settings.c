@@ -43,7 +43,7 @@ ddpc_status ddpc__trainer_read_settings(ddpc_trainer *t, const char *config_name
     DDPC_TRY(ddpc_config_int(c, "data.batch_size", 64, 1, 1 << 20, &s->batch_size));
     DDPC_TRY(
         ddpc_config_int(c, "data.eval_batch_size", s->batch_size, 1, 1 << 20, &s->eval_batch_size));
-    DDPC_TRY(ddpc_config_bool(c, "data.shuffle", true, &s->shuffle));
+    DDPC_TRY(ddpc__trainer_read_sampling(t)); /* data.sampler ..., then data.shuffle */
     DDPC_TRY(ddpc_config_int(c, "data.num_workers", 1, 0, 64, &v));
     s->num_workers = (int)v;
     DDPC_TRY(ddpc_config_int(c, "data.prefetch_factor", 2, 1, 1024, &v));
