@@ -1,7 +1,7 @@
 /* File-system helpers. mkdir -p walks the path's components from the root; an existing component
- * must be a directory (a regular file in the way is reported as such, not as EEXIST). The whole-file
- * reader is the one every module uses (config, checkpoints, report): it reads to end of file, so a
- * file that grows or a pipe is read whole, and never more than its caller's limit. */
+ * must be a directory (a regular file in the way is reported as such, not as EEXIST). The
+ * whole-file reader is the one every module uses (config, checkpoints, report): it reads to end of
+ * file, so a file that grows or a pipe is read whole, and never more than its caller's limit. */
 #include <ddpc/alloc.h>
 #include <ddpc/fs.h>
 
