@@ -62,6 +62,10 @@ foreach(kind gpt cnn)
         set_tests_properties(${name} PROPERTIES TIMEOUT 300 ENVIRONMENT "OMP_NUM_THREADS=1")
     endforeach()
 endforeach()
+# BatchNorm2d (training and evaluation mode, running statistics) against torch's, fp32.
+add_test(NAME parity_cnn_bn COMMAND /usr/bin/python3 ${PROJECT_SOURCE_DIR}/tests/parity/parity.py
+    $<TARGET_FILE:parity_run> cnn_bn fp32)
+set_tests_properties(parity_cnn_bn PROPERTIES TIMEOUT 300 ENVIRONMENT "OMP_NUM_THREADS=1")
 
 # Collective conformance: one suite (tests/comm/conformance.c) run unchanged on every backend at
 # world sizes 1-4 (3 and 4 oversubscribe a 2-core machine). shm ranks are forked by the suite

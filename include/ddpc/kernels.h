@@ -173,6 +173,34 @@ void ddpc_conv2d_forward(ddpc_precision prec, float *y, const float *x, const fl
 void ddpc_conv2d_backward(ddpc_precision prec, float *dx, float *dw, float *db, const float *dy, const float *x,
                           const float *w, const ddpc_conv2d_shape *s, float *ws);
 
+/* ---- BatchNorm over (n, c, hw) per channel (Ioffe & Szegedy 2015; torch BatchNorm1d/2d) ---- */
+/* Training statistics pass through double sums so that ranks can add theirs up (SyncBatchNorm)
+ * before they become mean/invstd: sums (2c + 1) = [sum x per channel | sum x^2 | count]. */
+void ddpc_batchnorm_sums(double *sums, const float *x, int64_t n, int64_t c, int64_t hw);
+/* mean, invstd (c) from sums (biased variance, 1/sqrt(var + eps)); with running_mean/var (c)
+ * non-NULL, also running = (1 - momentum) * running + momentum * batch value, the variance
+ * unbiased (count / (count - 1)), as torch does. */
+void ddpc_batchnorm_stats(float *mean, float *invstd, float *running_mean, float *running_var,
+                          const double *sums, int64_t c, float momentum, float eps);
+/* Evaluation: mean = running_mean, invstd = 1/sqrt(running_var + eps), each (c). */
+void ddpc_batchnorm_eval_stats(float *mean, float *invstd, const float *running_mean,
+                               const float *running_var, int64_t c, float eps);
+/* y (n, c, hw) = (x - mean) * invstd * w + b; w, b (c) may be NULL (ones / zeros); y may be x. */
+void ddpc_batchnorm_apply(float *y, const float *x, const float *mean, const float *invstd,
+                          const float *w, const float *b, int64_t n, int64_t c, int64_t hw);
+/* sums (2c) = [sum dy per channel | sum dy * xhat], xhat = (x - mean) * invstd: the local halves
+ * of the backward that SyncBatchNorm adds up across ranks. */
+void ddpc_batchnorm_backward_sums(double *sums, const float *dy, const float *x,
+                                  const float *mean, const float *invstd, int64_t n, int64_t c,
+                                  int64_t hw);
+/* dw (c) += sum dy * xhat, db (c) += sum dy, from this rank's sums (either may be NULL). */
+void ddpc_batchnorm_backward_params(float *dw, float *db, const double *sums, int64_t c);
+/* dx (n, c, hw) = w * invstd * (dy - sum dy / count - xhat * sum (dy xhat) / count), with the
+ * sums over every sample normalised together (count of them); dx may be dy. */
+void ddpc_batchnorm_backward_input(float *dx, const float *dy, const float *x, const float *mean,
+                                   const float *invstd, const float *w, const double *sums,
+                                   double count, int64_t n, int64_t c, int64_t hw);
+
 /* ---- MaxPool2d, no padding -------------------------------------------------------------- */
 
 /* y (n, c, oh, ow) with oh = (h - k) / stride + 1; idx (n, c, oh, ow) saves each max's flat

@@ -57,6 +57,12 @@ typedef struct {
      * activation buffers. Same kernels, order and dropout streams: the gradients are bitwise those
      * of the run without it. Not supported by mlp (DDPC_EINVAL). */
     bool activation_checkpointing;
+    /* cnn: BatchNorm2d after every convolution (conv -> BN -> ReLU -> pool; the convolutions then
+     * have no bias, as torch models written for BN do), with torch's momentum and eps. Its
+     * running_mean/running_var are buffers (ddpc_model_buffers). */
+    bool batchnorm;
+    float bn_momentum; /* 0.1 */
+    float bn_eps;      /* 1e-5 */
     ddpc_precision precision; /* of the matrix products (linear, attention, conv); fp32 */
     uint64_t seed; /* initialisation */
 } ddpc_model_config;
@@ -116,6 +122,21 @@ int64_t ddpc_model_outputs_per_sample(const ddpc_model *m);
 size_t ddpc_model_activation_bytes(const ddpc_model *m, int64_t n, bool checkpointing);
 /* Whether the model's type implements activation checkpointing (gpt, cnn). */
 bool ddpc_model_can_checkpoint(const ddpc_model *m);
+
+/* Buffers: state that is not trained but belongs to the model (BatchNorm's running statistics),
+ * in one flat fp32 buffer of named views like the parameters; saved with the weights and in
+ * checkpoints, broadcast by DDP (ddpc_reducer_config.broadcast_buffers). No gradient. */
+size_t ddpc_model_num_buffers(const ddpc_model *m);
+const ddpc_param *ddpc_model_buffer(const ddpc_model *m, size_t i); /* offset into the buffer */
+size_t ddpc_model_num_buffer_floats(const ddpc_model *m);
+float *ddpc_model_buffer_data(ddpc_model *m); /* (num_buffer_floats); NULL when there are none */
+
+/* SyncBatchNorm: called inside forward (and backward) with `count` doubles of per-channel sums
+ * that must be replaced, in place, by their sum over every replica; every replica calls it in the
+ * same order. An error fails the forward (or the backward) with the hook's status. Installs (or
+ * with fn NULL removes) the hook; ctx is borrowed. Without it, batch statistics are local. */
+typedef ddpc_status (*ddpc_stat_sync_fn)(void *ctx, double *sums, size_t count);
+void ddpc_model_set_stat_sync_hook(ddpc_model *m, ddpc_stat_sync_fn fn, void *ctx);
 
 /* Forward pass; with targets, computes the loss and accuracy into *out. `training` enables
  * dropout. Input shapes must match the config; tokens outside the vocabulary and a task outside

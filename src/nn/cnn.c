@@ -1,5 +1,8 @@
 /* "cnn": per entry of channels, Conv2d(k x k, stride 1, pad k/2) -> ReLU -> MaxPool2d(2), then the
- * flattened features go through the fully connected stack (hidden sizes, then classes).
+ * flattened features go through the fully connected stack (hidden sizes, then classes). With
+ * batchnorm a stage is Conv2d (no bias) -> BatchNorm2d -> ReLU -> MaxPool2d(2), parameters
+ * "bn.<i>.weight/bias" and buffers "bn.<i>.running_mean/running_var"; through the stat-sync hook
+ * its batch statistics are those of every replica's batch together (SyncBatchNorm).
  * Parameters "conv.<i>.weight" (k_out, c_in, k, k), "conv.<i>.bias", then "fc.<i>.*"; a multi-head
  * cnn ends in "heads.<k>.weight/bias" instead of the last "fc" layer. With activation checkpointing
  * a stage (conv -> ReLU -> pool) keeps only its pooled output, the next stage's input; its pool
@@ -18,11 +21,19 @@ typedef struct {
     int n_conv;
     ddpc_conv2d_shape conv[DDPC_MODEL_MAX_LAYERS]; /* n set per forward */
     int64_t pool_h[DDPC_MODEL_MAX_LAYERS], pool_w[DDPC_MODEL_MAX_LAYERS];
-    int w_idx[DDPC_MODEL_MAX_LAYERS], b_idx[DDPC_MODEL_MAX_LAYERS];
+    int w_idx[DDPC_MODEL_MAX_LAYERS], b_idx[DDPC_MODEL_MAX_LAYERS]; /* b_idx -1 with bn */
+    /* BatchNorm2d per stage (bn): gamma, beta (k); running statistics buffers (k). */
+    bool bn;
+    int bnw_idx[DDPC_MODEL_MAX_LAYERS], bnb_idx[DDPC_MODEL_MAX_LAYERS];
+    int rmean_idx[DDPC_MODEL_MAX_LAYERS], rvar_idx[DDPC_MODEL_MAX_LAYERS];
+    float *bn_mean[DDPC_MODEL_MAX_LAYERS], *bn_invstd[DDPC_MODEL_MAX_LAYERS]; /* (k) per forward */
+    double bn_count[DDPC_MODEL_MAX_LAYERS]; /* elements per channel of forward's statistics */
+    double *bn_sums;                        /* (2 * max k + 1) */
     ddpc__fc_stack fc;
     /* Set by forward. With checkpointing every act[i] is dB and every idx[i] one shared buffer. */
     const float *in[DDPC_MODEL_MAX_LAYERS]; /* conv inputs: x, then pooled outputs */
     float *act[DDPC_MODEL_MAX_LAYERS];      /* conv outputs after ReLU (n, k, h, w) */
+    float *bn_in[DDPC_MODEL_MAX_LAYERS];    /* bn: conv outputs before BN (n, k, h, w) */
     float *pooled[DDPC_MODEL_MAX_LAYERS];   /* stage outputs (n, k, h/2, w/2) */
     int32_t *idx[DDPC_MODEL_MAX_LAYERS];    /* pool argmax (n, k, h/2, w/2) */
     float *ws;                              /* conv workspace */
@@ -31,6 +42,26 @@ typedef struct {
     int64_t n;
     bool ckpt;
 } cnn_impl;
+
+/* bn.<i>.weight/bias (k) and the running statistics buffers of stage i, plus its mean/invstd. */
+static ddpc_status add_batchnorm(ddpc_model *m, cnn_impl *impl, int i, int64_t k)
+{
+    char name[DDPC_PARAM_NAME_MAX];
+    snprintf(name, sizeof name, "bn.%d.weight", i);
+    impl->bnw_idx[i] = ddpc__model_add_param(m, name, 1, &k, false);
+    snprintf(name, sizeof name, "bn.%d.bias", i);
+    impl->bnb_idx[i] = ddpc__model_add_param(m, name, 1, &k, false);
+    snprintf(name, sizeof name, "bn.%d.running_mean", i);
+    impl->rmean_idx[i] = ddpc__model_add_buffer(m, name, 1, &k);
+    snprintf(name, sizeof name, "bn.%d.running_var", i);
+    impl->rvar_idx[i] = ddpc__model_add_buffer(m, name, 1, &k);
+    impl->bn_mean[i] = ddpc_malloc((size_t)k * sizeof(float));
+    impl->bn_invstd[i] = ddpc_malloc((size_t)k * sizeof(float));
+    if (impl->bnw_idx[i] < 0 || impl->bnb_idx[i] < 0 || impl->rmean_idx[i] < 0 ||
+        impl->rvar_idx[i] < 0 || !impl->bn_mean[i] || !impl->bn_invstd[i])
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory registering cnn batchnorm %d", i);
+    return DDPC_OK;
+}
 
 static ddpc_status cnn_build(ddpc_model *m)
 {
@@ -46,6 +77,14 @@ static ddpc_status cnn_build(ddpc_model *m)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory building cnn");
     m->impl = impl;
     impl->n_conv = (int)c->n_channels;
+    impl->bn = c->batchnorm;
+    if (impl->bn && c->activation_checkpointing)
+        return ddpc_errorf(DDPC_EINVAL, "cnn batchnorm does not support activation checkpointing "
+                           "(a recomputed stage would update the running statistics twice)");
+    if (impl->bn && (!(c->bn_momentum >= 0.0f && c->bn_momentum <= 1.0f) || !(c->bn_eps > 0.0f)))
+        return ddpc_errorf(DDPC_EINVAL, "cnn batchnorm needs momentum in [0, 1] and eps > 0, got "
+                           "%g and %g", c->bn_momentum, c->bn_eps);
+    int64_t max_k = 0;
     int64_t ch = c->in_channels, h = c->in_height, w = c->in_width;
     double flops = 0;
     for (int i = 0; i < impl->n_conv; i++) {
@@ -66,10 +105,16 @@ static ddpc_status cnn_build(ddpc_model *m)
         int64_t shape[4] = {c->channels[i], ch, c->kernel_size, c->kernel_size};
         snprintf(name, sizeof name, "conv.%d.weight", i);
         impl->w_idx[i] = ddpc__model_add_param(m, name, 4, shape, true);
-        snprintf(name, sizeof name, "conv.%d.bias", i);
-        impl->b_idx[i] = ddpc__model_add_param(m, name, 1, shape, false);
-        if (impl->w_idx[i] < 0 || impl->b_idx[i] < 0)
+        impl->b_idx[i] = -1;
+        if (!impl->bn) {
+            snprintf(name, sizeof name, "conv.%d.bias", i);
+            impl->b_idx[i] = ddpc__model_add_param(m, name, 1, shape, false);
+        } else {
+            DDPC_TRY(add_batchnorm(m, impl, i, shape[0]));
+        }
+        if (impl->w_idx[i] < 0 || (!impl->bn && impl->b_idx[i] < 0))
             return ddpc_errorf(DDPC_ENOMEM, "out of memory registering cnn parameters");
+        max_k = shape[0] > max_k ? shape[0] : max_k;
         flops += 6.0 * (double)(h * w) * (double)(shape[0] * shape[1] * shape[2] * shape[3]);
         ch = c->channels[i];
         h /= 2;
@@ -77,6 +122,8 @@ static ddpc_status cnn_build(ddpc_model *m)
         impl->pool_h[i] = h;
         impl->pool_w[i] = w;
     }
+    if (impl->bn && !(impl->bn_sums = ddpc_malloc((size_t)(2 * max_k + 1) * sizeof(double))))
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory building cnn batchnorm");
     DDPC_TRY(ddpc__fc_stack_build(&impl->fc, m, "fc", ch * h * w, c->hidden, c->n_hidden,
                                   c->num_classes, c->head_classes, c->n_heads));
     m->train_flops_per_sample = flops + ddpc__fc_stack_flops(&impl->fc);
@@ -90,11 +137,21 @@ static void cnn_init(ddpc_model *m)
     for (int i = 0; i < impl->n_conv; i++) {
         const ddpc_conv2d_shape *s = &impl->conv[i];
         float bound = 1.0f / sqrtf((float)(s->c * s->r * s->s));
-        const ddpc_param *w = &m->tensors[impl->w_idx[i]], *b = &m->tensors[impl->b_idx[i]];
+        const ddpc_param *w = &m->tensors[impl->w_idx[i]];
+        const ddpc_param *b = &m->tensors[impl->bn ? impl->w_idx[i] : impl->b_idx[i]];
         ddpc__init_uniform(m->params + w->offset, w->numel, bound, m->cfg.seed,
                            (uint64_t)impl->w_idx[i]);
-        ddpc__init_uniform(m->params + b->offset, b->numel, bound, m->cfg.seed,
-                           (uint64_t)impl->b_idx[i]);
+        if (!impl->bn) {
+            ddpc__init_uniform(m->params + b->offset, b->numel, bound, m->cfg.seed,
+                               (uint64_t)impl->b_idx[i]);
+            continue;
+        }
+        /* torch's BatchNorm reset: gamma 1, beta 0, running mean 0 and variance 1. */
+        int64_t k = s->k;
+        ddpc_fill_f32(m->params + m->tensors[impl->bnw_idx[i]].offset, 1.0f, k);
+        ddpc_fill_f32(m->params + m->tensors[impl->bnb_idx[i]].offset, 0.0f, k);
+        ddpc_fill_f32(ddpc__buffer_ptr(m, impl->rmean_idx[i]), 0.0f, k);
+        ddpc_fill_f32(ddpc__buffer_ptr(m, impl->rvar_idx[i]), 1.0f, k);
     }
     ddpc__fc_stack_init(&impl->fc, m);
 }
@@ -138,6 +195,8 @@ static size_t carve(const ddpc_model *m, cnn_impl *impl, int64_t n, bool ckpt, f
         } else if (!ckpt) {
             TAKE(act[i], conv_out);
         }
+        if (c->bn)
+            TAKE(bn_in[i], conv_out);
         TAKE(pooled[i], pooled);
         if (!ckpt)
             TAKE(idx[i], pooled);
@@ -152,17 +211,45 @@ static size_t cnn_arena_floats(const ddpc_model *m, int64_t n, bool ckpt)
     return carve(m, NULL, n, ckpt, NULL) + ddpc__fc_stack_arena_floats(&impl->fc, n);
 }
 
-/* Stage i: conv -> ReLU into act[i], then the pool into y (n, k, h/2, w/2) and idx[i]. The
- * recomputation in backward is this same call, so it reproduces forward's bits. */
-static void stage_forward(ddpc_model *m, cnn_impl *impl, int i, float *y)
+/* BatchNorm2d of stage i from bn_in[i] into act[i]: batch statistics (summed over replicas by
+ * the stat-sync hook) and a running-statistics update when training, running ones otherwise. */
+static ddpc_status stage_batchnorm(ddpc_model *m, cnn_impl *impl, int i, bool training)
+{
+    const ddpc_conv2d_shape *s = &impl->conv[i];
+    int64_t k = s->k, hw = s->h * s->w;
+    if (training) {
+        ddpc_batchnorm_sums(impl->bn_sums, impl->bn_in[i], s->n, k, hw);
+        DDPC_TRY(ddpc__model_sync_stats(m, impl->bn_sums, (size_t)(2 * k + 1)));
+        impl->bn_count[i] = impl->bn_sums[2 * k];
+        ddpc_batchnorm_stats(impl->bn_mean[i], impl->bn_invstd[i],
+                             ddpc__buffer_ptr(m, impl->rmean_idx[i]),
+                             ddpc__buffer_ptr(m, impl->rvar_idx[i]), impl->bn_sums, k,
+                             m->cfg.bn_momentum, m->cfg.bn_eps);
+    } else {
+        ddpc_batchnorm_eval_stats(impl->bn_mean[i], impl->bn_invstd[i],
+                                  ddpc__buffer_ptr(m, impl->rmean_idx[i]),
+                                  ddpc__buffer_ptr(m, impl->rvar_idx[i]), k, m->cfg.bn_eps);
+    }
+    ddpc_batchnorm_apply(impl->act[i], impl->bn_in[i], impl->bn_mean[i], impl->bn_invstd[i],
+                         ddpc__param_ptr(m, impl->bnw_idx[i]), ddpc__param_ptr(m, impl->bnb_idx[i]),
+                         s->n, k, hw);
+    return DDPC_OK;
+}
+
+/* Stage i: conv [-> BN] -> ReLU into act[i], then the pool into y (n, k, h/2, w/2) and idx[i].
+ * The recomputation in backward is this same call, so it reproduces forward's bits. */
+static ddpc_status stage_forward(ddpc_model *m, cnn_impl *impl, int i, float *y, bool training)
 {
     const ddpc_conv2d_shape *s = &impl->conv[i];
     int64_t cnt = s->n * s->k * s->h * s->w;
-    ddpc_conv2d_forward(m->cfg.precision, impl->act[i], impl->in[i],
-                        ddpc__param_ptr(m, impl->w_idx[i]), ddpc__param_ptr(m, impl->b_idx[i]), s,
-                        impl->ws);
+    const float *bias = impl->bn ? NULL : ddpc__param_ptr(m, impl->b_idx[i]);
+    ddpc_conv2d_forward(m->cfg.precision, impl->bn ? impl->bn_in[i] : impl->act[i], impl->in[i],
+                        ddpc__param_ptr(m, impl->w_idx[i]), bias, s, impl->ws);
+    if (impl->bn)
+        DDPC_TRY(stage_batchnorm(m, impl, i, training));
     ddpc_relu_forward(impl->act[i], impl->act[i], cnt);
     ddpc_maxpool2d_forward(y, impl->idx[i], impl->act[i], s->n, s->k, s->h, s->w, 2, 2);
+    return DDPC_OK;
 }
 
 static ddpc_status cnn_forward(ddpc_model *m, const ddpc_model_input *in, bool training,
@@ -179,7 +266,7 @@ static ddpc_status cnn_forward(ddpc_model *m, const ddpc_model_input *in, bool t
     for (int i = 0; i < impl->n_conv; i++) {
         impl->conv[i].n = n;
         impl->in[i] = x;
-        stage_forward(m, impl, i, impl->pooled[i]);
+        DDPC_TRY(stage_forward(m, impl, i, impl->pooled[i], training));
         x = impl->pooled[i];
     }
     ddpc__fc_stack_forward(&impl->fc, m, x, in, training, &arena, out);
@@ -208,6 +295,28 @@ static void pool_relu_backward(cnn_impl *impl, int i)
         impl->dB[j] = a[j] > 0.0f ? impl->dB[j] : 0.0f;
 }
 
+/* dB (the BN output's gradient) becomes the conv output's, in place; gamma's and beta's
+ * gradients take this replica's sums, the input gradient all replicas' (SyncBatchNorm). A failed
+ * sync is kept in m->backward_status and ends the backward. */
+static ddpc_status batchnorm_backward(ddpc_model *m, cnn_impl *impl, int i)
+{
+    const ddpc_conv2d_shape *s = &impl->conv[i];
+    int64_t k = s->k, hw = s->h * s->w;
+    ddpc_batchnorm_backward_sums(impl->bn_sums, impl->dB, impl->bn_in[i], impl->bn_mean[i],
+                                 impl->bn_invstd[i], s->n, k, hw);
+    ddpc_batchnorm_backward_params(ddpc__grad_ptr(m, impl->bnw_idx[i]),
+                                   ddpc__grad_ptr(m, impl->bnb_idx[i]), impl->bn_sums, k);
+    ddpc__model_grad_ready(m, impl->bnb_idx[i]);
+    ddpc__model_grad_ready(m, impl->bnw_idx[i]);
+    m->backward_status = ddpc__model_sync_stats(m, impl->bn_sums, (size_t)(2 * k));
+    if (m->backward_status != DDPC_OK)
+        return m->backward_status;
+    ddpc_batchnorm_backward_input(impl->dB, impl->dB, impl->bn_in[i], impl->bn_mean[i],
+                                  impl->bn_invstd[i], ddpc__param_ptr(m, impl->bnw_idx[i]),
+                                  impl->bn_sums, impl->bn_count[i], s->n, k, hw);
+    return DDPC_OK;
+}
+
 static void cnn_backward(ddpc_model *m, float dloss)
 {
     cnn_impl *impl = m->impl;
@@ -221,23 +330,34 @@ static void cnn_backward(ddpc_model *m, float dloss)
         /* Only the pool indices are needed again (the shared buffer still holds the last
          * stage's from forward); the conv output goes to dB before it turns into a gradient. */
         if (impl->ckpt && i < last)
-            stage_forward(m, impl, i, impl->recomputed);
+            (void)stage_forward(m, impl, i, impl->recomputed, true); /* no bn: cannot fail */
         pool_relu_backward(impl, i);
+        if (impl->bn && batchnorm_backward(m, impl, i) != DDPC_OK)
+            return;
         float *dx = NULL;
         if (i > 0) {
             dx = impl->dA;
             ddpc_fill_f32(dx, 0.0f, n * s->c * s->h * s->w);
         }
         ddpc_conv2d_backward(m->cfg.precision, dx, ddpc__grad_ptr(m, impl->w_idx[i]),
-                             ddpc__grad_ptr(m, impl->b_idx[i]), impl->dB, impl->in[i],
-                             ddpc__param_ptr(m, impl->w_idx[i]), s, impl->ws);
+                             impl->bn ? NULL : ddpc__grad_ptr(m, impl->b_idx[i]), impl->dB,
+                             impl->in[i], ddpc__param_ptr(m, impl->w_idx[i]), s, impl->ws);
         ddpc__model_grad_ready(m, impl->w_idx[i]);
-        ddpc__model_grad_ready(m, impl->b_idx[i]);
+        if (!impl->bn)
+            ddpc__model_grad_ready(m, impl->b_idx[i]);
     }
 }
 
 static void cnn_destroy(ddpc_model *m)
 {
+    cnn_impl *impl = m->impl;
+    if (impl) {
+        for (int i = 0; i < DDPC_MODEL_MAX_LAYERS; i++) {
+            ddpc_free(impl->bn_mean[i]);
+            ddpc_free(impl->bn_invstd[i]);
+        }
+        ddpc_free(impl->bn_sums);
+    }
     ddpc_free(m->impl);
 }
 

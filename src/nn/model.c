@@ -21,7 +21,7 @@ ddpc_model_config ddpc_model_config_default(void)
         .hidden = {256, 128}, .n_hidden = 2,
         .channels = {32, 64}, .n_channels = 2, .kernel_size = 3,
         .n_layer = 4, .n_head = 4, .n_embd = 256, .block_size = 128,
-        .dropout = 0.0f, .seed = 1337,
+        .dropout = 0.0f, .bn_momentum = 0.1f, .bn_eps = 1e-5f, .seed = 1337,
     };
 }
 
@@ -30,21 +30,22 @@ const char *ddpc_model_types(void)
     return "mlp, cnn, gpt";
 }
 
-int ddpc__model_add_param(ddpc_model *m, const char *name, int ndim, const int64_t *shape,
-                          bool decay)
+/* Appends a view to a table of views, growing it; the new view's offset is *total. */
+static ddpc_param *add_view(ddpc_param **table, size_t *n, size_t *cap, size_t *total,
+                            const char *name, int ndim, const int64_t *shape)
 {
-    if (m->n_tensors == m->cap_tensors) {
-        size_t cap = m->cap_tensors ? 2 * m->cap_tensors : 16;
-        ddpc_param *t = ddpc_malloc(cap * sizeof *t);
+    if (*n == *cap) {
+        size_t c = *cap ? 2 * *cap : 16;
+        ddpc_param *t = ddpc_malloc(c * sizeof *t);
         if (!t)
-            return -1;
-        if (m->n_tensors)
-            memcpy(t, m->tensors, m->n_tensors * sizeof *t);
-        ddpc_free(m->tensors);
-        m->tensors = t;
-        m->cap_tensors = cap;
+            return NULL;
+        if (*n)
+            memcpy(t, *table, *n * sizeof *t);
+        ddpc_free(*table);
+        *table = t;
+        *cap = c;
     }
-    ddpc_param *p = &m->tensors[m->n_tensors];
+    ddpc_param *p = &(*table)[*n];
     memset(p, 0, sizeof *p);
     snprintf(p->name, sizeof p->name, "%s", name);
     p->ndim = ndim;
@@ -54,10 +55,28 @@ int ddpc__model_add_param(ddpc_model *m, const char *name, int ndim, const int64
         p->numel *= (size_t)shape[i];
     }
     /* 16-float alignment keeps every view 64-byte aligned for vector loads. */
-    p->offset = m->n_params;
+    p->offset = *total;
+    *total += ddpc__round16(p->numel);
+    ++*n;
+    return p;
+}
+
+int ddpc__model_add_buffer(ddpc_model *m, const char *name, int ndim, const int64_t *shape)
+{
+    ddpc_param *p = add_view(&m->buffer_views, &m->n_buffers, &m->cap_buffers,
+                             &m->n_buffer_floats, name, ndim, shape);
+    return p ? (int)m->n_buffers - 1 : -1;
+}
+
+int ddpc__model_add_param(ddpc_model *m, const char *name, int ndim, const int64_t *shape,
+                          bool decay)
+{
+    ddpc_param *p = add_view(&m->tensors, &m->n_tensors, &m->cap_tensors, &m->n_params, name,
+                             ndim, shape);
+    if (!p)
+        return -1;
     p->decay = decay;
-    m->n_params += ddpc__round16(p->numel);
-    return (int)m->n_tensors++;
+    return (int)m->n_tensors - 1;
 }
 
 void ddpc__init_uniform(float *w, size_t n, float bound, uint64_t seed, uint64_t stream)
@@ -78,7 +97,10 @@ static ddpc_status allocate_buffers(ddpc_model *m)
     m->params = ddpc_calloc(m->n_params, sizeof(float));
     m->grads = ddpc_calloc(m->n_params, sizeof(float));
     m->decay_mask = ddpc_calloc(m->n_params, 1);
-    if (!m->params || !m->grads || !m->decay_mask) {
+    m->buffers = m->n_buffer_floats ? ddpc_calloc(m->n_buffer_floats, sizeof(float)) : NULL;
+    if (!m->params || !m->grads || !m->decay_mask || (m->n_buffer_floats && !m->buffers)) {
+        ddpc_free(m->buffers);
+        m->buffers = NULL;
         ddpc_free(m->params);
         ddpc_free(m->grads);
         ddpc_free(m->decay_mask);
@@ -153,6 +175,8 @@ void ddpc_model_destroy(ddpc_model *m)
     ddpc_free(m->params);
     ddpc_free(m->grads);
     ddpc_free(m->decay_mask);
+    ddpc_free(m->buffer_views);
+    ddpc_free(m->buffers);
     ddpc_free(m->arena);
     ddpc_free(m);
 }
@@ -167,6 +191,16 @@ const ddpc_param *ddpc_model_tensor(const ddpc_model *m, size_t i) { return &m->
 double ddpc_model_train_flops_per_sample(const ddpc_model *m) { return m->train_flops_per_sample; }
 int64_t ddpc_model_outputs_per_sample(const ddpc_model *m) { return m->outputs_per_sample; }
 const float *ddpc_model_probs(const ddpc_model *m) { return m->probs; }
+size_t ddpc_model_num_buffers(const ddpc_model *m) { return m->n_buffers; }
+const ddpc_param *ddpc_model_buffer(const ddpc_model *m, size_t i) { return &m->buffer_views[i]; }
+size_t ddpc_model_num_buffer_floats(const ddpc_model *m) { return m->n_buffer_floats; }
+float *ddpc_model_buffer_data(ddpc_model *m) { return m->buffers; }
+
+void ddpc_model_set_stat_sync_hook(ddpc_model *m, ddpc_stat_sync_fn fn, void *ctx)
+{
+    m->stat_sync = fn;
+    m->stat_sync_ctx = fn ? ctx : NULL;
+}
 
 void ddpc_model_zero_grad(ddpc_model *m)
 {
@@ -239,6 +273,7 @@ ddpc_status ddpc_model_backward(ddpc_model *m, float dloss)
 {
     if (m->last_n == 0)
         return ddpc_errorf(DDPC_EINVAL, "model backward needs a forward pass with targets first");
+    m->backward_status = DDPC_OK;
     m->ops->backward(m, dloss);
-    return DDPC_OK;
+    return m->backward_status;
 }

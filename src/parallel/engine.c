@@ -31,6 +31,7 @@ struct ddpc_engine {
     /* Per step: whether a pass communicated during its backward, and the first non-finite
      * local loss (for the message). */
     bool synced;
+    bool buffers_sent; /* this step broadcast the model buffers already */
     bool bad_loss;
     float bad_loss_value;
     ddpc_engine_timing spent; /* cfg.timing: since the last ddpc_engine_take_timing */
@@ -146,6 +147,12 @@ void ddpc_engine_zero_grad(ddpc_engine *e)
         ddpc_model_zero_grad(e->model);
     e->synced = false;
     e->bad_loss = false;
+    e->buffers_sent = false;
+}
+
+ddpc_status ddpc_engine_sync_buffers(ddpc_engine *e)
+{
+    return e->reducer ? ddpc_reducer_sync_buffers(e->reducer) : DDPC_OK;
 }
 
 /* The hang recorder's phase (ddpc_pg_set_phase): what a rank that never arrives was doing. */
@@ -166,6 +173,10 @@ ddpc_status ddpc_engine_pass(ddpc_engine *e, ddpc_model_input *in, int64_t micro
          (uint64_t)in->task) *
             (uint64_t)e->world +
         (uint64_t)e->rank;
+    if (e->reducer && !e->buffers_sent) { /* DDP: rank 0's buffers before a step's forward */
+        DDPC_TRY(ddpc_reducer_sync_buffers(e->reducer));
+        e->buffers_sent = true;
+    }
     if (e->reducer) /* no_sync unless this backward is the step's only remaining one */
         ddpc_reducer_prepare(e->reducer, sync);
     e->synced = e->synced || sync;

@@ -104,6 +104,8 @@ ddpc_status ddpc__trainer_evaluate(ddpc_trainer *t, const char *split, int64_t m
 {
     ddpc_pg_set_phase(t->pg, DDPC_PHASE_EVAL);
     double sums[4 * DDPC_MODEL_MAX_HEADS] = {0};
+    /* DDP's broadcast_buffers: every rank evaluates with rank 0's BatchNorm statistics. */
+    DDPC_TRY(ddpc_engine_sync_buffers(t->engine));
     /* ZeRO-3: ranks run different numbers of batches here, so no gather may happen inside. */
     DDPC_TRY(ddpc_engine_gather_params(t->engine));
     ddpc_status st = evaluate_shares(t, max_batches, sums);

@@ -31,6 +31,12 @@ static ddpc_status read_cnn(ddpc_config *c, ddpc_model_config *mc)
                                   DDPC_MODEL_MAX_LAYERS, &mc->n_hidden));
     DDPC_TRY(ddpc_config_int_list(c, "model.channels", channels, 2, 1, 1 << 16, mc->channels,
                                   DDPC_MODEL_MAX_LAYERS, &mc->n_channels));
+    double momentum, eps;
+    DDPC_TRY(ddpc_config_bool(c, "model.batchnorm", false, &mc->batchnorm));
+    DDPC_TRY(ddpc_config_float(c, "model.bn_momentum", 0.1, 0.0, 1.0, &momentum));
+    DDPC_TRY(ddpc_config_float(c, "model.bn_eps", 1e-5, 1e-12, 1.0, &eps));
+    mc->bn_momentum = (float)momentum;
+    mc->bn_eps = (float)eps;
     return ddpc_config_int(c, "model.kernel_size", 3, 1, 31, &mc->kernel_size);
 }
 
@@ -90,6 +96,9 @@ static ddpc_status read_model_config(ddpc_trainer *t, ddpc_model_config *mc)
                            "model.activation_checkpointing: model.type '%s' has no blocks to "
                            "recompute (gpt and cnn support it)",
                            b->name);
+    if (mc->batchnorm) /* torch.nn.SyncBatchNorm.convert_sync_batchnorm */
+        DDPC_TRY(ddpc_config_bool(c, "model.sync_batchnorm", false,
+                                  &t->reducer_cfg.sync_batchnorm));
     mc->seed = t->set.seed;
     mc->precision = t->set.precision;
     int64_t shape[3];
