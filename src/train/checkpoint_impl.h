@@ -74,8 +74,6 @@ void ddpc__ckpt_fsync_dir(const char *path);
 ddpc_status ddpc__ckpt_write_new(const char *path, const void *data, size_t len);
 /* Size and CRC-32 of a file; DDPC_EFORMAT if missing, DDPC_EIO if unreadable. */
 ddpc_status ddpc__ckpt_file_crc(const char *path, uint64_t *bytes, uint32_t *crc);
-/* Reads a whole file of at most max bytes into a NUL-terminated ddpc_malloc'd buffer. */
-ddpc_status ddpc__ckpt_read_file(const char *path, size_t max, char **out, size_t *len);
 /* Removes a file or a directory tree (best effort; false if something stayed). */
 bool ddpc__ckpt_remove_tree(const char *path);
 /* Whether name is "step-<digits>" (8 or more); the step into *step. */
