@@ -22,9 +22,16 @@ typedef struct {
     int num_workers;     /* 0: load inside ddpc_loader_next in the caller's thread; at most 64 */
     int prefetch_factor; /* batches loaded ahead per worker, >= 1; 2 */
     bool drop_last;      /* drop this rank's last batch when it is partial; false */
+    /* Image augmentation (torchvision's RandomHorizontalFlip and RandomCrop(padding=random_shift)),
+     * each sample's a function of (augment_seed, epoch, its global index) only: a mirror with
+     * probability 1/2, a shift by up to random_shift pixels each way (uncovered pixels take the
+     * plane's minimum, the background). Off by default; tokens ignore them. */
+    bool hflip;
+    int random_shift; /* 0..8 */
+    uint64_t augment_seed;
 } ddpc_loader_config;
 
-/* batch_size 64, num_workers 0, prefetch_factor 2, drop_last off. */
+/* batch_size 64, num_workers 0, prefetch_factor 2, drop_last off, no augmentation. */
 ddpc_loader_config ddpc_loader_config_default(void);
 
 /* One batch, owned by the loader. Row i is the sampler's global index idx[i]. */

@@ -61,6 +61,9 @@ static ddpc_status check_inputs(ddpc_loader *l, const ddpc_dataset *const *ds, i
     if (c->num_workers > 0 && (c->prefetch_factor < 1 || c->prefetch_factor > 64))
         return ddpc_errorf(DDPC_EINVAL, "loader: prefetch_factor must be in [1, 64], got %d",
                            c->prefetch_factor);
+    if (c->random_shift < 0 || c->random_shift > 8)
+        return ddpc_errorf(DDPC_EINVAL, "loader: random_shift must be in [0, 8], got %d",
+                           c->random_shift);
     if (ddpc_sampler_num_sources(s) != nds)
         return ddpc_errorf(DDPC_EINVAL, "loader: %d datasets but the sampler has %d sources", nds,
                            ddpc_sampler_num_sources(s));
@@ -87,6 +90,7 @@ static ddpc_status check_inputs(ddpc_loader *l, const ddpc_dataset *const *ds, i
     }
     l->kind = ddpc_dataset_kind_of(ds[0]);
     l->x_per = l->kind == DDPC_DATASET_IMAGES ? shape0[0] * shape0[1] * shape0[2] : 0;
+    memcpy(l->shape, shape0, sizeof l->shape);
     l->t_per = l->kind == DDPC_DATASET_TOKENS ? shape0[0] : 0;
     if (l->x_per > (INT64_MAX / 8) / c->batch_size || l->t_per > (INT64_MAX / 8) / c->batch_size)
         return ddpc_errorf(DDPC_EINVAL, "loader: batch_size %lld is too large for the samples",
@@ -110,6 +114,9 @@ static ddpc_status alloc_slots(ddpc_loader *l)
         if (l->kind == DDPC_DATASET_IMAGES) {
             s->x = ddpc_malloc((size_t)(bs * l->x_per) * sizeof *s->x);
             s->targets = ddpc_malloc((size_t)bs * sizeof *s->targets);
+            if (l->cfg.random_shift > 0 &&
+                !(s->scratch = ddpc_malloc((size_t)(l->shape[1] * l->shape[2]) * sizeof(float))))
+                return ddpc_errorf(DDPC_ENOMEM, "loader: out of memory for augmentation");
         } else {
             s->tokens = ddpc_malloc((size_t)(bs * l->t_per) * sizeof *s->tokens);
             s->targets = ddpc_malloc((size_t)(bs * l->t_per) * sizeof *s->targets);
@@ -189,6 +196,7 @@ void ddpc_loader_destroy(ddpc_loader *l)
         ddpc_free(s->idx);
         ddpc_free(s->local);
         ddpc_free(s->x);
+        ddpc_free(s->scratch);
         ddpc_free(s->tokens);
         ddpc_free(s->targets);
     }

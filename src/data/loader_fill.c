@@ -52,4 +52,7 @@ void ddpc__loader_fill(const ddpc_loader *l, ddpc__loader_slot *slot, int64_t se
         slot->b.source = a == 0 && e == n ? d : -1;
         a = e;
     }
+    if (l->kind == DDPC_DATASET_IMAGES && (l->cfg.hflip || l->cfg.random_shift > 0))
+        ddpc__augment_images(slot->x, slot->idx, n, l->shape[0], l->shape[1], l->shape[2], &l->cfg,
+                             ddpc_sampler_epoch(l->sampler), slot->scratch);
 }

@@ -49,6 +49,8 @@ typedef struct {
     bool tensorboard_per_rank;           /* log.tensorboard_per_rank: every rank, tb/rank<k>/ */
     lr_scale_kind lr_scale;              /* base LR x (world * accum_steps)^{0, 1, 1/2} */
     int num_workers, prefetch_factor;    /* training loaders */
+    bool hflip;                          /* data.hflip: training images mirrored at random */
+    int random_shift;                    /* data.random_shift: pixels, 0 = off */
     bool shuffle;
     char run_dir[512];
     const char *weights_out, *init_from;

@@ -215,6 +215,9 @@ static ddpc_status build_loader(ddpc_trainer *t, int i)
     lc.num_workers = t->set.num_workers;
     lc.prefetch_factor = t->set.prefetch_factor;
     lc.drop_last = true; /* every rank runs the same steps */
+    lc.hflip = t->set.hflip;
+    lc.random_shift = t->set.random_shift;
+    lc.augment_seed = t->set.seed;
     const ddpc_dataset *ds[1] = {k->train};
     DDPC_TRY(ddpc_loader_create(ds, 1, k->sampler, &lc, &k->loader));
     if (ddpc_loader_len(k->loader) == 0 && t->multi)

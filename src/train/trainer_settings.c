@@ -48,6 +48,9 @@ ddpc_status ddpc__trainer_read_settings(ddpc_trainer *t, const char *config_name
     s->num_workers = (int)v;
     DDPC_TRY(ddpc_config_int(c, "data.prefetch_factor", 2, 1, 1024, &v));
     s->prefetch_factor = (int)v;
+    DDPC_TRY(ddpc_config_bool(c, "data.hflip", false, &s->hflip));
+    DDPC_TRY(ddpc_config_int(c, "data.random_shift", 0, 0, 8, &v));
+    s->random_shift = (int)v;
     DDPC_TRY(
         ddpc_config_int(c, "optim.grad_accum_steps", 1, 1, DDPC_TRAIN_MAX_ACCUM, &s->accum_steps));
     int scale;
