@@ -21,6 +21,8 @@ ddpc_model_config ddpc_model_config_default(void)
         .hidden = {256, 128}, .n_hidden = 2,
         .channels = {32, 64}, .n_channels = 2, .kernel_size = 3,
         .n_layer = 4, .n_head = 4, .n_embd = 256, .block_size = 128,
+        .d_model = 512, .num_heads = 8, .num_encoder_layers = 6, .num_decoder_layers = 6,
+        .d_ff = 2048, .max_len = 256, .label_smoothing = 0.1f,
         .dropout = 0.0f, .seed = 1337,
     };
 }
