@@ -248,12 +248,13 @@ static void on_ready(void *ctx, size_t tensor)
         h->order[h->n++] = tensor;
 }
 
-/* With and without activation checkpointing, dropout on: the same bits over two steps (SGD in
- * between), and the same grad-ready order; each tensor is reported once with its final gradient,
- * and the order is exactly the reverse of registration. */
-static void test_checkpointing_and_hook(void)
+/* With and without activation checkpointing, dropout on, at fp32, bf16 and fp16: the same bits
+ * over two steps (SGD in between), and the same grad-ready order; each tensor is reported once
+ * with its final gradient, and the order is the reverse of registration. */
+static void check_checkpointing_and_hook(ddpc_precision prec)
 {
     ddpc_model_config c = small_config(0.1f);
+    c.precision = prec;
     c.num_encoder_layers = 3, c.num_decoder_layers = 3;
     ddpc_model *m[2];
     c.activation_checkpointing = false;
@@ -305,6 +306,34 @@ static void test_checkpointing_and_hook(void)
     ddpc_free(h[0].snapshot);
     ddpc_model_destroy(m[0]);
     ddpc_model_destroy(m[1]);
+}
+
+static void test_checkpointing_and_hook(void)
+{
+    check_checkpointing_and_hook(DDPC_PREC_FP32);
+    check_checkpointing_and_hook(DDPC_PREC_BF16);
+    check_checkpointing_and_hook(DDPC_PREC_FP16);
+}
+
+/* Low precision rounds the products' inputs: close to fp32, not equal to it. */
+static void test_precision_changes_little(void)
+{
+    batch b;
+    make_batch(&b, 9, 11);
+    ddpc_model_input in = input_of(&b);
+    float loss[3];
+    for (int p = 0; p < 3; p++) {
+        ddpc_model_config c = small_config(0);
+        c.precision = (ddpc_precision)p;
+        ddpc_model *m = make(c);
+        if (!m)
+            return;
+        loss[p] = (float)loss_of(m, &in);
+        ddpc_model_destroy(m);
+    }
+    CHECK(loss[1] != loss[0] && loss[2] != loss[0]);
+    CHECK_NEAR(loss[1], loss[0], 2e-2);
+    CHECK_NEAR(loss[2], loss[0], 2e-3);
 }
 
 static void test_step_allocates_nothing_after_warmup(void)
@@ -376,6 +405,7 @@ int main(void)
     RUN_TEST(test_gradients);
     RUN_TEST(test_padding_is_inert);
     RUN_TEST(test_checkpointing_and_hook);
+    RUN_TEST(test_precision_changes_little);
     RUN_TEST(test_step_allocates_nothing_after_warmup);
     RUN_TEST(test_rejects_bad_inputs_and_config);
     return check_summary();
