@@ -166,6 +166,23 @@ static void test_layout(void)
     CHECK(ddpc_model_train_flops_per_sample(m) > 0.0);
     CHECK(ddpc_model_can_checkpoint(m));
     CHECK_STR_CONTAINS(ddpc_model_types(), "seq2seq");
+    /* torch.nn.Transformer's init: matrices Xavier-uniform (within the bound, spread over it),
+     * biases 0, norm weights 1. */
+    const float *prm = ddpc_model_params(m);
+    for (size_t t = 0; t < ddpc_model_num_tensors(m); t++) {
+        const ddpc_param *p = ddpc_model_tensor(m, t);
+        const float *w = prm + p->offset;
+        float lo = w[0], hi = w[0];
+        for (size_t i = 1; i < p->numel; i++)
+            lo = w[i] < lo ? w[i] : lo, hi = w[i] > hi ? w[i] : hi;
+        if (p->ndim == 2) {
+            double bound = sqrt(6.0 / (double)(p->shape[0] + p->shape[1]));
+            CHECK(lo >= -bound && hi <= bound && hi - lo > bound);
+        } else {
+            float want = strstr(p->name, "norm") && strstr(p->name, "weight") ? 1.0f : 0.0f;
+            CHECK(lo == want && hi == want);
+        }
+    }
     ddpc_model_destroy(m);
 }
 
