@@ -1,7 +1,8 @@
 /* seq2seq decoding: the searches on a hand-made next-token table (beam search finds the sequence of
  * higher length-normalised log-probability that greedy misses; beam 1 is greedy); on a random
- * model, ddpc_model_translate equals the same searches driven by full teacher-forced forwards
- * (ddpc_model_forward on each prefix), for beam 1 and beam 3; a small model trained on a copy task
+ * model, ddpc_model_translate (incremental, with a key/value cache that follows beam search's
+ * reordering) equals the same searches driven by full teacher-forced forwards (ddpc_model_forward
+ * on each whole prefix), for beam 1 and beam 3; a small model trained on a copy task
  * translates held-out sequences back; bad arguments and non-seq2seq models are refused. */
 #include <ddpc/alloc.h>
 #include <ddpc/kernels.h>
@@ -16,9 +17,10 @@ enum { PAD = 0, BOS = 1, EOS = 2, A = 3, Bt = 4 };
 
 /* p(next | last token): after <bos> A .5, B .4, <eos> .1; after A: A .3, B .3, <eos> .4; after B:
  * <eos> .95, A .03, B .02. Greedy takes A then stops: p = .2 over 2 tokens; "B <eos>" has .38. */
-static ddpc_status table_step(void *ctx, const int32_t *prefix, int64_t rows, int64_t t, float *logp)
+static ddpc_status table_step(void *ctx, const int32_t *prefix, const int64_t *parent, int64_t rows,
+                              int64_t t, float *logp)
 {
-    (void)ctx;
+    (void)ctx, (void)parent;
     static const float p[3][5] = {{1e-9f, 1e-9f, .1f, .5f, .4f},
                                   {1e-9f, 1e-9f, .4f, .3f, .3f},
                                   {1e-9f, 1e-9f, .95f, .03f, .02f}};
@@ -50,9 +52,10 @@ static void test_beam_beats_greedy_on_a_table(void)
 }
 
 /* A table that never emits <eos>: both searches stop at max_out with full rows. */
-static ddpc_status no_eos_step(void *ctx, const int32_t *prefix, int64_t rows, int64_t t, float *logp)
+static ddpc_status no_eos_step(void *ctx, const int32_t *prefix, const int64_t *parent,
+                               int64_t rows, int64_t t, float *logp)
 {
-    (void)ctx, (void)prefix, (void)t;
+    (void)ctx, (void)prefix, (void)parent, (void)t;
     for (int64_t r = 0; r < rows; r++)
         for (int v = 0; v < 5; v++)
             logp[r * 5 + v] = v == EOS ? -INFINITY : v == Bt ? logf(.6f) : logf(.1f);
@@ -91,8 +94,10 @@ typedef struct {
     int32_t *rep;       /* (n k, S) */
 } fwd_ctx;
 
-static ddpc_status forward_step(void *p, const int32_t *prefix, int64_t rows, int64_t t, float *logp)
+static ddpc_status forward_step(void *p, const int32_t *prefix, const int64_t *parent, int64_t rows,
+                                int64_t t, float *logp)
 {
+    (void)parent; /* recomputes from the whole prefix */
     fwd_ctx *c = p;
     int64_t V = ddpc_model_config_of(c->m)->tgt_vocab;
     for (int64_t r = 0; r < rows; r++)

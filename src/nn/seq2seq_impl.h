@@ -92,11 +92,12 @@ static inline uint64_t ddpc__s2s_site(const s2s_impl *g, uint64_t site)
 enum { S2S_SITE_SRC = 0, S2S_SITE_TGT = 1, S2S_SITE_ENC = 2, S2S_SITE_DEC = 2 + 3 * 16 };
 
 /* One decoding step for the search (seq2seq_beam.c): logp (rows, V) = log-probabilities of the
- * next token after each prefix row (rows, t) (row r's prefix starts with <bos>). */
-typedef ddpc_status (*ddpc__s2s_step_fn)(void *ctx, const int32_t *prefix, int64_t rows, int64_t t,
-                                         float *logp);
-/* Greedy search for n sequences: out (n, max_out) as ddpc_model_translate's. scratch: see
- * ddpc__s2s_search_ints / _floats. */
+ * next token after each prefix row (rows, t) (row r's prefix starts with <bos>). parent (rows):
+ * the row of the previous step whose prefix row r extends (beam search reorders hypotheses; a
+ * key/value cache follows it); NULL when every row extends itself. */
+typedef ddpc_status (*ddpc__s2s_step_fn)(void *ctx, const int32_t *prefix, const int64_t *parent,
+                                         int64_t rows, int64_t t, float *logp);
+/* Greedy search for n sequences: out (n, max_out) as ddpc_model_translate's. */
 ddpc_status ddpc__s2s_greedy(ddpc__s2s_step_fn step, void *ctx, int64_t n, int64_t vocab,
                              int64_t max_out, int32_t *out);
 /* Beam search (k hypotheses per sequence) with length-normalised final scores; see nn.h. */
