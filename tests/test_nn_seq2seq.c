@@ -56,8 +56,13 @@ static void make_batch(batch *b, int64_t src_vocab, int64_t tgt_vocab)
 
 static ddpc_model_input input_of(const batch *b)
 {
-    return (ddpc_model_input){.n = B, .src_tokens = b->src, .tokens = b->tok, .targets = b->tgt,
-                              .src_len = S, .tgt_len = T, .rng_stream = 5};
+    return (ddpc_model_input){.n = B,
+                              .src_tokens = b->src,
+                              .tokens = b->tok,
+                              .targets = b->tgt,
+                              .src_len = S,
+                              .tgt_len = T,
+                              .rng_stream = 5};
 }
 
 static double loss_of(ddpc_model *m, const ddpc_model_input *in)
@@ -228,8 +233,8 @@ static void test_padding_is_inert(void)
         memcpy(tok + i * T2, b.tok + i * T, T * sizeof(int32_t));
         memcpy(tgt + i * T2, b.tgt + i * T, T * sizeof(int32_t));
     }
-    ddpc_model_input wide = {.n = B, .src_tokens = src, .tokens = tok, .targets = tgt,
-                             .src_len = S2, .tgt_len = T2};
+    ddpc_model_input wide = {
+        .n = B, .src_tokens = src, .tokens = tok, .targets = tgt, .src_len = S2, .tgt_len = T2};
     ddpc_model_zero_grad(m);
     CHECK_EQ_INT(ddpc_model_forward(m, &wide, true, &o1), DDPC_OK);
     CHECK_EQ_INT(ddpc_model_backward(m, 1.0f), DDPC_OK);

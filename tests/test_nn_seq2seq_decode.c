@@ -73,7 +73,8 @@ static void test_max_out_without_eos(void)
     }
 }
 
-static ddpc_model *small_model(int64_t c, int64_t layers, int64_t vocab, int64_t max_len, uint64_t seed)
+static ddpc_model *small_model(int64_t c, int64_t layers, int64_t vocab, int64_t max_len,
+                               uint64_t seed)
 {
     ddpc_model_config cfg = ddpc_model_config_default();
     strcpy(cfg.type, "seq2seq");
@@ -91,7 +92,7 @@ typedef struct {
     ddpc_model *m;
     const int32_t *src; /* (n, S) */
     int64_t S, k;
-    int32_t *rep;       /* (n k, S) */
+    int32_t *rep; /* (n k, S) */
 } fwd_ctx;
 
 static ddpc_status forward_step(void *p, const int32_t *prefix, const int64_t *parent, int64_t rows,
@@ -102,8 +103,8 @@ static ddpc_status forward_step(void *p, const int32_t *prefix, const int64_t *p
     int64_t V = ddpc_model_config_of(c->m)->tgt_vocab;
     for (int64_t r = 0; r < rows; r++)
         memcpy(c->rep + r * c->S, c->src + (r / c->k) * c->S, (size_t)c->S * sizeof(int32_t));
-    ddpc_model_input in = {.n = rows, .src_tokens = c->rep, .tokens = prefix, .src_len = c->S,
-                           .tgt_len = t};
+    ddpc_model_input in = {
+        .n = rows, .src_tokens = c->rep, .tokens = prefix, .src_len = c->S, .tgt_len = t};
     DDPC_TRY(ddpc_model_forward(c->m, &in, false, NULL));
     const float *probs = ddpc_model_probs(c->m);
     for (int64_t r = 0; r < rows; r++)
@@ -185,8 +186,8 @@ static void test_learns_to_copy(void)
     ddpc_model_output out = {0};
     for (int step = 0; step < STEPS; step++) {
         copy_batch(&r, src, tok, tgt, N, S, T);
-        ddpc_model_input in = {.n = N, .src_tokens = src, .tokens = tok, .targets = tgt,
-                               .src_len = S, .tgt_len = T};
+        ddpc_model_input in = {
+            .n = N, .src_tokens = src, .tokens = tok, .targets = tgt, .src_len = S, .tgt_len = T};
         ddpc_model_zero_grad(m);
         CHECK_EQ_INT(ddpc_model_forward(m, &in, true, &out), DDPC_OK);
         CHECK_EQ_INT(ddpc_model_backward(m, 1.0f), DDPC_OK);
@@ -210,7 +211,8 @@ static void test_learns_to_copy(void)
         }
         exact_g += ok_g, exact_b += ok_b;
     }
-    fprintf(stderr, "  copy task: %d/%d greedy, %d/%d beam-4 exact\n", exact_g, HELD, exact_b, HELD);
+    fprintf(stderr, "  copy task: %d/%d greedy, %d/%d beam-4 exact\n", exact_g, HELD, exact_b,
+            HELD);
     CHECK(exact_g >= HELD * 3 / 4);
     CHECK(exact_b >= HELD * 3 / 4);
     ddpc_optim_destroy(opt);

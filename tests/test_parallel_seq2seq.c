@@ -1,11 +1,11 @@
 /* The seq2seq model under data parallelism, through the engine and the reducer on forked shm
  * ranks: 2 ranks x 2 sentence pairs train the same parameters as one process x 4 (relative
- * difference <= 1e-5 after 6 SGD steps with momentum) at ZeRO stages 0 (DDP all-reduce, tiny buckets so many
- * are in flight while backward goes on), 2 (gradients in pooled buckets: the grad-use hook) and 3
- * (parameters gathered per bucket as forward and backward read them: the param-use hook), with
- * activation checkpointing at stage 3; every rank ends with the same bits. Each rank's half of
- * the batch holds the same number of target tokens, so the mean of the ranks' per-token means is
- * the whole batch's. */
+ * difference <= 1e-5 after 6 SGD steps with momentum) at ZeRO stages 0 (DDP all-reduce, tiny
+ * buckets so many are in flight while backward goes on), 2 (gradients in pooled buckets: the
+ * grad-use hook) and 3 (parameters gathered per bucket as forward and backward read them: the
+ * param-use hook), with activation checkpointing at stage 3; every rank ends with the same bits.
+ * Each rank's half of the batch holds the same number of target tokens, so the mean of the ranks'
+ * per-token means is the whole batch's. */
 #include "check.h"
 #include "spawn.h"
 
@@ -83,9 +83,12 @@ static int train(const job *j, ddpc_pg *pg, int rank, int world, ddpc_model *m)
     int64_t b = N / world;
     for (int step = 0; step < STEPS && rc == 0; step++) {
         make_batch(step, src, tok, tgt);
-        ddpc_model_input in = {.n = b, .src_tokens = src + rank * b * S,
-                               .tokens = tok + rank * b * T, .targets = tgt + rank * b * T,
-                               .src_len = S, .tgt_len = T};
+        ddpc_model_input in = {.n = b,
+                               .src_tokens = src + rank * b * S,
+                               .tokens = tok + rank * b * T,
+                               .targets = tgt + rank * b * T,
+                               .src_len = S,
+                               .tgt_len = T};
         ddpc_model_output out;
         ddpc_engine_step_info info;
         ddpc_engine_zero_grad(e);
@@ -130,8 +133,10 @@ static int rank_main(int rank, int world, void *ctx)
         }
         double rel = sqrt(d / r);
         if (rel > 1e-5 || all[0] != all[1]) {
-            fprintf(stderr, "rank %d (stage %d): relative difference to one process %g, ranks "
-                    "%s\n", rank, j->zero_stage, rel, all[0] == all[1] ? "agree" : "differ");
+            fprintf(stderr,
+                    "rank %d (stage %d): relative difference to one process %g, ranks "
+                    "%s\n",
+                    rank, j->zero_stage, rel, all[0] == all[1] ? "agree" : "differ");
             rc = 1;
         }
     }
@@ -156,9 +161,18 @@ static void check_stage(int stage, bool ckpt)
     CHECK_EQ_INT(spawn_ranks(2, 60.0, rank_main, &j), 0);
 }
 
-static void test_ddp_matches_one_process(void) { check_stage(0, false); }
-static void test_zero2_matches_one_process(void) { check_stage(2, false); }
-static void test_zero3_with_checkpointing_matches_one_process(void) { check_stage(3, true); }
+static void test_ddp_matches_one_process(void)
+{
+    check_stage(0, false);
+}
+static void test_zero2_matches_one_process(void)
+{
+    check_stage(2, false);
+}
+static void test_zero3_with_checkpointing_matches_one_process(void)
+{
+    check_stage(3, true);
+}
 
 int main(void)
 {

@@ -155,7 +155,8 @@ ddpc_status ddpc__s2s_beam(ddpc__s2s_step_fn step, void *ctx, int64_t n, int k, 
                            int64_t max_out, int32_t *out)
 {
     int64_t rows = n * k, stride = max_out + 1;
-    beam_state b = {.n = n, .k = k, .vocab = vocab, .max_out = max_out, .stride = stride, .out = out};
+    beam_state b = {
+        .n = n, .k = k, .vocab = vocab, .max_out = max_out, .stride = stride, .out = out};
     b.hyp = ddpc_calloc((size_t)(rows * stride), sizeof(int32_t));
     b.next = ddpc_calloc((size_t)(rows * stride), sizeof(int32_t));
     b.cur = ddpc_malloc((size_t)(rows * max_out) * sizeof(int32_t));
@@ -167,8 +168,8 @@ ddpc_status ddpc__s2s_beam(ddpc__s2s_step_fn step, void *ctx, int64_t n, int k, 
     b.logp = ddpc_malloc((size_t)(rows * vocab) * sizeof(float));
     b.top = ddpc_malloc((size_t)(2 * k) * sizeof(cand));
     ddpc_status s = DDPC_OK;
-    if (!b.hyp || !b.next || !b.cur || !b.score || !b.next_score || !b.best || !b.parent || !b.finished ||
-        !b.logp || !b.top)
+    if (!b.hyp || !b.next || !b.cur || !b.score || !b.next_score || !b.best || !b.parent ||
+        !b.finished || !b.logp || !b.top)
         s = ddpc_errorf(DDPC_ENOMEM, "out of memory for beam search (%lld sequences, beam %d)",
                         (long long)n, k);
     memset(out, 0, (size_t)(n * max_out) * sizeof(int32_t));

@@ -26,13 +26,13 @@ typedef struct {
     float *kv_cross[DDPC_MODEL_MAX_LAYERS]; /* (rows, S, 2C) from the encoder's output */
     float *pe;                              /* (max_out, C) */
     float *x, *qkv, *atty, *res, *h1, *q2, *h2, *ff; /* (rows, C | 3C | F) one position */
-    float *mean, *rstd;                     /* (rows) */
-    float *att;                             /* (rows, H, max(max_out, S)) */
-    float *logits;                          /* (rows, V) */
-    float *gather;                          /* (rows, max_out, 2C) reorder scratch */
-    int32_t *tok;                           /* (rows) */
-    uint8_t *tgt_pad;                       /* (rows, max_out) */
-    float *block;                           /* the one allocation */
+    float *mean, *rstd;                              /* (rows) */
+    float *att;                                      /* (rows, H, max(max_out, S)) */
+    float *logits;                                   /* (rows, V) */
+    float *gather;                                   /* (rows, max_out, 2C) reorder scratch */
+    int32_t *tok;                                    /* (rows) */
+    uint8_t *tgt_pad;                                /* (rows, max_out) */
+    float *block;                                    /* the one allocation */
 } kv_cache;
 
 static ddpc_status cache_create(kv_cache *c, ddpc_model *m, s2s_impl *g, int64_t rows, int64_t S,
@@ -42,18 +42,34 @@ static ddpc_status cache_create(kv_cache *c, ddpc_model *m, s2s_impl *g, int64_t
     size_t C = (size_t)cfg->d_model, F = (size_t)cfg->d_ff, V = (size_t)cfg->tgt_vocab;
     size_t H = (size_t)cfg->num_heads, R = (size_t)rows, L = (size_t)cfg->num_decoder_layers;
     size_t Tk = (size_t)(max_out > S ? max_out : S);
-    size_t sizes[] = {L * R * (size_t)max_out * 2 * C, L * R * (size_t)S * 2 * C,
-                      (size_t)max_out * C, R * C, R * 3 * C, R * C, R * C, R * C, R * C, R * C,
-                      R * F, R, R, R * H * Tk, R * V, R * (size_t)max_out * 2 * C,
-                      R, (R * (size_t)max_out + 3) / 4};
+    size_t sizes[] = {L * R * (size_t)max_out * 2 * C,
+                      L * R * (size_t)S * 2 * C,
+                      (size_t)max_out * C,
+                      R * C,
+                      R * 3 * C,
+                      R * C,
+                      R * C,
+                      R * C,
+                      R * C,
+                      R * C,
+                      R * F,
+                      R,
+                      R,
+                      R * H * Tk,
+                      R * V,
+                      R * (size_t)max_out * 2 * C,
+                      R,
+                      (R * (size_t)max_out + 3) / 4};
     size_t total = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         total += ddpc__round16(sizes[i]);
     *c = (kv_cache){.m = m, .g = g, .rows = rows, .S = S, .max_out = max_out};
     c->block = ddpc_malloc(total * sizeof(float));
     if (!c->block)
-        return ddpc_errorf(DDPC_ENOMEM, "out of memory for the key/value cache of %lld "
-                           "hypotheses (%zu MiB)", (long long)rows, total * sizeof(float) >> 20);
+        return ddpc_errorf(DDPC_ENOMEM,
+                           "out of memory for the key/value cache of %lld "
+                           "hypotheses (%zu MiB)",
+                           (long long)rows, total * sizeof(float) >> 20);
     float *p = c->block;
     float *self = ddpc__take(&p, sizes[0]), *cross = ddpc__take(&p, sizes[1]);
     for (size_t l = 0; l < L; l++) {
@@ -94,7 +110,8 @@ static void cache_reorder(kv_cache *c, const int64_t *parent, int64_t len)
         memcpy(c->gather, kv, (size_t)(c->rows * row) * sizeof(float));
         for (int64_t r = 0; r < c->rows; r++)
             if (parent[r] != r)
-                memcpy(kv + r * row, c->gather + parent[r] * row, (size_t)(len * C2) * sizeof(float));
+                memcpy(kv + r * row, c->gather + parent[r] * row,
+                       (size_t)(len * C2) * sizeof(float));
     }
 }
 
@@ -112,15 +129,22 @@ static void layer_step(kv_cache *c, int l, int64_t pos)
     for (int64_t r = 0; r < R; r++)
         memcpy(kv + (r * c->max_out + pos) * 2 * C, c->qkv + r * 3 * C + C,
                (size_t)(2 * C) * sizeof(float));
-    ddpc_mha_shape s = {.b = R, .tq = 1, .tk = t, .c = C, .nh = cfg->num_heads, .ldq = 3 * C,
-                        .ldk = 2 * C, .bsq = 3 * C, .bsk = c->max_out * 2 * C};
+    ddpc_mha_shape s = {.b = R,
+                        .tq = 1,
+                        .tk = t,
+                        .c = C,
+                        .nh = cfg->num_heads,
+                        .ldq = 3 * C,
+                        .ldk = 2 * C,
+                        .bsq = 3 * C,
+                        .bsk = c->max_out * 2 * C};
     ddpc_mha_forward(prec, c->atty, c->att, c->qkv, kv, kv + C, c->tgt_pad, &s);
     ddpc_linear_residual_forward(prec, c->res, c->atty, P(p->self.outw), P(p->self.outb), c->x, R,
                                  C, C);
     ddpc_layernorm_forward(c->h1, c->mean, c->rstd, c->res, P(p->n1w), P(p->n1b), R, C);
     ddpc_linear_forward(prec, c->q2, c->h1, P(p->cross.inw), P(p->cross.inb), R, C, C);
-    ddpc_mha_shape x = {.b = R, .tq = 1, .tk = c->S, .c = C, .nh = cfg->num_heads, .ldq = C,
-                        .ldk = 2 * C};
+    ddpc_mha_shape x = {
+        .b = R, .tq = 1, .tk = c->S, .c = C, .nh = cfg->num_heads, .ldq = C, .ldk = 2 * C};
     ddpc_mha_forward(prec, c->atty, c->att, c->q2, c->kv_cross[l], c->kv_cross[l] + C, g->src_pad,
                      &x);
     ddpc_linear_residual_forward(prec, c->res, c->atty, P(p->cross.outw), P(p->cross.outb), c->h1,
@@ -178,17 +202,20 @@ ddpc_status ddpc_model_translate(ddpc_model *m, const int32_t *src, int64_t n, i
     const ddpc_model_config *c = &m->cfg;
     if (n < 1 || beam_size < 1 || src_len < 1 || src_len > c->max_len || max_out < 1 ||
         max_out > c->max_len)
-        return ddpc_errorf(DDPC_EINVAL, "translate needs n >= 1 and beam_size >= 1, and src_len "
+        return ddpc_errorf(DDPC_EINVAL,
+                           "translate needs n >= 1 and beam_size >= 1, and src_len "
                            "and max_out in [1, max_len %lld], got n %lld, beam %d, src_len %lld, "
-                           "max_out %lld", (long long)c->max_len, (long long)n, beam_size,
-                           (long long)src_len, (long long)max_out);
+                           "max_out %lld",
+                           (long long)c->max_len, (long long)n, beam_size, (long long)src_len,
+                           (long long)max_out);
     if (!m->params)
         return ddpc_errorf(DDPC_EINVAL, "translate needs an allocated model");
     for (int64_t i = 0; i < n * src_len; i++)
         if (src[i] < 0 || src[i] >= c->src_vocab)
-            return ddpc_errorf(DDPC_EINVAL, "translate: source token %d at position %lld is "
-                               "outside the vocabulary of %lld", src[i], (long long)i,
-                               (long long)c->src_vocab);
+            return ddpc_errorf(DDPC_EINVAL,
+                               "translate: source token %d at position %lld is "
+                               "outside the vocabulary of %lld",
+                               src[i], (long long)i, (long long)c->src_vocab);
     s2s_impl *g = m->impl;
     int64_t rows = n * beam_size;
     m->last_n = 0;
@@ -200,7 +227,8 @@ ddpc_status ddpc_model_translate(ddpc_model *m, const int32_t *src, int64_t n, i
     if (!rep)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory for %lld source rows", (long long)rows);
     for (int64_t r = 0; r < rows; r++)
-        memcpy(rep + r * src_len, src + (r / beam_size) * src_len, (size_t)src_len * sizeof(int32_t));
+        memcpy(rep + r * src_len, src + (r / beam_size) * src_len,
+               (size_t)src_len * sizeof(int32_t));
     ddpc__s2s_carve(m, g, rows, src_len, 1, false, m->arena);
     g->ckpt = false, g->training = false, g->rng_stream = 0, g->targets = NULL;
     g->B = rows, g->S = src_len, g->T = 1;
@@ -209,9 +237,10 @@ ddpc_status ddpc_model_translate(ddpc_model *m, const int32_t *src, int64_t n, i
     ddpc_free(rep);
     kv_cache cache;
     DDPC_TRY(cache_create(&cache, m, g, rows, src_len, max_out));
-    ddpc_status s = beam_size == 1
-                        ? ddpc__s2s_greedy(cached_step, &cache, n, c->tgt_vocab, max_out, out)
-                        : ddpc__s2s_beam(cached_step, &cache, n, beam_size, c->tgt_vocab, max_out, out);
+    ddpc_status s =
+        beam_size == 1
+            ? ddpc__s2s_greedy(cached_step, &cache, n, c->tgt_vocab, max_out, out)
+            : ddpc__s2s_beam(cached_step, &cache, n, beam_size, c->tgt_vocab, max_out, out);
     ddpc_free(cache.block);
     return s;
 }

@@ -60,8 +60,8 @@ static ddpc_status save_batches(int steps, const char *dir)
         const float *data[3] = {f, f + B * S, f + B * S + B * T};
         for (int w = 0; w < 3; w++) {
             snprintf(names[3 * i + w], 32, "%s.%d", what[w], i);
-            ts[3 * i + w] = (ddpc_st_tensor){.name = names[3 * i + w], .ndim = 2,
-                                             .shape = {B, w ? T : S}, .data = data[w]};
+            ts[3 * i + w] = (ddpc_st_tensor){
+                .name = names[3 * i + w], .ndim = 2, .shape = {B, w ? T : S}, .data = data[w]};
         }
     }
     char path[1024];
@@ -97,14 +97,14 @@ static ddpc_status run(ddpc_precision prec, int steps, const char *dir)
     int32_t src[B * S], tok[B * T], tgt[B * T];
     for (int i = 0; i < steps && s == DDPC_OK; i++) {
         make_batch(i, src, tok, tgt);
-        ddpc_model_input in = {.n = B, .src_tokens = src, .tokens = tok, .targets = tgt,
-                               .src_len = S, .tgt_len = T};
+        ddpc_model_input in = {
+            .n = B, .src_tokens = src, .tokens = tok, .targets = tgt, .src_len = S, .tgt_len = T};
         ddpc_model_output out;
         ddpc_model_zero_grad(m);
         s = ddpc_model_forward(m, &in, true, &out);
         if (s == DDPC_OK && i == 0) {
-            ddpc_st_tensor t = {.name = "probs", .ndim = 2, .shape = {B * T, VT},
-                                .data = ddpc_model_probs(m)};
+            ddpc_st_tensor t = {
+                .name = "probs", .ndim = 2, .shape = {B * T, VT}, .data = ddpc_model_probs(m)};
             snprintf(path, sizeof path, "%s/probs1.safetensors", dir);
             s = ddpc_safetensors_write(path, &t, 1, NULL, NULL, 0);
         }

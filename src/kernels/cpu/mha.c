@@ -48,12 +48,19 @@ static void masked_softmax_row(float *restrict row, const uint8_t *pad, int64_t 
 
 static int parallel_jobs(const ddpc_mha_shape *s, int64_t jobs)
 {
-    return jobs >= omp_get_max_threads() && jobs * s->tq * s->tk * (s->c / s->nh) >= DDPC__PAR_MIN_MACS;
+    return jobs >= omp_get_max_threads() &&
+           jobs * s->tq * s->tk * (s->c / s->nh) >= DDPC__PAR_MIN_MACS;
 }
 
 /* Batch strides of q and of k/v (0 in the shape: packed). */
-static int64_t bsq(const ddpc_mha_shape *s) { return s->bsq ? s->bsq : s->tq * s->ldq; }
-static int64_t bsk(const ddpc_mha_shape *s) { return s->bsk ? s->bsk : s->tk * s->ldk; }
+static int64_t bsq(const ddpc_mha_shape *s)
+{
+    return s->bsq ? s->bsq : s->tq * s->ldq;
+}
+static int64_t bsk(const ddpc_mha_shape *s)
+{
+    return s->bsk ? s->bsk : s->tk * s->ldk;
+}
 
 void ddpc_mha_forward(ddpc_precision prec, float *out, float *att, const float *q, const float *k,
                       const float *v, const uint8_t *key_pad, const ddpc_mha_shape *s)
@@ -105,8 +112,8 @@ void ddpc_mha_backward(ddpc_precision prec, float *dq, float *dk, float *dv, con
         const float *p = att + job * tq * tk, *douth = dout + bi * tq * c + h * hs;
         float *dp = ws + (int64_t)omp_get_thread_num() * tq * tk;
         /* dP = dout v^T; dS in place; dq = dS k; dk = dS^T q; dv = P^T dout. */
-        ddpc_gemm(prec, DDPC_NO_TRANS, DDPC_TRANS, tq, tk, hs, 1.0f, douth, c, v + ko, ldk, 0.0f, dp,
-                  tk);
+        ddpc_gemm(prec, DDPC_NO_TRANS, DDPC_TRANS, tq, tk, hs, 1.0f, douth, c, v + ko, ldk, 0.0f,
+                  dp, tk);
         softmax_backward(dp, p, tq, tk, scale);
         ddpc_gemm(prec, DDPC_NO_TRANS, DDPC_NO_TRANS, tq, hs, tk, 1.0f, dp, tk, k + ko, ldk, 0.0f,
                   dq + qo, ldq);
