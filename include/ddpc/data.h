@@ -109,6 +109,12 @@ ddpc_status ddpc_dataset_get_pairs(const ddpc_dataset *d, const int64_t *idx, in
                                    int64_t src_len, int64_t tgt_len, int32_t *src, int32_t *tokens,
                                    int32_t *targets);
 
+/* Pairs: sample i's ids without padding, owned by the dataset: *src (*src_len) = source ids and
+ * <eos>, *tgt (*tgt_len) = target ids without <bos> or <eos>. DDPC_EINVAL for i outside [0, size)
+ * or another kind. Thread safe. */
+ddpc_status ddpc_dataset_pair(const ddpc_dataset *d, int64_t i, const int32_t **src,
+                              int64_t *src_len, const int32_t **tgt, int64_t *tgt_len);
+
 /* Raw labels (size) of an images dataset, owned by the dataset (e.g. to derive a coarse label);
  * NULL for tokens. */
 const uint8_t *ddpc_dataset_labels(const ddpc_dataset *d);

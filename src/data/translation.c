@@ -258,3 +258,14 @@ ddpc_status ddpc_dataset_get_pairs(const ddpc_dataset *d, const int64_t *idx, in
     }
     return DDPC_OK;
 }
+
+ddpc_status ddpc_dataset_pair(const ddpc_dataset *d, int64_t i, const int32_t **src,
+                              int64_t *src_len, const int32_t **tgt, int64_t *tgt_len)
+{
+    DDPC_TRY(check_rows(d, &i, 1, "dataset pair"));
+    *src = d->src_ids + d->src_off[i];
+    *src_len = d->src_off[i + 1] - d->src_off[i];
+    *tgt = d->tgt_ids + d->tgt_off[i];
+    *tgt_len = d->tgt_off[i + 1] - d->tgt_off[i];
+    return DDPC_OK;
+}
