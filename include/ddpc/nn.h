@@ -117,7 +117,8 @@ const ddpc_param *ddpc_model_tensor(const ddpc_model *m, size_t i);
 /* Forward + backward FLOPs of one training sample (GEMM-dominated estimate, 3x forward). */
 double ddpc_model_train_flops_per_sample(const ddpc_model *m);
 /* Floats in each output row: classes (head 0's for a multi-head model; head k has
- * head_classes[k]), or block_size * vocab for gpt. */
+ * head_classes[k]), block_size * vocab for gpt, max_len * tgt_vocab for seq2seq (whose last
+ * forward's probabilities are (n, tgt_len, tgt_vocab)). */
 int64_t ddpc_model_outputs_per_sample(const ddpc_model *m);
 
 /* Bytes of the activation arena (activations, scratch and backward temporaries) that a training
