@@ -42,8 +42,11 @@ typedef struct {
     int source;             /* the dataset every row comes from, or -1 when rows mix datasets */
     const int64_t *idx;     /* (n) sampler (global) indices */
     const float *x;         /* images: (n, c, h, w); tokens: NULL */
-    const int32_t *tokens;  /* tokens: (n, T); images: NULL */
-    const int32_t *targets; /* images: (n) labels; tokens: (n, T) next tokens */
+    const int32_t *tokens;  /* tokens: (n, T); pairs: decoder input (n, tgt_len); images: NULL */
+    const int32_t *targets; /* images: (n) labels; tokens: (n, T) next tokens; pairs: (n, tgt_len) */
+    const int32_t *src_tokens; /* pairs: (n, src_len) source ids; otherwise NULL */
+    int64_t src_len, tgt_len;  /* pairs: this batch's widths, its longest rows (padded with 0);
+                                  tokens: 0 and T; images: 0 and 0 */
     double wait_s;          /* seconds the caller was blocked in ddpc_loader_next for it */
 } ddpc_batch;
 

@@ -82,17 +82,26 @@ static ddpc_status check_inputs(ddpc_loader *l, const ddpc_dataset *const *ds, i
                                i, (long long)ddpc_dataset_size(ds[i]), i,
                                (long long)ddpc_sampler_source_size(s, i));
         ddpc_dataset_sample_shape(ds[i], i ? shape : shape0);
+        bool pairs = ddpc_dataset_kind_of(ds[0]) == DDPC_DATASET_PAIRS;
+        /* Pairs are padded per batch: datasets of different widths mix. */
         if (i && (ddpc_dataset_kind_of(ds[i]) != ddpc_dataset_kind_of(ds[0]) ||
-                  memcmp(shape, shape0, sizeof shape) != 0))
+                  (!pairs && memcmp(shape, shape0, sizeof shape) != 0)))
             return ddpc_errorf(DDPC_EINVAL,
                                "loader: dataset %d differs from dataset 0 in kind or sample shape",
                                i);
+        const int64_t *sh = i ? shape : shape0;
+        if (pairs) {
+            l->s_per = sh[0] > l->s_per ? sh[0] : l->s_per;
+            l->t_per = sh[1] > l->t_per ? sh[1] : l->t_per;
+        }
     }
     l->kind = ddpc_dataset_kind_of(ds[0]);
     l->x_per = l->kind == DDPC_DATASET_IMAGES ? shape0[0] * shape0[1] * shape0[2] : 0;
     memcpy(l->shape, shape0, sizeof l->shape);
-    l->t_per = l->kind == DDPC_DATASET_TOKENS ? shape0[0] : 0;
-    if (l->x_per > (INT64_MAX / 8) / c->batch_size || l->t_per > (INT64_MAX / 8) / c->batch_size)
+    if (l->kind == DDPC_DATASET_TOKENS)
+        l->t_per = shape0[0];
+    if (l->x_per > (INT64_MAX / 8) / c->batch_size || l->t_per > (INT64_MAX / 8) / c->batch_size ||
+        l->s_per > (INT64_MAX / 8) / c->batch_size)
         return ddpc_errorf(DDPC_EINVAL, "loader: batch_size %lld is too large for the samples",
                            (long long)c->batch_size);
     return DDPC_OK;
@@ -121,10 +130,18 @@ static ddpc_status alloc_slots(ddpc_loader *l)
             s->tokens = ddpc_malloc((size_t)(bs * l->t_per) * sizeof *s->tokens);
             s->targets = ddpc_malloc((size_t)(bs * l->t_per) * sizeof *s->targets);
         }
-        if (!s->idx || !s->local || !s->targets || (!s->x && !s->tokens))
+        if (l->kind == DDPC_DATASET_PAIRS)
+            s->src = ddpc_malloc((size_t)(bs * l->s_per) * sizeof *s->src);
+        if (!s->idx || !s->local || !s->targets || (!s->x && !s->tokens) ||
+            (l->kind == DDPC_DATASET_PAIRS && !s->src))
             return ddpc_errorf(DDPC_ENOMEM, "loader: out of memory for %d batches of %lld samples",
                                l->num_slots, (long long)bs);
-        s->b = (ddpc_batch){.idx = s->idx, .x = s->x, .tokens = s->tokens, .targets = s->targets};
+        s->b = (ddpc_batch){.idx = s->idx,
+                            .x = s->x,
+                            .tokens = s->tokens,
+                            .targets = s->targets,
+                            .src_tokens = s->src,
+                            .tgt_len = l->kind == DDPC_DATASET_TOKENS ? l->t_per : 0};
     }
     return DDPC_OK;
 }
@@ -199,6 +216,7 @@ void ddpc_loader_destroy(ddpc_loader *l)
         ddpc_free(s->scratch);
         ddpc_free(s->tokens);
         ddpc_free(s->targets);
+        ddpc_free(s->src);
     }
     ddpc_free(l->slots);
     ddpc_free(l->threads);

@@ -21,7 +21,8 @@ typedef struct {
     float *x;           /* images: (batch_size, c, h, w) */
     float *scratch;     /* augmentation: one plane (h, w) */
     int32_t *tokens;    /* tokens: (batch_size, T) */
-    int32_t *targets;   /* images: (batch_size); tokens: (batch_size, T) */
+    int32_t *targets;   /* images: (batch_size); tokens: (batch_size, T); pairs: (batch_size, T) */
+    int32_t *src;       /* pairs: (batch_size, S) */
     int64_t seq;        /* guarded by mu: batch number held, -1 when empty */
     bool ready;         /* guarded by mu */
     ddpc_status status; /* the fill's result; its message in msg */
@@ -36,7 +37,8 @@ struct ddpc_loader {
     ddpc_dataset_kind kind;
     int64_t x_per; /* floats per image sample (c * h * w); 0 for tokens */
     int64_t shape[3]; /* images: (c, h, w) of a sample */
-    int64_t t_per; /* tokens per sample (T); 0 for images */
+    int64_t t_per; /* tokens per sample (T; pairs: the widest target of any dataset); 0 for images */
+    int64_t s_per; /* pairs: the widest source of any dataset (S); 0 otherwise */
     int64_t num_batches;
     int num_slots;
     ddpc__loader_slot *slots;

@@ -10,7 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static const ddpc__model_ops *const registry[] = {&ddpc__mlp_ops, &ddpc__cnn_ops, &ddpc__gpt_ops};
+static const ddpc__model_ops *const registry[] = {&ddpc__mlp_ops, &ddpc__cnn_ops, &ddpc__gpt_ops,
+                                                   &ddpc__seq2seq_ops};
 #define N_REGISTRY (sizeof registry / sizeof registry[0])
 
 ddpc_model_config ddpc_model_config_default(void)
@@ -21,13 +22,15 @@ ddpc_model_config ddpc_model_config_default(void)
         .hidden = {256, 128}, .n_hidden = 2,
         .channels = {32, 64}, .n_channels = 2, .kernel_size = 3,
         .n_layer = 4, .n_head = 4, .n_embd = 256, .block_size = 128,
+        .d_model = 512, .num_heads = 8, .num_encoder_layers = 6, .num_decoder_layers = 6,
+        .d_ff = 2048, .max_len = 256, .label_smoothing = 0.1f,
         .dropout = 0.0f, .bn_momentum = 0.1f, .bn_eps = 1e-5f, .seed = 1337,
     };
 }
 
 const char *ddpc_model_types(void)
 {
-    return "mlp, cnn, gpt";
+    return "mlp, cnn, gpt, seq2seq";
 }
 
 /* Appends a view to a table of views, growing it; the new view's offset is *total. */
@@ -129,8 +132,8 @@ ddpc_status ddpc_model_create_shapes(ddpc_model **out, const ddpc_model_config *
     if ((unsigned)cfg->precision >= DDPC_PREC_COUNT)
         return ddpc_errorf(DDPC_EINVAL, "model precision %d is not fp32, bf16 or fp16", (int)cfg->precision);
     if (cfg->activation_checkpointing && !ops->checkpointing)
-        return ddpc_errorf(DDPC_EINVAL, "model type '%s' has no activation checkpointing (gpt and "
-                           "cnn do: they recompute their blocks in backward)", cfg->type);
+        return ddpc_errorf(DDPC_EINVAL, "model type '%s' has no activation checkpointing (gpt, "
+                           "seq2seq and cnn do: they recompute their blocks in backward)", cfg->type);
     ddpc_model *m = ddpc_calloc(1, sizeof *m);
     if (!m)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory creating a %s model", cfg->type);
@@ -217,9 +220,8 @@ size_t ddpc_model_activation_bytes(const ddpc_model *m, int64_t n, bool checkpoi
     return m->ops->arena_floats(m, n, checkpointing && m->ops->checkpointing) * sizeof(float);
 }
 
-static ddpc_status reserve_arena(ddpc_model *m, int64_t n)
+ddpc_status ddpc__model_reserve_arena(ddpc_model *m, size_t need, int64_t n)
 {
-    size_t need = m->ops->arena_floats(m, n, m->cfg.activation_checkpointing);
     if (need <= m->arena_floats)
         return DDPC_OK;
     float *a = ddpc_malloc(need * sizeof(float));
@@ -242,7 +244,8 @@ ddpc_status ddpc_model_forward(ddpc_model *m, const ddpc_model_input *in, bool t
     if (in->task < 0 || in->task >= heads)
         return ddpc_errorf(DDPC_EINVAL, "model forward: task %d is not one of the model's %d "
                            "head%s", in->task, heads, heads == 1 ? "" : "s");
-    DDPC_TRY(reserve_arena(m, in->n));
+    DDPC_TRY(ddpc__model_reserve_arena(
+        m, m->ops->arena_floats(m, in->n, m->cfg.activation_checkpointing), in->n));
     ddpc_model_output local = {0};
     m->last_n = 0;
     DDPC_TRY(m->ops->forward(m, in, training, out ? out : &local));

@@ -108,5 +108,10 @@ void ddpc__softmax_rows(float *x, int64_t n, int64_t classes);
 extern const ddpc__model_ops ddpc__mlp_ops;
 extern const ddpc__model_ops ddpc__cnn_ops;
 extern const ddpc__model_ops ddpc__gpt_ops;
+extern const ddpc__model_ops ddpc__seq2seq_ops;
+
+/* Grows the arena to at least `need` floats (for a batch of n, named in the error); keeps it when
+ * it is large enough already. */
+ddpc_status ddpc__model_reserve_arena(ddpc_model *m, size_t need, int64_t n);
 
 #endif

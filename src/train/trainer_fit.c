@@ -63,8 +63,14 @@ static ddpc_status train_step(ddpc_trainer *t, double *loss)
             int i = t->local_task[j]; /* the task, and the head it runs */
             ddpc__task *task = &t->task[i];
             ddpc__trainer_log_indices(t, ddpc_engine_step(t->engine) + 1, k, i, b);
-            ddpc_model_input in = {
-                .n = b->n, .x = b->x, .tokens = b->tokens, .targets = b->targets, .task = i};
+            ddpc_model_input in = {.n = b->n,
+                                   .x = b->x,
+                                   .tokens = b->tokens,
+                                   .targets = b->targets,
+                                   .src_tokens = b->src_tokens,
+                                   .src_len = b->src_len,
+                                   .tgt_len = b->tgt_len,
+                                   .task = i};
             ddpc_model_output out;
             /* One task: its last backward communicates while it runs. */
             bool sync = !t->multi && k == accum - 1;
@@ -250,6 +256,15 @@ static void log_start(ddpc_trainer *t)
                 "%.2f epochs (max_steps decides the length when set)\n",
                 (long long)s->max_steps, (long long)s->epochs, (long long)per_epoch,
                 (long long)s->max_steps, (double)s->max_steps / (double)per_epoch);
+    if (t->tr)
+        fprintf(t->log,
+                "translation: vocabularies of %lld source and %lld target %ss (min_freq %lld) in "
+                "%s; %lld train pairs longer than data.max_len %lld left out\n",
+                (long long)ddpc_vocab_size(t->tr->src_vocab),
+                (long long)ddpc_vocab_size(t->tr->tgt_vocab),
+                ddpc_tokenize_name(ddpc_vocab_tokenize(t->tr->src_vocab)),
+                (long long)ddpc_vocab_min_freq(t->tr->src_vocab), t->tr->vocab_dir,
+                (long long)t->tr->train_dropped, (long long)t->tr->max_len);
     for (int i = 0; i < t->n_tasks; i++) {
         const ddpc__task *k = &t->task[i];
         if (t->multi)

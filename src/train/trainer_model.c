@@ -56,13 +56,37 @@ static ddpc_status read_gpt(ddpc_config *c, ddpc_model_config *mc)
     return ddpc_config_int(c, "model.block_size", 128, 1, 1 << 16, &mc->block_size);
 }
 
+/* seq2seq's vocabulary sizes and max_len come from the translation data (read_model_config). */
+static ddpc_status read_seq2seq(ddpc_config *c, ddpc_model_config *mc)
+{
+    double ls;
+    DDPC_TRY(ddpc_config_int(c, "model.d_model", mc->d_model, 1, 1 << 16, &mc->d_model));
+    DDPC_TRY(ddpc_config_int(c, "model.num_heads", mc->num_heads, 1, 1024, &mc->num_heads));
+    DDPC_TRY(ddpc_config_int(c, "model.num_encoder_layers", mc->num_encoder_layers, 1,
+                             DDPC_MODEL_MAX_LAYERS, &mc->num_encoder_layers));
+    DDPC_TRY(ddpc_config_int(c, "model.num_decoder_layers", mc->num_decoder_layers, 1,
+                             DDPC_MODEL_MAX_LAYERS, &mc->num_decoder_layers));
+    DDPC_TRY(ddpc_config_int(c, "model.d_ff", mc->d_ff, 1, 1 << 20, &mc->d_ff));
+    DDPC_TRY(ddpc_config_float(c, "model.label_smoothing", mc->label_smoothing, 0.0, 1.0, &ls));
+    mc->label_smoothing = (float)ls;
+    return DDPC_OK;
+}
+
 static const model_builder models[] = {
     {"mlp", DDPC_DATASET_IMAGES, false, read_mlp},
     {"cnn", DDPC_DATASET_IMAGES, true, read_cnn},
     {"gpt", DDPC_DATASET_TOKENS, true, read_gpt},
+    {"seq2seq", DDPC_DATASET_PAIRS, true, read_seq2seq},
 };
-static const char *const model_names[] = {"mlp", "cnn", "gpt", NULL};
-static_assert(sizeof models / sizeof models[0] == 3, "model_names lists every model");
+static const char *const model_names[] = {"mlp", "cnn", "gpt", "seq2seq", NULL};
+static_assert(sizeof models / sizeof models[0] == 4, "model_names lists every model");
+
+/* Needs of each dataset kind, for the error when model and data do not fit. */
+static const char *const kind_needs[] = {
+    "an image dataset (data.type fmnist or synthetic_images)",
+    "a token dataset (data.type text or synthetic_tokens)",
+    "a translation dataset (data.type translation)",
+};
 
 /* One head per task, as wide as its num_classes; the samples of every task must have one shape. */
 static ddpc_status task_heads(const ddpc_trainer *t, ddpc_model_config *mc)
@@ -95,7 +119,8 @@ static ddpc_status read_model_config(ddpc_trainer *t, ddpc_model_config *mc)
     const model_builder *b = &models[type];
     snprintf(mc->type, sizeof mc->type, "%s", b->name);
     DDPC_TRY(b->read(c, mc));
-    DDPC_TRY(ddpc_config_float(c, "model.dropout", 0.0, 0.0, 0.99, &dropout));
+    bool s2s = b->data_kind == DDPC_DATASET_PAIRS;
+    DDPC_TRY(ddpc_config_float(c, "model.dropout", s2s ? 0.1 : 0.0, 0.0, 0.99, &dropout));
     mc->dropout = (float)dropout;
     DDPC_TRY(ddpc_config_bool(c, "model.activation_checkpointing", false,
                               &mc->activation_checkpointing));
@@ -113,11 +138,14 @@ static ddpc_status read_model_config(ddpc_trainer *t, ddpc_model_config *mc)
     ddpc_dataset_sample_shape(t->task[0].train, shape);
     mc->num_classes = ddpc_dataset_num_classes(t->task[0].train);
     if (ddpc_dataset_kind_of(t->task[0].train) != b->data_kind)
-        return ddpc_errorf(
-            DDPC_EINVAL, "model.type '%s' needs %s", b->name,
-            b->data_kind == DDPC_DATASET_IMAGES
-                ? "an image dataset (data.type fmnist or synthetic_images)"
-                : "a token dataset (data.type text or synthetic_tokens), not images");
+        return ddpc_errorf(DDPC_EINVAL, "model.type '%s' needs %s, not data.type %s", b->name,
+                           kind_needs[b->data_kind], t->task[0].data_type);
+    if (s2s) { /* the vocabularies and the longest sequence come from the data */
+        mc->src_vocab = ddpc_vocab_size(t->tr->src_vocab);
+        mc->tgt_vocab = ddpc_vocab_size(t->tr->tgt_vocab);
+        DDPC_TRY(ddpc_config_int(c, "model.max_len", t->tr->max_len, t->tr->max_len, 1 << 16,
+                                 &mc->max_len));
+    }
     if (b->data_kind == DDPC_DATASET_IMAGES)
         mc->in_channels = shape[0], mc->in_height = shape[1], mc->in_width = shape[2];
     if (t->multi)
@@ -284,7 +312,9 @@ static ddpc_status alloc_buffers(ddpc_trainer *t)
     ddpc_dataset_sample_shape(t->task[0].train, shape);
     bool images = ddpc_dataset_kind_of(t->task[0].train) == DDPC_DATASET_IMAGES;
     t->sample_floats = images ? shape[0] * shape[1] * shape[2] : 0;
-    t->tokens_per_sample = images ? 1 : shape[0];
+    /* pairs vary in length: their rates count samples */
+    bool pairs = ddpc_dataset_kind_of(t->task[0].train) == DDPC_DATASET_PAIRS;
+    t->tokens_per_sample = images || pairs ? 1 : shape[0];
     int64_t n = 1;
     for (int i = 0; i < t->n_tasks; i++) {
         n = t->task[i].batch_size > n ? t->task[i].batch_size : n;
