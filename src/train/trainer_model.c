@@ -127,7 +127,7 @@ static ddpc_status read_model_config(ddpc_trainer *t, ddpc_model_config *mc)
     if (mc->activation_checkpointing && !b->checkpointing)
         return ddpc_errorf(DDPC_EINVAL,
                            "model.activation_checkpointing: model.type '%s' has no blocks to "
-                           "recompute (gpt and cnn support it)",
+                           "recompute (gpt, cnn and seq2seq support it)",
                            b->name);
     if (mc->batchnorm) /* torch.nn.SyncBatchNorm.convert_sync_batchnorm */
         DDPC_TRY(ddpc_config_bool(c, "model.sync_batchnorm", false,
