@@ -2,7 +2,7 @@
  * the vocabularies from the train split and rank 0 saves them in the vocabulary directory (the
  * run directory unless data.vocab_dir says otherwise); when that directory already holds them
  * (a resumed run, a second run into the same directory) they must equal what the corpus and
- * settings give. Evaluation and prediction runs load them from there, so ids always mean what
+ * settings give (rank 0 checks; every rank builds the same ones). Evaluation and prediction runs load them from there, so ids always mean what
  * they meant when the weights were trained. */
 #include "train/trainer_impl.h"
 
@@ -143,7 +143,10 @@ static ddpc_status load_vocabs(ddpc_trainer *t, const tr_keys *k)
     char ps[600], pt[600];
     vocab_path(t, "src", ps, sizeof ps);
     vocab_path(t, "tgt", pt, sizeof pt);
-    bool hs = access(ps, F_OK) == 0, ht = access(pt, F_OK) == 0;
+    /* Training, rank 0 alone compares with saved files: it is the one writing them, so another
+     * rank could find one file renamed into place and not yet the other. */
+    bool look = t->set.state != STATE_TRAIN || t->rank == 0;
+    bool hs = look && access(ps, F_OK) == 0, ht = look && access(pt, F_OK) == 0;
     if (hs != ht)
         return ddpc_errorf(DDPC_EIO, "%s exists but %s does not: the vocabularies go in pairs",
                            hs ? ps : pt, hs ? pt : ps);
