@@ -1,8 +1,9 @@
 /* Tests for mha.c: forward against a naive double multi-head attention with a key padding mask,
  * causal or not, tq != tk (cross-attention) and strided q/k/v views of packed buffers; masked keys
  * get probability exactly 0 and changing them changes nothing; a query with every key masked gives
- * zeros (not NaN); backward against central finite differences for q, k and v; backward
- * overwrites; one and two threads agree bit for bit. */
+ * zeros (not NaN); batch strides (a key/value cache) give the packed layout's bits; backward
+ * against central finite differences for q, k and v; backward overwrites; one and two threads agree
+ * bit for bit. */
 #include "kernels_testutil.h"
 
 typedef struct {
@@ -82,8 +83,8 @@ static void check_mha(int64_t b, int64_t tq, int64_t tk, int64_t c, int64_t nh, 
                 pad[bi * tk + j] = (j + bi) % pad_every == pad_every - 1;
     }
     int64_t nout = b * tq * c, natt = b * nh * tq * tk;
-    mha_ctx a = {tu_alloc(nout), tu_alloc(natt), qbuf, kvbuf, kvbuf + c, tu_rand(nout, -1, 1, 3),
-                 pad, s};
+    mha_ctx a = {tu_alloc(nout), tu_alloc(natt),          qbuf, kvbuf,
+                 kvbuf + c,      tu_rand(nout, -1, 1, 3), pad,  s};
     ddpc_fill_f32(a.att, 7.0f, natt);
     mha_loss(&a);
     CHECK(naive_max_err(&a) < 1e-5);
@@ -171,8 +172,8 @@ static void test_matches_causal_attention(void)
     float *o1 = tu_alloc(b * t * c), *o2 = tu_alloc(b * t * c);
     float *a1 = tu_alloc(b * nh * t * t), *a2 = tu_alloc(b * nh * t * t);
     float *d1 = tu_alloc(nqkv), *d2 = tu_alloc(nqkv);
-    ddpc_mha_shape s = {.b = b, .tq = t, .tk = t, .c = c, .nh = nh, .ldq = 3 * c, .ldk = 3 * c,
-                        .causal = true};
+    ddpc_mha_shape s = {
+        .b = b, .tq = t, .tk = t, .c = c, .nh = nh, .ldq = 3 * c, .ldk = 3 * c, .causal = true};
     float *ws1 = tu_alloc((int64_t)ddpc_attention_workspace_floats(b, t, c, nh));
     float *ws2 = tu_alloc((int64_t)ddpc_mha_workspace_floats(&s));
     ddpc_attention_forward(DDPC_PREC_FP32, o1, a1, qkv, b, t, c, nh, ws1);
@@ -210,6 +211,44 @@ static void test_all_keys_masked(void)
         ddpc_free(bufs[i]);
 }
 
+/* Batch strides larger than packed (a key/value cache with room for more positions, queries
+ * picked from longer rows) give the bits of the packed layout. */
+static void test_batch_strides(void)
+{
+    int64_t b = 3, tq = 2, tk = 5, cap = 8, c = 8, nh = 2;
+    ddpc_mha_shape packed = {.b = b, .tq = tq, .tk = tk, .c = c, .nh = nh, .ldq = c, .ldk = 2 * c};
+    ddpc_mha_shape strided = packed;
+    strided.bsq = (tq + 1) * c, strided.bsk = cap * 2 * c;
+    uint8_t pad[3 * 5] = {0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1};
+    float *q = tu_rand(b * tq * c, -1, 1, 13), *kv = tu_rand(b * tk * 2 * c, -1, 1, 14);
+    float *qs = tu_rand(b * (tq + 1) * c, -1, 1, 15), *kvs = tu_rand(b * cap * 2 * c, -1, 1, 16);
+    for (int64_t bi = 0; bi < b; bi++) {
+        memcpy(qs + bi * (tq + 1) * c, q + bi * tq * c, (size_t)(tq * c) * 4);
+        memcpy(kvs + bi * cap * 2 * c, kv + bi * tk * 2 * c, (size_t)(tk * 2 * c) * 4);
+    }
+    float *dout = tu_rand(b * tq * c, -1, 1, 17),
+          *ws = tu_alloc((int64_t)ddpc_mha_workspace_floats(&packed));
+    float *o1 = tu_alloc(b * tq * c), *o2 = tu_alloc(b * tq * c);
+    float *a1 = tu_alloc(b * nh * tq * tk), *a2 = tu_alloc(b * nh * tq * tk);
+    float *dq1 = tu_alloc(b * tq * c), *dkv1 = tu_alloc(b * tk * 2 * c);
+    float *dq2 = tu_alloc(b * (tq + 1) * c), *dkv2 = tu_alloc(b * cap * 2 * c);
+    ddpc_mha_forward(DDPC_PREC_FP32, o1, a1, q, kv, kv + c, pad, &packed);
+    ddpc_mha_forward(DDPC_PREC_FP32, o2, a2, qs, kvs, kvs + c, pad, &strided);
+    ddpc_mha_backward(DDPC_PREC_FP32, dq1, dkv1, dkv1 + c, dout, q, kv, kv + c, a1, &packed, ws);
+    ddpc_mha_backward(DDPC_PREC_FP32, dq2, dkv2, dkv2 + c, dout, qs, kvs, kvs + c, a2, &strided,
+                      ws);
+    CHECK(memcmp(o1, o2, (size_t)(b * tq * c) * 4) == 0);
+    CHECK(memcmp(a1, a2, (size_t)(b * nh * tq * tk) * 4) == 0);
+    for (int64_t bi = 0; bi < b; bi++) {
+        CHECK(memcmp(dq1 + bi * tq * c, dq2 + bi * (tq + 1) * c, (size_t)(tq * c) * 4) == 0);
+        CHECK(memcmp(dkv1 + bi * tk * 2 * c, dkv2 + bi * cap * 2 * c, (size_t)(tk * 2 * c) * 4) ==
+              0);
+    }
+    float *bufs[] = {q, kv, qs, kvs, dout, ws, o1, o2, a1, a2, dq1, dkv1, dq2, dkv2};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        ddpc_free(bufs[i]);
+}
+
 /* Enough (batch, head) jobs to fork: the same bits on one and two threads. */
 static void test_threads_agree(void)
 {
@@ -219,7 +258,8 @@ static void test_threads_agree(void)
     for (int64_t i = 0; i < b * tk; i++)
         pad[i] = i % 7 == 3;
     float *q = tu_rand(b * tq * c, -1, 1, 10), *kv = tu_rand(b * tk * 2 * c, -1, 1, 11);
-    float *dout = tu_rand(b * tq * c, -1, 1, 12), *ws = tu_alloc((int64_t)ddpc_mha_workspace_floats(&s));
+    float *dout = tu_rand(b * tq * c, -1, 1, 12),
+          *ws = tu_alloc((int64_t)ddpc_mha_workspace_floats(&s));
     float *o[2], *a[2], *dq[2], *dkv[2];
     int threads = ddpc_kernels_threads();
     for (int t = 0; t < 2; t++) {
@@ -249,6 +289,7 @@ int main(void)
     RUN_TEST(test_cross_attention);
     RUN_TEST(test_matches_causal_attention);
     RUN_TEST(test_all_keys_masked);
+    RUN_TEST(test_batch_strides);
     RUN_TEST(test_threads_agree);
     return check_summary();
 }

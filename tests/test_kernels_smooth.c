@@ -27,7 +27,8 @@ static void test_smooth_forward(void)
     logits[5 * V + 2] = 500.0f; /* a huge logit must not overflow */
     const float eps = 0.1f;
     int64_t nv = -1;
-    float mean = ddpc_cross_entropy_smooth_forward(probs, losses, logits, targets, N, V, 0, eps, &nv);
+    float mean =
+        ddpc_cross_entropy_smooth_forward(probs, losses, logits, targets, N, V, 0, eps, &nv);
     CHECK_EQ_INT(nv, 4);
     double total = 0.0;
     for (int i = 0; i < N; i++) {
@@ -42,16 +43,17 @@ static void test_smooth_forward(void)
             sum_logp += logp;
         }
         int valid = targets[i] > 0 && targets[i] < V;
-        double li = valid ? -(1.0 - eps) * (logits[i * V + targets[i]] - mx - log(sum)) -
-                                eps / V * sum_logp
-                          : 0.0;
+        double li =
+            valid ? -(1.0 - eps) * (logits[i * V + targets[i]] - mx - log(sum)) - eps / V * sum_logp
+                  : 0.0;
         CHECK_NEAR(losses[i], li, 1e-5);
         total += li;
     }
     CHECK_NEAR(mean, total / 4.0, 1e-5);
     /* eps = 0 is the plain cross-entropy; probs may alias logits. */
     float plain = ddpc_cross_entropy_forward(probs, NULL, logits, targets, N, V, 0, &nv);
-    float smooth0 = ddpc_cross_entropy_smooth_forward(logits, NULL, logits, targets, N, V, 0, 0.0f, &nv);
+    float smooth0 =
+        ddpc_cross_entropy_smooth_forward(logits, NULL, logits, targets, N, V, 0, 0.0f, &nv);
     CHECK_NEAR(smooth0, plain, 1e-6);
     for (int i = 0; i < N * V; i++)
         CHECK_NEAR(logits[i], probs[i], 1e-6);
@@ -122,8 +124,15 @@ static void check_scaled_embedding(int64_t b, int64_t t, int64_t c, int64_t v)
     int32_t *tok = ddpc_malloc((size_t)(b * t) * sizeof(int32_t));
     for (int64_t i = 0; i < b * t; i++)
         tok[i] = (int32_t)((i * 3 + 1) % v);
-    emb_ctx e = {tu_alloc(b * t * c), tu_rand(v * c, -1, 1, 3), tu_alloc(t * c),
-                 tu_rand(b * t * c, -1, 1, 4), tok, b, t, c, sqrtf((float)c)};
+    emb_ctx e = {tu_alloc(b * t * c),
+                 tu_rand(v * c, -1, 1, 3),
+                 tu_alloc(t * c),
+                 tu_rand(b * t * c, -1, 1, 4),
+                 tok,
+                 b,
+                 t,
+                 c,
+                 sqrtf((float)c)};
     ddpc_sinusoidal_positions(e.pe, t, c);
     emb_loss(&e);
     for (int64_t i = 0; i < b * t * c; i++) {

@@ -56,8 +56,13 @@ static void make_batch(batch *b, int64_t src_vocab, int64_t tgt_vocab)
 
 static ddpc_model_input input_of(const batch *b)
 {
-    return (ddpc_model_input){.n = B, .src_tokens = b->src, .tokens = b->tok, .targets = b->tgt,
-                              .src_len = S, .tgt_len = T, .rng_stream = 5};
+    return (ddpc_model_input){.n = B,
+                              .src_tokens = b->src,
+                              .tokens = b->tok,
+                              .targets = b->tgt,
+                              .src_len = S,
+                              .tgt_len = T,
+                              .rng_stream = 5};
 }
 
 static double loss_of(ddpc_model *m, const ddpc_model_input *in)
@@ -166,6 +171,23 @@ static void test_layout(void)
     CHECK(ddpc_model_train_flops_per_sample(m) > 0.0);
     CHECK(ddpc_model_can_checkpoint(m));
     CHECK_STR_CONTAINS(ddpc_model_types(), "seq2seq");
+    /* torch.nn.Transformer's init: matrices Xavier-uniform (within the bound, spread over it),
+     * biases 0, norm weights 1. */
+    const float *prm = ddpc_model_params(m);
+    for (size_t t = 0; t < ddpc_model_num_tensors(m); t++) {
+        const ddpc_param *p = ddpc_model_tensor(m, t);
+        const float *w = prm + p->offset;
+        float lo = w[0], hi = w[0];
+        for (size_t i = 1; i < p->numel; i++)
+            lo = w[i] < lo ? w[i] : lo, hi = w[i] > hi ? w[i] : hi;
+        if (p->ndim == 2) {
+            double bound = sqrt(6.0 / (double)(p->shape[0] + p->shape[1]));
+            CHECK(lo >= -bound && hi <= bound && hi - lo > bound);
+        } else {
+            float want = strstr(p->name, "norm") && strstr(p->name, "weight") ? 1.0f : 0.0f;
+            CHECK(lo == want && hi == want);
+        }
+    }
     ddpc_model_destroy(m);
 }
 
@@ -211,8 +233,8 @@ static void test_padding_is_inert(void)
         memcpy(tok + i * T2, b.tok + i * T, T * sizeof(int32_t));
         memcpy(tgt + i * T2, b.tgt + i * T, T * sizeof(int32_t));
     }
-    ddpc_model_input wide = {.n = B, .src_tokens = src, .tokens = tok, .targets = tgt,
-                             .src_len = S2, .tgt_len = T2};
+    ddpc_model_input wide = {
+        .n = B, .src_tokens = src, .tokens = tok, .targets = tgt, .src_len = S2, .tgt_len = T2};
     ddpc_model_zero_grad(m);
     CHECK_EQ_INT(ddpc_model_forward(m, &wide, true, &o1), DDPC_OK);
     CHECK_EQ_INT(ddpc_model_backward(m, 1.0f), DDPC_OK);
@@ -248,12 +270,13 @@ static void on_ready(void *ctx, size_t tensor)
         h->order[h->n++] = tensor;
 }
 
-/* With and without activation checkpointing, dropout on: the same bits over two steps (SGD in
- * between), and the same grad-ready order; each tensor is reported once with its final gradient,
- * and the order is exactly the reverse of registration. */
-static void test_checkpointing_and_hook(void)
+/* With and without activation checkpointing, dropout on, at fp32, bf16 and fp16: the same bits
+ * over two steps (SGD in between), and the same grad-ready order; each tensor is reported once
+ * with its final gradient, and the order is the reverse of registration. */
+static void check_checkpointing_and_hook(ddpc_precision prec)
 {
     ddpc_model_config c = small_config(0.1f);
+    c.precision = prec;
     c.num_encoder_layers = 3, c.num_decoder_layers = 3;
     ddpc_model *m[2];
     c.activation_checkpointing = false;
@@ -305,6 +328,34 @@ static void test_checkpointing_and_hook(void)
     ddpc_free(h[0].snapshot);
     ddpc_model_destroy(m[0]);
     ddpc_model_destroy(m[1]);
+}
+
+static void test_checkpointing_and_hook(void)
+{
+    check_checkpointing_and_hook(DDPC_PREC_FP32);
+    check_checkpointing_and_hook(DDPC_PREC_BF16);
+    check_checkpointing_and_hook(DDPC_PREC_FP16);
+}
+
+/* Low precision rounds the products' inputs: close to fp32, not equal to it. */
+static void test_precision_changes_little(void)
+{
+    batch b;
+    make_batch(&b, 9, 11);
+    ddpc_model_input in = input_of(&b);
+    float loss[3];
+    for (int p = 0; p < 3; p++) {
+        ddpc_model_config c = small_config(0);
+        c.precision = (ddpc_precision)p;
+        ddpc_model *m = make(c);
+        if (!m)
+            return;
+        loss[p] = (float)loss_of(m, &in);
+        ddpc_model_destroy(m);
+    }
+    CHECK(loss[1] != loss[0] && loss[2] != loss[0]);
+    CHECK_NEAR(loss[1], loss[0], 2e-2);
+    CHECK_NEAR(loss[2], loss[0], 2e-3);
 }
 
 static void test_step_allocates_nothing_after_warmup(void)
@@ -376,6 +427,7 @@ int main(void)
     RUN_TEST(test_gradients);
     RUN_TEST(test_padding_is_inert);
     RUN_TEST(test_checkpointing_and_hook);
+    RUN_TEST(test_precision_changes_little);
     RUN_TEST(test_step_allocates_nothing_after_warmup);
     RUN_TEST(test_rejects_bad_inputs_and_config);
     return check_summary();

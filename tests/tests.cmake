@@ -123,3 +123,16 @@ set_tests_properties(multihost_gloo_train PROPERTIES TIMEOUT 300 RUN_SERIAL TRUE
 add_test(NAME multihost_gloo_torchrun COMMAND bash
     ${PROJECT_SOURCE_DIR}/tests/multihost/gloo_torchrun.sh $<TARGET_FILE:ddpc>)
 set_tests_properties(multihost_gloo_torchrun PROPERTIES TIMEOUT 300 RUN_SERIAL TRUE)
+
+# seq2seq against torch.nn.Transformer with the same weights (tests/parity/parity_seq2seq.py).
+add_executable(parity_seq2seq_run ${PROJECT_SOURCE_DIR}/tests/parity/parity_seq2seq_run.c)
+target_link_libraries(parity_seq2seq_run PRIVATE ddpc_lib)
+foreach(prec fp32 bf16)
+    set(name parity_seq2seq)
+    if(NOT prec STREQUAL "fp32")
+        set(name parity_seq2seq_${prec})
+    endif()
+    add_test(NAME ${name} COMMAND /usr/bin/python3 ${PROJECT_SOURCE_DIR}/tests/parity/parity_seq2seq.py
+        $<TARGET_FILE:parity_seq2seq_run> ${prec})
+    set_tests_properties(${name} PROPERTIES TIMEOUT 300 ENVIRONMENT "OMP_NUM_THREADS=1")
+endforeach()

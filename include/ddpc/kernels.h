@@ -156,11 +156,13 @@ void ddpc_attention_backward(ddpc_precision prec, float *dqkv, const float *dout
 
 /* Shape of one masked attention: queries (b, tq) against keys/values (b, tk), width c split into nh
  * heads of c/nh. Rows of q are ldq floats apart, rows of k and v ldk (so q, k, v may be column
- * ranges of a packed qkv (ld 3c) or kv (ld 2c) buffer). causal: query i sees keys j <= i only
- * (needs tq == tk). */
+ * ranges of a packed qkv (ld 3c) or kv (ld 2c) buffer); batch rows bsq and bsk apart (0: tq * ldq
+ * and tk * ldk, i.e. packed; larger for a key/value cache of more positions than tk). causal:
+ * query i sees keys j <= i only (needs tq == tk). */
 typedef struct {
     int64_t b, tq, tk, c, nh;
     int64_t ldq, ldk;
+    int64_t bsq, bsk;
     bool causal;
 } ddpc_mha_shape;
 

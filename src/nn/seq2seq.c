@@ -57,25 +57,34 @@ static ddpc_status check_config(const ddpc_model_config *c)
 {
     if (c->num_encoder_layers < 1 || c->num_encoder_layers > DDPC_MODEL_MAX_LAYERS ||
         c->num_decoder_layers < 1 || c->num_decoder_layers > DDPC_MODEL_MAX_LAYERS)
-        return ddpc_errorf(DDPC_EINVAL, "seq2seq num_encoder_layers and num_decoder_layers must be "
-                           "in [1, %d], got %lld and %lld", DDPC_MODEL_MAX_LAYERS,
-                           (long long)c->num_encoder_layers, (long long)c->num_decoder_layers);
+        return ddpc_errorf(DDPC_EINVAL,
+                           "seq2seq num_encoder_layers and num_decoder_layers must be "
+                           "in [1, %d], got %lld and %lld",
+                           DDPC_MODEL_MAX_LAYERS, (long long)c->num_encoder_layers,
+                           (long long)c->num_decoder_layers);
     if (c->num_heads < 1 || c->d_model < 1 || c->d_model % c->num_heads != 0)
-        return ddpc_errorf(DDPC_EINVAL, "seq2seq d_model (%lld) must be a positive multiple of "
-                           "num_heads (%lld)", (long long)c->d_model, (long long)c->num_heads);
+        return ddpc_errorf(DDPC_EINVAL,
+                           "seq2seq d_model (%lld) must be a positive multiple of "
+                           "num_heads (%lld)",
+                           (long long)c->d_model, (long long)c->num_heads);
     if (c->d_ff < 1 || c->max_len < 1)
-        return ddpc_errorf(DDPC_EINVAL, "seq2seq needs d_ff >= 1 and max_len >= 1, got %lld and "
-                           "%lld", (long long)c->d_ff, (long long)c->max_len);
+        return ddpc_errorf(DDPC_EINVAL,
+                           "seq2seq needs d_ff >= 1 and max_len >= 1, got %lld and "
+                           "%lld",
+                           (long long)c->d_ff, (long long)c->max_len);
     if (c->src_vocab < 4 || c->tgt_vocab < 4)
-        return ddpc_errorf(DDPC_EINVAL, "seq2seq vocabularies need the 4 special tokens (<pad>, "
+        return ddpc_errorf(DDPC_EINVAL,
+                           "seq2seq vocabularies need the 4 special tokens (<pad>, "
                            "<bos>, <eos>, <unk>) at least, got src_vocab %lld and tgt_vocab %lld",
                            (long long)c->src_vocab, (long long)c->tgt_vocab);
     if (!(c->label_smoothing >= 0.0f && c->label_smoothing <= 1.0f))
         return ddpc_errorf(DDPC_EINVAL, "seq2seq label_smoothing must be in [0, 1], got %g",
                            c->label_smoothing);
     if (c->n_heads > 0)
-        return ddpc_errorf(DDPC_EINVAL, "seq2seq has one output head (its generator); model heads "
-                           "are for mlp and cnn, got %zu", c->n_heads);
+        return ddpc_errorf(DDPC_EINVAL,
+                           "seq2seq has one output head (its generator); model heads "
+                           "are for mlp and cnn, got %zu",
+                           c->n_heads);
     return DDPC_OK;
 }
 

@@ -16,12 +16,13 @@ enum { PAD = 0, BOS = 1, EOS = 2 };
 
 /* The step for the prefixes hyp (rows, max_out + 1) cut to their first t tokens, into logp with
  * <pad> and <bos> made impossible. */
-static ddpc_status run_step(ddpc__s2s_step_fn step, void *ctx, const int32_t *hyp, int32_t *cur,
-                            int64_t rows, int64_t t, int64_t stride, int64_t vocab, float *logp)
+static ddpc_status run_step(ddpc__s2s_step_fn step, void *ctx, const int32_t *hyp,
+                            const int64_t *parent, int32_t *cur, int64_t rows, int64_t t,
+                            int64_t stride, int64_t vocab, float *logp)
 {
     for (int64_t r = 0; r < rows; r++)
         memcpy(cur + r * t, hyp + r * stride, (size_t)t * sizeof(int32_t));
-    DDPC_TRY(step(ctx, cur, rows, t, logp));
+    DDPC_TRY(step(ctx, cur, parent, rows, t, logp));
     for (int64_t r = 0; r < rows; r++)
         logp[r * vocab + PAD] = logp[r * vocab + BOS] = -INFINITY;
     return DDPC_OK;
@@ -44,7 +45,7 @@ ddpc_status ddpc__s2s_greedy(ddpc__s2s_step_fn step, void *ctx, int64_t n, int64
         hyp[r * stride] = BOS;
     int64_t left = n;
     for (int64_t t = 1; s == DDPC_OK && t <= max_out && left > 0; t++) {
-        s = run_step(step, ctx, hyp, cur, n, t, stride, vocab, logp);
+        s = run_step(step, ctx, hyp, NULL, cur, n, t, stride, vocab, logp);
         for (int64_t r = 0; s == DDPC_OK && r < n; r++) {
             if (done[r])
                 continue; /* a finished row is fed <pad>s, which its later steps ignore */
@@ -90,6 +91,7 @@ typedef struct {
     int32_t *hyp, *next, *cur, *out; /* (n k, stride) x2, (n k, max_out), (n, max_out) */
     double *score, *next_score;      /* (n k) summed log-probabilities, -inf: empty slot */
     double *best;                    /* (n) best finished length-normalised score */
+    int64_t *parent;                 /* (n k) the row each next row extends */
     int64_t *finished;               /* (n) hypotheses finished */
     float *logp;                     /* (n k, vocab) */
     cand *top;                       /* (2k) */
@@ -141,44 +143,51 @@ static void advance(beam_state *b, int64_t i, int64_t t)
         memcpy(b->next + row * b->stride, b->hyp + c->hyp * b->stride, (size_t)t * sizeof(int32_t));
         b->next[row * b->stride + t] = (int32_t)c->tok;
         b->next_score[row] = c->score;
+        b->parent[row] = c->hyp;
     }
-    for (; live < k; live++)
+    for (; live < k; live++) {
         b->next_score[i * k + live] = -INFINITY;
+        b->parent[i * k + live] = i * k + live;
+    }
 }
 
 ddpc_status ddpc__s2s_beam(ddpc__s2s_step_fn step, void *ctx, int64_t n, int k, int64_t vocab,
                            int64_t max_out, int32_t *out)
 {
     int64_t rows = n * k, stride = max_out + 1;
-    beam_state b = {.n = n, .k = k, .vocab = vocab, .max_out = max_out, .stride = stride, .out = out};
+    beam_state b = {
+        .n = n, .k = k, .vocab = vocab, .max_out = max_out, .stride = stride, .out = out};
     b.hyp = ddpc_calloc((size_t)(rows * stride), sizeof(int32_t));
     b.next = ddpc_calloc((size_t)(rows * stride), sizeof(int32_t));
     b.cur = ddpc_malloc((size_t)(rows * max_out) * sizeof(int32_t));
     b.score = ddpc_malloc((size_t)rows * sizeof(double));
     b.next_score = ddpc_malloc((size_t)rows * sizeof(double));
     b.best = ddpc_malloc((size_t)n * sizeof(double));
+    b.parent = ddpc_malloc((size_t)rows * sizeof(int64_t));
     b.finished = ddpc_calloc((size_t)n, sizeof(int64_t));
     b.logp = ddpc_malloc((size_t)(rows * vocab) * sizeof(float));
     b.top = ddpc_malloc((size_t)(2 * k) * sizeof(cand));
     ddpc_status s = DDPC_OK;
-    if (!b.hyp || !b.next || !b.cur || !b.score || !b.next_score || !b.best || !b.finished ||
-        !b.logp || !b.top)
+    if (!b.hyp || !b.next || !b.cur || !b.score || !b.next_score || !b.best || !b.parent ||
+        !b.finished || !b.logp || !b.top)
         s = ddpc_errorf(DDPC_ENOMEM, "out of memory for beam search (%lld sequences, beam %d)",
                         (long long)n, k);
     memset(out, 0, (size_t)(n * max_out) * sizeof(int32_t));
     for (int64_t r = 0; s == DDPC_OK && r < rows; r++) {
         b.hyp[r * stride] = b.next[r * stride] = BOS;
         b.score[r] = r % k == 0 ? 0.0 : -INFINITY; /* one live hypothesis to start from */
+        b.parent[r] = r;
     }
     for (int64_t i = 0; s == DDPC_OK && i < n; i++)
         b.best[i] = -INFINITY;
     for (int64_t t = 1; s == DDPC_OK && t <= max_out; t++) {
-        s = run_step(step, ctx, b.hyp, b.cur, rows, t, stride, vocab, b.logp);
+        s = run_step(step, ctx, b.hyp, t > 1 ? b.parent : NULL, b.cur, rows, t, stride, vocab,
+                     b.logp);
         int64_t active = 0;
         for (int64_t i = 0; s == DDPC_OK && i < n; i++) {
             if (b.finished[i] >= k) {
                 for (int64_t r = i * k; r < (i + 1) * k; r++)
-                    b.next_score[r] = -INFINITY;
+                    b.next_score[r] = -INFINITY, b.parent[r] = r;
                 continue;
             }
             advance(&b, i, t);
@@ -197,6 +206,7 @@ ddpc_status ddpc__s2s_beam(ddpc__s2s_step_fn step, void *ctx, int64_t n, int k, 
     ddpc_free(b.score);
     ddpc_free(b.next_score);
     ddpc_free(b.best);
+    ddpc_free(b.parent);
     ddpc_free(b.finished);
     ddpc_free(b.logp);
     ddpc_free(b.top);

@@ -52,15 +52,27 @@ static void ready(ddpc_model *m, int a, int b)
 static ddpc_mha_shape self_shape(const ddpc_model *m, const s2s_impl *g, int64_t L, bool causal)
 {
     int64_t C = m->cfg.d_model;
-    return (ddpc_mha_shape){.b = g->B, .tq = L, .tk = L, .c = C, .nh = m->cfg.num_heads,
-                            .ldq = 3 * C, .ldk = 3 * C, .causal = causal};
+    return (ddpc_mha_shape){.b = g->B,
+                            .tq = L,
+                            .tk = L,
+                            .c = C,
+                            .nh = m->cfg.num_heads,
+                            .ldq = 3 * C,
+                            .ldk = 3 * C,
+                            .causal = causal};
 }
 
 static ddpc_mha_shape cross_shape(const ddpc_model *m, const s2s_impl *g)
 {
     int64_t C = m->cfg.d_model;
-    return (ddpc_mha_shape){.b = g->B, .tq = g->T, .tk = g->S, .c = C, .nh = m->cfg.num_heads,
-                            .ldq = C, .ldk = 2 * C, .causal = false};
+    return (ddpc_mha_shape){.b = g->B,
+                            .tq = g->T,
+                            .tk = g->S,
+                            .c = C,
+                            .nh = m->cfg.num_heads,
+                            .ldq = C,
+                            .ldk = 2 * C,
+                            .causal = false};
 }
 
 /* h1 = norm1(x + dropout(self_attn(x))) over L positions. */
@@ -69,8 +81,10 @@ static void self_block(ddpc_model *m, s2s_impl *g, const s2s_layer_params *p, s2
 {
     int64_t C = m->cfg.d_model, rows = g->B * L;
     ddpc_mha_shape s = self_shape(m, g, L, causal);
-    ddpc_linear_forward(m->cfg.precision, a->qkv, x, P(p->self.inw), P(p->self.inb), rows, C, 3 * C);
-    ddpc_mha_forward(m->cfg.precision, a->atty, a->att, a->qkv, a->qkv + C, a->qkv + 2 * C, pad, &s);
+    ddpc_linear_forward(m->cfg.precision, a->qkv, x, P(p->self.inw), P(p->self.inb), rows, C,
+                        3 * C);
+    ddpc_mha_forward(m->cfg.precision, a->atty, a->att, a->qkv, a->qkv + C, a->qkv + 2 * C, pad,
+                     &s);
     residual_out(m, g, a->res1, a->atty, p->self.outw, p->self.outb, x, rows, C, site);
     ddpc_layernorm_forward(a->h1, a->mean1, a->rstd1, a->res1, P(p->n1w), P(p->n1b), rows, C);
 }
@@ -139,7 +153,8 @@ static void ffn_backward(ddpc_model *m, s2s_impl *g, const s2s_layer_params *p,
     /* resf = h + dropout(linear2(ff)): dres is also h's gradient, and gains the FFN's. */
     const float *dproj = through_dropout(m, g, dres, g->dbranch, rows * C, site + 1);
     ddpc_fill_f32(g->dff[0], 0.0f, rows * F);
-    ddpc_linear_backward(prec, g->dff[0], G(p->l2w), G(p->l2b), dproj, a->ff, P(p->l2w), rows, F, C);
+    ddpc_linear_backward(prec, g->dff[0], G(p->l2w), G(p->l2b), dproj, a->ff, P(p->l2w), rows, F,
+                         C);
     ready(m, p->l2w, p->l2b);
     /* ff = dropout(relu(pre)), kept after the dropout: ff > 0 exactly where relu passed and the
      * unit was kept, and a dropped unit's gradient is 0 anyway. */

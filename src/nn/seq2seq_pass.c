@@ -50,8 +50,8 @@ static void carve_layer(float **p, s2s_layer_acts *a, int64_t B, int64_t L, int6
         *a = t;
 }
 
-size_t ddpc__s2s_carve(const ddpc_model *m, s2s_impl *g, int64_t B, int64_t S, int64_t T,
-                       bool ckpt, float *base)
+size_t ddpc__s2s_carve(const ddpc_model *m, s2s_impl *g, int64_t B, int64_t S, int64_t T, bool ckpt,
+                       float *base)
 {
     const ddpc_model_config *c = &m->cfg;
     size_t C = (size_t)c->d_model, V = (size_t)c->tgt_vocab, F = (size_t)c->d_ff;
@@ -157,7 +157,8 @@ void ddpc__s2s_decode(ddpc_model *m, s2s_impl *g, const int32_t *tgt)
         ddpc__s2s_dec_layer_forward(m, g, l, x);
         x = g->dec[l].out;
     }
-    ddpc_layernorm_forward(g->dec_y, g->dec_mean, g->dec_rstd, x, P(g->dec_nw), P(g->dec_nb), BT, C);
+    ddpc_layernorm_forward(g->dec_y, g->dec_mean, g->dec_rstd, x, P(g->dec_nw), P(g->dec_nb), BT,
+                           C);
     ddpc_linear_forward(c->precision, g->logits, g->dec_y, P(g->gen_w), P(g->gen_b), BT, C,
                         c->tgt_vocab);
 }
@@ -168,8 +169,10 @@ static ddpc_status check_tokens(const int32_t *tok, int64_t n, int64_t vocab, co
         return ddpc_errorf(DDPC_EINVAL, "seq2seq forward needs %s tokens", what);
     for (int64_t i = 0; i < n; i++)
         if (tok[i] < 0 || tok[i] >= vocab)
-            return ddpc_errorf(DDPC_EINVAL, "seq2seq %s token %d at position %lld is outside the "
-                               "vocabulary of %lld", what, tok[i], (long long)i, (long long)vocab);
+            return ddpc_errorf(DDPC_EINVAL,
+                               "seq2seq %s token %d at position %lld is outside the "
+                               "vocabulary of %lld",
+                               what, tok[i], (long long)i, (long long)vocab);
     return DDPC_OK;
 }
 
@@ -180,8 +183,10 @@ ddpc_status ddpc__s2s_forward(ddpc_model *m, const ddpc_model_input *in, bool tr
     const ddpc_model_config *c = &m->cfg;
     int64_t B = in->n, S = in->src_len, T = in->tgt_len, V = c->tgt_vocab;
     if (S < 1 || S > c->max_len || T < 1 || T > c->max_len)
-        return ddpc_errorf(DDPC_EINVAL, "seq2seq src_len %lld and tgt_len %lld must be in [1, "
-                           "max_len %lld]", (long long)S, (long long)T, (long long)c->max_len);
+        return ddpc_errorf(DDPC_EINVAL,
+                           "seq2seq src_len %lld and tgt_len %lld must be in [1, "
+                           "max_len %lld]",
+                           (long long)S, (long long)T, (long long)c->max_len);
     DDPC_TRY(check_tokens(in->src_tokens, B * S, c->src_vocab, "source"));
     DDPC_TRY(check_tokens(in->tokens, B * T, V, "target"));
     g->ckpt = c->activation_checkpointing;
@@ -200,8 +205,7 @@ ddpc_status ddpc__s2s_forward(ddpc_model *m, const ddpc_model_input *in, bool tr
     }
     out->n_correct = ddpc_argmax_correct(g->logits, in->targets, B * T, V, PAD);
     out->loss = ddpc_cross_entropy_smooth_forward(g->logits, g->losses, g->logits, in->targets,
-                                                  B * T, V, PAD, c->label_smoothing,
-                                                  &out->n_valid);
+                                                  B * T, V, PAD, c->label_smoothing, &out->n_valid);
     g->n_valid = out->n_valid;
     return DDPC_OK;
 }
@@ -219,7 +223,8 @@ static void embed_backward(ddpc_model *m, s2s_impl *g, const float *d, const int
     int64_t C = m->cfg.d_model, n = g->B * L * C;
     if (g->training && m->cfg.dropout > 0.0f) {
         ddpc_fill_f32(g->dbranch, 0.0f, n);
-        ddpc_dropout_backward(g->dbranch, d, n, m->cfg.dropout, m->cfg.seed, ddpc__s2s_site(g, site));
+        ddpc_dropout_backward(g->dbranch, d, n, m->cfg.dropout, m->cfg.seed,
+                              ddpc__s2s_site(g, site));
         d = g->dbranch;
     }
     ddpc_embedding_scaled_backward(G(w), d, tok, sqrtf((float)C), g->B, L, C);

@@ -48,19 +48,31 @@ static void masked_softmax_row(float *restrict row, const uint8_t *pad, int64_t 
 
 static int parallel_jobs(const ddpc_mha_shape *s, int64_t jobs)
 {
-    return jobs >= omp_get_max_threads() && jobs * s->tq * s->tk * (s->c / s->nh) >= DDPC__PAR_MIN_MACS;
+    return jobs >= omp_get_max_threads() &&
+           jobs * s->tq * s->tk * (s->c / s->nh) >= DDPC__PAR_MIN_MACS;
+}
+
+/* Batch strides of q and of k/v (0 in the shape: packed). */
+static int64_t bsq(const ddpc_mha_shape *s)
+{
+    return s->bsq ? s->bsq : s->tq * s->ldq;
+}
+static int64_t bsk(const ddpc_mha_shape *s)
+{
+    return s->bsk ? s->bsk : s->tk * s->ldk;
 }
 
 void ddpc_mha_forward(ddpc_precision prec, float *out, float *att, const float *q, const float *k,
                       const float *v, const uint8_t *key_pad, const ddpc_mha_shape *s)
 {
     int64_t hs = s->c / s->nh, jobs = s->b * s->nh, tq = s->tq, tk = s->tk;
+    int64_t sq = bsq(s), sk = bsk(s);
     float scale = 1.0f / sqrtf((float)hs);
 #pragma omp parallel for schedule(static) if (parallel_jobs(s, jobs))
     for (int64_t job = 0; job < jobs; job++) {
         int64_t bi = job / s->nh, h = job % s->nh;
-        const float *qh = q + bi * tq * s->ldq + h * hs;
-        const float *kh = k + bi * tk * s->ldk + h * hs, *vh = v + bi * tk * s->ldk + h * hs;
+        const float *qh = q + bi * sq + h * hs;
+        const float *kh = k + bi * sk + h * hs, *vh = v + bi * sk + h * hs;
         float *p = att + job * tq * tk;
         ddpc_gemm(prec, DDPC_NO_TRANS, DDPC_TRANS, tq, tk, hs, scale, qh, s->ldq, kh, s->ldk, 0.0f,
                   p, tk);
@@ -91,17 +103,17 @@ void ddpc_mha_backward(ddpc_precision prec, float *dq, float *dk, float *dv, con
                        const ddpc_mha_shape *s, float *ws)
 {
     int64_t hs = s->c / s->nh, jobs = s->b * s->nh, tq = s->tq, tk = s->tk;
-    int64_t ldq = s->ldq, ldk = s->ldk, c = s->c;
+    int64_t ldq = s->ldq, ldk = s->ldk, c = s->c, sq = bsq(s), sk = bsk(s);
     float scale = 1.0f / sqrtf((float)hs);
 #pragma omp parallel for schedule(static) if (parallel_jobs(s, jobs))
     for (int64_t job = 0; job < jobs; job++) {
         int64_t bi = job / s->nh, h = job % s->nh;
-        int64_t qo = bi * tq * ldq + h * hs, ko = bi * tk * ldk + h * hs;
+        int64_t qo = bi * sq + h * hs, ko = bi * sk + h * hs;
         const float *p = att + job * tq * tk, *douth = dout + bi * tq * c + h * hs;
         float *dp = ws + (int64_t)omp_get_thread_num() * tq * tk;
         /* dP = dout v^T; dS in place; dq = dS k; dk = dS^T q; dv = P^T dout. */
-        ddpc_gemm(prec, DDPC_NO_TRANS, DDPC_TRANS, tq, tk, hs, 1.0f, douth, c, v + ko, ldk, 0.0f, dp,
-                  tk);
+        ddpc_gemm(prec, DDPC_NO_TRANS, DDPC_TRANS, tq, tk, hs, 1.0f, douth, c, v + ko, ldk, 0.0f,
+                  dp, tk);
         softmax_backward(dp, p, tq, tk, scale);
         ddpc_gemm(prec, DDPC_NO_TRANS, DDPC_NO_TRANS, tq, hs, tk, 1.0f, dp, tk, k + ko, ldk, 0.0f,
                   dq + qo, ldq);
