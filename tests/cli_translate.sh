@@ -16,7 +16,9 @@ export OMP_NUM_THREADS=1
 py=/usr/bin/python3
 ref="$py $src/tests/translate_ref.py"
 cfg=$src/configs/translate_demo.yaml
-steps=${DDPC_TRANSLATE_STEPS:-500}
+# The demo shortened: 800 steps of 32 pairs per rank (51,200 pairs, under one epoch) without
+# dropout, which learns faster per pair than the config's 64 with dropout.
+short="max_steps=800 eval_every=800 data.batch_size=32 model.dropout=0"
 
 "$py" "$src/scripts/freedict_pairs.py" "$tmp/pairs" >"$tmp/pairs.log" 2>&1
 check_status "freedict_pairs.py extracts the pairs" $? "$tmp/pairs.log"
@@ -33,10 +35,11 @@ gt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "" && b != "" && a + 0 > b +
 near() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && b != "" && d <= t) }'; }
 
 # shellcheck disable=SC2086
-"$ddpc" run --nproc-per-node 2 -- "$ddpc" train "$cfg" $data run_dir="$tmp/run" max_steps=$steps \
-    eval_every=$steps weights_out="$tmp/w.safetensors" >"$tmp/train.log" 2>&1
+"$ddpc" run --nproc-per-node 2 -- "$ddpc" train "$cfg" $data $short run_dir="$tmp/run" \
+    weights_out="$tmp/w.safetensors" >"$tmp/train.log" 2>&1
 check_status "the demo trains on 2 ranks" $? "$tmp/train.log"
 grep -E "^(\[rank0\] )?(translation|eval|done)" "$tmp/train.log"
+check "the start line counts the pairs left out" grep -q "translation: vocabularies of 30 source and 63 target chars (min_freq 1) in $tmp/run; 0 train pairs longer than data.max_len 24 left out" "$tmp/train.log"
 check "vocabularies saved in the run directory" test -s "$tmp/run/vocab.src.txt" -a -s "$tmp/run/vocab.tgt.txt"
 check "char vocabulary header" grep -q "^# ddpc vocab v1 tokenize=char min_freq=1 size=" "$tmp/run/vocab.tgt.txt"
 check "the test record covers the test split" test "$(field eval_samples)" = 765
@@ -44,9 +47,14 @@ bleu=$(field bleu) copy=$(field bleu_copy) mf=$(field bleu_most_frequent)
 em=$(field exact_match) em_copy=$(field exact_match_copy) em_mf=$(field exact_match_most_frequent)
 echo "test: bleu $bleu (copy $copy, most frequent $mf), exact match $em (copy $em_copy, most frequent $em_mf)"
 check "BLEU beats copying the source" gt "$bleu" "$copy"
+check "... by 2 points or more" gt "$bleu" "$(awk -v c="$copy" 'BEGIN { print c + 2 }')"
 check "BLEU beats the most frequent translation" gt "$bleu" "$mf"
 check "exact match beats copying the source" gt "$em" "$em_copy"
 check "exact match beats the most frequent translation" gt "$em" "$em_mf"
+
+check "copying scores about 20 BLEU ($copy)" gt "$copy" 15
+check "... and under 25" gt 25 "$copy"
+check "the most frequent translation scores under 1 BLEU ($mf)" gt 1 "$mf"
 
 # The baselines again, from the text files alone.
 read -r b n _ < <($ref bleu "$tmp/pairs/test.src" "$tmp/pairs/test.tgt" "$tmp/run/vocab.tgt.txt")
@@ -75,6 +83,22 @@ printf 'nation\nhouse\n\n  information  \n' >"$tmp/words.txt"
 check_status "predict with beam 4 (the config's) into run_dir/translations.txt" $? "$tmp/predict4.log"
 check "four lines in, four out" test "$(wc -l <"$tmp/run/translations.txt")" -eq 4
 sed 's/^/    /' "$tmp/run/translations.txt"
+
+# shellcheck disable=SC2086
+"$ddpc" train "$cfg" $data run_dir="$tmp/run" state=predict init_from="$tmp/w.safetensors" \
+    predict.beam_size=1 >"$tmp/predict_default.log" 2>&1
+check_status "predict.input defaults to data.test_src" $? "$tmp/predict_default.log"
+check "... all of it" test "$(wc -l <"$tmp/run/translations.txt")" -eq 765
+# shellcheck disable=SC2086
+"$ddpc" train "$cfg" $data run_dir="$tmp/beam" data.vocab_dir="$tmp/run" state=test \
+    init_from="$tmp/w.safetensors" eval_beam_size=4 >"$tmp/beam.log" 2>&1
+check_status "evaluation with eval_beam_size 4" $? "$tmp/beam.log"
+check "... records BLEU and exact match" test -n "$(field bleu "$tmp/beam")" -a -n "$(field exact_match "$tmp/beam")"
+echo "test with beam 4: bleu $(field bleu "$tmp/beam"), exact match $(field exact_match "$tmp/beam")"
+# shellcheck disable=SC2086
+"$ddpc" train "$cfg" $data run_dir="$tmp/long" data.max_len=10 max_steps=1 >"$tmp/long.log" 2>&1
+check "a test pair longer than data.max_len is an error naming its line" \
+    grep -Eq "$tmp/pairs/test.(src|tgt):[0-9]+: the pair has [0-9]+ source and [0-9]+ target tokens; with <eos>/<bos> both must fit max_len 10" "$tmp/long.log"
 
 # Vocabularies must match: a changed setting, a missing file, another tokenization.
 # shellcheck disable=SC2086

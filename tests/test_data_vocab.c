@@ -142,7 +142,8 @@ static void test_malformed(void)
                       "tokenize must be word or char");
     snprintf(buf, sizeof buf, "# ddpc vocab v1 tokenize=word min_freq=1 size=6\n%sa\t1\n", sp);
     expect_load_error(buf, DDPC_EFORMAT, "the header says 6 tokens but 5 lines follow");
-    snprintf(buf, sizeof buf, "# ddpc vocab v1 tokenize=word min_freq=1 size=6\n%sa\t1\na\t1\n", sp);
+    snprintf(buf, sizeof buf, "# ddpc vocab v1 tokenize=word min_freq=1 size=6\n%sa\t1\na\t1\n",
+             sp);
     expect_load_error(buf, DDPC_EFORMAT, "token 'a' appears twice");
     snprintf(buf, sizeof buf, "# ddpc vocab v1 tokenize=word min_freq=1 size=5\n%sa 1\n", sp);
     expect_load_error(buf, DDPC_EFORMAT, ":6: expected '<token><TAB><count>'");

@@ -53,7 +53,8 @@ void ddpc_vocab_destroy(ddpc_vocab *v);
 int64_t ddpc_vocab_size(const ddpc_vocab *v);
 ddpc_tokenize ddpc_vocab_tokenize(const ddpc_vocab *v);
 int64_t ddpc_vocab_min_freq(const ddpc_vocab *v);
-/* Whether a and b have the same tokenization, min_freq and token table (counts are not compared). */
+/* Whether a and b have the same tokenization, min_freq and token table (counts are not compared).
+ */
 bool ddpc_vocab_equal(const ddpc_vocab *a, const ddpc_vocab *b);
 /* The token of id (NUL-terminated, owned by the vocabulary), or NULL outside [0, size). */
 const char *ddpc_vocab_token(const ddpc_vocab *v, int32_t id);
@@ -69,8 +70,7 @@ void ddpc_vocab_encode(const ddpc_vocab *v, const char *line, int32_t *ids, int6
  * the first <pad> or <eos>; <bos> is skipped, <unk> written as "<unk>"; words are joined by one
  * space, characters by nothing. Returns the length the whole text needs (excluding the NUL), as
  * snprintf does, so a result >= cap means it was cut. */
-size_t ddpc_vocab_decode(const ddpc_vocab *v, const int32_t *ids, int64_t n, char *buf,
-                         size_t cap);
+size_t ddpc_vocab_decode(const ddpc_vocab *v, const int32_t *ids, int64_t n, char *buf, size_t cap);
 
 #ifdef __cplusplus
 }

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 typedef struct {
-    char *buf;    /* (len + 1) the file's bytes and a NUL; owned */
+    char *buf; /* (len + 1) the file's bytes and a NUL; owned */
     size_t len;
     size_t pos;   /* start of the next line */
     int64_t line; /* 1-based number of the line last returned; 0 before the first */

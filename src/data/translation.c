@@ -109,7 +109,8 @@ static ddpc_status read_pairs(const pair_args *a, ddpc__textfile *fs, ddpc__text
 {
     int64_t ns = ddpc__textfile_count_lines(fs), nt = ddpc__textfile_count_lines(ft);
     if (ns != nt)
-        return ddpc_errorf(DDPC_EFORMAT, "%s has %lld lines but %s has %lld: they must be line-aligned",
+        return ddpc_errorf(DDPC_EFORMAT,
+                           "%s has %lld lines but %s has %lld: they must be line-aligned",
                            a->src_path, (long long)ns, a->tgt_path, (long long)nt);
     const char *ls, *lt;
     size_t n_s, n_t;
@@ -123,9 +124,8 @@ static ddpc_status read_pairs(const pair_args *a, ddpc__textfile *fs, ddpc__text
             return ddpc_errorf(DDPC_EINVAL,
                                "%s:%lld: the pair has %lld source and %lld target tokens; with "
                                "<eos>/<bos> both must fit max_len %lld",
-                               ks + 1 > a->max_len ? a->src_path : a->tgt_path,
-                               (long long)fs->line, (long long)ks, (long long)kt,
-                               (long long)a->max_len);
+                               ks + 1 > a->max_len ? a->src_path : a->tgt_path, (long long)fs->line,
+                               (long long)ks, (long long)kt, (long long)a->max_len);
         stream_pop(src);
         stream_pop(tgt);
         (*dropped)++;
@@ -160,7 +160,8 @@ ddpc_status ddpc_dataset_translation_create(ddpc_dataset **out, const char *src_
     if (dropped)
         *dropped = 0;
     if (!src_path || !tgt_path || !src_vocab || !tgt_vocab)
-        return ddpc_errorf(DDPC_EINVAL, "translation dataset: needs two paths and two vocabularies");
+        return ddpc_errorf(DDPC_EINVAL,
+                           "translation dataset: needs two paths and two vocabularies");
     if (max_len < 2)
         return ddpc_errorf(DDPC_EINVAL, "translation dataset: max_len must be >= 2, got %lld",
                            (long long)max_len);

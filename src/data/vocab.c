@@ -9,8 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const ddpc__vocab_specials[DDPC_VOCAB_SPECIALS] = {"<pad>", "<bos>", "<eos>",
-                                                                "<unk>"};
+const char *const ddpc__vocab_specials[DDPC_VOCAB_SPECIALS] = {"<pad>", "<bos>", "<eos>", "<unk>"};
 
 uint64_t ddpc__vocab_hash(const char *s, size_t len)
 {
@@ -86,10 +85,10 @@ int32_t ddpc_vocab_id(const ddpc_vocab *v, const char *s, size_t len)
 
 /* Counting table of the build: distinct tokens with their counts. */
 typedef struct {
-    char **tok;      /* (n) owned copies */
-    size_t *len;     /* (n) */
-    int64_t *count;  /* (n) */
-    int64_t *slot;   /* (cap) index into tok, -1 = empty */
+    char **tok;     /* (n) owned copies */
+    size_t *len;    /* (n) */
+    int64_t *count; /* (n) */
+    int64_t *slot;  /* (cap) index into tok, -1 = empty */
     size_t n, room, cap;
 } counter;
 
@@ -225,8 +224,8 @@ static ddpc_status make_vocab(const counter *c, ddpc_tokenize tok, int64_t min_f
     ddpc_vocab *v = ddpc__vocab_alloc(size);
     ddpc_status st = v ? DDPC_OK : ddpc_errorf(DDPC_ENOMEM, "vocabulary: out of memory");
     for (int64_t id = 0; st == DDPC_OK && id < size; id++) {
-        const char *t = id < DDPC_VOCAB_SPECIALS ? ddpc__vocab_specials[id]
-                                                 : e[id - DDPC_VOCAB_SPECIALS].tok;
+        const char *t =
+            id < DDPC_VOCAB_SPECIALS ? ddpc__vocab_specials[id] : e[id - DDPC_VOCAB_SPECIALS].tok;
         size_t len = id < DDPC_VOCAB_SPECIALS ? strlen(t) : e[id - DDPC_VOCAB_SPECIALS].len;
         int64_t count = id < DDPC_VOCAB_SPECIALS ? 0 : e[id - DDPC_VOCAB_SPECIALS].count;
         st = ddpc__vocab_set(v, id, t, len, count);

@@ -45,8 +45,10 @@ static ddpc_status parse_header(const char *path, const char *s, size_t n, ddpc_
     long long mf, sz;
     int used = 0;
     snprintf(line, sizeof line, "%.*s", (int)(n < 255 ? n : 255), s);
-    if (n >= 255 || sscanf(line, HEADER " tokenize=%15s min_freq=%lld size=%lld%n", mode, &mf, &sz,
-                           &used) != 3 || line[used] != '\0')
+    if (n >= 255 ||
+        sscanf(line, HEADER " tokenize=%15s min_freq=%lld size=%lld%n", mode, &mf, &sz, &used) !=
+            3 ||
+        line[used] != '\0')
         return ddpc_errorf(DDPC_EFORMAT,
                            "%s:1: not a ddpc vocabulary (expected '" HEADER
                            " tokenize=<word|char> min_freq=<n> size=<n>')",
@@ -85,8 +87,8 @@ static ddpc_status parse_entry(ddpc_vocab *v, const char *path, int64_t line, in
                            (long long)line, num);
     if (tn == 0)
         return ddpc_errorf(DDPC_EFORMAT, "%s:%lld: empty token", path, (long long)line);
-    if (id < DDPC_VOCAB_SPECIALS && (strlen(ddpc__vocab_specials[id]) != tn ||
-                                     memcmp(ddpc__vocab_specials[id], s, tn) != 0))
+    if (id < DDPC_VOCAB_SPECIALS &&
+        (strlen(ddpc__vocab_specials[id]) != tn || memcmp(ddpc__vocab_specials[id], s, tn) != 0))
         return ddpc_errorf(DDPC_EFORMAT, "%s:%lld: id %lld must be the special token %s", path,
                            (long long)line, (long long)id, ddpc__vocab_specials[id]);
     return ddpc__vocab_set(v, id, s, tn, count);
@@ -107,8 +109,7 @@ static ddpc_status load(ddpc__textfile *f, const char *path, ddpc_vocab **out)
                            path, (long long)size, (long long)entries);
     ddpc_vocab *v = ddpc__vocab_alloc(size);
     if (!v)
-        return ddpc_errorf(DDPC_ENOMEM, "%s: out of memory for %lld tokens", path,
-                           (long long)size);
+        return ddpc_errorf(DDPC_ENOMEM, "%s: out of memory for %lld tokens", path, (long long)size);
     v->tok = tok;
     v->min_freq = min_freq;
     ddpc_status st = DDPC_OK;

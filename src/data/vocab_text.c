@@ -12,8 +12,11 @@ static bool is_space(unsigned char c)
 /* Bytes of the UTF-8 character at s[0, n): its length when it is well formed, else 1. */
 static size_t utf8_len(const unsigned char *s, size_t n)
 {
-    size_t len = s[0] < 0x80 ? 1 : (s[0] & 0xE0) == 0xC0 ? 2 : (s[0] & 0xF0) == 0xE0 ? 3
-                                 : (s[0] & 0xF8) == 0xF0 ? 4 : 1;
+    size_t len = s[0] < 0x80             ? 1
+                 : (s[0] & 0xE0) == 0xC0 ? 2
+                 : (s[0] & 0xF0) == 0xE0 ? 3
+                 : (s[0] & 0xF8) == 0xF0 ? 4
+                                         : 1;
     if (len > n || (len == 2 && s[0] < 0xC2))
         return 1;
     for (size_t i = 1; i < len; i++)
@@ -73,8 +76,7 @@ bool ddpc__vocab_next_token(ddpc_tokenize tok, const char *s, size_t *pos, size_
     return true;
 }
 
-void ddpc_vocab_encode(const ddpc_vocab *v, const char *line, int32_t *ids, int64_t cap,
-                       int64_t *n)
+void ddpc_vocab_encode(const ddpc_vocab *v, const char *line, int32_t *ids, int64_t cap, int64_t *n)
 {
     size_t len = strcspn(line, "\n"), b, e;
     ddpc__vocab_trim(line, len, &b, &e);
@@ -89,8 +91,7 @@ void ddpc_vocab_encode(const ddpc_vocab *v, const char *line, int32_t *ids, int6
     *n = k;
 }
 
-size_t ddpc_vocab_decode(const ddpc_vocab *v, const int32_t *ids, int64_t n, char *buf,
-                         size_t cap)
+size_t ddpc_vocab_decode(const ddpc_vocab *v, const int32_t *ids, int64_t n, char *buf, size_t cap)
 {
     size_t used = 0;
     bool first = true;

@@ -211,6 +211,10 @@ static ddpc_status read_engine_config(ddpc_trainer *t, int64_t total_steps, ddpc
                                       .warmup_steps = warmup,
                                       .total_steps = total_steps,
                                       .min_lr = (float)min_lr};
+    /* val, test and predict take no optimizer step, and count none: an epochs-long schedule with
+     * warm-up would be refused for its 0 total steps. */
+    if (t->set.state != STATE_TRAIN)
+        ec->schedule.kind = DDPC_LR_CONSTANT;
     ec->lr_scale = ddpc__trainer_lr_scale(t);
     ec->grad_clip = (float)clip;
     ec->accum_steps = t->set.accum_steps;

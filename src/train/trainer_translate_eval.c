@@ -186,8 +186,8 @@ ddpc_status ddpc__translation_eval_batch(ddpc_trainer *t, const ddpc_dataset *d,
         DDPC_TRY(build_mf(t));
     DDPC_TRY(ensure_out(tr, b->n));
     int32_t *hyp = tr->out + tr->out_rows * tr->max_len, *scratch = hyp + tr->max_len;
-    DDPC_TRY(ddpc_model_translate(t->model, b->src_tokens, b->n, b->src_len, tr->eval_beam,
-                                  max_out, tr->out));
+    DDPC_TRY(ddpc_model_translate(t->model, b->src_tokens, b->n, b->src_len, tr->eval_beam, max_out,
+                                  tr->out));
     for (int64_t r = 0; r < b->n; r++) {
         const int32_t *ref = b->targets + r * T, *s, *y;
         int64_t lr = seq_len(ref, T), ls, ly;
@@ -197,8 +197,7 @@ ddpc_status ddpc__translation_eval_batch(ddpc_trainer *t, const ddpc_dataset *d,
         int64_t lc = copy_hyp(tr, s, ls, hyp, tr->max_len);
         score(sums + DDPC__TR_FIELDS, hyp, lc, ref, lr, scratch);
         DDPC_TRY(ddpc_dataset_pair(t->task[0].train, mf_lookup(tr, s, ls), &s, &ls, &y, &ly));
-        score(sums + 2 * DDPC__TR_FIELDS, y, ly < tr->max_len ? ly : tr->max_len, ref, lr,
-              scratch);
+        score(sums + 2 * DDPC__TR_FIELDS, y, ly < tr->max_len ? ly : tr->max_len, ref, lr, scratch);
     }
     return DDPC_OK;
 }
@@ -230,6 +229,7 @@ void ddpc__translation_eval_record(ddpc_trainer *t, const double *sums, double r
         ddpc_metrics_f64(t->metrics, names[k][0], bleu[k], 4);
         ddpc_metrics_f64(t->metrics, names[k][1], exact[k], 6);
     }
-    snprintf(text, cap, " | bleu %.2f, exact %.2f%% (copy %.2f, %.2f%%; most frequent %.2f, %.2f%%)",
-             bleu[0], 100.0 * exact[0], bleu[1], 100.0 * exact[1], bleu[2], 100.0 * exact[2]);
+    snprintf(text, cap,
+             " | bleu %.2f, exact %.2f%% (copy %.2f, %.2f%%; most frequent %.2f, %.2f%%)", bleu[0],
+             100.0 * exact[0], bleu[1], 100.0 * exact[1], bleu[2], 100.0 * exact[2]);
 }

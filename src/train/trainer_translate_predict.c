@@ -12,10 +12,10 @@
 #include <string.h>
 
 typedef struct {
-    int32_t *src;  /* (rows, max_len) encoded lines, padded per batch */
-    int64_t *len;  /* (rows) ids of each line with <eos> */
-    int32_t *out;  /* (rows, max_len - 1) */
-    char *text;    /* (text_cap) */
+    int32_t *src; /* (rows, max_len) encoded lines, padded per batch */
+    int64_t *len; /* (rows) ids of each line with <eos> */
+    int32_t *out; /* (rows, max_len - 1) */
+    char *text;   /* (text_cap) */
     size_t text_cap;
 } predict_buf;
 
@@ -84,10 +84,10 @@ ddpc_status ddpc__translation_predict(ddpc_trainer *t)
     b.len = ddpc_malloc((size_t)rows * sizeof *b.len);
     b.out = ddpc_malloc((size_t)(rows * (tr->max_len - 1)) * sizeof *b.out);
     b.text = ddpc_malloc(b.text_cap);
-    ddpc_status st = b.src && b.len && b.out && b.text
-                         ? DDPC_OK
-                         : ddpc_errorf(DDPC_ENOMEM, "out of memory for %lld translations",
-                                       (long long)rows);
+    ddpc_status st =
+        b.src && b.len && b.out && b.text
+            ? DDPC_OK
+            : ddpc_errorf(DDPC_ENOMEM, "out of memory for %lld translations", (long long)rows);
     FILE *f = NULL;
     if (st == DDPC_OK && !(f = fopen(tr->predict_output, "w")))
         st = ddpc_errorf(DDPC_EIO, "cannot write '%s': %s", tr->predict_output, strerror(errno));

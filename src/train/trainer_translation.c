@@ -2,8 +2,8 @@
  * the vocabularies from the train split and rank 0 saves them in the vocabulary directory (the
  * run directory unless data.vocab_dir says otherwise); when that directory already holds them
  * (a resumed run, a second run into the same directory) they must equal what the corpus and
- * settings give. Evaluation and prediction runs load them from there, so ids always mean what
- * they meant when the weights were trained. */
+ * settings give (rank 0 checks; every rank builds the same ones). Evaluation and prediction runs
+ * load them from there, so ids always mean what they meant when the weights were trained. */
 #include "train/trainer_impl.h"
 
 #include <ddpc/alloc.h>
@@ -40,8 +40,10 @@ static ddpc_status read_keys(ddpc_trainer *t, const char *prefix, tr_keys *k)
     for (int i = 0; i < 6; i++) {
         DDPC_TRY(ddpc_config_string(c, key_of(key, sizeof key, prefix, names[i]), NULL, dst[i]));
         if (!*dst[i] && (i < 2 || i >= 4))
-            return ddpc_errorf(DDPC_EINVAL, "data.type translation needs key '%s' (a text file, "
-                                            "one sentence per line)", key);
+            return ddpc_errorf(DDPC_EINVAL,
+                               "data.type translation needs key '%s' (a text file, "
+                               "one sentence per line)",
+                               key);
     }
     if (!k->valid[0] != !k->valid[1])
         return ddpc_errorf(DDPC_EINVAL, "keys '%s.valid_src' and '%s.valid_tgt' go together",
@@ -143,7 +145,10 @@ static ddpc_status load_vocabs(ddpc_trainer *t, const tr_keys *k)
     char ps[600], pt[600];
     vocab_path(t, "src", ps, sizeof ps);
     vocab_path(t, "tgt", pt, sizeof pt);
-    bool hs = access(ps, F_OK) == 0, ht = access(pt, F_OK) == 0;
+    /* Training, rank 0 alone compares with saved files: it is the one writing them, so another
+     * rank could find one file renamed into place and not yet the other. */
+    bool look = t->set.state != STATE_TRAIN || t->rank == 0;
+    bool hs = look && access(ps, F_OK) == 0, ht = look && access(pt, F_OK) == 0;
     if (hs != ht)
         return ddpc_errorf(DDPC_EIO, "%s exists but %s does not: the vocabularies go in pairs",
                            hs ? ps : pt, hs ? pt : ps);
@@ -170,7 +175,8 @@ static ddpc_status load_split(ddpc_trainer *t, const char *const paths[2], bool 
     ddpc__translation *tr = t->tr;
     ddpc_dataset *d = NULL;
     DDPC_TRY(ddpc_dataset_translation_create(&d, paths[0], paths[1], tr->src_vocab, tr->tgt_vocab,
-                                             tr->max_len, train, train ? &tr->train_dropped : NULL));
+                                             tr->max_len, train,
+                                             train ? &tr->train_dropped : NULL));
     DDPC_TRY(own(t, d));
     *out = d;
     return DDPC_OK;
