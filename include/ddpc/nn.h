@@ -108,6 +108,13 @@ double ddpc_model_train_flops_per_sample(const ddpc_model *m);
 /* Floats in each output row: classes (head 0's for a multi-head model; head k has
  * head_classes[k]), or block_size * vocab for gpt. */
 int64_t ddpc_model_outputs_per_sample(const ddpc_model *m);
+/* What one sample of ddpc_model_input holds: floats of x (c*h*w for mlp/cnn, 0 for gpt), tokens
+ * (block_size for gpt, else 0) and targets (block_size for gpt, else 1). Splitting a batch by
+ * rows (DataParallel's scatter) copies these many elements per row. */
+typedef struct {
+    int64_t x, tokens, targets;
+} ddpc_sample_sizes;
+ddpc_sample_sizes ddpc_model_sample_sizes(const ddpc_model *m);
 
 /* Bytes of the activation arena (activations, scratch and backward temporaries) that a training
  * step on a batch of n needs, with or without activation checkpointing, whatever the model's own

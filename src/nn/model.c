@@ -168,6 +168,15 @@ double ddpc_model_train_flops_per_sample(const ddpc_model *m) { return m->train_
 int64_t ddpc_model_outputs_per_sample(const ddpc_model *m) { return m->outputs_per_sample; }
 const float *ddpc_model_probs(const ddpc_model *m) { return m->probs; }
 
+ddpc_sample_sizes ddpc_model_sample_sizes(const ddpc_model *m)
+{
+    const ddpc_model_config *c = &m->cfg;
+    if (m->ops == &ddpc__gpt_ops)
+        return (ddpc_sample_sizes){.x = 0, .tokens = c->block_size, .targets = c->block_size};
+    return (ddpc_sample_sizes){
+        .x = c->in_channels * c->in_height * c->in_width, .tokens = 0, .targets = 1};
+}
+
 void ddpc_model_zero_grad(ddpc_model *m)
 {
     ddpc_fill_f32(m->grads, 0.0f, (int64_t)m->n_params);
