@@ -200,6 +200,13 @@ static void log_activations(ddpc_trainer *t)
         fprintf(t->log, "(no checkpointing for %s)\n", mc->type);
 }
 
+/* DataParallel: kernel threads of each replica (the engine's rule, dp_impl.h). */
+static int dp_threads(const ddpc_trainer *t)
+{
+    int per = ddpc_kernels_threads() / (t->dp_replicas > 0 ? t->dp_replicas : 1);
+    return per > 1 ? per : 1;
+}
+
 static void log_start(ddpc_trainer *t)
 {
     const trainer_settings *s = &t->set;
@@ -234,12 +241,19 @@ static void log_start(ddpc_trainer *t)
         len += (size_t)snprintf(parts + len, sizeof parts - len, "%s%s %lld", i ? " + " : "",
                                 k->name, (long long)k->batch_size);
     }
-    fprintf(t->log, "global batch %lld = %lld per rank",
-            (long long)(per_rank * t->world * s->accum_steps), (long long)per_rank);
+    int dp = t->dp_replicas;
+    fprintf(t->log, "global batch %lld = %lld per %s",
+            (long long)(per_rank * ddpc__trainer_dp_degree(t) * s->accum_steps),
+            (long long)per_rank, dp ? "replica" : "rank");
     if (t->multi)
         fprintf(t->log, " (%s)", parts);
-    fprintf(t->log, " x %d rank%s x %lld accumulation step%s (", t->world, t->world == 1 ? "" : "s",
-            (long long)s->accum_steps, s->accum_steps == 1 ? "" : "s");
+    if (dp)
+        fprintf(t->log, " x %d replica%s (parallel.mode dp: one process, %d kernel thread%s each)",
+                dp, dp == 1 ? "" : "s", dp_threads(t), dp_threads(t) == 1 ? "" : "s");
+    else
+        fprintf(t->log, " x %d rank%s", t->world, t->world == 1 ? "" : "s");
+    fprintf(t->log, " x %lld accumulation step%s (", (long long)s->accum_steps,
+            s->accum_steps == 1 ? "" : "s");
     if (t->multi)
         fprintf(t->log, "combined %s, ", ddpc_combined_mode_name(t->mode));
     fprintf(t->log, "backend %s, lr x %.3g)\n", ddpc_backend_name(ddpc_pg_backend(t->pg)),

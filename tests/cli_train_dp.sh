@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# DataParallel (parallel.mode: dp) through `ddpc train`: 2 replicas x batch 8 end with the weights
+# of 2 DDP ranks x 8 (`ddpc run`, dropout on) and of 1 process x 16 (dropout off) to 1e-5; 4
+# replicas match 4 DDP ranks; the start line and metrics.jsonl show the replicas and dp's phases;
+# the replica count defaults to the kernel threads; a killed dp run resumes from its checkpoint
+# to byte-identical final weights; dp under a launcher (WORLD_SIZE > 1), dp with ZeRO and
+# parallel.replicas without dp are refused with one clear line.
+# usage: cli_train_dp.sh DDPC_BIN SOURCE_DIR
+set -u
+ddpc=$1
+src=$2
+. "$(dirname "${BASH_SOURCE[0]}")/lib/check.sh"
+export OMP_NUM_THREADS=1
+cfg=$src/configs/fmnist_mlp.yaml
+common=(data.type=synthetic_images data.size=640 max_steps=8 log_every=4 eval_batches=1
+        'model.hidden=[32, 16]' optim.type=adamw optim.lr=0.003 optim.nesterov=false
+        optim.momentum=0 optim.schedule=constant num_threads=2 data.eval_batch_size=64)
+py=/usr/bin/python3
+close() { "$py" "$src/tests/weights_close.py" "$1" "$2" 1e-5 >"$tmp/close.out" 2>&1 || { cat "$tmp/close.out"; return 1; }; }
+
+# run NAME COMMAND...: trains into $tmp/NAME, weights in $tmp/NAME.st; checks the exit status.
+run() {
+    local name=$1
+    shift
+    "$@" run_dir="$tmp/$name" weights_out="$tmp/$name.st" >"$tmp/$name.log" 2>&1
+    local got=$?
+    check "$name trains" test "$got" -eq 0
+    [ "$got" -eq 0 ] || tail -n 5 "$tmp/$name.log"
+}
+
+drop=(model.dropout=0.2)
+run dp2 "$ddpc" train "$cfg" "${common[@]}" "${drop[@]}" data.batch_size=8 parallel.mode=dp \
+    parallel.replicas=2
+run ddp2 "$ddpc" run --nproc-per-node 2 -- "$ddpc" train "$cfg" "${common[@]}" "${drop[@]}" \
+    data.batch_size=8
+check "2 replicas x 8 = 2 DDP ranks x 8, dropout on (1e-5)" close "$tmp/dp2.st" "$tmp/ddp2.st"
+check "the start line names the replicas and their threads" grep -q \
+    "global batch 16 = 8 per replica x 2 replicas (parallel.mode dp: one process, 1 kernel thread each) x 1 accumulation step" \
+    "$tmp/dp2.log"
+check "metrics.jsonl breaks dp's step down" grep -q \
+    '"dp_replicate_s": .*"dp_scatter_s": .*"dp_wait_s": .*"dp_reduce_s": ' "$tmp/dp2/metrics.jsonl"
+
+run dp2b "$ddpc" train "$cfg" "${common[@]}" data.batch_size=8 parallel.mode=dp parallel.replicas=2
+run one "$ddpc" train "$cfg" "${common[@]}" data.batch_size=16
+check "2 replicas x 8 = 1 process x 16, no dropout (1e-5)" close "$tmp/dp2b.st" "$tmp/one.st"
+check "and they are not the dropout runs' weights" bash -c "! cmp -s '$tmp/dp2b.st' '$tmp/dp2.st'"
+
+run dp4 "$ddpc" train "$cfg" "${common[@]}" "${drop[@]}" data.batch_size=4 parallel.mode=dp \
+    parallel.replicas=4
+run ddp4 "$ddpc" run --nproc-per-node 4 -- "$ddpc" train "$cfg" "${common[@]}" "${drop[@]}" \
+    data.batch_size=4
+check "4 replicas x 4 = 4 DDP ranks x 4 (1e-5)" close "$tmp/dp4.st" "$tmp/ddp4.st"
+
+run dflt "$ddpc" train "$cfg" "${common[@]}" data.batch_size=8 parallel.mode=dp num_threads=3 \
+    optim.lr_scale=linear
+check "parallel.replicas defaults to the kernel threads" grep -q "x 3 replicas" "$tmp/dflt.log"
+check "optim.lr_scale counts the replicas" grep -q "backend shm, lr x 3)" "$tmp/dflt.log"
+check "evaluation covers every test sample once" grep -q '"split": "test", .*"eval_samples": 161' \
+    "$tmp/dflt/metrics.jsonl"
+
+# Resume: killed in step 6 after the checkpoint of step 4, the same command again finishes with
+# the uninterrupted run's bytes.
+ck=("$ddpc" train "$cfg" "${common[@]}" "${drop[@]}" data.batch_size=8 parallel.mode=dp
+    parallel.replicas=2 checkpoint.every_steps=4)
+"${ck[@]}" fault.kill_at_step=6 run_dir="$tmp/res" weights_out="$tmp/res.st" >"$tmp/res.log" 2>&1
+check "the dp run is killed in step 6" test $? -ne 0
+check "it left the checkpoint of step 4" test -d "$tmp/res/checkpoints/step-00000004"
+"${ck[@]}" fault.kill_at_step=6 run_dir="$tmp/res" weights_out="$tmp/res.st" >>"$tmp/res.log" 2>&1
+check "the rerun finishes" test $? -eq 0
+check "the rerun resumes from step 4" grep -q "resuming from .*step-00000004: step 4" "$tmp/res.log"
+run ckref "${ck[@]}"
+check "resumed dp weights are byte-identical to the uninterrupted run's" cmp "$tmp/res.st" "$tmp/ckref.st"
+
+# Refusals: one line naming the problem, non-zero exit.
+"$ddpc" run --nproc-per-node 2 -- "$ddpc" train "$cfg" "${common[@]}" data.batch_size=8 \
+    parallel.mode=dp run_dir="$tmp/refused" >"$tmp/refused.log" 2>&1
+check "dp under a launcher exits non-zero" test $? -ne 0
+check "and says dp is one process" grep -q \
+    "parallel.mode: dp runs its replicas as threads of one process, but this is rank [01] of 2 started by a launcher (torchrun variables)" \
+    "$tmp/refused.log"
+"$ddpc" train "$cfg" "${common[@]}" parallel.mode=dp zero.stage=1 run_dir="$tmp/z" >"$tmp/z.log" 2>&1
+check "dp with zero.stage is refused" grep -q "zero.stage 1 shards across processes; parallel.mode: dp is one process" "$tmp/z.log"
+"$ddpc" train "$cfg" "${common[@]}" parallel.replicas=2 run_dir="$tmp/r" >"$tmp/r.log" 2>&1
+check "parallel.replicas without dp is refused" grep -q "parallel.replicas is for parallel.mode: dp" "$tmp/r.log"
+"$ddpc" train "$cfg" "${common[@]}" parallel.mode=dq run_dir="$tmp/m" >"$tmp/m.log" 2>&1
+check "an unknown parallel.mode is refused" grep -q "parallel.mode" "$tmp/m.log"
+
+summary
