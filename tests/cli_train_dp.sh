@@ -54,6 +54,13 @@ check "4 replicas x 4 = 4 DDP ranks x 4 (1e-5)" close "$tmp/dp4.st" "$tmp/ddp4.s
 run dflt "$ddpc" train "$cfg" "${common[@]}" data.batch_size=8 parallel.mode=dp num_threads=3 \
     optim.lr_scale=linear
 check "parallel.replicas defaults to the kernel threads" grep -q "x 3 replicas" "$tmp/dflt.log"
+run thr "$ddpc" train "$cfg" "${common[@]}" data.batch_size=8 parallel.mode=dp num_threads=4 \
+    parallel.replicas=2
+check "4 threads over 2 replicas: 2 kernel threads each" grep -q \
+    "x 2 replicas (parallel.mode dp: one process, 2 kernel threads each)" "$tmp/thr.log"
+check "the memory plan counts every replica's parameters and gradients" grep -q \
+    "memory plan per rank (zero.stage 0, 1 rank, 2 DataParallel replicas): parameters 202 KiB, gradients 202 KiB, optimizer state 202 KiB" \
+    "$tmp/thr.log"
 check "optim.lr_scale counts the replicas" grep -q "backend shm, lr x 3)" "$tmp/dflt.log"
 check "evaluation covers every test sample once" grep -q '"split": "test", .*"eval_samples": 161' \
     "$tmp/dflt/metrics.jsonl"

@@ -123,6 +123,9 @@ typedef struct {
 } ddpc_engine_timing;
 ddpc_engine_timing ddpc_engine_take_timing(ddpc_engine *e);
 
+/* DataParallel: the kernel threads each replica's forward and backward get, as the calling
+ * thread's ddpc_kernels_threads() now sets them; 0 without replicas. */
+int ddpc_engine_replica_threads(const ddpc_engine *e);
 /* Steps finished (the next step's number) and how many of them were skipped. */
 int64_t ddpc_engine_step(const ddpc_engine *e);
 int64_t ddpc_engine_skipped(const ddpc_engine *e);

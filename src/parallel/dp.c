@@ -91,6 +91,12 @@ int ddpc__dp_replicas(const ddpc__dp *dp)
     return dp->n;
 }
 
+int ddpc__dp_kernel_threads(const ddpc__dp *dp)
+{
+    int per = ddpc_kernels_threads() / dp->n;
+    return per > 1 ? per : 1;
+}
+
 void ddpc__dp_zero_grad(ddpc__dp *dp)
 {
     for (int k = 0; k < dp->n; k++)
@@ -186,8 +192,7 @@ static void run_replica(replica *r)
  * kernel loops use more than one thread per replica. */
 static void parallel_apply(ddpc__dp *dp)
 {
-    int n = dp->n, per = ddpc_kernels_threads() / n;
-    per = per > 1 ? per : 1;
+    int n = dp->n, per = ddpc__dp_kernel_threads(dp);
     int levels = omp_get_max_active_levels();
     if (per > 1 && levels < 2)
         omp_set_max_active_levels(2);

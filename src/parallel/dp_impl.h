@@ -35,6 +35,8 @@ ddpc_status ddpc__dp_create(ddpc_model *m, int replicas, ddpc__dp **out);
 /* NULL is a no-op. */
 void ddpc__dp_destroy(ddpc__dp *dp);
 int ddpc__dp_replicas(const ddpc__dp *dp);
+/* Kernel threads of each replica now: max(1, ddpc_kernels_threads() / replicas). */
+int ddpc__dp_kernel_threads(const ddpc__dp *dp);
 
 /* Zeroes the gradients of every replica, replica 0 included. */
 void ddpc__dp_zero_grad(ddpc__dp *dp);

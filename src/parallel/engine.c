@@ -375,6 +375,11 @@ ddpc_engine_timing ddpc_engine_take_timing(ddpc_engine *e)
     return r;
 }
 
+int ddpc_engine_replica_threads(const ddpc_engine *e)
+{
+    return e->dp ? ddpc__dp_kernel_threads(e->dp) : 0;
+}
+
 int64_t ddpc_engine_step(const ddpc_engine *e)
 {
     return e->step;

@@ -200,13 +200,6 @@ static void log_activations(ddpc_trainer *t)
         fprintf(t->log, "(no checkpointing for %s)\n", mc->type);
 }
 
-/* DataParallel: kernel threads of each replica (the engine's rule, dp_impl.h). */
-static int dp_threads(const ddpc_trainer *t)
-{
-    int per = ddpc_kernels_threads() / (t->dp_replicas > 0 ? t->dp_replicas : 1);
-    return per > 1 ? per : 1;
-}
-
 static void log_start(ddpc_trainer *t)
 {
     const trainer_settings *s = &t->set;
@@ -249,7 +242,8 @@ static void log_start(ddpc_trainer *t)
         fprintf(t->log, " (%s)", parts);
     if (dp)
         fprintf(t->log, " x %d replica%s (parallel.mode dp: one process, %d kernel thread%s each)",
-                dp, dp == 1 ? "" : "s", dp_threads(t), dp_threads(t) == 1 ? "" : "s");
+                dp, dp == 1 ? "" : "s", ddpc_engine_replica_threads(t->engine),
+                ddpc_engine_replica_threads(t->engine) == 1 ? "" : "s");
     else
         fprintf(t->log, " x %d rank%s", t->world, t->world == 1 ? "" : "s");
     fprintf(t->log, " x %lld accumulation step%s (", (long long)s->accum_steps,
