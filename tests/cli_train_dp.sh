@@ -89,6 +89,12 @@ check "and says dp is one process" grep -q \
 check "dp with zero.stage is refused" grep -q "zero.stage 1 shards across processes; parallel.mode: dp is one process" "$tmp/z.log"
 "$ddpc" train "$cfg" "${common[@]}" parallel.replicas=2 run_dir="$tmp/r" >"$tmp/r.log" 2>&1
 check "parallel.replicas without dp is refused" grep -q "parallel.replicas is for parallel.mode: dp" "$tmp/r.log"
+"$ddpc" plan "$cfg" "${common[@]}" parallel.mode=dp parallel.replicas=3 >"$tmp/plan.log" 2>&1
+check "ddpc plan counts the replicas" grep -q \
+    "memory plan per rank at 1 rank of 3 DataParallel replicas (25824 parameters" "$tmp/plan.log"
+"$ddpc" plan "$cfg" "${common[@]}" --nproc 2 parallel.mode=dp >"$tmp/plan2.log" 2>&1
+check "ddpc plan --nproc 2 with dp is refused" grep -q \
+    "ddpc plan --nproc 2 plans 2 DDP ranks, but parallel.mode is dp (one process)" "$tmp/plan2.log"
 "$ddpc" train "$cfg" "${common[@]}" parallel.mode=dq run_dir="$tmp/m" >"$tmp/m.log" 2>&1
 check "an unknown parallel.mode is refused" grep -q "parallel.mode" "$tmp/m.log"
 

@@ -35,11 +35,11 @@ static void row(FILE *f, const ddpc_memplan_input *in, int stage, bool ckpt, boo
 void ddpc_memplan_print_table(FILE *f, const ddpc_memplan_input *in, uint64_t limit,
                               const char *limit_what, bool exact)
 {
-    fprintf(f,
-            "memory plan per rank at %d rank%s (%zu parameters, %d optimizer state buffer%s "
-            "each; * = as configured):\n",
-            in->world, in->world == 1 ? "" : "s", in->n, in->optim_states,
-            in->optim_states == 1 ? "" : "s");
+    fprintf(f, "memory plan per rank at %d rank%s", in->world, in->world == 1 ? "" : "s");
+    if (in->replicas > 1)
+        fprintf(f, " of %d DataParallel replicas", in->replicas);
+    fprintf(f, " (%zu parameters, %d optimizer state buffer%s each; * = as configured):\n", in->n,
+            in->optim_states, in->optim_states == 1 ? "" : "s");
     fprintf(f, "  stage  ckpt");
     for (int i = 0; i < DDPC_MEM_ITEMS; i++)
         fprintf(f, " %16s", ddpc_memplan_item_name((ddpc_memplan_item)i));

@@ -29,14 +29,19 @@ static ddpc_status read_parallel(ddpc_trainer *t, int world, const ddpc_dist_env
                                "process); with ddp the launcher's --nproc-per-node sets the ranks");
         return DDPC_OK;
     }
+    if (world > 1 && !env)
+        return ddpc_errorf(DDPC_EINVAL,
+                           "ddpc plan --nproc %d plans %d DDP ranks, but parallel.mode is dp (one "
+                           "process); plan it without --nproc, its replicas set by "
+                           "parallel.replicas",
+                           world, world);
     if (world > 1)
         return ddpc_errorf(DDPC_EINVAL,
                            "parallel.mode: dp runs its replicas as threads of one process, but "
                            "this is rank %d of %d started by a launcher (%s variables); run `ddpc "
                            "train` without one, or "
                            "use parallel.mode: ddp for several processes",
-                           env ? env->rank : 0, world,
-                           env ? ddpc_dist_source_name(env->source) : "ddpc plan --nproc");
+                           env->rank, world, ddpc_dist_source_name(env->source));
     /* Default: one replica per kernel thread (num_threads, else OMP_NUM_THREADS, else cores). */
     t->dp_replicas = replicas > 0 ? (int)replicas : ddpc_kernels_threads();
     return DDPC_OK;
