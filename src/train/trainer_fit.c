@@ -190,8 +190,9 @@ static void log_activations(ddpc_trainer *t)
     double on = (double)ddpc_model_activation_bytes(t->model, batch, true) * mib;
     double off = (double)ddpc_model_activation_bytes(t->model, batch, false) * mib;
     const ddpc_model_config *mc = ddpc_model_config_of(t->model);
-    fprintf(t->log, "activations: %.1f MiB per rank at batch %lld ",
-            mc->activation_checkpointing ? on : off, (long long)batch);
+    fprintf(t->log, "activations: %.1f MiB per %s at batch %lld ",
+            mc->activation_checkpointing ? on : off, t->dp_replicas ? "replica" : "rank",
+            (long long)batch);
     if (mc->activation_checkpointing)
         fprintf(t->log, "(checkpointing on; %.1f MiB without)\n", off);
     else if (on < off)
