@@ -44,6 +44,12 @@ check "the start line names the replicas and their threads" grep -q \
     "$tmp/dp2.log"
 check "metrics.jsonl breaks dp's step down" grep -q \
     '"dp_replicate_s": .*"dp_scatter_s": .*"dp_wait_s": .*"dp_reduce_s": ' "$tmp/dp2/metrics.jsonl"
+check "the eleven phases add up to step_s" "$py" -c '
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1]) if "\"phase\"" in l]
+assert recs and all(len(r["phase"]) == 11 for r in recs), recs
+assert all(abs(sum(r["phase"].values()) - r["step_s"]) <= 1e-3 * r["step_s"] for r in recs)
+' "$tmp/dp2/metrics.jsonl"
 
 run dp2b "$ddpc" train "$cfg" "${common[@]}" data.batch_size=8 parallel.mode=dp parallel.replicas=2
 run one "$ddpc" train "$cfg" "${common[@]}" data.batch_size=16
