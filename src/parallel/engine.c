@@ -85,6 +85,20 @@ ddpc_engine_config ddpc_engine_config_default(void)
     return c;
 }
 
+/* DataParallel needs one process: no reducer, world 1. */
+static ddpc_status check_dp(const ddpc_engine_config *c, const ddpc_reducer *reducer, int world)
+{
+    if (c->dp_replicas < 0 || c->dp_replicas > DDPC_ENGINE_MAX_REPLICAS)
+        return ddpc_errorf(DDPC_EINVAL, "engine: dp_replicas must be in [0, %d], got %d",
+                           DDPC_ENGINE_MAX_REPLICAS, c->dp_replicas);
+    if (c->dp_replicas > 0 && (reducer || world > 1))
+        return ddpc_errorf(DDPC_EINVAL,
+                           "engine: DataParallel replicas run in one process, not in a world of "
+                           "%d ranks%s",
+                           world, reducer ? " with a DDP reducer" : "");
+    return DDPC_OK;
+}
+
 ddpc_status ddpc_engine_create(ddpc_model *m, ddpc_reducer *reducer, int rank, int world,
                                const ddpc_engine_config *c, ddpc_engine **out)
 {
@@ -109,14 +123,7 @@ ddpc_status ddpc_engine_create(ddpc_model *m, ddpc_reducer *reducer, int rank, i
     if (c->zero_stage < 0 || c->zero_stage > 3)
         return ddpc_errorf(DDPC_EINVAL, "zero.stage %d is not supported (0, 1, 2 or 3)",
                            c->zero_stage);
-    if (c->dp_replicas < 0 || c->dp_replicas > DDPC_ENGINE_MAX_REPLICAS)
-        return ddpc_errorf(DDPC_EINVAL, "engine: dp_replicas must be in [0, %d], got %d",
-                           DDPC_ENGINE_MAX_REPLICAS, c->dp_replicas);
-    if (c->dp_replicas > 0 && (reducer || world > 1))
-        return ddpc_errorf(DDPC_EINVAL,
-                           "engine: DataParallel replicas run in one process, not in a world of "
-                           "%d ranks%s",
-                           world, reducer ? " with a DDP reducer" : "");
+    DDPC_TRY(check_dp(c, reducer, world));
     ddpc_engine *e = ddpc_calloc(1, sizeof *e);
     if (!e)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory creating the engine");
