@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Bad input through the command line: each case must print exactly one error line on stderr,
-# exit non-zero (not by a signal), and leave no crash behind.
+# exit non-zero (not by a signal), and leave no crash behind. And --help / -h of every command is
+# its usage on stdout with exit 0, never a path.
 # usage: cli_errors.sh DDPC_BIN SOURCE_DIR
 set -u
 ddpc=$1
@@ -59,5 +60,45 @@ expect_error "activation checkpointing on an mlp names the key" \
     data.type=synthetic_images
 expect_error "init_from a missing file names it" "$tmp/none.safetensors" \
     "$ddpc" train "$src/configs/fmnist_mlp.yaml" data.type=synthetic_images init_from="$tmp/none.safetensors"
+
+# --help and -h of every command: its usage on stdout, nothing on stderr, exit 0 — never taken for
+# a config, a directory or a run directory, wherever a path would stand.
+cd "$tmp" || exit 1
+help_case() { # NAME USAGE_PREFIX ARGS...
+    local name=$1 want=$2
+    shift 2
+    "$ddpc" "$@" >"$tmp/out" 2>"$tmp/err"
+    local rc=$?
+    if [ $rc -eq 0 ] && [ ! -s "$tmp/err" ] && head -1 "$tmp/out" | grep -qF -- "$want"; then
+        ok "ddpc $name: usage on stdout, exit 0"
+    else
+        fail "ddpc $name (exit $rc, wanted '$want' on stdout)" "$tmp/out" "$tmp/err"
+    fi
+}
+for h in --help -h; do
+    help_case "$h" "usage: ddpc <command>" "$h"
+    help_case "train $h" "usage: ddpc train CONFIG" train "$h"
+    help_case "train CONFIG $h" "usage: ddpc train CONFIG" train "$src/configs/fmnist_mlp.yaml" epochs=1 "$h"
+    help_case "plan $h" "usage: ddpc plan CONFIG" plan "$h"
+    help_case "plan CONFIG $h" "usage: ddpc plan CONFIG" plan "$src/configs/fmnist_mlp.yaml" "$h"
+    help_case "run $h" "usage: ddpc run [options]" run "$h"
+    help_case "env $h" "usage: ddpc env" env "$h"
+    help_case "report $h" "usage: ddpc report RUN_DIR" report "$h"
+    help_case "report RUN_DIR $h" "usage: ddpc report RUN_DIR" report "$tmp" "$h"
+    help_case "bench $h" "usage: ddpc bench step CONFIG" bench "$h"
+    help_case "bench step $h" "usage: ddpc bench step CONFIG" bench step "$h"
+    help_case "bench step CONFIG $h" "usage: ddpc bench step CONFIG" bench step "$src/configs/fmnist_mlp.yaml" "$h"
+    for c in allreduce broadcast all_gather reduce_scatter; do
+        help_case "bench $c $h" "usage: ddpc bench allreduce|broadcast" bench "$c" "$h"
+    done
+    help_case "ckpt $h" "usage: ddpc ckpt ls DIR" ckpt "$h"
+    for c in ls show verify export; do
+        help_case "ckpt $c $h" "usage: ddpc ckpt ls DIR" ckpt "$c" "$h"
+    done
+    help_case "ckpt export DIR $h" "usage: ddpc ckpt ls DIR" ckpt export "$tmp" "$h"
+done
+check "no help flag was taken for a path (nothing written)" test ! -e "$tmp/runs" -a ! -e "$tmp/-h" -a ! -e "$tmp/--help" -a ! -e "$tmp/report.html"
+# A flag's value is not a help flag: `--run_dir -h` names a directory (here the config is missing).
+expect_error "a flag's value '-h' is a value" "cannot open config" "$ddpc" train "$tmp/nope.yaml" --run_dir -h
 
 summary

@@ -43,6 +43,8 @@ check "throughput curve: 10 points" test "$(points "$html" samples/s)" = "10 10"
 check "validation curves: 2 points" test "$(points "$html" val)" = "2 2"
 check "test curve: 1 point" test "$(points "$html" test)" = "1 1"
 check "memory bars drawn" grep -q 'class="hbar"' "$html"
+check "an image model logs no tokens_per_s" test "$(grep -c tokens_per_s "$tmp/run/metrics.jsonl")" -eq 0
+check "so its page has no tokens chart, nor a note about one" test "$(grep -c 'Tokens per second' "$html")" -eq 0
 check "no script, no URL: nothing to fetch" offline "$html"
 "$ddpc" report "$tmp/run" --out "$tmp/elsewhere.html" >"$tmp/out.out" 2>&1
 check_status "--out FILE" $? "$tmp/out.out"
@@ -111,6 +113,14 @@ check "a single evaluation is one point" test "$(points "$fx" val)" = "1 1"
 check "an absent key is a note, not an empty chart" grep -q 'Gradient norm (before clipping): not drawn, no record has &quot;grad_norm&quot;' "$fx"
 check "no gradient-norm path" test "$(grep -c 'data-key="grad_norm"' "$fx")" -eq 0
 check "the hand-made page is offline too" offline "$fx"
+
+# A run of an older ddpc logged tokens_per_s = samples_per_s for images: one note, no second chart.
+mkdir -p "$tmp/old"
+for s in 5 10; do echo "{\"step\": $s, \"epoch\": 0, \"loss\": 1.5, \"samples_per_s\": 800.0, \"tokens_per_s\": 800.0}"; done >"$tmp/old/metrics.jsonl"
+"$ddpc" report "$tmp/old" >"$tmp/old.out" 2>&1
+check_status "report of an older image run" $? "$tmp/old.out"
+check "tokens/s equal to samples/s is a note" grep -q 'Tokens per second: the same as samples per second' "$tmp/old/report.html"
+check "not a chart" test "$(grep -c 'data-key="tokens/s"' "$tmp/old/report.html")" -eq 0
 
 # Errors: one line naming the path, a non-zero exit.
 "$ddpc" report "$tmp/nowhere" >"$tmp/e1.out" 2>&1

@@ -13,8 +13,10 @@ check "train exits 0" test $? -eq 0
 check "metrics has train fields" grep -q '"step": 4, "epoch": 0, "loss": .*"lr": .*"samples_per_s"' "$tmp/a/metrics.jsonl"
 check "metrics has eval fields" grep -q '"split": "test", "eval_loss": .*"eval_accuracy"' "$tmp/a/metrics.jsonl"
 check "weights saved" test -s "$tmp/a.safetensors"
+check "images log no tokens_per_s (it would repeat samples_per_s)" test "$(grep -c tokens_per_s "$tmp/a/metrics.jsonl")" -eq 0
+check "and their progress lines count samples/s" grep -Eq '^step +4/32 .* [0-9]+ samples/s' "$tmp/a.log"
 "$ddpc" train "$src/configs/fmnist_mlp.yaml" "${common[@]}" run_dir="$tmp/b" >"$tmp/b.log" 2>&1
-strip() { grep -v -e time_s -e mem_plan_bytes -e rank_step_s -e '"mem": ' "$1" | sed 's/"samples_per_s": [0-9.]*, "tokens_per_s": [0-9.]*//'; }
+strip() { grep -v -e time_s -e mem_plan_bytes -e rank_step_s -e '"mem": ' "$1" | sed 's/"samples_per_s": [0-9.]*, //; s/"tokens_per_s": [0-9.]*, //'; }
 check "two runs give the same metrics" diff <(strip "$tmp/a/metrics.jsonl") <(strip "$tmp/b/metrics.jsonl")
 "$ddpc" train "$src/configs/fmnist_mlp.yaml" "${common[@]}" run_dir="$tmp/c" state=test init_from="$tmp/a.safetensors" >"$tmp/c.log" 2>&1
 final=$(grep '"split": "test"' "$tmp/a/metrics.jsonl" | tail -1 | sed 's/.*"eval_loss": \([0-9.]*\).*/\1/')
@@ -28,9 +30,23 @@ data: {type: synthetic_tokens, size: 20000, batch_size: 4}
 optim: {type: adamw, lr: 0.001}
 num_threads: 1
 YAML
-"$ddpc" train "$tmp/gpt.yaml" max_steps=6 eval_every=3 eval_batches=2 log_every=3 run_dir="$tmp/g" >"$tmp/g.log" 2>&1
+"$ddpc" train "$tmp/gpt.yaml" max_steps=6 eval_every=3 eval_batches=2 test_batches=3 log_every=3 run_dir="$tmp/g" >"$tmp/g.log" 2>&1
 check "gpt trains and logs tokens_per_s" grep -q '"tokens_per_s": [1-9]' "$tmp/g/metrics.jsonl"
-check "gpt periodic eval is limited to eval_batches" grep -q '"split": "val".*"eval_samples": 8' "$tmp/g/metrics.jsonl"
+check "in every progress record" test "$(grep -c '"tokens_per_s": [1-9]' "$tmp/g/metrics.jsonl")" -eq 2
+check "and its progress lines count tok/s" grep -Eq '^step +3/6 .* [0-9]+ tok/s' "$tmp/g.log"
+check "gpt periodic eval is limited to eval_batches" test "$(grep -c '"split": "val".*"eval_samples": 8}' "$tmp/g/metrics.jsonl")" -eq 2
+check "the final test to test_batches (3 batches of 4)" grep -q '"step": 6, "split": "test".*"eval_samples": 12}' "$tmp/g/metrics.jsonl"
+# With the same limit, validation at the last step would be the test evaluation again: skipped.
+"$ddpc" train "$tmp/gpt.yaml" max_steps=6 eval_every=3 eval_batches=2 test_batches=2 log_every=3 run_dir="$tmp/g2" >"$tmp/g2.log" 2>&1
+check "eval_batches = test_batches: no validation at the last step" \
+    test "$(grep -o '"step": [0-9]*, "split": "[a-z]*"' "$tmp/g2/metrics.jsonl" | tr '\n' ' ')" = '"step": 3, "split": "val" "step": 6, "split": "test" '
+# state val and test take the same limits (Lightning's limit_val_batches, limit_test_batches).
+"$ddpc" train "$src/configs/fmnist_mlp.yaml" "${common[@]}" run_dir="$tmp/v" state=val eval_batches=1 data.eval_batch_size=32 \
+    test_batches=2 init_from="$tmp/a.safetensors" >"$tmp/v.log" 2>&1
+check "state val reads eval_batches (1 batch of 32)" grep -q '"split": "val".*"eval_samples": 32}' "$tmp/v/metrics.jsonl"
+"$ddpc" train "$src/configs/fmnist_mlp.yaml" "${common[@]}" run_dir="$tmp/t" state=test eval_batches=1 data.eval_batch_size=32 \
+    test_batches=2 init_from="$tmp/a.safetensors" >"$tmp/t.log" 2>&1
+check "state test reads test_batches (2 batches of 32)" grep -q '"split": "test".*"eval_samples": 64}' "$tmp/t/metrics.jsonl"
 "$ddpc" train "$tmp/gpt.yaml" state=predict predict.prompt=abc predict.max_new_tokens=20 run_dir="$tmp/h" >"$tmp/h.log" 2>&1
 check "gpt predict writes prompt + 20 bytes" test "$(wc -c <"$tmp/h/samples.txt")" -eq 23
 "$ddpc" bench step "$src/configs/fmnist_mlp.yaml" data.type=synthetic_images data.size=256 bench.steps=3 bench.warmup=1 num_threads=1 >"$tmp/bench.json" 2>&1

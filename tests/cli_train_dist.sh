@@ -2,6 +2,7 @@
 # Data-parallel training end to end through `ddpc run`: 2 ranks x batch 8 reach the same test
 # loss as 1 rank x batch 16 (same global batches), a repeat of the 2-rank job writes byte-identical
 # weights, only rank 0 writes metrics and prints, grad accumulation and lr scaling are reported.
+# README's torchrun line runs under Debian's torchrun and trains the same weights on 2 ranks.
 # usage: cli_train_dist.sh DDPC_BIN SOURCE_DIR
 set -u
 ddpc=$1
@@ -30,6 +31,35 @@ check "2 x 8 matches 1 x 16 (test loss $a vs $b)" \
 "$ddpc" run --nproc-per-node 2 -- "$ddpc" train "$src/configs/fmnist_mlp.yaml" "${common[@]}" \
     data.batch_size=8 run_dir="$tmp/again" weights_out="$tmp/again.safetensors" >"$tmp/again.log" 2>&1
 check "a repeat of the 2-rank job writes identical weights" cmp -s "$tmp/two.safetensors" "$tmp/again.safetensors"
+
+# README's torchrun line, word for word (CONFIG: the 2-rank job's effective config.yaml with its
+# outputs moved), under Debian's torchrun: 2 ranks on shm, and the weights of `ddpc run`'s job.
+# PET_MASTER_PORT (torchrun reads its flags from PET_* too) keeps concurrent tests off port 29500;
+# PET_LOG_DIR keeps its log files in $tmp.
+line=$(grep -E '^torchrun ' "$src/README.md" | sed 's/ *#.*//')
+if [ ! -x /usr/bin/torchrun ]; then
+    fail "Debian's torchrun is missing (scripts/setup installs python3-torch)"
+elif [ -z "$line" ]; then
+    fail "README has a torchrun line"
+else
+    sed "s|$tmp/two|$tmp/tr|g" "$tmp/two/config.yaml" >"$tmp/tr.yaml"
+    read -ra words <<<"$line"
+    cmd=()
+    for w in "${words[@]}"; do
+        case $w in
+        torchrun) cmd+=(/usr/bin/torchrun) ;;
+        build/ddpc) cmd+=("$ddpc") ;;
+        CONFIG) cmd+=("$tmp/tr.yaml") ;;
+        *) cmd+=("$w") ;;
+        esac
+    done
+    PET_MASTER_PORT=$((20000 + RANDOM % 20000)) PET_LOG_DIR="$tmp/torchrun" timeout 120 "${cmd[@]}" \
+        >"$tmp/tr.log" 2>&1
+    check_status "README's torchrun line trains ($line)" $? "$tmp/tr.log"
+    check "on 2 ranks, shm" grep -q "global batch 16 = 8 per rank x 2 ranks x 1 accumulation step (backend shm" "$tmp/tr.log"
+    check "every rank's step time is logged" grep -q '"rank_step_s": {"0": [0-9.e-]*, "1": ' "$tmp/tr/metrics.jsonl"
+    check "the weights of the same job under ddpc run" cmp -s "$tmp/two.safetensors" "$tmp/tr.safetensors"
+fi
 
 "$ddpc" run --nproc-per-node 2 -- "$ddpc" train "$src/configs/fmnist_mlp.yaml" "${common[@]}" \
     data.batch_size=4 optim.grad_accum_steps=2 optim.lr_scale=linear run_dir="$tmp/acc" \

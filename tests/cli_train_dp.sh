@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # DataParallel (parallel.mode: dp) through `ddpc train`: 2 replicas x batch 8 end with the weights
 # of 2 DDP ranks x 8 (`ddpc run`, dropout on; bit for bit when the ranks have the replicas' one
-# kernel thread) and of 1 process x 16 (dropout off) to 1e-5; 4
+# kernel thread; the seq2seq model's padded pairs too) and of 1 process x 16 (dropout off) to 1e-5; 4
 # replicas match 4 DDP ranks; the start line and metrics.jsonl show the replicas and dp's phases;
 # the replica count defaults to the kernel threads; a killed dp run resumes from its checkpoint
 # to byte-identical final weights; dp under a launcher (WORLD_SIZE > 1), dp with ZeRO and
@@ -75,6 +75,41 @@ check "the memory plan counts every replica's parameters and gradients" grep -q 
 check "optim.lr_scale counts the replicas" grep -q "backend shm, lr x 3)" "$tmp/dflt.log"
 check "evaluation covers every test sample once" grep -q '"split": "test", .*"eval_samples": 161' \
     "$tmp/dflt/metrics.jsonl"
+
+# seq2seq: pairs are padded to their batch's longest row; each replica cuts its rows to their own
+# longest, as the rank taking them gets them, so dropout masks and sums match DDP's bit for bit.
+"$py" -c '
+import random, sys
+r = random.Random(5)
+w = lambda: "".join(r.choice("abcdefghij") for _ in range(r.randint(1, 12)))
+for split, n in (("train", 256), ("valid", 32), ("test", 32)):
+    pairs = [(w(), w()) for _ in range(n)]
+    for side, k in (("src", 0), ("tgt", 1)):
+        open(f"{sys.argv[1]}/{split}.{side}", "w").write("".join(p[k] + "\n" for p in pairs))
+' "$tmp"
+s2s=("$src/configs/translate_demo.yaml" max_steps=4 optim.warmup_steps=0 eval_every=0 eval_batches=1
+     test_batches=1 log_every=2 model.d_model=32 model.d_ff=64 model.num_encoder_layers=1
+     model.num_decoder_layers=1 data.batch_size=8 num_threads=1)
+for f in train valid test; do s2s+=("data.${f}_src=$tmp/$f.src" "data.${f}_tgt=$tmp/$f.tgt"); done
+run s2s_dp "$ddpc" train "${s2s[@]}" parallel.mode=dp parallel.replicas=2
+run s2s_ddp "$ddpc" run --nproc-per-node 2 -- "$ddpc" train "${s2s[@]}"
+check "seq2seq: 2 replicas = 2 DDP ranks bit for bit (dropout, padding)" cmp "$tmp/s2s_dp.st" \
+    "$tmp/s2s_ddp.st"
+
+# BatchNorm: each replica normalises its own rows and replica 0's running statistics are kept,
+# as DDP keeps rank 0's (ddp.broadcast_buffers); the weights file holds them.
+bn=("$src/configs/fmnist_cnn_bn.yaml" data.type=synthetic_images data.size=256 max_steps=3
+    eval_batches=1 test_batches=1 log_every=3 'model.channels=[4, 8]' 'model.hidden=[16]'
+    model.sync_batchnorm=false data.batch_size=8 num_threads=1)
+run bn_dp "$ddpc" train "${bn[@]}" parallel.mode=dp parallel.replicas=2
+run bn_ddp "$ddpc" run --nproc-per-node 2 -- "$ddpc" train "${bn[@]}"
+check "BatchNorm: 2 replicas = 2 DDP ranks, running statistics included (1e-5)" \
+    close "$tmp/bn_dp.st" "$tmp/bn_ddp.st"
+"$ddpc" train "${bn[@]}" model.sync_batchnorm=true parallel.mode=dp run_dir="$tmp/sbn" \
+    >"$tmp/sbn.log" 2>&1
+check "model.sync_batchnorm with dp is refused" grep -q \
+    "model.sync_batchnorm synchronises batch statistics across DDP ranks; parallel.mode: dp has none" \
+    "$tmp/sbn.log"
 
 # Resume: killed in step 6 after the checkpoint of step 4, the same command again finishes with
 # the uninterrupted run's bytes.

@@ -3,7 +3,8 @@
 # label_map over the same images, different batch sizes and loss weights) train on 1 rank and on
 # 2 ranks through `ddpc run` with the same global batches and reach the same per-task test losses;
 # both tasks' eval lines and metrics records are present; both training losses fall; one task per
-# step (sequential mode) needs no find_unused_parameters; grad accumulation, state test and predict
+# step (sequential mode) needs no find_unused_parameters, and a task that ran no batch in a logging
+# window has no loss in its line or record; grad accumulation, state test and predict
 # work per task; a typo inside a task is reported with its file and line.
 # usage: cli_train_multitask.sh DDPC_BIN SOURCE_DIR
 set -u
@@ -74,9 +75,16 @@ for task in fine coarse; do
 done
 
 "$ddpc" run --nproc-per-node 2 -- "$ddpc" train "$tmp/mt.yaml" data.batch_size=8 tasks.1.batch_size=4 \
-    data.combined_mode=sequential optim.grad_accum_steps=2 max_steps=20 run_dir="$tmp/seq" >"$tmp/seq.log" 2>&1
+    data.combined_mode=sequential optim.grad_accum_steps=2 max_steps=30 run_dir="$tmp/seq" >"$tmp/seq.log" 2>&1
 check "one task per step on 2 ranks, accumulated, without find_unused_parameters" test $? -eq 0
 check "sequential mode reported" grep -q "x 2 ranks x 2 accumulation steps (combined sequential" "$tmp/seq.log"
+# fine's 40 batches per rank are steps 1-20, then coarse's: a task that ran no batch in a logging
+# window has no loss, '-' in the line and no key in the record (not 0).
+check "step 20's line: fine's loss, coarse '-'" grep -Eq '^step +20/30 .*\(fine [0-9]+\.[0-9]{4}, coarse -\)' "$tmp/seq.log"
+check "step 30's line: fine '-', coarse's loss" grep -Eq '^step +30/30 .*\(fine -, coarse [0-9]+\.[0-9]{4}\)' "$tmp/seq.log"
+check "step 20's record: task_loss of fine only" grep -Eq '"step": 20, .*"task_loss": \{"fine": [0-9.]+\}' "$tmp/seq/metrics.jsonl"
+check "step 30's record: task_loss of coarse only" grep -Eq '"step": 30, .*"task_loss": \{"coarse": [0-9.]+\}' "$tmp/seq/metrics.jsonl"
+check "no task's loss is written as 0" test "$(grep -Ec '"task_loss": \{[^}]*: 0(\.0*)?[,}]' "$tmp/seq/metrics.jsonl")" -eq 0
 
 "$ddpc" train "$tmp/mt.yaml" state=test init_from="$tmp/one.safetensors" run_dir="$tmp/test" >"$tmp/test.log" 2>&1
 for task in fine coarse; do

@@ -5,7 +5,8 @@
 # shuffle and dropout on, 2 loader workers, grad_accum_steps 2, SGD with momentum and AdamW, the
 # multi-task trainer, and `ddpc run --max-restarts`. Also: metrics.jsonl is appended to and
 # records the resume, checkpoint.keep prunes, resume: never starts over, and a resume at another
-# world size continues and says the data order differs.
+# world size continues and says the data order differs. max_steps past `epochs` runs on into
+# further epochs, and resumes there too.
 # usage: cli_train_resume.sh DDPC_BIN SOURCE_DIR
 set -u
 ddpc=$1
@@ -98,6 +99,22 @@ check "an epoch-end checkpoint starts the next epoch" \
 
 run never 0 "${one[@]}" resume=never checkpoint.dir="$tmp/ref/checkpoints" max_steps=3
 check "resume: never starts from step 0" grep -q '"step": 3, "epoch": 0' "$tmp/never/metrics.jsonl"
+
+# max_steps past `epochs` (16 steps per epoch): epochs 1 with max_steps 40 runs 40 steps, into
+# epoch 2, and says so; it trains the weights of epochs 3 with max_steps 40 (the same steps and
+# schedule), and so does a run killed in epoch 2 and rerun (resumed from checkpoint 35).
+run ext_ref 0 "${one[@]}" epochs=3 max_steps=40
+run ext 0 "${one[@]}" epochs=1 max_steps=40
+check "max_steps past epochs says so" \
+    grep -q "^max_steps 40 is more than epochs 1 x 16 steps: training runs 40 steps, 2.50 epochs" "$tmp/ext.log"
+check "and trains 40 steps, into epoch 2" grep -q '"step": 40, "epoch": 2,' "$tmp/ext/metrics.jsonl"
+check "the test evaluation follows step 40" grep -q '"step": 40, "split": "test"' "$tmp/ext/metrics.jsonl"
+same ext ext_ref
+run ext_kill 137 "${one[@]}" epochs=1 max_steps=40 fault.kill_at_step=37 fault.kill_at_micro=1
+run ext_kill 0 "${one[@]}" epochs=1 max_steps=40 fault.kill_at_step=37 fault.kill_at_micro=1
+check "the rerun resumes in epoch 2" \
+    grep -q "resuming from .*step-00000035: step 35, epoch 2, step 3 of the epoch" "$tmp/ext_kill.log"
+same ext_kill ext_ref
 
 two=("$ddpc" run --nproc-per-node 2 -- "$ddpc" train "$cfg" "${common[@]}" epochs=2)
 run ref2 0 "${two[@]}"

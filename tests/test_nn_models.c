@@ -148,6 +148,75 @@ static void test_cnn_gradients(void)
     ddpc_model_destroy(m);
 }
 
+/* cnn with BatchNorm2d: conv without bias, bn.<i> parameters and running-statistics buffers;
+ * gradients through the batch statistics match finite differences; evaluation mode uses the
+ * running statistics (updated by each training forward with torch's momentum). */
+static void test_cnn_batchnorm_gradients(void)
+{
+    ddpc_model_config c = ddpc_model_config_default();
+    strcpy(c.type, "cnn");
+    c.in_channels = 2, c.in_height = 9, c.in_width = 7, c.num_classes = 4;
+    c.channels[0] = 3, c.channels[1] = 5, c.n_channels = 2, c.kernel_size = 3;
+    c.hidden[0] = 6, c.n_hidden = 1, c.batchnorm = true;
+    ddpc_model *m = make(c);
+    CHECK(m != NULL);
+    if (!m)
+        return;
+    const char *names[] = {"conv.0.weight", "bn.0.weight", "bn.0.bias", "conv.1.weight"};
+    for (int i = 0; i < 4; i++)
+        CHECK(strcmp(ddpc_model_tensor(m, (size_t)i)->name, names[i]) == 0);
+    CHECK_EQ_INT(ddpc_model_num_buffers(m), 4);
+    CHECK(strcmp(ddpc_model_buffer(m, 0)->name, "bn.0.running_mean") == 0);
+    CHECK(strcmp(ddpc_model_buffer(m, 3)->name, "bn.1.running_var") == 0);
+    const float *buf = ddpc_model_buffer_data(m);
+    CHECK_NEAR(buf[ddpc_model_buffer(m, 1)->offset], 1.0, 0.0); /* running_var starts at 1 */
+    float x[3 * 2 * 9 * 7];
+    int32_t y[3];
+    fill_images(x, y, 3, 2 * 9 * 7, 4);
+    ddpc_model_input in = {.n = 3, .x = x, .targets = y};
+    check_gradients(m, &in, 5, 3e-2);
+    /* The running mean moved away from 0; evaluation differs from training mode. */
+    CHECK(fabsf(buf[ddpc_model_buffer(m, 0)->offset]) > 0.0f);
+    ddpc_model_output train_out, eval_out;
+    CHECK_EQ_INT(ddpc_model_forward(m, &in, true, &train_out), DDPC_OK);
+    CHECK_EQ_INT(ddpc_model_forward(m, &in, false, &eval_out), DDPC_OK);
+    CHECK(train_out.loss != eval_out.loss);
+    ddpc_model_destroy(m);
+    c.activation_checkpointing = true; /* refused: a recompute would update the statistics twice */
+    ddpc_model *bad = NULL;
+    CHECK_EQ_INT(ddpc_model_create(&bad, &c), DDPC_EINVAL);
+    CHECK(bad == NULL);
+}
+
+/* mlp with BatchNorm1d after each hidden Linear ("fc_bn.<i>"): finite differences through the
+ * batch statistics, buffers registered, evaluation mode differs from training. */
+static void test_mlp_batchnorm_gradients(void)
+{
+    ddpc_model_config c = ddpc_model_config_default();
+    c.in_channels = 1, c.in_height = 3, c.in_width = 5, c.num_classes = 4;
+    c.hidden[0] = 7, c.hidden[1] = 6, c.n_hidden = 2, c.batchnorm = true;
+    ddpc_model *m = make(c);
+    CHECK(m != NULL);
+    if (!m)
+        return;
+    const char *names[] = {"fc.0.weight", "fc.0.bias", "fc_bn.0.weight", "fc_bn.0.bias",
+                           "fc.1.weight", "fc.1.bias", "fc_bn.1.weight", "fc_bn.1.bias"};
+    for (int i = 0; i < 8; i++)
+        CHECK(strcmp(ddpc_model_tensor(m, (size_t)i)->name, names[i]) == 0);
+    CHECK_EQ_INT(ddpc_model_num_buffers(m), 4);
+    CHECK(strcmp(ddpc_model_buffer(m, 2)->name, "fc_bn.1.running_mean") == 0);
+    float x[5 * 15];
+    int32_t y[5];
+    fill_images(x, y, 5, 15, 4);
+    ddpc_model_input in = {.n = 5, .x = x, .targets = y};
+    check_gradients(m, &in, 6, 3e-2);
+    ddpc_model_output train_out, eval_out;
+    CHECK_EQ_INT(ddpc_model_forward(m, &in, true, &train_out), DDPC_OK);
+    CHECK_EQ_INT(ddpc_model_forward(m, &in, false, &eval_out), DDPC_OK);
+    CHECK(train_out.loss != eval_out.loss);
+    ddpc_model_destroy(m);
+}
+
 /* A multi-head model: tensors of the trunk, then heads.<k>; each head's gradients match finite
  * differences of its own loss, and the other heads' gradients stay exactly zero. */
 static void check_heads(ddpc_model_config c, int64_t n, int64_t in_floats, size_t first_head)
@@ -387,6 +456,8 @@ int main(void)
     RUN_TEST(test_mlp_layout_and_gradients);
     RUN_TEST(test_mlp_dropout_gradients);
     RUN_TEST(test_cnn_gradients);
+    RUN_TEST(test_cnn_batchnorm_gradients);
+    RUN_TEST(test_mlp_batchnorm_gradients);
     RUN_TEST(test_multi_head_mlp_gradients);
     RUN_TEST(test_multi_head_cnn_gradients);
     RUN_TEST(test_one_head_equals_single_head);

@@ -36,6 +36,9 @@ foreach(sh ${DDPC_SHELL_TESTS})
         $<TARGET_FILE:ckpt_make>)
     set_tests_properties(${name} PROPERTIES TIMEOUT 300)
 endforeach()
+# cli_translate trains the translation demo until it beats its baselines: about a minute on a
+# quiet 2-core machine, several when the machine is shared.
+set_tests_properties(cli_translate PROPERTIES TIMEOUT 900)
 # cli_slurm starts SLURM's daemons, which needs root (CI has it): `ctest -LE slurm` leaves it out.
 set_tests_properties(cli_slurm PROPERTIES LABELS slurm)
 
@@ -62,6 +65,10 @@ foreach(kind gpt cnn)
         set_tests_properties(${name} PROPERTIES TIMEOUT 300 ENVIRONMENT "OMP_NUM_THREADS=1")
     endforeach()
 endforeach()
+# BatchNorm2d (training and evaluation mode, running statistics) against torch's, fp32.
+add_test(NAME parity_cnn_bn COMMAND /usr/bin/python3 ${PROJECT_SOURCE_DIR}/tests/parity/parity.py
+    $<TARGET_FILE:parity_run> cnn_bn fp32)
+set_tests_properties(parity_cnn_bn PROPERTIES TIMEOUT 300 ENVIRONMENT "OMP_NUM_THREADS=1")
 
 # Collective conformance: one suite (tests/comm/conformance.c) run unchanged on every backend at
 # world sizes 1-4 (3 and 4 oversubscribe a 2-core machine). shm ranks are forked by the suite
@@ -120,3 +127,16 @@ set_tests_properties(multihost_gloo_train PROPERTIES TIMEOUT 300 RUN_SERIAL TRUE
 add_test(NAME multihost_gloo_torchrun COMMAND bash
     ${PROJECT_SOURCE_DIR}/tests/multihost/gloo_torchrun.sh $<TARGET_FILE:ddpc>)
 set_tests_properties(multihost_gloo_torchrun PROPERTIES TIMEOUT 300 RUN_SERIAL TRUE)
+
+# seq2seq against torch.nn.Transformer with the same weights (tests/parity/parity_seq2seq.py).
+add_executable(parity_seq2seq_run ${PROJECT_SOURCE_DIR}/tests/parity/parity_seq2seq_run.c)
+target_link_libraries(parity_seq2seq_run PRIVATE ddpc_lib)
+foreach(prec fp32 bf16)
+    set(name parity_seq2seq)
+    if(NOT prec STREQUAL "fp32")
+        set(name parity_seq2seq_${prec})
+    endif()
+    add_test(NAME ${name} COMMAND /usr/bin/python3 ${PROJECT_SOURCE_DIR}/tests/parity/parity_seq2seq.py
+        $<TARGET_FILE:parity_seq2seq_run> ${prec})
+    set_tests_properties(${name} PROPERTIES TIMEOUT 300 ENVIRONMENT "OMP_NUM_THREADS=1")
+endforeach()

@@ -1,6 +1,7 @@
 /* ddpc datasets: an immutable, in-memory collection of samples addressed by index.
- * Two kinds: images (c, h, w) fp32 pixels with a class label, and token windows (block_size
- * inputs, block_size next-token targets). A dataset never changes after _create, so every query
+ * Three kinds: images (c, h, w) fp32 pixels with a class label, token windows (block_size
+ * inputs, block_size next-token targets), and translation pairs (a source and a target sequence
+ * of ids, each of its own length). A dataset never changes after _create, so every query
  * and ddpc_dataset_get_batch may run from any number of threads at once. */
 #ifndef DDPC_DATA_H
 #define DDPC_DATA_H
@@ -15,7 +16,8 @@ extern "C" {
 #endif
 
 typedef struct ddpc_dataset ddpc_dataset;
-typedef enum { DDPC_DATASET_IMAGES, DDPC_DATASET_TOKENS } ddpc_dataset_kind;
+typedef enum { DDPC_DATASET_IMAGES, DDPC_DATASET_TOKENS, DDPC_DATASET_PAIRS } ddpc_dataset_kind;
+typedef struct ddpc_vocab ddpc_vocab; /* ddpc/vocab.h */
 
 /* Fashion-MNIST mean and std of the train set's pixels in [0, 1], used to normalise both splits. */
 #define DDPC_FMNIST_MEAN 0.2860f
@@ -54,6 +56,20 @@ ddpc_status ddpc_dataset_synthetic_tokens_create(ddpc_dataset **out, int64_t n_t
                                                  int64_t vocab, int64_t block_size, uint64_t seed,
                                                  bool train);
 
+/* Translation pairs from two line-aligned text files: line i of src_path is the source of sample
+ * i, line i of tgt_path its target, each encoded with its vocabulary (borrowed: the vocabularies
+ * must outlive the dataset). A sample's source is its ids followed by <eos>; its target y gives
+ * the decoder input <bos> y and the targets y <eos> (ddpc/vocab.h's special ids). Both must fit
+ * in max_len positions (source ids + 1 and target ids + 1 <= max_len): a longer pair is dropped
+ * when drop_long is set (*dropped counts them; may be NULL), else it is DDPC_EINVAL naming the
+ * file and line. DDPC_EIO for an unreadable file; DDPC_EFORMAT when the files' line counts differ;
+ * DDPC_EINVAL when no pair is left or max_len < 2. Vocabulary size = the target vocabulary's;
+ * shape = (longest source, longest target + 1, 1) over the samples. */
+ddpc_status ddpc_dataset_translation_create(ddpc_dataset **out, const char *src_path,
+                                            const char *tgt_path, const ddpc_vocab *src_vocab,
+                                            const ddpc_vocab *tgt_vocab, int64_t max_len,
+                                            bool drop_long, int64_t *dropped);
+
 /* An images dataset with base's pixels (borrowed: base must outlive it) and derived labels
  * label = map[base label], for a coarser task over the same samples (Fashion-MNIST's 10 classes
  * into 4 groups, say). map has one entry per base class (map_len = base's classes), each in
@@ -67,17 +83,37 @@ void ddpc_dataset_destroy(ddpc_dataset *d);
 ddpc_dataset_kind ddpc_dataset_kind_of(const ddpc_dataset *d);
 /* Number of samples. */
 int64_t ddpc_dataset_size(const ddpc_dataset *d);
-/* Number of classes for images, vocabulary size for tokens. */
+/* Number of classes for images, vocabulary size for tokens, target vocabulary size for pairs. */
 int64_t ddpc_dataset_num_classes(const ddpc_dataset *d);
-/* images: shape = (c, h, w); tokens: shape = (block_size, 1, 1). */
+/* images: shape = (c, h, w); tokens: shape = (block_size, 1, 1); pairs: (longest source, longest
+ * target + 1, 1), the widths a batch is padded to at most. */
 void ddpc_dataset_sample_shape(const ddpc_dataset *d, int64_t shape[3]);
 
 /* Copies samples idx[0..n) into the caller's buffers. images: x (n, c, h, w), targets (n);
- * tokens: tokens (n, T), targets (n, T). Pointers a kind does not use, and any the caller does not
+ * tokens: tokens (n, T), targets (n, T); pairs: DDPC_EINVAL (use ddpc_dataset_get_pairs). Pointers a kind does not use, and any the caller does not
  * want, may be NULL. An index outside [0, size) or n < 0 is DDPC_EINVAL, checked before anything
  * is written. Thread safe (read-only). */
 ddpc_status ddpc_dataset_get_batch(const ddpc_dataset *d, const int64_t *idx, int64_t n, float *x,
                                    int32_t *tokens, int32_t *targets);
+
+/* Pairs: *src_len, *tgt_len = the longest source and decoder length (target + 1) among samples
+ * idx[0..n) (0 when n = 0): the narrowest widths ddpc_dataset_get_pairs accepts for them.
+ * DDPC_EINVAL for an index outside [0, size) or a dataset of another kind. Thread safe. */
+ddpc_status ddpc_dataset_pair_lengths(const ddpc_dataset *d, const int64_t *idx, int64_t n,
+                                      int64_t *src_len, int64_t *tgt_len);
+/* Pairs: copies samples idx[0..n) padded with 0 (<pad>): src (n, src_len) = source ids <eos>,
+ * tokens (n, tgt_len) = <bos> y, targets (n, tgt_len) = y <eos>. Any output may be NULL.
+ * DDPC_EINVAL (before anything is written) for an index outside [0, size), another kind, or
+ * widths narrower than ddpc_dataset_pair_lengths's. Thread safe (read-only). */
+ddpc_status ddpc_dataset_get_pairs(const ddpc_dataset *d, const int64_t *idx, int64_t n,
+                                   int64_t src_len, int64_t tgt_len, int32_t *src, int32_t *tokens,
+                                   int32_t *targets);
+
+/* Pairs: sample i's ids without padding, owned by the dataset: *src (*src_len) = source ids and
+ * <eos>, *tgt (*tgt_len) = target ids without <bos> or <eos>. DDPC_EINVAL for i outside [0, size)
+ * or another kind. Thread safe. */
+ddpc_status ddpc_dataset_pair(const ddpc_dataset *d, int64_t i, const int32_t **src,
+                              int64_t *src_len, const int32_t **tgt, int64_t *tgt_len);
 
 /* Raw labels (size) of an images dataset, owned by the dataset (e.g. to derive a coarse label);
  * NULL for tokens. */

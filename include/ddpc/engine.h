@@ -81,8 +81,12 @@ ddpc_status ddpc_engine_create(ddpc_model *m, ddpc_reducer *reducer, int rank, i
 /* NULL is a no-op. */
 void ddpc_engine_destroy(ddpc_engine *e);
 
-/* Begins a step: zeroes the gradients. */
+/* Begins a step: zeroes the gradients. The step's first pass then broadcasts rank 0's model
+ * buffers (ddpc_reducer_config.broadcast_buffers). */
 void ddpc_engine_zero_grad(ddpc_engine *e);
+/* Broadcasts rank 0's model buffers now, if the reducer's config says so (before evaluation, so
+ * every rank evaluates with the same BatchNorm statistics). Collective; no-op on one rank. */
+ddpc_status ddpc_engine_sync_buffers(ddpc_engine *e);
 
 /* One forward and backward of micro-batch `micro` (0 <= micro < accum_steps) for in->task:
  * adds d(loss x loss_weight / accum_steps) to the gradients. The engine sets in->rng_stream, so

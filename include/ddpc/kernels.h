@@ -152,6 +152,49 @@ void ddpc_attention_forward(ddpc_precision prec, float *out, float *att, const f
 void ddpc_attention_backward(ddpc_precision prec, float *dqkv, const float *dout, const float *qkv, const float *att,
                              int64_t b, int64_t t, int64_t c, int64_t nh, float *ws);
 
+/* ---- multi-head attention with key padding, optional causality, tq != tk (torch MHA core) ---- */
+
+/* Shape of one masked attention: queries (b, tq) against keys/values (b, tk), width c split into nh
+ * heads of c/nh. Rows of q are ldq floats apart, rows of k and v ldk (so q, k, v may be column
+ * ranges of a packed qkv (ld 3c) or kv (ld 2c) buffer); batch rows bsq and bsk apart (0: tq * ldq
+ * and tk * ldk, i.e. packed; larger for a key/value cache of more positions than tk). causal:
+ * query i sees keys j <= i only (needs tq == tk). */
+typedef struct {
+    int64_t b, tq, tk, c, nh;
+    int64_t ldq, ldk;
+    int64_t bsq, bsk;
+    bool causal;
+} ddpc_mha_shape;
+
+/* Floats of scratch that backward needs, passed as `ws`: one (tq, tk) matrix per thread slot,
+ * slots = max(ddpc_kernels_threads(), cores) when queried. */
+size_t ddpc_mha_workspace_floats(const ddpc_mha_shape *s);
+/* out (b, tq, c) = concat over heads of softmax(q k^T / sqrt(c/nh) + mask) v, where key j of batch
+ * row i is masked when key_pad[i, j] != 0 (key_pad (b, tk), NULL: none; PyTorch's
+ * key_padding_mask) or, if causal, when j > the query. att (b, nh, tq, tk) saves the probabilities,
+ * exactly 0 at masked keys; a query whose keys are all masked gets an all-zero row and output 0
+ * (PyTorch gives NaN there). q (b, tq, ldq), k and v (b, tk, ldk). out must not alias the inputs. */
+void ddpc_mha_forward(ddpc_precision prec, float *out, float *att, const float *q, const float *k,
+                      const float *v, const uint8_t *key_pad, const ddpc_mha_shape *s);
+/* dq (b, tq, ldq), dk and dv (b, tk, ldk), laid out as q, k and v: OVERWRITES their first c columns
+ * (no zeroing needed), from dout (b, tq, c) and forward's att. They must not alias the inputs. */
+void ddpc_mha_backward(ddpc_precision prec, float *dq, float *dk, float *dv, const float *dout,
+                       const float *q, const float *k, const float *v, const float *att,
+                       const ddpc_mha_shape *s, float *ws);
+
+/* ---- Transformer embeddings (Vaswani et al. 2017, sections 3.4 and 3.5) ------------------- */
+
+/* pe (t, c): pe[p, 2i] = sin(p / 10000^(2i/c)), pe[p, 2i+1] = cos(p / 10000^(2i/c)), computed in
+ * double (the PyTorch tutorial's PositionalEncoding, rounded once to fp32). */
+void ddpc_sinusoidal_positions(float *pe, int64_t t, int64_t c);
+/* y (b, t, c) = scale * w[tokens[b, t]] (v, c) + pe[t] (t_max >= t, c); pe may be NULL. Tokens must
+ * be in [0, v). */
+void ddpc_embedding_scaled_forward(float *y, const int32_t *tokens, const float *w, float scale,
+                                   const float *pe, int64_t b, int64_t t, int64_t c);
+/* dw (v, c) += scale * dy (b, t, c) scattered by token. */
+void ddpc_embedding_scaled_backward(float *dw, const float *dy, const int32_t *tokens, float scale,
+                                    int64_t b, int64_t t, int64_t c);
+
 /* ---- Conv2d via im2col + GEMM, NCHW ----------------------------------------------------- */
 
 typedef struct {
@@ -172,6 +215,34 @@ void ddpc_conv2d_forward(ddpc_precision prec, float *y, const float *x, const fl
 /* dx (n, c, h, w) += ...; dw (k, c, r, s) += ...; db (k) += ... (each may be NULL). */
 void ddpc_conv2d_backward(ddpc_precision prec, float *dx, float *dw, float *db, const float *dy, const float *x,
                           const float *w, const ddpc_conv2d_shape *s, float *ws);
+
+/* ---- BatchNorm over (n, c, hw) per channel (Ioffe & Szegedy 2015; torch BatchNorm1d/2d) ---- */
+/* Training statistics pass through double sums so that ranks can add theirs up (SyncBatchNorm)
+ * before they become mean/invstd: sums (2c + 1) = [sum x per channel | sum x^2 | count]. */
+void ddpc_batchnorm_sums(double *sums, const float *x, int64_t n, int64_t c, int64_t hw);
+/* mean, invstd (c) from sums (biased variance, 1/sqrt(var + eps)); with running_mean/var (c)
+ * non-NULL, also running = (1 - momentum) * running + momentum * batch value, the variance
+ * unbiased (count / (count - 1)), as torch does. */
+void ddpc_batchnorm_stats(float *mean, float *invstd, float *running_mean, float *running_var,
+                          const double *sums, int64_t c, float momentum, float eps);
+/* Evaluation: mean = running_mean, invstd = 1/sqrt(running_var + eps), each (c). */
+void ddpc_batchnorm_eval_stats(float *mean, float *invstd, const float *running_mean,
+                               const float *running_var, int64_t c, float eps);
+/* y (n, c, hw) = (x - mean) * invstd * w + b; w, b (c) may be NULL (ones / zeros); y may be x. */
+void ddpc_batchnorm_apply(float *y, const float *x, const float *mean, const float *invstd,
+                          const float *w, const float *b, int64_t n, int64_t c, int64_t hw);
+/* sums (2c) = [sum dy per channel | sum dy * xhat], xhat = (x - mean) * invstd: the local halves
+ * of the backward that SyncBatchNorm adds up across ranks. */
+void ddpc_batchnorm_backward_sums(double *sums, const float *dy, const float *x,
+                                  const float *mean, const float *invstd, int64_t n, int64_t c,
+                                  int64_t hw);
+/* dw (c) += sum dy * xhat, db (c) += sum dy, from this rank's sums (either may be NULL). */
+void ddpc_batchnorm_backward_params(float *dw, float *db, const double *sums, int64_t c);
+/* dx (n, c, hw) = w * invstd * (dy - sum dy / count - xhat * sum (dy xhat) / count), with the
+ * sums over every sample normalised together (count of them); dx may be dy. */
+void ddpc_batchnorm_backward_input(float *dx, const float *dy, const float *x, const float *mean,
+                                   const float *invstd, const float *w, const double *sums,
+                                   double count, int64_t n, int64_t c, int64_t hw);
 
 /* ---- MaxPool2d, no padding -------------------------------------------------------------- */
 
@@ -204,6 +275,17 @@ float ddpc_cross_entropy_forward(float *probs, float *losses, const float *logit
 void ddpc_cross_entropy_backward(float *dlogits, const float *probs, const int32_t *targets,
                                  int64_t n, int64_t v, int32_t ignore_index, int64_t n_valid,
                                  float dloss);
+/* Label-smoothed softmax cross-entropy (Szegedy et al. 2016), PyTorch's
+ * CrossEntropyLoss(ignore_index, label_smoothing=eps): row loss = (1 - eps) (-log p[target])
+ * + eps/v sum_j (-log p_j), mean over valid rows; eps = 0 is ddpc_cross_entropy_forward. Arguments
+ * and aliasing as there. */
+float ddpc_cross_entropy_smooth_forward(float *probs, float *losses, const float *logits,
+                                        const int32_t *targets, int64_t n, int64_t v,
+                                        int32_t ignore_index, float eps, int64_t *n_valid);
+/* dlogits (n, v) += dloss / n_valid * (probs - (1 - eps) onehot(target) - eps/v) on valid rows. */
+void ddpc_cross_entropy_smooth_backward(float *dlogits, const float *probs, const int32_t *targets,
+                                        int64_t n, int64_t v, int32_t ignore_index, float eps,
+                                        int64_t n_valid, float dloss);
 /* Number of rows whose argmax of scores (n, v) equals target (ignored rows never count). */
 int64_t ddpc_argmax_correct(const float *scores, const int32_t *targets, int64_t n, int64_t v,
                             int32_t ignore_index);

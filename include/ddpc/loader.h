@@ -22,9 +22,16 @@ typedef struct {
     int num_workers;     /* 0: load inside ddpc_loader_next in the caller's thread; at most 64 */
     int prefetch_factor; /* batches loaded ahead per worker, >= 1; 2 */
     bool drop_last;      /* drop this rank's last batch when it is partial; false */
+    /* Image augmentation (torchvision's RandomHorizontalFlip and RandomCrop(padding=random_shift)),
+     * each sample's a function of (augment_seed, epoch, its global index) only: a mirror with
+     * probability 1/2, a shift by up to random_shift pixels each way (uncovered pixels take the
+     * plane's minimum, the background). Off by default; tokens ignore them. */
+    bool hflip;
+    int random_shift; /* 0..8 */
+    uint64_t augment_seed;
 } ddpc_loader_config;
 
-/* batch_size 64, num_workers 0, prefetch_factor 2, drop_last off. */
+/* batch_size 64, num_workers 0, prefetch_factor 2, drop_last off, no augmentation. */
 ddpc_loader_config ddpc_loader_config_default(void);
 
 /* One batch, owned by the loader. Row i is the sampler's global index idx[i]. */
@@ -35,8 +42,11 @@ typedef struct {
     int source;             /* the dataset every row comes from, or -1 when rows mix datasets */
     const int64_t *idx;     /* (n) sampler (global) indices */
     const float *x;         /* images: (n, c, h, w); tokens: NULL */
-    const int32_t *tokens;  /* tokens: (n, T); images: NULL */
-    const int32_t *targets; /* images: (n) labels; tokens: (n, T) next tokens */
+    const int32_t *tokens;  /* tokens: (n, T); pairs: decoder input (n, tgt_len); images: NULL */
+    const int32_t *targets; /* images: (n) labels; tokens: (n, T) next tokens; pairs: (n, tgt_len) */
+    const int32_t *src_tokens; /* pairs: (n, src_len) source ids; otherwise NULL */
+    int64_t src_len, tgt_len;  /* pairs: this batch's widths, its longest rows (padded with 0);
+                                  tokens: 0 and T; images: 0 and 0 */
     double wait_s;          /* seconds the caller was blocked in ddpc_loader_next for it */
 } ddpc_batch;
 

@@ -1,4 +1,4 @@
-/* Models: named layers over the CPU kernels, selected by name ("mlp", "cnn", "gpt").
+/* Models: named layers over the CPU kernels, selected by name ("mlp", "cnn", "gpt", "seq2seq").
  * A model owns ONE contiguous fp32 parameter buffer and ONE gradient buffer of the same layout;
  * each parameter is a named view {name, shape, offset}, registered in forward order, so backward
  * produces gradients from the end of the buffer towards its start. Activations live in an arena
@@ -32,7 +32,7 @@ typedef struct {
 } ddpc_param;
 
 typedef struct {
-    char type[16]; /* "mlp" | "cnn" | "gpt" */
+    char type[16]; /* "mlp" | "cnn" | "gpt" | "seq2seq" */
     /* Inputs, usually taken from the dataset. */
     int64_t in_channels, in_height, in_width; /* images (mlp flattens them) */
     int64_t num_classes;                      /* classes, or the vocabulary for gpt */
@@ -51,12 +51,25 @@ typedef struct {
     size_t n_heads;
     /* gpt */
     int64_t n_layer, n_head, n_embd, block_size;
-    float dropout; /* after hidden activations (mlp/cnn) or residual branches (gpt) */
+    /* seq2seq: an encoder-decoder Transformer (Vaswani et al. 2017) laid out as torch.nn.Transformer
+     * (post-LayerNorm, ReLU feed-forward of d_ff), with sinusoidal positions, embeddings scaled by
+     * sqrt(d_model) and an output projection; source and target sequences of at most max_len.
+     * Token ids 0 <pad>, 1 <bos>, 2 <eos> in both vocabularies; targets 0 are ignored. */
+    int64_t d_model, num_heads, num_encoder_layers, num_decoder_layers, d_ff, max_len;
+    int64_t src_vocab, tgt_vocab; /* set from the dataset's vocabularies */
+    float label_smoothing;        /* seq2seq loss: torch CrossEntropyLoss(label_smoothing=) */
+    float dropout; /* after hidden activations (mlp/cnn) or residual branches (gpt, seq2seq) */
     /* gpt (per transformer block) and cnn (per conv stage): forward keeps only each block's input
      * and backward recomputes the block just before its own backward, into one shared set of
      * activation buffers. Same kernels, order and dropout streams: the gradients are bitwise those
      * of the run without it. Not supported by mlp (DDPC_EINVAL). */
     bool activation_checkpointing;
+    /* cnn: BatchNorm2d after every convolution (conv -> BN -> ReLU -> pool; the convolutions then
+     * have no bias, as torch models written for BN do), with torch's momentum and eps. Its
+     * running_mean/running_var are buffers (ddpc_model_buffers). */
+    bool batchnorm;
+    float bn_momentum; /* 0.1 */
+    float bn_eps;      /* 1e-5 */
     ddpc_precision precision; /* of the matrix products (linear, attention, conv); fp32 */
     uint64_t seed; /* initialisation */
 } ddpc_model_config;
@@ -69,8 +82,12 @@ typedef struct ddpc_model ddpc_model;
 typedef struct {
     int64_t n;              /* samples */
     const float *x;         /* images (n, c, h, w) */
-    const int32_t *tokens;  /* gpt (n, block_size) */
-    const int32_t *targets; /* (n) labels or (n, block_size) next tokens; NULL: no loss */
+    const int32_t *tokens;  /* gpt (n, block_size); seq2seq decoder input (n, tgt_len):
+                               <bos> y0 y1 ... padded with 0 */
+    const int32_t *targets; /* (n) labels or (n, block_size) next tokens, seq2seq (n, tgt_len):
+                               y0 y1 ... <eos> padded with 0 (ignored); NULL: no loss */
+    const int32_t *src_tokens; /* seq2seq source (n, src_len), padded with 0 */
+    int64_t src_len, tgt_len;  /* seq2seq: in [1, max_len] */
     uint64_t rng_stream;    /* dropout stream: distinct per step and rank */
     int task;               /* head to run, in [0, n_heads); 0 for a single-head model. Backward
                                then reaches only that head and the trunk. */
@@ -106,15 +123,17 @@ const ddpc_param *ddpc_model_tensor(const ddpc_model *m, size_t i);
 /* Forward + backward FLOPs of one training sample (GEMM-dominated estimate, 3x forward). */
 double ddpc_model_train_flops_per_sample(const ddpc_model *m);
 /* Floats in each output row: classes (head 0's for a multi-head model; head k has
- * head_classes[k]), or block_size * vocab for gpt. */
+ * head_classes[k]), block_size * vocab for gpt, max_len * tgt_vocab for seq2seq (whose last
+ * forward's probabilities are (n, tgt_len, tgt_vocab)). */
 int64_t ddpc_model_outputs_per_sample(const ddpc_model *m);
-/* What one sample of ddpc_model_input holds: floats of x (c*h*w for mlp/cnn, 0 for gpt), tokens
- * (block_size for gpt, else 0) and targets (block_size for gpt, else 1). Splitting a batch by
- * rows (DataParallel's scatter) copies these many elements per row. */
+/* What one row of `in` holds for this model: floats of x (c*h*w for mlp/cnn, else 0), tokens
+ * (gpt block_size, seq2seq in->tgt_len, else 0), targets (as tokens, or 1 for a class label) and
+ * src_tokens (seq2seq in->src_len, else 0). Splitting a batch by rows (DataParallel's scatter)
+ * copies these many elements per row. */
 typedef struct {
-    int64_t x, tokens, targets;
+    int64_t x, tokens, targets, src_tokens;
 } ddpc_sample_sizes;
-ddpc_sample_sizes ddpc_model_sample_sizes(const ddpc_model *m);
+ddpc_sample_sizes ddpc_model_sample_sizes(const ddpc_model *m, const ddpc_model_input *in);
 
 /* Bytes of the activation arena (activations, scratch and backward temporaries) that a training
  * step on a batch of n needs, with or without activation checkpointing, whatever the model's own
@@ -123,6 +142,21 @@ ddpc_sample_sizes ddpc_model_sample_sizes(const ddpc_model *m);
 size_t ddpc_model_activation_bytes(const ddpc_model *m, int64_t n, bool checkpointing);
 /* Whether the model's type implements activation checkpointing (gpt, cnn). */
 bool ddpc_model_can_checkpoint(const ddpc_model *m);
+
+/* Buffers: state that is not trained but belongs to the model (BatchNorm's running statistics),
+ * in one flat fp32 buffer of named views like the parameters; saved with the weights and in
+ * checkpoints, broadcast by DDP (ddpc_reducer_config.broadcast_buffers). No gradient. */
+size_t ddpc_model_num_buffers(const ddpc_model *m);
+const ddpc_param *ddpc_model_buffer(const ddpc_model *m, size_t i); /* offset into the buffer */
+size_t ddpc_model_num_buffer_floats(const ddpc_model *m);
+float *ddpc_model_buffer_data(ddpc_model *m); /* (num_buffer_floats); NULL when there are none */
+
+/* SyncBatchNorm: called inside forward (and backward) with `count` doubles of per-channel sums
+ * that must be replaced, in place, by their sum over every replica; every replica calls it in the
+ * same order. An error fails the forward (or the backward) with the hook's status. Installs (or
+ * with fn NULL removes) the hook; ctx is borrowed. Without it, batch statistics are local. */
+typedef ddpc_status (*ddpc_stat_sync_fn)(void *ctx, double *sums, size_t count);
+void ddpc_model_set_stat_sync_hook(ddpc_model *m, ddpc_stat_sync_fn fn, void *ctx);
 
 /* Forward pass; with targets, computes the loss and accuracy into *out. `training` enables
  * dropout. Input shapes must match the config; tokens outside the vocabulary and a task outside
@@ -157,6 +191,15 @@ typedef float *(*ddpc_grad_use_fn)(void *ctx, size_t tensor);
 void ddpc_model_set_grad_use_hook(ddpc_model *m, ddpc_grad_use_fn fn, void *ctx);
 /* Installs (or with fn NULL removes) the hook; ctx is borrowed. */
 void ddpc_model_set_param_use_hook(ddpc_model *m, ddpc_param_use_fn fn, void *ctx);
+
+/* seq2seq decoding: translates n sources src (n, src_len), padded with 0, into out (n, max_out):
+ * each row the generated target ids (no <bos>), up to and excluding <eos>, then 0s. beam_size 1 is
+ * greedy decoding; beam_size k > 1 keeps the k best hypotheses by log-probability and returns the
+ * finished one of highest log-probability / length (length counting <eos>). Needs src_len and
+ * max_out in [1, max_len]; DDPC_EINVAL for a model that is not seq2seq. Leaves no forward for
+ * backward to use. */
+ddpc_status ddpc_model_translate(ddpc_model *m, const int32_t *src, int64_t n, int64_t src_len,
+                                 int beam_size, int64_t max_out, int32_t *out);
 
 #ifdef __cplusplus
 }

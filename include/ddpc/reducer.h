@@ -24,7 +24,14 @@ typedef struct {
     bool find_unused_parameters; /* tensors backward never reached count as ready (zero gradient);
                                     without it they are an error naming them */
     ddpc_dtype comm_dtype;       /* F32 (default), or BF16 / F16 to halve the bytes sent */
-    bool broadcast_params;       /* copy rank 0's parameters to every rank at create (default on) */
+    bool broadcast_params;       /* copy rank 0's parameters (and buffers) to every rank at create
+                                    (default on) */
+    bool broadcast_buffers;      /* copy rank 0's model buffers (BatchNorm running statistics) to
+                                    every rank before each step's first forward and before
+                                    evaluation (ddpc_reducer_sync_buffers), as torch DDP's
+                                    broadcast_buffers does (default on) */
+    bool sync_batchnorm;         /* SyncBatchNorm: batch statistics over every rank's batch, through
+                                    the model's stat-sync hook (default off) */
     const char *fingerprint;     /* extra text every rank must agree on (e.g. the config), borrowed;
                                     NULL for none */
     /* ZeRO stage. 0: all-reduce (DDP). 1: partitions every bucket [lo, hi) into world chunks of
@@ -92,6 +99,9 @@ void ddpc_reducer_zero_grads(ddpc_reducer *r);
 /* Bytes of ZeRO's buffers of the largest bucket: two reduce-scatter slots (stage 1 and up), the
  * gradient pool (stage 2 and up) and the parameter slots (stage 3); 0 at stage 0. */
 size_t ddpc_reducer_staging_bytes(const ddpc_reducer *r);
+/* Broadcasts rank 0's model buffers to every rank when the config says broadcast_buffers and the
+ * model has buffers; otherwise does nothing. Collective. Errors: the broadcast's. */
+ddpc_status ddpc_reducer_sync_buffers(ddpc_reducer *r);
 /* The process group the reducer communicates over (borrowed). */
 ddpc_pg *ddpc_reducer_pg(const ddpc_reducer *r);
 

@@ -47,9 +47,19 @@ typedef struct {
     double down_sample_ratio;   /* rank_split: fraction kept of each source, in (0, 1]; 1 */
     bool streaming;             /* rank_split: single-source batches, round-robin over sources */
     int64_t batch_size;         /* rank_split streaming: batch size, >= 1 */
+    /* rank_split in the forms of LeapAI's RankSplitSampler ("the seed"; docs/data.md maps them): */
+    int64_t down_sample_stride; /* keep every k-th of each source, [::k]; 0 = use the ratio */
+    int64_t first_left_index;   /* source 0 starts at this local position (the seed's left_index);
+                                   0 */
+    int64_t last_right_index;   /* the last source ends at this position, inclusive, counted after
+                                   first_left_index when there is one source (the seed's
+                                   right_index); -1 = not used (the default) */
+    bool interleave; /* streaming in the seed's order: groups of batch_size sources interleaved
+                        one sample at a time, instead of round-robin single-source batches */
 } ddpc_sampler_config;
 
-/* distributed, rank 0 of world 1, seed 0, shuffle on, drop_last off, size 0, ratio 1. */
+/* distributed, rank 0 of world 1, seed 0, shuffle on, drop_last off, size 0, ratio 1, no stride,
+ * last_right_index -1. */
 ddpc_sampler_config ddpc_sampler_config_default(void);
 
 typedef struct ddpc_sampler ddpc_sampler;
@@ -57,7 +67,9 @@ typedef struct ddpc_sampler ddpc_sampler;
 /* Validates `c` and builds the sampler at epoch 0. Errors are DDPC_EINVAL naming the field
  * (rank outside [0, world), world < 1, a negative size, left_index > right_index, a bound beyond
  * its source, down_sample_ratio outside (0, 1], streaming without batch_size, streaming with
- * shuffle) or DDPC_ENOMEM. Every buffer is allocated here: set_epoch allocates nothing. */
+ * shuffle, a negative stride or one given with a ratio other than 1, the seed's bounds given with
+ * the per-source arrays, interleave without streaming) or DDPC_ENOMEM. Every buffer is allocated
+ * here: set_epoch allocates nothing. */
 ddpc_status ddpc_sampler_create(const ddpc_sampler_config *c, ddpc_sampler **out);
 /* NULL is a no-op. */
 void ddpc_sampler_destroy(ddpc_sampler *s);
@@ -85,6 +97,17 @@ int ddpc_sampler_source_of(const ddpc_sampler *s, int64_t g, int64_t *local);
 int64_t ddpc_sampler_batch_size(const ddpc_sampler *s);
 /* task_shard: the rank that owns `task`; -1 for other samplers or a task out of range. */
 int ddpc_sampler_task_rank(const ddpc_sampler *s, int task);
+
+/* Task sharding for data-parallel training (the rule of the PI0-RIPT seed): task t goes to rank
+ * t mod world, so rank r trains tasks r, r + world, ... of the list. Every rank must end up with
+ * at least min_per_rank (>= 1) tasks: with replicate false, fewer than world * min_per_rank tasks
+ * is DDPC_EINVAL stating the numbers (the seed would leave ranks idle); with replicate true, each
+ * rank short of min_per_rank, lowest rank first, adds tasks it lacks one at a time, always the
+ * one held by the fewest ranks so far (ties: first in the list); fewer than min_per_rank tasks
+ * is DDPC_EINVAL. holds (world x num_tasks) gets holds[r * num_tasks + t] = 1 when rank r trains
+ * task t, else 0. docs/data.md has worked examples. */
+ddpc_status ddpc_task_assign(int num_tasks, int world, int min_per_rank, bool replicate,
+                             unsigned char *holds);
 
 #ifdef __cplusplus
 }

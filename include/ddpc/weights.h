@@ -17,7 +17,11 @@ extern "C" {
 /* Writes `buffer` (num_params floats laid out like the model's parameters: the parameters
  * themselves, or the gradients) as F32 tensors named after the parameters, atomically. */
 ddpc_status ddpc_weights_save(const ddpc_model *m, const float *buffer, const char *path);
-/* Copies every tensor of the file into the model's parameters. Every parameter must be present
+/* The model as torch's state_dict holds it: the parameters and the buffers (BatchNorm's running
+ * statistics), each under its name, atomically. What the trainer and checkpoints save. */
+ddpc_status ddpc_weights_save_model(const ddpc_model *m, const char *path);
+/* Copies every tensor of the file into the model's parameters and buffers. Every parameter and
+ * buffer must be present
  * with the same shape and dtype F32, and the file may hold no others; on error the model's
  * parameters are unchanged. Same as ddpc_weights_load_opts(m, path, true, NULL, 0). */
 ddpc_status ddpc_weights_load(ddpc_model *m, const char *path);

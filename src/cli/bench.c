@@ -44,7 +44,14 @@ static int bench_step(int argc, char **argv)
 {
     char name[256];
     ddpc_config *cfg = NULL;
-    int rc = ddpc_cli_load_config(argc, argv, &cfg, name, sizeof name);
+    int rc = argc < 1 ? 2 : ddpc_cli_load_config(argc, argv, &cfg, name, sizeof name);
+    if (rc == DDPC_CLI_HELP || argc < 1) {
+        fprintf(rc == 2 ? stderr : stdout,
+                "usage: ddpc bench step CONFIG [key=value ...] [--flag VALUE ...]\n"
+                "Times bench.steps training steps of CONFIG after bench.warmup untimed ones and "
+                "prints one JSON line (under 'ddpc run', for the whole job).\n");
+        return rc == 2 ? 2 : 0;
+    }
     if (rc != 0)
         return rc == 1 ? ddpc_cli_fail("bench") : rc;
     int64_t warmup = 0, steps = 0;
@@ -73,7 +80,7 @@ int ddpc_cli_bench(int argc, char **argv)
     for (size_t i = 0; argc >= 1 && i < sizeof colls / sizeof colls[0]; i++)
         if (strcmp(argv[0], colls[i]) == 0)
             return ddpc_cli_bench_coll(argv[0], argc - 1, argv + 1);
-    bool help = argc >= 1 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0);
+    bool help = argc >= 1 && ddpc_cli_is_help(argv[0]);
     fprintf(help ? stdout : stderr, "usage: ddpc bench step CONFIG [key=value ...] | ddpc bench "
                                     "allreduce|broadcast|all_gather|reduce_scatter [options] "
                                     "(see 'ddpc bench allreduce --help')\n");

@@ -135,7 +135,7 @@ static int parse_options(ddpc__bench_coll coll, int argc, char **argv, ddpc__ben
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--check") == 0 || strcmp(argv[i], "--json") == 0) {
             *(strcmp(argv[i], "--check") == 0 ? &o->check : &o->json) = true;
-        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+        } else if (ddpc_cli_is_help(argv[i])) {
             fputs(usage_line, stdout);
             return 3;
         } else if (strncmp(argv[i], "--", 2) != 0) {

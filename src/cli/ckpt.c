@@ -152,9 +152,11 @@ static int cmd_export(const char *dir, const char *out)
 
 int ddpc_cli_ckpt(int argc, char **argv)
 {
-    if (argc >= 1 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0)) {
-        fputs(ckpt_usage, stdout);
-        return 0;
+    for (int i = 0; i < argc; i++) { /* anywhere: `ddpc ckpt ls --help` is not a directory */
+        if (ddpc_cli_is_help(argv[i])) {
+            fputs(ckpt_usage, stdout);
+            return 0;
+        }
     }
     const char *sub = argc >= 1 ? argv[0] : "";
     bool two = strcmp(sub, "export") == 0;

@@ -5,6 +5,7 @@
 
 #include <ddpc/config.h>
 
+#include <stdbool.h>
 #include <stdio.h>
 
 int ddpc_cli_train(int argc, char **argv);
@@ -17,8 +18,13 @@ int ddpc_cli_env(int argc, char **argv);
 int ddpc_cli_ckpt(int argc, char **argv);
 int ddpc_cli_report(int argc, char **argv);
 
+/* Whether arg asks for a command's usage: "--help" or "-h". */
+bool ddpc_cli_is_help(const char *arg);
+/* ddpc_cli_load_config's status when a "--help" or "-h" stands where CONFIG or a flag would. */
+#define DDPC_CLI_HELP (-1)
 /* Loads CONFIG (argv[0]) and applies key=value overrides (argv[1..]); prints the error itself.
- * `name` receives the config's base name without extension. */
+ * `name` receives the config's base name without extension. DDPC_CLI_HELP (nothing loaded, nothing
+ * printed) when a help flag stands where CONFIG or a flag would: the caller prints its usage. */
 int ddpc_cli_load_config(int argc, char **argv, ddpc_config **out, char *name, size_t name_cap);
 /* flags.c: argv[*i] starts with "--": writes its override ("data.batch_size=32") into out, taking
  * the next argument as the value unless the flag has "=VALUE" (then *i stays). 0, or 2 after a

@@ -10,9 +10,29 @@ int ddpc_cli_fail(const char *cmd)
     return 1;
 }
 
+bool ddpc_cli_is_help(const char *arg)
+{
+    return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
+}
+
+/* Whether a help flag stands where CONFIG or a flag would (a flag's value is skipped). */
+static bool asks_help(int argc, char **argv)
+{
+    for (int i = 0; i < argc; i++) {
+        if (ddpc_cli_is_help(argv[i]))
+            return true;
+        /* "--key VALUE" takes the next argument; "--key=VALUE" and key=value do not. */
+        if (i > 0 && strncmp(argv[i], "--", 2) == 0 && !strchr(argv[i], '='))
+            i++;
+    }
+    return false;
+}
+
 int ddpc_cli_load_config(int argc, char **argv, ddpc_config **out, char *name, size_t name_cap)
 {
     *out = NULL;
+    if (asks_help(argc, argv))
+        return DDPC_CLI_HELP;
     if (argc < 1 || strchr(argv[0], '=')) {
         fprintf(stderr, "ddpc: expected a CONFIG file before key=value overrides\n");
         return 2;

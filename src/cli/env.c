@@ -133,7 +133,7 @@ static void print_dist(const ddpc_dist_report *s)
 int ddpc_cli_env(int argc, char **argv)
 {
     if (argc > 0) {
-        bool help = strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0;
+        bool help = ddpc_cli_is_help(argv[0]);
         fprintf(help ? stdout : stderr,
                 "usage: ddpc env    print the system, build, communication libraries and the "
                 "distributed variables\n");

@@ -23,6 +23,7 @@ static void usage(FILE *f)
             "  ckpt ls|show|verify DIR             list, show or check checkpoints (docs/checkpoints.md)\n"
             "  ckpt export DIR OUT                 a checkpoint's parameters as one safetensors file\n"
             "  report RUN_DIR [--out FILE]         a run's metrics as one HTML page (docs/observability.md)\n"
+            "  <command> --help                    a command's own usage (-h too)\n"
             "  --version                           print ddpc's version\n");
 }
 

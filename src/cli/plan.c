@@ -41,7 +41,7 @@ static int parse_options(int *argc, char **argv, long *nproc, bool *exact)
                         1 << 20, argv[i]);
                 return 2;
             }
-        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+        } else if (ddpc_cli_is_help(argv[i])) {
             return usage_to(stdout, -1); /* -1: printed, exit 0 */
         } else {
             argv[kept++] = argv[i];
@@ -63,6 +63,8 @@ int ddpc_cli_plan(int argc, char **argv)
     char name[256];
     ddpc_config *cfg = NULL;
     rc = ddpc_cli_load_config(argc, argv, &cfg, name, sizeof name);
+    if (rc == DDPC_CLI_HELP)
+        return usage_to(stdout, 0);
     if (rc != 0)
         return rc == 1 ? ddpc_cli_fail("plan") : rc;
     ddpc_trainer *t = NULL;

@@ -7,17 +7,26 @@
 #include <stdio.h>
 #include <string.h>
 
+static int usage_to(FILE *f, int rc)
+{
+    fprintf(f, "usage: ddpc report RUN_DIR [--out FILE]\n"
+               "Writes RUN_DIR/metrics.jsonl's charts as one self-contained HTML page, "
+               "RUN_DIR/report.html or FILE (docs/observability.md).\n");
+    return rc;
+}
+
 static int usage(void)
 {
-    fprintf(stderr, "usage: ddpc report RUN_DIR [--out FILE]\n");
-    return 2;
+    return usage_to(stderr, 2);
 }
 
 int ddpc_cli_report(int argc, char **argv)
 {
     const char *run_dir = NULL, *out = NULL;
     for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--out") == 0) {
+        if (ddpc_cli_is_help(argv[i])) {
+            return usage_to(stdout, 0);
+        } else if (strcmp(argv[i], "--out") == 0) {
             if (i + 1 >= argc)
                 return usage();
             out = argv[++i];

@@ -7,20 +7,24 @@
 #include <stdio.h>
 #include <string.h>
 
+static int usage(FILE *f, int rc)
+{
+    fprintf(f, "usage: ddpc train CONFIG [key=value ...] [--flag VALUE ...]\n"
+               "Trains, validates, tests or predicts as CONFIG (YAML) says; key=value overrides "
+               "any key (docs/config.md).\n");
+    ddpc_cli_print_flags(f);
+    return rc;
+}
+
 int ddpc_cli_train(int argc, char **argv)
 {
-    bool help = argc >= 1 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0);
-    if (argc < 1 || help) {
-        FILE *f = help ? stdout : stderr;
-        fprintf(f, "usage: ddpc train CONFIG [key=value ...] [--flag VALUE ...]\n"
-                   "Trains, validates, tests or predicts as CONFIG (YAML) says; key=value overrides "
-                   "any key (docs/config.md).\n");
-        ddpc_cli_print_flags(f);
-        return help ? 0 : 2;
-    }
+    if (argc < 1)
+        return usage(stderr, 2);
     char name[256];
     ddpc_config *cfg = NULL;
     int rc = ddpc_cli_load_config(argc, argv, &cfg, name, sizeof name);
+    if (rc == DDPC_CLI_HELP)
+        return usage(stdout, 0);
     if (rc != 0)
         return rc == 1 ? ddpc_cli_fail("train") : rc;
     ddpc_trainer *t = NULL;

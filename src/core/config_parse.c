@@ -4,8 +4,8 @@
 #include "core/config_impl.h"
 
 #include <ddpc/alloc.h>
+#include <ddpc/fs.h>
 
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -344,47 +344,6 @@ ddpc_status ddpc_config_parse(ddpc_config **out, const char *yaml_text, const ch
     return parse_n(out, yaml_text, strlen(yaml_text), name);
 }
 
-/* Reads the whole file into a ddpc_malloc'd buffer. */
-static ddpc_status read_file(const char *path, char **buf, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        char err[128];
-        if (strerror_r(errno, err, sizeof err) != 0)
-            snprintf(err, sizeof err, "error %d", errno);
-        return ddpc_errorf(DDPC_EIO, "cannot open config '%s': %s", path, err);
-    }
-    size_t cap = 4096, n = 0;
-    char *b = ddpc_malloc(cap);
-    ddpc_status s = DDPC_OK;
-    if (!b)
-        s = ddpc_errorf(DDPC_ENOMEM, "out of memory reading config '%s'", path);
-    while (s == DDPC_OK) {
-        n += fread(b + n, 1, cap - n, f);
-        if (n < cap)
-            break;
-        char *nb = ddpc_malloc(2 * cap);
-        if (!nb) {
-            s = ddpc_errorf(DDPC_ENOMEM, "out of memory reading config '%s'", path);
-            break;
-        }
-        memcpy(nb, b, n);
-        ddpc_free(b);
-        b = nb;
-        cap *= 2;
-    }
-    if (s == DDPC_OK && ferror(f))
-        s = ddpc_errorf(DDPC_EIO, "cannot read config '%s'", path);
-    fclose(f);
-    if (s != DDPC_OK) {
-        ddpc_free(b);
-        return s;
-    }
-    *buf = b;
-    *len = n;
-    return DDPC_OK;
-}
-
 ddpc_status ddpc_config_load(ddpc_config **out, const char *path)
 {
     *out = NULL;
@@ -392,7 +351,7 @@ ddpc_status ddpc_config_load(ddpc_config **out, const char *path)
         return ddpc_errorf(DDPC_EINVAL, "ddpc_config_load: path must not be NULL");
     char *text = NULL;
     size_t len = 0;
-    DDPC_TRY(read_file(path, &text, &len));
+    DDPC_TRY(ddpc_read_file(path, "config", 0, NULL, &text, &len));
     ddpc_status s = parse_n(out, text, len, path);
     ddpc_free(text);
     return s;

@@ -1,11 +1,17 @@
 /* File-system helpers. mkdir -p walks the path's components from the root; an existing component
- * must be a directory (a regular file in the way is reported as such, not as EEXIST). */
+ * must be a directory (a regular file in the way is reported as such, not as EEXIST). The
+ * whole-file reader is the one every module uses (config, checkpoints, report): it reads to end of
+ * file, so a file that grows or a pipe is read whole, and never more than its caller's limit. */
+#include <ddpc/alloc.h>
 #include <ddpc/fs.h>
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 ddpc_status ddpc_mkdirs(const char *dir)
 {
@@ -28,4 +34,96 @@ ddpc_status ddpc_mkdirs(const char *dir)
         if (saved == '\0')
             return DDPC_OK;
     }
+}
+
+/* "config 'x.yaml'" or "'x.yaml'": how messages name the file. */
+static void name_of(char *buf, size_t cap, const char *what, const char *path)
+{
+    snprintf(buf, cap, "%s%s'%s'", what ? what : "", what ? " " : "", path);
+}
+
+/* Grows buf (cap bytes, n used) to twice its size. */
+static ddpc_status grow(char **buf, size_t *cap, size_t n, const char *name)
+{
+    char *bigger = *cap <= SIZE_MAX / 2 ? ddpc_malloc(2 * *cap) : NULL;
+    if (!bigger)
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory reading %s (%zu bytes)", name, 2 * *cap);
+    memcpy(bigger, *buf, n);
+    ddpc_free(*buf);
+    *buf = bigger;
+    *cap *= 2;
+    return DDPC_OK;
+}
+
+/* Reads fd to its end into a buffer of hint + 1 bytes to start with (a regular file's size: one
+ * read fills it, and a one-byte read finds its end); *out NUL-terminated. */
+static ddpc_status read_all(int fd, const char *name, size_t hint, size_t max, char **out,
+                            size_t *len)
+{
+    size_t cap = hint + 1, n = 0;
+    char *buf = ddpc_malloc(cap);
+    if (!buf)
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory reading %s (%zu bytes)", name, cap);
+    ddpc_status s = DDPC_OK;
+    for (;;) {
+        char probe;
+        bool full = n + 1 == cap; /* then only a byte more says whether it grew or ended */
+        ssize_t r = full ? read(fd, &probe, 1) : read(fd, buf + n, cap - 1 - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            s = ddpc_errorf(DDPC_EIO, "cannot read %s: %s", name, strerror(errno));
+            break;
+        }
+        if (r == 0)
+            break;
+        if (full) {
+            if ((s = grow(&buf, &cap, n, name)) != DDPC_OK)
+                break;
+            buf[n] = probe;
+        }
+        n += (size_t)r;
+        if (max > 0 && n > max) {
+            s = ddpc_errorf(DDPC_EFORMAT, "%s is larger than %zu bytes", name, max);
+            break;
+        }
+    }
+    if (s != DDPC_OK) {
+        ddpc_free(buf);
+        return s;
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *len = n;
+    return DDPC_OK;
+}
+
+ddpc_status ddpc_read_file(const char *path, const char *what, size_t max, bool *missing,
+                           char **out, size_t *len)
+{
+    *out = NULL;
+    *len = 0;
+    if (missing)
+        *missing = false;
+    char name[1200];
+    name_of(name, sizeof name, what, path);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT && missing) {
+        *missing = true;
+        return DDPC_OK;
+    }
+    if (fd < 0)
+        return ddpc_errorf(DDPC_EIO, "cannot open %s: %s", name, strerror(errno));
+    struct stat st;
+    ddpc_status s = DDPC_OK;
+    if (fstat(fd, &st) != 0)
+        s = ddpc_errorf(DDPC_EIO, "cannot read %s: %s", name, strerror(errno));
+    else if (S_ISDIR(st.st_mode))
+        s = ddpc_errorf(DDPC_EIO, "cannot read %s: it is a directory", name);
+    else if (S_ISREG(st.st_mode) && max > 0 && (uint64_t)st.st_size > max)
+        s = ddpc_errorf(DDPC_EFORMAT, "%s is larger than %zu bytes", name, max);
+    else /* a regular file's size, else (a pipe) a page to start with */
+        s = read_all(fd, name, S_ISREG(st.st_mode) ? (size_t)st.st_size : 4096, max, out, len);
+    close(fd);
+    return s;
 }

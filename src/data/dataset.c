@@ -40,6 +40,10 @@ void ddpc_dataset_destroy(ddpc_dataset *d)
     ddpc_free(d->labels);
     ddpc_free(d->tok_u8);
     ddpc_free(d->tok_i32);
+    ddpc_free(d->src_ids);
+    ddpc_free(d->tgt_ids);
+    ddpc_free(d->src_off);
+    ddpc_free(d->tgt_off);
     ddpc_free(d);
 }
 
@@ -100,6 +104,10 @@ ddpc_status ddpc_dataset_get_batch(const ddpc_dataset *d, const int64_t *idx, in
     if (!d || n < 0 || (n > 0 && !idx))
         return ddpc_errorf(DDPC_EINVAL, "dataset get_batch: invalid arguments (dataset %p, n %lld)",
                            (const void *)d, (long long)n);
+    if (d->kind == DDPC_DATASET_PAIRS)
+        return ddpc_errorf(DDPC_EINVAL,
+                           "dataset get_batch: a translation dataset's samples are read with "
+                           "ddpc_dataset_get_pairs");
     for (int64_t b = 0; b < n; b++)
         if (idx[b] < 0 || idx[b] >= d->n)
             return ddpc_errorf(DDPC_EINVAL,

@@ -2,7 +2,7 @@
  * accessors in dataset.c. Invariant: after a constructor returns, nothing in it changes, and it
  * owns every buffer it points to. Images keep either u8 pixels normalised through `lut` on copy
  * or fp32 pixels (a relabelled view keeps neither and reads its base's); tokens keep either a u8 or
- * an i32 stream, and sample i is stream[i*T, i*T+T+1). */
+ * an i32 stream, and sample i is stream[i*T, i*T+T+1); pairs keep two id streams with offsets. */
 #ifndef DDPC_DATA_DATASET_IMPL_H
 #define DDPC_DATA_DATASET_IMPL_H
 
@@ -25,6 +25,10 @@ struct ddpc_dataset {
     uint8_t *tok_u8;   /* (n_tokens) byte stream; or NULL */
     int32_t *tok_i32;  /* (n_tokens) token stream; or NULL */
     int64_t n_tokens;
+    /* pairs: sample i's source ids (with its <eos>) are src_ids[src_off[i], src_off[i+1]), its
+     * target ids (no <bos> or <eos>) tgt_ids[tgt_off[i], tgt_off[i+1]) */
+    int32_t *src_ids, *tgt_ids;
+    int64_t *src_off, *tgt_off; /* (n + 1) */
 };
 
 /* A zeroed dataset of the given kind, or NULL when out of memory. */

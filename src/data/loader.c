@@ -61,6 +61,9 @@ static ddpc_status check_inputs(ddpc_loader *l, const ddpc_dataset *const *ds, i
     if (c->num_workers > 0 && (c->prefetch_factor < 1 || c->prefetch_factor > 64))
         return ddpc_errorf(DDPC_EINVAL, "loader: prefetch_factor must be in [1, 64], got %d",
                            c->prefetch_factor);
+    if (c->random_shift < 0 || c->random_shift > 8)
+        return ddpc_errorf(DDPC_EINVAL, "loader: random_shift must be in [0, 8], got %d",
+                           c->random_shift);
     if (ddpc_sampler_num_sources(s) != nds)
         return ddpc_errorf(DDPC_EINVAL, "loader: %d datasets but the sampler has %d sources", nds,
                            ddpc_sampler_num_sources(s));
@@ -79,16 +82,26 @@ static ddpc_status check_inputs(ddpc_loader *l, const ddpc_dataset *const *ds, i
                                i, (long long)ddpc_dataset_size(ds[i]), i,
                                (long long)ddpc_sampler_source_size(s, i));
         ddpc_dataset_sample_shape(ds[i], i ? shape : shape0);
+        bool pairs = ddpc_dataset_kind_of(ds[0]) == DDPC_DATASET_PAIRS;
+        /* Pairs are padded per batch: datasets of different widths mix. */
         if (i && (ddpc_dataset_kind_of(ds[i]) != ddpc_dataset_kind_of(ds[0]) ||
-                  memcmp(shape, shape0, sizeof shape) != 0))
+                  (!pairs && memcmp(shape, shape0, sizeof shape) != 0)))
             return ddpc_errorf(DDPC_EINVAL,
                                "loader: dataset %d differs from dataset 0 in kind or sample shape",
                                i);
+        const int64_t *sh = i ? shape : shape0;
+        if (pairs) {
+            l->s_per = sh[0] > l->s_per ? sh[0] : l->s_per;
+            l->t_per = sh[1] > l->t_per ? sh[1] : l->t_per;
+        }
     }
     l->kind = ddpc_dataset_kind_of(ds[0]);
     l->x_per = l->kind == DDPC_DATASET_IMAGES ? shape0[0] * shape0[1] * shape0[2] : 0;
-    l->t_per = l->kind == DDPC_DATASET_TOKENS ? shape0[0] : 0;
-    if (l->x_per > (INT64_MAX / 8) / c->batch_size || l->t_per > (INT64_MAX / 8) / c->batch_size)
+    memcpy(l->shape, shape0, sizeof l->shape);
+    if (l->kind == DDPC_DATASET_TOKENS)
+        l->t_per = shape0[0];
+    if (l->x_per > (INT64_MAX / 8) / c->batch_size || l->t_per > (INT64_MAX / 8) / c->batch_size ||
+        l->s_per > (INT64_MAX / 8) / c->batch_size)
         return ddpc_errorf(DDPC_EINVAL, "loader: batch_size %lld is too large for the samples",
                            (long long)c->batch_size);
     return DDPC_OK;
@@ -110,14 +123,25 @@ static ddpc_status alloc_slots(ddpc_loader *l)
         if (l->kind == DDPC_DATASET_IMAGES) {
             s->x = ddpc_malloc((size_t)(bs * l->x_per) * sizeof *s->x);
             s->targets = ddpc_malloc((size_t)bs * sizeof *s->targets);
+            if (l->cfg.random_shift > 0 &&
+                !(s->scratch = ddpc_malloc((size_t)(l->shape[1] * l->shape[2]) * sizeof(float))))
+                return ddpc_errorf(DDPC_ENOMEM, "loader: out of memory for augmentation");
         } else {
             s->tokens = ddpc_malloc((size_t)(bs * l->t_per) * sizeof *s->tokens);
             s->targets = ddpc_malloc((size_t)(bs * l->t_per) * sizeof *s->targets);
         }
-        if (!s->idx || !s->local || !s->targets || (!s->x && !s->tokens))
+        if (l->kind == DDPC_DATASET_PAIRS)
+            s->src = ddpc_malloc((size_t)(bs * l->s_per) * sizeof *s->src);
+        if (!s->idx || !s->local || !s->targets || (!s->x && !s->tokens) ||
+            (l->kind == DDPC_DATASET_PAIRS && !s->src))
             return ddpc_errorf(DDPC_ENOMEM, "loader: out of memory for %d batches of %lld samples",
                                l->num_slots, (long long)bs);
-        s->b = (ddpc_batch){.idx = s->idx, .x = s->x, .tokens = s->tokens, .targets = s->targets};
+        s->b = (ddpc_batch){.idx = s->idx,
+                            .x = s->x,
+                            .tokens = s->tokens,
+                            .targets = s->targets,
+                            .src_tokens = s->src,
+                            .tgt_len = l->kind == DDPC_DATASET_TOKENS ? l->t_per : 0};
     }
     return DDPC_OK;
 }
@@ -189,8 +213,10 @@ void ddpc_loader_destroy(ddpc_loader *l)
         ddpc_free(s->idx);
         ddpc_free(s->local);
         ddpc_free(s->x);
+        ddpc_free(s->scratch);
         ddpc_free(s->tokens);
         ddpc_free(s->targets);
+        ddpc_free(s->src);
     }
     ddpc_free(l->slots);
     ddpc_free(l->threads);

@@ -19,8 +19,10 @@ typedef struct {
     int64_t *idx;       /* (batch_size) global indices */
     int64_t *local;     /* (batch_size) indices within their dataset */
     float *x;           /* images: (batch_size, c, h, w) */
+    float *scratch;     /* augmentation: one plane (h, w) */
     int32_t *tokens;    /* tokens: (batch_size, T) */
-    int32_t *targets;   /* images: (batch_size); tokens: (batch_size, T) */
+    int32_t *targets;   /* images: (batch_size); tokens: (batch_size, T); pairs: (batch_size, T) */
+    int32_t *src;       /* pairs: (batch_size, S) */
     int64_t seq;        /* guarded by mu: batch number held, -1 when empty */
     bool ready;         /* guarded by mu */
     ddpc_status status; /* the fill's result; its message in msg */
@@ -34,7 +36,9 @@ struct ddpc_loader {
     ddpc_loader_config cfg;
     ddpc_dataset_kind kind;
     int64_t x_per; /* floats per image sample (c * h * w); 0 for tokens */
-    int64_t t_per; /* tokens per sample (T); 0 for images */
+    int64_t shape[3]; /* images: (c, h, w) of a sample */
+    int64_t t_per; /* tokens per sample (T; pairs: the widest target of any dataset); 0 for images */
+    int64_t s_per; /* pairs: the widest source of any dataset (S); 0 otherwise */
     int64_t num_batches;
     int num_slots;
     ddpc__loader_slot *slots;
@@ -55,6 +59,11 @@ struct ddpc_loader {
     ddpc_status failed; /* sticky error of this epoch */
     char fail_msg[DDPC__LOADER_MSG];
 };
+
+/* Augments rows x (n, c, h, w) with global indices idx (n) for `epoch` as cfg says (augment.c);
+ * scratch holds h * w floats. */
+void ddpc__augment_images(float *x, const int64_t *idx, int64_t n, int64_t c, int64_t h, int64_t w,
+                          const ddpc_loader_config *cfg, int64_t epoch, float *scratch);
 
 /* Loads batch `seq` of the current epoch into `slot` (sets slot->b, status and msg); only reads
  * the loader's datasets, sampler and config. */

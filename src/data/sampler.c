@@ -31,7 +31,11 @@ ddpc_status ddpc_sampler_kind_parse(const char *name, ddpc_sampler_kind *out)
 ddpc_sampler_config ddpc_sampler_config_default(void)
 {
     return (ddpc_sampler_config){
-        .kind = DDPC_SAMPLER_DISTRIBUTED, .world = 1, .shuffle = true, .down_sample_ratio = 1.0};
+        .kind = DDPC_SAMPLER_DISTRIBUTED,
+        .world = 1,
+        .shuffle = true,
+        .down_sample_ratio = 1.0,
+        .last_right_index = -1};
 }
 
 ddpc_status ddpc__sampler_alloc(int64_t **p, int64_t count, const char *what)

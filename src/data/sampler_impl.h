@@ -27,7 +27,8 @@ struct ddpc_sampler {
     int64_t *out;        /* (len) */
     int64_t *work;       /* scratch: distributed (size), rank_split (sum keep), task_shard (len) */
     int64_t *aux;        /* rank_split: shuffled subset scratch (largest range), or the streaming
-                            batch table (2 per batch: source, batch number within the source) */
+                            batch table (2 per batch: source, batch number within the source), or
+                            the interleaved sequence (sum keep: positions in work) */
     int64_t num_batches; /* rank_split streaming: batches in the round-robin sequence */
 };
 
@@ -38,6 +39,11 @@ ddpc_status ddpc__sampler_case_init(ddpc_sampler *s);
 void ddpc__sampler_case_fill(ddpc_sampler *s);
 ddpc_status ddpc__sampler_rank_split_init(ddpc_sampler *s);
 void ddpc__sampler_rank_split_fill(ddpc_sampler *s);
+/* rank_split streaming with interleave (sampler_interleave.c): the seed's sample order into aux
+ * and this rank's length (init, after the bounds); this rank's run of it into out (fill, after
+ * work holds the kept indices). */
+ddpc_status ddpc__sampler_interleave_init(ddpc_sampler *s, int64_t kept);
+void ddpc__sampler_interleave_fill(ddpc_sampler *s, int64_t kept);
 ddpc_status ddpc__sampler_task_shard_init(ddpc_sampler *s);
 void ddpc__sampler_task_shard_fill(ddpc_sampler *s);
 

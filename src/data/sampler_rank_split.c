@@ -5,7 +5,11 @@
  * concatenated, shuffled with seed + epoch, and split like torch's DistributedSampler. Streaming:
  * each source is cut into batches (the last one completed from the source's start, or dropped),
  * batches are taken round-robin over sources, and rank r gets the r-th contiguous run of them, so
- * every batch is single-source and every rank holds the same number of batches. */
+ * every batch is single-source and every rank holds the same number of batches.
+ * The seed's forms (LeapAI's RankSplitSampler) resolve to the same [lo_i, hi_i) and keep_i: an
+ * integer stride k keeps positions j * k, keep_i = ceil(n_i / k); first_left_index and
+ * last_right_index bound the first and last sources as its Python slices do. Its streaming order
+ * (interleave) is in sampler_interleave.c. */
 #include "data/sampler_impl.h"
 
 #include <ddpc/alloc.h>
@@ -13,29 +17,57 @@
 
 #include <math.h>
 
-/* Samples kept of n: ceil(n * ratio), at least one when n > 0 (the epsilon absorbs the rounding
- * of products such as 0.3 * 10). */
-static int64_t kept_count(int64_t n, double ratio)
+/* Samples kept of n: ceil(n / stride) with a stride (Python's len(range(n)[::k])), else
+ * ceil(n * ratio), at least one when n > 0 (the epsilon absorbs the rounding of products such as
+ * 0.3 * 10). */
+static int64_t kept_count(const ddpc_sampler_config *c, int64_t n)
 {
     if (n == 0)
         return 0;
-    int64_t m = (int64_t)ceil((double)n * ratio - 1e-9);
+    if (c->down_sample_stride > 0)
+        return (n + c->down_sample_stride - 1) / c->down_sample_stride;
+    int64_t m = (int64_t)ceil((double)n * c->down_sample_ratio - 1e-9);
     return m < 1 ? 1 : m > n ? n : m;
 }
 
-/* Local position (from lo) of kept sample j of keep out of n: every (1/ratio)-th from the first,
- * clamped so that the keep positions stay distinct and inside [0, n). */
-static int64_t kept_position(int64_t j, int64_t keep, int64_t n, double ratio)
+/* Local position (from lo) of kept sample j of keep out of n: j * stride, or every (1/ratio)-th
+ * from the first, clamped so that the keep positions stay distinct and inside [0, n). */
+static int64_t kept_position(const ddpc_sampler_config *c, int64_t j, int64_t keep, int64_t n)
 {
-    int64_t p = (int64_t)floor((double)j / ratio + 1e-9);
+    if (c->down_sample_stride > 0)
+        return j * c->down_sample_stride;
+    int64_t p = (int64_t)floor((double)j / c->down_sample_ratio + 1e-9);
     int64_t cap = n - keep + j;
     return p < cap ? p : cap;
+}
+
+/* The seed's bounds: `indices[left:]` on source 0, then `indices[:right + 1]` on the last source
+ * (the same list when there is one source, so right counts from left), clamped as Python slices
+ * are. Sets lo and hi of every source. */
+static void seed_bounds(ddpc_sampler *s)
+{
+    const ddpc_sampler_config *c = &s->cfg;
+    int last = s->num_sources - 1;
+    for (int i = 0; i <= last; i++) {
+        s->lo[i] = 0;
+        s->hi[i] = s->sizes[i];
+    }
+    s->lo[0] = c->first_left_index < s->sizes[0] ? c->first_left_index : s->sizes[0];
+    if (c->last_right_index >= 0) {
+        int64_t room = s->hi[last] - s->lo[last];
+        s->hi[last] =
+            s->lo[last] + (c->last_right_index + 1 < room ? c->last_right_index + 1 : room);
+    }
 }
 
 static ddpc_status check_bounds(ddpc_sampler *s, int i)
 {
     const ddpc_sampler_config *c = &s->cfg;
     int64_t n = s->sizes[i];
+    if (c->first_left_index > 0 || c->last_right_index >= 0) { /* resolved by seed_bounds */
+        s->keep[i] = kept_count(c, s->hi[i] - s->lo[i]);
+        return DDPC_OK;
+    }
     int64_t lo = c->left_index ? c->left_index[i] : 0;
     int64_t hi = c->right_index ? c->right_index[i] : -1;
     if (lo < 0 || lo > n)
@@ -57,7 +89,7 @@ static ddpc_status check_bounds(ddpc_sampler *s, int i)
                            i, (long long)lo, i, (long long)hi);
     s->lo[i] = lo;
     s->hi[i] = hi;
-    s->keep[i] = kept_count(hi - lo, c->down_sample_ratio);
+    s->keep[i] = kept_count(c, hi - lo);
     return DDPC_OK;
 }
 
@@ -92,6 +124,34 @@ static ddpc_status init_streaming(ddpc_sampler *s)
     return DDPC_OK;
 }
 
+/* The fields of the seed's forms, against each other and ddpc's own. */
+static ddpc_status check_seed_forms(const ddpc_sampler_config *c)
+{
+    if (c->down_sample_stride < 0)
+        return ddpc_errorf(DDPC_EINVAL,
+                           "rank_split sampler: down_sample_stride must be >= 1 (or 0 for none), "
+                           "got %lld",
+                           (long long)c->down_sample_stride);
+    if (c->down_sample_stride > 0 && c->down_sample_ratio != 1.0)
+        return ddpc_errorf(DDPC_EINVAL,
+                           "rank_split sampler: give down_sample_stride (%lld) or "
+                           "down_sample_ratio (%g), not both",
+                           (long long)c->down_sample_stride, c->down_sample_ratio);
+    if (c->first_left_index < 0 || c->last_right_index < -1)
+        return ddpc_errorf(DDPC_EINVAL,
+                           "rank_split sampler: first_left_index (%lld) must be >= 0 and "
+                           "last_right_index (%lld) >= 0, or -1 for none",
+                           (long long)c->first_left_index, (long long)c->last_right_index);
+    if ((c->first_left_index > 0 || c->last_right_index >= 0) && (c->left_index || c->right_index))
+        return ddpc_errorf(DDPC_EINVAL,
+                           "rank_split sampler: the seed's first_left_index/last_right_index and "
+                           "the per-source left_index/right_index arrays cannot be combined");
+    if (c->interleave && !c->streaming)
+        return ddpc_errorf(DDPC_EINVAL, "rank_split sampler: interleave is a streaming order; "
+                                        "it needs streaming on");
+    return DDPC_OK;
+}
+
 ddpc_status ddpc__sampler_rank_split_init(ddpc_sampler *s)
 {
     const ddpc_sampler_config *c = &s->cfg;
@@ -99,6 +159,7 @@ ddpc_status ddpc__sampler_rank_split_init(ddpc_sampler *s)
         return ddpc_errorf(DDPC_EINVAL,
                            "rank_split sampler: down_sample_ratio must be in (0, 1], got %g",
                            c->down_sample_ratio);
+    DDPC_TRY(check_seed_forms(c));
     if (c->streaming && c->batch_size < 1)
         return ddpc_errorf(DDPC_EINVAL,
                            "rank_split sampler: streaming needs batch_size >= 1, got %lld",
@@ -109,6 +170,8 @@ ddpc_status ddpc__sampler_rank_split_init(ddpc_sampler *s)
     DDPC_TRY(ddpc__sampler_alloc(&s->lo, s->num_sources, "bounds"));
     DDPC_TRY(ddpc__sampler_alloc(&s->hi, s->num_sources, "bounds"));
     DDPC_TRY(ddpc__sampler_alloc(&s->keep, s->num_sources, "bounds"));
+    if (c->first_left_index > 0 || c->last_right_index >= 0)
+        seed_bounds(s);
     int64_t kept = 0, widest = 0;
     for (int i = 0; i < s->num_sources; i++) {
         DDPC_TRY(check_bounds(s, i));
@@ -116,11 +179,13 @@ ddpc_status ddpc__sampler_rank_split_init(ddpc_sampler *s)
         widest = s->hi[i] - s->lo[i] > widest ? s->hi[i] - s->lo[i] : widest;
     }
     DDPC_TRY(ddpc__sampler_alloc(&s->work, kept, "kept indices"));
-    if (c->streaming) {
+    if (c->streaming && c->interleave) {
+        DDPC_TRY(ddpc__sampler_interleave_init(s, kept));
+    } else if (c->streaming) {
         DDPC_TRY(init_streaming(s));
     } else {
         s->len = ddpc__sampler_split_strided(NULL, kept, c->world, c->rank, c->drop_last, NULL);
-        if (c->shuffle && c->down_sample_ratio < 1.0)
+        if (c->shuffle && (c->down_sample_ratio < 1.0 || c->down_sample_stride > 1))
             DDPC_TRY(ddpc__sampler_alloc(&s->aux, widest, "subset scratch entries"));
     }
     return ddpc__sampler_alloc(&s->out, s->len, "rank indices");
@@ -143,7 +208,7 @@ static void kept_indices(ddpc_sampler *s, int i, int64_t *dst)
         return;
     }
     for (int64_t j = 0; j < keep; j++)
-        dst[j] = base + (keep == n ? j : kept_position(j, keep, n, c->down_sample_ratio));
+        dst[j] = base + (keep == n ? j : kept_position(c, j, keep, n));
 }
 
 void ddpc__sampler_rank_split_fill(ddpc_sampler *s)
@@ -160,6 +225,10 @@ void ddpc__sampler_rank_split_fill(ddpc_sampler *s)
             ddpc_rng_shuffle(&r, s->work, kept);
         }
         ddpc__sampler_split_strided(s->work, kept, c->world, c->rank, c->drop_last, s->out);
+        return;
+    }
+    if (c->interleave) {
+        ddpc__sampler_interleave_fill(s, kept);
         return;
     }
     /* Rank r holds batches [r * per, (r + 1) * per) of the sequence repeated from its start. */

@@ -1,11 +1,15 @@
 /* "cnn": per entry of channels, Conv2d(k x k, stride 1, pad k/2) -> ReLU -> MaxPool2d(2), then the
- * flattened features go through the fully connected stack (hidden sizes, then classes).
+ * flattened features go through the fully connected stack (hidden sizes, then classes). With
+ * batchnorm a stage is Conv2d (no bias) -> BatchNorm2d -> ReLU -> MaxPool2d(2), parameters
+ * "bn.<i>.weight/bias" and buffers "bn.<i>.running_mean/running_var"; through the stat-sync hook
+ * its batch statistics are those of every replica's batch together (SyncBatchNorm).
  * Parameters "conv.<i>.weight" (k_out, c_in, k, k), "conv.<i>.bias", then "fc.<i>.*"; a multi-head
  * cnn ends in "heads.<k>.weight/bias" instead of the last "fc" layer. With activation checkpointing
  * a stage (conv -> ReLU -> pool) keeps only its pooled output, the next stage's input; its pool
  * indices live in one shared buffer, refilled for stage i by recomputing the stage (same kernels,
  * same bits) just before its backward, and its conv output only passes through the scratch dB:
  * backward takes the ReLU's mask from the pooled output, which holds the ReLU outputs it routes. */
+#include "nn/bn_layer.h"
 #include "nn/fc_stack.h"
 
 #include <ddpc/alloc.h>
@@ -18,11 +22,15 @@ typedef struct {
     int n_conv;
     ddpc_conv2d_shape conv[DDPC_MODEL_MAX_LAYERS]; /* n set per forward */
     int64_t pool_h[DDPC_MODEL_MAX_LAYERS], pool_w[DDPC_MODEL_MAX_LAYERS];
-    int w_idx[DDPC_MODEL_MAX_LAYERS], b_idx[DDPC_MODEL_MAX_LAYERS];
+    int w_idx[DDPC_MODEL_MAX_LAYERS], b_idx[DDPC_MODEL_MAX_LAYERS]; /* b_idx -1 with bn */
+    /* BatchNorm2d per stage (bn): gamma, beta (k); running statistics buffers (k). */
+    bool bn;
+    ddpc__bn_layer bnl[DDPC_MODEL_MAX_LAYERS];
     ddpc__fc_stack fc;
     /* Set by forward. With checkpointing every act[i] is dB and every idx[i] one shared buffer. */
     const float *in[DDPC_MODEL_MAX_LAYERS]; /* conv inputs: x, then pooled outputs */
     float *act[DDPC_MODEL_MAX_LAYERS];      /* conv outputs after ReLU (n, k, h, w) */
+    float *bn_in[DDPC_MODEL_MAX_LAYERS];    /* bn: conv outputs before BN (n, k, h, w) */
     float *pooled[DDPC_MODEL_MAX_LAYERS];   /* stage outputs (n, k, h/2, w/2) */
     int32_t *idx[DDPC_MODEL_MAX_LAYERS];    /* pool argmax (n, k, h/2, w/2) */
     float *ws;                              /* conv workspace */
@@ -46,6 +54,13 @@ static ddpc_status cnn_build(ddpc_model *m)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory building cnn");
     m->impl = impl;
     impl->n_conv = (int)c->n_channels;
+    impl->bn = c->batchnorm;
+    if (impl->bn && c->activation_checkpointing)
+        return ddpc_errorf(DDPC_EINVAL, "cnn batchnorm does not support activation checkpointing "
+                           "(a recomputed stage would update the running statistics twice)");
+    if (impl->bn && (!(c->bn_momentum >= 0.0f && c->bn_momentum <= 1.0f) || !(c->bn_eps > 0.0f)))
+        return ddpc_errorf(DDPC_EINVAL, "cnn batchnorm needs momentum in [0, 1] and eps > 0, got "
+                           "%g and %g", c->bn_momentum, c->bn_eps);
     int64_t ch = c->in_channels, h = c->in_height, w = c->in_width;
     double flops = 0;
     for (int i = 0; i < impl->n_conv; i++) {
@@ -66,9 +81,14 @@ static ddpc_status cnn_build(ddpc_model *m)
         int64_t shape[4] = {c->channels[i], ch, c->kernel_size, c->kernel_size};
         snprintf(name, sizeof name, "conv.%d.weight", i);
         impl->w_idx[i] = ddpc__model_add_param(m, name, 4, shape, true);
-        snprintf(name, sizeof name, "conv.%d.bias", i);
-        impl->b_idx[i] = ddpc__model_add_param(m, name, 1, shape, false);
-        if (impl->w_idx[i] < 0 || impl->b_idx[i] < 0)
+        impl->b_idx[i] = -1;
+        if (!impl->bn) {
+            snprintf(name, sizeof name, "conv.%d.bias", i);
+            impl->b_idx[i] = ddpc__model_add_param(m, name, 1, shape, false);
+        } else {
+            DDPC_TRY(ddpc__bn_layer_add(&impl->bnl[i], m, "bn", i, shape[0]));
+        }
+        if (impl->w_idx[i] < 0 || (!impl->bn && impl->b_idx[i] < 0))
             return ddpc_errorf(DDPC_ENOMEM, "out of memory registering cnn parameters");
         flops += 6.0 * (double)(h * w) * (double)(shape[0] * shape[1] * shape[2] * shape[3]);
         ch = c->channels[i];
@@ -78,7 +98,7 @@ static ddpc_status cnn_build(ddpc_model *m)
         impl->pool_w[i] = w;
     }
     DDPC_TRY(ddpc__fc_stack_build(&impl->fc, m, "fc", ch * h * w, c->hidden, c->n_hidden,
-                                  c->num_classes, c->head_classes, c->n_heads));
+                                  c->num_classes, c->head_classes, c->n_heads, false));
     m->train_flops_per_sample = flops + ddpc__fc_stack_flops(&impl->fc);
     m->outputs_per_sample = impl->fc.dims[impl->fc.n_layers];
     return DDPC_OK;
@@ -90,11 +110,16 @@ static void cnn_init(ddpc_model *m)
     for (int i = 0; i < impl->n_conv; i++) {
         const ddpc_conv2d_shape *s = &impl->conv[i];
         float bound = 1.0f / sqrtf((float)(s->c * s->r * s->s));
-        const ddpc_param *w = &m->tensors[impl->w_idx[i]], *b = &m->tensors[impl->b_idx[i]];
+        const ddpc_param *w = &m->tensors[impl->w_idx[i]];
+        const ddpc_param *b = &m->tensors[impl->bn ? impl->w_idx[i] : impl->b_idx[i]];
         ddpc__init_uniform(m->params + w->offset, w->numel, bound, m->cfg.seed,
                            (uint64_t)impl->w_idx[i]);
-        ddpc__init_uniform(m->params + b->offset, b->numel, bound, m->cfg.seed,
-                           (uint64_t)impl->b_idx[i]);
+        if (!impl->bn) {
+            ddpc__init_uniform(m->params + b->offset, b->numel, bound, m->cfg.seed,
+                               (uint64_t)impl->b_idx[i]);
+            continue;
+        }
+        ddpc__bn_layer_init(&impl->bnl[i], m);
     }
     ddpc__fc_stack_init(&impl->fc, m);
 }
@@ -138,6 +163,8 @@ static size_t carve(const ddpc_model *m, cnn_impl *impl, int64_t n, bool ckpt, f
         } else if (!ckpt) {
             TAKE(act[i], conv_out);
         }
+        if (c->bn)
+            TAKE(bn_in[i], conv_out);
         TAKE(pooled[i], pooled);
         if (!ckpt)
             TAKE(idx[i], pooled);
@@ -152,17 +179,21 @@ static size_t cnn_arena_floats(const ddpc_model *m, int64_t n, bool ckpt)
     return carve(m, NULL, n, ckpt, NULL) + ddpc__fc_stack_arena_floats(&impl->fc, n);
 }
 
-/* Stage i: conv -> ReLU into act[i], then the pool into y (n, k, h/2, w/2) and idx[i]. The
- * recomputation in backward is this same call, so it reproduces forward's bits. */
-static void stage_forward(ddpc_model *m, cnn_impl *impl, int i, float *y)
+/* Stage i: conv [-> BN] -> ReLU into act[i], then the pool into y (n, k, h/2, w/2) and idx[i].
+ * The recomputation in backward is this same call, so it reproduces forward's bits. */
+static ddpc_status stage_forward(ddpc_model *m, cnn_impl *impl, int i, float *y, bool training)
 {
     const ddpc_conv2d_shape *s = &impl->conv[i];
     int64_t cnt = s->n * s->k * s->h * s->w;
-    ddpc_conv2d_forward(m->cfg.precision, impl->act[i], impl->in[i],
-                        ddpc__param_ptr(m, impl->w_idx[i]), ddpc__param_ptr(m, impl->b_idx[i]), s,
-                        impl->ws);
+    const float *bias = impl->bn ? NULL : ddpc__param_ptr(m, impl->b_idx[i]);
+    ddpc_conv2d_forward(m->cfg.precision, impl->bn ? impl->bn_in[i] : impl->act[i], impl->in[i],
+                        ddpc__param_ptr(m, impl->w_idx[i]), bias, s, impl->ws);
+    if (impl->bn) /* BatchNorm2d from bn_in[i] into act[i] */
+        DDPC_TRY(ddpc__bn_layer_forward(&impl->bnl[i], m, impl->act[i], impl->bn_in[i], s->n,
+                                        s->h * s->w, training));
     ddpc_relu_forward(impl->act[i], impl->act[i], cnt);
     ddpc_maxpool2d_forward(y, impl->idx[i], impl->act[i], s->n, s->k, s->h, s->w, 2, 2);
+    return DDPC_OK;
 }
 
 static ddpc_status cnn_forward(ddpc_model *m, const ddpc_model_input *in, bool training,
@@ -179,11 +210,10 @@ static ddpc_status cnn_forward(ddpc_model *m, const ddpc_model_input *in, bool t
     for (int i = 0; i < impl->n_conv; i++) {
         impl->conv[i].n = n;
         impl->in[i] = x;
-        stage_forward(m, impl, i, impl->pooled[i]);
+        DDPC_TRY(stage_forward(m, impl, i, impl->pooled[i], training));
         x = impl->pooled[i];
     }
-    ddpc__fc_stack_forward(&impl->fc, m, x, in, training, &arena, out);
-    return DDPC_OK;
+    return ddpc__fc_stack_forward(&impl->fc, m, x, in, training, &arena, out);
 }
 
 /* dB (the conv output's gradient) = ReLU'(maxpool'(dA)) for stage i; dA may be changed. */
@@ -221,23 +251,33 @@ static void cnn_backward(ddpc_model *m, float dloss)
         /* Only the pool indices are needed again (the shared buffer still holds the last
          * stage's from forward); the conv output goes to dB before it turns into a gradient. */
         if (impl->ckpt && i < last)
-            stage_forward(m, impl, i, impl->recomputed);
+            (void)stage_forward(m, impl, i, impl->recomputed, true); /* no bn: cannot fail */
         pool_relu_backward(impl, i);
+        /* dB, the BN output's gradient, becomes the conv output's in place. */
+        if (impl->bn && ddpc__bn_layer_backward(&impl->bnl[i], m, impl->dB, impl->bn_in[i], n,
+                                                s->h * s->w) != DDPC_OK)
+            return;
         float *dx = NULL;
         if (i > 0) {
             dx = impl->dA;
             ddpc_fill_f32(dx, 0.0f, n * s->c * s->h * s->w);
         }
         ddpc_conv2d_backward(m->cfg.precision, dx, ddpc__grad_ptr(m, impl->w_idx[i]),
-                             ddpc__grad_ptr(m, impl->b_idx[i]), impl->dB, impl->in[i],
-                             ddpc__param_ptr(m, impl->w_idx[i]), s, impl->ws);
+                             impl->bn ? NULL : ddpc__grad_ptr(m, impl->b_idx[i]), impl->dB,
+                             impl->in[i], ddpc__param_ptr(m, impl->w_idx[i]), s, impl->ws);
         ddpc__model_grad_ready(m, impl->w_idx[i]);
-        ddpc__model_grad_ready(m, impl->b_idx[i]);
+        if (!impl->bn)
+            ddpc__model_grad_ready(m, impl->b_idx[i]);
     }
 }
 
 static void cnn_destroy(ddpc_model *m)
 {
+    cnn_impl *impl = m->impl;
+    if (impl) {
+        for (int i = 0; i < DDPC_MODEL_MAX_LAYERS; i++)
+            ddpc__bn_layer_free(&impl->bnl[i]);
+    }
     ddpc_free(m->impl);
 }
 

@@ -1,5 +1,5 @@
-/* Fully connected stack: Linear + ReLU (+ Dropout) layers and a final Linear, on the model's flat
- * buffers. Backward ping-pongs between two arena buffers; nothing is allocated per step. */
+/* Fully connected stack: Linear [+ BatchNorm1d] + ReLU (+ Dropout) layers and a final Linear, on
+ * the model's flat buffers. Backward ping-pongs between two arena buffers; nothing is allocated per step. */
 #include "nn/fc_stack.h"
 
 #include <ddpc/kernels.h>
@@ -23,7 +23,7 @@ static ddpc_status add_layer(ddpc_model *m, const char *prefix, int i, int64_t i
 
 ddpc_status ddpc__fc_stack_build(ddpc__fc_stack *s, ddpc_model *m, const char *prefix, int64_t in,
                                  const int64_t *hidden, size_t n_hidden, int64_t out,
-                                 const int64_t *heads, size_t n_heads)
+                                 const int64_t *heads, size_t n_heads, bool batchnorm)
 {
     if (n_hidden > DDPC_MODEL_MAX_LAYERS)
         return ddpc_errorf(DDPC_EINVAL, "at most %d hidden layers, got %zu", DDPC_MODEL_MAX_LAYERS,
@@ -45,8 +45,14 @@ ddpc_status ddpc__fc_stack_build(ddpc__fc_stack *s, ddpc_model *m, const char *p
                                (long long)heads[k]);
     s->dims[s->n_layers] = n_heads ? heads[0] : out;
     int last = n_heads ? s->n_layers - 1 : s->n_layers;
-    for (int i = 0; i < last; i++)
+    s->bn = batchnorm;
+    char bn_prefix[DDPC_PARAM_NAME_MAX];
+    snprintf(bn_prefix, sizeof bn_prefix, "%s_bn", prefix);
+    for (int i = 0; i < last; i++) {
         DDPC_TRY(add_layer(m, prefix, i, s->dims[i], s->dims[i + 1], &s->w_idx[i], &s->b_idx[i]));
+        if (batchnorm && i + 1 < s->n_layers)
+            DDPC_TRY(ddpc__bn_layer_add(&s->bnl[i], m, bn_prefix, i, s->dims[i + 1]));
+    }
     for (int k = 0; k < s->n_heads; k++) {
         s->head_out[k] = heads[k];
         DDPC_TRY(add_layer(m, "heads", k, s->dims[last], heads[k], &s->head_w[k], &s->head_b[k]));
@@ -54,6 +60,12 @@ ddpc_status ddpc__fc_stack_build(ddpc__fc_stack *s, ddpc_model *m, const char *p
     if (s->n_heads)
         ddpc__fc_stack_select(s, 0);
     return DDPC_OK;
+}
+
+void ddpc__fc_stack_free(ddpc__fc_stack *s)
+{
+    for (int i = 0; i < DDPC_MODEL_MAX_LAYERS; i++)
+        ddpc__bn_layer_free(&s->bnl[i]);
 }
 
 void ddpc__fc_stack_select(ddpc__fc_stack *s, int task)
@@ -78,6 +90,8 @@ void ddpc__fc_stack_init(const ddpc__fc_stack *s, ddpc_model *m)
     int last = s->n_heads ? s->n_layers - 1 : s->n_layers;
     for (int i = 0; i < last; i++)
         init_layer(m, s->w_idx[i], s->b_idx[i], s->dims[i]);
+    for (int i = 0; s->bn && i + 1 < s->n_layers; i++)
+        ddpc__bn_layer_init(&s->bnl[i], m);
     for (int k = 0; k < s->n_heads; k++)
         init_layer(m, s->head_w[k], s->head_b[k], s->dims[last]);
 }
@@ -103,8 +117,8 @@ size_t ddpc__fc_stack_arena_floats(const ddpc__fc_stack *s, int64_t n)
 {
     size_t total = 3 * ddpc__round16((size_t)(n * max_dim(s))) +
                    2 * ddpc__round16((size_t)(n * max_out(s))) + ddpc__round16((size_t)n);
-    for (int i = 1; i < s->n_layers; i++)
-        total += ddpc__round16((size_t)(n * s->dims[i]));
+    for (int i = 1; i < s->n_layers; i++) /* hidden activations, and pre-BN outputs */
+        total += (s->bn ? 2 : 1) * ddpc__round16((size_t)(n * s->dims[i]));
     return total;
 }
 
@@ -133,9 +147,9 @@ static void classify_loss(ddpc__fc_stack *s, ddpc_model *m, float *logits, ddpc_
     s->n_valid = out->n_valid;
 }
 
-void ddpc__fc_stack_forward(ddpc__fc_stack *s, ddpc_model *m, const float *x,
-                            const ddpc_model_input *in, bool training, float **arena,
-                            ddpc_model_output *out)
+ddpc_status ddpc__fc_stack_forward(ddpc__fc_stack *s, ddpc_model *m, const float *x,
+                                   const ddpc_model_input *in, bool training, float **arena,
+                                   ddpc_model_output *out)
 {
     int64_t n = in->n;
     ddpc__fc_stack_select(s, in->task);
@@ -147,8 +161,14 @@ void ddpc__fc_stack_forward(ddpc__fc_stack *s, ddpc_model *m, const float *x,
     float p = training ? m->cfg.dropout : 0.0f;
     for (int i = 0; i < s->n_layers; i++) {
         float *y = ddpc__take(arena, (size_t)(n * s->dims[i + 1]));
-        ddpc_linear_forward(m->cfg.precision, y, s->acts[i], ddpc__param_ptr(m, s->w_idx[i]),
-                            ddpc__param_ptr(m, s->b_idx[i]), n, s->dims[i], s->dims[i + 1]);
+        bool bn = s->bn && i + 1 < s->n_layers;
+        if (bn)
+            s->pre[i + 1] = ddpc__take(arena, (size_t)(n * s->dims[i + 1]));
+        ddpc_linear_forward(m->cfg.precision, bn ? s->pre[i + 1] : y, s->acts[i],
+                            ddpc__param_ptr(m, s->w_idx[i]), ddpc__param_ptr(m, s->b_idx[i]), n,
+                            s->dims[i], s->dims[i + 1]);
+        if (bn)
+            DDPC_TRY(ddpc__bn_layer_forward(&s->bnl[i], m, y, s->pre[i + 1], n, 1, training));
         if (i + 1 < s->n_layers) {
             ddpc_relu_forward(y, y, n * s->dims[i + 1]);
             if (p > 0.0f)
@@ -164,6 +184,7 @@ void ddpc__fc_stack_forward(ddpc__fc_stack *s, ddpc_model *m, const float *x,
     s->dlogits = ddpc__take(arena, (size_t)(n * s->dims[s->n_layers]));
     s->losses = ddpc__take(arena, (size_t)n);
     classify_loss(s, m, (float *)s->acts[s->n_layers], out);
+    return DDPC_OK;
 }
 
 void ddpc__fc_stack_backward(ddpc__fc_stack *s, ddpc_model *m, float dloss, float *dx)
@@ -196,6 +217,9 @@ void ddpc__fc_stack_backward(ddpc__fc_stack *s, ddpc_model *m, float dloss, floa
         }
         ddpc_fill_f32(dpre, 0.0f, cnt);
         ddpc_relu_backward(dpre, dact, s->acts[i], cnt);
+        /* BatchNorm1d: dpre, its output's gradient, becomes Linear i-1's output's in place. */
+        if (s->bn && ddpc__bn_layer_backward(&s->bnl[i - 1], m, dpre, s->pre[i], n, 1) != DDPC_OK)
+            return;
         dy = dpre;
     }
 }

@@ -1,4 +1,5 @@
-/* "mlp": images flattened to (n, c*h*w), then Linear+ReLU per hidden size, then Linear to the
+/* "mlp": images flattened to (n, c*h*w), then Linear+ReLU per hidden size (with batchnorm,
+ * Linear -> BatchNorm1d "fc_bn.<i>" -> ReLU, as torch's nn.BatchNorm1d), then Linear to the
  * classes. Parameters "fc.<i>.weight" (out, in) and "fc.<i>.bias" (out); a multi-head mlp ends
  * in "heads.<k>.weight/bias" instead of the last "fc" layer. */
 #include "nn/fc_stack.h"
@@ -22,7 +23,7 @@ static ddpc_status mlp_build(ddpc_model *m)
     m->impl = impl;
     int64_t in = c->in_channels * c->in_height * c->in_width;
     DDPC_TRY(ddpc__fc_stack_build(&impl->fc, m, "fc", in, c->hidden, c->n_hidden, c->num_classes,
-                                  c->head_classes, c->n_heads));
+                                  c->head_classes, c->n_heads, c->batchnorm));
     m->train_flops_per_sample = ddpc__fc_stack_flops(&impl->fc);
     m->outputs_per_sample = impl->fc.dims[impl->fc.n_layers];
     return DDPC_OK;
@@ -47,8 +48,7 @@ static ddpc_status mlp_forward(ddpc_model *m, const ddpc_model_input *in, bool t
     if (!in->x)
         return ddpc_errorf(DDPC_EINVAL, "mlp forward needs image inputs");
     float *arena = m->arena;
-    ddpc__fc_stack_forward(&impl->fc, m, in->x, in, training, &arena, out);
-    return DDPC_OK;
+    return ddpc__fc_stack_forward(&impl->fc, m, in->x, in, training, &arena, out);
 }
 
 static void mlp_backward(ddpc_model *m, float dloss)
@@ -58,6 +58,8 @@ static void mlp_backward(ddpc_model *m, float dloss)
 
 static void mlp_destroy(ddpc_model *m)
 {
+    if (m->impl)
+        ddpc__fc_stack_free(&((mlp_impl *)m->impl)->fc);
     ddpc_free(m->impl);
 }
 

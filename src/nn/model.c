@@ -10,7 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static const ddpc__model_ops *const registry[] = {&ddpc__mlp_ops, &ddpc__cnn_ops, &ddpc__gpt_ops};
+static const ddpc__model_ops *const registry[] = {&ddpc__mlp_ops, &ddpc__cnn_ops, &ddpc__gpt_ops,
+                                                   &ddpc__seq2seq_ops};
 #define N_REGISTRY (sizeof registry / sizeof registry[0])
 
 ddpc_model_config ddpc_model_config_default(void)
@@ -21,30 +22,33 @@ ddpc_model_config ddpc_model_config_default(void)
         .hidden = {256, 128}, .n_hidden = 2,
         .channels = {32, 64}, .n_channels = 2, .kernel_size = 3,
         .n_layer = 4, .n_head = 4, .n_embd = 256, .block_size = 128,
-        .dropout = 0.0f, .seed = 1337,
+        .d_model = 512, .num_heads = 8, .num_encoder_layers = 6, .num_decoder_layers = 6,
+        .d_ff = 2048, .max_len = 256, .label_smoothing = 0.1f,
+        .dropout = 0.0f, .bn_momentum = 0.1f, .bn_eps = 1e-5f, .seed = 1337,
     };
 }
 
 const char *ddpc_model_types(void)
 {
-    return "mlp, cnn, gpt";
+    return "mlp, cnn, gpt, seq2seq";
 }
 
-int ddpc__model_add_param(ddpc_model *m, const char *name, int ndim, const int64_t *shape,
-                          bool decay)
+/* Appends a view to a table of views, growing it; the new view's offset is *total. */
+static ddpc_param *add_view(ddpc_param **table, size_t *n, size_t *cap, size_t *total,
+                            const char *name, int ndim, const int64_t *shape)
 {
-    if (m->n_tensors == m->cap_tensors) {
-        size_t cap = m->cap_tensors ? 2 * m->cap_tensors : 16;
-        ddpc_param *t = ddpc_malloc(cap * sizeof *t);
+    if (*n == *cap) {
+        size_t c = *cap ? 2 * *cap : 16;
+        ddpc_param *t = ddpc_malloc(c * sizeof *t);
         if (!t)
-            return -1;
-        if (m->n_tensors)
-            memcpy(t, m->tensors, m->n_tensors * sizeof *t);
-        ddpc_free(m->tensors);
-        m->tensors = t;
-        m->cap_tensors = cap;
+            return NULL;
+        if (*n)
+            memcpy(t, *table, *n * sizeof *t);
+        ddpc_free(*table);
+        *table = t;
+        *cap = c;
     }
-    ddpc_param *p = &m->tensors[m->n_tensors];
+    ddpc_param *p = &(*table)[*n];
     memset(p, 0, sizeof *p);
     snprintf(p->name, sizeof p->name, "%s", name);
     p->ndim = ndim;
@@ -54,10 +58,28 @@ int ddpc__model_add_param(ddpc_model *m, const char *name, int ndim, const int64
         p->numel *= (size_t)shape[i];
     }
     /* 16-float alignment keeps every view 64-byte aligned for vector loads. */
-    p->offset = m->n_params;
+    p->offset = *total;
+    *total += ddpc__round16(p->numel);
+    ++*n;
+    return p;
+}
+
+int ddpc__model_add_buffer(ddpc_model *m, const char *name, int ndim, const int64_t *shape)
+{
+    ddpc_param *p = add_view(&m->buffer_views, &m->n_buffers, &m->cap_buffers,
+                             &m->n_buffer_floats, name, ndim, shape);
+    return p ? (int)m->n_buffers - 1 : -1;
+}
+
+int ddpc__model_add_param(ddpc_model *m, const char *name, int ndim, const int64_t *shape,
+                          bool decay)
+{
+    ddpc_param *p = add_view(&m->tensors, &m->n_tensors, &m->cap_tensors, &m->n_params, name,
+                             ndim, shape);
+    if (!p)
+        return -1;
     p->decay = decay;
-    m->n_params += ddpc__round16(p->numel);
-    return (int)m->n_tensors++;
+    return (int)m->n_tensors - 1;
 }
 
 void ddpc__init_uniform(float *w, size_t n, float bound, uint64_t seed, uint64_t stream)
@@ -78,7 +100,10 @@ static ddpc_status allocate_buffers(ddpc_model *m)
     m->params = ddpc_calloc(m->n_params, sizeof(float));
     m->grads = ddpc_calloc(m->n_params, sizeof(float));
     m->decay_mask = ddpc_calloc(m->n_params, 1);
-    if (!m->params || !m->grads || !m->decay_mask) {
+    m->buffers = m->n_buffer_floats ? ddpc_calloc(m->n_buffer_floats, sizeof(float)) : NULL;
+    if (!m->params || !m->grads || !m->decay_mask || (m->n_buffer_floats && !m->buffers)) {
+        ddpc_free(m->buffers);
+        m->buffers = NULL;
         ddpc_free(m->params);
         ddpc_free(m->grads);
         ddpc_free(m->decay_mask);
@@ -107,8 +132,8 @@ ddpc_status ddpc_model_create_shapes(ddpc_model **out, const ddpc_model_config *
     if ((unsigned)cfg->precision >= DDPC_PREC_COUNT)
         return ddpc_errorf(DDPC_EINVAL, "model precision %d is not fp32, bf16 or fp16", (int)cfg->precision);
     if (cfg->activation_checkpointing && !ops->checkpointing)
-        return ddpc_errorf(DDPC_EINVAL, "model type '%s' has no activation checkpointing (gpt and "
-                           "cnn do: they recompute their blocks in backward)", cfg->type);
+        return ddpc_errorf(DDPC_EINVAL, "model type '%s' has no activation checkpointing (gpt, "
+                           "seq2seq and cnn do: they recompute their blocks in backward)", cfg->type);
     ddpc_model *m = ddpc_calloc(1, sizeof *m);
     if (!m)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory creating a %s model", cfg->type);
@@ -153,6 +178,8 @@ void ddpc_model_destroy(ddpc_model *m)
     ddpc_free(m->params);
     ddpc_free(m->grads);
     ddpc_free(m->decay_mask);
+    ddpc_free(m->buffer_views);
+    ddpc_free(m->buffers);
     ddpc_free(m->arena);
     ddpc_free(m);
 }
@@ -167,14 +194,26 @@ const ddpc_param *ddpc_model_tensor(const ddpc_model *m, size_t i) { return &m->
 double ddpc_model_train_flops_per_sample(const ddpc_model *m) { return m->train_flops_per_sample; }
 int64_t ddpc_model_outputs_per_sample(const ddpc_model *m) { return m->outputs_per_sample; }
 const float *ddpc_model_probs(const ddpc_model *m) { return m->probs; }
+size_t ddpc_model_num_buffers(const ddpc_model *m) { return m->n_buffers; }
+const ddpc_param *ddpc_model_buffer(const ddpc_model *m, size_t i) { return &m->buffer_views[i]; }
+size_t ddpc_model_num_buffer_floats(const ddpc_model *m) { return m->n_buffer_floats; }
+float *ddpc_model_buffer_data(ddpc_model *m) { return m->buffers; }
 
-ddpc_sample_sizes ddpc_model_sample_sizes(const ddpc_model *m)
+void ddpc_model_set_stat_sync_hook(ddpc_model *m, ddpc_stat_sync_fn fn, void *ctx)
+{
+    m->stat_sync = fn;
+    m->stat_sync_ctx = fn ? ctx : NULL;
+}
+
+ddpc_sample_sizes ddpc_model_sample_sizes(const ddpc_model *m, const ddpc_model_input *in)
 {
     const ddpc_model_config *c = &m->cfg;
     if (m->ops == &ddpc__gpt_ops)
-        return (ddpc_sample_sizes){.x = 0, .tokens = c->block_size, .targets = c->block_size};
-    return (ddpc_sample_sizes){
-        .x = c->in_channels * c->in_height * c->in_width, .tokens = 0, .targets = 1};
+        return (ddpc_sample_sizes){.tokens = c->block_size, .targets = c->block_size};
+    if (m->ops == &ddpc__seq2seq_ops)
+        return (ddpc_sample_sizes){
+            .tokens = in->tgt_len, .targets = in->tgt_len, .src_tokens = in->src_len};
+    return (ddpc_sample_sizes){.x = c->in_channels * c->in_height * c->in_width, .targets = 1};
 }
 
 void ddpc_model_zero_grad(ddpc_model *m)
@@ -192,9 +231,8 @@ size_t ddpc_model_activation_bytes(const ddpc_model *m, int64_t n, bool checkpoi
     return m->ops->arena_floats(m, n, checkpointing && m->ops->checkpointing) * sizeof(float);
 }
 
-static ddpc_status reserve_arena(ddpc_model *m, int64_t n)
+ddpc_status ddpc__model_reserve_arena(ddpc_model *m, size_t need, int64_t n)
 {
-    size_t need = m->ops->arena_floats(m, n, m->cfg.activation_checkpointing);
     if (need <= m->arena_floats)
         return DDPC_OK;
     float *a = ddpc_malloc(need * sizeof(float));
@@ -217,7 +255,8 @@ ddpc_status ddpc_model_forward(ddpc_model *m, const ddpc_model_input *in, bool t
     if (in->task < 0 || in->task >= heads)
         return ddpc_errorf(DDPC_EINVAL, "model forward: task %d is not one of the model's %d "
                            "head%s", in->task, heads, heads == 1 ? "" : "s");
-    DDPC_TRY(reserve_arena(m, in->n));
+    DDPC_TRY(ddpc__model_reserve_arena(
+        m, m->ops->arena_floats(m, in->n, m->cfg.activation_checkpointing), in->n));
     ddpc_model_output local = {0};
     m->last_n = 0;
     DDPC_TRY(m->ops->forward(m, in, training, out ? out : &local));
@@ -248,6 +287,7 @@ ddpc_status ddpc_model_backward(ddpc_model *m, float dloss)
 {
     if (m->last_n == 0)
         return ddpc_errorf(DDPC_EINVAL, "model backward needs a forward pass with targets first");
+    m->backward_status = DDPC_OK;
     m->ops->backward(m, dloss);
-    return DDPC_OK;
+    return m->backward_status;
 }

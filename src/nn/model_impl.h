@@ -43,6 +43,12 @@ struct ddpc_model {
     void *param_use_ctx;
     ddpc_grad_use_fn grad_use;     /* may be NULL */
     void *grad_use_ctx;
+    ddpc_param *buffer_views; /* (n_buffers) offsets into buffers */
+    size_t n_buffers, cap_buffers, n_buffer_floats;
+    float *buffers;           /* (n_buffer_floats) */
+    ddpc_stat_sync_fn stat_sync; /* may be NULL */
+    void *stat_sync_ctx;
+    ddpc_status backward_status; /* a failed stat sync inside backward (ops->backward is void) */
     double train_flops_per_sample;
     int64_t outputs_per_sample;
 };
@@ -50,6 +56,18 @@ struct ddpc_model {
 /* Registers a parameter of the given shape; returns its index, or -1 on out-of-memory. */
 int ddpc__model_add_param(ddpc_model *m, const char *name, int ndim, const int64_t *shape,
                           bool decay);
+/* Registers a buffer (no gradient, not trained); returns its index, or -1 on out-of-memory. */
+int ddpc__model_add_buffer(ddpc_model *m, const char *name, int ndim, const int64_t *shape);
+static inline float *ddpc__buffer_ptr(ddpc_model *m, int idx)
+{
+    return m->buffers + m->buffer_views[idx].offset;
+}
+/* Sums `count` doubles over every replica through the stat-sync hook (a no-op without one). */
+static inline ddpc_status ddpc__model_sync_stats(ddpc_model *m, double *sums, size_t count)
+{
+    return m->stat_sync ? m->stat_sync(m->stat_sync_ctx, sums, count) : DDPC_OK;
+}
+
 /* Tensor idx's parameters for a kernel to read, and its gradient for a backward kernel to
  * accumulate into: every forward/backward access goes through here, so the hooks (ZeRO's
  * gathered and pooled buckets) can point it elsewhere. */
@@ -90,5 +108,10 @@ void ddpc__softmax_rows(float *x, int64_t n, int64_t classes);
 extern const ddpc__model_ops ddpc__mlp_ops;
 extern const ddpc__model_ops ddpc__cnn_ops;
 extern const ddpc__model_ops ddpc__gpt_ops;
+extern const ddpc__model_ops ddpc__seq2seq_ops;
+
+/* Grows the arena to at least `need` floats (for a batch of n, named in the error); keeps it when
+ * it is large enough already. */
+ddpc_status ddpc__model_reserve_arena(ddpc_model *m, size_t need, int64_t n);
 
 #endif

@@ -1,8 +1,8 @@
 /* DataParallel replicas (dp_impl.h): torch.nn.DataParallel's replicate / scatter / parallel_apply /
  * gather / reduce_add, with one OpenMP thread per replica in place of one GPU per replica. As in
  * torch, the caller's thread does the serial parts (replicate, scatter, gather, reduce) and only
- * forward and backward run in parallel. Invariant: replica k's input buffers hold at least the rows
- * of the largest pass seen, so a step after the first allocates nothing. */
+ * forward and backward run in parallel. Invariant: replica k's input buffers hold at least the
+ * elements of its share of the largest pass seen, so a step after the first allocates nothing. */
 #include "parallel/dp_impl.h"
 
 #include <ddpc/alloc.h>
@@ -14,12 +14,16 @@
 #include <stdio.h>
 #include <string.h>
 
+/* One input array of a replica: its rows of the batch, `cap` elements allocated. */
+typedef struct {
+    void *p;
+    int64_t cap;
+} rows_buf;
+
 typedef struct {
     ddpc_model *model; /* replica 0: the caller's (borrowed); the others owned */
-    float *x;          /* (cap, sizes.x) this replica's rows of the batch */
-    int32_t *tokens;   /* (cap, sizes.tokens) */
-    int32_t *targets;  /* (cap, sizes.targets) */
-    int64_t cap;       /* rows the buffers hold */
+    rows_buf x, tokens, targets, src; /* (rows, sizes.x) floats, the others int32: this replica's
+                                         rows of the pass (sizes: ddpc_model_sample_sizes) */
     ddpc_model_input in;
     ddpc_model_output out;
     float dloss;
@@ -30,18 +34,17 @@ typedef struct {
 
 struct ddpc__dp {
     int n;
-    ddpc_sample_sizes sizes; /* per row */
-    replica *r;              /* (n) */
+    replica *r; /* (n) */
     ddpc__dp_timing spent;
 };
 
 static void free_buffers(replica *r)
 {
-    ddpc_free(r->x);
-    ddpc_free(r->tokens);
-    ddpc_free(r->targets);
-    r->x = NULL, r->tokens = r->targets = NULL;
-    r->cap = 0;
+    rows_buf *b[] = {&r->x, &r->tokens, &r->targets, &r->src};
+    for (size_t i = 0; i < sizeof b / sizeof b[0]; i++) {
+        ddpc_free(b[i]->p);
+        *b[i] = (rows_buf){0};
+    }
 }
 
 ddpc_status ddpc__dp_create(ddpc_model *m, int replicas, ddpc__dp **out)
@@ -59,7 +62,6 @@ ddpc_status ddpc__dp_create(ddpc_model *m, int replicas, ddpc__dp **out)
     }
     dp->n = replicas;
     dp->r = r;
-    dp->sizes = ddpc_model_sample_sizes(m);
     r[0].model = m;
     for (int k = 1; k < replicas; k++) {
         ddpc_status st = ddpc_model_create(&r[k].model, ddpc_model_config_of(m));
@@ -106,30 +108,57 @@ void ddpc__dp_zero_grad(ddpc__dp *dp)
 void ddpc__dp_replicate(ddpc__dp *dp)
 {
     double t0 = ddpc_time_now();
-    const float *src = ddpc_model_params(dp->r[0].model);
-    size_t bytes = ddpc_model_num_params(dp->r[0].model) * sizeof(float);
-    for (int k = 1; k < dp->n; k++)
-        memcpy(ddpc_model_params(dp->r[k].model), src, bytes);
+    ddpc_model *m = dp->r[0].model;
+    size_t bytes = ddpc_model_num_params(m) * sizeof(float);
+    size_t buf_bytes = ddpc_model_num_buffer_floats(m) * sizeof(float);
+    for (int k = 1; k < dp->n; k++) {
+        memcpy(ddpc_model_params(dp->r[k].model), ddpc_model_params(m), bytes);
+        /* BatchNorm's running statistics too, as torch's replicate does; replica 0's own
+         * updates are the ones kept (DDP's broadcast_buffers keeps rank 0's). */
+        if (buf_bytes)
+            memcpy(ddpc_model_buffer_data(dp->r[k].model), ddpc_model_buffer_data(m), buf_bytes);
+    }
     dp->spent.replicate_s += ddpc_time_now() - t0;
 }
 
-/* Grows replica r's buffers to `rows` rows (the first pass of a larger batch only). */
-static ddpc_status reserve(const ddpc__dp *dp, replica *r, int64_t rows)
+/* Copies the first `width` of the `stride` elements (of `size` bytes) of rows k, k + n, ... (`rows`
+ * of them) of src into b, growing it first when a pass is larger than any before; *out = b's
+ * data, or NULL without src. */
+static ddpc_status take_rows(rows_buf *b, const void *src, int64_t stride, int64_t width,
+                             size_t size, int k, int n, int64_t rows, const void **out)
 {
-    if (rows <= r->cap)
+    *out = NULL;
+    if (!src || width == 0)
         return DDPC_OK;
-    const ddpc_sample_sizes *s = &dp->sizes;
-    free_buffers(r);
-    r->x = s->x ? ddpc_malloc((size_t)(rows * s->x) * sizeof(float)) : NULL;
-    r->tokens = s->tokens ? ddpc_malloc((size_t)(rows * s->tokens) * sizeof(int32_t)) : NULL;
-    r->targets = ddpc_malloc((size_t)(rows * s->targets) * sizeof(int32_t));
-    if ((s->x && !r->x) || (s->tokens && !r->tokens) || !r->targets) {
-        free_buffers(r);
-        return ddpc_errorf(DDPC_ENOMEM, "out of memory for a DataParallel replica's %lld rows",
-                           (long long)rows);
+    int64_t need = rows * width;
+    if (need > b->cap) {
+        void *p = ddpc_malloc((size_t)need * size);
+        if (!p)
+            return ddpc_errorf(DDPC_ENOMEM, "out of memory for a DataParallel replica's %lld rows",
+                               (long long)rows);
+        ddpc_free(b->p);
+        *b = (rows_buf){p, need};
     }
-    r->cap = rows;
+    size_t row = (size_t)width * size, from = (size_t)stride * size;
+    for (int64_t i = 0; i < rows; i++)
+        memcpy((char *)b->p + (size_t)i * row, (const char *)src + (size_t)(k + i * n) * from, row);
+    *out = b->p;
     return DDPC_OK;
+}
+
+/* The longest of rows k, k + n, ... (`rows` of `width` tokens, padded with 0) up to its last
+ * token that is not padding, at least 1. */
+static int64_t unpadded_width(const int32_t *tok, int64_t width, int k, int n, int64_t rows)
+{
+    int64_t w = 1;
+    for (int64_t i = 0; i < rows; i++) {
+        const int32_t *row = tok + (k + i * n) * width;
+        int64_t j = width;
+        while (j > w && row[j - 1] == 0)
+            j--;
+        w = j > w ? j : w;
+    }
+    return w;
 }
 
 /* Replica k's input: rows k, k + N, ... of in, copied (torch's scatter copies each chunk to its
@@ -137,7 +166,7 @@ static ddpc_status reserve(const ddpc__dp *dp, replica *r, int64_t rows)
 static ddpc_status scatter(ddpc__dp *dp, const ddpc_model_input *in, const uint64_t *streams,
                            float dloss)
 {
-    const ddpc_sample_sizes *s = &dp->sizes;
+    ddpc_sample_sizes s = ddpc_model_sample_sizes(dp->r[0].model, in);
     int n = dp->n;
     for (int k = 0; k < n; k++) {
         replica *r = &dp->r[k];
@@ -151,20 +180,25 @@ static ddpc_status scatter(ddpc__dp *dp, const ddpc_model_input *in, const uint6
         r->dloss = (float)((double)dloss * (double)n * (double)rows / (double)in->n);
         if (n == 1 || rows == 0)
             continue;
-        DDPC_TRY(reserve(dp, r, rows));
-        r->in.x = in->x ? r->x : NULL;
-        r->in.tokens = in->tokens ? r->tokens : NULL;
-        r->in.targets = r->targets;
-        for (int64_t i = 0; i < rows; i++) {
-            int64_t src = k + i * n;
-            if (in->x)
-                memcpy(r->x + i * s->x, in->x + src * s->x, (size_t)s->x * sizeof(float));
-            if (in->tokens)
-                memcpy(r->tokens + i * s->tokens, in->tokens + src * s->tokens,
-                       (size_t)s->tokens * sizeof(int32_t));
-            memcpy(r->targets + i * s->targets, in->targets + src * s->targets,
-                   (size_t)s->targets * sizeof(int32_t));
+        /* Pairs (seq2seq) come padded to the batch's longest row: a replica's rows are cut to
+         * their own longest, the widths the rank taking them would have been given. */
+        int64_t tw = s.tokens, sw = s.src_tokens;
+        if (sw > 0) {
+            tw = unpadded_width(in->targets, s.targets, k, n, rows);
+            sw = unpadded_width(in->src_tokens, s.src_tokens, k, n, rows);
+            r->in.tgt_len = tw, r->in.src_len = sw;
         }
+        const void *p;
+        DDPC_TRY(take_rows(&r->x, in->x, s.x, s.x, sizeof(float), k, n, rows, &p));
+        r->in.x = p;
+        DDPC_TRY(take_rows(&r->tokens, in->tokens, s.tokens, tw, sizeof(int32_t), k, n, rows, &p));
+        r->in.tokens = p;
+        DDPC_TRY(take_rows(&r->targets, in->targets, s.targets, sw > 0 ? tw : s.targets,
+                           sizeof(int32_t), k, n, rows, &p));
+        r->in.targets = p;
+        DDPC_TRY(
+            take_rows(&r->src, in->src_tokens, s.src_tokens, sw, sizeof(int32_t), k, n, rows, &p));
+        r->in.src_tokens = p;
     }
     return DDPC_OK;
 }

@@ -40,7 +40,8 @@ int ddpc__dp_kernel_threads(const ddpc__dp *dp);
 
 /* Zeroes the gradients of every replica, replica 0 included. */
 void ddpc__dp_zero_grad(ddpc__dp *dp);
-/* Copies replica 0's parameters into every other replica. */
+/* Copies replica 0's parameters and buffers (BatchNorm's running statistics) into every other
+ * replica. */
 void ddpc__dp_replicate(ddpc__dp *dp);
 /* One pass: scatters in's rows, runs replica r's forward (dropout stream streams[r]) and its
  * backward on its own thread, adding d(dloss x loss over all of in's rows x N)/d(params) to its

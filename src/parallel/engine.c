@@ -33,6 +33,7 @@ struct ddpc_engine {
     /* Per step: whether a pass communicated during its backward, and the first non-finite
      * local loss (for the message). */
     bool synced;
+    bool buffers_sent; /* this step broadcast the model buffers already */
     bool bad_loss;
     float bad_loss_value;
     ddpc_engine_timing spent; /* cfg.timing: since the last ddpc_engine_take_timing */
@@ -179,6 +180,12 @@ void ddpc_engine_zero_grad(ddpc_engine *e)
     e->replicated = false;
     e->synced = false;
     e->bad_loss = false;
+    e->buffers_sent = false;
+}
+
+ddpc_status ddpc_engine_sync_buffers(ddpc_engine *e)
+{
+    return e->reducer ? ddpc_reducer_sync_buffers(e->reducer) : DDPC_OK;
 }
 
 /* The hang recorder's phase (ddpc_pg_set_phase): what a rank that never arrives was doing. */
@@ -229,6 +236,10 @@ ddpc_status ddpc_engine_pass(ddpc_engine *e, ddpc_model_input *in, int64_t micro
         return DDPC_OK;
     }
     in->rng_stream = stream_of(e, micro, in->task, e->world, e->rank);
+    if (e->reducer && !e->buffers_sent) { /* DDP: rank 0's buffers before a step's forward */
+        DDPC_TRY(ddpc_reducer_sync_buffers(e->reducer));
+        e->buffers_sent = true;
+    }
     if (e->reducer) /* no_sync unless this backward is the step's only remaining one */
         ddpc_reducer_prepare(e->reducer, sync);
     e->synced = e->synced || sync;

@@ -16,7 +16,8 @@ ddpc_reducer_config ddpc_reducer_config_default(void)
     return (ddpc_reducer_config){.bucket_cap_mb = 25.0,
                                  .first_bucket_mb = 1.0,
                                  .comm_dtype = DDPC_DTYPE_F32,
-                                 .broadcast_params = true};
+                                 .broadcast_params = true,
+                                 .broadcast_buffers = true};
 }
 
 static ddpc_status check_config(const ddpc_reducer_config *c)
@@ -191,6 +192,26 @@ ddpc_pg *ddpc_reducer_pg(const ddpc_reducer *r)
     return r->pg;
 }
 
+/* SyncBatchNorm's statistics: the sums of every rank, in place (the model's stat-sync hook). */
+static ddpc_status sum_stats(void *ctx, double *sums, size_t count)
+{
+    ddpc_reducer *r = ctx;
+    return ddpc_pg_all_reduce(r->pg, sums, sums, count, DDPC_DTYPE_F64, DDPC_REDUCE_SUM);
+}
+
+static ddpc_status broadcast_buffers(ddpc_reducer *r)
+{
+    size_t n = ddpc_model_num_buffer_floats(r->model);
+    if (n == 0)
+        return DDPC_OK;
+    return ddpc_pg_broadcast(r->pg, ddpc_model_buffer_data(r->model), n, DDPC_DTYPE_F32, 0);
+}
+
+ddpc_status ddpc_reducer_sync_buffers(ddpc_reducer *r)
+{
+    return r->cfg.broadcast_buffers ? broadcast_buffers(r) : DDPC_OK;
+}
+
 ddpc_status ddpc_reducer_create(ddpc_pg *pg, ddpc_model *model, const ddpc_reducer_config *cfg,
                                 ddpc_reducer **out)
 {
@@ -210,6 +231,8 @@ ddpc_status ddpc_reducer_create(ddpc_pg *pg, ddpc_model *model, const ddpc_reduc
     if (st == DDPC_OK && cfg->broadcast_params)
         st = ddpc_pg_broadcast(pg, ddpc_model_params(model), ddpc_model_num_params(model),
                                DDPC_DTYPE_F32, 0);
+    if (st == DDPC_OK && cfg->broadcast_params)
+        st = broadcast_buffers(r);
     if (st == DDPC_OK && cfg->zero_stage >= 2)
         st = ddpc__reducer_build_gpool(r);
     if (st == DDPC_OK && cfg->zero_stage >= 3)
@@ -219,6 +242,8 @@ ddpc_status ddpc_reducer_create(ddpc_pg *pg, ddpc_model *model, const ddpc_reduc
         return st;
     }
     ddpc_model_set_grad_ready_hook(model, on_grad_ready, r);
+    if (cfg->sync_batchnorm)
+        ddpc_model_set_stat_sync_hook(model, sum_stats, r);
     *out = r;
     return DDPC_OK;
 }
@@ -228,6 +253,7 @@ void ddpc_reducer_destroy(ddpc_reducer *r)
     if (!r)
         return;
     ddpc_model_set_grad_ready_hook(r->model, NULL, NULL);
+    ddpc_model_set_stat_sync_hook(r->model, NULL, NULL);
     ddpc_model_set_param_use_hook(r->model, NULL, NULL);
     ddpc_model_set_grad_use_hook(r->model, NULL, NULL);
     ddpc_work_destroy(r->prefetch_work);

@@ -8,6 +8,7 @@
 #include "train/checkpoint_impl.h"
 
 #include <ddpc/alloc.h>
+#include <ddpc/fs.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -82,9 +83,11 @@ static void read_latest(const char *dir, char *name, size_t cap)
     char path[DDPC__CKPT_PATH_MAX], *text = NULL;
     size_t len = 0;
     int64_t step;
+    bool missing;
     name[0] = '\0';
+    /* No pointer, or an unreadable one: the newest complete step directory decides. */
     if (ddpc__ckpt_join(path, sizeof path, dir, DDPC__CKPT_LATEST) != DDPC_OK ||
-        ddpc__ckpt_read_file(path, 256, &text, &len) != DDPC_OK)
+        ddpc_read_file(path, NULL, 256, &missing, &text, &len) != DDPC_OK || missing)
         return;
     while (len && (text[len - 1] == '\n' || text[len - 1] == ' ' || text[len - 1] == '\r'))
         text[--len] = '\0';

@@ -98,44 +98,6 @@ ddpc_status ddpc__ckpt_file_crc(const char *path, uint64_t *bytes, uint32_t *crc
     return s;
 }
 
-ddpc_status ddpc__ckpt_read_file(const char *path, size_t max, char **out, size_t *len)
-{
-    *out = NULL;
-    int fd = open(path, O_RDONLY);
-    if (fd < 0 && errno == ENOENT)
-        return ddpc_errorf(DDPC_EFORMAT, "%s is missing (incomplete checkpoint)", path);
-    if (fd < 0)
-        return ddpc_errorf(DDPC_EIO, "cannot open %s: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || st.st_size < 0 || (uint64_t)st.st_size > max) {
-        close(fd);
-        return ddpc_errorf(DDPC_EFORMAT, "%s is larger than %zu bytes", path, max);
-    }
-    size_t n = (size_t)st.st_size, got = 0;
-    char *buf = ddpc_malloc(n + 1);
-    if (!buf) {
-        close(fd);
-        return ddpc_errorf(DDPC_ENOMEM, "out of memory reading %s", path);
-    }
-    while (got < n) {
-        ssize_t r = read(fd, buf + got, n - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
-    close(fd);
-    if (got != n) {
-        ddpc_free(buf);
-        return ddpc_errorf(DDPC_EIO, "cannot read %s", path);
-    }
-    buf[n] = '\0';
-    *out = buf;
-    *len = n;
-    return DDPC_OK;
-}
-
 static bool remove_at(const char *path, int depth)
 {
     struct stat st;

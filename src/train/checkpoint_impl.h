@@ -24,6 +24,9 @@
 /* The tensor of a shard file that holds its parameters (its ranges' elements in order); the
  * optimizer state buffers sit beside it under their state names ("exp_avg", "momentum"). */
 #define DDPC__CKPT_SHARD_PARAMS "params"
+/* Rank 0's shard file also holds the model's buffers (BatchNorm running statistics), each as
+ * "buffer.<name>" of its own shape; a full checkpoint keeps them in model.safetensors. */
+#define DDPC__CKPT_SHARD_BUFFER_PREFIX "buffer."
 #define DDPC__CKPT_FILE_NAME_MAX 64
 
 /* Size and CRC-32 (zlib) of one file of a checkpoint, as recorded in state.json. */
@@ -71,8 +74,6 @@ void ddpc__ckpt_fsync_dir(const char *path);
 ddpc_status ddpc__ckpt_write_new(const char *path, const void *data, size_t len);
 /* Size and CRC-32 of a file; DDPC_EFORMAT if missing, DDPC_EIO if unreadable. */
 ddpc_status ddpc__ckpt_file_crc(const char *path, uint64_t *bytes, uint32_t *crc);
-/* Reads a whole file of at most max bytes into a NUL-terminated ddpc_malloc'd buffer. */
-ddpc_status ddpc__ckpt_read_file(const char *path, size_t max, char **out, size_t *len);
 /* Removes a file or a directory tree (best effort; false if something stayed). */
 bool ddpc__ckpt_remove_tree(const char *path);
 /* Whether name is "step-<digits>" (8 or more); the step into *step. */
@@ -132,6 +133,9 @@ typedef struct {
     float *state[DDPC__CKPT_MAX_STATE]; /* (sum of the ranges' len) each */
     const ddpc_range *ranges;
     size_t n_ranges;
+    const ddpc__ckpt_tensor *buffers; /* (n_buffers) the model's buffers, offsets into */
+    size_t n_buffers;
+    float *buffer_data;               /* (the model's buffer floats) or NULL */
 } ddpc__ckpt_want;
 
 /* Reads checkpoint `path` (state.json parsed into x; its files verified and, when sharded, its

@@ -14,15 +14,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The model's tensor table (ddpc_malloc'd). */
-static ddpc_status model_table(const ddpc_model *m, ddpc__ckpt_tensor **out)
+/* The model's tensor table, or with buffers its buffer table (ddpc_malloc'd). */
+static ddpc_status model_table(const ddpc_model *m, bool buffers, ddpc__ckpt_tensor **out)
 {
-    size_t nt = ddpc_model_num_tensors(m);
+    size_t nt = buffers ? ddpc_model_num_buffers(m) : ddpc_model_num_tensors(m);
     *out = ddpc_calloc(nt ? nt : 1, sizeof **out);
     if (!*out)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory for the model's tensor table");
     for (size_t i = 0; i < nt; i++) {
-        const ddpc_param *p = ddpc_model_tensor(m, i);
+        const ddpc_param *p = buffers ? ddpc_model_buffer(m, i) : ddpc_model_tensor(m, i);
         ddpc__ckpt_tensor *t = &(*out)[i];
         snprintf(t->name, sizeof t->name, "%s", p->name);
         t->ndim = p->ndim;
@@ -86,6 +86,12 @@ static ddpc_status stage(ddpc__ckpt_want *w, ddpc_model *m, ddpc_optim *o, size_
     if (!w->params)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory staging %zu parameters", np);
     memcpy(w->params, ddpc_model_params(m), np * sizeof(float));
+    size_t nb = ddpc_model_num_buffer_floats(m);
+    if (nb) {
+        w->buffer_data = ddpc_malloc(nb * sizeof(float));
+        if (!w->buffer_data)
+            return ddpc_errorf(DDPC_ENOMEM, "out of memory staging the model's buffers");
+    }
     w->ns = o ? ddpc_optim_num_state(o) : 0;
     for (size_t k = 0; k < w->ns; k++) {
         ddpc_optim_state(o, k, &w->snames[k]);
@@ -99,6 +105,7 @@ static ddpc_status stage(ddpc__ckpt_want *w, ddpc_model *m, ddpc_optim *o, size_
 static void unstage(ddpc__ckpt_want *w)
 {
     ddpc_free(w->params);
+    ddpc_free(w->buffer_data);
     for (size_t k = 0; k < DDPC__CKPT_MAX_STATE; k++)
         ddpc_free(w->state[k]);
 }
@@ -129,11 +136,13 @@ ddpc_status ddpc_ckpt_load_shard(const char *path, ddpc_model *m, ddpc_optim *o,
     ddpc_ckpt_state st;
     ddpc__ckpt_extra x;
     ddpc__ckpt_want w = {.ranges = ranges, .n_ranges = o ? n_ranges : 0};
-    ddpc__ckpt_tensor *table = NULL;
+    ddpc__ckpt_tensor *table = NULL, *btable = NULL;
     char origin[DDPC__CKPT_PATH_MAX];
     ddpc_status r = ddpc__ckpt_state_load(path, &st, &x);
     if (r == DDPC_OK)
-        r = model_table(m, &table);
+        r = model_table(m, false, &table);
+    if (r == DDPC_OK)
+        r = model_table(m, true, &btable);
     if (r == DDPC_OK)
         r = ddpc__ckpt_join(origin, sizeof origin, path, DDPC__CKPT_STATE);
     if (r == DDPC_OK)
@@ -144,12 +153,17 @@ ddpc_status ddpc_ckpt_load_shard(const char *path, ddpc_model *m, ddpc_optim *o,
                         x.optim_type, want);
     w.tensors = table;
     w.n_tensors = ddpc_model_num_tensors(m);
+    w.buffers = btable;
+    w.n_buffers = ddpc_model_num_buffers(m);
     if (r == DDPC_OK)
         r = stage(&w, m, o, owned);
     if (r == DDPC_OK)
         r = ddpc__ckpt_read(path, &x, &w);
     if (r == DDPC_OK) { /* nothing can fail from here */
         memcpy(ddpc_model_params(m), w.params, np * sizeof(float));
+        if (w.buffer_data)
+            memcpy(ddpc_model_buffer_data(m), w.buffer_data,
+                   ddpc_model_num_buffer_floats(m) * sizeof(float));
         for (size_t k = 0; k < w.ns; k++)
             memcpy(ddpc_optim_state(o, k, NULL), w.state[k], owned * sizeof(float));
         if (o)
@@ -157,6 +171,7 @@ ddpc_status ddpc_ckpt_load_shard(const char *path, ddpc_model *m, ddpc_optim *o,
     }
     unstage(&w);
     ddpc_free(table);
+    ddpc_free(btable);
     ddpc__ckpt_extra_fini(&x);
     if (r == DDPC_OK && s)
         *s = st;
@@ -188,8 +203,33 @@ static ddpc_status export_sharded(const char *path, const ddpc__ckpt_extra *x, c
         ts[i] = (ddpc_st_tensor){.name = t->name, .ndim = t->ndim, .data = w.params + t->offset};
         memcpy(ts[i].shape, t->shape, sizeof t->shape);
     }
+    ddpc_safetensors *f0 = NULL;
+    char file[DDPC__CKPT_PATH_MAX];
+    if (r == DDPC_OK && x->n_files)
+        r = ddpc__ckpt_join(file, sizeof file, path, x->files[0].name);
+    if (r == DDPC_OK && x->n_files)
+        r = ddpc_safetensors_open(&f0, file);
+    size_t n = x->n_tensors, plen = strlen(DDPC__CKPT_SHARD_BUFFER_PREFIX);
+    for (size_t j = 0; r == DDPC_OK && f0 && j < ddpc_safetensors_count(f0); j++) {
+        ddpc_st_info info; /* rank 0's buffers, under their own names */
+        ddpc_safetensors_info(f0, j, &info);
+        if (strncmp(info.name, DDPC__CKPT_SHARD_BUFFER_PREFIX, plen) != 0)
+            continue;
+        ddpc_st_tensor *grown = ddpc_malloc((n + 1) * sizeof *grown);
+        if (!grown) {
+            r = ddpc_errorf(DDPC_ENOMEM, "out of memory exporting %s", path);
+            break;
+        }
+        memcpy(grown, ts, n * sizeof *ts);
+        ddpc_free(ts);
+        ts = grown;
+        ts[n] = (ddpc_st_tensor){.name = info.name + plen, .ndim = info.ndim, .data = info.data};
+        memcpy(ts[n].shape, info.shape, sizeof info.shape);
+        n++;
+    }
     if (r == DDPC_OK)
-        r = ddpc_safetensors_write(out, ts, x->n_tensors, keys, vals, 3);
+        r = ddpc_safetensors_write(out, ts, n, keys, vals, 3);
+    ddpc_safetensors_close(f0);
     ddpc_free(ts);
     ddpc_free(w.params);
     return r;

@@ -75,16 +75,31 @@ static ddpc_status open_part(const char *path, const char *name, char *file, siz
     return ddpc_safetensors_open(f, file);
 }
 
-/* model.safetensors: exactly the table's tensors, each of its shape. */
+/* The model's buffers from f, each named prefix + its name, into w->buffer_data. */
+static ddpc_status read_buffers(const ddpc_safetensors *f, const char *file, const char *prefix,
+                                const ddpc__ckpt_want *w)
+{
+    for (size_t i = 0; i < w->n_buffers; i++) {
+        const ddpc__ckpt_tensor *t = &w->buffers[i];
+        char name[DDPC_PARAM_NAME_MAX + 16];
+        snprintf(name, sizeof name, "%s%s", prefix, t->name);
+        ddpc_st_info info;
+        DDPC_TRY(find_f32(f, file, name, t->numel, t, &info));
+        memcpy(w->buffer_data + t->offset, info.data, info.nbytes);
+    }
+    return DDPC_OK;
+}
+
+/* model.safetensors: exactly the table's tensors and the model's buffers, each of its shape. */
 static ddpc_status read_model(const char *path, const ddpc__ckpt_want *w)
 {
     char file[DDPC__CKPT_PATH_MAX];
     ddpc_safetensors *f = NULL;
     DDPC_TRY(open_part(path, DDPC__CKPT_MODEL, file, sizeof file, &f));
     ddpc_status s = DDPC_OK;
-    if (ddpc_safetensors_count(f) != w->n_tensors)
+    if (ddpc_safetensors_count(f) != w->n_tensors + w->n_buffers)
         s = ddpc_errorf(DDPC_EFORMAT, "%s: holds %zu tensors, but the model has %zu", file,
-                        ddpc_safetensors_count(f), w->n_tensors);
+                        ddpc_safetensors_count(f), w->n_tensors + w->n_buffers);
     for (size_t i = 0; i < w->n_tensors && s == DDPC_OK; i++) {
         const ddpc__ckpt_tensor *t = &w->tensors[i];
         ddpc_st_info info;
@@ -92,6 +107,8 @@ static ddpc_status read_model(const char *path, const ddpc__ckpt_want *w)
         if (s == DDPC_OK)
             memcpy(w->params + t->offset, info.data, info.nbytes);
     }
+    if (s == DDPC_OK && w->buffer_data)
+        s = read_buffers(f, file, "", w);
     ddpc_safetensors_close(f);
     return s;
 }
@@ -137,9 +154,12 @@ static ddpc_status read_shard(const char *path, const ddpc__ckpt_extra *x, size_
         held += r[k].len;
     ddpc_st_info info;
     ddpc_status s = check_meta(f, file, x);
-    if (s == DDPC_OK && w->ns && ddpc_safetensors_count(f) != 1 + w->ns)
-        s = ddpc_errorf(DDPC_EFORMAT, "%s: holds %zu tensors, but a %s shard has %zu", file,
-                        ddpc_safetensors_count(f), x->optim_type, 1 + w->ns);
+    size_t expect = 1 + w->ns + (i == 0 ? w->n_buffers : 0);
+    if (s == DDPC_OK && w->ns && ddpc_safetensors_count(f) != expect)
+        s = ddpc_errorf(DDPC_EFORMAT, "%s: holds %zu tensors, but this %s shard has %zu", file,
+                        ddpc_safetensors_count(f), x->optim_type, expect);
+    if (s == DDPC_OK && i == 0 && w->buffer_data)
+        s = read_buffers(f, file, DDPC__CKPT_SHARD_BUFFER_PREFIX, w);
     if (s == DDPC_OK)
         s = find_f32(f, file, DDPC__CKPT_SHARD_PARAMS, held, NULL, &info);
     for (size_t k = 0, at = 0; s == DDPC_OK && w->params && k < n; at += r[k].len, k++)

@@ -89,8 +89,7 @@ static ddpc_status write_parts(const char *tmp, const ddpc_model *m, ddpc_optim 
     x.optim_step_count = ddpc_optim_step_count(o);
 
     DDPC_TRY(ddpc__ckpt_join(path, sizeof path, tmp, DDPC__CKPT_MODEL));
-    /* ddpc_weights_save only reads the buffer: the cast does not let anything write m. */
-    DDPC_TRY(ddpc_weights_save(m, ddpc_model_params((ddpc_model *)m), path));
+    DDPC_TRY(ddpc_weights_save_model(m, path));
     DDPC_TRY(ddpc__ckpt_file_crc(path, &x.files[0].bytes, &x.files[0].crc));
     DDPC_TRY(ddpc__ckpt_join(path, sizeof path, tmp, DDPC__CKPT_OPTIM));
     DDPC_TRY(write_optimizer(path, m, o));

@@ -94,9 +94,12 @@ static ddpc_status write_shard(const char *tmp, int rank, int world, const ddpc_
     for (size_t i = 0; i < n_ranges; i++)
         owned += ranges[i].len;
     float *params = ddpc_malloc((owned ? owned : 1) * sizeof *params);
-    ddpc_st_tensor *ts = ddpc_calloc(1 + ns, sizeof *ts);
+    /* Rank 0 also writes the model's buffers (they are replicated, not sharded). */
+    size_t nbuf = rank == 0 ? ddpc_model_num_buffers(m) : 0;
+    ddpc_st_tensor *ts = ddpc_calloc(1 + ns + nbuf, sizeof *ts);
+    char(*bnames)[DDPC_PARAM_NAME_MAX + 16] = ddpc_calloc(nbuf ? nbuf : 1, sizeof *bnames);
     ddpc_status s = DDPC_OK;
-    if (!params || !ts) {
+    if (!params || !ts || !bnames) {
         s = ddpc_errorf(DDPC_ENOMEM, "out of memory writing %s", path);
         goto out;
     }
@@ -112,6 +115,15 @@ static ddpc_status write_shard(const char *tmp, int rank, int world, const ddpc_
         ts[1 + k] =
             (ddpc_st_tensor){.name = sname, .ndim = 1, .shape = {(int64_t)owned}, .data = buf};
     }
+    for (size_t b = 0; b < nbuf; b++) {
+        const ddpc_param *p = ddpc_model_buffer(m, b);
+        ddpc_st_tensor *t = &ts[1 + ns + b];
+        snprintf(bnames[b], sizeof bnames[0], "%s%s", DDPC__CKPT_SHARD_BUFFER_PREFIX, p->name);
+        /* ddpc_model_buffer_data only reads here: the cast does not let anything write m. */
+        *t = (ddpc_st_tensor){.name = bnames[b], .ndim = p->ndim,
+                              .data = ddpc_model_buffer_data((ddpc_model *)m) + p->offset};
+        memcpy(t->shape, p->shape, sizeof p->shape);
+    }
     char step[32], rk[16], wd[16], stage[16];
     snprintf(step, sizeof step, "%" PRId64, ddpc_optim_step_count(o));
     snprintf(rk, sizeof rk, "%d", rank);
@@ -120,7 +132,7 @@ static ddpc_status write_shard(const char *tmp, int rank, int world, const ddpc_
     const char *keys[] = {"format", "optimizer", "step_count", "rank", "world", "zero_stage"};
     const char *vals[] = {"pt", ddpc_optim_type_name(ddpc_optim_config_of(o)->type), step, rk, wd,
                           stage};
-    s = ddpc_safetensors_write(path, ts, 1 + ns, keys, vals, sizeof keys / sizeof keys[0]);
+    s = ddpc_safetensors_write(path, ts, 1 + ns + nbuf, keys, vals, sizeof keys / sizeof keys[0]);
     uint64_t bytes = 0;
     uint32_t crc = 0;
     if (s == DDPC_OK)
@@ -128,6 +140,7 @@ static ddpc_status write_shard(const char *tmp, int rank, int world, const ddpc_
     r->bytes = (int64_t)bytes;
     r->crc = crc;
 out:
+    ddpc_free(bnames);
     ddpc_free(ts);
     ddpc_free(params);
     return s;

@@ -7,6 +7,7 @@
 #include "train/checkpoint_impl.h"
 
 #include <ddpc/alloc.h>
+#include <ddpc/fs.h>
 
 #include <inttypes.h>
 #include <math.h>
@@ -320,7 +321,10 @@ ddpc_status ddpc__ckpt_state_load(const char *ckpt, ddpc_ckpt_state *s, ddpc__ck
     DDPC_TRY(ddpc__ckpt_join(path, sizeof path, ckpt, DDPC__CKPT_STATE));
     char *text = NULL;
     size_t len = 0;
-    DDPC_TRY(ddpc__ckpt_read_file(path, STATE_MAX, &text, &len));
+    bool missing;
+    DDPC_TRY(ddpc_read_file(path, NULL, STATE_MAX, &missing, &text, &len));
+    if (missing) /* the last file a save writes */
+        return ddpc_errorf(DDPC_EFORMAT, "%s is missing (incomplete checkpoint)", path);
     ddpc_status st = ddpc__ckpt_state_parse(text, len, path, s, x);
     ddpc_free(text);
     return st;

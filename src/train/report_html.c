@@ -169,13 +169,18 @@ static ddpc_status throughput(page *p)
     DDPC_TRY(add(p, progress, NULL, NULL, "samples_per_s", "samples/s"));
     chart(p, "Throughput", "samples/s", "\"samples_per_s\"", false);
     DDPC_TRY(add(p, progress, NULL, NULL, "tokens_per_s", "tokens/s"));
+    if (p->s[0].n == 0) { /* a model without tokens (images) logs none: nothing is missing */
+        reset(p);
+        return DDPC_OK;
+    }
     ddpc__series samples = {0};
     ddpc_status st = ddpc__report_series(p->d, progress, NULL, NULL, "samples_per_s", &samples);
     if (st != DDPC_OK) {
         ddpc__series_fini(&samples);
         return st;
     }
-    /* One token per sample (images): the same curve again would say nothing. */
+    /* One token per sample (images, as runs of older ddpc versions logged it): the same curve
+     * again would say nothing. */
     bool same = samples.n == p->s[0].n && p->s[0].n > 0;
     for (size_t i = 0; same && i < samples.n; i++)
         same = samples.y[i] == p->s[0].y[i] || (isnan(samples.y[i]) && isnan(p->s[0].y[i]));

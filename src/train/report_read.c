@@ -4,40 +4,9 @@
 #include "train/report_impl.h"
 
 #include <ddpc/alloc.h>
+#include <ddpc/fs.h>
 
-#include <errno.h>
-#include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
-
-static ddpc_status read_all(const char *path, char **out, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return ddpc_errorf(DDPC_EIO, "cannot read '%s': %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(f);
-        return ddpc_errorf(DDPC_EIO, "cannot read '%s': not a regular file", path);
-    }
-    size_t size = (size_t)st.st_size;
-    char *buf = ddpc_malloc(size + 1);
-    if (!buf) {
-        fclose(f);
-        return ddpc_errorf(DDPC_ENOMEM, "out of memory reading '%s' (%zu bytes)", path, size);
-    }
-    size_t got = fread(buf, 1, size, f);
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        ddpc_free(buf);
-        return ddpc_errorf(DDPC_EIO, "cannot read '%s': read error", path);
-    }
-    buf[got] = '\0';
-    *out = buf;
-    *len = got;
-    return DDPC_OK;
-}
 
 static ddpc_status push(ddpc__report_data *d, ddpc__json *v)
 {
@@ -69,7 +38,7 @@ ddpc_status ddpc__report_read(ddpc__report_data *d, const char *path)
     memset(d, 0, sizeof *d);
     char *text = NULL;
     size_t len = 0;
-    DDPC_TRY(read_all(path, &text, &len));
+    DDPC_TRY(ddpc_read_file(path, NULL, 0, NULL, &text, &len));
     ddpc_status st = DDPC_OK;
     size_t line_no = 0;
     for (size_t at = 0; at < len && st == DDPC_OK;) {

@@ -92,6 +92,10 @@ ddpc_status ddpc_trainer_bench(ddpc_trainer *t, int64_t warmup, int64_t steps, d
     if (steps < 1 || steps > 100000)
         return ddpc_errorf(DDPC_EINVAL, "bench steps must be in [1, 100000], got %lld",
                            (long long)steps);
+    if (t->tr) /* TODO(#14): batches of translation pairs for the step benchmark */
+        return ddpc_errorf(DDPC_EUNSUPPORTED,
+                           "ddpc bench step does not run data.type translation yet; time "
+                           "`ddpc train` with log.phases instead");
     /* dt (steps), then exposed and comm (steps each), adjacent so one all-reduce averages both. */
     double *buf = ddpc_malloc(3 * (size_t)steps * sizeof(double));
     if (!buf)

@@ -72,7 +72,8 @@ static ddpc_status pick(ddpc_trainer *t, char *path, size_t cap, bool *found)
  * with the same global batch and no padding (its dataset size a multiple of both world sizes). */
 static bool same_samples(const ddpc_trainer *t, const ddpc_ckpt_state *st)
 {
-    if (t->n_tasks != 1 || st->global_batch != global_batch(t) || st->world < 1)
+    if (t->n_tasks != 1 || st->global_batch != global_batch(t) || st->world < 1 ||
+        t->samp.kind != DDPC_SAMPLER_DISTRIBUTED || t->sharding)
         return false;
     int64_t n = ddpc_dataset_size(t->task[0].train);
     return n % st->world == 0 && n % t->world == 0;

@@ -5,6 +5,8 @@
  * safe. */
 #include "train/trainer_impl.h"
 
+#include <ddpc/alloc.h>
+
 #include <assert.h>
 #include <stdio.h>
 #include <string.h>
@@ -109,9 +111,12 @@ static const data_builder builders[] = {
     {"synthetic_images", read_synthetic_images, create_synthetic_images},
     {"synthetic_tokens", read_synthetic_tokens, create_synthetic_tokens},
 };
-static const char *const builder_names[] = {"fmnist", "text", "synthetic_images",
-                                            "synthetic_tokens", NULL};
-static_assert(sizeof builders / sizeof builders[0] == 4, "builder_names lists every builder");
+/* "translation" (last) has vocabularies and three splits: trainer_translation.c builds it. */
+static const char *const builder_names[] = {"fmnist",           "text",        "synthetic_images",
+                                            "synthetic_tokens", "translation", NULL};
+#define TRANSLATION_TYPE 4
+static_assert(sizeof builders / sizeof builders[0] == TRANSLATION_TYPE,
+              "builder_names lists every builder, then translation");
 
 static bool same_spec(const data_spec *a, const data_spec *b)
 {
@@ -144,6 +149,10 @@ static ddpc_status load_data(ddpc_trainer *t, ddpc__task *k, const char *prefix,
     data_spec want = {0};
     DDPC_TRY(ddpc_config_choice(t->cfg, key_of(key, sizeof key, prefix, "type"), "fmnist",
                                 builder_names, &want.type));
+    if (want.type == TRANSLATION_TYPE) {
+        k->data_type = "translation";
+        return ddpc__trainer_load_translation(t, k, prefix);
+    }
     const data_builder *b = &builders[want.type];
     k->data_type = b->name;
     DDPC_TRY(b->read(t, prefix, &want));
@@ -258,7 +267,8 @@ ddpc_status ddpc__trainer_load_tasks(ddpc_trainer *t)
             DDPC_TRY(read_task(t, i, loaded, &n_loaded));
         }
     }
-    return DDPC_OK;
+    DDPC_TRY(ddpc__trainer_select_tasks(t));
+    return ddpc__trainer_shard_tasks(t);
 }
 
 void ddpc__trainer_free_tasks(ddpc_trainer *t)
@@ -274,4 +284,10 @@ void ddpc__trainer_free_tasks(ddpc_trainer *t)
     for (int i = t->n_owned - 1; i >= 0; i--)
         ddpc_dataset_destroy(t->owned[i]);
     t->n_owned = 0;
+    ddpc_free(t->holds);
+    t->holds = NULL;
+    if (t->indices_log)
+        fclose(t->indices_log);
+    t->indices_log = NULL;
+    ddpc__trainer_free_translation(t); /* after the datasets, which borrow the vocabularies */
 }

@@ -86,10 +86,13 @@ ddpc_status ddpc__trainer_read_ddp(ddpc_trainer *t)
     ddpc_config *c = t->cfg;
     ddpc_reducer_config *rc = &t->reducer_cfg;
     int dtype;
+    bool sync_bn = rc->sync_batchnorm; /* model.sync_batchnorm, read with the model */
     *rc = ddpc_reducer_config_default();
+    rc->sync_batchnorm = sync_bn;
     DDPC_TRY(ddpc_config_float(c, "ddp.bucket_cap_mb", 25.0, 1e-6, 1e6, &rc->bucket_cap_mb));
     DDPC_TRY(ddpc_config_float(c, "ddp.first_bucket_mb", 1.0, 1e-6, 1e6, &rc->first_bucket_mb));
     DDPC_TRY(ddpc_config_bool(c, "ddp.find_unused_parameters", false, &rc->find_unused_parameters));
+    DDPC_TRY(ddpc_config_bool(c, "ddp.broadcast_buffers", true, &rc->broadcast_buffers));
     DDPC_TRY(ddpc_config_choice(c, "ddp.comm_dtype", "f32", comm_dtypes, &dtype));
     rc->comm_dtype = dtype == 0 ? DDPC_DTYPE_F32 : dtype == 1 ? DDPC_DTYPE_BF16 : DDPC_DTYPE_F16;
     return DDPC_OK;

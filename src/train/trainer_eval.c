@@ -2,10 +2,13 @@
  * sampler: no padding) and read through the combined loader in sequential mode — every task's
  * batches, one task after another, the last batch partial; the sums of every task are added over
  * ranks in one collective, so every sample counts exactly once. The loss is the mean over all
- * valid targets (samples, or tokens for text). */
+ * valid targets (samples, or tokens for text). The "val" split is a task's validation split when
+ * it has one (translation), else its test split. A translation task is also decoded and scored
+ * (BLEU, exact match, the trivial baselines: trainer_translate_eval.c). */
 #include "train/trainer_impl.h"
 
 #include <stdio.h>
+#include <string.h>
 
 typedef struct {
     ddpc_sampler *sampler[DDPC_MODEL_MAX_HEADS];
@@ -22,7 +25,13 @@ static void eval_data_free(eval_data *e, int n)
     }
 }
 
-static ddpc_status eval_data_build(ddpc_trainer *t, eval_data *e)
+/* The split a task evaluates on. */
+static const ddpc_dataset *split_of(const ddpc__task *k, const char *split)
+{
+    return strcmp(split, "val") == 0 && k->valid ? k->valid : k->test;
+}
+
+static ddpc_status eval_data_build(ddpc_trainer *t, const char *split, eval_data *e)
 {
     const char *names[DDPC_MODEL_MAX_HEADS];
     for (int i = 0; i < t->n_tasks; i++) {
@@ -31,13 +40,13 @@ static ddpc_status eval_data_build(ddpc_trainer *t, eval_data *e)
         sc.kind = DDPC_SAMPLER_CASE;
         sc.rank = t->rank;
         sc.world = t->world;
-        sc.size = ddpc_dataset_size(k->test);
+        sc.size = ddpc_dataset_size(split_of(k, split));
         DDPC_TRY(ddpc_sampler_create(&sc, &e->sampler[i]));
         ddpc_loader_config lc = ddpc_loader_config_default();
         lc.batch_size = k->eval_batch_size;
         lc.num_workers = t->set.num_workers;
         lc.prefetch_factor = t->set.prefetch_factor;
-        const ddpc_dataset *ds[1] = {k->test};
+        const ddpc_dataset *ds[1] = {split_of(k, split)};
         DDPC_TRY(ddpc_loader_create(ds, 1, e->sampler[i], &lc, &e->loader[i]));
         names[i] = k->name;
     }
@@ -45,11 +54,14 @@ static ddpc_status eval_data_build(ddpc_trainer *t, eval_data *e)
                                 &e->combined);
 }
 
-/* Runs this rank's shares; sums[4 * task + {0..3}] += {loss x targets, targets, correct, rows}. */
-static ddpc_status evaluate_shares(ddpc_trainer *t, bool limit, double *sums)
+/* Runs this rank's shares (at most max_batches batches of each task, 0 = all); sums[4 * task +
+ * {0..3}] += {loss x targets, targets, correct, rows}; a translation task's decoding statistics
+ * follow at sums[4 * n_tasks]. */
+static ddpc_status evaluate_shares(ddpc_trainer *t, const char *split, int64_t max_batches,
+                                   double *sums)
 {
     eval_data e = {0};
-    ddpc_status st = eval_data_build(t, &e);
+    ddpc_status st = eval_data_build(t, split, &e);
     if (st == DDPC_OK)
         st = ddpc_combined_start_epoch(e.combined, 0);
     while (st == DDPC_OK) {
@@ -58,13 +70,22 @@ static ddpc_status evaluate_shares(ddpc_trainer *t, bool limit, double *sums)
         if (st != DDPC_OK || !step)
             break;
         /* Batches past the limit are still read (sequential mode yields them), not run. */
-        if (limit && t->set.eval_batches > 0 && step->index >= t->set.eval_batches)
+        if (max_batches > 0 && step->index >= max_batches)
             continue;
         const ddpc_batch *b = step->batches[step->task];
-        ddpc_model_input in = {
-            .n = b->n, .x = b->x, .tokens = b->tokens, .targets = b->targets, .task = step->task};
+        ddpc_model_input in = {.n = b->n,
+                               .x = b->x,
+                               .tokens = b->tokens,
+                               .targets = b->targets,
+                               .src_tokens = b->src_tokens,
+                               .src_len = b->src_len,
+                               .tgt_len = b->tgt_len,
+                               .task = step->task};
         ddpc_model_output out;
         st = ddpc_model_forward(t->model, &in, false, &out);
+        if (st == DDPC_OK && t->tr)
+            st = ddpc__translation_eval_batch(t, split_of(&t->task[step->task], split), b,
+                                              sums + 4 * t->n_tasks);
         if (st != DDPC_OK)
             break;
         double *s = sums + 4 * step->task;
@@ -77,8 +98,10 @@ static ddpc_status evaluate_shares(ddpc_trainer *t, bool limit, double *sums)
     return st;
 }
 
-static ddpc_status log_result(ddpc_trainer *t, const char *split, int i, const ddpc_eval_result *r)
+static ddpc_status log_result(ddpc_trainer *t, const char *split, int i, const ddpc_eval_result *r,
+                              const double *tr_sums)
 {
+    char tr_text[160] = "";
     long long step = (long long)(t->engine ? ddpc_engine_step(t->engine) : 0);
     ddpc_metrics *m = t->metrics;
     ddpc_metrics_begin(m, step);
@@ -88,27 +111,32 @@ static ddpc_status log_result(ddpc_trainer *t, const char *split, int i, const d
     ddpc_metrics_f64(m, "eval_loss", r->loss, 6);
     ddpc_metrics_f64(m, "eval_accuracy", r->accuracy, 6);
     ddpc_metrics_i64(m, "eval_samples", r->samples);
+    if (t->tr)
+        ddpc__translation_eval_record(t, tr_sums, (double)r->samples, tr_text, sizeof tr_text);
     ddpc__progress_clear(t); /* the line goes above the bar, which the next step redraws */
     if (t->log && t->multi)
         fprintf(t->log,
                 "eval %-4s step %6lld | task %-12s | loss %.4f | accuracy %.2f%% | %lld samples\n",
                 split, step, t->task[i].name, r->loss, 100.0 * r->accuracy, (long long)r->samples);
     else if (t->log)
-        fprintf(t->log, "eval %-4s step %6lld | loss %.4f | accuracy %.2f%% | %lld samples\n",
-                split, step, r->loss, 100.0 * r->accuracy, (long long)r->samples);
+        fprintf(t->log, "eval %-4s step %6lld | loss %.4f | accuracy %.2f%%%s | %lld samples\n",
+                split, step, r->loss, 100.0 * r->accuracy, tr_text, (long long)r->samples);
     return ddpc_metrics_end(m);
 }
 
-ddpc_status ddpc__trainer_evaluate(ddpc_trainer *t, const char *split, bool limit)
+ddpc_status ddpc__trainer_evaluate(ddpc_trainer *t, const char *split, int64_t max_batches)
 {
     ddpc_pg_set_phase(t->pg, DDPC_PHASE_EVAL);
-    double sums[4 * DDPC_MODEL_MAX_HEADS] = {0};
+    double sums[4 * DDPC_MODEL_MAX_HEADS + DDPC__TR_SUMS] = {0};
+    size_t n_sums = 4 * (size_t)t->n_tasks + (t->tr ? DDPC__TR_SUMS : 0);
+    /* DDP's broadcast_buffers: every rank evaluates with rank 0's BatchNorm statistics. */
+    DDPC_TRY(ddpc_engine_sync_buffers(t->engine));
     /* ZeRO-3: ranks run different numbers of batches here, so no gather may happen inside. */
     DDPC_TRY(ddpc_engine_gather_params(t->engine));
-    ddpc_status st = evaluate_shares(t, limit, sums);
+    ddpc_status st = evaluate_shares(t, split, max_batches, sums);
     ddpc_engine_release_params(t->engine);
     DDPC_TRY(st);
-    DDPC_TRY(ddpc__trainer_sum(t, sums, 4 * (size_t)t->n_tasks));
+    DDPC_TRY(ddpc__trainer_sum(t, sums, n_sums));
     for (int i = 0; i < t->n_tasks; i++) {
         const double *s = sums + 4 * i;
         int64_t valid = (int64_t)s[1], correct = (int64_t)s[2], samples = (int64_t)s[3];
@@ -120,7 +148,7 @@ ddpc_status ddpc__trainer_evaluate(ddpc_trainer *t, const char *split, bool limi
         t->task[i].last_eval = r;
         if (i == 0)
             t->last_eval = r;
-        DDPC_TRY(log_result(t, split, i, &r));
+        DDPC_TRY(log_result(t, split, i, &r, sums + 4 * t->n_tasks));
     }
     return DDPC_OK;
 }

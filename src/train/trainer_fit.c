@@ -22,6 +22,18 @@ static void maybe_kill(const ddpc_trainer *t, int64_t micro)
         raise(SIGKILL);
 }
 
+/* The next combined step. When the ranks' epochs differ in length (task sharding), a rank whose
+ * loaders ran out before the agreed epoch's end starts them over, in the same epoch, so the same
+ * order again (max_size_cycle's rule, across ranks). */
+static ddpc_status next_step(ddpc_trainer *t, const ddpc_combined_step **st)
+{
+    DDPC_TRY(ddpc_combined_next(t->combined, st));
+    if (*st || !t->cycle)
+        return DDPC_OK;
+    DDPC_TRY(ddpc_combined_start_epoch(t->combined, t->epoch));
+    return ddpc_combined_next(t->combined, st);
+}
+
 /* One optimizer step; *loss = this rank's weighted task-loss sum, averaged over micro-steps. */
 static ddpc_status train_step(ddpc_trainer *t, double *loss)
 {
@@ -36,7 +48,7 @@ static ddpc_status train_step(ddpc_trainer *t, double *loss)
          * buffer as soon as next is called again. */
         ddpc_pg_set_phase(t->pg, DDPC_PHASE_DATA);
         double d0 = ddpc__trainer_phase_now(t);
-        DDPC_TRY(ddpc_combined_next(t->combined, &st));
+        DDPC_TRY(next_step(t, &st));
         double d1 = ddpc__trainer_phase_now(t);
         t->ph.data += d1 - d0;
         ddpc_trace_add(DDPC_TRACE_COMPUTE, "data", d0, d1, -1, NULL, 0);
@@ -44,13 +56,21 @@ static ddpc_status train_step(ddpc_trainer *t, double *loss)
             return ddpc_errorf(DDPC_EINTERNAL, "the loader ended its epoch early, at step %lld",
                                (long long)ddpc_engine_step(t->engine));
         t->window_wait += st->wait_s;
-        for (int i = 0; i < t->n_tasks; i++) {
-            const ddpc_batch *b = st->batches[i];
+        for (int j = 0; j < t->n_local; j++) {
+            const ddpc_batch *b = st->batches[j];
             if (!b)
                 continue;
+            int i = t->local_task[j]; /* the task, and the head it runs */
             ddpc__task *task = &t->task[i];
-            ddpc_model_input in = {
-                .n = b->n, .x = b->x, .tokens = b->tokens, .targets = b->targets, .task = i};
+            ddpc__trainer_log_indices(t, ddpc_engine_step(t->engine) + 1, k, i, b);
+            ddpc_model_input in = {.n = b->n,
+                                   .x = b->x,
+                                   .tokens = b->tokens,
+                                   .targets = b->targets,
+                                   .src_tokens = b->src_tokens,
+                                   .src_len = b->src_len,
+                                   .tgt_len = b->tgt_len,
+                                   .task = i};
             ddpc_model_output out;
             /* One task: its last backward communicates while it runs. */
             bool sync = !t->multi && k == accum - 1;
@@ -93,19 +113,26 @@ static ddpc_status sync_stats(ddpc_trainer *t)
     return DDPC_OK;
 }
 
-/* The per-task losses of the window into the record and as text; resets them. */
+/* The per-task losses of the window into the record and as text; resets them. A task that ran no
+ * batch in the window (data.combined_mode sequential or max_size) has no loss: no key in the
+ * record, "-" in the text. */
 static void task_losses(ddpc_trainer *t, char *text, size_t text_cap)
 {
     size_t tl = 0;
     text[0] = '\0';
     for (int i = 0; i < t->n_tasks; i++) {
         ddpc__task *k = &t->task[i];
-        double l = k->window_passes > 0 ? k->window_loss / k->window_passes : 0.0;
-        char key[DDPC__TASK_NAME_MAX + 16];
-        snprintf(key, sizeof key, "task_loss/%s", k->name);
-        if (t->multi)
-            ddpc_metrics_f64(t->metrics, key, l, 6);
-        tl += (size_t)snprintf(text + tl, text_cap - tl, "%s%s %.4f", i ? ", " : "", k->name, l);
+        const char *sep = i ? ", " : "";
+        if (k->window_passes > 0) {
+            double l = k->window_loss / k->window_passes;
+            char key[DDPC__TASK_NAME_MAX + 16];
+            snprintf(key, sizeof key, "task_loss/%s", k->name);
+            if (t->multi)
+                ddpc_metrics_f64(t->metrics, key, l, 6);
+            tl += (size_t)snprintf(text + tl, text_cap - tl, "%s%s %.4f", sep, k->name, l);
+        } else {
+            tl += (size_t)snprintf(text + tl, text_cap - tl, "%s%s -", sep, k->name);
+        }
         k->window_loss = k->window_passes = 0;
     }
 }
@@ -113,6 +140,8 @@ static void task_losses(ddpc_trainer *t, char *text, size_t text_cap)
 static ddpc_status log_progress(ddpc_trainer *t, int64_t epoch, double elapsed)
 {
     int64_t step = ddpc_engine_step(t->engine), per_sample = t->tokens_per_sample;
+    /* Images have no tokens: their tokens_per_s would only repeat samples_per_s. */
+    bool tokens = ddpc_dataset_kind_of(t->task[0].train) != DDPC_DATASET_IMAGES;
     double samples_per_s = (double)(t->window_samples * t->world) / t->window_time;
     double loss = t->window_steps ? t->window_loss / (double)t->window_steps : 0.0;
     float lr = ddpc_engine_lr(t->engine, step - 1);
@@ -124,7 +153,7 @@ static ddpc_status log_progress(ddpc_trainer *t, int64_t epoch, double elapsed)
     task_losses(t, text, sizeof text);
     ddpc_metrics_f64(m, "lr", lr, -1);
     ddpc_metrics_f64(m, "samples_per_s", samples_per_s, 1);
-    if (!t->multi)
+    if (tokens)
         ddpc_metrics_f64(m, "tokens_per_s", samples_per_s * (double)per_sample, 1);
     ddpc_metrics_f64(m, "data_wait_s", t->window_wait, 4);
     ddpc_metrics_f64(m, "time_s", elapsed, 3);
@@ -140,7 +169,7 @@ static ddpc_status log_progress(ddpc_trainer *t, int64_t epoch, double elapsed)
     if (st == DDPC_OK)
         st = ddpc__trainer_phases_ranks(t, step);
     if (ddpc__progress_on(t)) /* a terminal: the bar, in place of the line */
-        ddpc__progress_update(t, epoch, loss, samples_per_s * (double)per_sample, per_sample > 1);
+        ddpc__progress_update(t, epoch, loss, samples_per_s * (double)per_sample, tokens);
     else if (t->log && t->multi)
         fprintf(t->log,
                 "step %6lld/%lld | epoch %lld | loss %.4f (%s) | lr %.3e | %.0f samples/s | %.1f "
@@ -150,8 +179,7 @@ static ddpc_status log_progress(ddpc_trainer *t, int64_t epoch, double elapsed)
     else if (t->log)
         fprintf(t->log, "step %6lld/%lld | epoch %lld | loss %.4f | lr %.3e | %.0f %s/s | %.1f s\n",
                 (long long)step, (long long)t->total_steps, (long long)epoch, loss, lr,
-                per_sample > 1 ? samples_per_s * (double)per_sample : samples_per_s,
-                per_sample > 1 ? "tok" : "samples", elapsed);
+                samples_per_s * (double)per_sample, tokens ? "tok" : "samples", elapsed);
     t->last_train_loss = loss;
     t->window_loss = 0;
     t->window_steps = 0;
@@ -222,6 +250,22 @@ static void log_start(ddpc_trainer *t)
                 ddpc_model_config_of(t->model)->type, ddpc_model_num_params(t->model),
                 (long long)ddpc_dataset_size(t->task[0].train), (long long)t->total_steps,
                 ddpc_kernels_threads());
+    int64_t per_epoch = t->steps_per_epoch;
+    if (s->max_steps > s->epochs * per_epoch) /* said, never a silent change of length */
+        fprintf(t->log,
+                "max_steps %lld is more than epochs %lld x %lld steps: training runs %lld steps, "
+                "%.2f epochs (max_steps decides the length when set)\n",
+                (long long)s->max_steps, (long long)s->epochs, (long long)per_epoch,
+                (long long)s->max_steps, (double)s->max_steps / (double)per_epoch);
+    if (t->tr)
+        fprintf(t->log,
+                "translation: vocabularies of %lld source and %lld target %ss (min_freq %lld) in "
+                "%s; %lld train pairs longer than data.max_len %lld left out\n",
+                (long long)ddpc_vocab_size(t->tr->src_vocab),
+                (long long)ddpc_vocab_size(t->tr->tgt_vocab),
+                ddpc_tokenize_name(ddpc_vocab_tokenize(t->tr->src_vocab)),
+                (long long)ddpc_vocab_min_freq(t->tr->src_vocab), t->tr->vocab_dir,
+                (long long)t->tr->train_dropped, (long long)t->tr->max_len);
     for (int i = 0; i < t->n_tasks; i++) {
         const ddpc__task *k = &t->task[i];
         if (t->multi)
@@ -235,20 +279,32 @@ static void log_start(ddpc_trainer *t)
         len += (size_t)snprintf(parts + len, sizeof parts - len, "%s%s %lld", i ? " + " : "",
                                 k->name, (long long)k->batch_size);
     }
-    int dp = t->dp_replicas;
-    fprintf(t->log, "global batch %lld = %lld per %s",
-            (long long)(per_rank * ddpc__trainer_dp_degree(t) * s->accum_steps),
-            (long long)per_rank, dp ? "replica" : "rank");
-    if (t->multi)
-        fprintf(t->log, " (%s)", parts);
-    if (dp)
-        fprintf(t->log, " x %d replica%s (parallel.mode dp: one process, %d kernel thread%s each)",
-                dp, dp == 1 ? "" : "s", ddpc_engine_replica_threads(t->engine),
-                ddpc_engine_replica_threads(t->engine) == 1 ? "" : "s");
-    else
-        fprintf(t->log, " x %d rank%s", t->world, t->world == 1 ? "" : "s");
-    fprintf(t->log, " x %lld accumulation step%s (", (long long)s->accum_steps,
-            s->accum_steps == 1 ? "" : "s");
+    if (t->sharding) {
+        ddpc__trainer_log_task_sharding(t);
+        int64_t global = 0;
+        for (int r = 0; r < t->world; r++)
+            for (int i = 0; i < t->n_tasks; i++)
+                if (t->holds[(size_t)r * (size_t)t->n_tasks + (size_t)i])
+                    global += t->task[i].batch_size;
+        fprintf(t->log, "global batch %lld = every rank's own tasks' batches x %lld accumulation "
+                "step%s (", (long long)(global * s->accum_steps), (long long)s->accum_steps,
+                s->accum_steps == 1 ? "" : "s");
+    } else {
+        int dp = t->dp_replicas;
+        fprintf(t->log, "global batch %lld = %lld per %s",
+                (long long)(per_rank * ddpc__trainer_dp_degree(t) * s->accum_steps),
+                (long long)per_rank, dp ? "replica" : "rank");
+        if (t->multi)
+            fprintf(t->log, " (%s)", parts);
+        int per = ddpc_engine_replica_threads(t->engine);
+        if (dp)
+            fprintf(t->log, " x %d replica%s (parallel.mode dp: one process, %d kernel thread%s "
+                    "each)", dp, dp == 1 ? "" : "s", per, per == 1 ? "" : "s");
+        else
+            fprintf(t->log, " x %d rank%s", t->world, t->world == 1 ? "" : "s");
+        fprintf(t->log, " x %lld accumulation step%s (", (long long)s->accum_steps,
+                s->accum_steps == 1 ? "" : "s");
+    }
     if (t->multi)
         fprintf(t->log, "combined %s, ", ddpc_combined_mode_name(t->mode));
     fprintf(t->log, "backend %s, lr x %.3g)\n", ddpc_backend_name(ddpc_pg_backend(t->pg)),
@@ -272,11 +328,12 @@ static ddpc_status after_step(ddpc_trainer *t, int64_t epoch, bool epoch_end, do
     if (log_now)
         DDPC_TRY(log_progress(t, epoch, ddpc_time_now() - start));
     ddpc__progress_tick(t, epoch);
-    /* Validation uses the test splits, which the final evaluation covers. */
-    bool repeat = step == total && s->eval_batches == 0;
+    /* Validation reads the test splits: at the last step, with the same limit, it would be the
+     * final test evaluation twice. */
+    bool repeat = step == total && s->eval_batches == s->test_batches;
     if (!repeat &&
         ((s->eval_every > 0 && step % s->eval_every == 0) || (s->eval_every == 0 && epoch_end)))
-        DDPC_TRY(ddpc__trainer_evaluate(t, "val", true));
+        DDPC_TRY(ddpc__trainer_evaluate(t, "val", s->eval_batches));
     return DDPC_OK;
 }
 
@@ -287,7 +344,7 @@ static ddpc_status fast_forward(ddpc_trainer *t, int64_t steps)
     for (int64_t i = 0; i < steps; i++) {
         const ddpc_combined_step *st;
         double d0 = ddpc__trainer_phase_now(t);
-        DDPC_TRY(ddpc_combined_next(t->combined, &st));
+        DDPC_TRY(next_step(t, &st));
         double d1 = ddpc__trainer_phase_now(t);
         t->ph.data += d1 - d0;
         ddpc_trace_add(DDPC_TRACE_COMPUTE, "data", d0, d1, -1, NULL, 0);
@@ -303,6 +360,7 @@ ddpc_status ddpc__trainer_fit(ddpc_trainer *t)
     const trainer_settings *s = &t->set;
     int64_t per_epoch = t->steps_per_epoch, total = t->total_steps;
     log_start(t);
+    DDPC_TRY(ddpc__trainer_open_indices_log(t));
     double start = ddpc_time_now();
     DDPC_TRY(ddpc__trainer_phases_start(t, start));
     while (ddpc_engine_step(t->engine) < total) {
@@ -334,7 +392,7 @@ ddpc_status ddpc__trainer_fit(ddpc_trainer *t)
     }
     ddpc__progress_finish(t);
     DDPC_TRY(ddpc__trainer_final_save(t));
-    DDPC_TRY(ddpc__trainer_evaluate(t, "test", false));
+    DDPC_TRY(ddpc__trainer_evaluate(t, "test", s->test_batches));
     DDPC_TRY(ddpc__trainer_rank_memory(t, ddpc_engine_step(t->engine)));
     double elapsed = ddpc_time_now() - start;
     if (t->log && t->ckpt_seconds > 0)
@@ -345,9 +403,7 @@ ddpc_status ddpc__trainer_fit(ddpc_trainer *t)
     if (!s->weights_out)
         return DDPC_OK;
     DDPC_TRY(ddpc_engine_gather_params(t->engine)); /* ZeRO-3: rank 0 writes them all */
-    ddpc_status st = t->rank == 0 ? ddpc_weights_save(t->model, ddpc_model_params(t->model),
-                                                      s->weights_out)
-                                  : DDPC_OK;
+    ddpc_status st = t->rank == 0 ? ddpc_weights_save_model(t->model, s->weights_out) : DDPC_OK;
     ddpc_engine_release_params(t->engine);
     if (st == DDPC_OK && t->rank == 0 && t->log)
         fprintf(t->log, "saved weights to %s\n", s->weights_out);
@@ -370,9 +426,9 @@ ddpc_status ddpc_trainer_run(ddpc_trainer *t)
         return st;
     }
     case STATE_VAL:
-        return ddpc__trainer_evaluate(t, "val", false);
+        return ddpc__trainer_evaluate(t, "val", t->set.eval_batches);
     case STATE_TEST:
-        return ddpc__trainer_evaluate(t, "test", false);
+        return ddpc__trainer_evaluate(t, "test", t->set.test_batches);
     case STATE_PREDICT:
         return ddpc__trainer_predict(t);
     }

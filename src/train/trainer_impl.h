@@ -7,6 +7,7 @@
 #define DDPC_TRAIN_TRAINER_IMPL_H
 
 #include <ddpc/combined.h>
+#include <ddpc/bleu.h>
 #include <ddpc/comm.h>
 #include <ddpc/data.h>
 #include <ddpc/engine.h>
@@ -21,6 +22,7 @@
 #include <ddpc/timer.h>
 #include <ddpc/trace.h>
 #include <ddpc/train.h>
+#include <ddpc/vocab.h>
 
 #include <stdbool.h>
 
@@ -38,7 +40,8 @@ typedef struct {
     uint64_t seed;
     int threads;
     trainer_state state;
-    int64_t epochs, max_steps, eval_every, eval_batches, log_every;
+    int64_t epochs, max_steps, eval_every, log_every;
+    int64_t eval_batches, test_batches; /* per rank and task, val / test evaluations; 0 = all */
     int64_t batch_size, eval_batch_size; /* per rank; the tasks' defaults */
     int64_t accum_steps;                 /* micro-batches per optimizer step */
     ddpc_precision precision;            /* of the model's matrix products */
@@ -48,6 +51,8 @@ typedef struct {
     bool tensorboard_per_rank;           /* log.tensorboard_per_rank: every rank, tb/rank<k>/ */
     lr_scale_kind lr_scale;              /* base LR x (world * accum_steps)^{0, 1, 1/2} */
     int num_workers, prefetch_factor;    /* training loaders */
+    bool hflip;                          /* data.hflip: training images mirrored at random */
+    int random_shift;                    /* data.random_shift: pixels, 0 = off */
     bool shuffle;
     char run_dir[512];
     const char *weights_out, *init_from;
@@ -79,15 +84,34 @@ typedef struct {
     double *ranks; /* (world x 3) scratch for the per-rank gathers, from fit's start */
 } ddpc__phases;
 
+/* The training samplers' keys (trainer_sampler.c): data.sampler and its options, the same for
+ * every task. One dataset per task, so rank_split has one source. */
+typedef struct {
+    ddpc_sampler_kind kind;         /* distributed, rank_split or case */
+    bool drop_last;                 /* the sampler's (torch DistributedSampler's) drop_last */
+    bool left_list, right_list;     /* ddpc's per-source form given */
+    int64_t left_index, right_index; /* its one entry each */
+    int64_t first_left, last_right; /* the seed's scalar form; -1 = no last_right */
+    double ratio;                   /* down_sample_ratio in (0, 1] */
+    int64_t stride;                 /* the seed's integer down_sample_ratio; 0 = none */
+    int streaming;                  /* 0 none, 1 round_robin, 2 interleave */
+    bool log_indices;               /* data.log_indices: <run_dir>/indices_rank<r>.txt */
+} ddpc__sampling;
+
 typedef struct {
     char name[DDPC__TASK_NAME_MAX];      /* letters, digits, '_', '-', '.' */
     const char *data_type;               /* for the start line */
     ddpc_dataset *train, *test;          /* borrowed from owned */
+    ddpc_dataset *valid;                 /* the "val" split when it differs from test, or NULL */
     int64_t batch_size, eval_batch_size; /* per rank */
     float loss_weight;
     int64_t num_classes; /* the head's width, >= the dataset's classes */
     ddpc_sampler *sampler;
-    ddpc_loader *loader;
+    ddpc_loader *loader; /* NULL: task sharding gave this task to other ranks */
+    /* Task sharding: the ranks training this task and this rank's place among them (its sampler
+     * splits the task over them); -1 when this rank does not train it. Without sharding every
+     * rank: world and rank. */
+    int shard_world, shard_rank;
     /* Unweighted loss sums over this task's passes: since the last cross-rank sync (local), and
      * in the logging window (rank-averaged). */
     double unsynced_loss, unsynced_passes, window_loss, window_passes;
@@ -95,6 +119,29 @@ typedef struct {
 } ddpc__task;
 
 #define DDPC__MAX_OWNED (4 * DDPC_MODEL_MAX_HEADS)
+
+/* data.type translation (trainer_translation.c): the vocabularies (built from the train split, or
+ * loaded from vocab_dir), decoding settings and, per evaluation split, the trivial baselines'
+ * hypotheses. */
+typedef struct {
+    ddpc_vocab *src_vocab, *tgt_vocab;
+    char vocab_dir[512];
+    bool save_vocab; /* built by a training run: rank 0 writes them into vocab_dir */
+    int64_t max_len; /* positions of a source (with <eos>) or a decoder input (with <bos>) */
+    int eval_beam, predict_beam;
+    const char *predict_input;
+    char predict_output[1100];
+    const char *train_src, *train_tgt;
+    int64_t train_dropped; /* train pairs longer than max_len, left out */
+    /* Most-frequent-translation baseline (trainer_translate_eval.c), built at the first
+     * evaluation: the train sources' hashes, sorted, each with the train sample holding its most
+     * frequent target; and the sample of the most frequent target overall. */
+    uint64_t *mf_src;  /* (n_mf) */
+    int64_t *mf_pick;  /* (n_mf) */
+    int64_t n_mf, mf_overall;
+    int32_t *out;      /* (out_rows, max_len) decoded ids */
+    int64_t out_rows;
+} ddpc__translation;
 
 /* The progress bar's state (trainer_progress.c). */
 typedef struct {
@@ -113,11 +160,23 @@ struct ddpc_trainer {
     /* Tasks: `multi` when the config declares `tasks:` (heads per task, per-task metrics). */
     bool multi;
     int n_tasks;
+    int n_tasks_declared; /* in the config's tasks list, before data.task_names_to_use */
     ddpc__task task[DDPC_MODEL_MAX_HEADS];
     ddpc_dataset *owned[DDPC__MAX_OWNED];
     int n_owned;
+    ddpc__translation *tr; /* data.type translation; NULL otherwise */
     ddpc_combined_mode mode; /* training; evaluation is always sequential */
-    ddpc_combined *combined;
+    ddpc_combined *combined; /* over the tasks this rank trains: local_task[j] is loader j's */
+    int n_local, local_task[DDPC_MODEL_MAX_HEADS];
+    bool cycle; /* the ranks' epochs differ in length: restart the combined loader when it ends */
+    ddpc__sampling samp;
+    /* data.task_sharding (trainer_shard.c): whether on, and holds (world x n_tasks), 1 where a
+     * rank trains a task. */
+    bool sharding;
+    int min_tasks_per_rank;
+    bool replicate_tasks;
+    unsigned char *holds;
+    FILE *indices_log; /* data.log_indices */
     ddpc_model *model;
     ddpc_engine_config engine_cfg;
     ddpc_engine *engine;
@@ -181,6 +240,44 @@ ddpc_status ddpc__trainer_read_settings(ddpc_trainer *t, const char *config_name
 ddpc_status ddpc__trainer_load_tasks(ddpc_trainer *t);
 /* Frees loaders, samplers and datasets. */
 void ddpc__trainer_free_tasks(ddpc_trainer *t);
+
+/* trainer_sampler.c: the data.sampler keys into t->samp (before data.shuffle, whose default
+ * depends on streaming); the training sampler config of task i; data.log_indices' file (open at
+ * fit's start, one line per pass: step, micro-step, task, indices). */
+ddpc_status ddpc__trainer_read_sampling(ddpc_trainer *t);
+ddpc_sampler_config ddpc__trainer_sampler_config(const ddpc_trainer *t, int i, int64_t *size);
+ddpc_status ddpc__trainer_open_indices_log(ddpc_trainer *t);
+void ddpc__trainer_log_indices(ddpc_trainer *t, int64_t step, int64_t micro, int task,
+                               const ddpc_batch *b);
+
+/* trainer_shard.c: data.task_names_to_use (keeps and orders the tasks named; before the model,
+ * whose heads follow the task table) and data.task_sharding (which ranks train which tasks);
+ * log_task_sharding writes the assignment (rank 0, at fit's start). */
+ddpc_status ddpc__trainer_select_tasks(ddpc_trainer *t);
+ddpc_status ddpc__trainer_shard_tasks(ddpc_trainer *t);
+void ddpc__trainer_log_task_sharding(ddpc_trainer *t);
+
+/* trainer_translation.c: data.type translation for task k (`prefix` = "data"): reads its keys,
+ * builds or loads the vocabularies into t->tr and loads the train, valid and test splits. */
+ddpc_status ddpc__trainer_load_translation(ddpc_trainer *t, ddpc__task *k, const char *prefix);
+/* Rank 0 of a training run: writes vocab.src.txt and vocab.tgt.txt into the vocabulary directory. */
+ddpc_status ddpc__trainer_save_vocab(ddpc_trainer *t);
+void ddpc__trainer_free_translation(ddpc_trainer *t);
+
+/* trainer_translate_eval.c: BLEU and exact match of the model's decoded translations (beam
+ * eval_beam_size) and of the two trivial baselines (copy the source; the most frequent
+ * translation of the source in the train split, else the most frequent target overall) on the
+ * same rows. sums holds DDPC__TR_SUMS values per evaluation (plain sums: ranks add theirs). */
+#define DDPC__TR_FIELDS (2 * DDPC_BLEU_ORDER + 3) /* BLEU statistics, then exact matches */
+#define DDPC__TR_SUMS (3 * DDPC__TR_FIELDS)       /* model, copy, most frequent */
+ddpc_status ddpc__translation_eval_batch(ddpc_trainer *t, const ddpc_dataset *d,
+                                         const ddpc_batch *b, double *sums);
+/* Adds the fields to the open metrics record (exact matches over `rows`) and a summary for the
+ * log line into text. */
+void ddpc__translation_eval_record(ddpc_trainer *t, const double *sums, double rows, char *text,
+                                   size_t cap);
+/* trainer_translate_predict.c: rank 0 translates predict.input into predict.output. */
+ddpc_status ddpc__translation_predict(ddpc_trainer *t);
 
 /* trainer_model.c: the model table (keys per model.type), the optimizer keys and the engine. */
 ddpc_status ddpc__trainer_build_model(ddpc_trainer *t);
@@ -259,9 +356,10 @@ ddpc_status ddpc__trainer_read_profile(ddpc_trainer *t);
 ddpc_status ddpc__trainer_trace_before(ddpc_trainer *t, int64_t next);
 ddpc_status ddpc__trainer_trace_after(ddpc_trainer *t, double t0, double t1);
 
-/* trainer_eval.c: evaluates every task on its test split (all of it, or eval_batches batches per
- * rank when limit), logs one record per task and keeps the results. */
-ddpc_status ddpc__trainer_evaluate(ddpc_trainer *t, const char *split, bool limit);
+/* trainer_eval.c: evaluates every task on its test split (at most max_batches batches of each
+ * task per rank: eval_batches for "val", test_batches for "test"; 0 = all of it), logs one record
+ * per task and keeps the results. */
+ddpc_status ddpc__trainer_evaluate(ddpc_trainer *t, const char *split, int64_t max_batches);
 
 /* trainer_predict.c: rank 0 writes predictions (classes per task, or sampled text). */
 ddpc_status ddpc__trainer_predict(ddpc_trainer *t);

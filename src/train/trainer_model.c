@@ -17,9 +17,22 @@ typedef struct {
     ddpc_status (*read)(ddpc_config *c, ddpc_model_config *mc);
 } model_builder;
 
+/* model.batchnorm and torch's momentum and eps (mlp: BatchNorm1d, cnn: BatchNorm2d). */
+static ddpc_status read_batchnorm(ddpc_config *c, ddpc_model_config *mc)
+{
+    double momentum, eps;
+    DDPC_TRY(ddpc_config_bool(c, "model.batchnorm", false, &mc->batchnorm));
+    DDPC_TRY(ddpc_config_float(c, "model.bn_momentum", 0.1, 0.0, 1.0, &momentum));
+    DDPC_TRY(ddpc_config_float(c, "model.bn_eps", 1e-5, 1e-12, 1.0, &eps));
+    mc->bn_momentum = (float)momentum;
+    mc->bn_eps = (float)eps;
+    return DDPC_OK;
+}
+
 static ddpc_status read_mlp(ddpc_config *c, ddpc_model_config *mc)
 {
     static const int64_t hidden[] = {256, 128};
+    DDPC_TRY(read_batchnorm(c, mc));
     return ddpc_config_int_list(c, "model.hidden", hidden, 2, 1, 1 << 20, mc->hidden,
                                 DDPC_MODEL_MAX_LAYERS, &mc->n_hidden);
 }
@@ -31,6 +44,7 @@ static ddpc_status read_cnn(ddpc_config *c, ddpc_model_config *mc)
                                   DDPC_MODEL_MAX_LAYERS, &mc->n_hidden));
     DDPC_TRY(ddpc_config_int_list(c, "model.channels", channels, 2, 1, 1 << 16, mc->channels,
                                   DDPC_MODEL_MAX_LAYERS, &mc->n_channels));
+    DDPC_TRY(read_batchnorm(c, mc));
     return ddpc_config_int(c, "model.kernel_size", 3, 1, 31, &mc->kernel_size);
 }
 
@@ -42,13 +56,37 @@ static ddpc_status read_gpt(ddpc_config *c, ddpc_model_config *mc)
     return ddpc_config_int(c, "model.block_size", 128, 1, 1 << 16, &mc->block_size);
 }
 
+/* seq2seq's vocabulary sizes and max_len come from the translation data (read_model_config). */
+static ddpc_status read_seq2seq(ddpc_config *c, ddpc_model_config *mc)
+{
+    double ls;
+    DDPC_TRY(ddpc_config_int(c, "model.d_model", mc->d_model, 1, 1 << 16, &mc->d_model));
+    DDPC_TRY(ddpc_config_int(c, "model.num_heads", mc->num_heads, 1, 1024, &mc->num_heads));
+    DDPC_TRY(ddpc_config_int(c, "model.num_encoder_layers", mc->num_encoder_layers, 1,
+                             DDPC_MODEL_MAX_LAYERS, &mc->num_encoder_layers));
+    DDPC_TRY(ddpc_config_int(c, "model.num_decoder_layers", mc->num_decoder_layers, 1,
+                             DDPC_MODEL_MAX_LAYERS, &mc->num_decoder_layers));
+    DDPC_TRY(ddpc_config_int(c, "model.d_ff", mc->d_ff, 1, 1 << 20, &mc->d_ff));
+    DDPC_TRY(ddpc_config_float(c, "model.label_smoothing", mc->label_smoothing, 0.0, 1.0, &ls));
+    mc->label_smoothing = (float)ls;
+    return DDPC_OK;
+}
+
 static const model_builder models[] = {
     {"mlp", DDPC_DATASET_IMAGES, false, read_mlp},
     {"cnn", DDPC_DATASET_IMAGES, true, read_cnn},
     {"gpt", DDPC_DATASET_TOKENS, true, read_gpt},
+    {"seq2seq", DDPC_DATASET_PAIRS, true, read_seq2seq},
 };
-static const char *const model_names[] = {"mlp", "cnn", "gpt", NULL};
-static_assert(sizeof models / sizeof models[0] == 3, "model_names lists every model");
+static const char *const model_names[] = {"mlp", "cnn", "gpt", "seq2seq", NULL};
+static_assert(sizeof models / sizeof models[0] == 4, "model_names lists every model");
+
+/* Needs of each dataset kind, for the error when model and data do not fit. */
+static const char *const kind_needs[] = {
+    "an image dataset (data.type fmnist or synthetic_images)",
+    "a token dataset (data.type text or synthetic_tokens)",
+    "a translation dataset (data.type translation)",
+};
 
 /* One head per task, as wide as its num_classes; the samples of every task must have one shape. */
 static ddpc_status task_heads(const ddpc_trainer *t, ddpc_model_config *mc)
@@ -81,7 +119,8 @@ static ddpc_status read_model_config(ddpc_trainer *t, ddpc_model_config *mc)
     const model_builder *b = &models[type];
     snprintf(mc->type, sizeof mc->type, "%s", b->name);
     DDPC_TRY(b->read(c, mc));
-    DDPC_TRY(ddpc_config_float(c, "model.dropout", 0.0, 0.0, 0.99, &dropout));
+    bool s2s = b->data_kind == DDPC_DATASET_PAIRS;
+    DDPC_TRY(ddpc_config_float(c, "model.dropout", s2s ? 0.1 : 0.0, 0.0, 0.99, &dropout));
     mc->dropout = (float)dropout;
     DDPC_TRY(ddpc_config_bool(c, "model.activation_checkpointing", false,
                               &mc->activation_checkpointing));
@@ -90,17 +129,27 @@ static ddpc_status read_model_config(ddpc_trainer *t, ddpc_model_config *mc)
                            "model.activation_checkpointing: model.type '%s' has no blocks to "
                            "recompute (gpt and cnn support it)",
                            b->name);
+    if (mc->batchnorm) /* torch.nn.SyncBatchNorm.convert_sync_batchnorm */
+        DDPC_TRY(ddpc_config_bool(c, "model.sync_batchnorm", false,
+                                  &t->reducer_cfg.sync_batchnorm));
+    if (t->reducer_cfg.sync_batchnorm && t->dp_replicas > 0) /* torch's is DDP-only too */
+        return ddpc_errorf(DDPC_EINVAL, "model.sync_batchnorm synchronises batch statistics "
+                           "across DDP ranks; parallel.mode: dp has none (its replicas normalise "
+                           "their own rows, as torch's DataParallel does)");
     mc->seed = t->set.seed;
     mc->precision = t->set.precision;
     int64_t shape[3];
     ddpc_dataset_sample_shape(t->task[0].train, shape);
     mc->num_classes = ddpc_dataset_num_classes(t->task[0].train);
     if (ddpc_dataset_kind_of(t->task[0].train) != b->data_kind)
-        return ddpc_errorf(
-            DDPC_EINVAL, "model.type '%s' needs %s", b->name,
-            b->data_kind == DDPC_DATASET_IMAGES
-                ? "an image dataset (data.type fmnist or synthetic_images)"
-                : "a token dataset (data.type text or synthetic_tokens), not images");
+        return ddpc_errorf(DDPC_EINVAL, "model.type '%s' needs %s, not data.type %s", b->name,
+                           kind_needs[b->data_kind], t->task[0].data_type);
+    if (s2s) { /* the vocabularies and the longest sequence come from the data */
+        mc->src_vocab = ddpc_vocab_size(t->tr->src_vocab);
+        mc->tgt_vocab = ddpc_vocab_size(t->tr->tgt_vocab);
+        DDPC_TRY(ddpc_config_int(c, "model.max_len", t->tr->max_len, t->tr->max_len, 1 << 16,
+                                 &mc->max_len));
+    }
     if (b->data_kind == DDPC_DATASET_IMAGES)
         mc->in_channels = shape[0], mc->in_height = shape[1], mc->in_width = shape[2];
     if (t->multi)
@@ -182,31 +231,55 @@ static ddpc_status read_engine_config(ddpc_trainer *t, int64_t total_steps, ddpc
     return read_loss_scale(t, ec);
 }
 
+/* The training sampler and loader of task i, on the ranks that train it. */
 static ddpc_status build_loader(ddpc_trainer *t, int i)
 {
     ddpc__task *k = &t->task[i];
-    ddpc_sampler_config sc = ddpc_sampler_config_default();
-    sc.kind = DDPC_SAMPLER_DISTRIBUTED;
-    sc.rank = t->rank;
-    sc.world = t->world;
-    /* A distinct shuffle per task, so tasks over one dataset do not visit it in lockstep. */
-    sc.seed = t->set.seed + (uint64_t)i * 0x9E3779B97F4A7C15ull;
-    sc.shuffle = t->set.shuffle;
-    sc.size = ddpc_dataset_size(k->train);
-    DDPC_TRY(ddpc_sampler_create(&sc, &k->sampler));
+    if (k->shard_rank < 0)
+        return DDPC_OK; /* task sharding gave it to other ranks */
+    int64_t size;
+    ddpc_sampler_config sc = ddpc__trainer_sampler_config(t, i, &size);
+    if (ddpc_sampler_create(&sc, &k->sampler) != DDPC_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", ddpc_last_error());
+        if (t->multi)
+            return ddpc_errorf(DDPC_EINVAL, "tasks.%d ('%s'), %lld training samples: %s", i,
+                               k->name, (long long)size, why);
+        return ddpc_errorf(DDPC_EINVAL, "data (%lld training samples): %s", (long long)size, why);
+    }
     ddpc_loader_config lc = ddpc_loader_config_default();
     lc.batch_size = k->batch_size * (t->dp_replicas > 0 ? t->dp_replicas : 1); /* dp: every replica's */
     lc.num_workers = t->set.num_workers;
     lc.prefetch_factor = t->set.prefetch_factor;
     lc.drop_last = true; /* every rank runs the same steps */
+    lc.hflip = t->set.hflip;
+    lc.random_shift = t->set.random_shift;
+    lc.augment_seed = t->set.seed;
     const ddpc_dataset *ds[1] = {k->train};
     DDPC_TRY(ddpc_loader_create(ds, 1, k->sampler, &lc, &k->loader));
     if (ddpc_loader_len(k->loader) == 0 && t->multi)
         return ddpc_errorf(DDPC_EINVAL,
                            "tasks.%d ('%s'): batch_size %lld on each of %d ranks/replicas is more "
                            "than its %lld training samples",
-                           i, k->name, (long long)k->batch_size, ddpc__trainer_dp_degree(t),
-                           (long long)ddpc_dataset_size(k->train));
+                           i, k->name, (long long)k->batch_size,
+                           k->shard_world * (t->dp_replicas > 0 ? t->dp_replicas : 1),
+                           (long long)ddpc_sampler_len(k->sampler) * k->shard_world);
+    return DDPC_OK;
+}
+
+/* The ranks' epochs (combined steps) agree: with task sharding each rank combines its own tasks,
+ * and `case` gives ranks different shares, so every rank takes the longest epoch (shorter ones
+ * restart their loaders, as max_size_cycle does within a rank) or, in min_size mode or with
+ * `case`, the shortest. *len is this rank's and becomes the agreed one. */
+static ddpc_status agree_epoch(ddpc_trainer *t, int64_t *len)
+{
+    bool shortest = t->mode == DDPC_COMBINED_MIN_SIZE || t->samp.kind == DDPC_SAMPLER_CASE;
+    if (t->world == 1 || (!t->sharding && t->samp.kind != DDPC_SAMPLER_CASE))
+        return DDPC_OK;
+    int64_t mine = *len;
+    DDPC_TRY(ddpc_pg_all_reduce(t->pg, len, len, 1, DDPC_DTYPE_I64,
+                                shortest ? DDPC_REDUCE_MIN : DDPC_REDUCE_MAX));
+    t->cycle = *len > mine;
     return DDPC_OK;
 }
 
@@ -214,13 +287,19 @@ ddpc_status ddpc__trainer_build_loaders(ddpc_trainer *t, int64_t *per_epoch)
 {
     ddpc_loader *loaders[DDPC_MODEL_MAX_HEADS];
     const char *names[DDPC_MODEL_MAX_HEADS];
+    t->n_local = 0;
     for (int i = 0; i < t->n_tasks; i++) {
         DDPC_TRY(build_loader(t, i));
-        loaders[i] = t->task[i].loader;
-        names[i] = t->task[i].name;
+        if (!t->task[i].loader)
+            continue;
+        loaders[t->n_local] = t->task[i].loader;
+        names[t->n_local] = t->task[i].name;
+        t->local_task[t->n_local++] = i;
     }
-    DDPC_TRY(ddpc_combined_create(loaders, names, t->n_tasks, t->mode, &t->combined));
-    *per_epoch = ddpc_combined_len(t->combined) / t->set.accum_steps;
+    DDPC_TRY(ddpc_combined_create(loaders, names, t->n_local, t->mode, &t->combined));
+    int64_t len = ddpc_combined_len(t->combined);
+    DDPC_TRY(agree_epoch(t, &len));
+    *per_epoch = len / t->set.accum_steps;
     if (*per_epoch > 0)
         return DDPC_OK;
     if (!t->multi)
@@ -233,7 +312,7 @@ ddpc_status ddpc__trainer_build_loaders(ddpc_trainer *t, int64_t *per_epoch)
     return ddpc_errorf(DDPC_EINVAL,
                        "an epoch of %lld combined steps (data.combined_mode %s) is shorter than "
                        "optim.grad_accum_steps %lld",
-                       (long long)ddpc_combined_len(t->combined), ddpc_combined_mode_name(t->mode),
+                       (long long)len, ddpc_combined_mode_name(t->mode),
                        (long long)t->set.accum_steps);
 }
 
@@ -244,7 +323,9 @@ static ddpc_status alloc_buffers(ddpc_trainer *t)
     ddpc_dataset_sample_shape(t->task[0].train, shape);
     bool images = ddpc_dataset_kind_of(t->task[0].train) == DDPC_DATASET_IMAGES;
     t->sample_floats = images ? shape[0] * shape[1] * shape[2] : 0;
-    t->tokens_per_sample = images ? 1 : shape[0];
+    /* pairs vary in length: their rates count samples */
+    bool pairs = ddpc_dataset_kind_of(t->task[0].train) == DDPC_DATASET_PAIRS;
+    t->tokens_per_sample = images || pairs ? 1 : shape[0];
     int64_t n = 1, replicas = t->dp_replicas > 0 ? t->dp_replicas : 1;
     for (int i = 0; i < t->n_tasks; i++) {
         int64_t train = t->task[i].batch_size * replicas; /* dp: the step benchmark's batch */
@@ -272,9 +353,9 @@ ddpc_status ddpc__trainer_build_model(ddpc_trainer *t)
     int64_t per_epoch = 0;
     if (t->set.state == STATE_TRAIN && t->plan_world == 0)
         DDPC_TRY(ddpc__trainer_build_loaders(t, &per_epoch));
-    int64_t total = t->set.epochs * per_epoch;
-    if (t->set.max_steps > 0 && (total == 0 || t->set.max_steps < total))
-        total = t->set.max_steps;
+    /* max_steps, when set, is the run's length whatever `epochs` says (more epochs, the last one
+     * partial, or fewer): Hugging Face's max_steps, Lightning's max_steps without max_epochs. */
+    int64_t total = t->set.max_steps > 0 ? t->set.max_steps : t->set.epochs * per_epoch;
     t->total_steps = total;
     t->steps_per_epoch = per_epoch;
     /* The engine comes after the reducer, which broadcasts rank 0's (maybe loaded) parameters. */

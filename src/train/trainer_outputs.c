@@ -1,5 +1,5 @@
 /* The run's outputs, opened before anything is trained: rank 0 locks the run directory (one job
- * per directory), writes config.yaml, checks that weights_out and the checkpoint directory can be
+ * per directory), writes config.yaml (and a translation run's vocabularies), checks that weights_out and the checkpoint directory can be
  * written (so that is not discovered after training), and opens metrics.jsonl — appended to by a
  * resumed or restarted run, which records why — and a TensorBoard event file in <run_dir>/tb/. Only
  * global rank 0 writes run outputs. */
@@ -33,6 +33,7 @@ ddpc_status ddpc__trainer_open_outputs(ddpc_trainer *t)
         return s->tensorboard && s->tensorboard_per_rank ? record_start(t) : DDPC_OK;
     DDPC_TRY(ddpc_rundir_lock_acquire(s->run_dir, &t->lock));
     DDPC_TRY(ddpc_rundir_write_config(s->run_dir, t->config_text));
+    DDPC_TRY(ddpc__trainer_save_vocab(t));
     if (s->state == STATE_TRAIN && s->weights_out)
         DDPC_TRY(ddpc_path_check_writable(s->weights_out));
     if (s->state == STATE_TRAIN && ddpc__trainer_checkpoints_on(t))

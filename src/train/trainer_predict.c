@@ -1,5 +1,6 @@
 /* Prediction, on rank 0 only: class predictions per task (predictions.csv, or
- * predictions_<task>.csv with tasks) or, for a language model, text sampled from a prompt. */
+ * predictions_<task>.csv with tasks), for a language model text sampled from a prompt, for a
+ * translation model the translations of a file (trainer_translate_predict.c). */
 #include "train/trainer_impl.h"
 
 #include <ddpc/alloc.h>
@@ -116,6 +117,8 @@ static ddpc_status predict_rank0(ddpc_trainer *t)
 {
     if (t->rank != 0)
         return DDPC_OK;
+    if (t->tr)
+        return ddpc__translation_predict(t);
     if (ddpc_dataset_kind_of(t->task[0].train) != DDPC_DATASET_IMAGES)
         return write_file(t, "samples.txt", NULL, 0);
     if (!t->multi)

@@ -31,6 +31,7 @@ ddpc_status ddpc__trainer_read_settings(ddpc_trainer *t, const char *config_name
     DDPC_TRY(ddpc_config_int(c, "max_steps", 0, 0, INT64_MAX, &s->max_steps));
     DDPC_TRY(ddpc_config_int(c, "eval_every", 0, 0, INT64_MAX, &s->eval_every));
     DDPC_TRY(ddpc_config_int(c, "eval_batches", 0, 0, INT64_MAX, &s->eval_batches));
+    DDPC_TRY(ddpc_config_int(c, "test_batches", 0, 0, INT64_MAX, &s->test_batches));
     DDPC_TRY(ddpc_config_int(c, "log_every", 50, 1, INT64_MAX, &s->log_every));
     char def_dir[512];
     snprintf(def_dir, sizeof def_dir, "runs/%s", config_name);
@@ -42,11 +43,14 @@ ddpc_status ddpc__trainer_read_settings(ddpc_trainer *t, const char *config_name
     DDPC_TRY(ddpc_config_int(c, "data.batch_size", 64, 1, 1 << 20, &s->batch_size));
     DDPC_TRY(
         ddpc_config_int(c, "data.eval_batch_size", s->batch_size, 1, 1 << 20, &s->eval_batch_size));
-    DDPC_TRY(ddpc_config_bool(c, "data.shuffle", true, &s->shuffle));
+    DDPC_TRY(ddpc__trainer_read_sampling(t)); /* data.sampler ..., then data.shuffle */
     DDPC_TRY(ddpc_config_int(c, "data.num_workers", 1, 0, 64, &v));
     s->num_workers = (int)v;
     DDPC_TRY(ddpc_config_int(c, "data.prefetch_factor", 2, 1, 1024, &v));
     s->prefetch_factor = (int)v;
+    DDPC_TRY(ddpc_config_bool(c, "data.hflip", false, &s->hflip));
+    DDPC_TRY(ddpc_config_int(c, "data.random_shift", 0, 0, 8, &v));
+    s->random_shift = (int)v;
     DDPC_TRY(
         ddpc_config_int(c, "optim.grad_accum_steps", 1, 1, DDPC_TRAIN_MAX_ACCUM, &s->accum_steps));
     int scale;

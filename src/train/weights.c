@@ -1,4 +1,4 @@
-/* Model tensors <-> safetensors. Load validates the whole file against the model before it
+/* Model tensors (parameters, then buffers) <-> safetensors. Load validates the whole file against the model before it
  * copies anything, so a refused file leaves the parameters untouched; a non-strict load copies
  * exactly the tensors whose name, dtype (F32) and shape match, and reports the rest. */
 #include <ddpc/alloc.h>
@@ -9,25 +9,57 @@
 #include <string.h>
 #include <sys/stat.h>
 
-ddpc_status ddpc_weights_save(const ddpc_model *m, const float *buffer, const char *path)
+/* The tensors a weights file holds: the parameters, then the model's buffers. */
+static size_t n_entries(const ddpc_model *m)
 {
-    size_t n = ddpc_model_num_tensors(m);
+    return ddpc_model_num_tensors(m) + ddpc_model_num_buffers(m);
+}
+
+static const ddpc_param *entry(const ddpc_model *m, size_t i)
+{
+    size_t nt = ddpc_model_num_tensors(m);
+    return i < nt ? ddpc_model_tensor(m, i) : ddpc_model_buffer(m, i - nt);
+}
+
+/* Where entry i's values live: in `params` (parameter layout) or the model's buffer data. */
+static float *entry_data(ddpc_model *m, float *params, size_t i)
+{
+    const ddpc_param *p = entry(m, i);
+    return (i < ddpc_model_num_tensors(m) ? params : ddpc_model_buffer_data(m)) + p->offset;
+}
+
+static ddpc_status save(const ddpc_model *m, const float *buffer, bool with_buffers,
+                        const char *path)
+{
+    size_t n = with_buffers ? n_entries(m) : ddpc_model_num_tensors(m);
     ddpc_st_tensor *ts = ddpc_calloc(n ? n : 1, sizeof *ts);
     if (!ts)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory saving '%s'", path);
     for (size_t i = 0; i < n; i++) {
-        const ddpc_param *p = ddpc_model_tensor(m, i);
+        const ddpc_param *p = entry(m, i);
         ts[i].name = p->name;
         ts[i].ndim = p->ndim;
         for (int d = 0; d < p->ndim; d++)
             ts[i].shape[d] = p->shape[d];
-        ts[i].data = buffer + p->offset;
+        /* entry_data only reads here: the cast does not let anything write m. */
+        ts[i].data = entry_data((ddpc_model *)m, (float *)buffer, i);
     }
     const char *keys[] = {"format", "model"};
     const char *values[] = {"pt", ddpc_model_config_of(m)->type};
     ddpc_status s = ddpc_safetensors_write(path, ts, n, keys, values, 2);
     ddpc_free(ts);
     return s;
+}
+
+ddpc_status ddpc_weights_save(const ddpc_model *m, const float *buffer, const char *path)
+{
+    return save(m, buffer, false, path);
+}
+
+ddpc_status ddpc_weights_save_model(const ddpc_model *m, const char *path)
+{
+    /* Only read: the cast does not let anything write m. */
+    return save(m, ddpc_model_params((ddpc_model *)m), true, path);
 }
 
 static bool same_tensor(const ddpc_param *p, const ddpc_st_info *info)
@@ -66,12 +98,12 @@ static void report_add(report_buf *r, const char *label, const char *name, bool 
  * and returns how many model tensors match. */
 static size_t compare(ddpc_model *m, const ddpc_safetensors *f, report_buf *r, size_t *problems)
 {
-    size_t n = ddpc_model_num_tensors(m), matched = 0;
+    size_t n = n_entries(m), matched = 0;
     bool first = true;
     ddpc_st_info info;
     *problems = 0;
     for (size_t i = 0; i < n; i++) {
-        const ddpc_param *p = ddpc_model_tensor(m, i);
+        const ddpc_param *p = entry(m, i);
         if (ddpc_safetensors_find(f, p->name, &info) != DDPC_OK) {
             report_add(r, "missing: ", p->name, &first);
             ++*problems;
@@ -82,7 +114,7 @@ static size_t compare(ddpc_model *m, const ddpc_safetensors *f, report_buf *r, s
         ddpc_safetensors_info(f, j, &info);
         bool known = false;
         for (size_t i = 0; i < n && !known; i++)
-            known = strcmp(ddpc_model_tensor(m, i)->name, info.name) == 0;
+            known = strcmp(entry(m, i)->name, info.name) == 0;
         if (!known) {
             report_add(r, "unexpected: ", info.name, &first);
             ++*problems;
@@ -90,7 +122,7 @@ static size_t compare(ddpc_model *m, const ddpc_safetensors *f, report_buf *r, s
     }
     first = true;
     for (size_t i = 0; i < n; i++) {
-        const ddpc_param *p = ddpc_model_tensor(m, i);
+        const ddpc_param *p = entry(m, i);
         if (ddpc_safetensors_find(f, p->name, &info) != DDPC_OK)
             continue;
         if (same_tensor(p, &info))
@@ -127,13 +159,13 @@ ddpc_status ddpc_weights_load_opts(ddpc_model *m, const char *path, bool strict,
     ddpc_status s = DDPC_OK;
     if (strict && problems)
         s = ddpc_errorf(DDPC_EFORMAT, "%s: does not match the model: %s", file, text);
-    else if (!strict && matched == 0 && ddpc_model_num_tensors(m) > 0)
+    else if (!strict && matched == 0 && n_entries(m) > 0)
         s = ddpc_errorf(DDPC_EFORMAT, "%s: no tensor matches the model: %s", file, text);
-    for (size_t i = 0; i < ddpc_model_num_tensors(m) && s == DDPC_OK; i++) {
-        const ddpc_param *p = ddpc_model_tensor(m, i);
+    for (size_t i = 0; i < n_entries(m) && s == DDPC_OK; i++) {
+        const ddpc_param *p = entry(m, i);
         ddpc_st_info info;
         if (ddpc_safetensors_find(f, p->name, &info) == DDPC_OK && same_tensor(p, &info))
-            memcpy(ddpc_model_params(m) + p->offset, info.data, p->numel * sizeof(float));
+            memcpy(entry_data(m, ddpc_model_params(m), i), info.data, p->numel * sizeof(float));
     }
     if (s == DDPC_OK && report && cap) {
         snprintf(report, cap, "%s", text);

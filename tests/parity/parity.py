@@ -3,7 +3,10 @@
 initial weights ddpc saved, on the same batches, and compares step 1's output probabilities and
 gradients and the losses of every AdamW step.
 
-usage: parity.py PARITY_RUN_EXE gpt|cnn [fp32|bf16|fp16]
+usage: parity.py PARITY_RUN_EXE gpt|cnn|cnn_bn [fp32|bf16|fp16]
+cnn_bn (fp32): the cnn with BatchNorm2d (training mode: batch statistics) after each convolution;
+also the running statistics after the last step and an evaluation-mode forward with them, each
+within 1e-4 relative.
 fp32, 10 steps: rel = ||a - b|| / max(||b||, 1e-12) <= 1e-4 per gradient tensor and for the
 probabilities; |la - lb| / |lb| <= 1e-4 per loss. Both sides compute in fp32 with different
 summation orders, which costs ~1e-6.
@@ -186,6 +189,23 @@ class CNN(nn.Module):
         return PRODUCTS.linear(self.fc[1], h)
 
 
+class CNNBN(nn.Module):
+    """conv -> BatchNorm2d -> ReLU -> pool twice, as torch users write it (convs without bias)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.ModuleList([nn.Conv2d(1, 32, 3, padding=1, bias=False),
+                                   nn.Conv2d(32, 64, 3, padding=1, bias=False)])
+        self.bn = nn.ModuleList([nn.BatchNorm2d(32), nn.BatchNorm2d(64)])
+        self.fc = nn.ModuleList([nn.Linear(64 * 7 * 7, 128), nn.Linear(128, 10)])
+
+    def forward(self, x):
+        for conv, bn in zip(self.conv, self.bn):
+            x = F.max_pool2d(F.relu(bn(PRODUCTS.conv(conv, x))), 2)
+        h = F.relu(PRODUCTS.linear(self.fc[0], x.flatten(1)))
+        return PRODUCTS.linear(self.fc[1], h)
+
+
 def rel(a, b):
     return (a - b).norm().item() / max(b.norm().item(), 1e-12)
 
@@ -196,6 +216,10 @@ def replay(kind, init, batches, steps, autocast, products=Plain()):
     PRODUCTS = products
     if kind == "gpt":
         model, batch = GPT(256, 32, 64, 4, 2), 4
+    elif kind == "cnn_bn":
+        model, batch = CNNBN(), 8
+        # ddpc keeps no num_batches_tracked (only momentum=None would read it): start it at 0.
+        init = dict(init, **{f"bn.{i}.num_batches_tracked": torch.tensor(0) for i in range(2)})
     else:
         model, batch = CNN(), 8
     missing = set(model.state_dict()) ^ set(init)
@@ -223,6 +247,11 @@ def replay(kind, init, batches, steps, autocast, products=Plain()):
             grads = {n: p.grad.clone() for n, p in model.named_parameters()}
         losses.append(loss.item())
         opt.step()
+    if kind == "cnn_bn":
+        model.eval()
+        with torch.no_grad():
+            replay.eval_probs = model(batches["x.0"].view(batch, 1, 28, 28)).softmax(dim=-1)
+        replay.buffers = {n: b.clone() for n, b in model.named_buffers() if "running" in n}
     return probs, grads, losses
 
 
@@ -300,6 +329,21 @@ def check_rounded(kind, precision, probs, grads, losses, rnd, f32):
     return failures
 
 
+def check_buffers(final, probs_eval):
+    """BatchNorm's running statistics after the run and an evaluation-mode forward with them."""
+    failures = []
+    for name, ref in replay.buffers.items():
+        r = rel(final[name], ref)
+        print(f"cnn_bn: {name} after the last step, relative error {r:.3g}")
+        if r > TOL_FP32:
+            failures.append(f"{name}: relative error {r:.3g}")
+    r = rel(probs_eval, replay.eval_probs)
+    print(f"cnn_bn: evaluation-mode probabilities relative error {r:.3g}")
+    if r > TOL_FP32:
+        failures.append(f"evaluation-mode probabilities: relative error {r:.3g}")
+    return failures
+
+
 def main():
     exe, kind = sys.argv[1], sys.argv[2]
     precision = sys.argv[3] if len(sys.argv) > 3 else "fp32"
@@ -313,6 +357,9 @@ def main():
         batches = read_safetensors(os.path.join(d, "batches.safetensors"))
         with open(os.path.join(d, "losses.txt")) as f:
             losses = [float(line) for line in f]
+        if kind == "cnn_bn":
+            final = read_safetensors(os.path.join(d, "final.safetensors"))
+            probs_eval = read_safetensors(os.path.join(d, "probs_eval.safetensors"))["probs"]
     f32 = replay(kind, init, batches, steps, autocast=False)
     if precision == "fp32":
         failures = check_fp32(kind, probs, grads, losses, f32)
@@ -322,6 +369,8 @@ def main():
     if precision == "bf16":
         amp = replay(kind, init, batches, steps, autocast=True)
         failures += check_bf16(kind, probs, grads, losses, amp, f32)
+    if kind == "cnn_bn":
+        failures += check_buffers(final, probs_eval)
     for f in failures:
         print("FAIL", f)
     print(f"{0 if failures else 1} passed, {1 if failures else 0} failed")

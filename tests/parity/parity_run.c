@@ -2,7 +2,10 @@
  * weights, deterministic batches, the output probabilities and gradients of step 1 and the losses
  * of STEPS AdamW steps under OUT_DIR; tests/parity/parity.py replays the same steps in PyTorch
  * (under autocast for bf16) and compares.
- * usage: parity_run gpt|cnn OUT_DIR [fp32|bf16|fp16 [STEPS]] */
+ * cnn_bn is the cnn with BatchNorm2d after each convolution; its run also saves the model after
+ * the last step (final.safetensors: parameters and running statistics) and the probabilities of
+ * an evaluation-mode forward of batch 0 then (probs_eval.safetensors).
+ * usage: parity_run gpt|cnn|cnn_bn OUT_DIR [fp32|bf16|fp16 [STEPS]] */
 #include <ddpc/alloc.h>
 #include <ddpc/kernels.h>
 #include <ddpc/nn.h>
@@ -27,7 +30,8 @@ static ddpc_status make_model(const char *type, ddpc_precision prec, ddpc_model 
 {
     ddpc_model_config c = ddpc_model_config_default();
     c.precision = prec;
-    snprintf(c.type, sizeof c.type, "%s", type);
+    c.batchnorm = strcmp(type, "cnn_bn") == 0;
+    snprintf(c.type, sizeof c.type, "%s", c.batchnorm ? "cnn" : type);
     c.seed = 7;
     if (strcmp(type, "gpt") == 0) {
         c.num_classes = 256, c.n_layer = 2, c.n_head = 4, c.n_embd = 64, c.block_size = 32;
@@ -73,13 +77,14 @@ static ddpc_status save_batches(const batch_shape *bs, int steps, const char *di
 }
 
 /* probs1.safetensors: the output probabilities of the first forward, (rows, classes). */
-static ddpc_status save_probs(const ddpc_model *m, const batch_shape *bs, const char *dir)
+static ddpc_status save_probs(const ddpc_model *m, const batch_shape *bs, const char *dir,
+                              const char *file)
 {
     int64_t rows = bs->target_count, cols = bs->vocab;
     ddpc_st_tensor t = {.name = "probs", .ndim = 2, .shape = {rows, cols},
                         .data = ddpc_model_probs(m)};
     char path[1024];
-    snprintf(path, sizeof path, "%s/probs1.safetensors", dir);
+    snprintf(path, sizeof path, "%s/%s", dir, file);
     return ddpc_safetensors_write(path, &t, 1, NULL, NULL, 0);
 }
 
@@ -90,7 +95,7 @@ static ddpc_status run(const char *type, ddpc_precision prec, int steps, const c
     DDPC_TRY(make_model(type, prec, &m, &bs));
     char path[1024];
     snprintf(path, sizeof path, "%s/init.safetensors", dir);
-    ddpc_status s = ddpc_weights_save(m, ddpc_model_params(m), path);
+    ddpc_status s = ddpc_weights_save_model(m, path);
     if (s == DDPC_OK)
         s = save_batches(&bs, steps, dir);
     ddpc_optim_config oc = ddpc_optim_config_default();
@@ -118,7 +123,7 @@ static ddpc_status run(const char *type, ddpc_precision prec, int steps, const c
         ddpc_model_zero_grad(m);
         s = ddpc_model_forward(m, &in, true, &out);
         if (s == DDPC_OK && i == 0)
-            s = save_probs(m, &bs, dir);
+            s = save_probs(m, &bs, dir, "probs1.safetensors");
         if (s == DDPC_OK)
             s = ddpc_model_backward(m, 1.0f);
         if (s == DDPC_OK && i == 0) {
@@ -129,6 +134,16 @@ static ddpc_status run(const char *type, ddpc_precision prec, int steps, const c
             ddpc_optim_step(opt, ddpc_model_params(m), ddpc_model_grads(m), ddpc_model_decay_mask(m), oc.lr);
             fprintf(losses, "%.9g\n", out.loss);
         }
+    }
+    if (s == DDPC_OK && ddpc_model_num_buffers(m) > 0) {
+        snprintf(path, sizeof path, "%s/final.safetensors", dir);
+        s = ddpc_weights_save_model(m, path);
+        make_batch(&bs, 0, x, y);
+        ddpc_model_input in = {.n = bs.batch, .x = x};
+        if (s == DDPC_OK)
+            s = ddpc_model_forward(m, &in, false, NULL);
+        if (s == DDPC_OK)
+            s = save_probs(m, &bs, dir, "probs_eval.safetensors");
     }
     if (losses)
         fclose(losses);
@@ -145,9 +160,10 @@ int main(int argc, char **argv)
 {
     ddpc_precision prec = DDPC_PREC_FP32;
     int steps = argc > 4 ? atoi(argv[4]) : 10;
-    if (argc < 3 || argc > 5 || (strcmp(argv[1], "gpt") != 0 && strcmp(argv[1], "cnn") != 0) ||
+    if (argc < 3 || argc > 5 || (strcmp(argv[1], "gpt") != 0 && strcmp(argv[1], "cnn") != 0 &&
+                                   strcmp(argv[1], "cnn_bn") != 0) ||
         (argc > 3 && !ddpc_precision_from_name(argv[3], &prec)) || steps < 1 || steps > MAX_STEPS) {
-        fprintf(stderr, "usage: parity_run gpt|cnn OUT_DIR [fp32|bf16|fp16 [STEPS 1..%d]]\n",
+        fprintf(stderr, "usage: parity_run gpt|cnn|cnn_bn OUT_DIR [fp32|bf16|fp16 [STEPS 1..%d]]\n",
                 MAX_STEPS);
         return 2;
     }

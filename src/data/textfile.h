@@ -1,0 +1,30 @@
+/* Whole text files in memory, walked line by line: the vocabulary and the translation dataset read
+ * their files through this. Invariant: the buffer is NUL-terminated, so a line can be scanned up
+ * to '\n' or NUL without a length. */
+#ifndef DDPC_DATA_TEXTFILE_H
+#define DDPC_DATA_TEXTFILE_H
+
+#include <ddpc/status.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    char *buf;    /* (len + 1) the file's bytes and a NUL; owned */
+    size_t len;
+    size_t pos;   /* start of the next line */
+    int64_t line; /* 1-based number of the line last returned; 0 before the first */
+} ddpc__textfile;
+
+/* Reads `path` whole. DDPC_EIO names the path and the reason; DDPC_ENOMEM. */
+ddpc_status ddpc__textfile_read(ddpc__textfile *f, const char *path);
+/* The next line (not NUL-terminated: it ends at '\n' or the end of the file) in *s, *n bytes,
+ * without the '\n' and a '\r' before it; false after the last line. A file ending in '\n' has no
+ * empty line after it. */
+bool ddpc__textfile_next(ddpc__textfile *f, const char **s, size_t *n);
+/* Lines in the file, counted as next returns them. */
+int64_t ddpc__textfile_count_lines(const ddpc__textfile *f);
+void ddpc__textfile_free(ddpc__textfile *f);
+
+#endif

@@ -1,0 +1,85 @@
+/* BatchNorm layer over the batchnorm kernels: registration, torch's reset, forward with the
+ * stat-sync hook in training, backward with the local parameter gradients and the synced input
+ * gradient. Invariant: mean/invstd/count hold what the last forward normalised with. */
+#include "nn/bn_layer.h"
+
+#include <ddpc/alloc.h>
+#include <ddpc/kernels.h>
+
+#include <stdio.h>
+
+ddpc_status ddpc__bn_layer_add(ddpc__bn_layer *l, ddpc_model *m, const char *prefix, int i,
+                               int64_t c)
+{
+    char name[DDPC_PARAM_NAME_MAX];
+    l->c = c;
+    snprintf(name, sizeof name, "%s.%d.weight", prefix, i);
+    l->w_idx = ddpc__model_add_param(m, name, 1, &c, false);
+    snprintf(name, sizeof name, "%s.%d.bias", prefix, i);
+    l->b_idx = ddpc__model_add_param(m, name, 1, &c, false);
+    snprintf(name, sizeof name, "%s.%d.running_mean", prefix, i);
+    l->rmean_idx = ddpc__model_add_buffer(m, name, 1, &c);
+    snprintf(name, sizeof name, "%s.%d.running_var", prefix, i);
+    l->rvar_idx = ddpc__model_add_buffer(m, name, 1, &c);
+    l->mean = ddpc_malloc((size_t)c * sizeof(float));
+    l->invstd = ddpc_malloc((size_t)c * sizeof(float));
+    l->sums = ddpc_malloc((size_t)(2 * c + 1) * sizeof(double));
+    if (l->w_idx < 0 || l->b_idx < 0 || l->rmean_idx < 0 || l->rvar_idx < 0 || !l->mean ||
+        !l->invstd || !l->sums)
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory registering batchnorm %s.%d", prefix, i);
+    return DDPC_OK;
+}
+
+void ddpc__bn_layer_init(const ddpc__bn_layer *l, ddpc_model *m)
+{
+    ddpc_fill_f32(m->params + m->tensors[l->w_idx].offset, 1.0f, l->c);
+    ddpc_fill_f32(m->params + m->tensors[l->b_idx].offset, 0.0f, l->c);
+    ddpc_fill_f32(ddpc__buffer_ptr(m, l->rmean_idx), 0.0f, l->c);
+    ddpc_fill_f32(ddpc__buffer_ptr(m, l->rvar_idx), 1.0f, l->c);
+}
+
+ddpc_status ddpc__bn_layer_forward(ddpc__bn_layer *l, ddpc_model *m, float *y, const float *x,
+                                   int64_t n, int64_t hw, bool training)
+{
+    int64_t c = l->c;
+    float *rmean = ddpc__buffer_ptr(m, l->rmean_idx), *rvar = ddpc__buffer_ptr(m, l->rvar_idx);
+    if (training) {
+        ddpc_batchnorm_sums(l->sums, x, n, c, hw);
+        DDPC_TRY(ddpc__model_sync_stats(m, l->sums, (size_t)(2 * c + 1)));
+        l->count = l->sums[2 * c];
+        ddpc_batchnorm_stats(l->mean, l->invstd, rmean, rvar, l->sums, c, m->cfg.bn_momentum,
+                             m->cfg.bn_eps);
+    } else {
+        ddpc_batchnorm_eval_stats(l->mean, l->invstd, rmean, rvar, c, m->cfg.bn_eps);
+    }
+    ddpc_batchnorm_apply(y, x, l->mean, l->invstd, ddpc__param_ptr(m, l->w_idx),
+                         ddpc__param_ptr(m, l->b_idx), n, c, hw);
+    return DDPC_OK;
+}
+
+ddpc_status ddpc__bn_layer_backward(ddpc__bn_layer *l, ddpc_model *m, float *d, const float *x,
+                                    int64_t n, int64_t hw)
+{
+    int64_t c = l->c;
+    ddpc_batchnorm_backward_sums(l->sums, d, x, l->mean, l->invstd, n, c, hw);
+    ddpc_batchnorm_backward_params(ddpc__grad_ptr(m, l->w_idx), ddpc__grad_ptr(m, l->b_idx),
+                                   l->sums, c);
+    ddpc__model_grad_ready(m, l->b_idx);
+    ddpc__model_grad_ready(m, l->w_idx);
+    /* The scale and shift gradients stay local (DDP averages them); dx needs every replica's. */
+    m->backward_status = ddpc__model_sync_stats(m, l->sums, (size_t)(2 * c));
+    if (m->backward_status != DDPC_OK)
+        return m->backward_status;
+    ddpc_batchnorm_backward_input(d, d, x, l->mean, l->invstd, ddpc__param_ptr(m, l->w_idx),
+                                  l->sums, l->count, n, c, hw);
+    return DDPC_OK;
+}
+
+void ddpc__bn_layer_free(ddpc__bn_layer *l)
+{
+    ddpc_free(l->mean);
+    ddpc_free(l->invstd);
+    ddpc_free(l->sums);
+    l->mean = l->invstd = NULL;
+    l->sums = NULL;
+}

@@ -1,0 +1,35 @@
+/* One BatchNorm layer inside a model (torch's BatchNorm1d/2d over (n, c, hw)): its parameters
+ * "<prefix>.<i>.weight/bias" (c), its buffers "<prefix>.<i>.running_mean/running_var" (c), and
+ * the statistics forward used, which backward reads. Training statistics pass through the
+ * model's stat-sync hook (SyncBatchNorm), so they are those of every replica's batch together. */
+#ifndef DDPC_NN_BN_LAYER_H
+#define DDPC_NN_BN_LAYER_H
+
+#include "nn/model_impl.h"
+
+typedef struct {
+    int w_idx, b_idx, rmean_idx, rvar_idx;
+    int64_t c;
+    float *mean, *invstd; /* (c) of the last forward */
+    double *sums;         /* (2c + 1) scratch for the sums and their all-reduce */
+    double count;         /* elements per channel behind the last training forward's statistics */
+} ddpc__bn_layer;
+
+/* Registers the parameters and buffers and allocates the statistics; DDPC_ENOMEM. */
+ddpc_status ddpc__bn_layer_add(ddpc__bn_layer *l, ddpc_model *m, const char *prefix, int i,
+                               int64_t c);
+/* torch's reset: weight 1, bias 0, running mean 0, running variance 1. */
+void ddpc__bn_layer_init(const ddpc__bn_layer *l, ddpc_model *m);
+/* y (n, c, hw) = BN(x); training: batch statistics (synced) and a running-statistics update;
+ * otherwise the running statistics. y may be x. Errors: the stat-sync hook's. */
+ddpc_status ddpc__bn_layer_forward(ddpc__bn_layer *l, ddpc_model *m, float *y, const float *x,
+                                   int64_t n, int64_t hw, bool training);
+/* d (n, c, hw): in, the output's gradient; out, the input's (x is forward's input). Adds this
+ * replica's weight and bias gradients and reports them ready. A failed sync is stored in
+ * m->backward_status and returned. */
+ddpc_status ddpc__bn_layer_backward(ddpc__bn_layer *l, ddpc_model *m, float *d, const float *x,
+                                    int64_t n, int64_t hw);
+/* Frees the statistics; a zeroed layer is a no-op. */
+void ddpc__bn_layer_free(ddpc__bn_layer *l);
+
+#endif

@@ -1,0 +1,176 @@
+/* "seq2seq": an encoder-decoder Transformer (Vaswani et al. 2017) laid out as torch.nn.Transformer
+ * (batch_first, post-LayerNorm, ReLU feed-forward, final encoder and decoder norms), with token
+ * embeddings scaled by sqrt(d_model) plus sinusoidal positions and an output projection
+ * "generator". Parameters carry torch.nn.Transformer's state_dict names and are registered in
+ * forward order, so backward reports them ready from the last to the first. */
+#include "nn/seq2seq_impl.h"
+
+#include <ddpc/alloc.h>
+#include <ddpc/kernels.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct {
+    ddpc_model *m;
+    bool bad;
+} reg;
+
+static int add(reg *r, const char *prefix, const char *name, int ndim, int64_t a, int64_t b,
+               bool decay)
+{
+    char full[DDPC_PARAM_NAME_MAX];
+    snprintf(full, sizeof full, "%s%s", prefix, name);
+    int64_t shape[2] = {a, b};
+    int idx = ddpc__model_add_param(r->m, full, ndim, shape, decay);
+    r->bad |= idx < 0;
+    return idx;
+}
+
+static void add_attn(reg *r, const char *prefix, s2s_attn_params *a, int64_t C)
+{
+    a->inw = add(r, prefix, "in_proj_weight", 2, 3 * C, C, true);
+    a->inb = add(r, prefix, "in_proj_bias", 1, 3 * C, 0, false);
+    a->outw = add(r, prefix, "out_proj.weight", 2, C, C, true);
+    a->outb = add(r, prefix, "out_proj.bias", 1, C, 0, false);
+}
+
+static void add_norm(reg *r, const char *prefix, const char *norm, int *w, int *b, int64_t C)
+{
+    char name[DDPC_PARAM_NAME_MAX];
+    snprintf(name, sizeof name, "%s.weight", norm);
+    *w = add(r, prefix, name, 1, C, 0, false);
+    snprintf(name, sizeof name, "%s.bias", norm);
+    *b = add(r, prefix, name, 1, C, 0, false);
+}
+
+static void add_ffn(reg *r, const char *prefix, s2s_layer_params *p, int64_t C, int64_t F)
+{
+    p->l1w = add(r, prefix, "linear1.weight", 2, F, C, true);
+    p->l1b = add(r, prefix, "linear1.bias", 1, F, 0, false);
+    p->l2w = add(r, prefix, "linear2.weight", 2, C, F, true);
+    p->l2b = add(r, prefix, "linear2.bias", 1, C, 0, false);
+}
+
+static ddpc_status check_config(const ddpc_model_config *c)
+{
+    if (c->num_encoder_layers < 1 || c->num_encoder_layers > DDPC_MODEL_MAX_LAYERS ||
+        c->num_decoder_layers < 1 || c->num_decoder_layers > DDPC_MODEL_MAX_LAYERS)
+        return ddpc_errorf(DDPC_EINVAL,
+                           "seq2seq num_encoder_layers and num_decoder_layers must be "
+                           "in [1, %d], got %lld and %lld",
+                           DDPC_MODEL_MAX_LAYERS, (long long)c->num_encoder_layers,
+                           (long long)c->num_decoder_layers);
+    if (c->num_heads < 1 || c->d_model < 1 || c->d_model % c->num_heads != 0)
+        return ddpc_errorf(DDPC_EINVAL,
+                           "seq2seq d_model (%lld) must be a positive multiple of "
+                           "num_heads (%lld)",
+                           (long long)c->d_model, (long long)c->num_heads);
+    if (c->d_ff < 1 || c->max_len < 1)
+        return ddpc_errorf(DDPC_EINVAL,
+                           "seq2seq needs d_ff >= 1 and max_len >= 1, got %lld and "
+                           "%lld",
+                           (long long)c->d_ff, (long long)c->max_len);
+    if (c->src_vocab < 4 || c->tgt_vocab < 4)
+        return ddpc_errorf(DDPC_EINVAL,
+                           "seq2seq vocabularies need the 4 special tokens (<pad>, "
+                           "<bos>, <eos>, <unk>) at least, got src_vocab %lld and tgt_vocab %lld",
+                           (long long)c->src_vocab, (long long)c->tgt_vocab);
+    if (!(c->label_smoothing >= 0.0f && c->label_smoothing <= 1.0f))
+        return ddpc_errorf(DDPC_EINVAL, "seq2seq label_smoothing must be in [0, 1], got %g",
+                           c->label_smoothing);
+    if (c->n_heads > 0)
+        return ddpc_errorf(DDPC_EINVAL,
+                           "seq2seq has one output head (its generator); model heads "
+                           "are for mlp and cnn, got %zu",
+                           c->n_heads);
+    return DDPC_OK;
+}
+
+static ddpc_status s2s_build(ddpc_model *m)
+{
+    const ddpc_model_config *c = &m->cfg;
+    DDPC_TRY(check_config(c));
+    s2s_impl *g = ddpc_calloc(1, sizeof *g);
+    if (!g)
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory building seq2seq");
+    m->impl = g;
+    int64_t C = c->d_model, F = c->d_ff, V = c->tgt_vocab;
+    reg r = {m, false};
+    char prefix[DDPC_PARAM_NAME_MAX];
+    g->src_embed = add(&r, "", "src_embed.weight", 2, c->src_vocab, C, true);
+    for (int l = 0; l < c->num_encoder_layers; l++) {
+        s2s_layer_params *p = &g->enc_p[l];
+        snprintf(prefix, sizeof prefix, "encoder.layers.%d.self_attn.", l);
+        add_attn(&r, prefix, &p->self, C);
+        snprintf(prefix, sizeof prefix, "encoder.layers.%d.", l);
+        add_norm(&r, prefix, "norm1", &p->n1w, &p->n1b, C);
+        add_ffn(&r, prefix, p, C, F);
+        add_norm(&r, prefix, "norm2", &p->n2w, &p->n2b, C);
+    }
+    add_norm(&r, "encoder.", "norm", &g->enc_nw, &g->enc_nb, C);
+    g->tgt_embed = add(&r, "", "tgt_embed.weight", 2, V, C, true);
+    for (int l = 0; l < c->num_decoder_layers; l++) {
+        s2s_layer_params *p = &g->dec_p[l];
+        snprintf(prefix, sizeof prefix, "decoder.layers.%d.self_attn.", l);
+        add_attn(&r, prefix, &p->self, C);
+        snprintf(prefix, sizeof prefix, "decoder.layers.%d.", l);
+        add_norm(&r, prefix, "norm1", &p->n1w, &p->n1b, C);
+        snprintf(prefix, sizeof prefix, "decoder.layers.%d.multihead_attn.", l);
+        add_attn(&r, prefix, &p->cross, C);
+        snprintf(prefix, sizeof prefix, "decoder.layers.%d.", l);
+        add_norm(&r, prefix, "norm2", &p->n2w, &p->n2b, C);
+        add_ffn(&r, prefix, p, C, F);
+        add_norm(&r, prefix, "norm3", &p->n3w, &p->n3b, C);
+    }
+    add_norm(&r, "decoder.", "norm", &g->dec_nw, &g->dec_nb, C);
+    g->gen_w = add(&r, "", "generator.weight", 2, V, C, true);
+    g->gen_b = add(&r, "", "generator.bias", 1, V, 0, false);
+    if (r.bad)
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory registering seq2seq parameters");
+    /* Training FLOPs per token: 6 per weight the token passes through (encoder 4C^2 + 2CF;
+     * decoder 4C^2 self-attention, 4C^2 cross-attention counting the keys/values of one source
+     * token, 2CF; generator CV) plus attention's score and value products, 4 L C forward per
+     * attention, times 3; with S = T = L = max_len. */
+    double L = (double)c->max_len, Cd = (double)C, Fd = (double)F;
+    double enc = 6.0 * (4 * Cd * Cd + 2 * Cd * Fd) + 12.0 * L * Cd;
+    double dec = 6.0 * (8 * Cd * Cd + 2 * Cd * Fd) + 24.0 * L * Cd;
+    m->train_flops_per_sample = L * (enc * (double)c->num_encoder_layers +
+                                     dec * (double)c->num_decoder_layers + 6.0 * Cd * (double)V);
+    m->outputs_per_sample = c->max_len * V;
+    return DDPC_OK;
+}
+
+/* torch.nn.Transformer's _reset_parameters: xavier_uniform_ for every matrix (the embeddings and
+ * generator included, as in the Annotated Transformer); biases 0, LayerNorm weights 1. */
+static void s2s_init(ddpc_model *m)
+{
+    for (size_t i = 0; i < m->n_tensors; i++) {
+        const ddpc_param *p = &m->tensors[i];
+        float *w = m->params + p->offset;
+        if (p->ndim == 2) {
+            float bound = sqrtf(6.0f / (float)(p->shape[0] + p->shape[1]));
+            ddpc__init_uniform(w, p->numel, bound, m->cfg.seed, i);
+        } else {
+            bool norm_weight = strstr(p->name, "norm") && strstr(p->name, ".weight");
+            ddpc_fill_f32(w, norm_weight ? 1.0f : 0.0f, (int64_t)p->numel);
+        }
+    }
+}
+
+static void s2s_destroy(ddpc_model *m)
+{
+    ddpc_free(m->impl);
+}
+
+const ddpc__model_ops ddpc__seq2seq_ops = {
+    .name = "seq2seq",
+    .build = s2s_build,
+    .init = s2s_init,
+    .arena_floats = ddpc__s2s_arena_floats,
+    .forward = ddpc__s2s_forward,
+    .backward = ddpc__s2s_backward,
+    .checkpointing = true,
+    .destroy = s2s_destroy,
+};

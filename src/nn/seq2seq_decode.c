@@ -1,0 +1,246 @@
+/* ddpc_model_translate: incremental decoding with a key/value cache. The encoder runs once (on
+ * each source repeated beam_size times, one row per hypothesis); each decoder layer's
+ * cross-attention keys/values are projected from its output once; every search step then runs the
+ * decoder on the one new position per row, appending its self-attention keys/values to the
+ * layer's cache and attending over the cached positions. When beam search reorders hypotheses,
+ * the caches' rows follow (gathered by the step's parent rows). Inference only: no dropout, and
+ * no forward left for backward. Invariant: the same kernels as the full decoder at each position,
+ * so translate equals a search over full teacher-forced forwards (the decode test checks it). */
+#include "nn/seq2seq_impl.h"
+
+#include <ddpc/alloc.h>
+#include <ddpc/kernels.h>
+
+#include <math.h>
+#include <string.h>
+
+#define P(idx) ddpc__param_ptr(m, (idx))
+
+enum { PAD = 0 };
+
+typedef struct {
+    ddpc_model *m;
+    s2s_impl *g;
+    int64_t rows, S, max_out;
+    float *kv_self[DDPC_MODEL_MAX_LAYERS];  /* (rows, max_out, 2C) k | v of positions so far */
+    float *kv_cross[DDPC_MODEL_MAX_LAYERS]; /* (rows, S, 2C) from the encoder's output */
+    float *pe;                              /* (max_out, C) */
+    float *x, *qkv, *atty, *res, *h1, *q2, *h2, *ff; /* (rows, C | 3C | F) one position */
+    float *mean, *rstd;                              /* (rows) */
+    float *att;                                      /* (rows, H, max(max_out, S)) */
+    float *logits;                                   /* (rows, V) */
+    float *gather;                                   /* (rows, max_out, 2C) reorder scratch */
+    int32_t *tok;                                    /* (rows) */
+    uint8_t *tgt_pad;                                /* (rows, max_out) */
+    float *block;                                    /* the one allocation */
+} kv_cache;
+
+static ddpc_status cache_create(kv_cache *c, ddpc_model *m, s2s_impl *g, int64_t rows, int64_t S,
+                                int64_t max_out)
+{
+    const ddpc_model_config *cfg = &m->cfg;
+    size_t C = (size_t)cfg->d_model, F = (size_t)cfg->d_ff, V = (size_t)cfg->tgt_vocab;
+    size_t H = (size_t)cfg->num_heads, R = (size_t)rows, L = (size_t)cfg->num_decoder_layers;
+    size_t Tk = (size_t)(max_out > S ? max_out : S);
+    size_t sizes[] = {L * R * (size_t)max_out * 2 * C,
+                      L * R * (size_t)S * 2 * C,
+                      (size_t)max_out * C,
+                      R * C,
+                      R * 3 * C,
+                      R * C,
+                      R * C,
+                      R * C,
+                      R * C,
+                      R * C,
+                      R * F,
+                      R,
+                      R,
+                      R * H * Tk,
+                      R * V,
+                      R * (size_t)max_out * 2 * C,
+                      R,
+                      (R * (size_t)max_out + 3) / 4};
+    size_t total = 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        total += ddpc__round16(sizes[i]);
+    *c = (kv_cache){.m = m, .g = g, .rows = rows, .S = S, .max_out = max_out};
+    c->block = ddpc_malloc(total * sizeof(float));
+    if (!c->block)
+        return ddpc_errorf(DDPC_ENOMEM,
+                           "out of memory for the key/value cache of %lld "
+                           "hypotheses (%zu MiB)",
+                           (long long)rows, total * sizeof(float) >> 20);
+    float *p = c->block;
+    float *self = ddpc__take(&p, sizes[0]), *cross = ddpc__take(&p, sizes[1]);
+    for (size_t l = 0; l < L; l++) {
+        c->kv_self[l] = self + l * R * (size_t)max_out * 2 * C;
+        c->kv_cross[l] = cross + l * R * (size_t)S * 2 * C;
+    }
+    c->pe = ddpc__take(&p, sizes[2]);
+    c->x = ddpc__take(&p, sizes[3]);
+    c->qkv = ddpc__take(&p, sizes[4]);
+    c->atty = ddpc__take(&p, sizes[5]);
+    c->res = ddpc__take(&p, sizes[6]);
+    c->h1 = ddpc__take(&p, sizes[7]);
+    c->q2 = ddpc__take(&p, sizes[8]);
+    c->h2 = ddpc__take(&p, sizes[9]);
+    c->ff = ddpc__take(&p, sizes[10]);
+    c->mean = ddpc__take(&p, sizes[11]);
+    c->rstd = ddpc__take(&p, sizes[12]);
+    c->att = ddpc__take(&p, sizes[13]);
+    c->logits = ddpc__take(&p, sizes[14]);
+    c->gather = ddpc__take(&p, sizes[15]);
+    c->tok = (int32_t *)ddpc__take(&p, sizes[16]);
+    c->tgt_pad = (uint8_t *)ddpc__take(&p, sizes[17]);
+    ddpc_sinusoidal_positions(c->pe, max_out, (int64_t)C);
+    for (size_t l = 0; l < L; l++) { /* cross-attention keys/values: rows C..3C of in_proj */
+        const s2s_attn_params *a = &g->dec_p[l].cross;
+        ddpc_linear_forward(cfg->precision, c->kv_cross[l], g->memory, P(a->inw) + C * C,
+                            P(a->inb) + C, rows * S, (int64_t)C, 2 * (int64_t)C);
+    }
+    return DDPC_OK;
+}
+
+/* Row r of every self-attention cache takes row parent[r]'s first `len` positions. */
+static void cache_reorder(kv_cache *c, const int64_t *parent, int64_t len)
+{
+    int64_t C2 = 2 * c->m->cfg.d_model, row = c->max_out * C2;
+    for (int l = 0; l < c->m->cfg.num_decoder_layers; l++) {
+        float *kv = c->kv_self[l];
+        memcpy(c->gather, kv, (size_t)(c->rows * row) * sizeof(float));
+        for (int64_t r = 0; r < c->rows; r++)
+            if (parent[r] != r)
+                memcpy(kv + r * row, c->gather + parent[r] * row,
+                       (size_t)(len * C2) * sizeof(float));
+    }
+}
+
+/* One decoder layer on position pos of every row: c->x (rows, C) in, c->x out. */
+static void layer_step(kv_cache *c, int l, int64_t pos)
+{
+    ddpc_model *m = c->m;
+    s2s_impl *g = c->g;
+    const ddpc_model_config *cfg = &m->cfg;
+    const s2s_layer_params *p = &g->dec_p[l];
+    ddpc_precision prec = cfg->precision;
+    int64_t C = cfg->d_model, F = cfg->d_ff, R = c->rows, t = pos + 1;
+    ddpc_linear_forward(prec, c->qkv, c->x, P(p->self.inw), P(p->self.inb), R, C, 3 * C);
+    float *kv = c->kv_self[l];
+    for (int64_t r = 0; r < R; r++)
+        memcpy(kv + (r * c->max_out + pos) * 2 * C, c->qkv + r * 3 * C + C,
+               (size_t)(2 * C) * sizeof(float));
+    ddpc_mha_shape s = {.b = R,
+                        .tq = 1,
+                        .tk = t,
+                        .c = C,
+                        .nh = cfg->num_heads,
+                        .ldq = 3 * C,
+                        .ldk = 2 * C,
+                        .bsq = 3 * C,
+                        .bsk = c->max_out * 2 * C};
+    ddpc_mha_forward(prec, c->atty, c->att, c->qkv, kv, kv + C, c->tgt_pad, &s);
+    ddpc_linear_residual_forward(prec, c->res, c->atty, P(p->self.outw), P(p->self.outb), c->x, R,
+                                 C, C);
+    ddpc_layernorm_forward(c->h1, c->mean, c->rstd, c->res, P(p->n1w), P(p->n1b), R, C);
+    ddpc_linear_forward(prec, c->q2, c->h1, P(p->cross.inw), P(p->cross.inb), R, C, C);
+    ddpc_mha_shape x = {
+        .b = R, .tq = 1, .tk = c->S, .c = C, .nh = cfg->num_heads, .ldq = C, .ldk = 2 * C};
+    ddpc_mha_forward(prec, c->atty, c->att, c->q2, c->kv_cross[l], c->kv_cross[l] + C, g->src_pad,
+                     &x);
+    ddpc_linear_residual_forward(prec, c->res, c->atty, P(p->cross.outw), P(p->cross.outb), c->h1,
+                                 R, C, C);
+    ddpc_layernorm_forward(c->h2, c->mean, c->rstd, c->res, P(p->n2w), P(p->n2b), R, C);
+    ddpc_linear_forward(prec, c->ff, c->h2, P(p->l1w), P(p->l1b), R, C, F);
+    ddpc_relu_forward(c->ff, c->ff, R * F);
+    ddpc_linear_residual_forward(prec, c->res, c->ff, P(p->l2w), P(p->l2b), c->h2, R, F, C);
+    ddpc_layernorm_forward(c->x, c->mean, c->rstd, c->res, P(p->n3w), P(p->n3b), R, C);
+}
+
+/* logp (rows, V) = log_softmax of the decoder's logits at position t-1 of each prefix row. */
+static ddpc_status cached_step(void *ctx, const int32_t *prefix, const int64_t *parent,
+                               int64_t rows, int64_t t, float *logp)
+{
+    kv_cache *c = ctx;
+    ddpc_model *m = c->m;
+    s2s_impl *g = c->g;
+    const ddpc_model_config *cfg = &m->cfg;
+    int64_t C = cfg->d_model, V = cfg->tgt_vocab, pos = t - 1;
+    if (parent && pos > 0)
+        cache_reorder(c, parent, pos);
+    for (int64_t r = 0; r < rows; r++) {
+        c->tok[r] = prefix[r * t + pos];
+        for (int64_t j = 0; j < t; j++)
+            c->tgt_pad[r * t + j] = prefix[r * t + j] == PAD;
+    }
+    ddpc_embedding_scaled_forward(c->x, c->tok, P(g->tgt_embed), sqrtf((float)C), c->pe + pos * C,
+                                  rows, 1, C);
+    for (int l = 0; l < cfg->num_decoder_layers; l++)
+        layer_step(c, l, pos);
+    ddpc_layernorm_forward(c->h1, c->mean, c->rstd, c->x, P(g->dec_nw), P(g->dec_nb), rows, C);
+    ddpc_linear_forward(cfg->precision, c->logits, c->h1, P(g->gen_w), P(g->gen_b), rows, C, V);
+    for (int64_t r = 0; r < rows; r++) {
+        const float *z = c->logits + r * V;
+        float *lp = logp + r * V;
+        float mx = z[0];
+        for (int64_t v = 1; v < V; v++)
+            mx = z[v] > mx ? z[v] : mx;
+        double sum = 0.0;
+        for (int64_t v = 0; v < V; v++)
+            sum += exp((double)(z[v] - mx));
+        float lse = (float)log(sum);
+        for (int64_t v = 0; v < V; v++)
+            lp[v] = z[v] - mx - lse;
+    }
+    return DDPC_OK;
+}
+
+ddpc_status ddpc_model_translate(ddpc_model *m, const int32_t *src, int64_t n, int64_t src_len,
+                                 int beam_size, int64_t max_out, int32_t *out)
+{
+    if (strcmp(m->cfg.type, "seq2seq") != 0)
+        return ddpc_errorf(DDPC_EINVAL, "translate needs a seq2seq model, not '%s'", m->cfg.type);
+    const ddpc_model_config *c = &m->cfg;
+    if (n < 1 || beam_size < 1 || src_len < 1 || src_len > c->max_len || max_out < 1 ||
+        max_out > c->max_len)
+        return ddpc_errorf(DDPC_EINVAL,
+                           "translate needs n >= 1 and beam_size >= 1, and src_len "
+                           "and max_out in [1, max_len %lld], got n %lld, beam %d, src_len %lld, "
+                           "max_out %lld",
+                           (long long)c->max_len, (long long)n, beam_size, (long long)src_len,
+                           (long long)max_out);
+    if (!m->params)
+        return ddpc_errorf(DDPC_EINVAL, "translate needs an allocated model");
+    for (int64_t i = 0; i < n * src_len; i++)
+        if (src[i] < 0 || src[i] >= c->src_vocab)
+            return ddpc_errorf(DDPC_EINVAL,
+                               "translate: source token %d at position %lld is "
+                               "outside the vocabulary of %lld",
+                               src[i], (long long)i, (long long)c->src_vocab);
+    s2s_impl *g = m->impl;
+    int64_t rows = n * beam_size;
+    m->last_n = 0;
+    m->probs = NULL;
+    /* The arena holds the encoder's activations (a decoder of one position is carved, unused). */
+    DDPC_TRY(ddpc__model_reserve_arena(m, ddpc__s2s_carve(m, NULL, rows, src_len, 1, false, NULL),
+                                       rows));
+    int32_t *rep = ddpc_malloc((size_t)(rows * src_len) * sizeof(int32_t));
+    if (!rep)
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory for %lld source rows", (long long)rows);
+    for (int64_t r = 0; r < rows; r++)
+        memcpy(rep + r * src_len, src + (r / beam_size) * src_len,
+               (size_t)src_len * sizeof(int32_t));
+    ddpc__s2s_carve(m, g, rows, src_len, 1, false, m->arena);
+    g->ckpt = false, g->training = false, g->rng_stream = 0, g->targets = NULL;
+    g->B = rows, g->S = src_len, g->T = 1;
+    ddpc__s2s_encode(m, g, rep);
+    g->src = NULL; /* rep is freed below; nothing reads it after the encoder */
+    ddpc_free(rep);
+    kv_cache cache;
+    DDPC_TRY(cache_create(&cache, m, g, rows, src_len, max_out));
+    ddpc_status s =
+        beam_size == 1
+            ? ddpc__s2s_greedy(cached_step, &cache, n, c->tgt_vocab, max_out, out)
+            : ddpc__s2s_beam(cached_step, &cache, n, beam_size, c->tgt_vocab, max_out, out);
+    ddpc_free(cache.block);
+    return s;
+}

@@ -1,0 +1,107 @@
+/* state: predict for data.type translation: rank 0 reads predict.input (one source sentence per
+ * line), encodes each with the saved source vocabulary and <eos>, translates batches of
+ * eval_batch_size lines (each padded to its longest line) with beam predict.beam_size, and writes
+ * one decoded translation per line to predict.output, in input order. */
+#include "data/textfile.h"
+#include "train/trainer_impl.h"
+
+#include <ddpc/alloc.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct {
+    int32_t *src;  /* (rows, max_len) encoded lines, padded per batch */
+    int64_t *len;  /* (rows) ids of each line with <eos> */
+    int32_t *out;  /* (rows, max_len - 1) */
+    char *text;    /* (text_cap) */
+    size_t text_cap;
+} predict_buf;
+
+/* Translates rows [0, n) of b (their widest source is S) and writes them to f. */
+static ddpc_status flush(ddpc_trainer *t, predict_buf *b, int64_t n, FILE *f)
+{
+    ddpc__translation *tr = t->tr;
+    int64_t S = 1, max_out = tr->max_len - 1;
+    for (int64_t r = 0; r < n; r++)
+        S = b->len[r] > S ? b->len[r] : S;
+    /* Rows were written max_len apart; pack them S apart and pad. */
+    for (int64_t r = 0; r < n; r++) {
+        memmove(b->src + r * S, b->src + r * tr->max_len, (size_t)b->len[r] * sizeof *b->src);
+        memset(b->src + r * S + b->len[r], 0, (size_t)(S - b->len[r]) * sizeof *b->src);
+    }
+    DDPC_TRY(ddpc_model_translate(t->model, b->src, n, S, tr->predict_beam, max_out, b->out));
+    for (int64_t r = 0; r < n; r++) {
+        ddpc_vocab_decode(tr->tgt_vocab, b->out + r * max_out, max_out, b->text, b->text_cap);
+        fprintf(f, "%s\n", b->text);
+    }
+    return DDPC_OK;
+}
+
+static ddpc_status translate_file(ddpc_trainer *t, ddpc__textfile *in, predict_buf *b, FILE *f,
+                                  int64_t *lines)
+{
+    ddpc__translation *tr = t->tr;
+    int64_t rows = t->task[0].eval_batch_size, n = 0;
+    const char *s;
+    size_t len;
+    char line[4096];
+    while (ddpc__textfile_next(in, &s, &len)) {
+        if (len >= sizeof line)
+            return ddpc_errorf(DDPC_EINVAL, "%s:%lld: line longer than %zu bytes",
+                               tr->predict_input, (long long)in->line, sizeof line - 1);
+        memcpy(line, s, len);
+        line[len] = '\0';
+        int64_t k;
+        int32_t *row = b->src + n * tr->max_len;
+        ddpc_vocab_encode(tr->src_vocab, line, row, tr->max_len - 1, &k);
+        if (k + 1 > tr->max_len)
+            return ddpc_errorf(DDPC_EINVAL,
+                               "%s:%lld: %lld source tokens; with <eos> a source must fit "
+                               "data.max_len %lld",
+                               tr->predict_input, (long long)in->line, (long long)k,
+                               (long long)tr->max_len);
+        row[k] = DDPC_TOK_EOS;
+        b->len[n++] = k + 1;
+        if (n == rows) {
+            DDPC_TRY(flush(t, b, n, f));
+            n = 0;
+        }
+        (*lines)++;
+    }
+    return n > 0 ? flush(t, b, n, f) : DDPC_OK;
+}
+
+ddpc_status ddpc__translation_predict(ddpc_trainer *t)
+{
+    ddpc__translation *tr = t->tr;
+    int64_t rows = t->task[0].eval_batch_size, lines = 0;
+    ddpc__textfile in;
+    DDPC_TRY(ddpc__textfile_read(&in, tr->predict_input));
+    predict_buf b = {.text_cap = (size_t)tr->max_len * 16 + 64};
+    b.src = ddpc_malloc((size_t)(rows * tr->max_len) * sizeof *b.src);
+    b.len = ddpc_malloc((size_t)rows * sizeof *b.len);
+    b.out = ddpc_malloc((size_t)(rows * (tr->max_len - 1)) * sizeof *b.out);
+    b.text = ddpc_malloc(b.text_cap);
+    ddpc_status st = b.src && b.len && b.out && b.text
+                         ? DDPC_OK
+                         : ddpc_errorf(DDPC_ENOMEM, "out of memory for %lld translations",
+                                       (long long)rows);
+    FILE *f = NULL;
+    if (st == DDPC_OK && !(f = fopen(tr->predict_output, "w")))
+        st = ddpc_errorf(DDPC_EIO, "cannot write '%s': %s", tr->predict_output, strerror(errno));
+    if (st == DDPC_OK)
+        st = translate_file(t, &in, &b, f, &lines);
+    if (f && fclose(f) != 0 && st == DDPC_OK)
+        st = ddpc_errorf(DDPC_EIO, "cannot write '%s': %s", tr->predict_output, strerror(errno));
+    if (st == DDPC_OK && t->log)
+        fprintf(t->log, "translated %lld lines of %s into %s (beam %d)\n", (long long)lines,
+                tr->predict_input, tr->predict_output, tr->predict_beam);
+    ddpc__textfile_free(&in);
+    ddpc_free(b.src);
+    ddpc_free(b.len);
+    ddpc_free(b.out);
+    ddpc_free(b.text);
+    return st;
+}

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# BatchNorm and SyncBatchNorm through `ddpc train` and `ddpc run`: 2 ranks x 16 with
+# model.sync_batchnorm match 1 rank x 32 with plain BatchNorm (weights and running statistics
+# within 1e-5; cnn's BatchNorm2d and mlp's BatchNorm1d), while without sync they do not; the running statistics are in weights_out and
+# checkpoints; DDP's broadcast_buffers makes every rank evaluate with rank 0's statistics (the
+# 2-rank test loss equals a 1-process `state=test` of the saved weights) and off it does not; a
+# killed SyncBN run resumes bit for bit, with full (stage 0) and sharded (ZeRO 1) checkpoints.
+# usage: cli_train_batchnorm.sh DDPC_BIN SOURCE_DIR
+set -u
+ddpc=$1
+src=$2
+. "$(dirname "${BASH_SOURCE[0]}")/lib/check.sh"
+export OMP_NUM_THREADS=1
+cfg=$src/configs/fmnist_cnn_bn.yaml
+common=(data.type=synthetic_images data.size=256 epochs=2 log_every=4 num_threads=1
+        'model.channels=[4,8]' 'model.hidden=[16]' model.dropout=0 optim.lr=0.01
+        data.eval_batch_size=20 checkpoint.every_steps=3 data.hflip=false data.random_shift=0)
+
+# train NAME RANKS ARGS...: trains into $tmp/NAME with weights $tmp/NAME.st; returns its status.
+train() {
+    local name=$1 ranks=$2
+    shift 2
+    local cmd=("$ddpc" train "$cfg" "${common[@]}" "$@" run_dir="$tmp/$name"
+               weights_out="$tmp/$name.st")
+    if [ "$ranks" -gt 1 ]; then
+        "$ddpc" run --nproc-per-node "$ranks" -- "${cmd[@]}" >>"$tmp/$name.log" 2>&1
+    else
+        "${cmd[@]}" >>"$tmp/$name.log" 2>&1
+    fi
+}
+# maxdiff A B: the largest over tensors of max|a - b| / max(max|b|, 1e-6), every tensor of both.
+maxdiff() {
+    /usr/bin/python3 - "$1" "$2" <<'PY'
+import json, struct, sys
+import numpy as np
+def load(p):
+    d = open(p, "rb").read()
+    n = struct.unpack("<Q", d[:8])[0]
+    h = json.loads(d[8:8 + n])
+    return {k: np.frombuffer(d[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]], "<f4")
+            for k, v in h.items() if k != "__metadata__"}
+a, b = load(sys.argv[1]), load(sys.argv[2])
+assert a.keys() == b.keys(), (sorted(a), sorted(b))
+print(max(float(np.abs(a[k] - b[k]).max()) / max(float(np.abs(b[k]).max()), 1e-6) for k in a))
+PY
+}
+names() {
+    /usr/bin/python3 -c 'import json,struct,sys; d=open(sys.argv[1],"rb").read(); n=struct.unpack("<Q",d[:8])[0]; print(" ".join(sorted(k for k in json.loads(d[8:8+n]) if k != "__metadata__")))' "$1"
+}
+test_loss() { grep '"split": "test"' "$1/metrics.jsonl" | tail -1 | sed 's/.*"eval_loss": \([0-9.]*\).*/\1/'; }
+
+train one 1 data.batch_size=32 model.sync_batchnorm=false
+check "1 rank x 32 with BatchNorm trains" test $? -eq 0
+check "weights_out holds the running statistics" \
+    bash -c "[[ '$(names "$tmp/one.st")' == *'bn.0.running_mean bn.0.running_var'*'bn.1.running_var'* ]]"
+check "the convolutions before BatchNorm have no bias" bash -c "[[ '$(names "$tmp/one.st")' != *conv.0.bias* ]]"
+check "checkpoints hold the running statistics" \
+    bash -c "[[ '$(names "$tmp/one/checkpoints/step-00000016/model.safetensors")' == *bn.1.running_mean* ]]"
+
+train sync 2 data.batch_size=16 model.sync_batchnorm=true
+check "2 ranks x 16 with SyncBatchNorm train" test $? -eq 0
+d=$(maxdiff "$tmp/sync.st" "$tmp/one.st")
+check "SyncBatchNorm 2 x 16 matches BatchNorm 1 x 32 (max relative difference $d)" \
+    awk -v d="$d" 'BEGIN { exit !(d <= 1e-5) }'
+
+# BatchNorm1d (mlp): the same equivalence, with the images flipped and shifted at random (a
+# sample's transform depends on its index, not its rank). The cnn above runs without: the fill of
+# shifted images makes max-pool near-ties, which rounding may route either way.
+mlp=("$ddpc" train "$src/configs/fmnist_mlp.yaml" data.type=synthetic_images data.size=256 epochs=2
+     num_threads=1 'model.hidden=[16,8]' model.batchnorm=true optim.lr=0.01 data.hflip=true
+     data.random_shift=2)
+"${mlp[@]}" data.batch_size=32 run_dir="$tmp/mlp1" weights_out="$tmp/mlp1.st" >"$tmp/mlp1.log" 2>&1
+check "mlp with BatchNorm1d trains" test $? -eq 0
+"$ddpc" run --nproc-per-node 2 -- "${mlp[@]}" data.batch_size=16 model.sync_batchnorm=true \
+    run_dir="$tmp/mlp2" weights_out="$tmp/mlp2.st" >"$tmp/mlp2.log" 2>&1
+check "BatchNorm1d buffers are saved" bash -c "[[ '$(names "$tmp/mlp2.st")' == *fc_bn.1.running_var* ]]"
+d=$(maxdiff "$tmp/mlp2.st" "$tmp/mlp1.st")
+check "mlp SyncBatchNorm 2 x 16 matches BatchNorm1d 1 x 32, images augmented (max relative difference $d)" \
+    awk -v d="$d" 'BEGIN { exit !(d <= 1e-5) }'
+
+train local 2 data.batch_size=16 model.sync_batchnorm=false
+d=$(maxdiff "$tmp/local.st" "$tmp/one.st")
+check "without sync the ranks normalise by their own halves (max relative difference $d)" \
+    awk -v d="$d" 'BEGIN { exit !(d > 1e-3) }'
+
+# broadcast_buffers: the 2-rank evaluation equals one process evaluating the saved weights (rank
+# 0's). Batches of 4 and momentum 1 keep each rank's last batch statistics, far enough apart to
+# move the test loss when rank 1 evaluates with its own.
+bcast=(data.batch_size=4 model.bn_momentum=1.0 data.classes=2 model.sync_batchnorm=false epochs=3)
+for mode in true false; do
+    train "bcast_$mode" 2 "${bcast[@]}" ddp.broadcast_buffers=$mode
+    "$ddpc" train "$cfg" "${common[@]}" "${bcast[@]}" state=test init_from="$tmp/bcast_$mode.st" \
+        run_dir="$tmp/eval_$mode" >"$tmp/eval_$mode.log" 2>&1
+    check "state=test of the saved weights runs" test $? -eq 0
+done
+a=$(test_loss "$tmp/bcast_true")
+b=$(test_loss "$tmp/eval_true")
+check "broadcast_buffers: ranks evaluate with rank 0's statistics (test loss $a vs $b)" \
+    awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-5 * b) }'
+a=$(test_loss "$tmp/bcast_false")
+b=$(test_loss "$tmp/eval_false")
+check "broadcast_buffers false: rank 1 evaluates with its own statistics (test loss $a vs $b)" \
+    awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d > 1e-4 * b) }'
+
+# A SyncBatchNorm run killed at step 11 resumes from checkpoint 9 bit for bit, full and sharded.
+for zero in 0 1; do
+    train "kill$zero" 2 data.batch_size=16 zero.stage=$zero fault.kill_at_step=11 fault.kill_rank=1
+    check "zero $zero: the run is killed at step 11" test $? -ne 0
+    train "kill$zero" 2 data.batch_size=16 zero.stage=$zero fault.kill_at_step=11 fault.kill_rank=1
+    check "zero $zero: the rerun resumes from step 9" grep -q "resuming from .*step-00000009" "$tmp/kill$zero.log"
+    train "ref$zero" 2 data.batch_size=16 zero.stage=$zero
+    check "zero $zero: resumed SyncBatchNorm weights and statistics equal the uninterrupted run's" \
+        cmp "$tmp/kill$zero.st" "$tmp/ref$zero.st"
+done
+check "a sharded checkpoint keeps the statistics in rank 0's shard" \
+    bash -c "[[ '$(names "$tmp/ref1/checkpoints/step-00000016/shard-00000-of-00002.safetensors")' == *buffer.bn.0.running_mean* ]]"
+"$ddpc" ckpt export "$tmp/ref1/checkpoints/step-00000016" "$tmp/export.st" >"$tmp/export.log" 2>&1
+check "ckpt export of a sharded checkpoint writes the statistics under their names" \
+    bash -c "[[ '$(names "$tmp/export.st")' == *'bn.0.running_mean bn.0.running_var'* ]]"
+check "the export equals weights_out" test "$(maxdiff "$tmp/export.st" "$tmp/ref1.st")" = 0.0
+summary
