@@ -85,8 +85,8 @@ static int train(ddpc_engine *e, int64_t rows, int rank, int world, int64_t accu
 }
 
 /* A fresh model trained through an engine of cfg on one process; its parameters into out. */
-static size_t train_local(const ddpc_engine_config *cfg, float dropout, int64_t rows,
-                          int64_t accum, float *out)
+static size_t train_local(const ddpc_engine_config *cfg, float dropout, int64_t rows, int64_t accum,
+                          float *out)
 {
     ddpc_model *m = make_model(dropout);
     ddpc_engine *e = NULL;

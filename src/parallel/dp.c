@@ -21,7 +21,7 @@ typedef struct {
 } rows_buf;
 
 typedef struct {
-    ddpc_model *model; /* replica 0: the caller's (borrowed); the others owned */
+    ddpc_model *model;                /* replica 0: the caller's (borrowed); the others owned */
     rows_buf x, tokens, targets, src; /* (rows, sizes.x) floats, the others int32: this replica's
                                          rows of the pass (sizes: ddpc_model_sample_sizes) */
     ddpc_model_input in;
@@ -245,9 +245,10 @@ ddpc_status ddpc__dp_pass(ddpc__dp *dp, const ddpc_model_input *in, const uint64
                           float dloss, ddpc_model_output *out)
 {
     if (in->n < 1 || !in->targets)
-        return ddpc_errorf(DDPC_EINVAL, "a DataParallel pass needs a batch of at least 1 row "
-                           "with targets, got %lld rows%s", (long long)in->n,
-                           in->targets ? "" : " and no targets");
+        return ddpc_errorf(DDPC_EINVAL,
+                           "a DataParallel pass needs a batch of at least 1 row "
+                           "with targets, got %lld rows%s",
+                           (long long)in->n, in->targets ? "" : " and no targets");
     double t0 = ddpc_time_now();
     DDPC_TRY(scatter(dp, in, streams, dloss));
     double t1 = ddpc_time_now();
