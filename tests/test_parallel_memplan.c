@@ -103,6 +103,29 @@ static void test_activations_both_ways(void)
     CHECK_EQ_INT(ddpc_memplan_largest(&p), DDPC_MEM_ACTIVATIONS);
 }
 
+/* DataParallel: every replica holds parameters, gradients and an arena; one optimizer state. */
+static void test_dataparallel_replicas(void)
+{
+    static const size_t buckets[] = {16};
+    ddpc_memplan_input in = {.n = 16,
+                             .bucket_len = buckets,
+                             .n_buckets = 1,
+                             .world = 1,
+                             .optim_states = 2,
+                             .act_bytes = {1000, 400},
+                             .replicas = 3};
+    ddpc_memplan p = plan(in);
+    CHECK_EQ_INT(p.replicas, 3);
+    CHECK_EQ_INT(p.bytes[DDPC_MEM_PARAMS], 3 * 64);
+    CHECK_EQ_INT(p.bytes[DDPC_MEM_GRADS], 3 * 64);
+    CHECK_EQ_INT(p.bytes[DDPC_MEM_OPTIM], 2 * 64);
+    CHECK_EQ_INT(p.bytes[DDPC_MEM_ACTIVATIONS], 3 * 1000);
+    CHECK_EQ_INT(p.activations_other, 3 * 400);
+    CHECK_EQ_INT(p.total, 3 * 64 + 3 * 64 + 2 * 64 + 3 * 1000);
+    in.replicas = 0;
+    CHECK_EQ_INT(plan(in).total, 64 + 64 + 2 * 64 + 1000);
+}
+
 static void test_bad_input(void)
 {
     ddpc_memplan p;
@@ -191,6 +214,7 @@ int main(void)
     RUN_TEST(test_zero_paper_totals);
     RUN_TEST(test_ceil_shards_and_comm);
     RUN_TEST(test_activations_both_ways);
+    RUN_TEST(test_dataparallel_replicas);
     RUN_TEST(test_bad_input);
     RUN_TEST(test_check_names_the_fix);
     RUN_TEST(test_format_bytes);

@@ -55,7 +55,17 @@ typedef struct {
     /* Time forward, backward, the wait for gradient synchronisation and the update (a few clock
      * reads per pass; ddpc_engine_take_timing). Off by default. */
     bool timing;
+    /* DataParallel (parallel.mode dp): 0 = off; N >= 1 runs N replicas of the model in this
+     * process, as torch.nn.DataParallel does with N devices. Each step copies the model's
+     * parameters into the other replicas; each pass splits its batch by rows (replica k takes rows
+     * k, k + N, ...: what rank k of N-rank DDP takes), runs every replica's forward and backward on
+     * its own thread (each with max(1, ddpc_kernels_threads() / N) kernel threads; dropout stream
+     * as DDP rank k of N), and update first averages the replicas' gradients into the model's. So N
+     * replicas x batch N*b train as N DDP ranks x b. One process only: no reducer, world 1. */
+    int dp_replicas;
 } ddpc_engine_config;
+
+#define DDPC_ENGINE_MAX_REPLICAS 64
 
 /* SGD defaults (ddpc_optim_config_default), constant schedule at its lr, scale 1, no clipping,
  * one micro-batch of one task, stop on non-finite values. */
@@ -106,12 +116,20 @@ ddpc_status ddpc_engine_update(ddpc_engine *e, ddpc_engine_step_info *info);
 /* Seconds spent since the last call (all zero unless cfg.timing): forward and backward of every
  * pass (backward includes the communication it overlaps), comm_wait the exposed communication
  * (waiting for the reducer after backward, ZeRO's parameter all-gather), optimizer the rest of
- * update (unscale, norm, clip, the step). Resets them. */
+ * update (unscale, norm, clip, the step). Under DataParallel forward and backward are replica
+ * 0's, on its thread, and the step's other parts have their own fields: replicate (copying the
+ * parameters to the other replicas), scatter (copying each replica's rows), replica_wait (the
+ * parallel region's wall time beyond replica 0's forward and backward: the slowest replica, thread
+ * start and join) and reduce (averaging the gradients into the model's). Resets them. */
 typedef struct {
     double forward_s, backward_s, comm_wait_s, optimizer_s;
+    double replicate_s, scatter_s, replica_wait_s, reduce_s; /* DataParallel only */
 } ddpc_engine_timing;
 ddpc_engine_timing ddpc_engine_take_timing(ddpc_engine *e);
 
+/* DataParallel: the kernel threads each replica's forward and backward get, as the calling
+ * thread's ddpc_kernels_threads() now sets them; 0 without replicas. */
+int ddpc_engine_replica_threads(const ddpc_engine *e);
 /* Steps finished (the next step's number) and how many of them were skipped. */
 int64_t ddpc_engine_step(const ddpc_engine *e);
 int64_t ddpc_engine_skipped(const ddpc_engine *e);

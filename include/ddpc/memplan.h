@@ -34,6 +34,9 @@ typedef struct {
                               activation checkpointing (equal when the model has none) */
     bool checkpointing;    /* the run's model.activation_checkpointing */
     bool can_checkpoint;   /* the model supports it (gpt, cnn) */
+    int replicas;          /* DataParallel (parallel.mode dp) replicas in the one process, each
+                              with its own parameters, gradients and activation arena; 0 or 1:
+                              one model */
 } ddpc_memplan_input;
 
 /* Items of a plan, in table order. */
@@ -54,6 +57,7 @@ typedef struct {
     size_t owned;               /* floats of the flat buffers rank 0 owns (n below stage 1) */
     size_t max_bucket_padded;   /* largest bucket rounded up to a multiple of world */
     int stage;                  /* as planned: on one rank every stage runs as stage 0 */
+    int replicas;               /* DataParallel replicas counted (1 without) */
 } ddpc_memplan;
 
 /* "parameters", "gradients", "optimizer state", "activations", "communication"; "?" outside. */

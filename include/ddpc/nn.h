@@ -126,6 +126,14 @@ double ddpc_model_train_flops_per_sample(const ddpc_model *m);
  * head_classes[k]), block_size * vocab for gpt, max_len * tgt_vocab for seq2seq (whose last
  * forward's probabilities are (n, tgt_len, tgt_vocab)). */
 int64_t ddpc_model_outputs_per_sample(const ddpc_model *m);
+/* What one row of `in` holds for this model: floats of x (c*h*w for mlp/cnn, else 0), tokens
+ * (gpt block_size, seq2seq in->tgt_len, else 0), targets (as tokens, or 1 for a class label) and
+ * src_tokens (seq2seq in->src_len, else 0). Splitting a batch by rows (DataParallel's scatter)
+ * copies these many elements per row. */
+typedef struct {
+    int64_t x, tokens, targets, src_tokens;
+} ddpc_sample_sizes;
+ddpc_sample_sizes ddpc_model_sample_sizes(const ddpc_model *m, const ddpc_model_input *in);
 
 /* Bytes of the activation arena (activations, scratch and backward temporaries) that a training
  * step on a batch of n needs, with or without activation checkpointing, whatever the model's own

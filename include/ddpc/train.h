@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include <ddpc/config.h>
+#include <ddpc/engine.h>
 #include <ddpc/status.h>
 
 #ifdef __cplusplus
@@ -69,6 +70,11 @@ typedef struct {
     int zero_stage;          /* zero.stage in effect (0 on one rank) */
     size_t num_params;       /* the model's flat parameter count */
     double comm_bytes;       /* per timed step, on rank 0: ddpc_pg_ring_bytes's count */
+    int replicas;            /* parallel.mode dp: replicas in the process (batch counts them all);
+                                0 under ddp */
+    /* Rank 0's engine timings (log.phases, on by default), mean per timed step: where the step
+     * went (ddpc_engine_timing; the DataParallel fields are 0 under ddp). */
+    ddpc_engine_timing phases;
 } ddpc_bench_result;
 
 /* Times `steps` full training steps (forward, backward, gradient all-reduce when world > 1, clip,

@@ -23,7 +23,10 @@ static void print_result(const char *name, const ddpc_bench_result *r)
            "\"comm_mean_ms\": %.3f, \"exposed_comm_fraction\": %.4f, \"precision\": \"%s\", "
            "\"matmul\": \"%s\", \"onednn\": \"%s\", \"activation_checkpointing\": %s, "
            "\"activation_bytes\": %zu, \"activation_bytes_no_ckpt\": %zu, \"zero_stage\": %d, "
-           "\"comm_bytes\": %.0f, \"params\": %zu}\n",
+           "\"comm_bytes\": %.0f, \"params\": %zu, \"replicas\": %d, \"forward_ms\": %.3f, "
+           "\"backward_ms\": %.3f, \"comm_wait_ms\": %.3f, \"optimizer_ms\": %.3f, "
+           "\"replicate_ms\": %.3f, \"scatter_ms\": %.3f, \"replica_wait_ms\": %.3f, "
+           "\"reduce_ms\": %.3f}\n",
            name, r->threads, r->world, (long long)r->batch, (long long)r->steps,
            1e3 * r->median_step_s, r->samples_per_s, r->tokens_per_s, r->global_samples_per_s,
            r->global_tokens_per_s, r->gflops, r->num_buckets, 1e3 * r->exposed_median_s,
@@ -31,7 +34,10 @@ static void print_result(const char *name, const ddpc_bench_result *r)
            ddpc_precision_name((ddpc_precision)r->precision),
            ddpc_kernels_matmul_info((ddpc_precision)r->precision, NULL), ddpc_kernels_onednn_info(),
            r->activation_checkpointing ? "true" : "false", r->activation_bytes,
-           r->activation_bytes_no_ckpt, r->zero_stage, r->comm_bytes, r->num_params);
+           r->activation_bytes_no_ckpt, r->zero_stage, r->comm_bytes, r->num_params, r->replicas,
+           1e3 * r->phases.forward_s, 1e3 * r->phases.backward_s, 1e3 * r->phases.comm_wait_s,
+           1e3 * r->phases.optimizer_s, 1e3 * r->phases.replicate_s, 1e3 * r->phases.scatter_s,
+           1e3 * r->phases.replica_wait_s, 1e3 * r->phases.reduce_s);
 }
 
 static int bench_step(int argc, char **argv)

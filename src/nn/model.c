@@ -205,6 +205,17 @@ void ddpc_model_set_stat_sync_hook(ddpc_model *m, ddpc_stat_sync_fn fn, void *ct
     m->stat_sync_ctx = fn ? ctx : NULL;
 }
 
+ddpc_sample_sizes ddpc_model_sample_sizes(const ddpc_model *m, const ddpc_model_input *in)
+{
+    const ddpc_model_config *c = &m->cfg;
+    if (m->ops == &ddpc__gpt_ops)
+        return (ddpc_sample_sizes){.tokens = c->block_size, .targets = c->block_size};
+    if (m->ops == &ddpc__seq2seq_ops)
+        return (ddpc_sample_sizes){
+            .tokens = in->tgt_len, .targets = in->tgt_len, .src_tokens = in->src_len};
+    return (ddpc_sample_sizes){.x = c->in_channels * c->in_height * c->in_width, .targets = 1};
+}
+
 void ddpc_model_zero_grad(ddpc_model *m)
 {
     ddpc_fill_f32(m->grads, 0.0f, (int64_t)m->n_params);

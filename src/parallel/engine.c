@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "parallel/dp_impl.h"
+
 struct ddpc_engine {
     ddpc_model *model;
     ddpc_reducer *reducer; /* NULL on one rank */
@@ -35,6 +37,10 @@ struct ddpc_engine {
     bool bad_loss;
     float bad_loss_value;
     ddpc_engine_timing spent; /* cfg.timing: since the last ddpc_engine_take_timing */
+    /* DataParallel (cfg.dp_replicas > 0): the replicas, and whether this step copied the
+     * parameters into them yet (at its first pass, after whatever changed them). */
+    ddpc__dp *dp;
+    bool replicated;
 };
 
 /* cfg.timing (or a trace recording): adds the seconds since `since` to *acc and traces them as
@@ -80,6 +86,20 @@ ddpc_engine_config ddpc_engine_config_default(void)
     return c;
 }
 
+/* DataParallel needs one process: no reducer, world 1. */
+static ddpc_status check_dp(const ddpc_engine_config *c, const ddpc_reducer *reducer, int world)
+{
+    if (c->dp_replicas < 0 || c->dp_replicas > DDPC_ENGINE_MAX_REPLICAS)
+        return ddpc_errorf(DDPC_EINVAL, "engine: dp_replicas must be in [0, %d], got %d",
+                           DDPC_ENGINE_MAX_REPLICAS, c->dp_replicas);
+    if (c->dp_replicas > 0 && (reducer || world > 1))
+        return ddpc_errorf(DDPC_EINVAL,
+                           "engine: DataParallel replicas run in one process, not in a world of "
+                           "%d ranks%s",
+                           world, reducer ? " with a DDP reducer" : "");
+    return DDPC_OK;
+}
+
 ddpc_status ddpc_engine_create(ddpc_model *m, ddpc_reducer *reducer, int rank, int world,
                                const ddpc_engine_config *c, ddpc_engine **out)
 {
@@ -104,9 +124,17 @@ ddpc_status ddpc_engine_create(ddpc_model *m, ddpc_reducer *reducer, int rank, i
     if (c->zero_stage < 0 || c->zero_stage > 3)
         return ddpc_errorf(DDPC_EINVAL, "zero.stage %d is not supported (0, 1, 2 or 3)",
                            c->zero_stage);
+    DDPC_TRY(check_dp(c, reducer, world));
     ddpc_engine *e = ddpc_calloc(1, sizeof *e);
     if (!e)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory creating the engine");
+    if (c->dp_replicas > 0) {
+        ddpc_status st = ddpc__dp_create(m, c->dp_replicas, &e->dp);
+        if (st != DDPC_OK) {
+            ddpc_free(e);
+            return st;
+        }
+    }
     e->whole = (ddpc_range){0, ddpc_model_num_params(m)};
     e->shard = &e->whole;
     e->n_shard = 1;
@@ -117,6 +145,7 @@ ddpc_status ddpc_engine_create(ddpc_model *m, ddpc_reducer *reducer, int rank, i
         e->owned += e->shard[i].len;
     ddpc_status st = ddpc_optim_create(&e->opt, &c->optim, e->owned ? e->owned : 1);
     if (st != DDPC_OK) {
+        ddpc__dp_destroy(e->dp);
         ddpc_free(e);
         return st;
     }
@@ -136,6 +165,7 @@ void ddpc_engine_destroy(ddpc_engine *e)
     if (!e)
         return;
     ddpc_optim_destroy(e->opt);
+    ddpc__dp_destroy(e->dp);
     ddpc_free(e);
 }
 
@@ -143,8 +173,11 @@ void ddpc_engine_zero_grad(ddpc_engine *e)
 {
     if (e->reducer)
         ddpc_reducer_zero_grads(e->reducer);
+    else if (e->dp)
+        ddpc__dp_zero_grad(e->dp);
     else
         ddpc_model_zero_grad(e->model);
+    e->replicated = false;
     e->synced = false;
     e->bad_loss = false;
     e->buffers_sent = false;
@@ -162,17 +195,47 @@ static void set_phase(ddpc_engine *e, ddpc_phase phase)
         ddpc_pg_set_phase(ddpc_reducer_pg(e->reducer), phase);
 }
 
+/* Dropout stream: distinct for every pass of every micro-step of every rank, and a function of
+ * the step number only, so a resumed run draws the masks the uninterrupted one drew. */
+static uint64_t stream_of(const ddpc_engine *e, int64_t micro, int task, int world, int rank)
+{
+    const ddpc_engine_config *c = &e->cfg;
+    return (((uint64_t)e->step * (uint64_t)c->accum_steps + (uint64_t)micro) *
+                (uint64_t)c->num_tasks +
+            (uint64_t)task) *
+               (uint64_t)world +
+           (uint64_t)rank;
+}
+
+/* A DataParallel pass: replicas copy the parameters at the step's first pass, then each draws
+ * the dropout stream of the DDP rank whose rows it takes. */
+static ddpc_status dp_pass(ddpc_engine *e, ddpc_model_input *in, int64_t micro, float dloss,
+                           ddpc_model_output *out)
+{
+    int n = ddpc__dp_replicas(e->dp);
+    uint64_t streams[DDPC_ENGINE_MAX_REPLICAS];
+    for (int k = 0; k < n; k++)
+        streams[k] = stream_of(e, micro, in->task, n, k);
+    in->rng_stream = streams[0];
+    if (!e->replicated)
+        ddpc__dp_replicate(e->dp);
+    e->replicated = true;
+    return ddpc__dp_pass(e->dp, in, streams, dloss, out);
+}
+
 ddpc_status ddpc_engine_pass(ddpc_engine *e, ddpc_model_input *in, int64_t micro, float loss_weight,
                              bool sync, ddpc_model_output *out)
 {
     const ddpc_engine_config *c = &e->cfg;
-    /* Dropout stream: distinct for every pass of every micro-step of every rank, and a function
-     * of the step number only, so a resumed run draws the masks the uninterrupted one drew. */
-    in->rng_stream =
-        (((uint64_t)e->step * (uint64_t)c->accum_steps + (uint64_t)micro) * (uint64_t)c->num_tasks +
-         (uint64_t)in->task) *
-            (uint64_t)e->world +
-        (uint64_t)e->rank;
+    if (e->dp) {
+        DDPC_TRY(dp_pass(e, in, micro, loss_weight / (float)c->accum_steps * e->scaler.scale, out));
+        if (!isfinite(out->loss) && !e->bad_loss) {
+            e->bad_loss = true;
+            e->bad_loss_value = out->loss;
+        }
+        return DDPC_OK;
+    }
+    in->rng_stream = stream_of(e, micro, in->task, e->world, e->rank);
     if (e->reducer && !e->buffers_sent) { /* DDP: rank 0's buffers before a step's forward */
         DDPC_TRY(ddpc_reducer_sync_buffers(e->reducer));
         e->buffers_sent = true;
@@ -279,8 +342,27 @@ static ddpc_status apply(ddpc_engine *e, ddpc_engine_step_info *info, bool *appl
     return DDPC_OK;
 }
 
+/* DataParallel: the replicas' gradients averaged into the model's; the step's DataParallel
+ * timings join the engine's (cfg.timing) and the trace. */
+static void dp_reduce(ddpc_engine *e)
+{
+    ddpc__dp_reduce(e->dp);
+    ddpc__dp_timing d = ddpc__dp_take_timing(e->dp);
+    if (!e->cfg.timing)
+        return;
+    ddpc_engine_timing *s = &e->spent;
+    s->forward_s += d.forward_s;
+    s->backward_s += d.backward_s;
+    s->replicate_s += d.replicate_s;
+    s->scatter_s += d.scatter_s;
+    s->replica_wait_s += d.wait_s;
+    s->reduce_s += d.reduce_s;
+}
+
 ddpc_status ddpc_engine_update(ddpc_engine *e, ddpc_engine_step_info *info)
 {
+    if (e->dp) /* before the clock: its parts are timed on their own */
+        dp_reduce(e);
     double t = lap(e, NULL, 0.0, NULL);
     if (e->reducer) {
         if (!e->synced) /* several passes fed this step: synchronise everything once */
@@ -309,6 +391,11 @@ ddpc_engine_timing ddpc_engine_take_timing(ddpc_engine *e)
     ddpc_engine_timing r = e->spent;
     e->spent = (ddpc_engine_timing){0};
     return r;
+}
+
+int ddpc_engine_replica_threads(const ddpc_engine *e)
+{
+    return e->dp ? ddpc__dp_kernel_threads(e->dp) : 0;
 }
 
 int64_t ddpc_engine_step(const ddpc_engine *e)

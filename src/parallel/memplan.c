@@ -59,6 +59,13 @@ ddpc_status ddpc_memplan_compute(const ddpc_memplan_input *in, ddpc_memplan *out
     b[DDPC_MEM_OPTIM] = 4 * k * (uint64_t)out->owned;
     b[DDPC_MEM_ACTIVATIONS] = in->act_bytes[in->checkpointing];
     out->activations_other = in->act_bytes[!in->checkpointing];
+    /* DataParallel: one process (stage 0), every replica a whole model with its arena */
+    uint64_t r = in->replicas > 1 ? (uint64_t)in->replicas : 1;
+    out->replicas = (int)r;
+    b[DDPC_MEM_PARAMS] *= r;
+    b[DDPC_MEM_GRADS] *= r;
+    b[DDPC_MEM_ACTIVATIONS] *= r;
+    out->activations_other *= r;
     if (in->world > 1 && s == 0)
         b[DDPC_MEM_COMM] = in->comm_dtype == DDPC_DTYPE_F32 ? 0 : 2 * (uint64_t)bucketed;
     else if (s > 0)
@@ -82,6 +89,8 @@ static uint64_t total_with(const ddpc_memplan_input *in, int stage, bool ckpt, i
 {
     ddpc_memplan_input v = *in;
     v.stage = stage, v.checkpointing = ckpt, v.world = world;
+    if (world != in->world) /* several ranks: DDP, one model each */
+        v.replicas = 0;
     ddpc_memplan p = {.total = UINT64_MAX};
     return ddpc_memplan_compute(&v, &p) == DDPC_OK ? p.total : UINT64_MAX;
 }

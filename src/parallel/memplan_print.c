@@ -35,11 +35,11 @@ static void row(FILE *f, const ddpc_memplan_input *in, int stage, bool ckpt, boo
 void ddpc_memplan_print_table(FILE *f, const ddpc_memplan_input *in, uint64_t limit,
                               const char *limit_what, bool exact)
 {
-    fprintf(f,
-            "memory plan per rank at %d rank%s (%zu parameters, %d optimizer state buffer%s "
-            "each; * = as configured):\n",
-            in->world, in->world == 1 ? "" : "s", in->n, in->optim_states,
-            in->optim_states == 1 ? "" : "s");
+    fprintf(f, "memory plan per rank at %d rank%s", in->world, in->world == 1 ? "" : "s");
+    if (in->replicas > 1)
+        fprintf(f, " of %d DataParallel replicas", in->replicas);
+    fprintf(f, " (%zu parameters, %d optimizer state buffer%s each; * = as configured):\n", in->n,
+            in->optim_states, in->optim_states == 1 ? "" : "s");
     fprintf(f, "  stage  ckpt");
     for (int i = 0; i < DDPC_MEM_ITEMS; i++)
         fprintf(f, " %16s", ddpc_memplan_item_name((ddpc_memplan_item)i));
@@ -62,8 +62,11 @@ void ddpc_memplan_print_table(FILE *f, const ddpc_memplan_input *in, uint64_t li
 void ddpc_memplan_print_line(FILE *f, const ddpc_memplan *p, int world)
 {
     char b[32];
-    fprintf(f, "memory plan per rank (zero.stage %d, %d rank%s):", p->stage, world,
+    fprintf(f, "memory plan per rank (zero.stage %d, %d rank%s", p->stage, world,
             world == 1 ? "" : "s");
+    if (p->replicas > 1)
+        fprintf(f, ", %d DataParallel replicas", p->replicas);
+    fprintf(f, "):");
     for (int i = 0; i < DDPC_MEM_ITEMS; i++)
         fprintf(f, "%s %s %s", i ? "," : "", ddpc_memplan_item_name((ddpc_memplan_item)i),
                 ddpc_memplan_format_bytes(p->bytes[i], b, sizeof b));

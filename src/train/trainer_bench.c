@@ -52,7 +52,9 @@ static double mean_of(const double *v, int64_t n)
 static ddpc_status bench_loop(ddpc_trainer *t, int64_t warmup, int64_t steps, double *dt,
                               double *exposed, double *comm, uint64_t *bytes)
 {
-    int64_t n = t->task[0].batch_size, size = ddpc_dataset_size(t->task[0].train);
+    /* parallel.mode dp: one batch for all the replicas, which the engine splits */
+    int64_t n = t->task[0].batch_size * (t->dp_replicas > 0 ? t->dp_replicas : 1);
+    int64_t size = ddpc_dataset_size(t->task[0].train);
     for (int64_t i = 0; i < size; i++)
         t->perm[i] = i;
     ddpc_rng order = ddpc_rng_make(t->set.seed, 1000);
@@ -72,6 +74,8 @@ static ddpc_status bench_loop(ddpc_trainer *t, int64_t warmup, int64_t steps, do
         double t1 = ddpc_time_now();
         if (i >= warmup)
             *bytes += ddpc_pg_ring_bytes(t->pg) - b0;
+        if (i + 1 == warmup) /* the timed steps' phases only */
+            (void)ddpc_engine_take_timing(t->engine);
         if (t->reducer)
             s1 = ddpc_reducer_stats_of(t->reducer);
         if (i >= warmup) {
@@ -106,7 +110,9 @@ ddpc_status ddpc_trainer_bench(ddpc_trainer *t, int64_t warmup, int64_t steps, d
         st = ddpc_pg_all_reduce(t->pg, exposed, exposed, 2 * (size_t)steps, DDPC_DTYPE_F64,
                                 DDPC_REDUCE_AVG);
     if (st == DDPC_OK) {
-        int64_t n = t->task[0].batch_size * t->set.accum_steps, tok = t->tokens_per_sample;
+        int64_t replicas = t->dp_replicas > 0 ? t->dp_replicas : 1;
+        int64_t n = t->task[0].batch_size * replicas * t->set.accum_steps;
+        int64_t tok = t->tokens_per_sample;
         double med = median_of(dt, steps), w = (double)t->world;
         int64_t micro = t->task[0].batch_size;
         bool ckpt = ddpc_model_config_of(t->model)->activation_checkpointing;
@@ -136,7 +142,14 @@ ddpc_status ddpc_trainer_bench(ddpc_trainer *t, int64_t warmup, int64_t steps, d
             .zero_stage = t->world > 1 ? ddpc_engine_config_of(t->engine)->zero_stage : 0,
             .comm_bytes = (double)bytes / (double)steps,
             .num_params = ddpc_model_num_params(t->model),
+            .replicas = t->dp_replicas,
+            .phases = ddpc_engine_take_timing(t->engine),
         };
+        ddpc_engine_timing *p = &r->phases;
+        double *each[] = {&p->forward_s,   &p->backward_s, &p->comm_wait_s,    &p->optimizer_s,
+                          &p->replicate_s, &p->scatter_s,  &p->replica_wait_s, &p->reduce_s};
+        for (size_t k = 0; k < sizeof each / sizeof each[0]; k++)
+            *each[k] /= (double)steps;
     }
     ddpc_free(buf);
     return st;

@@ -42,7 +42,7 @@ static int64_t global_batch(const ddpc_trainer *t)
     int64_t per_rank = 0;
     for (int i = 0; i < t->n_tasks; i++)
         per_rank += t->task[i].batch_size;
-    return per_rank * t->world * t->set.accum_steps;
+    return per_rank * ddpc__trainer_dp_degree(t) * t->set.accum_steps;
 }
 
 /* The checkpoint `resume` names: *found false when there is none to resume from (auto). */

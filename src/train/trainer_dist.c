@@ -4,12 +4,49 @@
 #include "train/trainer_impl.h"
 
 #include <ddpc/alloc.h>
+#include <ddpc/kernels.h>
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 static const char *const backends[] = {"auto", "shm", "mpi", "gloo", NULL};
+static const char *const parallel_modes[] = {"ddp", "dp", NULL};
+
+/* parallel.mode and parallel.replicas. dp is one process by definition: launched as one of
+ * several ranks it is refused, since the ranks would each run their own replicas of a job that
+ * was asked to be a single process. */
+static ddpc_status read_parallel(ddpc_trainer *t, int world, const ddpc_dist_env *env)
+{
+    ddpc_config *c = t->cfg;
+    int mode;
+    int64_t replicas;
+    DDPC_TRY(ddpc_config_choice(c, "parallel.mode", "ddp", parallel_modes, &mode));
+    DDPC_TRY(ddpc_config_int(c, "parallel.replicas", 0, 0, DDPC_ENGINE_MAX_REPLICAS, &replicas));
+    if (mode == 0) {
+        if (ddpc_config_has(c, "parallel.replicas"))
+            return ddpc_errorf(DDPC_EINVAL, "parallel.replicas is for parallel.mode: dp (one "
+                               "process); with ddp the launcher's --nproc-per-node sets the ranks");
+        return DDPC_OK;
+    }
+    if (world > 1 && !env)
+        return ddpc_errorf(DDPC_EINVAL,
+                           "ddpc plan --nproc %d plans %d DDP ranks, but parallel.mode is dp (one "
+                           "process); plan it without --nproc, its replicas set by "
+                           "parallel.replicas",
+                           world, world);
+    if (world > 1)
+        return ddpc_errorf(DDPC_EINVAL,
+                           "parallel.mode: dp runs its replicas as threads of one process, but "
+                           "this is rank %d of %d started by a launcher (%s variables); run `ddpc "
+                           "train` without one, or "
+                           "use parallel.mode: ddp for several processes",
+                           env->rank, world, ddpc_dist_source_name(env->source));
+    /* Default: one replica per kernel thread (num_threads, else OMP_NUM_THREADS, else cores). */
+    t->dp_replicas = replicas > 0 ? (int)replicas : ddpc_kernels_threads();
+    return DDPC_OK;
+}
+
 static const char *const comm_dtypes[] = {"f32", "bf16", "f16", NULL};
 
 ddpc_status ddpc__trainer_init_dist(ddpc_trainer *t)
@@ -28,8 +65,9 @@ ddpc_status ddpc__trainer_init_dist(ddpc_trainer *t)
     if (t->plan_world > 0) { /* `ddpc plan`: a job of plan_world ranks, seen from rank 0 */
         t->world = t->plan_world;
         t->local_world = t->plan_world;
-        return DDPC_OK;
+        return read_parallel(t, t->plan_world, NULL);
     }
+    DDPC_TRY(read_parallel(t, env.world_size > 0 ? env.world_size : 1, &env));
     DDPC_TRY(ddpc_pg_create(&env, &pc, &t->pg));
     if (flight) {
         char dir[1100];
@@ -88,7 +126,7 @@ ddpc_status ddpc__trainer_sum(ddpc_trainer *t, double *values, size_t n)
 
 float ddpc__trainer_lr_scale(const ddpc_trainer *t)
 {
-    double k = (double)(t->world * t->set.accum_steps);
+    double k = (double)(ddpc__trainer_dp_degree(t) * t->set.accum_steps);
     switch (t->set.lr_scale) {
     case LR_SCALE_LINEAR:
         return (float)k;

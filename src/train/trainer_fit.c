@@ -218,8 +218,9 @@ static void log_activations(ddpc_trainer *t)
     double on = (double)ddpc_model_activation_bytes(t->model, batch, true) * mib;
     double off = (double)ddpc_model_activation_bytes(t->model, batch, false) * mib;
     const ddpc_model_config *mc = ddpc_model_config_of(t->model);
-    fprintf(t->log, "activations: %.1f MiB per rank at batch %lld ",
-            mc->activation_checkpointing ? on : off, (long long)batch);
+    fprintf(t->log, "activations: %.1f MiB per %s at batch %lld ",
+            mc->activation_checkpointing ? on : off, t->dp_replicas ? "replica" : "rank",
+            (long long)batch);
     if (mc->activation_checkpointing)
         fprintf(t->log, "(checkpointing on; %.1f MiB without)\n", off);
     else if (on < off)
@@ -289,12 +290,19 @@ static void log_start(ddpc_trainer *t)
                 "step%s (", (long long)(global * s->accum_steps), (long long)s->accum_steps,
                 s->accum_steps == 1 ? "" : "s");
     } else {
-        fprintf(t->log, "global batch %lld = %lld per rank",
-                (long long)(per_rank * t->world * s->accum_steps), (long long)per_rank);
+        int dp = t->dp_replicas;
+        fprintf(t->log, "global batch %lld = %lld per %s",
+                (long long)(per_rank * ddpc__trainer_dp_degree(t) * s->accum_steps),
+                (long long)per_rank, dp ? "replica" : "rank");
         if (t->multi)
             fprintf(t->log, " (%s)", parts);
-        fprintf(t->log, " x %d rank%s x %lld accumulation step%s (", t->world,
-                t->world == 1 ? "" : "s", (long long)s->accum_steps,
+        int per = ddpc_engine_replica_threads(t->engine);
+        if (dp)
+            fprintf(t->log, " x %d replica%s (parallel.mode dp: one process, %d kernel thread%s "
+                    "each)", dp, dp == 1 ? "" : "s", per, per == 1 ? "" : "s");
+        else
+            fprintf(t->log, " x %d rank%s", t->world, t->world == 1 ? "" : "s");
+        fprintf(t->log, " x %lld accumulation step%s (", (long long)s->accum_steps,
                 s->accum_steps == 1 ? "" : "s");
     }
     if (t->multi)

@@ -188,6 +188,9 @@ struct ddpc_trainer {
     ddpc_reducer_config reducer_cfg; /* the ddp.* keys */
     int rank, world;
     int local_world; /* ranks on this host (memory.limit_gb's default divides by it) */
+    /* parallel.mode dp: DataParallel replicas in this one process (world 1), each taking
+     * data.batch_size rows of a loader batch N times as large; 0 under parallel.mode ddp. */
+    int dp_replicas;
     int plan_world;  /* > 0: `ddpc plan` at this many ranks; nothing is allocated or run */
     /* Memory plan (trainer_memory.c): its input (bucket lengths owned here), the per-rank limit
      * and how it was set, and whether the measured peak was reported yet. */
@@ -311,6 +314,11 @@ ddpc_status ddpc__trainer_init_dist(ddpc_trainer *t);
 /* The ddp.* keys into t->reducer_cfg (before the model is allocated: the memory plan needs them). */
 ddpc_status ddpc__trainer_read_ddp(ddpc_trainer *t);
 ddpc_status ddpc__trainer_init_ddp(ddpc_trainer *t);
+/* Model copies that each take data.batch_size rows of a step: ranks x DataParallel replicas. */
+static inline int ddpc__trainer_dp_degree(const ddpc_trainer *t)
+{
+    return t->world * (t->dp_replicas > 0 ? t->dp_replicas : 1);
+}
 /* values (n) = their sum over ranks (in place; nothing to do on one rank). */
 ddpc_status ddpc__trainer_sum(ddpc_trainer *t, double *values, size_t n);
 float ddpc__trainer_lr_scale(const ddpc_trainer *t);

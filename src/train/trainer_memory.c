@@ -86,6 +86,7 @@ ddpc_status ddpc__trainer_plan_memory(ddpc_trainer *t)
         .act_bytes = {ddpc_model_activation_bytes(t->model, batch, false),
                       ddpc_model_activation_bytes(t->model, batch, true)},
         .checkpointing = mc->activation_checkpointing,
+        .replicas = t->dp_replicas,
     };
     in->can_checkpoint = ddpc_model_can_checkpoint(t->model);
     DDPC_TRY(read_limit(t));

@@ -132,6 +132,10 @@ static ddpc_status read_model_config(ddpc_trainer *t, ddpc_model_config *mc)
     if (mc->batchnorm) /* torch.nn.SyncBatchNorm.convert_sync_batchnorm */
         DDPC_TRY(ddpc_config_bool(c, "model.sync_batchnorm", false,
                                   &t->reducer_cfg.sync_batchnorm));
+    if (t->reducer_cfg.sync_batchnorm && t->dp_replicas > 0) /* torch's is DDP-only too */
+        return ddpc_errorf(DDPC_EINVAL, "model.sync_batchnorm synchronises batch statistics "
+                           "across DDP ranks; parallel.mode: dp has none (its replicas normalise "
+                           "their own rows, as torch's DataParallel does)");
     mc->seed = t->set.seed;
     mc->precision = t->set.precision;
     int64_t shape[3];
@@ -223,6 +227,11 @@ static ddpc_status read_engine_config(ddpc_trainer *t, int64_t total_steps, ddpc
     int64_t stage;
     DDPC_TRY(ddpc_config_int(c, "zero.stage", 0, 0, 3, &stage));
     ec->zero_stage = (int)stage;
+    if (stage > 0 && t->dp_replicas > 0)
+        return ddpc_errorf(DDPC_EINVAL, "zero.stage %lld shards across processes; parallel.mode: "
+                           "dp is one process, whose replicas each hold the whole model",
+                           (long long)stage);
+    ec->dp_replicas = t->dp_replicas;
     return read_loss_scale(t, ec);
 }
 
@@ -243,7 +252,7 @@ static ddpc_status build_loader(ddpc_trainer *t, int i)
         return ddpc_errorf(DDPC_EINVAL, "data (%lld training samples): %s", (long long)size, why);
     }
     ddpc_loader_config lc = ddpc_loader_config_default();
-    lc.batch_size = k->batch_size;
+    lc.batch_size = k->batch_size * (t->dp_replicas > 0 ? t->dp_replicas : 1); /* dp: every replica's */
     lc.num_workers = t->set.num_workers;
     lc.prefetch_factor = t->set.prefetch_factor;
     lc.drop_last = true; /* every rank runs the same steps */
@@ -254,9 +263,10 @@ static ddpc_status build_loader(ddpc_trainer *t, int i)
     DDPC_TRY(ddpc_loader_create(ds, 1, k->sampler, &lc, &k->loader));
     if (ddpc_loader_len(k->loader) == 0 && t->multi)
         return ddpc_errorf(DDPC_EINVAL,
-                           "tasks.%d ('%s'): batch_size %lld on each of %d ranks is more than its "
-                           "%lld training samples",
-                           i, k->name, (long long)k->batch_size, k->shard_world,
+                           "tasks.%d ('%s'): batch_size %lld on each of %d ranks/replicas is more "
+                           "than its %lld training samples",
+                           i, k->name, (long long)k->batch_size,
+                           k->shard_world * (t->dp_replicas > 0 ? t->dp_replicas : 1),
                            (long long)ddpc_sampler_len(k->sampler) * k->shard_world);
     return DDPC_OK;
 }
@@ -299,8 +309,9 @@ ddpc_status ddpc__trainer_build_loaders(ddpc_trainer *t, int64_t *per_epoch)
     if (!t->multi)
         return ddpc_errorf(DDPC_EINVAL,
                            "one step takes data.batch_size %lld x optim.grad_accum_steps %lld "
-                           "samples on each of %d ranks, more than the %lld training samples",
-                           (long long)t->set.batch_size, (long long)t->set.accum_steps, t->world,
+                           "samples on each of %d %s, more than the %lld training samples",
+                           (long long)t->set.batch_size, (long long)t->set.accum_steps,
+                           ddpc__trainer_dp_degree(t), t->dp_replicas > 0 ? "replicas" : "ranks",
                            (long long)ddpc_dataset_size(t->task[0].train));
     return ddpc_errorf(DDPC_EINVAL,
                        "an epoch of %lld combined steps (data.combined_mode %s) is shorter than "
@@ -319,9 +330,10 @@ static ddpc_status alloc_buffers(ddpc_trainer *t)
     /* pairs vary in length: their rates count samples */
     bool pairs = ddpc_dataset_kind_of(t->task[0].train) == DDPC_DATASET_PAIRS;
     t->tokens_per_sample = images || pairs ? 1 : shape[0];
-    int64_t n = 1;
+    int64_t n = 1, replicas = t->dp_replicas > 0 ? t->dp_replicas : 1;
     for (int i = 0; i < t->n_tasks; i++) {
-        n = t->task[i].batch_size > n ? t->task[i].batch_size : n;
+        int64_t train = t->task[i].batch_size * replicas; /* dp: the step benchmark's batch */
+        n = train > n ? train : n;
         n = t->task[i].eval_batch_size > n ? t->task[i].eval_batch_size : n;
     }
     t->max_batch = n;

@@ -38,6 +38,10 @@ void ddpc__trainer_phases_step(ddpc_trainer *t, double end)
     p->eng.backward_s += e.backward_s;
     p->eng.comm_wait_s += e.comm_wait_s;
     p->eng.optimizer_s += e.optimizer_s;
+    p->eng.replicate_s += e.replicate_s;
+    p->eng.scatter_s += e.scatter_s;
+    p->eng.replica_wait_s += e.replica_wait_s;
+    p->eng.reduce_s += e.reduce_s;
 }
 
 void ddpc__trainer_phases_fields(ddpc_trainer *t)
@@ -47,8 +51,9 @@ void ddpc__trainer_phases_fields(ddpc_trainer *t)
         return;
     double n = (double)p->steps, busy = ddpc_pg_busy_seconds(t->pg);
     const ddpc_engine_timing *e = &p->eng;
+    double dp = e->replicate_s + e->scatter_s + e->replica_wait_s + e->reduce_s;
     double other = p->step - p->data - e->forward_s - e->backward_s - e->comm_wait_s -
-                   e->optimizer_s - p->ckpt;
+                   e->optimizer_s - p->ckpt - dp;
     ddpc_metrics *m = t->metrics;
     ddpc_metrics_f64(m, "phase/data_s", p->data / n, -1);
     ddpc_metrics_f64(m, "phase/forward_s", e->forward_s / n, -1);
@@ -56,6 +61,12 @@ void ddpc__trainer_phases_fields(ddpc_trainer *t)
     ddpc_metrics_f64(m, "phase/comm_exposed_s", e->comm_wait_s / n, -1);
     ddpc_metrics_f64(m, "phase/optimizer_s", e->optimizer_s / n, -1);
     ddpc_metrics_f64(m, "phase/checkpoint_s", p->ckpt / n, -1);
+    if (t->dp_replicas > 0) { /* DataParallel's serial parts and its wait for the replicas */
+        ddpc_metrics_f64(m, "phase/dp_replicate_s", e->replicate_s / n, -1);
+        ddpc_metrics_f64(m, "phase/dp_scatter_s", e->scatter_s / n, -1);
+        ddpc_metrics_f64(m, "phase/dp_wait_s", e->replica_wait_s / n, -1);
+        ddpc_metrics_f64(m, "phase/dp_reduce_s", e->reduce_s / n, -1);
+    }
     ddpc_metrics_f64(m, "phase/other_s", other / n, -1);
     ddpc_metrics_f64(m, "step_s", p->step / n, -1);
     ddpc_metrics_f64(m, "comm_s", (busy - p->busy_mark) / n, -1);
