@@ -24,7 +24,8 @@ static ddpc_status read_parallel(ddpc_trainer *t, int world, const ddpc_dist_env
     DDPC_TRY(ddpc_config_choice(c, "parallel.mode", "ddp", parallel_modes, &mode));
     DDPC_TRY(ddpc_config_int(c, "parallel.replicas", 0, 0, DDPC_ENGINE_MAX_REPLICAS, &replicas));
     if (mode == 0) {
-        if (ddpc_config_has(c, "parallel.replicas"))
+        /* The default (0) is accepted: config.yaml writes every key, and must run again. */
+        if (replicas != 0)
             return ddpc_errorf(DDPC_EINVAL, "parallel.replicas is for parallel.mode: dp (one "
                                "process); with ddp the launcher's --nproc-per-node sets the ranks");
         return DDPC_OK;
