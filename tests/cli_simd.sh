@@ -57,8 +57,8 @@ train() { # NAME CAP CONFIG ARGS...
         fail "$name trains" "$tmp/$name.log"
     grep '"loss"' "$tmp/$name/metrics.jsonl" | sed 's/.*"loss": \([0-9.e-]*\).*/\1/' >"$tmp/$name.loss"
 }
-gpt=(max_steps=4 optim.warmup_steps=1 eval_every=1000 eval_batches=1 model.dropout=0.1)
-mlp=(data.type=synthetic_images data.size=512 max_steps=4 eval_every=1000 eval_batches=1)
+gpt=(max_steps=4 optim.warmup_steps=1 eval_every=1000 eval_batches=1 test_batches=1 model.dropout=0.1)
+mlp=(data.type=synthetic_images data.size=512 max_steps=4 eval_every=1000 eval_batches=1 test_batches=1)
 train gpt_all "" gpt_fortunes.yaml "${gpt[@]}"
 train mlp_all "" fmnist_mlp.yaml "${mlp[@]}"
 for cap in "${levels[@]}"; do
