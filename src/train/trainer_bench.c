@@ -92,7 +92,9 @@ ddpc_status ddpc_trainer_bench(ddpc_trainer *t, int64_t warmup, int64_t steps, d
     if (steps < 1 || steps > 100000)
         return ddpc_errorf(DDPC_EINVAL, "bench steps must be in [1, 100000], got %lld",
                            (long long)steps);
-    if (t->tr) /* TODO(#14): batches of translation pairs for the step benchmark */
+    /* The step benchmark makes image or token batches; it has no generator of translation pairs
+     * (refused with a pointer to the trainer's own phase timers). */
+    if (t->tr)
         return ddpc_errorf(DDPC_EUNSUPPORTED,
                            "ddpc bench step does not run data.type translation yet; time "
                            "`ddpc train` with log.phases instead");
