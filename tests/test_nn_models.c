@@ -7,6 +7,7 @@
 #include <ddpc/rng.h>
 
 #include "check.h"
+#include "nn_testutil.h"
 
 static ddpc_model *make(ddpc_model_config c)
 {
@@ -17,62 +18,10 @@ static ddpc_model *make(ddpc_model_config c)
     return m;
 }
 
-static double loss_of(ddpc_model *m, const ddpc_model_input *in)
-{
-    ddpc_model_output out;
-    ddpc_status s = ddpc_model_forward(m, in, true, &out);
-    CHECK_EQ_INT(s, DDPC_OK);
-    return out.loss;
-}
-
-static double central_difference(ddpc_model *m, const ddpc_model_input *in, float *p, float eps)
-{
-    float saved = *p;
-    *p = saved + eps;
-    double lp = loss_of(m, in);
-    *p = saved - eps;
-    double lm = loss_of(m, in);
-    *p = saved;
-    return (lp - lm) / (2.0 * (double)eps);
-}
-
-/* Compares the analytic gradient of a sample of parameters with central differences. A sample
- * where the differences at eps and eps/2 disagree sits on a kink (ReLU, max-pool) and is skipped;
- * at most a quarter may be. */
+/* test_nn_models' rule: at most a quarter of the samples may sit on kinks. */
 static void check_gradients(ddpc_model *m, const ddpc_model_input *in, int samples, double tol)
 {
-    ddpc_model_zero_grad(m);
-    loss_of(m, in);
-    CHECK_EQ_INT(ddpc_model_backward(m, 1.0f), DDPC_OK);
-    float *p = ddpc_model_params(m);
-    const float *g = ddpc_model_grads(m);
-    ddpc_rng r = ddpc_rng_make(99, 0);
-    double worst = 0;
-    int checked = 0, skipped = 0;
-    for (size_t t = 0; t < ddpc_model_num_tensors(m); t++) {
-        const ddpc_param *prm = ddpc_model_tensor(m, t);
-        for (int k = 0; k < samples; k++) {
-            size_t i = prm->offset + (size_t)ddpc_rng_below(&r, prm->numel);
-            float eps = 2e-3f * (fabsf(p[i]) > 1.0f ? fabsf(p[i]) : 1.0f);
-            double fd = central_difference(m, in, &p[i], eps);
-            double fd_half = central_difference(m, in, &p[i], eps / 2);
-            if (fabs(fd - fd_half) > 0.05 * (fabs(fd) + fabs(fd_half)) + 2e-3) {
-                skipped++;
-                continue;
-            }
-            checked++;
-            /* Below 4e-4 the difference is fp32 rounding of the loss divided by eps. */
-            double diff = fabs(fd_half - g[i]);
-            double err = diff <= 4e-4 ? 0.0 : diff / (fabs(fd_half) + fabs(g[i]));
-            if (err > worst)
-                worst = err;
-            if (err > tol)
-                fprintf(stderr, "  %s[%zu]: analytic %.6g vs numeric %.6g\n", prm->name,
-                        i - prm->offset, g[i], fd_half);
-        }
-    }
-    CHECK(worst <= tol);
-    CHECK(skipped * 3 <= checked);
+    nn_check_gradients(m, in, samples, tol, 3);
 }
 
 static void fill_images(float *x, int32_t *y, int64_t n, int64_t d, int64_t classes)

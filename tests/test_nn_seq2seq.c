@@ -9,6 +9,7 @@
 #include <ddpc/rng.h>
 
 #include "check.h"
+#include "nn_testutil.h"
 
 enum { B = 3, S = 5, T = 6 };
 
@@ -65,64 +66,11 @@ static ddpc_model_input input_of(const batch *b)
                               .rng_stream = 5};
 }
 
-static double loss_of(ddpc_model *m, const ddpc_model_input *in)
-{
-    ddpc_model_output out;
-    CHECK_EQ_INT(ddpc_model_forward(m, in, true, &out), DDPC_OK);
-    return out.loss;
-}
-
-static double central_difference(ddpc_model *m, const ddpc_model_input *in, float *p, float eps)
-{
-    float saved = *p;
-    *p = saved + eps;
-    double lp = loss_of(m, in);
-    *p = saved - eps;
-    double lm = loss_of(m, in);
-    *p = saved;
-    return (lp - lm) / (2.0 * (double)eps);
-}
-
-/* test_nn_models' check: samples per tensor, kinks (ReLU) detected by eps vs eps/2 and skipped. */
+/* Kinks (ReLU): at most one sample in five skipped; every tensor gets a gradient (pad rows of the
+ * embeddings aside, no tensor is dead). */
 static void check_gradients(ddpc_model *m, const ddpc_model_input *in, int samples, double tol)
 {
-    ddpc_model_zero_grad(m);
-    loss_of(m, in);
-    CHECK_EQ_INT(ddpc_model_backward(m, 1.0f), DDPC_OK);
-    float *p = ddpc_model_params(m);
-    const float *g = ddpc_model_grads(m);
-    ddpc_rng r = ddpc_rng_make(99, 0);
-    double worst = 0;
-    int checked = 0, skipped = 0, nonzero = 0;
-    for (size_t t = 0; t < ddpc_model_num_tensors(m); t++) {
-        const ddpc_param *prm = ddpc_model_tensor(m, t);
-        double tensor_norm = 0.0;
-        for (size_t i = 0; i < prm->numel; i++)
-            tensor_norm += fabs(g[prm->offset + i]);
-        nonzero += tensor_norm > 0.0;
-        for (int k = 0; k < samples; k++) {
-            size_t i = prm->offset + (size_t)ddpc_rng_below(&r, prm->numel);
-            float eps = 2e-3f * (fabsf(p[i]) > 1.0f ? fabsf(p[i]) : 1.0f);
-            double fd = central_difference(m, in, &p[i], eps);
-            double fd_half = central_difference(m, in, &p[i], eps / 2);
-            if (fabs(fd - fd_half) > 0.05 * (fabs(fd) + fabs(fd_half)) + 2e-3) {
-                skipped++;
-                continue;
-            }
-            checked++;
-            double diff = fabs(fd_half - g[i]);
-            double err = diff <= 4e-4 ? 0.0 : diff / (fabs(fd_half) + fabs(g[i]));
-            if (err > worst)
-                worst = err;
-            if (err > tol)
-                fprintf(stderr, "  %s[%zu]: analytic %.6g vs numeric %.6g\n", prm->name,
-                        i - prm->offset, g[i], fd_half);
-        }
-    }
-    CHECK(worst <= tol);
-    CHECK(skipped * 4 <= checked);
-    /* Every tensor gets a gradient (pad rows of the embeddings aside, no tensor is dead). */
-    CHECK_EQ_INT(nonzero, ddpc_model_num_tensors(m));
+    CHECK_EQ_INT(nn_check_gradients(m, in, samples, tol, 4), ddpc_model_num_tensors(m));
 }
 
 static void test_layout(void)
@@ -350,7 +298,7 @@ static void test_precision_changes_little(void)
         ddpc_model *m = make(c);
         if (!m)
             return;
-        loss[p] = (float)loss_of(m, &in);
+        loss[p] = (float)nn_loss_of(m, &in);
         ddpc_model_destroy(m);
     }
     CHECK(loss[1] != loss[0] && loss[2] != loss[0]);
