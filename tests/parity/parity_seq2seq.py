@@ -19,16 +19,13 @@ gradient within 1e-1 of the fp32 gradient and not equal to it (the rounding happ
 worst gradient's distance to fp32 no larger than autocast's worst (per tensor the two round
 different things: autocast also the products' outputs, ddpc also the incoming gradients).
 """
-import json
 import math
 import os
-import struct
 import subprocess
 import sys
 import tempfile
 
 try:
-    import numpy as np
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
@@ -40,21 +37,9 @@ C, H, LAYERS, FF, VS, VT, SMOOTHING = 32, 4, 2, 64, 23, 19, 0.1
 TOL_FP32 = 1e-4
 TOL_BF16_LOSS, TOL_BF16_PROBS, TOL_BF16_GRAD = 1e-2, 2e-2, 1e-1
 
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        assert info["dtype"] == "F32", (name, info["dtype"])
-        b, e = info["data_offsets"]
-        arr = np.frombuffer(data[8 + n + b:8 + n + e], dtype="<f4").reshape(info["shape"])
-        out[name] = torch.from_numpy(arr.copy())
-    return out
+# The file reader, the relative error and the loss comparison of the cnn/gpt parity test.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from parity import compare_losses, read_safetensors, rel  # noqa: E402
 
 
 def positions(t, c):
@@ -90,10 +75,6 @@ class Seq2Seq(nn.Module):
 
 def torch_name(ddpc_name):
     return "transformer." + ddpc_name if ddpc_name.startswith(("encoder.", "decoder.")) else ddpc_name
-
-
-def rel(a, b):
-    return (a - b).norm().item() / max(b.norm().item(), 1e-12)
 
 
 def replay(init, batches, autocast):
@@ -141,11 +122,7 @@ def check_fp32(probs, grads, losses, ref):
             failures.append(f"gradient of {name}: relative error {r:.3g}")
     print(f"seq2seq: worst step-1 gradient relative error {worst:.3g} ({worst_name}) over "
           f"{len(grads)} tensors")
-    for i, (a, b) in enumerate(zip(losses, ref[2])):
-        r = abs(a - b) / abs(b)
-        print(f"seq2seq: step {i + 1} loss ddpc {a:.7f} torch {b:.7f} rel {r:.2g}")
-        if r > TOL_FP32:
-            failures.append(f"loss at step {i + 1}: relative error {r:.3g}")
+    failures += compare_losses("seq2seq", losses, ref[2], "torch", TOL_FP32, "")
     return failures
 
 
