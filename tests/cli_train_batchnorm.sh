@@ -75,6 +75,16 @@ check "mlp with BatchNorm1d trains" test $? -eq 0
     run_dir="$tmp/mlp2" weights_out="$tmp/mlp2.st" >"$tmp/mlp2.log" 2>&1
 check "BatchNorm1d buffers are saved" bash -c "[[ '$(names "$tmp/mlp2.st")' == *fc_bn.1.running_var* ]]"
 d=$(maxdiff "$tmp/mlp2.st" "$tmp/mlp1.st")
+# docs/data.md: evaluation never augments, so a test of the same weights gives the same loss.
+for a in off on; do
+    flags=(data.hflip=false data.random_shift=0)
+    [ $a = on ] && flags=(data.hflip=true data.random_shift=2)
+    "${mlp[@]}" "${flags[@]}" state=test init_from="$tmp/mlp1.st" run_dir="$tmp/test_aug_$a" \
+        >"$tmp/test_aug_$a.log" 2>&1
+done
+check "evaluation images are not augmented (test loss $(test_loss "$tmp/test_aug_on"))" \
+    test -n "$(test_loss "$tmp/test_aug_on")" -a \
+         "$(test_loss "$tmp/test_aug_on")" = "$(test_loss "$tmp/test_aug_off")"
 check "mlp SyncBatchNorm 2 x 16 matches BatchNorm1d 1 x 32, images augmented (max relative difference $d)" \
     awk -v d="$d" 'BEGIN { exit !(d <= 1e-5) }'
 

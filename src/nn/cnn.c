@@ -111,15 +111,15 @@ static void cnn_init(ddpc_model *m)
         const ddpc_conv2d_shape *s = &impl->conv[i];
         float bound = 1.0f / sqrtf((float)(s->c * s->r * s->s));
         const ddpc_param *w = &m->tensors[impl->w_idx[i]];
-        const ddpc_param *b = &m->tensors[impl->bn ? impl->w_idx[i] : impl->b_idx[i]];
         ddpc__init_uniform(m->params + w->offset, w->numel, bound, m->cfg.seed,
                            (uint64_t)impl->w_idx[i]);
-        if (!impl->bn) {
+        if (impl->bn) {
+            ddpc__bn_layer_init(&impl->bnl[i], m);
+        } else {
+            const ddpc_param *b = &m->tensors[impl->b_idx[i]];
             ddpc__init_uniform(m->params + b->offset, b->numel, bound, m->cfg.seed,
                                (uint64_t)impl->b_idx[i]);
-            continue;
         }
-        ddpc__bn_layer_init(&impl->bnl[i], m);
     }
     ddpc__fc_stack_init(&impl->fc, m);
 }
