@@ -1,6 +1,6 @@
 /* Model tests: parameter layout, whole-model gradients against central finite differences
  * (small mlp, cnn and gpt, dropout off and on; multi-head mlp and cnn through each head),
- * determinism, and no allocation after warm-up. */
+ * determinism, and no allocation after warm-up (gpt; cnn and mlp with BatchNorm). */
 #include <ddpc/alloc.h>
 #include <ddpc/kernels.h>
 #include <ddpc/nn.h>
@@ -338,24 +338,53 @@ static void test_gpt_rejects_bad_tokens_and_config(void)
     CHECK_STR_CONTAINS(ddpc_last_error(), "unknown model type 'transformer'");
 }
 
-static void test_step_allocates_nothing_after_warmup(void)
+/* Three warm training steps and an evaluation forward of m on in allocate nothing. */
+static void check_warm_steps_allocate_nothing(ddpc_model *m, const ddpc_model_input *in)
 {
-    ddpc_model *m = small_gpt(0.1f);
-    if (!m)
-        return;
-    int32_t tok[3 * 5] = {0};
-    ddpc_model_input in = {.n = 3, .tokens = tok, .targets = tok};
     ddpc_model_output out;
-    CHECK_EQ_INT(ddpc_model_forward(m, &in, true, &out), DDPC_OK);
+    CHECK_EQ_INT(ddpc_model_forward(m, in, true, &out), DDPC_OK);
     CHECK_EQ_INT(ddpc_model_backward(m, 1.0f), DDPC_OK);
+    CHECK_EQ_INT(ddpc_model_forward(m, in, false, &out), DDPC_OK);
     int64_t before = ddpc_alloc_total();
     for (int i = 0; i < 3; i++) {
         ddpc_model_zero_grad(m);
-        CHECK_EQ_INT(ddpc_model_forward(m, &in, true, &out), DDPC_OK);
+        CHECK_EQ_INT(ddpc_model_forward(m, in, true, &out), DDPC_OK);
         CHECK_EQ_INT(ddpc_model_backward(m, 1.0f), DDPC_OK);
     }
+    CHECK_EQ_INT(ddpc_model_forward(m, in, false, &out), DDPC_OK);
     CHECK_EQ_INT(ddpc_alloc_total(), before);
-    ddpc_model_destroy(m);
+}
+
+/* gpt with dropout, and the cnn and mlp with BatchNorm (batch statistics and running-statistics
+ * updates in training, running statistics in evaluation). */
+static void test_step_allocates_nothing_after_warmup(void)
+{
+    ddpc_model *m = small_gpt(0.1f);
+    CHECK(m != NULL);
+    if (m) {
+        int32_t tok[3 * 5] = {0};
+        ddpc_model_input in = {.n = 3, .tokens = tok, .targets = tok};
+        check_warm_steps_allocate_nothing(m, &in);
+        ddpc_model_destroy(m);
+    }
+    float x[4 * 2 * 9 * 7];
+    int32_t y[4];
+    fill_images(x, y, 4, 2 * 9 * 7, 4);
+    ddpc_model_input in = {.n = 4, .x = x, .targets = y};
+    for (int cnn = 0; cnn < 2; cnn++) {
+        ddpc_model_config c = ddpc_model_config_default();
+        strcpy(c.type, cnn ? "cnn" : "mlp");
+        c.in_channels = 2, c.in_height = 9, c.in_width = 7, c.num_classes = 4;
+        c.channels[0] = 3, c.channels[1] = 5, c.n_channels = 2, c.kernel_size = 3;
+        c.hidden[0] = 6, c.n_hidden = 1, c.batchnorm = true;
+        m = make(c);
+        CHECK(m != NULL);
+        if (!m)
+            continue;
+        CHECK_EQ_INT(ddpc_model_num_buffers(m), cnn ? 4 : 2);
+        check_warm_steps_allocate_nothing(m, &in);
+        ddpc_model_destroy(m);
+    }
 }
 
 static void test_create_fails_cleanly_without_memory(void)

@@ -27,15 +27,21 @@ typedef struct {
     float params[MAX_PARAMS]; /* out: final parameters (single-process runs only) */
 } job;
 
-static ddpc_model *make_model(int hidden)
+static ddpc_model *make_model_bn(int hidden, bool batchnorm)
 {
     ddpc_model_config c = ddpc_model_config_default();
     strcpy(c.type, "mlp");
     c.in_channels = 1, c.in_height = 6, c.in_width = 6, c.num_classes = 5;
     c.hidden[0] = hidden, c.n_hidden = 1;
+    c.batchnorm = batchnorm;
     c.seed = 7;
     ddpc_model *m = NULL;
     return ddpc_model_create(&m, &c) == DDPC_OK ? m : NULL;
+}
+
+static ddpc_model *make_model(int hidden)
+{
+    return make_model_bn(hidden, false);
 }
 
 static ddpc_optim *make_optim(ddpc_optim_type type, size_t n)
@@ -248,18 +254,21 @@ static void test_repeat_is_bitwise_identical(void)
 }
 
 /* A DDP step (forward, backward launching async bucket all-reduces, finish, optimizer step)
- * allocates nothing once warmed up: work handles are reused by the process group. */
+ * allocates nothing once warmed up: work handles are reused by the process group. With ctx
+ * non-NULL the mlp has BatchNorm1d, synchronised across ranks (SyncBatchNorm's all-reduces in
+ * forward and backward), and its buffers are broadcast each step as the engine does. */
 static int rank_no_alloc(int rank, int world, void *ctx)
 {
-    (void)ctx;
+    bool sync_bn = ctx != NULL;
     ddpc_dist_env env;
     ddpc_pg *pg = NULL;
     ddpc_reducer *red = NULL;
     ddpc_dataset *ds = NULL;
-    ddpc_model *m = make_model(6);
+    ddpc_model *m = make_model_bn(6, sync_bn);
     ddpc_optim *o = make_optim(DDPC_OPTIM_SGD, ddpc_model_num_params(m));
     ddpc_reducer_config rc = ddpc_reducer_config_default();
     rc.bucket_cap_mb = rc.first_bucket_mb = 1e-4; /* one bucket per tensor: many handles */
+    rc.sync_batchnorm = sync_bn;
     if (ddpc_dist_env_discover(&env) != DDPC_OK || ddpc_pg_create(&env, NULL, &pg) != DDPC_OK ||
         ddpc_reducer_create(pg, m, &rc, &red) != DDPC_OK ||
         ddpc_dataset_synthetic_images_create(&ds, SAMPLES, 1, 6, 6, 5, 3, true) != DDPC_OK) {
@@ -280,6 +289,7 @@ static int rank_no_alloc(int rank, int world, void *ctx)
         ddpc_model_output out;
         ddpc_model_zero_grad(m);
         ddpc_reducer_prepare(red, true);
+        rc_all |= ddpc_reducer_sync_buffers(red) != DDPC_OK;
         rc_all |= ddpc_dataset_get_batch(ds, idx, 8, x, NULL, y) != DDPC_OK;
         rc_all |= ddpc_model_forward(m, &in, true, &out) != DDPC_OK;
         rc_all |= ddpc_model_backward(m, 1.0f) != DDPC_OK;
@@ -302,6 +312,8 @@ static int rank_no_alloc(int rank, int world, void *ctx)
 static void test_warm_ddp_step_allocates_nothing(void)
 {
     CHECK_EQ_INT(spawn_ranks(2, 30.0, rank_no_alloc, NULL), 0);
+    static int sync_bn = 1;
+    CHECK_EQ_INT(spawn_ranks(2, 30.0, rank_no_alloc, &sync_bn), 0);
 }
 
 static void test_mismatched_replicas_fail_clearly(void)

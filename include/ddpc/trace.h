@@ -16,7 +16,8 @@
 extern "C" {
 #endif
 
-/* The thread an event belongs to (its tid): compute 1, comm 2, loader workers 10, 11, ... */
+/* The thread an event belongs to (its tid): compute 1, comm 2, loader workers 10, 11, ...; the
+ * replicas of DataParallel, ddpc_trace_add_replica. */
 typedef enum { DDPC_TRACE_COMPUTE, DDPC_TRACE_COMM, DDPC_TRACE_LOADER } ddpc_trace_thread;
 
 /* Allocates room for `capacity` events (dropping any recorded); not recording yet. DDPC_ENOMEM. */
@@ -29,6 +30,10 @@ bool ddpc_trace_on(void);
  * (op non-NULL) become its args. Dropped when not recording or full. Thread safe. */
 void ddpc_trace_add(ddpc_trace_thread thread, const char *name, double t0, double t1, int64_t step,
                     const char *op, int64_t bytes);
+/* Records a complete event [t0, t1] of DataParallel replica `replica`: replica 0 runs on the
+ * compute thread and is recorded there; replica k > 0 on its own thread, "replica k" (tid
+ * 1000 + k). Dropped when not recording or full. Thread safe. */
+void ddpc_trace_add_replica(int replica, const char *name, double t0, double t1);
 /* The recorded events as JSON objects, each preceded by ",\n" (so that blobs concatenate inside
  * a "traceEvents" array), sorted by thread then start, with "M" events naming process
  * "rank <rank>" (pid = rank) and its threads; ts and dur in microseconds. *out is allocated

@@ -25,7 +25,8 @@ static atomic_bool recording;
 static atomic_int next_loader;
 static _Thread_local int loader_tid; /* 0: not assigned yet */
 
-enum { TID_COMPUTE = 1, TID_COMM = 2, TID_LOADER = 10 };
+/* Replicas after the loaders' tids, far enough that no run has as many loader threads. */
+enum { TID_COMPUTE = 1, TID_COMM = 2, TID_LOADER = 10, TID_REPLICA = 1000 };
 
 ddpc_status ddpc_trace_open(size_t cap)
 {
@@ -49,18 +50,14 @@ bool ddpc_trace_on(void)
     return atomic_load_explicit(&recording, memory_order_relaxed);
 }
 
-void ddpc_trace_add(ddpc_trace_thread thread, const char *name, double t0, double t1, int64_t step,
-                    const char *op, int64_t bytes)
+static void add(int tid, const char *name, double t0, double t1, int64_t step, const char *op,
+                int64_t bytes)
 {
-    if (!atomic_load_explicit(&recording, memory_order_acquire))
-        return;
     size_t i = atomic_fetch_add_explicit(&n_reserved, 1, memory_order_relaxed);
     if (i >= capacity) {
         atomic_fetch_add_explicit(&n_dropped, 1, memory_order_relaxed);
         return;
     }
-    if (thread == DDPC_TRACE_LOADER && !loader_tid)
-        loader_tid = TID_LOADER + atomic_fetch_add(&next_loader, 1);
     trace_event *e = &events[i];
     e->t0 = (int64_t)(t0 * 1e9);
     e->t1 = (int64_t)(t1 * 1e9);
@@ -68,10 +65,28 @@ void ddpc_trace_add(ddpc_trace_thread thread, const char *name, double t0, doubl
     e->op = op;
     e->step = step;
     e->bytes = bytes;
-    e->tid = thread == DDPC_TRACE_COMPUTE ? TID_COMPUTE
-             : thread == DDPC_TRACE_COMM  ? TID_COMM
-                                          : loader_tid;
+    e->tid = tid;
     atomic_store_explicit(&e->ready, true, memory_order_release);
+}
+
+void ddpc_trace_add(ddpc_trace_thread thread, const char *name, double t0, double t1, int64_t step,
+                    const char *op, int64_t bytes)
+{
+    if (!atomic_load_explicit(&recording, memory_order_acquire))
+        return;
+    if (thread == DDPC_TRACE_LOADER && !loader_tid)
+        loader_tid = TID_LOADER + atomic_fetch_add(&next_loader, 1);
+    int tid = thread == DDPC_TRACE_COMPUTE ? TID_COMPUTE
+              : thread == DDPC_TRACE_COMM  ? TID_COMM
+                                           : loader_tid;
+    add(tid, name, t0, t1, step, op, bytes);
+}
+
+void ddpc_trace_add_replica(int replica, const char *name, double t0, double t1)
+{
+    if (!atomic_load_explicit(&recording, memory_order_acquire))
+        return;
+    add(replica > 0 ? TID_REPLICA + replica : TID_COMPUTE, name, t0, t1, -1, NULL, 0);
 }
 
 /* By thread, then start, then the longer first (a parent before the child that starts with it). */
@@ -92,7 +107,10 @@ static const char *thread_name(int tid, char *buf, size_t cap)
         return "compute";
     if (tid == TID_COMM)
         return "comm";
-    snprintf(buf, cap, "loader %d", tid - TID_LOADER);
+    if (tid > TID_REPLICA)
+        snprintf(buf, cap, "replica %d", tid - TID_REPLICA);
+    else
+        snprintf(buf, cap, "loader %d", tid - TID_LOADER);
     return buf;
 }
 

@@ -9,6 +9,7 @@
 #include <ddpc/engine.h>
 #include <ddpc/kernels.h>
 #include <ddpc/timer.h>
+#include <ddpc/trace.h>
 
 #include <omp.h>
 #include <stdio.h>
@@ -30,6 +31,7 @@ typedef struct {
     ddpc_status st;
     char err[512]; /* the replica thread's ddpc_last_error() when st != DDPC_OK */
     double forward_s, backward_s;
+    double t0, t1, t2; /* this pass's forward [t0, t1] and backward [t1, t2] (ddpc_time_now) */
 } replica;
 
 struct ddpc__dp {
@@ -118,7 +120,9 @@ void ddpc__dp_replicate(ddpc__dp *dp)
         if (buf_bytes)
             memcpy(ddpc_model_buffer_data(dp->r[k].model), ddpc_model_buffer_data(m), buf_bytes);
     }
-    dp->spent.replicate_s += ddpc_time_now() - t0;
+    double t1 = ddpc_time_now();
+    dp->spent.replicate_s += t1 - t0;
+    ddpc_trace_add(DDPC_TRACE_COMPUTE, "replicate", t0, t1, -1, NULL, 0);
 }
 
 /* Copies the first `width` of the `stride` elements (of `size` bytes) of rows k, k + n, ... (`rows`
@@ -210,13 +214,14 @@ static void run_replica(replica *r)
     r->forward_s = r->backward_s = 0;
     if (r->in.n == 0)
         return;
-    double t0 = ddpc_time_now();
+    r->t0 = ddpc_time_now();
     r->st = ddpc_model_forward(r->model, &r->in, true, &r->out);
-    double t1 = ddpc_time_now();
+    r->t1 = ddpc_time_now();
     if (r->st == DDPC_OK)
         r->st = ddpc_model_backward(r->model, r->dloss);
-    r->forward_s = t1 - t0;
-    r->backward_s = ddpc_time_now() - t1;
+    r->t2 = ddpc_time_now();
+    r->forward_s = r->t1 - r->t0;
+    r->backward_s = r->t2 - r->t1;
     if (r->st != DDPC_OK)
         snprintf(r->err, sizeof r->err, "%s", ddpc_last_error());
 }
@@ -241,6 +246,23 @@ static void parallel_apply(ddpc__dp *dp)
         omp_set_max_active_levels(levels);
 }
 
+/* A recorded trace gets the pass's parts: scatter [t0, t1] and the parallel region [t1, t2] on the
+ * compute thread, each replica's forward and backward inside it on its own track. */
+static void trace_pass(const ddpc__dp *dp, double t0, double t1, double t2)
+{
+    if (!ddpc_trace_on())
+        return;
+    ddpc_trace_add(DDPC_TRACE_COMPUTE, "scatter", t0, t1, -1, NULL, 0);
+    ddpc_trace_add(DDPC_TRACE_COMPUTE, "parallel apply", t1, t2, -1, NULL, 0);
+    for (int k = 0; k < dp->n; k++) {
+        const replica *r = &dp->r[k];
+        if (r->in.n == 0)
+            continue;
+        ddpc_trace_add_replica(k, "forward", r->t0, r->t1);
+        ddpc_trace_add_replica(k, "backward", r->t1, r->t2);
+    }
+}
+
 ddpc_status ddpc__dp_pass(ddpc__dp *dp, const ddpc_model_input *in, const uint64_t *streams,
                           float dloss, ddpc_model_output *out)
 {
@@ -257,6 +279,7 @@ ddpc_status ddpc__dp_pass(ddpc__dp *dp, const ddpc_model_input *in, const uint64
     else
         parallel_apply(dp);
     double t2 = ddpc_time_now();
+    trace_pass(dp, t0, t1, t2);
     ddpc__dp_timing *sp = &dp->spent;
     sp->scatter_s += t1 - t0;
     sp->forward_s += dp->r[0].forward_s;
@@ -292,7 +315,9 @@ void ddpc__dp_reduce(ddpc__dp *dp)
 #pragma omp parallel for schedule(static) if (np >= 65536)
     for (int64_t i = 0; i < np; i++)
         g[i] /= n;
-    dp->spent.reduce_s += ddpc_time_now() - t0;
+    double t1 = ddpc_time_now();
+    dp->spent.reduce_s += t1 - t0;
+    ddpc_trace_add(DDPC_TRACE_COMPUTE, "reduce", t0, t1, -1, NULL, 0);
 }
 
 ddpc__dp_timing ddpc__dp_take_timing(ddpc__dp *dp)

@@ -343,7 +343,7 @@ static ddpc_status apply(ddpc_engine *e, ddpc_engine_step_info *info, bool *appl
 }
 
 /* DataParallel: the replicas' gradients averaged into the model's; the step's DataParallel
- * timings join the engine's (cfg.timing) and the trace. */
+ * timings join the engine's (cfg.timing); dp.c records its parts in a trace itself. */
 static void dp_reduce(ddpc_engine *e)
 {
     ddpc__dp_reduce(e->dp);
