@@ -70,7 +70,7 @@ run thr "$ddpc" train "$cfg" "${common[@]}" data.batch_size=8 parallel.mode=dp n
 check "4 threads over 2 replicas: 2 kernel threads each" grep -q \
     "x 2 replicas (parallel.mode dp: one process, 2 kernel threads each)" "$tmp/thr.log"
 check "the memory plan counts every replica's parameters and gradients" grep -q \
-    "memory plan per rank (zero.stage 0, 1 rank, 2 DataParallel replicas): parameters 202 KiB, gradients 202 KiB, optimizer state 202 KiB" \
+    "memory plan of the process (zero.stage 0, 2 DataParallel replicas): parameters 202 KiB, gradients 202 KiB, optimizer state 202 KiB" \
     "$tmp/thr.log"
 check "optim.lr_scale counts the replicas" grep -q "backend shm, lr x 3)" "$tmp/dflt.log"
 check "evaluation covers every test sample once" grep -q '"split": "test", .*"eval_samples": 161' \
@@ -139,7 +139,11 @@ check "dp with zero.stage is refused" grep -q "zero.stage 1 shards across proces
 check "parallel.replicas without dp is refused" grep -q "parallel.replicas is for parallel.mode: dp" "$tmp/r.log"
 "$ddpc" plan "$cfg" "${common[@]}" parallel.mode=dp parallel.replicas=3 >"$tmp/plan.log" 2>&1
 check "ddpc plan counts the replicas" grep -q \
-    "memory plan per rank at 1 rank of 3 DataParallel replicas (25824 parameters" "$tmp/plan.log"
+    "memory plan of the process with 3 DataParallel replicas (25824 parameters" "$tmp/plan.log"
+check "ddpc plan names dp's batch per replica and per step" grep -q \
+    "batch 128 per replica (384 per step)" "$tmp/plan.log"
+check "ddpc plan's limit and stage note are the process's" bash -c \
+    "grep -q '^(one process: every zero.stage runs as stage 0)' '$tmp/plan.log' && grep -q '^limit: .* per process: ' '$tmp/plan.log'"
 "$ddpc" plan "$cfg" "${common[@]}" --nproc 2 parallel.mode=dp >"$tmp/plan2.log" 2>&1
 check "ddpc plan --nproc 2 with dp is refused" grep -q \
     "ddpc plan --nproc 2 plans 2 DDP ranks, but parallel.mode is dp (one process)" "$tmp/plan2.log"

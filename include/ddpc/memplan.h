@@ -92,7 +92,9 @@ const char *ddpc_memplan_format_bytes(uint64_t bytes, char *buf, size_t cap);
  * units, or in bytes when `exact`. */
 void ddpc_memplan_print_table(FILE *f, const ddpc_memplan_input *in, uint64_t limit,
                               const char *limit_what, bool exact);
-/* Writes the configured plan as one line: "memory plan per rank (zero.stage S, W ranks): ...". */
+/* Writes the configured plan as one line: "memory plan per rank (zero.stage S, W ranks): ...", or
+ * with DataParallel replicas "memory plan of the process (zero.stage S, N DataParallel replicas):
+ * ...". */
 void ddpc_memplan_print_line(FILE *f, const ddpc_memplan *p, int world);
 
 #ifdef __cplusplus

@@ -35,9 +35,11 @@ static void row(FILE *f, const ddpc_memplan_input *in, int stage, bool ckpt, boo
 void ddpc_memplan_print_table(FILE *f, const ddpc_memplan_input *in, uint64_t limit,
                               const char *limit_what, bool exact)
 {
-    fprintf(f, "memory plan per rank at %d rank%s", in->world, in->world == 1 ? "" : "s");
+    /* DataParallel runs one process (its replicas are threads), so its plan is that process's. */
     if (in->replicas > 1)
-        fprintf(f, " of %d DataParallel replicas", in->replicas);
+        fprintf(f, "memory plan of the process with %d DataParallel replicas", in->replicas);
+    else
+        fprintf(f, "memory plan per rank at %d rank%s", in->world, in->world == 1 ? "" : "s");
     fprintf(f, " (%zu parameters, %d optimizer state buffer%s each; * = as configured):\n", in->n,
             in->optim_states, in->optim_states == 1 ? "" : "s");
     fprintf(f, "  stage  ckpt");
@@ -53,20 +55,22 @@ void ddpc_memplan_print_table(FILE *f, const ddpc_memplan_input *in, uint64_t li
         }
     }
     if (in->world == 1)
-        fprintf(f, "(one rank: every zero.stage runs as stage 0)\n");
+        fprintf(f, "(one %s: every zero.stage runs as stage 0)\n",
+                in->replicas > 1 ? "process" : "rank");
     char b[32];
-    fprintf(f, "limit: %s per rank: %s\n", ddpc_memplan_format_bytes(limit, b, sizeof b),
-            limit_what);
+    fprintf(f, "limit: %s per %s: %s\n", ddpc_memplan_format_bytes(limit, b, sizeof b),
+            in->replicas > 1 ? "process" : "rank", limit_what);
 }
 
 void ddpc_memplan_print_line(FILE *f, const ddpc_memplan *p, int world)
 {
     char b[32];
-    fprintf(f, "memory plan per rank (zero.stage %d, %d rank%s", p->stage, world,
-            world == 1 ? "" : "s");
     if (p->replicas > 1)
-        fprintf(f, ", %d DataParallel replicas", p->replicas);
-    fprintf(f, "):");
+        fprintf(f, "memory plan of the process (zero.stage %d, %d DataParallel replicas):",
+                p->stage, p->replicas);
+    else
+        fprintf(f, "memory plan per rank (zero.stage %d, %d rank%s):", p->stage, world,
+                world == 1 ? "" : "s");
     for (int i = 0; i < DDPC_MEM_ITEMS; i++)
         fprintf(f, "%s %s %s", i ? "," : "", ddpc_memplan_item_name((ddpc_memplan_item)i),
                 ddpc_memplan_format_bytes(p->bytes[i], b, sizeof b));

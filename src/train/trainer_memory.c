@@ -163,9 +163,14 @@ ddpc_status ddpc__trainer_report_memory(ddpc_trainer *t)
 ddpc_status ddpc_trainer_print_plan(ddpc_trainer *t, FILE *f, bool exact)
 {
     const ddpc_model_config *mc = ddpc_model_config_of(t->model);
-    fprintf(f, "%s model, batch %lld per rank, optimizer %s, zero.stage %d, ddp.comm_dtype %s\n",
-            mc->type, (long long)largest_batch(t), ddpc_optim_type_name(t->engine_cfg.optim.type),
-            t->mem_in.stage, ddpc_dtype_name(t->mem_in.comm_dtype));
+    int replicas = t->mem_in.replicas;
+    long long batch = (long long)largest_batch(t);
+    fprintf(f, "%s model, batch %lld per %s", mc->type, batch, replicas > 1 ? "replica" : "rank");
+    if (replicas > 1)
+        fprintf(f, " (%lld per step)", batch * replicas);
+    fprintf(f, ", optimizer %s, zero.stage %d, ddp.comm_dtype %s\n",
+            ddpc_optim_type_name(t->engine_cfg.optim.type), t->mem_in.stage,
+            ddpc_dtype_name(t->mem_in.comm_dtype));
     ddpc_memplan_print_table(f, &t->mem_in, t->mem_limit, t->mem_limit_what, exact);
     DDPC_TRY(ddpc_memplan_check(&t->mem_in, t->mem_limit, t->mem_limit_what));
     fprintf(f, "fits\n");
