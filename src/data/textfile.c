@@ -2,38 +2,14 @@
 #include "data/textfile.h"
 
 #include <ddpc/alloc.h>
+#include <ddpc/fs.h>
 
-#include <errno.h>
-#include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
 ddpc_status ddpc__textfile_read(ddpc__textfile *f, const char *path)
 {
     *f = (ddpc__textfile){0};
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return ddpc_errorf(DDPC_EIO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(fp);
-        return ddpc_errorf(DDPC_EIO, "%s: not a regular file", path);
-    }
-    size_t cap = (size_t)st.st_size;
-    f->buf = ddpc_malloc(cap + 1);
-    if (!f->buf) {
-        fclose(fp);
-        return ddpc_errorf(DDPC_ENOMEM, "%s: out of memory for %zu bytes", path, cap);
-    }
-    f->len = fread(f->buf, 1, cap, fp);
-    int err = ferror(fp);
-    fclose(fp);
-    if (err) {
-        ddpc__textfile_free(f);
-        return ddpc_errorf(DDPC_EIO, "%s: read failed", path);
-    }
-    f->buf[f->len] = '\0';
-    return DDPC_OK;
+    return ddpc_read_file(path, NULL, 0, NULL, &f->buf, &f->len);
 }
 
 bool ddpc__textfile_next(ddpc__textfile *f, const char **s, size_t *n)

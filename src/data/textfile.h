@@ -17,7 +17,8 @@ typedef struct {
     int64_t line; /* 1-based number of the line last returned; 0 before the first */
 } ddpc__textfile;
 
-/* Reads `path` whole. DDPC_EIO names the path and the reason; DDPC_ENOMEM. */
+/* Reads `path` whole (ddpc_read_file: a regular file or a pipe). DDPC_EIO names the path and the
+ * reason; DDPC_ENOMEM. */
 ddpc_status ddpc__textfile_read(ddpc__textfile *f, const char *path);
 /* The next line (not NUL-terminated: it ends at '\n' or the end of the file) in *s, *n bytes,
  * without the '\n' and a '\r' before it; false after the last line. A file ending in '\n' has no
