@@ -4,7 +4,8 @@
 # within 1e-5; cnn's BatchNorm2d and mlp's BatchNorm1d), while without sync they do not; the running statistics are in weights_out and
 # checkpoints; DDP's broadcast_buffers makes every rank evaluate with rank 0's statistics (the
 # 2-rank test loss equals a 1-process `state=test` of the saved weights) and off it does not; a
-# killed SyncBN run resumes bit for bit, with full (stage 0) and sharded (ZeRO 1) checkpoints.
+# killed SyncBN run resumes bit for bit, with full (stage 0) and sharded (ZeRO 1) checkpoints; batch
+# 1 with BatchNorm1d is refused (as torch) unless SyncBatchNorm spans more than one sample.
 # usage: cli_train_batchnorm.sh DDPC_BIN SOURCE_DIR
 set -u
 ddpc=$1
@@ -87,6 +88,16 @@ check "evaluation images are not augmented (test loss $(test_loss "$tmp/test_aug
          "$(test_loss "$tmp/test_aug_on")" = "$(test_loss "$tmp/test_aug_off")"
 check "mlp SyncBatchNorm 2 x 16 matches BatchNorm1d 1 x 32, images augmented (max relative difference $d)" \
     awk -v d="$d" 'BEGIN { exit !(d <= 1e-5) }'
+
+# One sample per batch in BatchNorm1d: refused as torch refuses it, unless SyncBatchNorm gathers
+# more than one value per channel over the ranks.
+"${mlp[@]}" data.batch_size=1 max_steps=2 run_dir="$tmp/b1" >"$tmp/b1.log" 2>&1
+check "BatchNorm1d with batch 1 exits non-zero" test $? -ne 0
+check "... saying one value per channel cannot be normalised" grep -q \
+    "BatchNorm fc_bn.0: expected more than 1 value per channel when training, got 1" "$tmp/b1.log"
+"$ddpc" run --nproc-per-node 2 -- "${mlp[@]}" data.batch_size=1 max_steps=2 \
+    model.sync_batchnorm=true test_batches=1 run_dir="$tmp/b1s" >"$tmp/b1s.log" 2>&1
+check "SyncBatchNorm over 2 ranks of batch 1 trains" test $? -eq 0 || tail -5 "$tmp/b1s.log"
 
 train local 2 data.batch_size=16 model.sync_batchnorm=false
 d=$(maxdiff "$tmp/local.st" "$tmp/one.st")

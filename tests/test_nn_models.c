@@ -163,6 +163,13 @@ static void test_mlp_batchnorm_gradients(void)
     CHECK_EQ_INT(ddpc_model_forward(m, &in, true, &train_out), DDPC_OK);
     CHECK_EQ_INT(ddpc_model_forward(m, &in, false, &eval_out), DDPC_OK);
     CHECK(train_out.loss != eval_out.loss);
+    /* One sample: one value per channel, refused in training as torch does; evaluation works. */
+    in.n = 1;
+    CHECK_EQ_INT(ddpc_model_forward(m, &in, true, &train_out), DDPC_EINVAL);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "BatchNorm fc_bn.0: expected more than 1 value per "
+                                          "channel when training, got 1 (a batch of 1 with 1 "
+                                          "position per channel)");
+    CHECK_EQ_INT(ddpc_model_forward(m, &in, false, &eval_out), DDPC_OK);
     ddpc_model_destroy(m);
 }
 

@@ -7,6 +7,7 @@
 #include <ddpc/kernels.h>
 
 #include <stdio.h>
+#include <string.h>
 
 ddpc_status ddpc__bn_layer_add(ddpc__bn_layer *l, ddpc_model *m, const char *prefix, int i,
                                int64_t c)
@@ -47,6 +48,18 @@ ddpc_status ddpc__bn_layer_forward(ddpc__bn_layer *l, ddpc_model *m, float *y, c
         ddpc_batchnorm_sums(l->sums, x, n, c, hw);
         DDPC_TRY(ddpc__model_sync_stats(m, l->sums, (size_t)(2 * c + 1)));
         l->count = l->sums[2 * c];
+        /* torch refuses this too: one value per channel normalises to 0 and its variance has no
+         * unbiased estimate. With SyncBatchNorm the count is every rank's, the same on each. */
+        if (l->count <= 1.0) {
+            const char *w = m->tensors[l->w_idx].name;
+            return ddpc_errorf(DDPC_EINVAL,
+                               "BatchNorm %.*s: expected more than 1 value per channel when "
+                               "training, got %.0f (a batch of %lld with %lld position%s per "
+                               "channel); train with a batch of at least 2, or synchronise the "
+                               "statistics across ranks (model.sync_batchnorm)",
+                               (int)(strlen(w) - strlen(".weight")), w, l->count, (long long)n,
+                               (long long)hw, hw == 1 ? "" : "s");
+        }
         ddpc_batchnorm_stats(l->mean, l->invstd, rmean, rvar, l->sums, c, m->cfg.bn_momentum,
                              m->cfg.bn_eps);
     } else {

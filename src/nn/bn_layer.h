@@ -21,7 +21,8 @@ ddpc_status ddpc__bn_layer_add(ddpc__bn_layer *l, ddpc_model *m, const char *pre
 /* torch's reset: weight 1, bias 0, running mean 0, running variance 1. */
 void ddpc__bn_layer_init(const ddpc__bn_layer *l, ddpc_model *m);
 /* y (n, c, hw) = BN(x); training: batch statistics (synced) and a running-statistics update;
- * otherwise the running statistics. y may be x. Errors: the stat-sync hook's. */
+ * otherwise the running statistics. y may be x. Errors: the stat-sync hook's; DDPC_EINVAL naming
+ * the layer when training statistics would come from a single value per channel (as torch). */
 ddpc_status ddpc__bn_layer_forward(ddpc__bn_layer *l, ddpc_model *m, float *y, const float *x,
                                    int64_t n, int64_t hw, bool training);
 /* d (n, c, hw): in, the output's gradient; out, the input's (x is forward's input). Adds this
