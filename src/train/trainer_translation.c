@@ -106,6 +106,22 @@ static ddpc_status check_saved(const char *path, const ddpc_vocab *saved, const 
     return DDPC_OK;
 }
 
+/* A vocabulary of the specials alone would make every sentence <unk>: refuse it, naming why.
+ * Destroys v when it refuses. */
+static ddpc_status check_nonempty(ddpc_vocab *v, const tr_keys *k, const char *corpus)
+{
+    if (ddpc_vocab_size(v) > DDPC_VOCAB_SPECIALS)
+        return DDPC_OK;
+    ddpc_vocab_destroy(v);
+    if (k->min_freq > 1)
+        return ddpc_errorf(DDPC_EINVAL,
+                           "data.min_freq %lld keeps no token of %s (none appears that often): "
+                           "every sentence would be <unk>; lower data.min_freq",
+                           (long long)k->min_freq, corpus);
+    return ddpc_errorf(DDPC_EINVAL, "%s has no %s token to build a vocabulary from", corpus,
+                       tokenize_names[k->tokenize]);
+}
+
 /* One side's vocabulary into *out: built from `corpus` when training, checked against (or, not
  * training, loaded from) the saved file. */
 static ddpc_status side_vocab(ddpc_trainer *t, const tr_keys *k, const char *side,
@@ -120,9 +136,11 @@ static ddpc_status side_vocab(ddpc_trainer *t, const tr_keys *k, const char *sid
                            "no vocabulary at %s: a training run writes vocab.src.txt and "
                            "vocab.tgt.txt into its run_dir; point data.vocab_dir at it",
                            path);
-    if (train)
+    if (train) {
         DDPC_TRY(ddpc_vocab_build(&built, corpus, (ddpc_tokenize)k->tokenize, k->min_freq,
                                   k->vocab_size));
+        DDPC_TRY(check_nonempty(built, k, corpus));
+    }
     ddpc_status st = have_saved ? ddpc_vocab_load(&saved, path) : DDPC_OK;
     if (st == DDPC_OK && saved)
         st = check_saved(path, saved, built, k, corpus);
