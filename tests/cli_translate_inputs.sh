@@ -132,6 +132,11 @@ refused mismatch "short.tgt has 150" data.train_tgt=short.tgt
 refused max_len_1 "data.max_len" data.max_len=1
 refused max_len_2 "max_len 2" data.max_len=2
 refused min_freq_all "data.min_freq 1000" data.min_freq=1000
+# A run into a directory whose vocabularies were built with another min_freq says that, even when
+# the tokens came out the same.
+cp -r base again
+refused again "again/vocab.src.txt was built with tokenize char and min_freq 1, but" \
+    data.min_freq=2
 cp -r base vocab_cut
 rm vocab_cut/vocab.tgt.txt
 refused vocab_pair "vocab_cut/vocab.tgt.txt does not" "${pred[@]}" data.vocab_dir=vocab_cut

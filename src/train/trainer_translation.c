@@ -83,10 +83,18 @@ static void vocab_path(const ddpc_trainer *t, const char *side, char *buf, size_
 }
 
 /* The saved vocabulary of one side must agree with the settings (and, training, with the one
- * the corpus gives, `built`). */
+ * the corpus gives, `built`). Settings first: a changed min_freq can give the same tokens, and
+ * then only that message says what differs. */
 static ddpc_status check_saved(const char *path, const ddpc_vocab *saved, const ddpc_vocab *built,
                                const tr_keys *k, const char *corpus)
 {
+    if ((int)ddpc_vocab_tokenize(saved) != k->tokenize || ddpc_vocab_min_freq(saved) != k->min_freq)
+        return ddpc_errorf(DDPC_EINVAL,
+                           "%s was built with tokenize %s and min_freq %lld, but the config says "
+                           "data.tokenize %s and data.min_freq %lld",
+                           path, ddpc_tokenize_name(ddpc_vocab_tokenize(saved)),
+                           (long long)ddpc_vocab_min_freq(saved), tokenize_names[k->tokenize],
+                           (long long)k->min_freq);
     if (built && !ddpc_vocab_equal(saved, built))
         return ddpc_errorf(DDPC_EINVAL,
                            "%s (%lld tokens) differs from the vocabulary that %s gives with "
@@ -96,13 +104,6 @@ static ddpc_status check_saved(const char *path, const ddpc_vocab *saved, const 
                            path, (long long)ddpc_vocab_size(saved), corpus,
                            tokenize_names[k->tokenize], (long long)k->min_freq,
                            (long long)ddpc_vocab_size(built));
-    if ((int)ddpc_vocab_tokenize(saved) != k->tokenize || ddpc_vocab_min_freq(saved) != k->min_freq)
-        return ddpc_errorf(DDPC_EINVAL,
-                           "%s was built with tokenize %s and min_freq %lld, but the config says "
-                           "data.tokenize %s and data.min_freq %lld",
-                           path, ddpc_tokenize_name(ddpc_vocab_tokenize(saved)),
-                           (long long)ddpc_vocab_min_freq(saved), tokenize_names[k->tokenize],
-                           (long long)k->min_freq);
     return DDPC_OK;
 }
 
