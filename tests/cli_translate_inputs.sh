@@ -2,7 +2,7 @@
 # Awkward inputs of data.type translation through `ddpc train` (one process, a tiny seq2seq, each
 # run well under a second): CRLF files and a missing final newline give the same vocabularies;
 # empty lines, /dev/stdin and an empty file translate; a missing or directory predict.input,
-# mismatched line counts, a data.max_len nothing fits and a data.min_freq that keeps no token are
+# mismatched line counts, a NUL byte, a data.max_len nothing fits and a data.min_freq that keeps no token are
 # one error naming the file or key; beam 64 over a 12-token vocabulary works and beam 1 is greedy;
 # word-level translations longer than any fixed buffer come out whole, and a predict line of many
 # bytes but few words translates.
@@ -137,6 +137,12 @@ refused min_freq_all "data.min_freq 1000" data.min_freq=1000
 cp -r base again
 refused again "again/vocab.src.txt was built with tokenize char and min_freq 1, but" \
     data.min_freq=2
+# A NUL byte would be counted into a vocabulary that its own file could not hold back ('%s'
+# stops at it): text files with one are refused naming the line.
+{ head -n 2 train.src; printf 'ab\0cd\n'; tail -n +4 train.src; } >nul.src
+refused nul_train "nul.src:3: a NUL byte" data.train_src=nul.src
+printf 'abc\nd\0e\n' >nul.txt
+refused nul_predict "nul.txt:2: a NUL byte" "${pred[@]}" predict.input=nul.txt
 cp -r base vocab_cut
 rm vocab_cut/vocab.tgt.txt
 refused vocab_pair "vocab_cut/vocab.tgt.txt does not" "${pred[@]}" data.vocab_dir=vocab_cut
