@@ -143,6 +143,12 @@ refused again "again/vocab.src.txt was built with tokenize char and min_freq 1, 
 refused nul_train "nul.src:3: a NUL byte" data.train_src=nul.src
 printf 'abc\nd\0e\n' >nul.txt
 refused nul_predict "nul.txt:2: a NUL byte" "${pred[@]}" predict.input=nul.txt
+# Paths longer than the trainer keeps are refused, not cut short (the vocabularies went into a
+# directory named by the first 511 bytes).
+long=$tmp/$(printf 'd%.0s' $(seq 200))/$(printf 'e%.0s' $(seq 200))/$(printf 'f%.0s' $(seq 200))
+refused vocab_dir_long "data.vocab_dir" data.vocab_dir="$long"
+check "... and no directory made" test ! -e "$tmp/$(printf 'd%.0s' $(seq 200))"
+refused output_long "predict.output" "${pred[@]}" predict.output="$long$long/t.txt"
 cp -r base vocab_cut
 rm vocab_cut/vocab.tgt.txt
 refused vocab_pair "vocab_cut/vocab.tgt.txt does not" "${pred[@]}" data.vocab_dir=vocab_cut

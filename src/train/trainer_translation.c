@@ -61,6 +61,11 @@ static ddpc_status read_keys(ddpc_trainer *t, const char *prefix, tr_keys *k)
                              &tr->max_len));
     DDPC_TRY(ddpc_config_string(c, key_of(key, sizeof key, prefix, "vocab_dir"), t->set.run_dir,
                                 &vocab_dir));
+    /* Room for "/vocab.src.txt" in vocab_path's buffer too. */
+    if (strlen(vocab_dir) >= sizeof tr->vocab_dir)
+        return ddpc_errorf(DDPC_EINVAL,
+                           "key '%s.vocab_dir': path of %zu bytes, at most %zu: '%.60s...'", prefix,
+                           strlen(vocab_dir), sizeof tr->vocab_dir - 1, vocab_dir);
     snprintf(tr->vocab_dir, sizeof tr->vocab_dir, "%s", vocab_dir);
     int64_t beam;
     DDPC_TRY(ddpc_config_int(c, "eval_beam_size", 1, 1, 64, &beam));
@@ -71,6 +76,10 @@ static ddpc_status read_keys(ddpc_trainer *t, const char *prefix, tr_keys *k)
     char def_out[1100];
     snprintf(def_out, sizeof def_out, "%s/translations.txt", t->set.run_dir);
     DDPC_TRY(ddpc_config_string(c, "predict.output", def_out, &out));
+    if (strlen(out) >= sizeof tr->predict_output)
+        return ddpc_errorf(DDPC_EINVAL,
+                           "key 'predict.output': path of %zu bytes, at most %zu: '%.60s...'",
+                           strlen(out), sizeof tr->predict_output - 1, out);
     snprintf(tr->predict_output, sizeof tr->predict_output, "%s", out);
     tr->train_src = k->train[0];
     tr->train_tgt = k->train[1];
