@@ -85,6 +85,22 @@ static void test_degenerate(void)
     CHECK_NEAR(ddpc_bleu_score(&s), 0, 0);
 }
 
+/* No n-gram of any order matches: 0, as sacrebleu's early stop (its issue #141) gives, not the
+ * 'exp' smoothing of four empty orders, which would give 100 (1/10 1/16 1/24 1/32)^(1/4) = 5.34. */
+static void test_no_match(void)
+{
+    const int32_t hyp[] = {8, 9, 8, 9, 9}, ref[] = {1, 2, 3, 4, 5};
+    ddpc_bleu_stats s = {0};
+    ddpc_bleu_add(&s, hyp, 5, ref, 5);
+    CHECK_NEAR(s.total[3], 2, 0);
+    CHECK_NEAR(ddpc_bleu_score(&s), 0, 0);
+    /* All hypothesis tokens unknown (a model that outputs only <unk>): also 0. */
+    const int32_t unk[] = {-1, -1, -1, -1};
+    ddpc_bleu_stats u = {0};
+    ddpc_bleu_add(&u, unk, 4, ref, 5);
+    CHECK_NEAR(ddpc_bleu_score(&u), 0, 0);
+}
+
 int main(void)
 {
     RUN_TEST(test_golden);
@@ -92,5 +108,6 @@ int main(void)
     RUN_TEST(test_clipping_and_unknown);
     RUN_TEST(test_shares_add);
     RUN_TEST(test_degenerate);
+    RUN_TEST(test_no_match);
     return check_summary();
 }

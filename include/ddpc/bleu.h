@@ -3,9 +3,10 @@
  * hypothesis n-grams per order 1..4 summed over the corpus, the geometric mean of the precisions,
  * times the brevity penalty exp(1 - ref_len / hyp_len) when hyp_len < ref_len. An order with no
  * match but some n-grams gets precision 1 / (2^k * total) for its k-th such order ('exp'); an order
- * with no hypothesis n-gram at all, or an empty hypothesis corpus, gives 0. With a match at every
- * order this is Papineni's BLEU exactly. One reference per sentence. Statistics are plain sums, so
- * shares computed on different ranks add up. */
+ * with no hypothesis n-gram at all, no match at any order (sacrebleu's early stop), or an empty
+ * hypothesis corpus gives 0. With a match at every order this is Papineni's BLEU exactly. One
+ * reference per sentence. Statistics are plain sums, so shares computed on different ranks add
+ * up. */
 #ifndef DDPC_BLEU_H
 #define DDPC_BLEU_H
 

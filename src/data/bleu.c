@@ -65,7 +65,11 @@ double ddpc_bleu_brevity_penalty(const ddpc_bleu_stats *s)
 
 double ddpc_bleu_score(const ddpc_bleu_stats *s)
 {
-    double log_sum = 0, smooth = 1;
+    double log_sum = 0, smooth = 1, any = 0;
+    for (int n = 0; n < DDPC_BLEU_ORDER; n++)
+        any += s->match[n];
+    if (any <= 0)
+        return 0.0; /* sacrebleu's early stop (its #141): no match at all scores 0, unsmoothed */
     for (int n = 0; n < DDPC_BLEU_ORDER; n++) {
         if (s->total[n] <= 0)
             return 0.0; /* sacrebleu: precision 0 for this and higher orders */

@@ -9,7 +9,19 @@
 ddpc_status ddpc__textfile_read(ddpc__textfile *f, const char *path)
 {
     *f = (ddpc__textfile){0};
-    return ddpc_read_file(path, NULL, 0, NULL, &f->buf, &f->len);
+    DDPC_TRY(ddpc_read_file(path, NULL, 0, NULL, &f->buf, &f->len));
+    /* Tokens are NUL-terminated strings once counted (the vocabulary file, encode's lines), so a
+     * NUL inside a line would count one token and save or encode another. */
+    const char *nul = memchr(f->buf, '\0', f->len);
+    if (!nul)
+        return DDPC_OK;
+    int64_t line = 1;
+    for (const char *p = f->buf; p < nul; p++)
+        line += *p == '\n';
+    size_t at = (size_t)(nul - f->buf);
+    ddpc__textfile_free(f);
+    return ddpc_errorf(DDPC_EFORMAT, "%s:%lld: a NUL byte (file offset %zu): not a text file", path,
+                       (long long)line, at);
 }
 
 bool ddpc__textfile_next(ddpc__textfile *f, const char **s, size_t *n)

@@ -18,7 +18,7 @@ typedef struct {
 } ddpc__textfile;
 
 /* Reads `path` whole (ddpc_read_file: a regular file or a pipe). DDPC_EIO names the path and the
- * reason; DDPC_ENOMEM. */
+ * reason; DDPC_EFORMAT names the line of a NUL byte (text has none); DDPC_ENOMEM. */
 ddpc_status ddpc__textfile_read(ddpc__textfile *f, const char *path);
 /* The next line (not NUL-terminated: it ends at '\n' or the end of the file) in *s, *n bytes,
  * without the '\n' and a '\r' before it; false after the last line. A file ending in '\n' has no

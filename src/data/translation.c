@@ -130,9 +130,13 @@ static ddpc_status read_pairs(const pair_args *a, ddpc__textfile *fs, ddpc__text
         stream_pop(tgt);
         (*dropped)++;
     }
+    if (src->n == 0 && *dropped)
+        return ddpc_errorf(DDPC_EINVAL,
+                           "%s: none of its %lld pairs fits max_len %lld (source tokens + <eos> "
+                           "and target tokens + 1 must both fit)",
+                           a->src_path, (long long)*dropped, (long long)a->max_len);
     if (src->n == 0)
-        return ddpc_errorf(DDPC_EINVAL, "%s: no pair%s", a->src_path,
-                           *dropped ? " fits max_len" : " (empty file)");
+        return ddpc_errorf(DDPC_EINVAL, "%s: no pair (empty file)", a->src_path);
     return DDPC_OK;
 }
 

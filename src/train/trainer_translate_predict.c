@@ -15,9 +15,42 @@ typedef struct {
     int32_t *src; /* (rows, max_len) encoded lines, padded per batch */
     int64_t *len; /* (rows) ids of each line with <eos> */
     int32_t *out; /* (rows, max_len - 1) */
-    char *text;   /* (text_cap) */
+    char *text;   /* (text_cap) one decoded translation */
     size_t text_cap;
+    char *line; /* (line_cap) one input line, NUL-terminated */
+    size_t line_cap;
 } predict_buf;
+
+/* Makes b->line hold at least cap bytes. */
+static ddpc_status grow_line(predict_buf *b, size_t cap)
+{
+    if (cap <= b->line_cap)
+        return DDPC_OK;
+    size_t room = b->line_cap ? b->line_cap : 256;
+    while (room < cap)
+        room *= 2;
+    char *p = ddpc_malloc(room);
+    if (!p)
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory for an input line of %zu bytes", cap);
+    ddpc_free(b->line);
+    b->line = p;
+    b->line_cap = room;
+    return DDPC_OK;
+}
+
+/* Makes b->text hold at least cap bytes. */
+static ddpc_status grow_text(predict_buf *b, size_t cap)
+{
+    if (cap <= b->text_cap)
+        return DDPC_OK;
+    char *p = ddpc_malloc(cap);
+    if (!p)
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory for a translation of %zu bytes", cap);
+    ddpc_free(b->text);
+    b->text = p;
+    b->text_cap = cap;
+    return DDPC_OK;
+}
 
 /* Translates rows [0, n) of b (their widest source is S) and writes them to f. */
 static ddpc_status flush(ddpc_trainer *t, predict_buf *b, int64_t n, FILE *f)
@@ -33,7 +66,13 @@ static ddpc_status flush(ddpc_trainer *t, predict_buf *b, int64_t n, FILE *f)
     }
     DDPC_TRY(ddpc_model_translate(t->model, b->src, n, S, tr->predict_beam, max_out, b->out));
     for (int64_t r = 0; r < n; r++) {
-        ddpc_vocab_decode(tr->tgt_vocab, b->out + r * max_out, max_out, b->text, b->text_cap);
+        const int32_t *ids = b->out + r * max_out;
+        /* Word tokens have no length bound: grow the text to what this line needs. */
+        size_t need = ddpc_vocab_decode(tr->tgt_vocab, ids, max_out, b->text, b->text_cap);
+        if (need >= b->text_cap) {
+            DDPC_TRY(grow_text(b, need + 1));
+            ddpc_vocab_decode(tr->tgt_vocab, ids, max_out, b->text, b->text_cap);
+        }
         fprintf(f, "%s\n", b->text);
     }
     return DDPC_OK;
@@ -46,16 +85,14 @@ static ddpc_status translate_file(ddpc_trainer *t, ddpc__textfile *in, predict_b
     int64_t rows = t->task[0].eval_batch_size, n = 0;
     const char *s;
     size_t len;
-    char line[4096];
     while (ddpc__textfile_next(in, &s, &len)) {
-        if (len >= sizeof line)
-            return ddpc_errorf(DDPC_EINVAL, "%s:%lld: line longer than %zu bytes",
-                               tr->predict_input, (long long)in->line, sizeof line - 1);
-        memcpy(line, s, len);
-        line[len] = '\0';
+        /* encode reads up to a NUL or '\n', and the line may end in '\r': encode a copy. */
+        DDPC_TRY(grow_line(b, len + 1));
+        memcpy(b->line, s, len);
+        b->line[len] = '\0';
         int64_t k;
         int32_t *row = b->src + n * tr->max_len;
-        ddpc_vocab_encode(tr->src_vocab, line, row, tr->max_len - 1, &k);
+        ddpc_vocab_encode(tr->src_vocab, b->line, row, tr->max_len - 1, &k);
         if (k + 1 > tr->max_len)
             return ddpc_errorf(DDPC_EINVAL,
                                "%s:%lld: %lld source tokens; with <eos> a source must fit "
@@ -103,5 +140,6 @@ ddpc_status ddpc__translation_predict(ddpc_trainer *t)
     ddpc_free(b.len);
     ddpc_free(b.out);
     ddpc_free(b.text);
+    ddpc_free(b.line);
     return st;
 }

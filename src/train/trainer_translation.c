@@ -61,6 +61,11 @@ static ddpc_status read_keys(ddpc_trainer *t, const char *prefix, tr_keys *k)
                              &tr->max_len));
     DDPC_TRY(ddpc_config_string(c, key_of(key, sizeof key, prefix, "vocab_dir"), t->set.run_dir,
                                 &vocab_dir));
+    /* Room for "/vocab.src.txt" in vocab_path's buffer too. */
+    if (strlen(vocab_dir) >= sizeof tr->vocab_dir)
+        return ddpc_errorf(DDPC_EINVAL,
+                           "key '%s.vocab_dir': path of %zu bytes, at most %zu: '%.60s...'", prefix,
+                           strlen(vocab_dir), sizeof tr->vocab_dir - 1, vocab_dir);
     snprintf(tr->vocab_dir, sizeof tr->vocab_dir, "%s", vocab_dir);
     int64_t beam;
     DDPC_TRY(ddpc_config_int(c, "eval_beam_size", 1, 1, 64, &beam));
@@ -71,6 +76,10 @@ static ddpc_status read_keys(ddpc_trainer *t, const char *prefix, tr_keys *k)
     char def_out[1100];
     snprintf(def_out, sizeof def_out, "%s/translations.txt", t->set.run_dir);
     DDPC_TRY(ddpc_config_string(c, "predict.output", def_out, &out));
+    if (strlen(out) >= sizeof tr->predict_output)
+        return ddpc_errorf(DDPC_EINVAL,
+                           "key 'predict.output': path of %zu bytes, at most %zu: '%.60s...'",
+                           strlen(out), sizeof tr->predict_output - 1, out);
     snprintf(tr->predict_output, sizeof tr->predict_output, "%s", out);
     tr->train_src = k->train[0];
     tr->train_tgt = k->train[1];
@@ -83,10 +92,18 @@ static void vocab_path(const ddpc_trainer *t, const char *side, char *buf, size_
 }
 
 /* The saved vocabulary of one side must agree with the settings (and, training, with the one
- * the corpus gives, `built`). */
+ * the corpus gives, `built`). Settings first: a changed min_freq can give the same tokens, and
+ * then only that message says what differs. */
 static ddpc_status check_saved(const char *path, const ddpc_vocab *saved, const ddpc_vocab *built,
                                const tr_keys *k, const char *corpus)
 {
+    if ((int)ddpc_vocab_tokenize(saved) != k->tokenize || ddpc_vocab_min_freq(saved) != k->min_freq)
+        return ddpc_errorf(DDPC_EINVAL,
+                           "%s was built with tokenize %s and min_freq %lld, but the config says "
+                           "data.tokenize %s and data.min_freq %lld",
+                           path, ddpc_tokenize_name(ddpc_vocab_tokenize(saved)),
+                           (long long)ddpc_vocab_min_freq(saved), tokenize_names[k->tokenize],
+                           (long long)k->min_freq);
     if (built && !ddpc_vocab_equal(saved, built))
         return ddpc_errorf(DDPC_EINVAL,
                            "%s (%lld tokens) differs from the vocabulary that %s gives with "
@@ -96,14 +113,23 @@ static ddpc_status check_saved(const char *path, const ddpc_vocab *saved, const 
                            path, (long long)ddpc_vocab_size(saved), corpus,
                            tokenize_names[k->tokenize], (long long)k->min_freq,
                            (long long)ddpc_vocab_size(built));
-    if ((int)ddpc_vocab_tokenize(saved) != k->tokenize || ddpc_vocab_min_freq(saved) != k->min_freq)
-        return ddpc_errorf(DDPC_EINVAL,
-                           "%s was built with tokenize %s and min_freq %lld, but the config says "
-                           "data.tokenize %s and data.min_freq %lld",
-                           path, ddpc_tokenize_name(ddpc_vocab_tokenize(saved)),
-                           (long long)ddpc_vocab_min_freq(saved), tokenize_names[k->tokenize],
-                           (long long)k->min_freq);
     return DDPC_OK;
+}
+
+/* A vocabulary of the specials alone would make every sentence <unk>: refuse it, naming why.
+ * Destroys v when it refuses. */
+static ddpc_status check_nonempty(ddpc_vocab *v, const tr_keys *k, const char *corpus)
+{
+    if (ddpc_vocab_size(v) > DDPC_VOCAB_SPECIALS)
+        return DDPC_OK;
+    ddpc_vocab_destroy(v);
+    if (k->min_freq > 1)
+        return ddpc_errorf(DDPC_EINVAL,
+                           "data.min_freq %lld keeps no token of %s (none appears that often): "
+                           "every sentence would be <unk>; lower data.min_freq",
+                           (long long)k->min_freq, corpus);
+    return ddpc_errorf(DDPC_EINVAL, "%s has no %s token to build a vocabulary from", corpus,
+                       tokenize_names[k->tokenize]);
 }
 
 /* One side's vocabulary into *out: built from `corpus` when training, checked against (or, not
@@ -120,9 +146,11 @@ static ddpc_status side_vocab(ddpc_trainer *t, const tr_keys *k, const char *sid
                            "no vocabulary at %s: a training run writes vocab.src.txt and "
                            "vocab.tgt.txt into its run_dir; point data.vocab_dir at it",
                            path);
-    if (train)
+    if (train) {
         DDPC_TRY(ddpc_vocab_build(&built, corpus, (ddpc_tokenize)k->tokenize, k->min_freq,
                                   k->vocab_size));
+        DDPC_TRY(check_nonempty(built, k, corpus));
+    }
     ddpc_status st = have_saved ? ddpc_vocab_load(&saved, path) : DDPC_OK;
     if (st == DDPC_OK && saved)
         st = check_saved(path, saved, built, k, corpus);

@@ -334,7 +334,7 @@ static const int32_t golden_bleu_tokens[] = {
     3, 6, 1, 2, 4, 3, 6, 1, 3, 5, 5, 4, 3, 5, 2, 1, 2, 5, -1, 3,
     5, 4, 3, 3, 5, 3, 0, 6, 1, 2, 3, 1, 2, 3, 4, 5, 1, 2, 9, 3,
     4, 9, 5, 6, 1, 2, 3, 4, 5, 6, 7, 1, 2, 3, 7, 7, 7, 7, 7, 7,
-    7, 7, 8, 7, 7,
+    7, 7, 8, 7, 7, 8, 9, 8, 9, 9, 1, 2, 3, 4, 5, 6, 6, 1, 2,
 };
 
 /* {hyp offset, hyp len, ref offset, ref len} per sentence */
@@ -672,6 +672,8 @@ static const int64_t golden_bleu_sentences[][4] = {
     {6516, 8, 6524, 7},
     {6531, 0, 6531, 3},
     {6534, 5, 6539, 6},
+    {6545, 5, 6550, 5},
+    {6555, 2, 6557, 2},
 };
 
 typedef struct {
@@ -680,7 +682,7 @@ typedef struct {
     double hyp_len, ref_len, score;
 } golden_bleu_case;
 
-#define GOLDEN_BLEU_CASES 12
+#define GOLDEN_BLEU_CASES 13
 static const golden_bleu_case golden_bleu_cases[] = {
     {0, 1, {5, 4, 3, 2}, {6, 5, 4, 3}, 6, 6, 75.98356856515926},
     {1, 3, {3, 0, 0, 0}, {7, 4, 1, 0}, 7, 6, 0},
@@ -694,6 +696,7 @@ static const golden_bleu_case golden_bleu_cases[] = {
     {330, 1, {6, 3, 0, 0}, {8, 7, 6, 5}, 8, 7, 19.130147081392227},
     {331, 1, {0, 0, 0, 0}, {0, 0, 0, 0}, 0, 3, 0},
     {332, 1, {5, 3, 1, 0}, {5, 4, 3, 2}, 5, 6, 40.936537653899087},
+    {333, 2, {0, 0, 0, 0}, {7, 5, 3, 2}, 7, 7, 0},
 };
 
 #endif

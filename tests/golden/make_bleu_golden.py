@@ -44,6 +44,8 @@ def compute_bleu(correct, total, sys_len, ref_len, order=4):
     else:
         bp = 1.0
     precisions = [0.0] * order
+    if not any(correct):  # early stop if there are no matches (sacrebleu #141)
+        return 0.0
     smooth_mteval = 1.0
     for n in range(1, order + 1):
         if total[n - 1] == 0:
@@ -82,11 +84,13 @@ def main():
              (10, 3, 5, True), (200, 40, 25, True), (5, 2, 2, False), (40, 8, 4, True)]
     for n_sent, vocab, max_len, unk in specs:
         cases.append(corpus(rng, n_sent, vocab, max_len, unk))
-    # corner cases: short hypotheses (no 4-grams at all), no match at order 3-4, empty hypothesis
+    # corner cases: short hypotheses (no 4-grams at all), no match at order 3-4, empty hypothesis,
+    # no match at any order
     cases.append(([[1, 2, 3]], [[1, 2, 3, 4, 5]]))
     cases.append(([[1, 2, 9, 3, 4, 9, 5, 6]], [[1, 2, 3, 4, 5, 6, 7]]))
     cases.append(([[]], [[1, 2, 3]]))
     cases.append(([[7, 7, 7, 7, 7]], [[7, 7, 7, 8, 7, 7]]))
+    cases.append(([[8, 9, 8, 9, 9], [6, 6]], [[1, 2, 3, 4, 5], [1, 2]]))
     out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bleu_golden.h")
     flat, rows = [], []
     for hyps, refs in cases:
