@@ -104,7 +104,7 @@ EOF
 "$ddpc" train "$tmp/tiny.yaml" epochs=0 run_dir="$tmp/dflt" >"$tmp/dflt.log" 2>&1
 check_status "the default seq2seq builds and evaluates" $? "$tmp/dflt.log"
 check "the paper's base model: 512 wide, 8 heads, 6 + 6 layers, d_ff 2048; label smoothing and dropout 0.1; max_len data.max_len" \
-    test "$(sed -n '/^model:/,/^[^ m]/p' "$tmp/dflt/config.yaml" | grep -E '^  (d_model|num_heads|num_(en|de)coder_layers|d_ff|label_smoothing|dropout|max_len):' | tr -d ' ' | tr '\n' ' ')" = \
+    test "$(sed -n '/^model:/,/^[^ ]/p' "$tmp/dflt/config.yaml" | grep -E '^  (d_model|num_heads|num_(en|de)coder_layers|d_ff|label_smoothing|dropout|max_len):' | tr -d ' ' | tr '\n' ' ')" = \
     "d_model:512 num_heads:8 num_encoder_layers:6 num_decoder_layers:6 d_ff:2048 label_smoothing:0.1 dropout:0.1 max_len:8 "
 check "data.tokenize defaults to word (4 specials + a .. h: all train lines count)" grep -q "tokenize=word min_freq=1 size=12" "$tmp/dflt/vocab.src.txt"
 check "a train pair longer than data.max_len is left out and counted" grep -q \
