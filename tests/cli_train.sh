@@ -66,8 +66,8 @@ check "data.label_map trains" test $? -eq 0
     state=predict predict.samples=40 init_from="$tmp/lm.safetensors" run_dir="$tmp/lm_p" >"$tmp/lm_p.log" 2>&1
 check "its predictions use the 2 derived labels only" \
     test "$(tail -n +2 "$tmp/lm_p/predictions.csv" | cut -d, -f2,3 | tr ',' '\n' | sort -u | tr '\n' ' ')" = "0 1 "
-# Seed-style flags are the same overrides: identical metrics; --help prints them; a wrong flag
-# is named.
+# Seed-style flags are the same overrides: identical metrics; --help prints them; each documented
+# flag sets its key; a wrong flag is named.
 "$ddpc" train "$src/configs/fmnist_mlp.yaml" data.type=synthetic_images data.size=512 \
     max_steps=3 log_every=1 num_threads=1 data.batch_size=16 optim.lr=0.02 epochs=1 \
     run_dir="$tmp/kv" >"$tmp/kv.log" 2>&1
@@ -89,6 +89,49 @@ check "... naming it" grep -q "unknown flag '--bogus'" "$tmp/bogus.log"
 "$ddpc" train "$src/configs/fmnist_mlp.yaml" --epochs >"$tmp/novalue.log" 2>&1
 check "a flag without its value exits 2, naming it" \
     grep -q "flag '--epochs' needs a value" "$tmp/novalue.log"
+check "... with exit status 2" bash -c '"$@" >/dev/null 2>&1; test $? -eq 2' _ "$ddpc" train "$src/configs/fmnist_mlp.yaml" --epochs
+# Every flag docs/config.md lists, with the key it names, is what --help prints and what the
+# effective config.yaml holds after a run given that flag (two runs: the aliases of one key apart;
+# every value differs from the config's and the default).
+/usr/bin/python3 - "$src/docs/config.md" >"$tmp/flags_doc.txt" <<'PY'
+import re, sys
+para = " ".join(open(sys.argv[1]).read().split("### Flags as the seeds write them")[1].split("###")[0].split())
+for item in re.split(r", (?:and )?", para.split("The flags are ")[1].split(". Any dotted key")[0]):
+    key = re.search(r"\(`([a-z_.]+)`\)", item)
+    for f in re.findall(r"`(--[a-z_]+)`", item):
+        print(f, key.group(1) if key else f[2:])
+PY
+check "docs/config.md lists 19 flags" test "$(wc -l <"$tmp/flags_doc.txt")" -eq 19
+check "--help lists exactly the documented flags and keys" diff "$tmp/flags_doc.txt" \
+    <(grep -E '^  --[a-z_]+ ' "$tmp/help.log" | sed 's/^  \(--[a-z_]*\)  *\([a-z_.]*\)=VALUE$/\1 \2/')
+declare -A given=([--epochs]=2 [--batch_size]=16 [--num_workers]=0 [--lr]=0.07 [--weight_decay]=0.25
+    [--gradient_accumulation_steps]=2 [--max_steps]=1 [--seed]=7 [--log_every]=3 [--eval_every]=5
+    [--output_dir]="$tmp/fa" [--resume]=never [--weights_out]="$tmp/fa.st" [--state]=train
+    [--num_threads]=1)
+declare -A given2=([--learning_rate]=0.03 [--grad_accum_steps]=3 [--run_dir]="$tmp/fb"
+    [--init_from]="$tmp/fa.st" [--state]=test)
+args=() args2=()
+for f in "${!given[@]}"; do args+=("$f" "${given[$f]}"); done
+for f in "${!given2[@]}"; do args2+=("$f" "${given2[$f]}"); done
+small=(data.type=synthetic_images data.size=128 'model.hidden=[8]' test_batches=1)
+"$ddpc" train "$src/configs/fmnist_mlp.yaml" "${small[@]}" "${args[@]}" >"$tmp/fa.log" 2>&1
+check_status "a run given every alias but three trains" $? "$tmp/fa.log"
+"$ddpc" train "$src/configs/fmnist_mlp.yaml" "${small[@]}" num_threads=1 "${args2[@]}" >"$tmp/fb.log" 2>&1
+check_status "a run given the other three tests" $? "$tmp/fb.log"
+# yaml_key FILE DOTTED: the value of a (one- or two-level) key in an effective config.yaml.
+yaml_key() {
+    local sec=- k=$2
+    [[ $k == *.* ]] && sec=${k%%.*} k=${k#*.}
+    awk -v s="$sec" -v k="$k" '/^[^ ]/ { cur = $1 } ((s == "-" && $1 == k ":") || (cur == s ":" && $1 == k ":")) { print $2; exit }' "$1"
+}
+while read -r f k; do
+    if [ -n "${given2[$f]+x}" ]; then
+        got=$(yaml_key "$tmp/fb/config.yaml" "$k") want=${given2[$f]}
+    else
+        got=$(yaml_key "$tmp/fa/config.yaml" "$k") want=${given[$f]-}
+    fi
+    if [ "$got" = "$want" ] && [ -n "$want" ]; then ok "$f sets $k"; else fail "$f sets $k: got '$got', want '$want'"; fi
+done <"$tmp/flags_doc.txt"
 # A seed's config.py: refused with the reason, not parsed as YAML.
 printf 'lr = 0.1\nepochs = 3\n' >"$tmp/config.py"
 "$ddpc" train "$tmp/config.py" >"$tmp/py.log" 2>&1

@@ -4,8 +4,9 @@
 # within 1e-5; cnn's BatchNorm2d and mlp's BatchNorm1d), while without sync they do not; the running statistics are in weights_out and
 # checkpoints; DDP's broadcast_buffers makes every rank evaluate with rank 0's statistics (the
 # 2-rank test loss equals a 1-process `state=test` of the saved weights) and off it does not; a
-# killed SyncBN run resumes bit for bit, with full (stage 0) and sharded (ZeRO 1) checkpoints; batch
-# 1 with BatchNorm1d is refused (as torch) unless SyncBatchNorm spans more than one sample.
+# killed SyncBN run resumes bit for bit, with full (stage 0) and sharded (ZeRO 1) checkpoints, and
+# an augmented one too; batch 1 with BatchNorm1d is refused (as torch) unless SyncBatchNorm spans
+# more than one sample; the documented defaults and refusals (docs/config.md).
 # usage: cli_train_batchnorm.sh DDPC_BIN SOURCE_DIR
 set -u
 ddpc=$1
@@ -139,4 +140,50 @@ check "a sharded checkpoint keeps the statistics in rank 0's shard" \
 check "ckpt export of a sharded checkpoint writes the statistics under their names" \
     bash -c "[[ '$(names "$tmp/export.st")' == *'bn.0.running_mean bn.0.running_var'* ]]"
 check "the export equals weights_out" test "$(maxdiff "$tmp/export.st" "$tmp/ref1.st")" = 0.0
+
+# docs/data.md: a sample's flip and shift depend on (seed, epoch, index) only, so an augmented run
+# killed mid-epoch (step 11 of 16, 8 per epoch) resumes from step 10 to the uninterrupted weights.
+("${mlp[@]}" data.batch_size=32 checkpoint.every_steps=5 fault.kill_at_step=11 run_dir="$tmp/mlpk" \
+    weights_out="$tmp/mlpk.st" >"$tmp/mlpk.log" 2>&1; exit $?) 2>/dev/null
+check "an augmented run is killed at step 11" test $? -ne 0
+"${mlp[@]}" data.batch_size=32 checkpoint.every_steps=5 fault.kill_at_step=11 run_dir="$tmp/mlpk" \
+    weights_out="$tmp/mlpk.st" >>"$tmp/mlpk.log" 2>&1
+check "... resumes from step 10" grep -q "resuming from .*step-00000010" "$tmp/mlpk.log"
+check "... to the uninterrupted run's weights, bit for bit (the same images)" cmp "$tmp/mlpk.st" "$tmp/mlp1.st"
+
+# docs/config.md's defaults, as the effective configuration writes them: BatchNorm and
+# augmentation off, torch's momentum and eps, SyncBatchNorm off, broadcast_buffers on.
+defaults=("$ddpc" train "$src/configs/fmnist_mlp.yaml" data.type=synthetic_images data.size=64
+          data.batch_size=16 'model.hidden=[8]' epochs=0 num_threads=1)
+"${defaults[@]}" run_dir="$tmp/dflt" >"$tmp/dflt.log" 2>&1
+"${defaults[@]}" model.batchnorm=true run_dir="$tmp/dflt_bn" >"$tmp/dflt_bn.log" 2>&1
+# key FILE SECTION KEY: the value of SECTION.KEY in an effective config.yaml (top level: SECTION -).
+key() { awk -v s="$2" -v k="$3" '/^[^ ]/ { cur = $1 } (s == "-" && $1 == k ":") || (cur == s ":" && $1 == k ":") { print $2; exit }' "$1"; }
+same() { if [ "$2" = "$3" ]; then ok "$1"; else fail "$1: got '$2', want '$3'"; fi; }
+same "model.batchnorm defaults to false" "$(key "$tmp/dflt/config.yaml" model batchnorm)" false
+same "data.hflip defaults to false" "$(key "$tmp/dflt/config.yaml" data hflip)" false
+same "data.random_shift defaults to 0" "$(key "$tmp/dflt/config.yaml" data random_shift)" 0
+same "ddp.broadcast_buffers defaults to true" "$(key "$tmp/dflt/config.yaml" ddp broadcast_buffers)" true
+same "model.bn_momentum defaults to 0.1" "$(key "$tmp/dflt_bn/config.yaml" model bn_momentum)" 0.1
+same "model.bn_eps defaults to 1e-5" "$(key "$tmp/dflt_bn/config.yaml" model bn_eps)" 1e-05
+same "model.sync_batchnorm defaults to false" "$(key "$tmp/dflt_bn/config.yaml" model sync_batchnorm)" false
+
+# Refusals, each naming the key.
+"$ddpc" train "$cfg" "${common[@]}" model.activation_checkpointing=true run_dir="$tmp/ac" >"$tmp/ac.log" 2>&1
+check "cnn BatchNorm with activation_checkpointing is refused" grep -q \
+    "cnn batchnorm does not support activation checkpointing (a recomputed stage would update the running statistics twice)" "$tmp/ac.log"
+"${defaults[@]}" data.random_shift=9 run_dir="$tmp/rs" >"$tmp/rs.log" 2>&1
+check "data.random_shift past 8 is refused" grep -q "key 'data.random_shift' must be an integer in \[0, 8\], got '9'" "$tmp/rs.log"
+"${defaults[@]}" model.batchnorm=true model.bn_momentum=1.5 run_dir="$tmp/mo" >"$tmp/mo.log" 2>&1
+check "model.bn_momentum past 1 is refused" grep -q "key 'model.bn_momentum' must be a number in \[0, 1\]" "$tmp/mo.log"
+"${defaults[@]}" model.sync_batchnorm=true run_dir="$tmp/sn" >"$tmp/sn.log" 2>&1
+check "model.sync_batchnorm without model.batchnorm is an unknown key" grep -q \
+    "unknown key 'model.sync_batchnorm'" "$tmp/sn.log"
+for k in data.hflip=true data.random_shift=1; do
+    "$ddpc" train "$src/configs/fmnist_mlp.yaml" model.type=gpt model.n_layer=1 model.n_embd=16 \
+        model.block_size=8 data.type=synthetic_tokens data.size=2000 epochs=0 "$k" \
+        run_dir="$tmp/tok" >"$tmp/tok.log" 2>&1
+    check "$k on a token dataset is refused, not ignored" grep -q \
+        "key '${k%=*}' augments images; data.type synthetic_tokens has none" "$tmp/tok.log"
+done
 summary

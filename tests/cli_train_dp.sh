@@ -5,7 +5,8 @@
 # replicas match 4 DDP ranks; the start line and metrics.jsonl show the replicas and dp's phases;
 # the replica count defaults to the kernel threads; a killed dp run resumes from its checkpoint
 # to byte-identical final weights; dp under a launcher (WORLD_SIZE > 1), dp with ZeRO and
-# parallel.replicas without dp are refused with one clear line.
+# parallel.replicas without dp and more than 64 replicas are refused with one clear line; the
+# defaults are ddp and 0 replicas.
 # usage: cli_train_dp.sh DDPC_BIN SOURCE_DIR
 set -u
 ddpc=$1
@@ -149,5 +150,11 @@ check "ddpc plan --nproc 2 with dp is refused" grep -q \
     "ddpc plan --nproc 2 plans 2 DDP ranks, but parallel.mode is dp (one process)" "$tmp/plan2.log"
 "$ddpc" train "$cfg" "${common[@]}" parallel.mode=dq run_dir="$tmp/m" >"$tmp/m.log" 2>&1
 check "an unknown parallel.mode is refused" grep -q "parallel.mode" "$tmp/m.log"
+"$ddpc" train "$cfg" "${common[@]}" parallel.mode=dp parallel.replicas=65 run_dir="$tmp/p65" >"$tmp/p65.log" 2>&1
+check "more than 64 replicas are refused" grep -q \
+    "key 'parallel.replicas' must be an integer in \[0, 64\], got '65'" "$tmp/p65.log"
+# docs/config.md's defaults: ddp, and parallel.replicas 0 (one per kernel thread under dp).
+check "parallel.mode defaults to ddp" grep -q "^  mode: ddp$" "$tmp/one/config.yaml"
+check "parallel.replicas defaults to 0" grep -q "^  replicas: 0$" "$tmp/dflt/config.yaml"
 
 summary

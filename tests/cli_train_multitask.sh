@@ -5,7 +5,8 @@
 # both tasks' eval lines and metrics records are present; both training losses fall; one task per
 # step (sequential mode) needs no find_unused_parameters, and a task that ran no batch in a logging
 # window has no loss in its line or record; grad accumulation, state test and predict
-# work per task; a typo inside a task is reported with its file and line.
+# work per task, eval_batches and test_batches limit each task; a typo inside a task is reported
+# with its file and line.
 # usage: cli_train_multitask.sh DDPC_BIN SOURCE_DIR
 set -u
 ddpc=$1
@@ -95,6 +96,14 @@ done
 "$ddpc" train "$tmp/mt.yaml" state=predict predict.samples=7 init_from="$tmp/one.safetensors" \
     run_dir="$tmp/pred" >"$tmp/pred.log" 2>&1
 check "predict writes one file per task" test "$(cat "$tmp/pred/predictions_fine.csv" "$tmp/pred/predictions_coarse.csv" | wc -l)" -eq 16
+
+# eval_batches (validation) and test_batches (the final test) limit each task's batches per rank.
+"$ddpc" train "$tmp/mt.yaml" max_steps=2 eval_every=1 eval_batches=1 test_batches=2 \
+    tasks.1.eval_batch_size=20 run_dir="$tmp/lim" >"$tmp/lim.log" 2>&1
+check_status "a run with eval_batches and test_batches" $? "$tmp/lim.log"
+check "per task: 1 validation batch (fine 50, coarse 20) at steps 1 and 2, then 2 test batches (100, 40)" test \
+    "$(grep -o '"step": [0-9]*, "split": "[a-z]*", "task": "[a-z]*"\|"eval_samples": [0-9]*' "$tmp/lim/metrics.jsonl" | paste -d' ' - - | tr -d '"' | tr '\n' ';')" = \
+    "step: 1, split: val, task: fine eval_samples: 50;step: 1, split: val, task: coarse eval_samples: 20;step: 2, split: val, task: fine eval_samples: 50;step: 2, split: val, task: coarse eval_samples: 20;step: 2, split: test, task: fine eval_samples: 100;step: 2, split: test, task: coarse eval_samples: 40;"
 
 sed 's/    loss_weight: 0.5/    loss_wieght: 0.5/' "$tmp/mt.yaml" >"$tmp/typo.yaml"
 line=$(grep -n loss_wieght "$tmp/typo.yaml" | cut -d: -f1)

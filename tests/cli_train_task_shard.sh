@@ -4,7 +4,7 @@
 # start; each rank trains only its own tasks (data.log_indices shows which) over a whole epoch of
 # each, the ranks agreeing on the steps; the run is deterministic; refusals state the numbers when
 # the tasks are too few; data.task_names_to_use selects and orders tasks; data.replicate_tasks
-# splits a shared task over its ranks.
+# splits a shared task over its ranks; in min_size mode the ranks agree on the shortest epoch.
 # usage: cli_train_task_shard.sh DDPC_BIN SOURCE_DIR
 set -u
 ddpc=$1
@@ -158,4 +158,13 @@ check_status "a sharded run's config.yaml runs again" $? "$tmp/again.log"
 check "... with its selected tasks" grep -q "^  rank 0: parity, fine$" "$tmp/again.log"
 "$ddpc" train "$tmp/mt.yaml" run_dir="$tmp/k" data.task_sharding=false data.min_tasks_per_rank=2 >"$tmp/k.log" 2>&1
 check "min_tasks_per_rank without task_sharding is refused" grep -q "need data.task_sharding: true" "$tmp/k.log"
+"$ddpc" train "$tmp/mt.yaml" run_dir="$tmp/k2" data.task_sharding=false data.replicate_tasks=true >"$tmp/k2.log" 2>&1
+check "replicate_tasks without task_sharding is refused" grep -q \
+    "keys 'data.min_tasks_per_rank' and 'data.replicate_tasks' need data.task_sharding: true" "$tmp/k2.log"
+# min_size: rank 0's own epoch is parity's 10 steps (fine has 20), rank 1's coarse 40: the ranks
+# agree on the shortest, 10 steps per epoch.
+run2 ms data.combined_mode=min_size
+check_status "min_size with task sharding trains" $? "$tmp/ms.log"
+check "the ranks agree on the shortest epoch: 2 x 10 steps" grep -q "3 task heads: [0-9]* parameters, 20 steps" "$tmp/ms.log"
+same "rank 1 runs 10 of coarse's 40 batches per epoch, 20 in all" "$(wc -l <"$tmp/ms/indices_rank1.txt")" 20
 summary

@@ -3,7 +3,8 @@
  * model, ddpc_model_translate (incremental, with a key/value cache that follows beam search's
  * reordering) equals the same searches driven by full teacher-forced forwards (ddpc_model_forward
  * on each whole prefix), for beam 1 and beam 3; a small model trained on a copy task
- * translates held-out sequences back; bad arguments and non-seq2seq models are refused. */
+ * translates held-out sequences back; <pad> and <bos> are never generated, even when likeliest; bad
+ * arguments and non-seq2seq models are refused. */
 #include <ddpc/alloc.h>
 #include <ddpc/kernels.h>
 #include <ddpc/nn.h>
@@ -70,6 +71,34 @@ static void test_max_out_without_eos(void)
     for (int i = 0; i < 3; i++) {
         CHECK_EQ_INT(g[i], Bt);
         CHECK_EQ_INT(b[i], Bt);
+    }
+}
+
+/* A table where <pad> and <bos> are the likeliest next tokens (.45 each), then A (.06), <eos> (.03)
+ * and B (.01): docs/seq2seq.md promises <pad> and <bos> are never generated. Greedy and beam 4
+ * write A up to max_out (log .06 per token beats (log .06 + log .03) / 2); beam 2 has finished
+ * "<eos>" and "A <eos>" after two steps, so it stops (fairseq's rule) with the better, "A". */
+static ddpc_status pad_bos_step(void *ctx, const int32_t *prefix, const int64_t *parent,
+                                int64_t rows, int64_t t, float *logp)
+{
+    (void)ctx, (void)prefix, (void)parent, (void)t;
+    static const float p[5] = {.45f, .45f, .03f, .06f, .01f};
+    for (int64_t r = 0; r < rows; r++)
+        for (int v = 0; v < 5; v++)
+            logp[r * 5 + v] = logf(p[v]);
+    return DDPC_OK;
+}
+
+static void test_never_emits_pad_or_bos(void)
+{
+    int32_t g[2 * 3], b2[2 * 3], b4[2 * 3];
+    CHECK_EQ_INT(ddpc__s2s_greedy(pad_bos_step, NULL, 2, 5, 3, g), DDPC_OK);
+    CHECK_EQ_INT(ddpc__s2s_beam(pad_bos_step, NULL, 2, 2, 5, 3, b2), DDPC_OK);
+    CHECK_EQ_INT(ddpc__s2s_beam(pad_bos_step, NULL, 2, 4, 5, 3, b4), DDPC_OK);
+    for (int i = 0; i < 2 * 3; i++) {
+        CHECK_EQ_INT(g[i], A);
+        CHECK_EQ_INT(b2[i], i % 3 == 0 ? A : 0);
+        CHECK_EQ_INT(b4[i], A);
     }
 }
 
@@ -245,6 +274,7 @@ int main(void)
     ddpc_kernels_set_threads(1);
     RUN_TEST(test_beam_beats_greedy_on_a_table);
     RUN_TEST(test_max_out_without_eos);
+    RUN_TEST(test_never_emits_pad_or_bos);
     RUN_TEST(test_translate_equals_forward_driven_search);
     RUN_TEST(test_learns_to_copy);
     RUN_TEST(test_rejects_bad_arguments);

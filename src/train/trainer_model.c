@@ -67,7 +67,9 @@ static ddpc_status read_seq2seq(ddpc_config *c, ddpc_model_config *mc)
     DDPC_TRY(ddpc_config_int(c, "model.num_decoder_layers", mc->num_decoder_layers, 1,
                              DDPC_MODEL_MAX_LAYERS, &mc->num_decoder_layers));
     DDPC_TRY(ddpc_config_int(c, "model.d_ff", mc->d_ff, 1, 1 << 20, &mc->d_ff));
-    DDPC_TRY(ddpc_config_float(c, "model.label_smoothing", mc->label_smoothing, 0.0, 1.0, &ls));
+    /* 0.1 written as a double: the float default widened would be 0.10000000149011612 in
+     * config.yaml. */
+    DDPC_TRY(ddpc_config_float(c, "model.label_smoothing", 0.1, 0.0, 1.0, &ls));
     mc->label_smoothing = (float)ls;
     return DDPC_OK;
 }
@@ -130,10 +132,11 @@ static ddpc_status read_model_config(ddpc_trainer *t, ddpc_model_config *mc)
                            "recompute (gpt, cnn and seq2seq support it)",
                            b->name);
     if (mc->batchnorm) /* torch.nn.SyncBatchNorm.convert_sync_batchnorm */
-        DDPC_TRY(ddpc_config_bool(c, "model.sync_batchnorm", false,
-                                  &t->reducer_cfg.sync_batchnorm));
+        DDPC_TRY(
+            ddpc_config_bool(c, "model.sync_batchnorm", false, &t->reducer_cfg.sync_batchnorm));
     if (t->reducer_cfg.sync_batchnorm && t->dp_replicas > 0) /* torch's is DDP-only too */
-        return ddpc_errorf(DDPC_EINVAL, "model.sync_batchnorm synchronises batch statistics "
+        return ddpc_errorf(DDPC_EINVAL,
+                           "model.sync_batchnorm synchronises batch statistics "
                            "across DDP ranks; parallel.mode: dp has none (its replicas normalise "
                            "their own rows, as torch's DataParallel does)");
     mc->seed = t->set.seed;
@@ -172,10 +175,12 @@ static ddpc_status read_loss_scale(ddpc_trainer *t, ddpc_engine_config *ec)
     DDPC_TRY(ddpc_config_choice(c, "loss_scale.enabled", "auto", scaling_modes, &mode));
     DDPC_TRY(ddpc_config_float(c, "loss_scale.init_scale", l->init_scale, 1e-30, 3e38, &init));
     DDPC_TRY(ddpc_config_float(c, "loss_scale.growth_factor", l->growth_factor, 1.0, 1e6, &growth));
-    DDPC_TRY(ddpc_config_float(c, "loss_scale.backoff_factor", l->backoff_factor, 0.0, 1.0, &backoff));
+    DDPC_TRY(
+        ddpc_config_float(c, "loss_scale.backoff_factor", l->backoff_factor, 0.0, 1.0, &backoff));
     DDPC_TRY(ddpc_config_int(c, "loss_scale.growth_interval", l->growth_interval, 1, INT64_MAX,
                              &l->growth_interval));
-    l->init_scale = (float)init, l->growth_factor = (float)growth, l->backoff_factor = (float)backoff;
+    l->init_scale = (float)init, l->growth_factor = (float)growth,
+    l->backoff_factor = (float)backoff;
     ec->loss_scaling = mode == 0 ? t->set.precision == DDPC_PREC_FP16 : mode == 1;
     if (ec->loss_scaling)
         return ddpc_loss_scale_check(l);
@@ -228,7 +233,8 @@ static ddpc_status read_engine_config(ddpc_trainer *t, int64_t total_steps, ddpc
     DDPC_TRY(ddpc_config_int(c, "zero.stage", 0, 0, 3, &stage));
     ec->zero_stage = (int)stage;
     if (stage > 0 && t->dp_replicas > 0)
-        return ddpc_errorf(DDPC_EINVAL, "zero.stage %lld shards across processes; parallel.mode: "
+        return ddpc_errorf(DDPC_EINVAL,
+                           "zero.stage %lld shards across processes; parallel.mode: "
                            "dp is one process, whose replicas each hold the whole model",
                            (long long)stage);
     ec->dp_replicas = t->dp_replicas;
@@ -252,10 +258,15 @@ static ddpc_status build_loader(ddpc_trainer *t, int i)
         return ddpc_errorf(DDPC_EINVAL, "data (%lld training samples): %s", (long long)size, why);
     }
     ddpc_loader_config lc = ddpc_loader_config_default();
-    lc.batch_size = k->batch_size * (t->dp_replicas > 0 ? t->dp_replicas : 1); /* dp: every replica's */
+    lc.batch_size =
+        k->batch_size * (t->dp_replicas > 0 ? t->dp_replicas : 1); /* dp: every replica's */
     lc.num_workers = t->set.num_workers;
     lc.prefetch_factor = t->set.prefetch_factor;
     lc.drop_last = true; /* every rank runs the same steps */
+    if ((t->set.hflip || t->set.random_shift > 0) &&
+        ddpc_dataset_kind_of(k->train) != DDPC_DATASET_IMAGES) /* not silently ignored */
+        return ddpc_errorf(DDPC_EINVAL, "key '%s' augments images; data.type %s has none",
+                           t->set.hflip ? "data.hflip" : "data.random_shift", k->data_type);
     lc.hflip = t->set.hflip;
     lc.random_shift = t->set.random_shift;
     lc.augment_seed = t->set.seed;
