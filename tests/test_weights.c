@@ -59,7 +59,7 @@ static void test_missing_and_unexpected(void)
     ddpc_model_destroy(src);
 }
 
-/* Same names, other shapes: strict names them; non-strict skips them. */
+/* Same names, other shapes: strict names them with both shapes; non-strict skips them. */
 static void test_shape_mismatch(void)
 {
     const int64_t wide[] = {12};
@@ -67,17 +67,41 @@ static void test_shape_mismatch(void)
     ddpc_model *dst = ckpt_small_model(4), *ref = ckpt_small_model(4);
     CHECK_EQ_INT(ddpc_weights_save(src, ddpc_model_params(src), file), DDPC_OK);
     CHECK_EQ_INT(ddpc_weights_load_opts(dst, file, true, NULL, 0), DDPC_EFORMAT);
-    CHECK_STR_CONTAINS(ddpc_last_error(),
-                       "shape mismatch: fc.0.weight, fc.0.bias, fc.1.weight");
+    CHECK_STR_CONTAINS(ddpc_last_error(), "shape mismatch: fc.0.weight (file (12, 16), model (8, "
+                                          "16)), fc.0.bias (file (12), model (8)), fc.1.weight "
+                                          "(file (3, 12), model (3, 8))");
     /* fc.1.bias (3) matches: the only tensor loaded. */
     char report[256];
     CHECK_EQ_INT(ddpc_weights_load_opts(dst, file, false, report, sizeof report), DDPC_OK);
-    CHECK(strcmp(report, "shape mismatch: fc.0.weight, fc.0.bias, fc.1.weight") == 0);
+    CHECK(strcmp(report, "shape mismatch: fc.0.weight (file (12, 16), model (8, 16)), fc.0.bias "
+                         "(file (12), model (8)), fc.1.weight (file (3, 12), model (3, 8))") == 0);
     CHECK(same_range(dst, src, "fc.1.bias"));
     CHECK(same_range(dst, ref, "fc.0.weight"));
     ddpc_model_destroy(ref);
     ddpc_model_destroy(dst);
     ddpc_model_destroy(src);
+}
+
+/* A tensor of the right shape in another dtype is a mismatch that names the file's dtype. */
+static void test_dtype_mismatch(void)
+{
+    const char header[] = "{\"fc.0.weight\":{\"dtype\":\"BF16\",\"shape\":[8,16],"
+                          "\"data_offsets\":[0,256]}}";
+    uint64_t n = sizeof header - 1;
+    static const uint8_t zeros[256];
+    FILE *f = fopen(file, "wb");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    fwrite(&n, sizeof n, 1, f); /* little-endian, as the test machines are */
+    fwrite(header, 1, n, f);
+    fwrite(zeros, 1, sizeof zeros, f);
+    fclose(f);
+    ddpc_model *m = ckpt_small_model(1);
+    CHECK_EQ_INT(ddpc_weights_load_opts(m, file, true, NULL, 0), DDPC_EFORMAT);
+    CHECK_STR_CONTAINS(ddpc_last_error(),
+                       "shape mismatch: fc.0.weight (file BF16 (8, 16), model (8, 16))");
+    ddpc_model_destroy(m);
 }
 
 /* Nothing in common is an error even when not strict; a perfect match reports "". */
@@ -129,6 +153,7 @@ int main(void)
     snprintf(file, sizeof file, "%s/w.safetensors", root);
     RUN_TEST(test_missing_and_unexpected);
     RUN_TEST(test_shape_mismatch);
+    RUN_TEST(test_dtype_mismatch);
     RUN_TEST(test_nothing_and_everything);
     RUN_TEST(test_checkpoint_dir);
     char cmd[400];

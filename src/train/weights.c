@@ -70,6 +70,17 @@ static bool same_tensor(const ddpc_param *p, const ddpc_st_info *info)
     return same;
 }
 
+/* "(12, 9)" (torch.Size's numbers), after a space when `spaced` (it follows a dtype). */
+static const char *shape_text(char *buf, size_t cap, const int64_t *shape, int ndim, bool spaced)
+{
+    size_t len = (size_t)snprintf(buf, cap, "%s(", spaced ? " " : "");
+    for (int d = 0; d < ndim && len < cap; d++)
+        len += (size_t)snprintf(buf + len, cap - len, "%s%lld", d ? ", " : "", (long long)shape[d]);
+    if (len < cap)
+        snprintf(buf + len, cap - len, ")");
+    return buf;
+}
+
 /* One "label: a, b" list of a report, truncated with "..." when the buffer is full. */
 typedef struct {
     char *buf;
@@ -94,7 +105,8 @@ static void report_add(report_buf *r, const char *label, const char *name, bool 
     *first = false;
 }
 
-/* Compares file and model; fills the report ("missing: ..; unexpected: ..; shape mismatch: ..")
+/* Compares file and model; fills the report ("missing: ..; unexpected: ..; shape mismatch: ..",
+ * a mismatch as "fc.0.weight (file (12, 9), model (4, 9))")
  * and returns how many model tensors match. */
 static size_t compare(ddpc_model *m, const ddpc_safetensors *f, report_buf *r, size_t *problems)
 {
@@ -128,7 +140,12 @@ static size_t compare(ddpc_model *m, const ddpc_safetensors *f, report_buf *r, s
         if (same_tensor(p, &info))
             matched++;
         else {
-            report_add(r, "shape mismatch: ", p->name, &first);
+            char what[DDPC_PARAM_NAME_MAX + 160], fs[64], ms[64];
+            snprintf(what, sizeof what, "%s (file %s%s, model %s)", p->name,
+                     strcmp(info.dtype, "F32") ? info.dtype : "", /* dtype only when it differs */
+                     shape_text(fs, sizeof fs, info.shape, info.ndim, strcmp(info.dtype, "F32")),
+                     shape_text(ms, sizeof ms, p->shape, p->ndim, false));
+            report_add(r, "shape mismatch: ", what, &first);
             ++*problems;
         }
     }
