@@ -177,8 +177,8 @@ check "data.random_shift past 8 is refused" grep -q "key 'data.random_shift' mus
 "${defaults[@]}" model.batchnorm=true model.bn_momentum=1.5 run_dir="$tmp/mo" >"$tmp/mo.log" 2>&1
 check "model.bn_momentum past 1 is refused" grep -q "key 'model.bn_momentum' must be a number in \[0, 1\]" "$tmp/mo.log"
 "${defaults[@]}" model.sync_batchnorm=true run_dir="$tmp/sn" >"$tmp/sn.log" 2>&1
-check "model.sync_batchnorm without model.batchnorm is an unknown key" grep -q \
-    "unknown key 'model.sync_batchnorm'" "$tmp/sn.log"
+check "model.sync_batchnorm without model.batchnorm is refused, saying why" grep -q \
+    "model.sync_batchnorm: true needs model.batchnorm: true" "$tmp/sn.log"
 for k in data.hflip=true data.random_shift=1; do
     "$ddpc" train "$src/configs/fmnist_mlp.yaml" model.type=gpt model.n_layer=1 model.n_embd=16 \
         model.block_size=8 data.type=synthetic_tokens data.size=2000 epochs=0 "$k" \

@@ -131,9 +131,14 @@ static ddpc_status read_model_config(ddpc_trainer *t, ddpc_model_config *mc)
                            "model.activation_checkpointing: model.type '%s' has no blocks to "
                            "recompute (gpt, cnn and seq2seq support it)",
                            b->name);
-    if (mc->batchnorm) /* torch.nn.SyncBatchNorm.convert_sync_batchnorm */
+    /* torch.nn.SyncBatchNorm.convert_sync_batchnorm; the image models are the ones with
+     * model.batchnorm (read_batchnorm). */
+    if (b->data_kind == DDPC_DATASET_IMAGES)
         DDPC_TRY(
             ddpc_config_bool(c, "model.sync_batchnorm", false, &t->reducer_cfg.sync_batchnorm));
+    if (t->reducer_cfg.sync_batchnorm && !mc->batchnorm)
+        return ddpc_errorf(DDPC_EINVAL, "model.sync_batchnorm: true needs model.batchnorm: true "
+                                        "(there is no BatchNorm layer to synchronise)");
     if (t->reducer_cfg.sync_batchnorm && t->dp_replicas > 0) /* torch's is DDP-only too */
         return ddpc_errorf(DDPC_EINVAL,
                            "model.sync_batchnorm synchronises batch statistics "
