@@ -66,6 +66,11 @@ losses() { grep -o '"loss": [0-9.e+-]*' "$tmp/$1/metrics.jsonl"; }
 last_train_loss() { grep '"epoch"' "$tmp/$1/metrics.jsonl" | tail -1 | sed 's/.*"loss": \([0-9.e+-]*\).*/\1/'; }
 
 run plain
+# Pairs vary in length: the rate is samples/s, with no tokens_per_s that would repeat it.
+check "the progress line gives samples/s, not tok/s" \
+    bash -c "grep -q '^step .* samples/s' '$tmp/plain.log' && ! grep -q 'tok/s' '$tmp/plain.log'"
+check "metrics.jsonl has samples_per_s and no tokens_per_s" \
+    bash -c "grep -q samples_per_s '$tmp/plain/metrics.jsonl' && ! grep -q tokens_per_s '$tmp/plain/metrics.jsonl'"
 run ckpt model.activation_checkpointing=true
 check "checkpointing: the same losses, bit for bit" test "$(losses plain)" = "$(losses ckpt)"
 check "checkpointing: losses were logged" test "$(losses plain | wc -l)" -ge 4

@@ -140,8 +140,9 @@ static void task_losses(ddpc_trainer *t, char *text, size_t text_cap)
 static ddpc_status log_progress(ddpc_trainer *t, int64_t epoch, double elapsed)
 {
     int64_t step = ddpc_engine_step(t->engine), per_sample = t->tokens_per_sample;
-    /* Images have no tokens: their tokens_per_s would only repeat samples_per_s. */
-    bool tokens = ddpc_dataset_kind_of(t->task[0].train) != DDPC_DATASET_IMAGES;
+    /* Only token streams (gpt) have a fixed count per sample; images have none and sentence
+     * pairs vary, so for them tokens_per_s would only repeat samples_per_s. */
+    bool tokens = ddpc_dataset_kind_of(t->task[0].train) == DDPC_DATASET_TOKENS;
     double samples_per_s = (double)(t->window_samples * t->world) / t->window_time;
     double loss = t->window_steps ? t->window_loss / (double)t->window_steps : 0.0;
     float lr = ddpc_engine_lr(t->engine, step - 1);
