@@ -72,6 +72,19 @@ check "the progress line gives samples/s, not tok/s" \
 check "metrics.jsonl has samples_per_s and no tokens_per_s" \
     bash -c "grep -q samples_per_s '$tmp/plain/metrics.jsonl' && ! grep -q tokens_per_s '$tmp/plain/metrics.jsonl'"
 run ckpt model.activation_checkpointing=true
+# ddpc bench step on pairs: one process and 2 ranks, samples/s and GFLOP/s from the batches' widths.
+"$ddpc" bench step "$tmp/cfg.yaml" bench.steps=3 bench.warmup=1 >"$tmp/bench1.json" 2>"$tmp/bench1.err"
+check_status "bench step times translation steps" $? "$tmp/bench1.err"
+"$ddpc" run --nproc-per-node 2 -- "$ddpc" bench step "$tmp/cfg.yaml" bench.steps=3 bench.warmup=1 \
+    >"$tmp/bench2.json" 2>"$tmp/bench2.err"
+check_status "bench step times translation steps on 2 ranks" $? "$tmp/bench2.err"
+check "bench step reports pairs per second, GFLOP/s and no token rate" /usr/bin/python3 -c '
+import json, sys
+for path, world in ((sys.argv[1], 1), (sys.argv[2], 2)):
+    r = json.loads(open(path).read().strip().splitlines()[-1])
+    assert r["world"] == world and r["samples_per_s"] > 0 and r["tokens_per_s"] == 0, r
+    assert 0 < r["gflops"] < 1000, r
+' "$tmp/bench1.json" "$tmp/bench2.json"
 check "checkpointing: the same losses, bit for bit" test "$(losses plain)" = "$(losses ckpt)"
 check "checkpointing: losses were logged" test "$(losses plain | wc -l)" -ge 4
 check "checkpointing: the same test record" test \

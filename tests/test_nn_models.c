@@ -421,6 +421,8 @@ static void test_shapes_only_then_allocate(void)
     CHECK(ddpc_alloc_live_bytes() - live_bytes < 16384); /* the tables, not 4 bytes/parameter */
     CHECK_EQ_INT(ddpc_model_num_params(lazy), ddpc_model_num_params(full));
     CHECK_EQ_INT(ddpc_model_num_tensors(lazy), ddpc_model_num_tensors(full));
+    /* Only seq2seq's FLOPs depend on a pair's widths. */
+    CHECK(ddpc_model_train_flops_pair(full, 3, 4) == ddpc_model_train_flops_per_sample(full));
     for (size_t i = 0; i < ddpc_model_num_tensors(full); i++) {
         CHECK(strcmp(ddpc_model_tensor(lazy, i)->name, ddpc_model_tensor(full, i)->name) == 0);
         CHECK_EQ_INT(ddpc_model_tensor(lazy, i)->offset, ddpc_model_tensor(full, i)->offset);

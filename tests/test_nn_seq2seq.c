@@ -73,6 +73,29 @@ static void check_gradients(ddpc_model *m, const ddpc_model_input *in, int sampl
     CHECK_EQ_INT(nn_check_gradients(m, in, samples, tol, 4), ddpc_model_num_tensors(m));
 }
 
+/* FLOPs: at source and decoder width L = max_len, 6 per matrix weight per position (the
+ * embeddings are lookups) plus attention's score and value products (3 x 4 L C per position per
+ * attention: one in an encoder layer, two in a decoder layer); a pair's FLOPs grow with each
+ * width, and max_len's are the per-sample figure. */
+static void check_flops(ddpc_model *m)
+{
+    const ddpc_model_config *c = ddpc_model_config_of(m);
+    double matrix = 0;
+    for (size_t i = 0; i < ddpc_model_num_tensors(m); i++) {
+        const ddpc_param *p = ddpc_model_tensor(m, i);
+        if (p->ndim == 2 && !strstr(p->name, "embed"))
+            matrix += (double)p->numel;
+    }
+    double L = (double)c->max_len, C = (double)c->d_model;
+    double want = 6.0 * L * matrix +
+                  12.0 * L * L * C * (double)(c->num_encoder_layers + 2 * c->num_decoder_layers);
+    double got = ddpc_model_train_flops_pair(m, c->max_len, c->max_len);
+    CHECK_NEAR(got, want, 1e-9 * want);
+    CHECK(got == ddpc_model_train_flops_per_sample(m));
+    CHECK(ddpc_model_train_flops_pair(m, 3, 5) < ddpc_model_train_flops_pair(m, 4, 5));
+    CHECK(ddpc_model_train_flops_pair(m, 4, 5) < ddpc_model_train_flops_pair(m, 4, 6));
+}
+
 static void test_layout(void)
 {
     ddpc_model *m = make(small_config(0));
@@ -116,7 +139,7 @@ static void test_layout(void)
     CHECK_EQ_INT(ddpc_model_tensor(m, 0)->shape[0], 9);
     CHECK_EQ_INT(ddpc_model_tensor(m, 66)->shape[0], 11);
     CHECK_EQ_INT(ddpc_model_outputs_per_sample(m), 8 * 11);
-    CHECK(ddpc_model_train_flops_per_sample(m) > 0.0);
+    check_flops(m);
     CHECK(ddpc_model_can_checkpoint(m));
     CHECK_STR_CONTAINS(ddpc_model_types(), "seq2seq");
     /* torch.nn.Transformer's init: matrices Xavier-uniform (within the bound, spread over it),

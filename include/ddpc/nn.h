@@ -120,8 +120,12 @@ float *ddpc_model_grads(ddpc_model *m);           /* (num_params) */
 const uint8_t *ddpc_model_decay_mask(const ddpc_model *m); /* (num_params), 1 = decay */
 size_t ddpc_model_num_tensors(const ddpc_model *m);
 const ddpc_param *ddpc_model_tensor(const ddpc_model *m, size_t i);
-/* Forward + backward FLOPs of one training sample (GEMM-dominated estimate, 3x forward). */
+/* Forward + backward FLOPs of one training sample (GEMM-dominated estimate, 3x forward); for
+ * seq2seq at source and decoder width max_len, an upper bound. */
 double ddpc_model_train_flops_per_sample(const ddpc_model *m);
+/* The same for a seq2seq pair at a batch's widths src_len (source with <eos>) and tgt_len
+ * (decoder input); other models: ddpc_model_train_flops_per_sample. */
+double ddpc_model_train_flops_pair(const ddpc_model *m, int64_t src_len, int64_t tgt_len);
 /* Floats in each output row: classes (head 0's for a multi-head model; head k has
  * head_classes[k]), block_size * vocab for gpt, max_len * tgt_vocab for seq2seq (whose last
  * forward's probabilities are (n, tgt_len, tgt_vocab)). */

@@ -88,6 +88,26 @@ static ddpc_status check_config(const ddpc_model_config *c)
     return DDPC_OK;
 }
 
+/* Training FLOPs of one pair at source width S and decoder width T: 6 per weight a token passes
+ * through (encoder 4C^2 + 2CF per source token; decoder 4C^2 self-attention, 2C^2 cross-attention
+ * query and output, 2CF per target token, and the cross-attention keys/values 2C^2 per source
+ * token; generator CV per target token), plus attention's score and value products, 4 C per key
+ * forward, times 3. */
+static double s2s_train_flops(const ddpc_model_config *c, int64_t S, int64_t T)
+{
+    double Sd = (double)S, Td = (double)T, C = (double)c->d_model, F = (double)c->d_ff;
+    double enc = Sd * (6.0 * (4 * C * C + 2 * C * F) + 12.0 * Sd * C);
+    double dec = Td * (6.0 * (6 * C * C + 2 * C * F) + 12.0 * (Td + Sd) * C) + Sd * 12.0 * C * C;
+    return enc * (double)c->num_encoder_layers + dec * (double)c->num_decoder_layers +
+           Td * 6.0 * C * (double)c->tgt_vocab;
+}
+
+double ddpc_model_train_flops_pair(const ddpc_model *m, int64_t src_len, int64_t tgt_len)
+{
+    return strcmp(m->cfg.type, "seq2seq") == 0 ? s2s_train_flops(&m->cfg, src_len, tgt_len)
+                                               : m->train_flops_per_sample;
+}
+
 static ddpc_status s2s_build(ddpc_model *m)
 {
     const ddpc_model_config *c = &m->cfg;
@@ -129,15 +149,7 @@ static ddpc_status s2s_build(ddpc_model *m)
     g->gen_b = add(&r, "", "generator.bias", 1, V, 0, false);
     if (r.bad)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory registering seq2seq parameters");
-    /* Training FLOPs per token: 6 per weight the token passes through (encoder 4C^2 + 2CF;
-     * decoder 4C^2 self-attention, 4C^2 cross-attention counting the keys/values of one source
-     * token, 2CF; generator CV) plus attention's score and value products, 4 L C forward per
-     * attention, times 3; with S = T = L = max_len. */
-    double L = (double)c->max_len, Cd = (double)C, Fd = (double)F;
-    double enc = 6.0 * (4 * Cd * Cd + 2 * Cd * Fd) + 12.0 * L * Cd;
-    double dec = 6.0 * (8 * Cd * Cd + 2 * Cd * Fd) + 24.0 * L * Cd;
-    m->train_flops_per_sample = L * (enc * (double)c->num_encoder_layers +
-                                     dec * (double)c->num_decoder_layers + 6.0 * Cd * (double)V);
+    m->train_flops_per_sample = s2s_train_flops(c, c->max_len, c->max_len);
     m->outputs_per_sample = c->max_len * V;
     return DDPC_OK;
 }

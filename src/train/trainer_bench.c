@@ -1,6 +1,7 @@
 /* `ddpc bench step`: times full training steps through the engine on gathered batches (the data
  * path is not benchmarked): the median step of the slowest rank, throughput, achieved GFLOP/s,
- * the reducer's exposed and total communication time, and the activation arena's bytes. */
+ * the reducer's exposed and total communication time, and the activation arena's bytes. Sentence
+ * pairs are gathered as the loader gathers them: padded to the batch's longest rows. */
 #include "train/trainer_impl.h"
 
 #include <ddpc/alloc.h>
@@ -16,8 +17,13 @@ static ddpc_status bench_step(ddpc_trainer *t, const ddpc_batch *batch)
     int64_t accum = t->set.accum_steps;
     ddpc_engine_zero_grad(t->engine);
     for (int64_t k = 0; k < accum; k++) {
-        ddpc_model_input in = {
-            .n = batch->n, .x = batch->x, .tokens = batch->tokens, .targets = batch->targets};
+        ddpc_model_input in = {.n = batch->n,
+                               .x = batch->x,
+                               .tokens = batch->tokens,
+                               .targets = batch->targets,
+                               .src_tokens = batch->src_tokens,
+                               .src_len = batch->src_len,
+                               .tgt_len = batch->tgt_len};
         ddpc_model_output out;
         DDPC_TRY(ddpc_engine_pass(t->engine, &in, k, 1.0f, !t->multi && k == accum - 1, &out));
     }
@@ -46,11 +52,32 @@ static double mean_of(const double *v, int64_t n)
     return s / (double)n;
 }
 
+/* Gathers rows perm[0..n) of the train split into *batch: images and token streams into the
+ * trainer's buffers, sentence pairs into `pairs` (3 arrays of n x max_len ids: source, decoder
+ * input, targets) at the widths of their longest rows. */
+static ddpc_status gather(ddpc_trainer *t, const int64_t *perm, int64_t n, int32_t *pairs,
+                          ddpc_batch *batch)
+{
+    const ddpc_dataset *d = t->task[0].train;
+    if (!pairs)
+        return ddpc_dataset_get_batch(d, perm, n, t->x, t->tokens, t->targets);
+    int64_t S, T, cap = n * t->tr->max_len;
+    DDPC_TRY(ddpc_dataset_pair_lengths(d, perm, n, &S, &T));
+    *batch = (ddpc_batch){.n = n,
+                          .src_tokens = pairs,
+                          .tokens = pairs + cap,
+                          .targets = pairs + 2 * cap,
+                          .src_len = S,
+                          .tgt_len = T};
+    return ddpc_dataset_get_pairs(d, perm, n, S, T, pairs, pairs + cap, pairs + 2 * cap);
+}
+
 /* Runs warmup + steps training steps; for timed step i: wall time dt[i] and the reducer's exposed
  * and comm seconds (exposed[i], comm[i]; 0 on one rank). Every micro-step of a step reuses one
  * gathered batch, and gathering is not timed: the data path is not benchmarked. */
 static ddpc_status bench_loop(ddpc_trainer *t, int64_t warmup, int64_t steps, double *dt,
-                              double *exposed, double *comm, uint64_t *bytes)
+                              double *exposed, double *comm, uint64_t *bytes, int32_t *pairs,
+                              double *flops)
 {
     /* parallel.mode dp: one batch for all the replicas, which the engine splits */
     int64_t n = t->task[0].batch_size * (t->dp_replicas > 0 ? t->dp_replicas : 1);
@@ -63,8 +90,7 @@ static ddpc_status bench_loop(ddpc_trainer *t, int64_t warmup, int64_t steps, do
     for (int64_t i = 0; i < warmup + steps; i++) {
         /* Ranks take different samples, as they do in training. */
         int64_t off = ((i * t->world + t->rank) * n) % (size - n + 1);
-        DDPC_TRY(ddpc_dataset_get_batch(t->task[0].train, t->perm + off, n, t->x, t->tokens,
-                                        t->targets));
+        DDPC_TRY(gather(t, t->perm + off, n, pairs, &batch));
         ddpc_reducer_stats s0 = {0}, s1 = {0};
         if (t->reducer)
             s0 = ddpc_reducer_stats_of(t->reducer);
@@ -72,8 +98,13 @@ static ddpc_status bench_loop(ddpc_trainer *t, int64_t warmup, int64_t steps, do
         double t0 = ddpc_time_now();
         DDPC_TRY(bench_step(t, &batch));
         double t1 = ddpc_time_now();
-        if (i >= warmup)
+        if (i >= warmup) {
             *bytes += ddpc_pg_ring_bytes(t->pg) - b0;
+            /* A pair batch costs what its widths cost, not max_len's. */
+            *flops += (double)(n * t->set.accum_steps) *
+                      (pairs ? ddpc_model_train_flops_pair(t->model, batch.src_len, batch.tgt_len)
+                             : ddpc_model_train_flops_per_sample(t->model));
+        }
         if (i + 1 == warmup) /* the timed steps' phases only */
             (void)ddpc_engine_take_timing(t->engine);
         if (t->reducer)
@@ -92,19 +123,22 @@ ddpc_status ddpc_trainer_bench(ddpc_trainer *t, int64_t warmup, int64_t steps, d
     if (steps < 1 || steps > 100000)
         return ddpc_errorf(DDPC_EINVAL, "bench steps must be in [1, 100000], got %lld",
                            (long long)steps);
-    /* The step benchmark makes image or token batches; it has no generator of translation pairs
-     * (refused with a pointer to the trainer's own phase timers). */
-    if (t->tr)
-        return ddpc_errorf(DDPC_EUNSUPPORTED,
-                           "ddpc bench step does not run data.type translation yet; time "
-                           "`ddpc train` with log.phases instead");
     /* dt (steps), then exposed and comm (steps each), adjacent so one all-reduce averages both. */
     double *buf = ddpc_malloc(3 * (size_t)steps * sizeof(double));
-    if (!buf)
-        return ddpc_errorf(DDPC_ENOMEM, "out of memory for %lld bench timings", (long long)steps);
+    /* Sentence pairs: their own batch arrays (the trainer's are sized for one id per sample). */
+    int64_t pair_ids = t->tr ? 3 * t->max_batch * t->tr->max_len : 0;
+    int32_t *pairs = pair_ids ? ddpc_malloc((size_t)pair_ids * sizeof(int32_t)) : NULL;
+    if (!buf || (pair_ids && !pairs)) {
+        ddpc_free(buf);
+        ddpc_free(pairs);
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory for %lld bench timings and batches",
+                           (long long)steps);
+    }
     double *dt = buf, *exposed = buf + steps, *comm = buf + 2 * steps;
     uint64_t bytes = 0;
-    ddpc_status st = bench_loop(t, warmup, steps, dt, exposed, comm, &bytes);
+    double flops = 0;
+    ddpc_status st = bench_loop(t, warmup, steps, dt, exposed, comm, &bytes, pairs, &flops);
+    ddpc_free(pairs);
     /* A synchronised step lasts as long as its slowest rank; communication is averaged. */
     if (st == DDPC_OK && t->world > 1)
         st = ddpc_pg_all_reduce(t->pg, dt, dt, (size_t)steps, DDPC_DTYPE_F64, DDPC_REDUCE_MAX);
@@ -131,7 +165,7 @@ ddpc_status ddpc_trainer_bench(ddpc_trainer *t, int64_t warmup, int64_t steps, d
             .tokens_per_s = tok > 1 ? (double)(n * tok) / med : 0,
             .global_samples_per_s = w * (double)n / med,
             .global_tokens_per_s = tok > 1 ? w * (double)(n * tok) / med : 0,
-            .gflops = ddpc_model_train_flops_per_sample(t->model) * (double)n / med * 1e-9,
+            .gflops = flops / (double)steps / med * 1e-9,
             .precision = (int)t->set.precision,
             .activation_checkpointing = ckpt,
             .activation_bytes = ddpc_model_activation_bytes(t->model, micro, ckpt),
