@@ -17,13 +17,7 @@ static ddpc_status bench_step(ddpc_trainer *t, const ddpc_batch *batch)
     int64_t accum = t->set.accum_steps;
     ddpc_engine_zero_grad(t->engine);
     for (int64_t k = 0; k < accum; k++) {
-        ddpc_model_input in = {.n = batch->n,
-                               .x = batch->x,
-                               .tokens = batch->tokens,
-                               .targets = batch->targets,
-                               .src_tokens = batch->src_tokens,
-                               .src_len = batch->src_len,
-                               .tgt_len = batch->tgt_len};
+        ddpc_model_input in = ddpc__trainer_input_of(batch, 0);
         ddpc_model_output out;
         DDPC_TRY(ddpc_engine_pass(t->engine, &in, k, 1.0f, !t->multi && k == accum - 1, &out));
     }

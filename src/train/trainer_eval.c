@@ -73,14 +73,7 @@ static ddpc_status evaluate_shares(ddpc_trainer *t, const char *split, int64_t m
         if (max_batches > 0 && step->index >= max_batches)
             continue;
         const ddpc_batch *b = step->batches[step->task];
-        ddpc_model_input in = {.n = b->n,
-                               .x = b->x,
-                               .tokens = b->tokens,
-                               .targets = b->targets,
-                               .src_tokens = b->src_tokens,
-                               .src_len = b->src_len,
-                               .tgt_len = b->tgt_len,
-                               .task = step->task};
+        ddpc_model_input in = ddpc__trainer_input_of(b, step->task);
         ddpc_model_output out;
         st = ddpc_model_forward(t->model, &in, false, &out);
         if (st == DDPC_OK && t->tr)

@@ -63,14 +63,7 @@ static ddpc_status train_step(ddpc_trainer *t, double *loss)
             int i = t->local_task[j]; /* the task, and the head it runs */
             ddpc__task *task = &t->task[i];
             ddpc__trainer_log_indices(t, ddpc_engine_step(t->engine) + 1, k, i, b);
-            ddpc_model_input in = {.n = b->n,
-                                   .x = b->x,
-                                   .tokens = b->tokens,
-                                   .targets = b->targets,
-                                   .src_tokens = b->src_tokens,
-                                   .src_len = b->src_len,
-                                   .tgt_len = b->tgt_len,
-                                   .task = i};
+            ddpc_model_input in = ddpc__trainer_input_of(b, i);
             ddpc_model_output out;
             /* One task: its last backward communicates while it runs. */
             bool sync = !t->multi && k == accum - 1;

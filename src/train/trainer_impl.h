@@ -309,6 +309,19 @@ ddpc_status ddpc__trainer_after_step_save(ddpc_trainer *t, bool epoch_end);
 /* At the end of training: saves the final state unless it was just saved (checkpoints on). */
 ddpc_status ddpc__trainer_final_save(ddpc_trainer *t);
 
+/* The model's input for a loader batch (or the step benchmark's) of head `task`. */
+static inline ddpc_model_input ddpc__trainer_input_of(const ddpc_batch *b, int task)
+{
+    return (ddpc_model_input){.n = b->n,
+                              .x = b->x,
+                              .tokens = b->tokens,
+                              .targets = b->targets,
+                              .src_tokens = b->src_tokens,
+                              .src_len = b->src_len,
+                              .tgt_len = b->tgt_len,
+                              .task = task};
+}
+
 /* trainer_dist.c */
 ddpc_status ddpc__trainer_init_dist(ddpc_trainer *t);
 /* The ddp.* keys into t->reducer_cfg (before the model is allocated: the memory plan needs them). */

@@ -14,6 +14,7 @@ typedef struct {
     const char *name;
     ddpc_dataset_kind data_kind; /* the samples it consumes */
     bool checkpointing;          /* model.activation_checkpointing is supported */
+    bool batchnorm;              /* model.batchnorm (and so model.sync_batchnorm) is read */
     ddpc_status (*read)(ddpc_config *c, ddpc_model_config *mc);
 } model_builder;
 
@@ -75,10 +76,10 @@ static ddpc_status read_seq2seq(ddpc_config *c, ddpc_model_config *mc)
 }
 
 static const model_builder models[] = {
-    {"mlp", DDPC_DATASET_IMAGES, false, read_mlp},
-    {"cnn", DDPC_DATASET_IMAGES, true, read_cnn},
-    {"gpt", DDPC_DATASET_TOKENS, true, read_gpt},
-    {"seq2seq", DDPC_DATASET_PAIRS, true, read_seq2seq},
+    {"mlp", DDPC_DATASET_IMAGES, false, true, read_mlp},
+    {"cnn", DDPC_DATASET_IMAGES, true, true, read_cnn},
+    {"gpt", DDPC_DATASET_TOKENS, true, false, read_gpt},
+    {"seq2seq", DDPC_DATASET_PAIRS, true, false, read_seq2seq},
 };
 static const char *const model_names[] = {"mlp", "cnn", "gpt", "seq2seq", NULL};
 static_assert(sizeof models / sizeof models[0] == 4, "model_names lists every model");
@@ -131,9 +132,7 @@ static ddpc_status read_model_config(ddpc_trainer *t, ddpc_model_config *mc)
                            "model.activation_checkpointing: model.type '%s' has no blocks to "
                            "recompute (gpt, cnn and seq2seq support it)",
                            b->name);
-    /* torch.nn.SyncBatchNorm.convert_sync_batchnorm; the image models are the ones with
-     * model.batchnorm (read_batchnorm). */
-    if (b->data_kind == DDPC_DATASET_IMAGES)
+    if (b->batchnorm) /* torch.nn.SyncBatchNorm.convert_sync_batchnorm */
         DDPC_TRY(
             ddpc_config_bool(c, "model.sync_batchnorm", false, &t->reducer_cfg.sync_batchnorm));
     if (t->reducer_cfg.sync_batchnorm && !mc->batchnorm)

@@ -21,34 +21,21 @@ typedef struct {
     size_t line_cap;
 } predict_buf;
 
-/* Makes b->line hold at least cap bytes. */
-static ddpc_status grow_line(predict_buf *b, size_t cap)
+/* Makes *buf (contents not kept) hold at least `need` bytes, doubling from 256; `what` names it
+ * in the out-of-memory message. */
+static ddpc_status grow(char **buf, size_t *cap, size_t need, const char *what)
 {
-    if (cap <= b->line_cap)
+    if (need <= *cap)
         return DDPC_OK;
-    size_t room = b->line_cap ? b->line_cap : 256;
-    while (room < cap)
+    size_t room = *cap ? *cap : 256;
+    while (room < need)
         room *= 2;
     char *p = ddpc_malloc(room);
     if (!p)
-        return ddpc_errorf(DDPC_ENOMEM, "out of memory for an input line of %zu bytes", cap);
-    ddpc_free(b->line);
-    b->line = p;
-    b->line_cap = room;
-    return DDPC_OK;
-}
-
-/* Makes b->text hold at least cap bytes. */
-static ddpc_status grow_text(predict_buf *b, size_t cap)
-{
-    if (cap <= b->text_cap)
-        return DDPC_OK;
-    char *p = ddpc_malloc(cap);
-    if (!p)
-        return ddpc_errorf(DDPC_ENOMEM, "out of memory for a translation of %zu bytes", cap);
-    ddpc_free(b->text);
-    b->text = p;
-    b->text_cap = cap;
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory for %s of %zu bytes", what, need);
+    ddpc_free(*buf);
+    *buf = p;
+    *cap = room;
     return DDPC_OK;
 }
 
@@ -70,7 +57,7 @@ static ddpc_status flush(ddpc_trainer *t, predict_buf *b, int64_t n, FILE *f)
         /* Word tokens have no length bound: grow the text to what this line needs. */
         size_t need = ddpc_vocab_decode(tr->tgt_vocab, ids, max_out, b->text, b->text_cap);
         if (need >= b->text_cap) {
-            DDPC_TRY(grow_text(b, need + 1));
+            DDPC_TRY(grow(&b->text, &b->text_cap, need + 1, "a translation"));
             ddpc_vocab_decode(tr->tgt_vocab, ids, max_out, b->text, b->text_cap);
         }
         fprintf(f, "%s\n", b->text);
@@ -87,7 +74,7 @@ static ddpc_status translate_file(ddpc_trainer *t, ddpc__textfile *in, predict_b
     size_t len;
     while (ddpc__textfile_next(in, &s, &len)) {
         /* encode reads up to a NUL or '\n', and the line may end in '\r': encode a copy. */
-        DDPC_TRY(grow_line(b, len + 1));
+        DDPC_TRY(grow(&b->line, &b->line_cap, len + 1, "an input line"));
         memcpy(b->line, s, len);
         b->line[len] = '\0';
         int64_t k;
