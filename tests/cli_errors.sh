@@ -38,6 +38,10 @@ printf 'data:\n  batch_size: 0\n' >"$tmp/range.yaml"
 expect_error "out of range names key" "data.batch_size" "$ddpc" train "$tmp/range.yaml"
 printf 'model: [unclosed\n' >"$tmp/syntax.yaml"
 expect_error "YAML syntax error names the file" "syntax.yaml" "$ddpc" train "$tmp/syntax.yaml"
+expect_error "a mistyped command suggests the command" "unknown command 'trian' (did you mean 'train'?" \
+    "$ddpc" trian "$src/configs/fmnist_mlp.yaml"
+expect_error "a far-off command suggests nothing" "unknown command 'frobnicate' (try 'ddpc --help')" \
+    "$ddpc" frobnicate
 expect_error "missing config names the path" "$tmp/nope.yaml" "$ddpc" train "$tmp/nope.yaml"
 expect_error "bad override" "optim.lr" "$ddpc" train "$src/configs/fmnist_mlp.yaml" optim.lr=abc
 expect_error "missing dataset directory names the path" "$tmp/no-such-dir" \

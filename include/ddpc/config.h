@@ -61,6 +61,10 @@ ddpc_status ddpc_config_string(ddpc_config *c, const char *key, const char *def,
  * def that is not among the choices is DDPC_EINVAL. */
 ddpc_status ddpc_config_choice(ddpc_config *c, const char *key, const char *def,
                                const char *const *choices, int *out);
+/* The entry of `choices` (NULL-terminated) closest to `word` by the rule behind the "did you mean"
+ * hints (a small edit, or an abbreviation), or NULL when none is close or `word` is one of them.
+ * For callers that check words outside a config, such as the command line's command names. */
+const char *ddpc_config_nearest(const char *word, const char *const *choices);
 /* A sequence of integers (a single integer reads as a 1-element list), at most `cap` elements,
  * each in [min, max]; `def` (n_def elements, n_def <= cap) when absent. Errors name the element. */
 ddpc_status ddpc_config_int_list(ddpc_config *c, const char *key, const int64_t *def, size_t n_def,

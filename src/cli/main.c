@@ -27,6 +27,16 @@ static void usage(FILE *f)
             "  --version                           print ddpc's version\n");
 }
 
+/* The subcommands, in usage's order. */
+static const struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+} COMMANDS[] = {
+    {"train", ddpc_cli_train}, {"plan", ddpc_cli_plan}, {"bench", ddpc_cli_bench},
+    {"run", ddpc_cli_run},     {"env", ddpc_cli_env},   {"ckpt", ddpc_cli_ckpt},
+    {"report", ddpc_cli_report},
+};
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -46,20 +56,19 @@ int main(int argc, char **argv)
         fprintf(stderr, "ddpc: %s\n", ddpc_last_error());
         return 2;
     }
-    if (strcmp(cmd, "train") == 0)
-        return ddpc_cli_train(argc - 2, argv + 2);
-    if (strcmp(cmd, "plan") == 0)
-        return ddpc_cli_plan(argc - 2, argv + 2);
-    if (strcmp(cmd, "bench") == 0)
-        return ddpc_cli_bench(argc - 2, argv + 2);
-    if (strcmp(cmd, "run") == 0)
-        return ddpc_cli_run(argc - 2, argv + 2);
-    if (strcmp(cmd, "env") == 0)
-        return ddpc_cli_env(argc - 2, argv + 2);
-    if (strcmp(cmd, "ckpt") == 0)
-        return ddpc_cli_ckpt(argc - 2, argv + 2);
-    if (strcmp(cmd, "report") == 0)
-        return ddpc_cli_report(argc - 2, argv + 2);
-    fprintf(stderr, "ddpc: unknown command '%s' (try 'ddpc --help')\n", cmd);
+    for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++) {
+        if (strcmp(cmd, COMMANDS[i].name) == 0)
+            return COMMANDS[i].run(argc - 2, argv + 2);
+    }
+    const char *names[sizeof COMMANDS / sizeof COMMANDS[0] + 1];
+    for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
+        names[i] = COMMANDS[i].name;
+    names[sizeof COMMANDS / sizeof COMMANDS[0]] = NULL;
+    const char *near = ddpc_config_nearest(cmd, names); /* the config keys' "did you mean" rule */
+    if (near)
+        fprintf(stderr, "ddpc: unknown command '%s' (did you mean '%s'? try 'ddpc --help')\n", cmd,
+                near);
+    else
+        fprintf(stderr, "ddpc: unknown command '%s' (try 'ddpc --help')\n", cmd);
     return 2;
 }

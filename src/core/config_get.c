@@ -244,6 +244,14 @@ static const char *nth_choice(const void *ctx, size_t i)
     return ((const char *const *)ctx)[i];
 }
 
+const char *ddpc_config_nearest(const char *word, const char *const *choices)
+{
+    size_t count = 0;
+    while (choices && choices[count])
+        count++;
+    return word ? ddpc__cfg_suggest(word, nth_choice, choices, count) : NULL;
+}
+
 static ddpc_status choice_error(const ddpc__cfg_node *n, const char *key, const char *text,
                                 const char *const *choices, size_t count)
 {
