@@ -251,6 +251,7 @@ static void log_start(ddpc_trainer *t)
                 "%.2f epochs (max_steps decides the length when set)\n",
                 (long long)s->max_steps, (long long)s->epochs, (long long)per_epoch,
                 (long long)s->max_steps, (double)s->max_steps / (double)per_epoch);
+    fputs(t->notes, t->log);
     if (t->tr)
         fprintf(t->log,
                 "translation: vocabularies of %lld source and %lld target %ss (min_freq %lld) in "

@@ -215,6 +215,8 @@ struct ddpc_trainer {
     double ckpt_seconds;     /* spent saving checkpoints this run */
     char resumed_from[1100]; /* checkpoint this run resumed from, or "" */
     char init_report[1024];  /* what init_from (init_strict: false) left out, or "" */
+    char notes[1024]; /* lines about a config changed to fit the run (warm-up cut to the run,
+                         a partial batch kept), decided while building, printed when it runs */
     /* Logging window. */
     double window_time;   /* training seconds since the last progress line */
     double unsynced_loss; /* local weighted loss sum since the last cross-rank sync */

@@ -7,6 +7,7 @@
 #include <ddpc/alloc.h>
 
 #include <assert.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -191,6 +192,16 @@ static ddpc_status read_loss_scale(ddpc_trainer *t, ddpc_engine_config *ec)
     return DDPC_OK;
 }
 
+/* Appends one line to the notes printed when the run starts. */
+static void add_note(ddpc_trainer *t, const char *fmt, ...)
+{
+    size_t len = strlen(t->notes);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t->notes + len, sizeof t->notes - len, fmt, ap);
+    va_end(ap);
+}
+
 static ddpc_status read_engine_config(ddpc_trainer *t, int64_t total_steps, ddpc_engine_config *ec)
 {
     ddpc_config *c = t->cfg;
@@ -213,6 +224,17 @@ static ddpc_status read_engine_config(ddpc_trainer *t, int64_t total_steps, ddpc
     DDPC_TRY(ddpc_config_float(c, "optim.min_lr", 0.0, 0.0, 10.0, &min_lr));
     DDPC_TRY(ddpc_config_float(c, "optim.grad_clip", 0.0, 0.0, 1e9, &clip));
     DDPC_TRY(ddpc_config_choice(c, "on_nonfinite", "stop", nonfinite_names, &policy));
+    /* A warm-up longer than the run ends with the run, as if the run were the warm-up:
+     * transformers' get_*_schedule_with_warmup accepts it (the LR never reaches its peak), a
+     * refusal would stop a short trial of a long config (max_steps=50 on a 100-step warm-up). The
+     * decay span is then 0 steps, which ddpc_lr_at treats as finished. */
+    if (t->set.state == STATE_TRAIN && total_steps > 0 && warmup > total_steps) {
+        add_note(t,
+                 "optim.warmup_steps %lld is more than the run's %lld steps: warm-up takes the "
+                 "whole run\n",
+                 (long long)warmup, (long long)total_steps);
+        warmup = total_steps;
+    }
     if (oc->nesterov && mom <= 0.0)
         return ddpc_errorf(DDPC_EINVAL, "optim.nesterov needs optim.momentum > 0");
     oc->lr = (float)lr, oc->momentum = (float)mom, oc->weight_decay = (float)wd;
@@ -266,7 +288,27 @@ static ddpc_status build_loader(ddpc_trainer *t, int i)
         k->batch_size * (t->dp_replicas > 0 ? t->dp_replicas : 1); /* dp: every replica's */
     lc.num_workers = t->set.num_workers;
     lc.prefetch_factor = t->set.prefetch_factor;
-    lc.drop_last = true; /* every rank runs the same steps */
+    /* Every rank runs the same steps, so partial last batches are dropped; but where this rank's
+     * share is less than one batch (a tiny data set) the epoch is that partial batch, as torch's
+     * DataLoader(drop_last=False) would train it, unless data.drop_last says drop. Under the
+     * distributed sampler every rank's share is the same size, so the ranks still agree. */
+    int64_t share = ddpc_sampler_len(k->sampler);
+    bool partial = !t->multi && t->dp_replicas == 0 && !t->samp.drop_last &&
+                   t->samp.kind == DDPC_SAMPLER_DISTRIBUTED && share > 0 && share < lc.batch_size;
+    lc.drop_last = !partial;
+    if (partial && t->world > 1)
+        add_note(t,
+                 "data: %lld training samples, %lld on each of %d ranks, are fewer than "
+                 "data.batch_size %lld: each epoch is one step on a partial batch of %lld per "
+                 "rank (data.drop_last: true refuses instead)\n",
+                 (long long)size, (long long)share, t->world, (long long)lc.batch_size,
+                 (long long)share);
+    else if (partial)
+        add_note(t,
+                 "data: %lld training samples are fewer than data.batch_size %lld: each epoch "
+                 "is one step on a partial batch of %lld (data.drop_last: true refuses "
+                 "instead)\n",
+                 (long long)size, (long long)lc.batch_size, (long long)share);
     if ((t->set.hflip || t->set.random_shift > 0) &&
         ddpc_dataset_kind_of(k->train) != DDPC_DATASET_IMAGES) /* not silently ignored */
         return ddpc_errorf(DDPC_EINVAL, "key '%s' augments images; data.type %s has none",
@@ -324,10 +366,12 @@ ddpc_status ddpc__trainer_build_loaders(ddpc_trainer *t, int64_t *per_epoch)
     if (!t->multi)
         return ddpc_errorf(DDPC_EINVAL,
                            "one step takes data.batch_size %lld x optim.grad_accum_steps %lld "
-                           "samples on each of %d %s, more than the %lld training samples",
+                           "samples on each of %d %s, more than the %lld training samples%s",
                            (long long)t->set.batch_size, (long long)t->set.accum_steps,
                            ddpc__trainer_dp_degree(t), t->dp_replicas > 0 ? "replicas" : "ranks",
-                           (long long)ddpc_dataset_size(t->task[0].train));
+                           (long long)ddpc_dataset_size(t->task[0].train),
+                           t->samp.drop_last ? " (data.drop_last: true drops a partial batch)"
+                                             : "");
     return ddpc_errorf(DDPC_EINVAL,
                        "an epoch of %lld combined steps (data.combined_mode %s) is shorter than "
                        "optim.grad_accum_steps %lld",
