@@ -3,7 +3,9 @@
 # longer than a short run (the shipped configs with max_steps=6) ends with the run, one notice
 # saying so, and the run is the one asked with warmup_steps = its length; a data set smaller than
 # one batch trains on the partial batch with one notice, the same losses on 2 ranks x b as on
-# 1 rank x 2b, and data.drop_last refuses it with one line and no run directory.
+# 1 rank x 2b, and data.drop_last refuses it with one line and no run directory; Lightning's
+# precision spellings run as fp32/fp16/bf16 and config.yaml writes the canonical name, and the
+# "-true" spellings are refused saying why.
 # usage: cli_train_first_hour.sh DDPC_BIN SOURCE_DIR
 set -u
 ddpc=$1
@@ -82,5 +84,25 @@ same_losses() {
              END { exit n != 3 }'
 }
 check "... the losses of 1 rank x 64 (3 steps, within 1e-5)" same_losses
+
+# --- Lightning's precision spellings.
+mlp=("$src/configs/fmnist_mlp.yaml" data.type=synthetic_images data.size=64 data.batch_size=16
+     max_steps=1 'model.hidden=[8]' num_threads=1 eval_batches=1 test_batches=1)
+for pair in 32:fp32 32-true:fp32 16:fp16 16-mixed:fp16 bf16:bf16 bf16-mixed:bf16; do
+    spell=${pair%%:*} want=${pair#*:}
+    "$ddpc" train "${mlp[@]}" precision="$spell" run_dir="p$spell" >"p$spell.log" 2>&1
+    check_status "precision=$spell trains" $? "p$spell.log"
+    check "... as $want" grep -q "^precision $want: " "p$spell.log"
+    check "... and config.yaml says precision: $want" test "$(yaml_key "p$spell/config.yaml" precision)" = "$want"
+done
+{ cat "$src/configs/fmnist_mlp.yaml"; printf "precision: 16-mixed\n"; } >lightning.yaml
+"$ddpc" train lightning.yaml "${mlp[@]:1}" run_dir=pfile >pfile.log 2>&1
+check_status "precision: 16-mixed in a config file trains" $? pfile.log
+check "... as fp16, config.yaml saying fp16" test "$(yaml_key pfile/config.yaml precision)" = fp16
+for spell in 16-true bf16-true; do
+    refused "precision=$spell is refused" \
+        "key 'precision' cannot be '$spell': ddpc keeps fp32 weights and casts only the matrix products" \
+        "r$spell" "$ddpc" train "${mlp[@]}" precision="$spell" run_dir="r$spell"
+done
 
 summary

@@ -297,6 +297,53 @@ static void test_choice(void)
     ddpc_config_destroy(c);
 }
 
+/* Aliases: rewritten to the canonical choice (the dump writes it; a string borrowed before stays
+ * valid), a refused spelling names where it came from and why, others fail as choices do; and
+ * ddpc_config_nearest, the command line's "did you mean". */
+static void test_choice_alias(void)
+{
+    static const char *const precisions[] = {"fp32", "bf16", "fp16", NULL};
+    static const ddpc_config_alias aliases[] = {
+        {"16-mixed", "fp16", NULL},
+        {"bf16-true", NULL, "weights stay fp32"},
+        {NULL, NULL, NULL},
+    };
+    ddpc_config *c = parse_ok("precision: 16-mixed\nother: bf16-true\n");
+    const char *before = NULL;
+    CHECK_EQ_INT(ddpc_config_string(c, "precision", "fp32", &before), DDPC_OK);
+    int ch = 7;
+    CHECK_EQ_INT(ddpc_config_choice_alias(c, "precision", "fp32", precisions, aliases, &ch),
+                 DDPC_OK);
+    CHECK_EQ_INT(ch, 2);
+    CHECK_STR_EQ(before, "16-mixed");
+    const char *after = NULL;
+    CHECK_EQ_INT(ddpc_config_string(c, "precision", "fp32", &after), DDPC_OK);
+    CHECK_STR_EQ(after, "fp16");
+    ch = 7;
+    CHECK_ERR(ddpc_config_choice_alias(c, "other", "fp32", precisions, aliases, &ch), DDPC_EINVAL,
+              "x.yaml:2: key 'other' cannot be 'bf16-true': weights stay fp32");
+    CHECK_EQ_INT(ch, 7);
+    CHECK_EQ_INT(ddpc_config_check_unused(c), DDPC_EINVAL); /* the refused value stays unused */
+    CHECK_EQ_INT(ddpc_config_set(c, "other=bf16", 1), DDPC_OK);
+    CHECK_EQ_INT(ddpc_config_choice_alias(c, "other", "fp32", precisions, aliases, &ch), DDPC_OK);
+    CHECK_EQ_INT(ch, 1);
+    CHECK_EQ_INT(ddpc_config_choice_alias(c, "absent", "fp32", precisions, aliases, &ch), DDPC_OK);
+    CHECK_EQ_INT(ch, 0);
+    char buf[256];
+    ddpc_config_dump(c, buf, sizeof buf);
+    CHECK_STR_EQ(buf, "precision: fp16\nother: bf16\nabsent: fp32\n");
+    CHECK_EQ_INT(ddpc_config_set(c, "precision=64", 1), DDPC_OK);
+    CHECK_ERR(ddpc_config_choice_alias(c, "precision", "fp32", precisions, aliases, &ch),
+              DDPC_EINVAL,
+              "command line 'precision=64': key 'precision' must be one of fp32, bf16, fp16, got "
+              "'64'");
+    ddpc_config_destroy(c);
+    static const char *const commands[] = {"train", "plan", "run", NULL};
+    CHECK_STR_EQ(ddpc_config_nearest("trian", commands), "train");
+    CHECK_EQ_INT(ddpc_config_nearest("train", commands) == NULL, 1);
+    CHECK_EQ_INT(ddpc_config_nearest("frobnicate", commands) == NULL, 1);
+}
+
 static void test_int_list(void)
 {
     ddpc_config *c = parse_ok("a: 8\n"
@@ -712,6 +759,7 @@ int main(void)
     RUN_TEST(test_bool_spellings);
     RUN_TEST(test_strings_and_nulls);
     RUN_TEST(test_choice);
+    RUN_TEST(test_choice_alias);
     RUN_TEST(test_int_list);
     RUN_TEST(test_overrides);
     RUN_TEST(test_overrides_build_sequences);

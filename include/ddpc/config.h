@@ -65,6 +65,19 @@ ddpc_status ddpc_config_choice(ddpc_config *c, const char *key, const char *def,
  * hints (a small edit, or an abbreviation), or NULL when none is close or `word` is one of them.
  * For callers that check words outside a config, such as the command line's command names. */
 const char *ddpc_config_nearest(const char *word, const char *const *choices);
+/* Another spelling of a choice, e.g. Lightning's "16-mixed" for "fp16", or a refused spelling. */
+typedef struct {
+    const char *spelling;
+    const char *canonical; /* one of the choices; NULL: the spelling is refused, saying `why` */
+    const char *why;       /* for a refused spelling: one clause saying why */
+} ddpc_config_alias;
+/* ddpc_config_choice that also accepts `aliases` (ending with an entry whose spelling is NULL):
+ * an alias's value is replaced in the tree by its canonical choice, so ddpc_config_dump writes the
+ * canonical name (strings borrowed earlier stay valid). A refused spelling is DDPC_EINVAL:
+ * "x.yaml:3: key 'precision' cannot be 'bf16-true': <why>". */
+ddpc_status ddpc_config_choice_alias(ddpc_config *c, const char *key, const char *def,
+                                     const char *const *choices, const ddpc_config_alias *aliases,
+                                     int *out);
 /* A sequence of integers (a single integer reads as a 1-element list), at most `cap` elements,
  * each in [min, max]; `def` (n_def elements, n_def <= cap) when absent. Errors name the element. */
 ddpc_status ddpc_config_int_list(ddpc_config *c, const char *key, const int64_t *def, size_t n_def,

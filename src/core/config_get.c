@@ -4,6 +4,8 @@
  * written only on success. Numbers follow the YAML 1.2 core schema's decimal forms. */
 #include "core/config_impl.h"
 
+#include <ddpc/alloc.h>
+
 #include <errno.h>
 #include <float.h>
 #include <inttypes.h>
@@ -297,6 +299,34 @@ ddpc_status ddpc_config_choice(ddpc_config *c, const char *key, const char *def,
     }
     n->used = false;
     return choice_error(n, key, s, choices, count);
+}
+
+ddpc_status ddpc_config_choice_alias(ddpc_config *c, const char *key, const char *def,
+                                     const char *const *choices, const ddpc_config_alias *aliases,
+                                     int *out)
+{
+    const char *s = NULL;
+    DDPC_TRY(ddpc_config_string(c, key, def, &s));
+    ddpc__cfg_node *n = ddpc__cfg_find(c, key);
+    for (const ddpc_config_alias *a = aliases; n && s && a && a->spelling; a++) {
+        if (strcmp(s, a->spelling) != 0)
+            continue;
+        if (!a->canonical) {
+            char where[320];
+            ddpc__cfg_where(n->origin, n->line, where, sizeof where);
+            n->used = false; /* as a value that failed its choice */
+            return ddpc_errorf(DDPC_EINVAL, "%s: key '%s' cannot be '%s': %s", where, key, s,
+                               a->why ? a->why : "that spelling is not supported");
+        }
+        char *canon = ddpc__cfg_strndup(a->canonical, strlen(a->canonical));
+        if (!canon || !ddpc__cfg_keep(c, n->text)) {
+            ddpc_free(canon);
+            return ddpc_errorf(DDPC_ENOMEM, "out of memory rewriting key '%s'", key);
+        }
+        n->text = canon; /* the old text now lives with the origins, for earlier borrowers */
+        break;
+    }
+    return ddpc_config_choice(c, key, def, choices, out);
 }
 
 static size_t list_len(const ddpc__cfg_node *n)

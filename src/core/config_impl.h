@@ -54,6 +54,9 @@ bool ddpc__cfg_parse_index(const char *s, size_t len, size_t *out);
 ddpc__cfg_node *ddpc__cfg_find(const ddpc_config *c, const char *key);
 /* Copies `text` into the config's origin list; NULL when out of memory. */
 const char *ddpc__cfg_origin_add(ddpc_config *c, const char *text);
+/* Takes ownership of `text` (from ddpc__cfg_strndup) until destroy, as the origins are kept: a
+ * replaced value's old text stays valid for whoever borrowed it. false when out of memory. */
+bool ddpc__cfg_keep(ddpc_config *c, char *text);
 /* Records `key` as asked for with default `def` (may be NULL); the first record of a key wins. */
 ddpc_status ddpc__cfg_note_known(ddpc_config *c, const char *key, const char *def, bool def_yaml);
 char *ddpc__cfg_strndup(const char *s, size_t n);

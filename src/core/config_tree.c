@@ -186,22 +186,30 @@ ddpc__cfg_node *ddpc__cfg_find(const ddpc_config *c, const char *key)
     }
 }
 
-const char *ddpc__cfg_origin_add(ddpc_config *c, const char *text)
+bool ddpc__cfg_keep(ddpc_config *c, char *text)
 {
     if (c->n_origins == c->cap_origins) {
         size_t cap = c->cap_origins ? 2 * c->cap_origins : 4;
         char **o = ddpc_malloc(cap * sizeof *o);
         if (!o)
-            return NULL;
+            return false;
         if (c->n_origins)
             memcpy(o, c->origins, c->n_origins * sizeof *o);
         ddpc_free(c->origins);
         c->origins = o;
         c->cap_origins = cap;
     }
+    c->origins[c->n_origins++] = text;
+    return true;
+}
+
+const char *ddpc__cfg_origin_add(ddpc_config *c, const char *text)
+{
     char *s = ddpc__cfg_strndup(text, strlen(text));
-    if (s)
-        c->origins[c->n_origins++] = s;
+    if (s && !ddpc__cfg_keep(c, s)) {
+        ddpc_free(s);
+        return NULL;
+    }
     return s;
 }
 

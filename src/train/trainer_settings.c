@@ -10,6 +10,18 @@ static const char *const lr_scales[] = {"none", "linear", "sqrt", NULL};
 static const char *const progress_modes[] = {"auto", "bar", "plain", NULL};
 /* In ddpc_precision's order. */
 static const char *const precision_names[] = {"fp32", "bf16", "fp16", NULL};
+/* Lightning's Trainer(precision=...) spellings that mean what ours do: its "-mixed" is autocast
+ * over fp32 weights, as ours is; "-true" casts the weights themselves, which ddpc never does. */
+static const ddpc_config_alias precision_aliases[] = {
+    {"32", "fp32", NULL},
+    {"32-true", "fp32", NULL},
+    {"16", "fp16", NULL},
+    {"16-mixed", "fp16", NULL},
+    {"bf16-mixed", "bf16", NULL},
+    {"16-true", NULL, "ddpc keeps fp32 weights and casts only the matrix products (use 'fp16')"},
+    {"bf16-true", NULL, "ddpc keeps fp32 weights and casts only the matrix products (use 'bf16')"},
+    {NULL, NULL, NULL},
+};
 
 ddpc_status ddpc__trainer_read_settings(ddpc_trainer *t, const char *config_name)
 {
@@ -24,7 +36,8 @@ ddpc_status ddpc__trainer_read_settings(ddpc_trainer *t, const char *config_name
     DDPC_TRY(ddpc_config_int(c, "num_threads", 0, 0, 1024, &v));
     s->threads = (int)v;
     DDPC_TRY(ddpc_config_choice(c, "state", "train", state_names, &state));
-    DDPC_TRY(ddpc_config_choice(c, "precision", "fp32", precision_names, &v32));
+    DDPC_TRY(
+        ddpc_config_choice_alias(c, "precision", "fp32", precision_names, precision_aliases, &v32));
     s->precision = (ddpc_precision)v32;
     s->state = (trainer_state)state;
     DDPC_TRY(ddpc_config_int(c, "epochs", 1, 0, 1000000, &s->epochs));
