@@ -5,7 +5,9 @@
 # one batch trains on the partial batch with one notice, the same losses on 2 ranks x b as on
 # 1 rank x 2b, and data.drop_last refuses it with one line and no run directory; Lightning's
 # precision spellings run as fp32/fp16/bf16 and config.yaml writes the canonical name, and the
-# "-true" spellings are refused saying why.
+# "-true" spellings are refused saying why; the legacy launcher's --local-rank / --local_rank flag
+# is accepted in each position it puts it, checked against LOCAL_RANK, and is the local rank under
+# a launcher that sets RANK only.
 # usage: cli_train_first_hour.sh DDPC_BIN SOURCE_DIR
 set -u
 ddpc=$1
@@ -14,7 +16,7 @@ src=$2
 export OMP_NUM_THREADS=1
 cd "$tmp" || exit 1
 
-# refused NAME WANT RUN_DIR COMMAND...: exits 1 (an error, not a signal) with one stderr line
+# refused NAME WANT RUN_DIR COMMAND...: exits non-zero (not by a signal) with one stderr line
 # holding WANT, and leaves no RUN_DIR behind.
 refused() {
     local name=$1 want=$2 dir=$3
@@ -22,7 +24,7 @@ refused() {
     "$@" >"$tmp/out" 2>"$tmp/err"
     local rc=$? lines
     lines=$(wc -l <"$tmp/err")
-    if [ $rc -eq 1 ] && [ "$lines" -eq 1 ] && grep -qF -- "$want" "$tmp/err" && [ ! -e "$dir" ]; then
+    if [ $rc -ne 0 ] && [ $rc -lt 128 ] && [ "$lines" -eq 1 ] && grep -qF -- "$want" "$tmp/err" && [ ! -e "$dir" ]; then
         ok "$name: $(cat "$tmp/err")"
     else
         fail "$name (exit $rc, $lines stderr lines, wanted '$want', $dir absent):" "$tmp/err"
@@ -104,5 +106,28 @@ for spell in 16-true bf16-true; do
         "key 'precision' cannot be '$spell': ddpc keeps fp32 weights and casts only the matrix products" \
         "r$spell" "$ddpc" train "${mlp[@]}" precision="$spell" run_dir="r$spell"
 done
+
+# --- torch.distributed.launch's --local-rank.
+for form in "--local-rank 0" "--local_rank=0" "--local-rank=0"; do
+    # shellcheck disable=SC2086 # the form is one or two words
+    env -u LOCAL_RANK "$ddpc" train "${mlp[@]}" $form run_dir="lr$form" >lr.log 2>&1
+    check_status "ddpc train CONFIG ... $form trains" $? lr.log
+done
+env -u LOCAL_RANK "$ddpc" train --local_rank=0 "${mlp[@]}" run_dir=lr_before >lr.log 2>&1
+check_status "ddpc train --local_rank=0 CONFIG ... trains" $? lr.log
+env -u LOCAL_RANK "$ddpc" --local-rank=0 train "${mlp[@]}" run_dir=lr_first >lr.log 2>&1
+check_status "ddpc --local-rank=0 train CONFIG (launch --no-python's order) trains" $? lr.log
+RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 "$ddpc" train "${mlp[@]}" --local-rank 0 run_dir=lr_env >lr.log 2>&1
+check_status "--local-rank 0 with LOCAL_RANK=0 trains" $? lr.log
+refused "--local-rank 1 with LOCAL_RANK=0 is refused" \
+    "--local-rank 1 disagrees with LOCAL_RANK=0 in the environment" lr_bad \
+    env RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 "$ddpc" train "${mlp[@]}" --local-rank 1 run_dir=lr_bad
+refused "--local-rank 1 without a launcher is refused" "no launcher's environment" lr_alone \
+    env -u LOCAL_RANK "$ddpc" train "${mlp[@]}" --local-rank 1 run_dir=lr_alone
+# A launcher of torch < 1.9: RANK and WORLD_SIZE set, the local rank only in the flag.
+"$ddpc" run --nproc-per-node 2 -- bash -c 'unset LOCAL_RANK; exec "$0" "$@" --local_rank="$RANK"' \
+    "$ddpc" train "${mlp[@]}" data.batch_size=8 max_steps=2 run_dir=lr_legacy >lr_legacy.log 2>&1
+check_status "2 workers given --local_rank=RANK and no LOCAL_RANK train" $? lr_legacy.log
+check "... as one job of 2 ranks" grep -q "x 2 ranks x" lr_legacy.log
 
 summary

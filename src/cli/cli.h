@@ -32,6 +32,12 @@ int ddpc_cli_load_config(int argc, char **argv, ddpc_config **out, char *name, s
 int ddpc_cli_flag_assignment(int argc, char **argv, int *i, char *out, size_t cap);
 /* flags.c: the documented flags and the keys they set. */
 void ddpc_cli_print_flags(FILE *f);
+/* local_rank.c: whether arg is torch.distributed.launch's --local-rank/--local_rank flag. */
+bool ddpc_cli_is_local_rank(const char *arg);
+/* local_rank.c: removes every --local-rank N / --local_rank=N from argv (*argc shrinks), checked
+ * against LOCAL_RANK when set and made LOCAL_RANK under a legacy launcher that set RANK only.
+ * 0, or 2 after one line saying why. */
+int ddpc_cli_take_local_rank(int *argc, char **argv);
 /* Prints "ddpc <cmd>: <last error>" and returns 1. */
 int ddpc_cli_fail(const char *cmd);
 

@@ -43,6 +43,16 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    /* torch.distributed.launch --no-python puts --local-rank=N between the program and its
+     * arguments: `ddpc --local-rank=0 train CONFIG`. The command goes first; it takes the flag. */
+    int lead = 0;
+    while (1 + lead < argc && ddpc_cli_is_local_rank(argv[1 + lead]))
+        lead += strchr(argv[1 + lead], '=') ? 1 : 2;
+    if (lead > 0 && 1 + lead < argc) {
+        char *command = argv[1 + lead];
+        memmove(&argv[2], &argv[1], (size_t)lead * sizeof *argv);
+        argv[1] = command;
+    }
     const char *cmd = argv[1];
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         usage(stdout);

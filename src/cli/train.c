@@ -11,18 +11,23 @@ static int usage(FILE *f, int rc)
 {
     fprintf(f, "usage: ddpc train CONFIG [key=value ...] [--flag VALUE ...]\n"
                "Trains, validates, tests or predicts as CONFIG (YAML) says; key=value overrides "
-               "any key (docs/config.md).\n");
+               "any key (docs/config.md).\n"
+               "--local-rank N (--local_rank=N), as torch.distributed.launch passes it, is checked "
+               "against LOCAL_RANK.\n");
     ddpc_cli_print_flags(f);
     return rc;
 }
 
 int ddpc_cli_train(int argc, char **argv)
 {
+    int rc = ddpc_cli_take_local_rank(&argc, argv); /* the legacy launcher's flag */
+    if (rc != 0)
+        return rc;
     if (argc < 1)
         return usage(stderr, 2);
     char name[256];
     ddpc_config *cfg = NULL;
-    int rc = ddpc_cli_load_config(argc, argv, &cfg, name, sizeof name);
+    rc = ddpc_cli_load_config(argc, argv, &cfg, name, sizeof name);
     if (rc == DDPC_CLI_HELP)
         return usage(stdout, 0);
     if (rc != 0)
