@@ -21,7 +21,9 @@ valid_json() { python3 -c 'import json, sys; [json.loads(l) for l in open(sys.ar
 "$ddpc" train "$cfg" "${small[@]}" data.size=4096 'model.hidden=[512,512]' epochs=50 \
     run_dir="$tmp/busy" >"$tmp/holder.log" 2>&1 &
 holder=$!
-for _ in $(seq 100); do [ -s "$tmp/busy/metrics.jsonl" ] && break; sleep 0.1; done
+# Until the holder has started training (it holds the directory by then): a bound for a stuck
+# holder, not a timing, so a slow start on a loaded machine still waits.
+for _ in $(seq 3000); do [ -s "$tmp/busy/metrics.jsonl" ] && break; sleep 0.1; done
 "$ddpc" train "$cfg" "${small[@]}" max_steps=2 run_dir="$tmp/busy" >"$tmp/second.log" 2>&1
 check "a second job on a busy run_dir fails" test $? -ne 0
 check "it names the holder's pid" grep -q "run directory '$tmp/busy' is in use by another job (pid $holder)" "$tmp/second.log"
