@@ -5,7 +5,9 @@
  * checkpoint records the position of the next step (epoch, optimizer steps done in it), and
  * everything a step depends on — parameters, optimizer state, step counter (LR schedule and dropout
  * streams derive from it) — so a resumed run at the same world size repeats the uninterrupted one
- * bit for bit. */
+ * bit for bit. Resume never starts over silently: checkpoints that exist but none of which
+ * verifies are refused, newer ones passed over are reported, and every rank must have loaded the
+ * same state (trainer_ckpt_agree.c). */
 #include "train/trainer_impl.h"
 
 #include <ddpc/alloc.h>
