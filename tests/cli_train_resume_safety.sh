@@ -60,19 +60,23 @@ check "torn: resume=never with a new checkpoint.dir starts over" test $? -eq 0
 copy denied
 chmod 000 "$tmp/denied/$ck"/step-*/model.safetensors
 as=()
-if [ "$(id -u)" = 0 ]; then
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && id nobody >/dev/null 2>&1; then
     chmod o+x "$tmp"
     chown -R nobody "$tmp/denied"
     as=(setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups --)
 fi
-before=$(snapshot "$tmp/denied")
-"${bound[@]}" "${as[@]}" "$ddpc" train "$cfg" "${common[@]}" run_dir="$tmp/denied" max_steps=20 \
-    >"$tmp/denied.log" 2>&1
-st=$?
-check "denied: resume auto refuses (exit $st)" test "$st" -ne 0 -a "$st" -ne 124
-check "denied: the message says Permission denied for each" test \
-    "$(grep -o 'step-000000[01][05]: cannot open [^;]*Permission denied' "$tmp/denied.log" | wc -l)" -eq 2
-check "denied: nothing changed" test "$(snapshot "$tmp/denied")" = "$before"
+if [ "$(id -u)" = 0 ] && [ ${#as[@]} = 0 ]; then
+    echo "note: root without setpriv or user nobody: the permission-denied checks are left out"
+else
+    before=$(snapshot "$tmp/denied")
+    "${bound[@]}" "${as[@]}" "$ddpc" train "$cfg" "${common[@]}" run_dir="$tmp/denied" \
+        max_steps=20 >"$tmp/denied.log" 2>&1
+    st=$?
+    check "denied: resume auto refuses (exit $st)" test "$st" -ne 0 -a "$st" -ne 124
+    check "denied: the message says Permission denied for each" test \
+        "$(grep -o 'step-000000[01][05]: cannot open [^;]*Permission denied' "$tmp/denied.log" | wc -l)" -eq 2
+    check "denied: nothing changed" test "$(snapshot "$tmp/denied")" = "$before"
+fi
 copy isdir
 for d in "$tmp/isdir/$ck"/step-*; do rm "$d/optimizer.safetensors" && mkdir "$d/optimizer.safetensors"; done
 train isdir max_steps=20
