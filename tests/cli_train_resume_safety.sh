@@ -18,7 +18,7 @@ common=(data.type=synthetic_images data.size=256 data.batch_size=16 epochs=4 log
         eval_every=0 num_threads=1 'model.hidden=[16]' checkpoint.every_steps=5
         checkpoint.keep=0)
 # Every refused or hanging case runs under this bound: a regression fails instead of hanging.
-bound=(timeout 120)
+bound=(timeout 60)
 # valid_json FILE: every line of FILE parses as JSON.
 valid_json() { python3 -c 'import json, sys; [json.loads(l) for l in open(sys.argv[1])]' "$1"; }
 # snapshot DIR: the names, sizes and checksums of everything under DIR, for "nothing changed".
