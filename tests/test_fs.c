@@ -1,7 +1,7 @@
 /* Tests for src/core/fs.c: the whole-file reader every module uses (config, checkpoints, report)
  * — contents, the empty file, a file that does not exist with and without `missing`, the size
  * limit, a directory, a pipe read to its end (and over the limit), a failing allocator — and
- * mkdir -p. */
+ * mkdir -p; and the regular-files-only door (ddpc_open_regular) refusing FIFOs and devices. */
 #include <ddpc/alloc.h>
 #include <ddpc/fs.h>
 
@@ -163,6 +163,40 @@ static void test_mkdirs(void)
     CHECK_STR_CONTAINS(ddpc_last_error(), "a.txt': a file is in the way");
 }
 
+/* The regular-files-only door: a regular file reads as ddpc_read_file reads it; a FIFO without
+ * a writer, a device and a directory are refused at once (a hang fails the test's timeout), each
+ * named with what it is; a missing file is reported through `missing`. */
+static void test_read_regular(void)
+{
+    char p[300], *text = NULL;
+    size_t len = 0;
+    bool missing = true;
+    path_of(p, sizeof p, "regular.txt");
+    write_file(p, "abc\n", 4);
+    CHECK_EQ_INT(ddpc_read_regular_file(p, NULL, 16, &missing, &text, &len), DDPC_OK);
+    CHECK(!missing && len == 4 && text && strcmp(text, "abc\n") == 0);
+    ddpc_free(text);
+    CHECK_EQ_INT(ddpc_read_regular_file(p, NULL, 3, NULL, &text, &len), DDPC_EFORMAT);
+    path_of(p, sizeof p, "door.fifo");
+    CHECK(mkfifo(p, 0600) == 0);
+    CHECK_EQ_INT(ddpc_read_regular_file(p, "state", 0, &missing, &text, &len), DDPC_EIO);
+    CHECK(!missing && text == NULL);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "door.fifo': it is a FIFO, not a regular file");
+    CHECK_STR_CONTAINS(ddpc_last_error(), "cannot read state '");
+    int fd = 7;
+    uint64_t size = 7;
+    CHECK_EQ_INT(ddpc_open_regular("/dev/zero", NULL, NULL, &fd, &size), DDPC_EIO);
+    CHECK(fd == -1 && size == 0);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "'/dev/zero': it is a character device");
+    CHECK_EQ_INT(ddpc_open_regular(dir, NULL, NULL, &fd, &size), DDPC_EIO);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "it is a directory, not a regular file");
+    path_of(p, sizeof p, "absent");
+    CHECK_EQ_INT(ddpc_open_regular(p, NULL, &missing, &fd, &size), DDPC_OK);
+    CHECK(missing && fd == -1);
+    CHECK_EQ_INT(ddpc_open_regular(p, NULL, NULL, &fd, &size), DDPC_EIO);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "No such file or directory");
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/ddpc_test_fs_XXXXXX");
@@ -175,6 +209,7 @@ int main(void)
     RUN_TEST(test_read_pipe);
     RUN_TEST(test_read_out_of_memory);
     RUN_TEST(test_mkdirs);
+    RUN_TEST(test_read_regular);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0)

@@ -4,6 +4,7 @@
  * failing allocator, and PyTorch reading model.safetensors and optimizer.safetensors. */
 #include <ddpc/alloc.h>
 #include <ddpc/checkpoint.h>
+#include <ddpc/fs.h>
 #include <ddpc/safetensors.h>
 #include <ddpc/weights.h>
 
@@ -114,6 +115,16 @@ static void test_loss_scale_round_trip(void)
     CHECK_EQ_INT(ddpc_ckpt_read_state(path, &r), DDPC_OK);
     CHECK(r.loss_scaling && r.loss_scale == 12345.678f);
     CHECK_EQ_INT(r.loss_scale_growth_tracker, 17);
+    /* state_crc is the file's own "state_crc32": the checkpoint's identity for the ranks. */
+    char sp[700], *text = NULL, *at;
+    size_t len = 0;
+    snprintf(sp, sizeof sp, "%s/state.json", path);
+    CHECK_EQ_INT(ddpc_read_file(sp, NULL, 0, NULL, &text, &len), DDPC_OK);
+    at = text ? strstr(text, "\"state_crc32\": \"") : NULL;
+    CHECK(at != NULL);
+    if (at)
+        CHECK_EQ_INT(r.state_crc, (uint32_t)strtoul(at + 16, NULL, 16));
+    ddpc_free(text);
     ddpc_ckpt_state_fini(&r);
     s = ckpt_state_for(5, config);
     CHECK_EQ_INT(ddpc_ckpt_save(dir, m, o, &s, 0, path, sizeof path), DDPC_OK);
@@ -174,7 +185,8 @@ static void copy_file(const char *from, const char *to)
     CHECK_EQ_INT(system(cmd), 0);
 }
 
-/* Each file of the newest checkpoint torn in turn: verify names it, find_latest falls back. */
+/* Each file of the newest checkpoint torn in turn: verify names it, find_latest falls back and
+ * find_usable reports the torn one; with both torn, neither is found and both are reported. */
 static void test_torn_checkpoint(void)
 {
     char dir[400], good[600], last[600], found_path[600];
@@ -214,6 +226,17 @@ static void test_torn_checkpoint(void)
             CHECK_EQ_INT(ddpc_ckpt_find_latest(dir, found_path, sizeof found_path, &found),
                          DDPC_OK);
             CHECK(found && strcmp(found_path, good) == 0);
+            ddpc_ckpt_entry *sk = NULL;
+            size_t nsk = 0;
+            CHECK_EQ_INT(ddpc_ckpt_find_usable(dir, found_path, sizeof found_path, &found, &sk,
+                                               &nsk),
+                         DDPC_OK);
+            CHECK(found && strcmp(found_path, good) == 0 && nsk == 1);
+            if (nsk == 1) { /* the torn one, named, with verify's message */
+                CHECK(strcmp(sk[0].name, "step-00000002") == 0 && sk[0].step == 2);
+                CHECK_STR_CONTAINS(sk[0].problem, files[f]);
+            }
+            ddpc_free(sk);
             ddpc_model *m2 = ckpt_small_model(1);
             CHECK(ddpc_ckpt_load(last, m2, NULL, NULL) != DDPC_OK);
             ddpc_model_destroy(m2);
@@ -221,6 +244,20 @@ static void test_torn_checkpoint(void)
             CHECK_EQ_INT(ddpc_ckpt_verify(last), DDPC_OK);
         }
     }
+    /* Both torn: none found, both reported (latest's first), which is resume's refusal. */
+    char p1[700], p2[700];
+    snprintf(p1, sizeof p1, "%s/model.safetensors", good);
+    snprintf(p2, sizeof p2, "%s/model.safetensors", last);
+    CHECK_EQ_INT(truncate(p1, 10), 0);
+    CHECK_EQ_INT(truncate(p2, 10), 0);
+    ddpc_ckpt_entry *sk = NULL;
+    size_t nsk = 0;
+    CHECK_EQ_INT(
+        ddpc_ckpt_find_usable(dir, found_path, sizeof found_path, &found, &sk, &nsk), DDPC_OK);
+    CHECK(!found && nsk == 2);
+    if (nsk == 2)
+        CHECK(sk[0].step == 2 && sk[1].step == 1);
+    ddpc_free(sk);
     ddpc_optim_destroy(o);
     ddpc_model_destroy(m);
 }

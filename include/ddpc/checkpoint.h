@@ -43,6 +43,8 @@ typedef struct {
     int64_t loss_scale_growth_tracker; /* consecutive finite steps behind it */
     char *config;          /* effective config text (ddpc_config_dump output); on read: ddpc_malloc'd */
     char version[32];      /* ddpc version that wrote it (on write: filled by the module) */
+    uint32_t state_crc;    /* on read: state.json's own CRC-32 (its "state_crc32"), which covers
+                              every file's CRC: the checkpoint's identity */
 } ddpc_ckpt_state;
 
 /* Frees the config text of a state filled by ddpc_ckpt_read_state/ddpc_ckpt_load and sets it to
@@ -83,6 +85,27 @@ ddpc_status ddpc_ckpt_save_sharded(const char *dir, ddpc_pg *pg, const ddpc_mode
  * else the newest step-* that verifies (temporary directories are ignored). *found is false if
  * there is none, which is not an error (nor is a missing dir); DDPC_EINVAL if path is too small. */
 ddpc_status ddpc_ckpt_find_latest(const char *dir, char *path, size_t cap, bool *found);
+
+/* One step-* directory of a run's checkpoint directory, for listings. */
+typedef struct {
+    char name[32];       /* "step-00000030" */
+    int64_t step;        /* from the name */
+    int64_t epoch;       /* from state.json; -1 if unreadable */
+    int world;           /* from state.json; 0 if unreadable */
+    int zero_stage;      /* from state.json: 0 for a full checkpoint (or unreadable) */
+    uint64_t bytes;      /* sum of the sizes of the files in it */
+    bool ok;             /* ddpc_ckpt_verify passed */
+    bool latest;         /* `latest` names it */
+    char problem[512];   /* verify's message when !ok */
+} ddpc_ckpt_entry;
+
+/* ddpc_ckpt_find_latest, also saying what it passed over: *skipped (ddpc_malloc'd, free with
+ * ddpc_free; NULL when *n_skipped is 0) gets each checkpoint it tried that did not verify, in
+ * the order tried (the one `latest` names, then step-* newest first), with its name and verify's
+ * message in problem (only name, step and problem are set). *found false with *n_skipped > 0:
+ * checkpoints exist and none verifies. Reads only; changes nothing in dir. */
+ddpc_status ddpc_ckpt_find_usable(const char *dir, char *path, size_t cap, bool *found,
+                                  ddpc_ckpt_entry **skipped, size_t *n_skipped);
 
 /* Checks a checkpoint directory: state.json parses and its own checksum holds, every file it
  * lists is present with the recorded size and CRC-32. DDPC_EFORMAT naming the file that is
@@ -132,25 +155,13 @@ typedef struct {
 ddpc_status ddpc_ckpt_layout(const char *path, int *zero_stage, ddpc_ckpt_shard_info **out,
                              size_t *n);
 
-/* Whether path is a checkpoint directory (a directory holding state.json). */
+/* Whether path is a checkpoint directory: a directory holding state.json (or something else
+ * under that name, which loading it then refuses, naming it). */
 bool ddpc_ckpt_is_dir(const char *path);
 
 /* path itself when it is a checkpoint directory, else the latest checkpoint of run directory
  * path (ddpc_ckpt_find_latest); DDPC_EINVAL "<path>: no checkpoint found" when neither. */
 ddpc_status ddpc_ckpt_resolve(const char *path, char *out, size_t cap);
-
-/* One step-* directory of a run's checkpoint directory, for listings. */
-typedef struct {
-    char name[32];       /* "step-00000030" */
-    int64_t step;        /* from the name */
-    int64_t epoch;       /* from state.json; -1 if unreadable */
-    int world;           /* from state.json; 0 if unreadable */
-    int zero_stage;      /* from state.json: 0 for a full checkpoint (or unreadable) */
-    uint64_t bytes;      /* sum of the sizes of the files in it */
-    bool ok;             /* ddpc_ckpt_verify passed */
-    bool latest;         /* `latest` names it */
-    char problem[256];   /* verify's message when !ok */
-} ddpc_ckpt_entry;
 
 /* Every step-* directory of dir, by increasing step, verified. *out is ddpc_malloc'd (free with
  * ddpc_free; NULL when *n is 0). A missing dir gives *n = 0; DDPC_EIO if it cannot be read. */

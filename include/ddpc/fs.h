@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -26,6 +27,18 @@ ddpc_status ddpc_mkdirs(const char *dir);
  * than max), DDPC_ENOMEM. Thread-safe. */
 ddpc_status ddpc_read_file(const char *path, const char *what, size_t max, bool *missing,
                            char **out, size_t *len);
+
+/* The door for files whose bytes must be a file's (checkpoints, safetensors, state.json): opens
+ * `path` for reading only if it is a regular file (symlinks followed). A FIFO, a device, a socket
+ * or a directory in its place is refused at once, without blocking on it or reading it: DDPC_EIO
+ * "cannot read '<path>': it is a FIFO, not a regular file". *fd (blocking, close-on-exec) is the
+ * caller's to close; *size its size. `what` and `missing` as for ddpc_read_file. Thread-safe. */
+ddpc_status ddpc_open_regular(const char *path, const char *what, bool *missing, int *fd,
+                              uint64_t *size);
+
+/* ddpc_read_file for a regular file only, refusing anything else as ddpc_open_regular does. */
+ddpc_status ddpc_read_regular_file(const char *path, const char *what, size_t max, bool *missing,
+                                   char **out, size_t *len);
 
 #ifdef __cplusplus
 }

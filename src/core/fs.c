@@ -127,3 +127,70 @@ ddpc_status ddpc_read_file(const char *path, const char *what, size_t max, bool 
     close(fd);
     return s;
 }
+
+/* What a file that is not a regular one is, for messages. */
+static const char *kind_of(mode_t m)
+{
+    return S_ISDIR(m)    ? "a directory"
+           : S_ISFIFO(m) ? "a FIFO"
+           : S_ISCHR(m)  ? "a character device"
+           : S_ISBLK(m)  ? "a block device"
+           : S_ISSOCK(m) ? "a socket"
+                         : "a file of an unknown kind";
+}
+
+ddpc_status ddpc_open_regular(const char *path, const char *what, bool *missing, int *fd,
+                              uint64_t *size)
+{
+    *fd = -1;
+    *size = 0;
+    if (missing)
+        *missing = false;
+    char name[1200];
+    name_of(name, sizeof name, what, path);
+    /* O_NONBLOCK: opening a FIFO without a writer (or some devices) would wait forever; the
+     * descriptor is made blocking again once fstat has shown a regular file. */
+    int f = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (f < 0 && errno == ENOENT && missing) {
+        *missing = true;
+        return DDPC_OK;
+    }
+    if (f < 0)
+        return ddpc_errorf(DDPC_EIO, "cannot open %s: %s", name, strerror(errno));
+    struct stat st;
+    int flags;
+    ddpc_status s = DDPC_OK;
+    if (fstat(f, &st) != 0)
+        s = ddpc_errorf(DDPC_EIO, "cannot read %s: %s", name, strerror(errno));
+    else if (!S_ISREG(st.st_mode))
+        s = ddpc_errorf(DDPC_EIO, "cannot read %s: it is %s, not a regular file", name,
+                        kind_of(st.st_mode));
+    else if ((flags = fcntl(f, F_GETFL)) < 0 || fcntl(f, F_SETFL, flags & ~O_NONBLOCK) != 0)
+        s = ddpc_errorf(DDPC_EIO, "cannot read %s: %s", name, strerror(errno));
+    if (s != DDPC_OK) {
+        close(f);
+        return s;
+    }
+    *fd = f;
+    *size = (uint64_t)st.st_size;
+    return DDPC_OK;
+}
+
+ddpc_status ddpc_read_regular_file(const char *path, const char *what, size_t max, bool *missing,
+                                   char **out, size_t *len)
+{
+    *out = NULL;
+    *len = 0;
+    char name[1200];
+    name_of(name, sizeof name, what, path);
+    int fd;
+    uint64_t size;
+    DDPC_TRY(ddpc_open_regular(path, what, missing, &fd, &size));
+    if (fd < 0) /* missing */
+        return DDPC_OK;
+    ddpc_status s = max > 0 && size > max
+                        ? ddpc_errorf(DDPC_EFORMAT, "%s is larger than %zu bytes", name, max)
+                        : read_all(fd, name, (size_t)size, max, out, len);
+    close(fd);
+    return s;
+}

@@ -26,8 +26,10 @@ bool ddpc_ckpt_is_dir(const char *path)
 {
     char p[DDPC__CKPT_PATH_MAX];
     struct stat st;
+    /* Anything but a directory named state.json counts: loading it then says what is wrong
+     * with it (a FIFO, a dangling link) instead of looking for checkpoints inside. */
     return path && ddpc__ckpt_join(p, sizeof p, path, DDPC__CKPT_STATE) == DDPC_OK &&
-           stat(p, &st) == 0 && S_ISREG(st.st_mode);
+           lstat(p, &st) == 0 && !S_ISDIR(st.st_mode);
 }
 
 /* Size and CRC-32 of every file x lists against the record. */
@@ -87,7 +89,7 @@ static void read_latest(const char *dir, char *name, size_t cap)
     name[0] = '\0';
     /* No pointer, or an unreadable one: the newest complete step directory decides. */
     if (ddpc__ckpt_join(path, sizeof path, dir, DDPC__CKPT_LATEST) != DDPC_OK ||
-        ddpc_read_file(path, NULL, 256, &missing, &text, &len) != DDPC_OK || missing)
+        ddpc_read_regular_file(path, NULL, 256, &missing, &text, &len) != DDPC_OK || missing)
         return;
     while (len && (text[len - 1] == '\n' || text[len - 1] == ' ' || text[len - 1] == '\r'))
         text[--len] = '\0';
@@ -149,25 +151,69 @@ static ddpc_status scan(const char *dir, ddpc_ckpt_entry **out, size_t *n)
     return DDPC_OK;
 }
 
-ddpc_status ddpc_ckpt_find_latest(const char *dir, char *path, size_t cap, bool *found)
+/* Appends the checkpoint `name` of dir that did not verify, with verify's message, to *out. */
+static ddpc_status note_skip(const char *dir, const char *name, ddpc_ckpt_entry **out, size_t *n)
+{
+    ddpc_ckpt_entry *grown = ddpc_malloc((*n + 1) * sizeof *grown);
+    if (!grown)
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory listing the checkpoints of %s", dir);
+    if (*n)
+        memcpy(grown, *out, *n * sizeof *grown);
+    ddpc_free(*out);
+    *out = grown;
+    ddpc_ckpt_entry *e = &grown[(*n)++];
+    memset(e, 0, sizeof *e);
+    snprintf(e->name, sizeof e->name, "%s", name);
+    if (!ddpc__ckpt_parse_step_name(name, &e->step))
+        e->step = -1;
+    e->epoch = -1;
+    snprintf(e->problem, sizeof e->problem, "%s", ddpc_last_error());
+    return DDPC_OK;
+}
+
+/* Tries the checkpoint `name` of dir: *ok when it verifies, else it is noted in *skipped. */
+static ddpc_status try_one(const char *dir, const char *name, char *p, size_t cap, bool *ok,
+                           ddpc_ckpt_entry **skipped, size_t *n_skipped)
+{
+    *ok = false;
+    if (ddpc__ckpt_join(p, cap, dir, name) != DDPC_OK)
+        return note_skip(dir, name, skipped, n_skipped);
+    if (ddpc_ckpt_verify(p) == DDPC_OK) {
+        *ok = true;
+        return DDPC_OK;
+    }
+    return note_skip(dir, name, skipped, n_skipped);
+}
+
+ddpc_status ddpc_ckpt_find_usable(const char *dir, char *path, size_t cap, bool *found,
+                                  ddpc_ckpt_entry **skipped, size_t *n_skipped)
 {
     *found = false;
+    *skipped = NULL;
+    *n_skipped = 0;
     if (!dir || !path || !cap)
         return ddpc_errorf(DDPC_EINVAL, "checkpoint find_latest: dir or path is NULL");
     path[0] = '\0';
     char name[64], p[DDPC__CKPT_PATH_MAX];
+    ddpc_status s = DDPC_OK;
     read_latest(dir, name, sizeof name);
-    if (name[0] && ddpc__ckpt_join(p, sizeof p, dir, name) == DDPC_OK &&
-        ddpc_ckpt_verify(p) == DDPC_OK) {
-        *found = true;
-    } else {
+    if (name[0])
+        s = try_one(dir, name, p, sizeof p, found, skipped, n_skipped);
+    if (s == DDPC_OK && !*found) {
         ddpc_ckpt_entry *e = NULL;
         size_t n = 0;
-        DDPC_TRY(scan(dir, &e, &n));
-        for (size_t i = n; i-- > 0 && !*found;)
-            *found = ddpc__ckpt_join(p, sizeof p, dir, e[i].name) == DDPC_OK &&
-                     ddpc_ckpt_verify(p) == DDPC_OK;
+        s = scan(dir, &e, &n);
+        for (size_t i = n; s == DDPC_OK && i-- > 0 && !*found;)
+            if (strcmp(e[i].name, name) != 0) /* `latest`'s was tried first */
+                s = try_one(dir, e[i].name, p, sizeof p, found, skipped, n_skipped);
         ddpc_free(e);
+    }
+    if (s != DDPC_OK) {
+        ddpc_free(*skipped);
+        *skipped = NULL;
+        *n_skipped = 0;
+        *found = false;
+        return s;
     }
     ddpc_clear_error();
     if (*found && strlen(p) >= cap) {
@@ -177,6 +223,15 @@ ddpc_status ddpc_ckpt_find_latest(const char *dir, char *path, size_t cap, bool 
     if (*found)
         memcpy(path, p, strlen(p) + 1);
     return DDPC_OK;
+}
+
+ddpc_status ddpc_ckpt_find_latest(const char *dir, char *path, size_t cap, bool *found)
+{
+    ddpc_ckpt_entry *skipped;
+    size_t n;
+    ddpc_status s = ddpc_ckpt_find_usable(dir, path, cap, found, &skipped, &n);
+    ddpc_free(skipped);
+    return s;
 }
 
 ddpc_status ddpc_ckpt_resolve(const char *path, char *out, size_t cap)

@@ -4,6 +4,7 @@
 #include "train/checkpoint_impl.h"
 
 #include <ddpc/alloc.h>
+#include <ddpc/fs.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -64,11 +65,13 @@ ddpc_status ddpc__ckpt_write_new(const char *path, const void *data, size_t len)
 
 ddpc_status ddpc__ckpt_file_crc(const char *path, uint64_t *bytes, uint32_t *crc)
 {
-    int fd = open(path, O_RDONLY);
-    if (fd < 0 && errno == ENOENT)
+    int fd;
+    uint64_t size;
+    bool missing;
+    /* A FIFO or a device in a checkpoint would block or never end: regular files only. */
+    DDPC_TRY(ddpc_open_regular(path, NULL, &missing, &fd, &size));
+    if (missing)
         return ddpc_errorf(DDPC_EFORMAT, "%s is missing (incomplete checkpoint)", path);
-    if (fd < 0)
-        return ddpc_errorf(DDPC_EIO, "cannot open %s: %s", path, strerror(errno));
     enum { CHUNK = 1 << 20 };
     unsigned char *buf = ddpc_malloc(CHUNK);
     if (!buf) {

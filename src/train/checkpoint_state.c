@@ -170,7 +170,8 @@ ddpc_status ddpc__ckpt_state_format(const ddpc_ckpt_state *s, const ddpc__ckpt_e
 }
 
 /* Checks the self checksum of text (modified in a copy only). */
-static ddpc_status check_self_crc(const char *text, size_t len, const char *origin)
+static ddpc_status check_self_crc(const char *text, size_t len, const char *origin,
+                                  uint32_t *self)
 {
     const char *at = NULL;
     for (const char *p = text; (p = strstr(p, SELF_KEY)) != NULL; p++)
@@ -192,6 +193,7 @@ static ddpc_status check_self_crc(const char *text, size_t len, const char *orig
                            "%s: CRC-32 %s does not match its state_crc32 %.8s "
                            "(corrupt checkpoint)",
                            origin, digits, text + off);
+    *self = crc;
     return DDPC_OK;
 }
 
@@ -299,12 +301,14 @@ ddpc_status ddpc__ckpt_state_parse(const char *text, size_t len, const char *ori
 {
     memset(s, 0, sizeof *s);
     memset(x, 0, sizeof *x);
-    DDPC_TRY(check_self_crc(text, len, origin));
+    uint32_t self = 0;
+    DDPC_TRY(check_self_crc(text, len, origin, &self));
     ddpc__json *j = NULL;
     DDPC_TRY(ddpc__json_parse(&j, text, len, origin));
     ddpc_status st = ddpc__json_check_unique_keys(j, origin);
     if (st == DDPC_OK)
         st = parse_tree(j, origin, s, x);
+    s->state_crc = self;
     ddpc__json_free(j);
     if (st != DDPC_OK) {
         ddpc_ckpt_state_fini(s);
@@ -322,7 +326,7 @@ ddpc_status ddpc__ckpt_state_load(const char *ckpt, ddpc_ckpt_state *s, ddpc__ck
     char *text = NULL;
     size_t len = 0;
     bool missing;
-    DDPC_TRY(ddpc_read_file(path, NULL, STATE_MAX, &missing, &text, &len));
+    DDPC_TRY(ddpc_read_regular_file(path, NULL, STATE_MAX, &missing, &text, &len));
     if (missing) /* the last file a save writes */
         return ddpc_errorf(DDPC_EFORMAT, "%s is missing (incomplete checkpoint)", path);
     ddpc_status st = ddpc__ckpt_state_parse(text, len, path, s, x);

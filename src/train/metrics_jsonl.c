@@ -2,10 +2,12 @@
  * order recorded; consecutive "group/name" keys nest as "group": {"name": value}. Invariants: a
  * line is valid JSON whatever the values (NaN and infinities are null, strings escaped), and it
  * reaches the file with one write() so concurrent writers cannot interleave inside it; the first
- * failed write makes the sink fail for good. */
+ * failed write makes the sink fail for good; a record appended to a file starts a line of its
+ * own, even after a torn last line. */
 #include "train/metrics_impl.h"
 
 #include <ddpc/alloc.h>
+#include <ddpc/fs.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +15,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 typedef struct {
@@ -22,6 +25,30 @@ typedef struct {
     char why[128];
     char line[16384];
 } jsonl;
+
+/* A file appended to whose last line is torn (a write cut short by a full disk or a kill) gets
+ * a newline first, so the next record starts a line of its own instead of gluing itself to the
+ * torn one: then only that line fails to parse. Only a regular file has a last byte to look at. */
+static ddpc_status end_torn_line(jsonl *j)
+{
+    struct stat st;
+    int rd;
+    uint64_t size;
+    char last;
+    if (fstat(j->fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0 ||
+        ddpc_open_regular(j->path, NULL, NULL, &rd, &size) != DDPC_OK) {
+        ddpc_clear_error();
+        return DDPC_OK;
+    }
+    ssize_t got = size > 0 ? pread(rd, &last, 1, (off_t)size - 1) : 0;
+    close(rd);
+    if (got != 1 || last == '\n')
+        return DDPC_OK;
+    while (write(j->fd, "\n", 1) != 1)
+        if (errno != EINTR)
+            return ddpc_errorf(DDPC_EIO, "cannot write '%s': %s", j->path, strerror(errno));
+    return DDPC_OK;
+}
 
 ddpc_status ddpc__metrics_jsonl_open(const char *path, bool append, void **state)
 {
@@ -34,6 +61,12 @@ ddpc_status ddpc__metrics_jsonl_open(const char *path, bool append, void **state
         int e = errno;
         ddpc_free(j);
         return ddpc_errorf(DDPC_EIO, "cannot write '%s': %s", path, strerror(e));
+    }
+    ddpc_status s = append ? end_torn_line(j) : DDPC_OK;
+    if (s != DDPC_OK) {
+        close(j->fd);
+        ddpc_free(j);
+        return s;
     }
     *state = j;
     return DDPC_OK;

@@ -6,6 +6,7 @@
 #include <ddpc/safetensors.h>
 
 #include <ddpc/alloc.h>
+#include <ddpc/fs.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -328,17 +329,15 @@ ddpc_status ddpc_safetensors_open(ddpc_safetensors **out, const char *path)
     }
     memcpy(p, path, plen);
     f->path = p;
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) {
-        ddpc_status s = ddpc_errorf(DDPC_EIO, "%s: cannot open: %s", path, strerror(errno));
+    /* Regular files only: a FIFO or a device in place of one would block or never end. */
+    int fd;
+    uint64_t size;
+    ddpc_status s = ddpc_open_regular(path, NULL, NULL, &fd, &size);
+    if (s != DDPC_OK) {
         ddpc_safetensors_close(f);
         return s;
     }
-    struct stat st;
-    ddpc_status s = fstat(fd, &st) != 0 ? ddpc_errorf(DDPC_EIO, "%s: cannot stat: %s", path,
-                                                      strerror(errno))
-                    : !S_ISREG(st.st_mode) ? ddpc_errorf(DDPC_EIO, "%s: not a regular file", path)
-                                           : load(f, fd, (uint64_t)st.st_size);
+    s = load(f, fd, size);
     close(fd);
     if (s == DDPC_OK)
         s = build(f);

@@ -5,9 +5,12 @@
  * checkpoint records the position of the next step (epoch, optimizer steps done in it), and
  * everything a step depends on — parameters, optimizer state, step counter (LR schedule and dropout
  * streams derive from it) — so a resumed run at the same world size repeats the uninterrupted one
- * bit for bit. */
+ * bit for bit. Resume never starts over silently: checkpoints that exist but none of which
+ * verifies are refused, newer ones passed over are reported, and every rank must have loaded the
+ * same state (trainer_ckpt_agree.c). */
 #include "train/trainer_impl.h"
 
+#include <ddpc/alloc.h>
 #include <ddpc/checkpoint.h>
 #include <ddpc/data.h>
 #include <ddpc/timer.h>
@@ -45,6 +48,40 @@ static int64_t global_batch(const ddpc_trainer *t)
     return per_rank * ddpc__trainer_dp_degree(t) * t->set.accum_steps;
 }
 
+/* "none of the N checkpoints in DIR can be resumed from (step-...: why; ...)" */
+static ddpc_status refuse_none(const char *dir, const ddpc_ckpt_entry *e, size_t n)
+{
+    char why[900];
+    size_t at = 0;
+    why[0] = '\0';
+    for (size_t i = 0; i < n && at < sizeof why; i++) {
+        int w = snprintf(why + at, sizeof why - at, "%s%s: %s", i ? "; " : "", e[i].name,
+                         e[i].problem);
+        at += w > 0 ? (size_t)w : 0;
+    }
+    return ddpc_errorf(DDPC_EFORMAT,
+                       "resume: none of the %zu checkpoint%s in '%s' can be resumed from (%s); "
+                       "nothing was changed: to start over deliberately, set resume=never and a "
+                       "new checkpoint.dir",
+                       n, n == 1 ? "" : "s", dir, why);
+}
+
+/* The newest usable checkpoint of run directory dir into path; what it passed over is kept in
+ * t->resume. Checkpoints that exist but none verifies is an error, never a silent fresh start. */
+static ddpc_status find(ddpc_trainer *t, const char *dir, char *path, size_t cap, bool *found)
+{
+    ddpc_ckpt_entry *skipped = NULL;
+    size_t n = 0;
+    DDPC_TRY(ddpc_ckpt_find_usable(dir, path, cap, found, &skipped, &n));
+    ddpc_status s = !*found && n ? refuse_none(dir, skipped, n) : DDPC_OK;
+    t->resume.n_skipped = n;
+    snprintf(t->resume.dir, sizeof t->resume.dir, "%s", dir);
+    for (size_t i = 0; i < n && i < DDPC__RESUME_NOTES; i++)
+        t->resume.skipped[i] = skipped[i];
+    ddpc_free(skipped);
+    return s;
+}
+
 /* The checkpoint `resume` names: *found false when there is none to resume from (auto). */
 static ddpc_status pick(ddpc_trainer *t, char *path, size_t cap, bool *found)
 {
@@ -53,13 +90,13 @@ static ddpc_status pick(ddpc_trainer *t, char *path, size_t cap, bool *found)
     if (strcmp(r, "never") == 0)
         return DDPC_OK;
     if (strcmp(r, "auto") == 0)
-        return ddpc_ckpt_find_latest(t->set.ckpt_dir, path, cap, found);
+        return find(t, t->set.ckpt_dir, path, cap, found);
     if (ddpc_ckpt_is_dir(r)) {
         snprintf(path, cap, "%s", r);
         *found = true;
         return DDPC_OK;
     }
-    DDPC_TRY(ddpc_ckpt_find_latest(r, path, cap, found));
+    DDPC_TRY(find(t, r, path, cap, found));
     if (!*found)
         return ddpc_errorf(DDPC_EINVAL, "resume: '%s' is not a checkpoint and holds none", r);
     return DDPC_OK;
@@ -140,34 +177,68 @@ static void log_resume(const ddpc_trainer *t, const char *path, const ddpc_ckpt_
                 (long long)st->step, (long long)t->epoch, (long long)t->epoch_step);
 }
 
-ddpc_status ddpc__trainer_resume(ddpc_trainer *t)
+/* Loads checkpoint path into this rank's model, optimizer shard and counters. */
+static ddpc_status load(ddpc_trainer *t, const char *path, ddpc_ckpt_state *st)
 {
-    char path[1100];
-    bool found;
-    DDPC_TRY(pick(t, path, sizeof path, &found));
-    if (!found)
-        return DDPC_OK;
-    ddpc_ckpt_state st = {0};
     const ddpc_range *ranges;
     size_t n_ranges;
     ddpc_engine_shard(t->engine, &ranges, &n_ranges);
     /* Every rank reads all parameters and the optimizer state of its own shard. */
-    ddpc_status s =
-        ddpc_ckpt_load_shard(path, t->model, ddpc_engine_optim(t->engine), ranges, n_ranges, &st);
-    if (s == DDPC_OK) {
-        ddpc_engine_params_written(t->engine); /* ZeRO-3 keeps only its chunks resident */
-        ddpc_engine_restore(t->engine, st.step, st.skipped_steps);
-        if (st.loss_scaling)
-            ddpc_engine_restore_loss_scale(
-                t->engine, (ddpc_loss_scale_state){.scale = st.loss_scale,
-                                                   .growth_tracker = st.loss_scale_growth_tracker});
-        place(t, &st);
-        t->last_saved_step = st.step;
-        snprintf(t->resumed_from, sizeof t->resumed_from, "%s", path);
+    DDPC_TRY(
+        ddpc_ckpt_load_shard(path, t->model, ddpc_engine_optim(t->engine), ranges, n_ranges, st));
+    ddpc_engine_params_written(t->engine); /* ZeRO-3 keeps only its chunks resident */
+    ddpc_engine_restore(t->engine, st->step, st->skipped_steps);
+    if (st->loss_scaling)
+        ddpc_engine_restore_loss_scale(
+            t->engine, (ddpc_loss_scale_state){.scale = st->loss_scale,
+                                               .growth_tracker = st->loss_scale_growth_tracker});
+    place(t, st);
+    t->last_saved_step = st->step;
+    snprintf(t->resumed_from, sizeof t->resumed_from, "%s", path);
+    return DDPC_OK;
+}
+
+ddpc_status ddpc__trainer_resume(ddpc_trainer *t)
+{
+    char path[1100] = "";
+    bool found = false;
+    ddpc_ckpt_state st = {0};
+    ddpc_status s = pick(t, path, sizeof path, &found);
+    if (s == DDPC_OK && found)
+        s = load(t, path, &st);
+    /* Every rank takes part whatever happened here, so a local failure cannot hang the others. */
+    s = ddpc__trainer_resume_agree(t, s, s == DDPC_OK && found ? &st : NULL, path);
+    if (s == DDPC_OK && found && t->log) {
+        const ddpc__resume_notes *n = &t->resume;
+        for (size_t i = 0; i < n->n_skipped && i < DDPC__RESUME_NOTES; i++)
+            fprintf(t->log, "skipped checkpoint %s/%s: %s\n", n->dir, n->skipped[i].name,
+                    n->skipped[i].problem);
+        if (n->n_skipped > DDPC__RESUME_NOTES)
+            fprintf(t->log, "skipped %zu more checkpoints that did not verify\n",
+                    n->n_skipped - DDPC__RESUME_NOTES);
         log_resume(t, path, &st);
     }
     ddpc_ckpt_state_fini(&st);
     return s;
+}
+
+/* Writes the checkpoint of this step: rank 0 alone (replicated state) or every rank its shard;
+ * path (cap) gets the committed directory where this rank knows it. */
+static ddpc_status write_ckpt(ddpc_trainer *t, int stage, const ddpc_ckpt_state *st, char *path,
+                              size_t cap)
+{
+    if (stage > 0) { /* collective: every rank writes its shard */
+        const ddpc_range *ranges;
+        size_t n_ranges;
+        ddpc_engine_shard(t->engine, &ranges, &n_ranges);
+        return ddpc_ckpt_save_sharded(t->set.ckpt_dir, t->pg, t->model,
+                                      ddpc_engine_optim(t->engine), ranges, n_ranges, st,
+                                      t->set.ckpt_keep, path, cap);
+    }
+    if (t->rank != 0) /* the state is replicated: rank 0 writes it */
+        return DDPC_OK;
+    return ddpc_ckpt_save(t->set.ckpt_dir, t->model, ddpc_engine_optim(t->engine), st,
+                          t->set.ckpt_keep, path, cap);
 }
 
 static ddpc_status save(ddpc_trainer *t)
@@ -176,8 +247,6 @@ static ddpc_status save(ddpc_trainer *t)
     int64_t step = ddpc_engine_step(t->engine);
     t->last_saved_step = step;
     int stage = stage_in_effect(t);
-    if (t->rank != 0 && stage == 0) /* the state is replicated: rank 0 writes it */
-        return DDPC_OK;
     ddpc_ckpt_state st = {
         .step = step,
         .epoch = t->epoch,
@@ -193,19 +262,14 @@ static ddpc_status save(ddpc_trainer *t)
         .config = t->config_text,
         .zero_stage = stage,
     };
-    char path[1100];
+    char path[1100] = "";
     double t0 = ddpc_time_now();
-    if (stage > 0) { /* collective: every rank writes its shard */
-        const ddpc_range *ranges;
-        size_t n_ranges;
-        ddpc_engine_shard(t->engine, &ranges, &n_ranges);
-        DDPC_TRY(ddpc_ckpt_save_sharded(t->set.ckpt_dir, t->pg, t->model,
-                                        ddpc_engine_optim(t->engine), ranges, n_ranges, &st,
-                                        t->set.ckpt_keep, path, sizeof path));
-    } else {
-        DDPC_TRY(ddpc_ckpt_save(t->set.ckpt_dir, t->model, ddpc_engine_optim(t->engine), &st,
-                                t->set.ckpt_keep, path, sizeof path));
+    ddpc_status s = write_ckpt(t, stage, &st, path, sizeof path);
+    if (!t->resume.save_seen_checked) { /* once per run: a node-local dir shows at once */
+        t->resume.save_seen_checked = true;
+        s = ddpc__trainer_save_seen(t, s, path);
     }
+    DDPC_TRY(s);
     double seconds = ddpc_time_now() - t0;
     t->ckpt_seconds += seconds;
     if (t->rank != 0) /* rank 0 logs and records it */

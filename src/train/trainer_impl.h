@@ -8,6 +8,7 @@
 
 #include <ddpc/combined.h>
 #include <ddpc/bleu.h>
+#include <ddpc/checkpoint.h>
 #include <ddpc/comm.h>
 #include <ddpc/data.h>
 #include <ddpc/engine.h>
@@ -153,6 +154,18 @@ typedef struct {
     bool tokens;       /* rate counts tokens, not samples */
 } ddpc__progress;
 
+/* trainer_ckpt.c: the newer checkpoints resume passed over because they did not verify (the
+ * first DDPC__RESUME_NOTES of n_skipped, newest first), for rank 0's log and metrics.jsonl's
+ * resume record; and whether this run's first save was checked to be seen by every rank
+ * (trainer_ckpt_agree.c). */
+#define DDPC__RESUME_NOTES 8
+typedef struct {
+    char dir[1024]; /* the directory they are in */
+    ddpc_ckpt_entry skipped[DDPC__RESUME_NOTES];
+    size_t n_skipped;
+    bool save_seen_checked;
+} ddpc__resume_notes;
+
 struct ddpc_trainer {
     ddpc_config *cfg;
     FILE *log;
@@ -214,6 +227,7 @@ struct ddpc_trainer {
     int64_t last_saved_step; /* -1: none this run */
     double ckpt_seconds;     /* spent saving checkpoints this run */
     char resumed_from[1100]; /* checkpoint this run resumed from, or "" */
+    ddpc__resume_notes resume; /* what resuming passed over; the first save's check */
     char init_report[1024];  /* what init_from (init_strict: false) left out, or "" */
     char notes[1024]; /* lines about a config changed to fit the run (warm-up cut to the run,
                          a partial batch kept), decided while building, printed when it runs */
@@ -306,6 +320,16 @@ ddpc_status ddpc__trainer_read_ckpt_settings(ddpc_trainer *t);
 bool ddpc__trainer_checkpoints_on(const ddpc_trainer *t);
 /* Per `resume`: loads the checkpoint's parameters, optimizer state, counters and position. */
 ddpc_status ddpc__trainer_resume(ddpc_trainer *t);
+/* trainer_ckpt_agree.c, collectives over t->pg (every rank calls them; world 1: no-ops).
+ * resume_agree: after each rank tried to resume (local: its status; st: what it loaded, NULL if
+ * nothing; path: from where), every rank returns the same verdict: a rank's failure, or
+ * ranks that loaded different checkpoints (step, state.json's CRC, directory name, position)
+ * refuse, naming the ranks. save_seen: after this run's first save (local: this rank's status,
+ * path: the committed checkpoint on rank 0), every rank checks it sees rank 0's state.json,
+ * else all fail saying checkpoint.dir must be on a file system every rank sees. */
+ddpc_status ddpc__trainer_resume_agree(ddpc_trainer *t, ddpc_status local,
+                                       const ddpc_ckpt_state *st, const char *path);
+ddpc_status ddpc__trainer_save_seen(ddpc_trainer *t, ddpc_status local, const char *path);
 /* After a step: saves when every_steps / every_epochs says so (rank 0 writes). */
 ddpc_status ddpc__trainer_after_step_save(ddpc_trainer *t, bool epoch_end);
 /* At the end of training: saves the final state unless it was just saved (checkpoints on). */

@@ -1,8 +1,8 @@
 /* The run's outputs, opened before anything is trained: rank 0 locks the run directory (one job
  * per directory), writes config.yaml (and a translation run's vocabularies), checks that weights_out and the checkpoint directory can be
  * written (so that is not discovered after training), and opens metrics.jsonl — appended to by a
- * resumed or restarted run, which records why — and a TensorBoard event file in <run_dir>/tb/. Only
- * global rank 0 writes run outputs. */
+ * resumed or restarted run, which records why and which newer checkpoints it skipped — and a
+ * TensorBoard event file in <run_dir>/tb/. Only global rank 0 writes run outputs. */
 #include "train/trainer_impl.h"
 
 #include <ddpc/rundir.h>
@@ -17,7 +17,21 @@ static ddpc_status record_start(ddpc_trainer *t)
     ddpc_metrics_str(t->metrics, "event", t->resumed_from[0] ? "resume" : "restart");
     ddpc_metrics_i64(t->metrics, "restart", t->restart_count);
     ddpc_metrics_str(t->metrics, "checkpoint", t->resumed_from);
-    return ddpc_metrics_end(t->metrics);
+    const ddpc__resume_notes *n = &t->resume;
+    if (t->resumed_from[0])
+        ddpc_metrics_i64(t->metrics, "skipped", (int64_t)n->n_skipped);
+    DDPC_TRY(ddpc_metrics_end(t->metrics));
+    /* Then one record per newer checkpoint it passed over: a record holds few strings. */
+    for (size_t i = 0; t->resumed_from[0] && i < n->n_skipped && i < DDPC__RESUME_NOTES; i++) {
+        char path[sizeof n->dir + sizeof n->skipped[i].name + 1];
+        snprintf(path, sizeof path, "%s/%s", n->dir, n->skipped[i].name);
+        ddpc_metrics_begin(t->metrics, ddpc_engine_step(t->engine));
+        ddpc_metrics_str(t->metrics, "event", "skipped_checkpoint");
+        ddpc_metrics_str(t->metrics, "checkpoint", path);
+        ddpc_metrics_str(t->metrics, "reason", n->skipped[i].problem);
+        DDPC_TRY(ddpc_metrics_end(t->metrics));
+    }
+    return DDPC_OK;
 }
 
 ddpc_status ddpc__trainer_open_outputs(ddpc_trainer *t)
