@@ -83,7 +83,7 @@ check "2 ranks: the resumed run ends with the uninterrupted run's weights" \
 
 # configs/gpt2_124m.yaml is GPT-2 small: 124,439,808 parameters (GPT-2's count, embeddings tied).
 "$ddpc" plan "$src/configs/gpt2_124m.yaml" "data.train=$tmp/s_llmc/corpus_train_*.bin" \
-    "data.val=$tmp/s_llmc/corpus_val_*.bin" >"$tmp/plan.log" 2>&1
+    "data.val=$tmp/s_llmc/corpus_val_*.bin" memory.limit_gb=1000 >"$tmp/plan.log" 2>&1
 check_status "ddpc plan reads configs/gpt2_124m.yaml on shards" $? "$tmp/plan.log"
 check "configs/gpt2_124m.yaml has GPT-2 small's 124,439,808 parameters" \
     grep -q "(124439808 parameters" "$tmp/plan.log"
