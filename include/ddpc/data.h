@@ -38,6 +38,15 @@ ddpc_status ddpc_dataset_fmnist_create(ddpc_dataset **out, const char *dir, bool
 ddpc_status ddpc_dataset_text_create(ddpc_dataset **out, const char *path, int64_t block_size,
                                      double val_fraction, bool train);
 
+/* Samples and class labels from two NumPy .npy files (numpy.save's format, versions 1.0-3.0): x
+ * of shape (N, D), (N, H, W) or (N, C, H, W) and dtype float32, float64, uint8 (scaled to [0, 1],
+ * as torchvision's ToTensor), int32 or int64; y of shape (N,) and an integer dtype, labels in
+ * [0, 255]. Little-endian, C order. Samples have shape (1, 1, D), (1, H, W) or (C, H, W); classes
+ * = the largest label + 1 (at least 2). Errors name the file: DDPC_EIO (cannot be read),
+ * DDPC_EFORMAT (not .npy, a dtype or order not read, a size that disagrees with the header, a
+ * shape that is not samples, labels of another length or out of range). */
+ddpc_status ddpc_dataset_npy_create(ddpc_dataset **out, const char *x_path, const char *y_path);
+
 /* Token shards as llm.c and nanoGPT write them, for GPT training on real tokenised corpora.
  * `pattern` is a glob(3) pattern (or one path); the matching files, sorted by name, are
  * concatenated into one token stream, windowed as for text. Formats:

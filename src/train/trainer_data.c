@@ -16,6 +16,7 @@ typedef struct {
     int type; /* index into builders[] */
     const char *path;
     const char *val_path, *test_path; /* tokens: the held-out splits' patterns */
+    const char *npy_x[3], *npy_y[3];  /* npy: train, val, test; a held-out split may be NULL */
     int64_t size, classes, block;
     int format; /* tokens: ddpc_token_file_format */
     double val_fraction;
@@ -147,18 +148,72 @@ static ddpc_status create_tokens(const data_spec *s, uint64_t seed, data_splits 
     return ddpc_dataset_token_shards_create(&out->test, s->test_path, f, s->block, s->classes);
 }
 
+/* npy: data.train_x/train_y required; data.val_x/val_y and data.test_x/test_y each a pair, at
+ * least one of the two (a held-out split to evaluate on). */
+static ddpc_status read_npy(ddpc_trainer *t, const char *prefix, data_spec *s)
+{
+    static const char *const split[3] = {"train", "val", "test"};
+    char key[96], name[16];
+    for (int i = 0; i < 3; i++) {
+        snprintf(name, sizeof name, "%s_x", split[i]);
+        DDPC_TRY(ddpc_config_string(t->cfg, key_of(key, sizeof key, prefix, name), NULL,
+                                    &s->npy_x[i]));
+        snprintf(name, sizeof name, "%s_y", split[i]);
+        DDPC_TRY(ddpc_config_string(t->cfg, key_of(key, sizeof key, prefix, name), NULL,
+                                    &s->npy_y[i]));
+        if (!s->npy_x[i] != !s->npy_y[i] || (i == 0 && !s->npy_x[i]))
+            return ddpc_errorf(DDPC_EINVAL,
+                               "data.type npy needs keys '%s.%s_x' and '%s.%s_y' together: the "
+                               "samples and labels .npy files",
+                               prefix, split[i], prefix, split[i]);
+    }
+    if (!s->npy_x[1] && !s->npy_x[2])
+        return ddpc_errorf(DDPC_EINVAL,
+                           "data.type npy needs a held-out split: keys '%s.val_x'/'%s.val_y' or "
+                           "'%s.test_x'/'%s.test_y'",
+                           prefix, prefix, prefix, prefix);
+    return DDPC_OK;
+}
+
+/* A held-out split's labels must be classes the train split has (the head's width). */
+static ddpc_status check_classes(const ddpc_dataset *train, const ddpc_dataset *held,
+                                 const char *path)
+{
+    if (ddpc_dataset_num_classes(held) > ddpc_dataset_num_classes(train))
+        return ddpc_errorf(DDPC_EINVAL,
+                           "%s: label %lld, but the train split's labels stop at %lld", path,
+                           (long long)ddpc_dataset_num_classes(held) - 1,
+                           (long long)ddpc_dataset_num_classes(train) - 1);
+    return DDPC_OK;
+}
+
+/* Validation reads val (test without it); the final test reads test (val without it). */
+static ddpc_status create_npy(const data_spec *s, uint64_t seed, data_splits *out)
+{
+    (void)seed;
+    DDPC_TRY(ddpc_dataset_npy_create(&out->train, s->npy_x[0], s->npy_y[0]));
+    int test = s->npy_x[2] ? 2 : 1;
+    DDPC_TRY(ddpc_dataset_npy_create(&out->test, s->npy_x[test], s->npy_y[test]));
+    DDPC_TRY(check_classes(out->train, out->test, s->npy_y[test]));
+    if (test == 1 || !s->npy_x[1])
+        return DDPC_OK;
+    DDPC_TRY(ddpc_dataset_npy_create(&out->valid, s->npy_x[1], s->npy_y[1]));
+    return check_classes(out->train, out->valid, s->npy_y[1]);
+}
+
 static const data_builder builders[] = {
     {"fmnist", read_fmnist, create_fmnist},
     {"text", read_text, create_text},
     {"synthetic_images", read_synthetic_images, create_synthetic_images},
     {"synthetic_tokens", read_synthetic_tokens, create_synthetic_tokens},
     {"tokens", read_tokens, create_tokens},
+    {"npy", read_npy, create_npy},
 };
 /* "translation" (last) has vocabularies and three splits: trainer_translation.c builds it. */
-static const char *const builder_names[] = {"fmnist",           "text",   "synthetic_images",
-                                            "synthetic_tokens", "tokens", "translation",
-                                            NULL};
-#define TRANSLATION_TYPE 5
+static const char *const builder_names[] = {"fmnist", "text",        "synthetic_images",
+                                            "synthetic_tokens", "tokens", "npy",
+                                            "translation",      NULL};
+#define TRANSLATION_TYPE 6
 static_assert(sizeof builders / sizeof builders[0] == TRANSLATION_TYPE,
               "builder_names lists every builder, then translation");
 
@@ -167,12 +222,21 @@ static bool same_string(const char *a, const char *b)
     return a == b || (a && b && strcmp(a, b) == 0);
 }
 
+static bool same_strings(const char *const *a, const char *const *b, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!same_string(a[i], b[i]))
+            return false;
+    return true;
+}
+
 static bool same_spec(const data_spec *a, const data_spec *b)
 {
     return a->type == b->type && a->size == b->size && a->classes == b->classes &&
            a->block == b->block && a->val_fraction == b->val_fraction &&
            a->format == b->format && same_string(a->path, b->path) &&
-           same_string(a->val_path, b->val_path) && same_string(a->test_path, b->test_path);
+           same_string(a->val_path, b->val_path) && same_string(a->test_path, b->test_path) &&
+           same_strings(a->npy_x, b->npy_x, 3) && same_strings(a->npy_y, b->npy_y, 3);
 }
 
 static ddpc_status own(ddpc_trainer *t, ddpc_dataset *d)
