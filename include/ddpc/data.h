@@ -38,6 +38,30 @@ ddpc_status ddpc_dataset_fmnist_create(ddpc_dataset **out, const char *dir, bool
 ddpc_status ddpc_dataset_text_create(ddpc_dataset **out, const char *path, int64_t block_size,
                                      double val_fraction, bool train);
 
+/* Samples and class labels from two NumPy .npy files (numpy.save's format, versions 1.0-3.0): x
+ * of shape (N, D), (N, H, W) or (N, C, H, W) and dtype float32, float64, uint8 (scaled to [0, 1],
+ * as torchvision's ToTensor), int32 or int64; y of shape (N,) and an integer dtype, labels in
+ * [0, 255]. Little-endian, C order. Samples have shape (1, 1, D), (1, H, W) or (C, H, W); classes
+ * = the largest label + 1 (at least 2). Errors name the file: DDPC_EIO (cannot be read),
+ * DDPC_EFORMAT (not .npy, a dtype or order not read, a size that disagrees with the header, a
+ * shape that is not samples, labels of another length or out of range). */
+ddpc_status ddpc_dataset_npy_create(ddpc_dataset **out, const char *x_path, const char *y_path);
+
+/* Token shards as llm.c and nanoGPT write them, for GPT training on real tokenised corpora.
+ * `pattern` is a glob(3) pattern (or one path); the matching files, sorted by name, are
+ * concatenated into one token stream, windowed as for text. Formats:
+ * DDPC_TOKEN_FILE_LLMC: llm.c's header of 256 little-endian int32 (magic 20240520, version 1 for
+ * uint16 tokens or 2 for uint32, token count), then the tokens; DDPC_TOKEN_FILE_U16: raw
+ * little-endian uint16 tokens (nanoGPT's train.bin). The files are mapped read-only, not copied.
+ * Every id is checked against vocab_size (2 <= vocab_size <= 2^31-1) at creation.
+ * DDPC_EIO: no file matches or one cannot be read; DDPC_EFORMAT naming the file: a wrong magic or
+ * version, a size that disagrees with the header (truncated or trailing bytes), an odd-sized raw
+ * file, or an id >= vocab_size (with its position); DDPC_EINVAL: fewer than block_size+1 tokens. */
+typedef enum { DDPC_TOKEN_FILE_LLMC, DDPC_TOKEN_FILE_U16 } ddpc_token_file_format;
+ddpc_status ddpc_dataset_token_shards_create(ddpc_dataset **out, const char *pattern,
+                                             ddpc_token_file_format format, int64_t block_size,
+                                             int64_t vocab_size);
+
 /* Synthetic images for tests: n samples of (c, h, w) standard-normal pixels; labels are the argmax
  * of a random linear map of the pixels drawn from `seed` alone, so they are learnable and both
  * splits share it. train=false draws the held-out split's pixels from a separate stream, so the

@@ -40,6 +40,7 @@ void ddpc_dataset_destroy(ddpc_dataset *d)
     ddpc_free(d->labels);
     ddpc_free(d->tok_u8);
     ddpc_free(d->tok_i32);
+    ddpc__token_shards_free(d);
     ddpc_free(d->src_ids);
     ddpc_free(d->tgt_ids);
     ddpc_free(d->src_off);
@@ -91,6 +92,10 @@ static void copy_tokens(const ddpc_dataset *d, int64_t start, int64_t len, int32
 {
     if (d->tok_i32) {
         memcpy(out, d->tok_i32 + start, (size_t)len * sizeof *out);
+        return;
+    }
+    if (d->shards) {
+        ddpc__token_shards_copy(d, start, len, out);
         return;
     }
     const uint8_t *p = d->tok_u8 + start;

@@ -25,11 +25,28 @@ struct ddpc_dataset {
     uint8_t *tok_u8;   /* (n_tokens) byte stream; or NULL */
     int32_t *tok_i32;  /* (n_tokens) token stream; or NULL */
     int64_t n_tokens;
+    struct ddpc__token_shard *shards; /* (n_shards) mapped token files (token_shards.c); or NULL */
+    int64_t n_shards;
     /* pairs: sample i's source ids (with its <eos>) are src_ids[src_off[i], src_off[i+1]), its
      * target ids (no <bos> or <eos>) tgt_ids[tgt_off[i], tgt_off[i+1]) */
     int32_t *src_ids, *tgt_ids;
     int64_t *src_off, *tgt_off; /* (n + 1) */
 };
+
+/* One token file mapped read-only: tokens [start, start + n) of the stream, `width` bytes each
+ * (2: uint16, 4: uint32), little-endian, at `tok`. */
+typedef struct ddpc__token_shard {
+    void *map;
+    size_t map_len;
+    const uint8_t *tok;
+    int width;
+    int64_t start, n;
+} ddpc__token_shard;
+
+/* Copies stream[start, start+len) of a sharded token dataset into out as int32 (token_shards.c). */
+void ddpc__token_shards_copy(const ddpc_dataset *d, int64_t start, int64_t len, int32_t *out);
+/* Unmaps and frees d's shards (token_shards.c). */
+void ddpc__token_shards_free(ddpc_dataset *d);
 
 /* A zeroed dataset of the given kind, or NULL when out of memory. */
 ddpc_dataset *ddpc__dataset_alloc(ddpc_dataset_kind kind);

@@ -152,6 +152,9 @@ static ddpc_status read_model_config(ddpc_trainer *t, ddpc_model_config *mc)
     if (ddpc_dataset_kind_of(t->task[0].train) != b->data_kind)
         return ddpc_errorf(DDPC_EINVAL, "model.type '%s' needs %s, not data.type %s", b->name,
                            kind_needs[b->data_kind], t->task[0].data_type);
+    if (b->data_kind == DDPC_DATASET_TOKENS) /* wider than the data's, as llm.c pads 50257 */
+        DDPC_TRY(ddpc_config_int(c, "model.vocab_size", mc->num_classes, mc->num_classes,
+                                 INT32_MAX, &mc->num_classes));
     if (s2s) { /* the vocabularies and the longest sequence come from the data */
         mc->src_vocab = ddpc_vocab_size(t->tr->src_vocab);
         mc->tgt_vocab = ddpc_vocab_size(t->tr->tgt_vocab);
