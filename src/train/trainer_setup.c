@@ -79,7 +79,7 @@ void ddpc_trainer_destroy(ddpc_trainer *t)
     if (!t)
         return;
     ddpc_metrics_destroy(t->metrics);
-    ddpc_rundir_unlock(t->lock);
+    ddpc__trainer_unlock_outputs(t);
     ddpc_engine_destroy(t->engine);
     ddpc__trainer_free_tasks(t);
     ddpc__trainer_fini_dist(t);
