@@ -6,7 +6,8 @@
 # one error naming the file or key; an input that never ends (/dev/zero, a line past 1 MiB, an
 # endless pipe) is refused naming file and line within bounded time and memory; beam 64 over a 12-token vocabulary works and beam 1 is greedy;
 # word-level translations longer than any fixed buffer come out whole, and a predict line of many
-# bytes but few words translates.
+# bytes but few words translates; weights record their vocabularies' digests, and test, predict,
+# init_from and resume refuse other vocabularies naming both files.
 # usage: cli_translate_inputs.sh DDPC_BIN SOURCE_DIR
 set -u
 ddpc=$1
@@ -169,6 +170,51 @@ bounded p_wide_a "wide_a.txt:2: a line longer than 1048576 bytes" "${pred[@]}" p
 bounded train_wide_a "wide_a.txt:2: a line longer than" data.train_tgt=wide_a.txt
 bounded p_endless "/dev/stdin:1: a line longer than" "${pred[@]}" predict.input=/dev/stdin \
     < <(yes abcdefgh | tr -d '\n')
+# The weights record what their ids mean (the vocabularies' digests in __metadata__, checkpoints
+# too): test, predict, init_from and resume with other vocabularies are refused naming both files;
+# weights without the digests (older ddpc) are accepted.
+meta() { /usr/bin/python3 -c 'import json, struct, sys
+f = open(sys.argv[1], "rb"); n = struct.unpack("<Q", f.read(8))[0]
+print(json.loads(f.read(n)).get("__metadata__", {}).get(sys.argv[2], ""))' "$@"; }
+check "weights_out records the source vocabulary's digest" test -n "$(meta base.safetensors ddpc.vocab.src.crc32)"
+check "... and the target's" test -n "$(meta base.safetensors ddpc.vocab.tgt.crc32)"
+cp -r base swapped # ids 4 and 5 of the target vocabulary swapped, everything else the same
+awk 'NR == 6 { six = $0; next } NR == 7 { print; print six; next } { print }' \
+    base/vocab.tgt.txt >swapped/vocab.tgt.txt
+check "the swapped vocabulary differs" bash -c '! cmp -s base/vocab.tgt.txt swapped/vocab.tgt.txt'
+refused test_swapped "base.safetensors was trained with another target vocabulary" \
+    state=test init_from=base.safetensors data.vocab_dir=swapped
+check "naming the vocabulary files in use" grep -q \
+    "vocabularies in use are swapped/vocab.src.txt and swapped/vocab.tgt.txt" test_swapped.log
+refused predict_swapped "base.safetensors was trained with another target vocabulary" \
+    state=predict init_from=base.safetensors data.vocab_dir=swapped predict.output=p_swapped.txt
+check "... and writes no translations" test ! -e p_swapped.txt
+# Training from them on another corpus (whose vocabularies differ): init_from, then resume.
+head -n 120 train.src >other.src
+head -n 120 train.tgt >other.tgt
+refused init_other "base.safetensors was trained with another" init_from=base.safetensors \
+    data.train_src=other.src data.train_tgt=other.tgt
+train ck checkpoint.every_steps=4 max_steps=4
+check_status "a checkpointed run" $? ck.log
+check "its checkpoint's weights record the digests" \
+    test -n "$(meta ck/checkpoints/"$(cat ck/checkpoints/latest)"/model.safetensors ddpc.vocab.tgt.crc32)"
+refused resume_other "model.safetensors was trained with another" resume=ck/checkpoints \
+    data.train_src=other.src data.train_tgt=other.tgt
+check "... naming the checkpoint" grep -q "ck/checkpoints/step-0*4/model.safetensors was trained" \
+    resume_other.log
+check "... and the corpus" grep -q "the vocabularies in use are those of other.src and other.tgt" \
+    resume_other.log
+# The same weights without the digests, as ddpc wrote them before: accepted, as before.
+/usr/bin/python3 -c 'import json, struct
+raw = open("base.safetensors", "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+h = json.loads(raw[8:8 + n])
+h["__metadata__"] = {k: v for k, v in h["__metadata__"].items() if not k.startswith("ddpc.vocab")}
+text = json.dumps(h).encode()
+text += b" " * (-len(text) % 8)
+open("old.safetensors", "wb").write(struct.pack("<Q", len(text)) + text + raw[8 + n:])'
+train test_old state=test init_from=old.safetensors data.vocab_dir=swapped
+check_status "weights without the digests are accepted (as before)" $? test_old.log
 # Paths longer than the trainer keeps are refused, not cut short (the vocabularies went into a
 # directory named by the first 511 bytes).
 long=$tmp/$(printf 'd%.0s' $(seq 200))/$(printf 'e%.0s' $(seq 200))/$(printf 'f%.0s' $(seq 200))

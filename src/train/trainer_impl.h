@@ -272,6 +272,9 @@ ddpc_status ddpc__trainer_load_translation(ddpc_trainer *t, ddpc__task *k, const
 /* Rank 0 of a training run: writes vocab.src.txt and vocab.tgt.txt into the vocabulary directory. */
 ddpc_status ddpc__trainer_save_vocab(ddpc_trainer *t);
 void ddpc__trainer_free_translation(ddpc_trainer *t);
+/* s, the status of loading weights into a translation model: DDPC_EINVAL (their vocabulary
+ * digests are not the model's, weights.h) comes back with the vocabulary files in use named. */
+ddpc_status ddpc__translation_name_vocabs(const ddpc_trainer *t, ddpc_status s);
 
 /* trainer_translate_eval.c: BLEU and exact match of the model's decoded translations (beam
  * eval_beam_size) and of the two trivial baselines (copy the source; the most frequent
