@@ -25,16 +25,17 @@ one_line() { test "$(grep -c '^ddpc train: ' "$1")" -eq 1; }
 
 # 1. A job holding checkpoint.dir and weights_out (long enough to be alive throughout).
 mkdir -p "$tmp/shared"
-"$ddpc" train "$cfg" "${small[@]}" data.size=4096 'model.hidden=[512,512]' epochs=50 \
+hold=("${small[@]}" data.size=4096 'model.hidden=[512,512]')
+"$ddpc" train "$cfg" "${hold[@]}" epochs=50 \
     checkpoint.every_steps=5 checkpoint.dir="$tmp/shared/ckpt" \
     weights_out="$tmp/shared/model.safetensors" run_dir="$tmp/holder" >"$tmp/holder.log" 2>&1 &
 holder=$!
 wait_for "$tmp/shared/ckpt/latest"
 check "the holder has saved a checkpoint" test -s "$tmp/shared/ckpt/latest"
 
-# A second job on the same checkpoint.dir (its own run_dir and weights_out): refused at once,
+# A second job on the same checkpoint.dir (its own run_dir, the same model): refused at once,
 # before it resumes the holder's state or saves anything.
-"$ddpc" train "$cfg" "${small[@]}" max_steps=20 checkpoint.every_steps=1 \
+"$ddpc" train "$cfg" "${hold[@]}" max_steps=400 checkpoint.every_steps=1 \
     checkpoint.dir="$tmp/shared/ckpt" run_dir="$tmp/second" >"$tmp/second.log" 2>&1
 check "a second job on a busy checkpoint.dir fails" test $? -ne 0
 check "it names the directory and the holder's pid" grep -q \
