@@ -26,7 +26,8 @@ ddpc_status ddpc_mkdirs(const char *dir);
  * rename would destroy: a directory (DDPC_EIO), anything else not a regular file (a device node
  * such as /dev/null, a FIFO, a socket): DDPC_EINVAL "cannot write <what> 'path': it is a FIFO,
  * not a regular file (...)". A loop of links, a path too long: DDPC_EINVAL; a stat that fails
- * for another reason than absence: DDPC_EIO. `what` names the role in messages (NULL: the path alone). */
+ * for another reason than absence: DDPC_EIO. `what` names the role in messages (NULL: the path
+ * alone). */
 ddpc_status ddpc_fs_out_target(const char *path, const char *what, char *target, size_t cap);
 
 /* An output file being written: a uniquely named temporary beside its target, renamed over the

@@ -1,6 +1,7 @@
-/* Model tensors (parameters, then buffers) <-> safetensors. Load validates the whole file against the model before it
- * copies anything, so a refused file leaves the parameters untouched; a non-strict load copies
- * exactly the tensors whose name, dtype (F32) and shape match, and reports the rest. */
+/* Model tensors (parameters, then buffers) <-> safetensors. Load validates the whole file against
+ * the model before it copies anything, so a refused file leaves the parameters untouched; a
+ * non-strict load copies exactly the tensors whose name, dtype (F32) and shape match, and reports
+ * the rest. A seq2seq model's vocabulary digests travel in __metadata__, so ids keep meaning. */
 #include <ddpc/alloc.h>
 #include <ddpc/safetensors.h>
 #include <ddpc/weights.h>
