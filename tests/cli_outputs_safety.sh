@@ -56,6 +56,15 @@ check "it names weights_out and the holder's pid" grep -q \
 check "in one line, before training" one_line "$tmp/third.log"
 check "and trained nothing" bash -c "! grep -q '^step ' '$tmp/third.log'"
 
+# The same refusal for a job of 2 ranks under `ddpc run`: rank 0 refuses, the launcher stops it.
+"$ddpc" run --nproc-per-node 2 -- "$ddpc" train "$cfg" "${hold[@]}" max_steps=400 \
+    checkpoint.every_steps=1 checkpoint.dir="$tmp/shared/ckpt" run_dir="$tmp/fourth" \
+    >"$tmp/fourth.log" 2>&1
+check "2 ranks on a busy checkpoint.dir: refused" test $? -ne 0
+check "naming the holder" grep -q "checkpoint directory '$tmp/shared/ckpt' is in use by another job (pid $holder)" \
+    "$tmp/fourth.log"
+check "saving nothing" bash -c "! grep -q 'saved' '$tmp/fourth.log'"
+
 # Killed, the holder leaves lock files but no lock: the same job runs again and finishes.
 kill -9 "$holder"
 wait "$holder" 2>/dev/null
