@@ -33,9 +33,13 @@ holder=$!
 wait_for "$tmp/shared/ckpt/latest"
 check "the holder has saved a checkpoint" test -s "$tmp/shared/ckpt/latest"
 
+# beyond: a step count past the holder's latest checkpoint, so that a job resuming it would train
+# (and save) on instead of finding itself done.
+beyond() { echo $((10#$(sed 's/^step-//' "$tmp/shared/ckpt/latest") + 100)); }
+
 # A second job on the same checkpoint.dir (its own run_dir, the same model): refused at once,
 # before it resumes the holder's state or saves anything.
-"$ddpc" train "$cfg" "${hold[@]}" max_steps=400 checkpoint.every_steps=1 \
+"$ddpc" train "$cfg" "${hold[@]}" max_steps="$(beyond)" checkpoint.every_steps=1 \
     checkpoint.dir="$tmp/shared/ckpt" run_dir="$tmp/second" >"$tmp/second.log" 2>&1
 check "a second job on a busy checkpoint.dir fails" test $? -ne 0
 check "it names the directory and the holder's pid" grep -q \
@@ -57,7 +61,7 @@ check "in one line, before training" one_line "$tmp/third.log"
 check "and trained nothing" bash -c "! grep -q '^step ' '$tmp/third.log'"
 
 # The same refusal for a job of 2 ranks under `ddpc run`: rank 0 refuses, the launcher stops it.
-"$ddpc" run --nproc-per-node 2 -- "$ddpc" train "$cfg" "${hold[@]}" max_steps=400 \
+"$ddpc" run --nproc-per-node 2 -- "$ddpc" train "$cfg" "${hold[@]}" max_steps="$(beyond)" \
     checkpoint.every_steps=1 checkpoint.dir="$tmp/shared/ckpt" run_dir="$tmp/fourth" \
     >"$tmp/fourth.log" 2>&1
 check "2 ranks on a busy checkpoint.dir: refused" test $? -ne 0
