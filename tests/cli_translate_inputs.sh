@@ -3,9 +3,11 @@
 # run well under a second): CRLF files and a missing final newline give the same vocabularies;
 # empty lines, /dev/stdin and an empty file translate; a missing or directory predict.input,
 # mismatched line counts, a NUL byte, a data.max_len nothing fits and a data.min_freq that keeps no token are
-# one error naming the file or key; beam 64 over a 12-token vocabulary works and beam 1 is greedy;
+# one error naming the file or key; an input that never ends (/dev/zero, a line past 1 MiB, an
+# endless pipe) is refused naming file and line within bounded time and memory; beam 64 over a 12-token vocabulary works and beam 1 is greedy;
 # word-level translations longer than any fixed buffer come out whole, and a predict line of many
-# bytes but few words translates.
+# bytes but few words translates; weights record their vocabularies' digests, and test, predict,
+# init_from and resume refuse other vocabularies naming both files.
 # usage: cli_translate_inputs.sh DDPC_BIN SOURCE_DIR
 set -u
 ddpc=$1
@@ -143,6 +145,76 @@ refused again "again/vocab.src.txt was built with tokenize char and min_freq 1, 
 refused nul_train "nul.src:3: a NUL byte" data.train_src=nul.src
 printf 'abc\nd\0e\n' >nul.txt
 refused nul_predict "nul.txt:2: a NUL byte" "${pred[@]}" predict.input=nul.txt
+# An input that never ends is refused within bounded memory: /dev/zero at its first NUL byte; a
+# line past 1 MiB (1,048,576 bytes) of text, or a pipe that never ends, at the limit for a line.
+# Each run's peak RSS (GNU time's %M, KiB) stays far below what reading them whole would take.
+rss_of() { sed -n 's/^maxrss_kb=//p' "$1"; }
+# bounded NAME WHAT [KEY=VALUE...]: refused as `refused` says, within 60 s and 512 MiB.
+bounded() {
+    local name=$1 what=$2
+    shift 2
+    /usr/bin/time -f 'maxrss_kb=%M' -o "$name.rss" timeout 60 "$ddpc" train cfg.yaml \
+        run_dir="$name" "$@" >"$name.log" 2>&1
+    local st=$?
+    if [ "$st" -ne 0 ] && [ "$st" -lt 124 ] && grep -F "ddpc train: " "$name.log" | grep -qF -- "$what"; then
+        ok "$name: refused naming '$what'"
+    else
+        fail "$name: refused naming '$what' (exit $st)" "$name.log"
+    fi
+    check "$name: peak RSS $(rss_of "$name.rss") KiB < 512 MiB" test "$(rss_of "$name.rss")" -lt 524288
+}
+bounded p_zero "/dev/zero:1: a NUL byte" "${pred[@]}" predict.input=/dev/zero
+bounded train_zero "/dev/zero:1: a NUL byte" data.train_src=/dev/zero
+/usr/bin/python3 -c 'import sys; sys.stdout.write("abc\n" + "a" * (1 << 20) + "b\nabc\n")' >wide_a.txt
+bounded p_wide_a "wide_a.txt:2: a line longer than 1048576 bytes" "${pred[@]}" predict.input=wide_a.txt
+bounded train_wide_a "wide_a.txt:2: a line longer than" data.train_tgt=wide_a.txt
+bounded p_endless "/dev/stdin:1: a line longer than" "${pred[@]}" predict.input=/dev/stdin \
+    < <(yes abcdefgh | tr -d '\n')
+# The weights record what their ids mean (the vocabularies' digests in __metadata__, checkpoints
+# too): test, predict, init_from and resume with other vocabularies are refused naming both files;
+# weights without the digests (older ddpc) are accepted.
+meta() { /usr/bin/python3 -c 'import json, struct, sys
+f = open(sys.argv[1], "rb"); n = struct.unpack("<Q", f.read(8))[0]
+print(json.loads(f.read(n)).get("__metadata__", {}).get(sys.argv[2], ""))' "$@"; }
+check "weights_out records the source vocabulary's digest" test -n "$(meta base.safetensors ddpc.vocab.src.crc32)"
+check "... and the target's" test -n "$(meta base.safetensors ddpc.vocab.tgt.crc32)"
+cp -r base swapped # ids 4 and 5 of the target vocabulary swapped, everything else the same
+awk 'NR == 6 { six = $0; next } NR == 7 { print; print six; next } { print }' \
+    base/vocab.tgt.txt >swapped/vocab.tgt.txt
+check "the swapped vocabulary differs" bash -c '! cmp -s base/vocab.tgt.txt swapped/vocab.tgt.txt'
+refused test_swapped "base.safetensors was trained with another target vocabulary" \
+    state=test init_from=base.safetensors data.vocab_dir=swapped
+check "naming the vocabulary files in use" grep -q \
+    "vocabularies in use are swapped/vocab.src.txt and swapped/vocab.tgt.txt" test_swapped.log
+refused predict_swapped "base.safetensors was trained with another target vocabulary" \
+    state=predict init_from=base.safetensors data.vocab_dir=swapped predict.output=p_swapped.txt
+check "... and writes no translations" test ! -e p_swapped.txt
+# Training from them on another corpus (whose vocabularies differ): init_from, then resume.
+head -n 120 train.src >other.src
+head -n 120 train.tgt >other.tgt
+refused init_other "base.safetensors was trained with another" init_from=base.safetensors \
+    data.train_src=other.src data.train_tgt=other.tgt
+train ck checkpoint.every_steps=4 max_steps=4
+check_status "a checkpointed run" $? ck.log
+check "its checkpoint's weights record the digests" \
+    test -n "$(meta ck/checkpoints/"$(cat ck/checkpoints/latest)"/model.safetensors ddpc.vocab.tgt.crc32)"
+refused resume_other "model.safetensors was trained with another" resume=ck/checkpoints \
+    data.train_src=other.src data.train_tgt=other.tgt
+check "... naming the checkpoint" grep -q "ck/checkpoints/step-0*4/model.safetensors was trained" \
+    resume_other.log
+check "... and the corpus" grep -q "the vocabularies in use are those of other.src and other.tgt" \
+    resume_other.log
+# The same weights without the digests, as ddpc wrote them before: accepted, as before.
+/usr/bin/python3 -c 'import json, struct
+raw = open("base.safetensors", "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+h = json.loads(raw[8:8 + n])
+h["__metadata__"] = {k: v for k, v in h["__metadata__"].items() if not k.startswith("ddpc.vocab")}
+text = json.dumps(h).encode()
+text += b" " * (-len(text) % 8)
+open("old.safetensors", "wb").write(struct.pack("<Q", len(text)) + text + raw[8 + n:])'
+train test_old state=test init_from=old.safetensors data.vocab_dir=swapped
+check_status "weights without the digests are accepted (as before)" $? test_old.log
 # Paths longer than the trainer keeps are refused, not cut short (the vocabularies went into a
 # directory named by the first 511 bytes).
 long=$tmp/$(printf 'd%.0s' $(seq 200))/$(printf 'e%.0s' $(seq 200))/$(printf 'f%.0s' $(seq 200))
@@ -168,4 +240,9 @@ train p_wide "${wcfg[@]}" state=predict init_from=words.safetensors data.vocab_d
     predict.input=wide.txt predict.output=p_wide.txt
 check_status "predict: a line of 5,408 bytes in 9 words fits data.max_len 10" $? p_wide.log
 check "predict: the wide line gives one output line" test "$(wc -l <p_wide.txt)" -eq 1
+# A line of exactly the limit, 1 MiB (1,048,576 bytes) in 9 words, is read and translated.
+/usr/bin/python3 -c 'w = ["q" * 116508] * 8; print(" ".join(w + ["q" * ((1 << 20) - 8 * 116509)]))' >edge.txt
+train p_edge "${wcfg[@]}" state=predict init_from=words.safetensors data.vocab_dir=words \
+    predict.input=edge.txt predict.output=p_edge.txt
+check_status "predict: a line of exactly 1 MiB is accepted" $? p_edge.log
 summary

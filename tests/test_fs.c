@@ -1,7 +1,9 @@
 /* Tests for src/core/fs.c: the whole-file reader every module uses (config, checkpoints, report)
  * — contents, the empty file, a file that does not exist with and without `missing`, the size
- * limit, a directory, a pipe read to its end (and over the limit), a failing allocator — and
- * mkdir -p; and the regular-files-only door (ddpc_open_regular) refusing FIFOs and devices. */
+ * limit, a directory, a pipe read to its end (and over the limit), a failing allocator, a scanner
+ * stopping an endless stream — mkdir -p, the regular-files-only door (ddpc_open_regular) refusing
+ * FIFOs and devices, the atomic-replace door (links followed, modes kept, a FIFO, directory or
+ * link loop refused) and job locks (refusal message, removal, a dead holder). */
 #include <ddpc/alloc.h>
 #include <ddpc/fs.h>
 
@@ -197,6 +199,127 @@ static void test_read_regular(void)
     CHECK_STR_CONTAINS(ddpc_last_error(), "No such file or directory");
 }
 
+/* Stops a scanned read at the first 'x'. */
+static ddpc_status stop_at_x(void *ctx, const char *bytes, size_t n)
+{
+    size_t *seen = ctx;
+    *seen += n;
+    return memchr(bytes, 'x', n) ? ddpc_errorf(DDPC_EFORMAT, "an x") : DDPC_OK;
+}
+
+static void test_read_scan_stops(void)
+{
+    char p[512], *text = NULL;
+    size_t len = 0, seen = 0;
+    path_of(p, sizeof p, "scan.txt");
+    write_file(p, "abc\ndef\n", 8);
+    CHECK_EQ_INT(ddpc_read_file_scan(p, NULL, 0, NULL, stop_at_x, &seen, &text, &len), DDPC_OK);
+    CHECK_EQ_INT(seen, 8); /* every byte seen, once */
+    CHECK_EQ_INT(len, 8);
+    ddpc_free(text);
+    /* A stream that never ends (the bytes of /dev/zero and then 'x's) stops at the scanner's
+     * first error, having read a bounded amount, and returns nothing. */
+    int fds[2];
+    CHECK(pipe(fds) == 0);
+    pid_t child = fork();
+    if (child == 0) {
+        close(fds[0]);
+        char buf[4096];
+        memset(buf, 'x', sizeof buf);
+        while (write(fds[1], buf, sizeof buf) > 0)
+            ;
+        _exit(0);
+    }
+    close(fds[1]);
+    char src[64];
+    snprintf(src, sizeof src, "/dev/fd/%d", fds[0]);
+    seen = 0;
+    text = (char *)1;
+    CHECK_EQ_INT(ddpc_read_file_scan(src, NULL, 0, NULL, stop_at_x, &seen, &text, &len),
+                 DDPC_EFORMAT);
+    CHECK(text == NULL);
+    CHECK(seen > 0 && seen <= 8192);
+    close(fds[0]); /* the writer gets EPIPE / SIGPIPE and ends */
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+}
+
+static void test_out_replaces_regular_files_only(void)
+{
+    char p[512], link[512], t[512];
+    path_of(p, sizeof p, "out.txt");
+    CHECK_EQ_INT(ddpc_fs_write_file(p, NULL, "new\n", 4), DDPC_OK);
+    chmod(p, 0600);
+    CHECK_EQ_INT(ddpc_fs_write_file(p, NULL, "newer\n", 6), DDPC_OK);
+    struct stat st;
+    CHECK(stat(p, &st) == 0 && (st.st_mode & 0777) == 0600); /* the replaced file's mode */
+    /* A chain of links, the last one relative: the final target is replaced, links stay. */
+    path_of(link, sizeof link, "l1");
+    CHECK(symlink("out.txt", link) == 0);
+    path_of(t, sizeof t, "l2");
+    CHECK(symlink(link, t) == 0);
+    CHECK_EQ_INT(ddpc_fs_write_file(t, "x", "linked\n", 7), DDPC_OK);
+    CHECK(lstat(t, &st) == 0 && S_ISLNK(st.st_mode));
+    CHECK(lstat(link, &st) == 0 && S_ISLNK(st.st_mode));
+    char *text = NULL;
+    size_t len;
+    CHECK_EQ_INT(ddpc_read_file(p, NULL, 0, NULL, &text, &len), DDPC_OK);
+    CHECK_STR_CONTAINS(text ? text : "", "linked");
+    ddpc_free(text);
+    /* A dangling link: its target is created. */
+    path_of(link, sizeof link, "dangling");
+    CHECK(symlink("made.txt", link) == 0);
+    CHECK_EQ_INT(ddpc_fs_write_file(link, NULL, "m", 1), DDPC_OK);
+    path_of(t, sizeof t, "made.txt");
+    CHECK(stat(t, &st) == 0 && S_ISREG(st.st_mode));
+    /* A loop of links, a FIFO, a directory: refused, left as they were. */
+    path_of(link, sizeof link, "loop");
+    CHECK(symlink("loop", link) == 0);
+    CHECK_EQ_INT(ddpc_fs_write_file(link, NULL, "m", 1), DDPC_EINVAL);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "symbolic links");
+    path_of(t, sizeof t, "out.fifo");
+    CHECK(mkfifo(t, 0600) == 0);
+    CHECK_EQ_INT(ddpc_fs_write_file(t, "weights_out", "m", 1), DDPC_EINVAL);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "weights_out '");
+    CHECK_STR_CONTAINS(ddpc_last_error(), "out.fifo': it is a FIFO, not a regular file");
+    CHECK(stat(t, &st) == 0 && S_ISFIFO(st.st_mode));
+    path_of(t, sizeof t, "out.dir");
+    CHECK(mkdir(t, 0700) == 0);
+    CHECK_EQ_INT(ddpc_fs_write_file(t, NULL, "m", 1), DDPC_EIO);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "it is a directory");
+}
+
+static void test_lock(void)
+{
+    char p[512];
+    path_of(p, sizeof p, "job.lock");
+    ddpc_fs_lock *a = NULL, *b = NULL;
+    CHECK_EQ_INT(ddpc_fs_lock_acquire(p, "thing", "T", "stop it", true, &a), DDPC_OK);
+    /* Another open file description is another holder, even in this process. */
+    CHECK_EQ_INT(ddpc_fs_lock_acquire(p, "thing", "T", "stop it", true, &b), DDPC_EINVAL);
+    char want[64];
+    snprintf(want, sizeof want, "thing 'T' is in use by another job (pid %ld); stop it",
+             (long)getpid());
+    CHECK_STR_CONTAINS(ddpc_last_error(), want);
+    ddpc_fs_lock_release(a);
+    CHECK(access(p, F_OK) != 0); /* removed on release */
+    CHECK_EQ_INT(ddpc_fs_lock_acquire(p, "thing", "T", "stop it", false, &b), DDPC_OK);
+    ddpc_fs_lock_release(b);
+    CHECK(access(p, F_OK) == 0); /* kept */
+    /* A holder that dies releases the lock. */
+    pid_t child = fork();
+    if (child == 0) {
+        ddpc_fs_lock *c = NULL;
+        _exit(ddpc_fs_lock_acquire(p, "thing", "T", "stop it", false, &c) == DDPC_OK ? 0 : 1);
+    }
+    int status = -1;
+    waitpid(child, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK_EQ_INT(ddpc_fs_lock_acquire(p, "thing", "T", "stop it", false, &a), DDPC_OK);
+    ddpc_fs_lock_release(a);
+    ddpc_fs_lock_release(NULL);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/ddpc_test_fs_XXXXXX");
@@ -210,6 +333,9 @@ int main(void)
     RUN_TEST(test_read_out_of_memory);
     RUN_TEST(test_mkdirs);
     RUN_TEST(test_read_regular);
+    RUN_TEST(test_read_scan_stops);
+    RUN_TEST(test_out_replaces_regular_files_only);
+    RUN_TEST(test_lock);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0)

@@ -57,6 +57,10 @@ typedef struct {
      * Token ids 0 <pad>, 1 <bos>, 2 <eos> in both vocabularies; targets 0 are ignored. */
     int64_t d_model, num_heads, num_encoder_layers, num_decoder_layers, d_ff, max_len;
     int64_t src_vocab, tgt_vocab; /* set from the dataset's vocabularies */
+    /* What the ids mean: the vocabularies' ddpc_vocab_digest, recorded with the weights (and
+     * checked when they are loaded) when vocab_digests is set. */
+    bool vocab_digests;
+    uint32_t src_vocab_digest, tgt_vocab_digest;
     float label_smoothing;        /* seq2seq loss: torch CrossEntropyLoss(label_smoothing=) */
     float dropout; /* after hidden activations (mlp/cnn) or residual branches (gpt, seq2seq) */
     /* gpt (per transformer block) and cnn (per conv stage): forward keeps only each block's input

@@ -27,10 +27,11 @@ typedef struct {
     const float *data;
 } ddpc_st_tensor;
 
-/* Writes F32 tensors (in the given order, data contiguous) atomically: to a unique temporary
- * "<path>.tmp-XXXXXX" (mkstemp), fsync, rename over path, fsync the directory; concurrent writers
- * of one path each leave one complete file (the last rename wins). meta_keys/meta_values: n_meta string pairs for
- * __metadata__ (may be 0, then both may be NULL). Names must be unique, non-empty and not
+/* Writes F32 tensors (in the given order, data contiguous) atomically (ddpc_fs_out): to a unique
+ * temporary "<path>.tmp-XXXXXX" (mkstemp), fsync, rename over path (a symlink's target; a
+ * directory, device, FIFO or socket is refused), fsync the directory; concurrent writers of one
+ * path each leave one complete file (the last rename wins). meta_keys/meta_values: n_meta string
+ * pairs for __metadata__ (may be 0, then both may be NULL). Names must be unique, non-empty and not
  * "__metadata__". Borrows everything for the call only. Errors name the path: DDPC_EINVAL (bad
  * arguments), DDPC_EIO (create, write, fsync, rename), DDPC_ENOMEM; on error path is untouched. */
 ddpc_status ddpc_safetensors_write(const char *path, const ddpc_st_tensor *tensors, size_t n,

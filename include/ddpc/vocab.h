@@ -56,6 +56,10 @@ int64_t ddpc_vocab_min_freq(const ddpc_vocab *v);
 /* Whether a and b have the same tokenization, min_freq and token table (counts are not compared).
  */
 bool ddpc_vocab_equal(const ddpc_vocab *a, const ddpc_vocab *b);
+/* CRC-32 (zlib's) of the token table: every token's bytes in id order, each followed by a NUL
+ * byte. What ids mean, so weights record it: equal tables give equal digests; counts, min_freq
+ * and the tokenization are not part of it. */
+uint32_t ddpc_vocab_digest(const ddpc_vocab *v);
 /* The token of id (NUL-terminated, owned by the vocabulary), or NULL outside [0, size). */
 const char *ddpc_vocab_token(const ddpc_vocab *v, int32_t id);
 /* The id of the token s[0, len), or DDPC_TOK_UNK when it is not in the table. */

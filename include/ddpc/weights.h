@@ -36,6 +36,16 @@ ddpc_status ddpc_weights_load(ddpc_model *m, const char *path);
 ddpc_status ddpc_weights_load_opts(ddpc_model *m, const char *path, bool strict, char *report,
                                    size_t cap);
 
+/* __metadata__ keys of the vocabularies' digests (ddpc_vocab_digest, 8 hex digits), written with
+ * a model whose config has vocab_digests (seq2seq). Loading (ddpc_weights_load_opts) refuses a
+ * file whose digests differ from the model's with DDPC_EINVAL naming the file; a file without
+ * them (written before ddpc recorded them) is accepted. */
+#define DDPC_WEIGHTS_META_SRC_VOCAB "ddpc.vocab.src.crc32"
+#define DDPC_WEIGHTS_META_TGT_VOCAB "ddpc.vocab.tgt.crc32"
+/* The same check alone, for path (a safetensors file or a checkpoint directory's
+ * model.safetensors; none there, as in a sharded checkpoint, passes). */
+ddpc_status ddpc_weights_check_vocab(const ddpc_model *m, const char *path);
+
 #ifdef __cplusplus
 }
 #endif

@@ -68,12 +68,12 @@ void ddpc__flight_dump(const ddpc__flight *f, const ddpc_pg *pg, const char *err
 {
     if (!f->dir[0] || ddpc_mkdirs(f->dir) != DDPC_OK)
         return; /* best effort: the collective's own error is what the caller reports */
-    char path[640], tmp[660];
+    char path[640];
     snprintf(path, sizeof path, "%s/rank%d.json", f->dir, pg->rank);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *out = fopen(tmp, "w");
-    if (!out)
+    ddpc_fs_out o;
+    if (ddpc_fs_out_open(&o, path, NULL) != DDPC_OK)
         return;
+    FILE *out = o.f;
     double now = ddpc_time_now();
     fprintf(out, "{\"rank\": %d, \"world\": %d, \"backend\": \"%s\", \"phase\": \"%s\", ", pg->rank,
             pg->world, ddpc_backend_name(pg->backend), ddpc_phase_name((ddpc_phase)pg->phase));
@@ -97,10 +97,5 @@ void ddpc__flight_dump(const ddpc__flight *f, const ddpc_pg *pg, const char *err
             fprintf(out, "\"end_s\": null}");
     }
     fprintf(out, "\n]}\n");
-    bool ok = fflush(out) == 0;
-    ok = fclose(out) == 0 && ok;
-    if (ok)
-        rename(tmp, path);
-    else
-        remove(tmp);
+    (void)ddpc_fs_out_commit(&o, false);
 }

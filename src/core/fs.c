@@ -1,7 +1,8 @@
 /* File-system helpers. mkdir -p walks the path's components from the root; an existing component
  * must be a directory (a regular file in the way is reported as such, not as EEXIST). The
  * whole-file reader is the one every module uses (config, checkpoints, report): it reads to end of
- * file, so a file that grows or a pipe is read whole, and never more than its caller's limit. */
+ * file, so a file that grows or a pipe is read whole, and never more than its caller's limit; a
+ * scanner sees each run of bytes as it arrives, so an endless stream is stopped while small. */
 #include <ddpc/alloc.h>
 #include <ddpc/fs.h>
 
@@ -57,8 +58,8 @@ static ddpc_status grow(char **buf, size_t *cap, size_t n, const char *name)
 
 /* Reads fd to its end into a buffer of hint + 1 bytes to start with (a regular file's size: one
  * read fills it, and a one-byte read finds its end); *out NUL-terminated. */
-static ddpc_status read_all(int fd, const char *name, size_t hint, size_t max, char **out,
-                            size_t *len)
+static ddpc_status read_all(int fd, const char *name, size_t hint, size_t max,
+                            ddpc_read_scan_fn scan, void *ctx, char **out, size_t *len)
 {
     size_t cap = hint + 1, n = 0;
     char *buf = ddpc_malloc(cap);
@@ -82,6 +83,8 @@ static ddpc_status read_all(int fd, const char *name, size_t hint, size_t max, c
                 break;
             buf[n] = probe;
         }
+        if (scan && (s = scan(ctx, buf + n, (size_t)r)) != DDPC_OK)
+            break;
         n += (size_t)r;
         if (max > 0 && n > max) {
             s = ddpc_errorf(DDPC_EFORMAT, "%s is larger than %zu bytes", name, max);
@@ -100,6 +103,12 @@ static ddpc_status read_all(int fd, const char *name, size_t hint, size_t max, c
 
 ddpc_status ddpc_read_file(const char *path, const char *what, size_t max, bool *missing,
                            char **out, size_t *len)
+{
+    return ddpc_read_file_scan(path, what, max, missing, NULL, NULL, out, len);
+}
+
+ddpc_status ddpc_read_file_scan(const char *path, const char *what, size_t max, bool *missing,
+                                ddpc_read_scan_fn scan, void *ctx, char **out, size_t *len)
 {
     *out = NULL;
     *len = 0;
@@ -123,7 +132,8 @@ ddpc_status ddpc_read_file(const char *path, const char *what, size_t max, bool 
     else if (S_ISREG(st.st_mode) && max > 0 && (uint64_t)st.st_size > max)
         s = ddpc_errorf(DDPC_EFORMAT, "%s is larger than %zu bytes", name, max);
     else /* a regular file's size, else (a pipe) a page to start with */
-        s = read_all(fd, name, S_ISREG(st.st_mode) ? (size_t)st.st_size : 4096, max, out, len);
+        s = read_all(fd, name, S_ISREG(st.st_mode) ? (size_t)st.st_size : 4096, max, scan, ctx, out,
+                     len);
     close(fd);
     return s;
 }
@@ -190,7 +200,7 @@ ddpc_status ddpc_read_regular_file(const char *path, const char *what, size_t ma
         return DDPC_OK;
     ddpc_status s = max > 0 && size > max
                         ? ddpc_errorf(DDPC_EFORMAT, "%s is larger than %zu bytes", name, max)
-                        : read_all(fd, name, (size_t)size, max, out, len);
+                        : read_all(fd, name, (size_t)size, max, NULL, NULL, out, len);
     close(fd);
     return s;
 }

@@ -8,6 +8,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 const char *const ddpc__vocab_specials[DDPC_VOCAB_SPECIALS] = {"<pad>", "<bos>", "<eos>", "<unk>"};
 
@@ -299,6 +300,14 @@ int64_t ddpc_vocab_min_freq(const ddpc_vocab *v)
 const char *ddpc_vocab_token(const ddpc_vocab *v, int32_t id)
 {
     return id >= 0 && id < v->size ? v->tokens[id] : NULL;
+}
+
+uint32_t ddpc_vocab_digest(const ddpc_vocab *v)
+{
+    uLong c = crc32(0L, Z_NULL, 0);
+    for (int64_t i = 0; i < v->size; i++) /* with its NUL: "ab","c" is not "a","bc" */
+        c = crc32(c, (const Bytef *)v->tokens[i], (uInt)v->lens[i] + 1);
+    return (uint32_t)c;
 }
 
 bool ddpc_vocab_equal(const ddpc_vocab *a, const ddpc_vocab *b)

@@ -4,6 +4,8 @@
 #include "data/textfile.h"
 #include "data/vocab_impl.h"
 
+#include <ddpc/fs.h>
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -14,27 +16,13 @@
 
 ddpc_status ddpc_vocab_save(const ddpc_vocab *v, const char *path)
 {
-    char tmp[4200];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
-        return ddpc_errorf(DDPC_EINVAL, "vocabulary path too long: '%.60s...'", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return ddpc_errorf(DDPC_EIO, "cannot write '%s': %s", tmp, strerror(errno));
-    fprintf(f, HEADER " tokenize=%s min_freq=%" PRId64 " size=%" PRId64 "\n",
+    ddpc_fs_out o;
+    DDPC_TRY(ddpc_fs_out_open(&o, path, "vocabulary"));
+    fprintf(o.f, HEADER " tokenize=%s min_freq=%" PRId64 " size=%" PRId64 "\n",
             ddpc_tokenize_name(v->tok), v->min_freq, v->size);
     for (int64_t i = 0; i < v->size; i++)
-        fprintf(f, "%s\t%" PRId64 "\n", v->tokens[i], v->counts[i]);
-    bool bad = ferror(f) != 0;
-    if (fclose(f) != 0 || bad) {
-        remove(tmp);
-        return ddpc_errorf(DDPC_EIO, "cannot write '%s': %s", tmp, strerror(errno));
-    }
-    if (rename(tmp, path) != 0) {
-        int e = errno;
-        remove(tmp);
-        return ddpc_errorf(DDPC_EIO, "cannot rename '%s' to '%s': %s", tmp, path, strerror(e));
-    }
-    return DDPC_OK;
+        fprintf(o.f, "%s\t%" PRId64 "\n", v->tokens[i], v->counts[i]);
+    return ddpc_fs_out_commit(&o, false);
 }
 
 /* Parses the header: tokenize, min_freq, size. */

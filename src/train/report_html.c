@@ -4,6 +4,7 @@
 #include "train/report_impl.h"
 
 #include <ddpc/alloc.h>
+#include <ddpc/fs.h>
 
 #include <errno.h>
 #include <math.h>
@@ -401,7 +402,7 @@ ddpc_status ddpc_report_write(const char *run_dir, const char *out_path,
     struct stat st;
     if (stat(run_dir, &st) != 0 || !S_ISDIR(st.st_mode))
         return ddpc_errorf(DDPC_EIO, "run directory '%s' does not exist", run_dir);
-    char metrics[1100], out[1100], tmp[1200];
+    char metrics[1100], out[1100];
     snprintf(metrics, sizeof metrics, "%s/metrics.jsonl", run_dir);
     if (stat(metrics, &st) != 0)
         return ddpc_errorf(DDPC_EIO, "'%s' does not exist: the run has logged no metrics", metrics);
@@ -418,23 +419,16 @@ ddpc_status ddpc_report_write(const char *run_dir, const char *out_path,
                          d.skipped);
         goto done;
     }
-    snprintf(tmp, sizeof tmp, "%s.tmp", out);
-    p.f = fopen(tmp, "w");
-    if (!p.f) {
-        rc = ddpc_errorf(DDPC_EIO, "cannot write '%s': %s", tmp, strerror(errno));
+    ddpc_fs_out o;
+    if ((rc = ddpc_fs_out_open(&o, out, NULL)) != DDPC_OK)
         goto done;
-    }
+    p.f = o.f;
     rc = write_page(&p, run_dir, metrics);
     reset(&p);
-    bool bad = ferror(p.f) != 0;
-    if (fclose(p.f) != 0 || bad) {
-        if (rc == DDPC_OK)
-            rc = ddpc_errorf(DDPC_EIO, "cannot write '%s': %s", tmp, strerror(errno));
-    } else if (rc == DDPC_OK && rename(tmp, out) != 0) {
-        rc = ddpc_errorf(DDPC_EIO, "cannot write '%s': %s", out, strerror(errno));
-    }
     if (rc != DDPC_OK)
-        remove(tmp);
+        (void)ddpc_fs_out_commit(&o, true);
+    else
+        rc = ddpc_fs_out_commit(&o, false);
     if (summary)
         *summary = (ddpc_report_summary){.records = d.n,
                                          .skipped = d.skipped,

@@ -1,21 +1,20 @@
 /* safetensors writer for F32 tensors: builds the JSON header, pads it with spaces to a multiple
  * of 8 bytes (as the reference implementation does, so the data starts 8-aligned), and replaces
- * the file atomically (write a uniquely named <path>.tmp-XXXXXX from mkstemp, fsync, rename,
- * fsync the directory): concurrent writers of one path never share a temporary file.
+ * the file atomically through ddpc_fs_out (a uniquely named <path>.tmp-XXXXXX, fsync, rename,
+ * fsync the directory; a symlink's target is replaced, a device or FIFO refused): concurrent
+ * writers of one path never share a temporary file.
  * Invariant: the data buffer is the tensors back to back in the given order, so data_offsets
  * tile it exactly; a crash leaves either the old file or the new one, never a torn one. */
 #include <ddpc/safetensors.h>
 
 #include <ddpc/alloc.h>
+#include <ddpc/fs.h>
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 typedef struct {
     char *buf;
@@ -112,8 +111,10 @@ static ddpc_status check_args(const char *path, const ddpc_st_tensor *t, size_t 
         if (!t[i].name || !t[i].name[0] || strcmp(t[i].name, "__metadata__") == 0)
             return ddpc_errorf(DDPC_EINVAL, "%s: tensor %zu has no valid name", path, i);
         if (!ok || (bytes && !t[i].data))
-            return ddpc_errorf(DDPC_EINVAL, "%s: tensor '%.200s' has a bad shape (ndim %d) or no "
-                               "data", path, t[i].name, t[i].ndim);
+            return ddpc_errorf(DDPC_EINVAL,
+                               "%s: tensor '%.200s' has a bad shape (ndim %d) or no "
+                               "data",
+                               path, t[i].name, t[i].ndim);
         for (size_t j = 0; j < i; j++)
             if (strcmp(t[i].name, t[j].name) == 0)
                 return ddpc_errorf(DDPC_EINVAL, "%s: duplicate tensor name '%.200s'", path,
@@ -158,63 +159,19 @@ static ddpc_status build_header(const char *path, strbuf *sb, const ddpc_st_tens
     return DDPC_OK;
 }
 
-static bool write_all(int fd, const void *buf, uint64_t len)
-{
-    const uint8_t *p = buf;
-    while (len) {
-        size_t chunk = len > (1u << 30) ? (1u << 30) : (size_t)len;
-        ssize_t w = write(fd, p, chunk);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return false;
-        p += w;
-        len -= (uint64_t)w;
-    }
-    return true;
-}
-
-/* Writes length, header and tensor data to fd and fsyncs it. */
-static ddpc_status write_body(int fd, const char *tmp, const strbuf *sb, const ddpc_st_tensor *t,
-                              size_t n)
+/* Writes length, header and tensor data to the temporary (committed by the caller). */
+static bool write_body(FILE *f, const strbuf *sb, const ddpc_st_tensor *t, size_t n)
 {
     uint8_t len8[8];
     for (int i = 0; i < 8; i++)
         len8[i] = (uint8_t)((uint64_t)sb->len >> (8 * i));
-    bool ok = write_all(fd, len8, 8) && write_all(fd, sb->buf, sb->len);
+    bool ok = fwrite(len8, 1, 8, f) == 8 && fwrite(sb->buf, 1, sb->len, f) == sb->len;
     for (size_t i = 0; ok && i < n; i++) {
         bool shape_ok;
-        ok = write_all(fd, t[i].data, tensor_bytes(&t[i], &shape_ok));
+        size_t bytes = (size_t)tensor_bytes(&t[i], &shape_ok);
+        ok = fwrite(t[i].data, 1, bytes, f) == bytes;
     }
-    if (!ok)
-        return ddpc_errorf(DDPC_EIO, "%s: write failed: %s", tmp, strerror(errno));
-    if (fsync(fd) != 0)
-        return ddpc_errorf(DDPC_EIO, "%s: fsync failed: %s", tmp, strerror(errno));
-    return DDPC_OK;
-}
-
-/* fsync of path's directory, so the rename itself is durable. Best effort: some file systems
- * refuse to fsync directories, which does not make the write itself fail. */
-static void sync_parent_dir(const char *path)
-{
-    char dir[4096];
-    const char *slash = strrchr(path, '/');
-    size_t len = slash ? (size_t)(slash - path) : 0;
-    if (len >= sizeof dir)
-        return;
-    if (!slash)
-        memcpy(dir, ".", 2);
-    else if (len == 0)
-        memcpy(dir, "/", 2);
-    else {
-        memcpy(dir, path, len);
-        dir[len] = '\0';
-    }
-    int fd = open(dir, O_RDONLY);
-    if (fd >= 0) {
-        (void)fsync(fd);
-        close(fd);
-    }
+    return ok;
 }
 
 static bool little_endian_host(void)
@@ -232,36 +189,23 @@ ddpc_status ddpc_safetensors_write(const char *path, const ddpc_st_tensor *tenso
     if (!path)
         return ddpc_errorf(DDPC_EINVAL, "safetensors write: path is NULL");
     if (!little_endian_host())
-        return ddpc_errorf(DDPC_EUNSUPPORTED, "%s: safetensors writing needs a little-endian "
-                           "host", path);
+        return ddpc_errorf(DDPC_EUNSUPPORTED,
+                           "%s: safetensors writing needs a little-endian "
+                           "host",
+                           path);
     DDPC_TRY(check_args(path, tensors, n, meta_keys, meta_values, n_meta));
     strbuf sb = {0};
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", path) >= (int)sizeof tmp)
-        return ddpc_errorf(DDPC_EINVAL, "%s: path too long", path);
     ddpc_status s = build_header(path, &sb, tensors, n, meta_keys, meta_values, n_meta);
-    if (s != DDPC_OK) {
-        ddpc_free(sb.buf);
-        return s;
+    ddpc_fs_out o;
+    if (s == DDPC_OK)
+        s = ddpc_fs_out_open(&o, path, NULL);
+    if (s == DDPC_OK) {
+        bool ok = write_body(o.f, &sb, tensors, n);
+        int e = errno;
+        s = ddpc_fs_out_commit(&o, !ok);
+        if (!ok)
+            s = ddpc_errorf(DDPC_EIO, "%s: write failed: %s", path, strerror(e));
     }
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        ddpc_free(sb.buf);
-        return ddpc_errorf(DDPC_EIO, "%s: cannot create a temporary file %s: %s", path, tmp,
-                           strerror(errno));
-    }
-    (void)fchmod(fd, 0644); /* mkstemp makes 0600; weights are not secrets */
-    s = write_body(fd, tmp, &sb, tensors, n);
     ddpc_free(sb.buf);
-    if (close(fd) != 0 && s == DDPC_OK)
-        s = ddpc_errorf(DDPC_EIO, "%s: close failed: %s", tmp, strerror(errno));
-    if (s == DDPC_OK && rename(tmp, path) != 0)
-        s = ddpc_errorf(DDPC_EIO, "%s: cannot rename %s over it: %s", path, tmp,
-                        strerror(errno));
-    if (s != DDPC_OK) {
-        unlink(tmp);
-        return s;
-    }
-    sync_parent_dir(path);
-    return DDPC_OK;
+    return s;
 }

@@ -410,8 +410,12 @@ ddpc_status ddpc_trainer_run(ddpc_trainer *t)
     if (t->log && t->init_report[0])
         fprintf(t->log, "init_from %s (init_strict: false) left out %s\n", t->set.init_from,
                 t->init_report);
+    DDPC_TRY(ddpc__trainer_lock_outputs(t)); /* before resume reads another job's state */
     if (t->set.state == STATE_TRAIN)
         DDPC_TRY(ddpc__trainer_resume(t));
+    if (t->tr && t->resumed_from[0]) /* ids must mean what they meant when it was saved */
+        DDPC_TRY(ddpc__translation_name_vocabs(
+            t, ddpc_weights_check_vocab(t->model, t->resumed_from)));
     DDPC_TRY(ddpc__trainer_open_outputs(t));
     switch (t->set.state) {
     case STATE_TRAIN: {

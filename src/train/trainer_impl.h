@@ -12,6 +12,7 @@
 #include <ddpc/comm.h>
 #include <ddpc/data.h>
 #include <ddpc/engine.h>
+#include <ddpc/fs.h>
 #include <ddpc/loader.h>
 #include <ddpc/memplan.h>
 #include <ddpc/metrics.h>
@@ -166,6 +167,14 @@ typedef struct {
     bool save_seen_checked;
 } ddpc__resume_notes;
 
+/* The job's locks on what it writes (trainer_outputs.c): held by global rank 0 for the whole
+ * job, so its other ranks never refuse each other; NULL when not taken. */
+typedef struct {
+    ddpc_rundir_lock *run_dir;
+    ddpc_fs_lock *ckpt_dir;    /* training with checkpoints, or resume: auto from an existing one */
+    ddpc_fs_lock *weights_out; /* "<weights_out's target>.lock", removed on release */
+} ddpc__trainer_locks;
+
 struct ddpc_trainer {
     ddpc_config *cfg;
     FILE *log;
@@ -218,9 +227,9 @@ struct ddpc_trainer {
     int32_t *tokens, *targets;
     int64_t *perm;          /* (train size) bench order */
     ddpc_metrics *metrics;  /* records of rank 0 reach metrics.jsonl; other ranks' go nowhere */
-    ddpc_rundir_lock *lock; /* rank 0: this job's run directory */
-    char *config_text;      /* the effective configuration (ddpc_config_dump), for config.yaml and
-                               checkpoints */
+    ddpc__trainer_locks locks; /* rank 0's, for the job */
+    char *config_text; /* the effective configuration (ddpc_config_dump), for config.yaml and
+                          checkpoints */
     int restart_count;      /* of the launcher (TORCHELASTIC_RESTART_COUNT) */
     /* Position: where the next step's data starts (epoch, optimizer steps done in it). */
     int64_t epoch, epoch_step;
@@ -279,6 +288,9 @@ ddpc_status ddpc__trainer_load_translation(ddpc_trainer *t, ddpc__task *k, const
 /* Rank 0 of a training run: writes vocab.src.txt and vocab.tgt.txt into the vocabulary directory. */
 ddpc_status ddpc__trainer_save_vocab(ddpc_trainer *t);
 void ddpc__trainer_free_translation(ddpc_trainer *t);
+/* s, the status of loading weights into a translation model: DDPC_EINVAL (their vocabulary
+ * digests are not the model's, weights.h) comes back with the vocabulary files in use named. */
+ddpc_status ddpc__translation_name_vocabs(const ddpc_trainer *t, ddpc_status s);
 
 /* trainer_translate_eval.c: BLEU and exact match of the model's decoded translations (beam
  * eval_beam_size) and of the two trivial baselines (copy the source; the most frequent
@@ -403,7 +415,11 @@ ddpc_status ddpc__trainer_evaluate(ddpc_trainer *t, const char *split, int64_t m
 /* trainer_predict.c: rank 0 writes predictions (classes per task, or sampled text). */
 ddpc_status ddpc__trainer_predict(ddpc_trainer *t);
 
-/* trainer_outputs.c: run directory lock, config.yaml, writability checks, metrics.jsonl. */
+/* trainer_outputs.c: the job's locks (run directory, checkpoint directory, weights_out) and the
+ * early checks of outputs written at the end, taken before anything is read or written; then
+ * config.yaml, writability checks, metrics.jsonl. Rank 0 locks, for the whole job. */
+ddpc_status ddpc__trainer_lock_outputs(ddpc_trainer *t);
+void ddpc__trainer_unlock_outputs(ddpc_trainer *t);
 ddpc_status ddpc__trainer_open_outputs(ddpc_trainer *t);
 
 #endif

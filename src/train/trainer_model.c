@@ -158,6 +158,9 @@ static ddpc_status read_model_config(ddpc_trainer *t, ddpc_model_config *mc)
     if (s2s) { /* the vocabularies and the longest sequence come from the data */
         mc->src_vocab = ddpc_vocab_size(t->tr->src_vocab);
         mc->tgt_vocab = ddpc_vocab_size(t->tr->tgt_vocab);
+        mc->vocab_digests = true;
+        mc->src_vocab_digest = ddpc_vocab_digest(t->tr->src_vocab);
+        mc->tgt_vocab_digest = ddpc_vocab_digest(t->tr->tgt_vocab);
         DDPC_TRY(ddpc_config_int(c, "model.max_len", t->tr->max_len, t->tr->max_len, 1 << 16,
                                  &mc->max_len));
     }

@@ -1,6 +1,8 @@
-/* The run's outputs, opened before anything is trained: rank 0 locks the run directory (one job
- * per directory), writes config.yaml (and a translation run's vocabularies), checks that weights_out and the checkpoint directory can be
- * written (so that is not discovered after training), and opens metrics.jsonl — appended to by a
+/* The run's outputs, opened before anything is trained: rank 0 locks, for the whole job, the run
+ * directory, the checkpoint directory and weights_out (one job each: a second one is refused at
+ * start), refuses a weights_out or predict.output that is not a regular file (so that is not
+ * discovered after training), writes config.yaml (and a translation run's vocabularies), checks
+ * that the checkpoint directory can be written, and opens metrics.jsonl — appended to by a
  * resumed or restarted run, which records why and which newer checkpoints it skipped — and a
  * TensorBoard event file in <run_dir>/tb/. Only global rank 0 writes run outputs. */
 #include "train/trainer_impl.h"
@@ -8,6 +10,8 @@
 #include <ddpc/rundir.h>
 
 #include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
 
 static ddpc_status record_start(ddpc_trainer *t)
 {
@@ -34,6 +38,71 @@ static ddpc_status record_start(ddpc_trainer *t)
     return DDPC_OK;
 }
 
+/* The checkpoint directory is the job's when it saves there, or resumes (resume: auto) from one
+ * that exists: a second job would resume the first one's state and interleave its saves. */
+static ddpc_status lock_ckpt_dir(ddpc_trainer *t)
+{
+    const trainer_settings *s = &t->set;
+    bool saves = ddpc__trainer_checkpoints_on(t);
+    struct stat sb;
+    if (!saves && !(strcmp(s->resume, "auto") == 0 && stat(s->ckpt_dir, &sb) == 0))
+        return DDPC_OK;
+    char path[1100];
+    ddpc_status st = saves ? ddpc_mkdirs(s->ckpt_dir) : DDPC_OK;
+    if (st != DDPC_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", ddpc_last_error());
+        return ddpc_errorf(st, "cannot write checkpoint.dir '%s' (%s)", s->ckpt_dir, why);
+    }
+    /* Not ".lock": checkpoint.dir may be the run directory, whose .lock this job already holds. */
+    if (snprintf(path, sizeof path, "%s/.ckpt.lock", s->ckpt_dir) >= (int)sizeof path)
+        return ddpc_errorf(DDPC_EINVAL, "checkpoint.dir is too long: '%.60s...'", s->ckpt_dir);
+    return ddpc_fs_lock_acquire(path, "checkpoint directory", s->ckpt_dir,
+                                "use another checkpoint.dir or stop that job", false,
+                                &t->locks.ckpt_dir);
+}
+
+/* weights_out: refused now, not after training, when it is a device, FIFO or socket (or its
+ * directory cannot be written); then locked for the job. The lock is a sibling file of the
+ * file finally written (a symlink's target), not the file itself: the save renames a new file
+ * over it, so a lock on the old one would no longer guard the path; and a sibling works before
+ * the file exists. It is removed when the job ends, so it litters only after a crash. */
+static ddpc_status lock_weights_out(ddpc_trainer *t)
+{
+    const char *w = t->set.weights_out;
+    char target[DDPC_FS_PATH_MAX], path[DDPC_FS_PATH_MAX + 8];
+    DDPC_TRY(ddpc_fs_out_target(w, "weights_out", target, sizeof target));
+    DDPC_TRY(ddpc_path_check_writable(w));
+    if (snprintf(path, sizeof path, "%s.lock", target) >= (int)sizeof path)
+        return ddpc_errorf(DDPC_EINVAL, "weights_out is too long: '%.60s...'", w);
+    return ddpc_fs_lock_acquire(path, "weights_out", w, "use another weights_out or stop that job",
+                                true, &t->locks.weights_out);
+}
+
+ddpc_status ddpc__trainer_lock_outputs(ddpc_trainer *t)
+{
+    const trainer_settings *s = &t->set;
+    if (t->rank != 0)
+        return DDPC_OK;
+    DDPC_TRY(ddpc_rundir_lock_acquire(s->run_dir, &t->locks.run_dir));
+    if (s->state == STATE_PREDICT && t->tr) { /* written at the end of the translations */
+        char target[DDPC_FS_PATH_MAX];
+        return ddpc_fs_out_target(t->tr->predict_output, "predict.output", target, sizeof target);
+    }
+    if (s->state != STATE_TRAIN)
+        return DDPC_OK;
+    DDPC_TRY(lock_ckpt_dir(t));
+    return s->weights_out ? lock_weights_out(t) : DDPC_OK;
+}
+
+void ddpc__trainer_unlock_outputs(ddpc_trainer *t)
+{
+    ddpc_fs_lock_release(t->locks.weights_out);
+    ddpc_fs_lock_release(t->locks.ckpt_dir);
+    ddpc_rundir_unlock(t->locks.run_dir);
+    t->locks = (ddpc__trainer_locks){0};
+}
+
 ddpc_status ddpc__trainer_open_outputs(ddpc_trainer *t)
 {
     DDPC_TRY(ddpc_metrics_create(&t->metrics)); /* every rank records; only rank 0's are kept */
@@ -45,11 +114,8 @@ ddpc_status ddpc__trainer_open_outputs(ddpc_trainer *t)
     }
     if (t->rank != 0)
         return s->tensorboard && s->tensorboard_per_rank ? record_start(t) : DDPC_OK;
-    DDPC_TRY(ddpc_rundir_lock_acquire(s->run_dir, &t->lock));
     DDPC_TRY(ddpc_rundir_write_config(s->run_dir, t->config_text));
     DDPC_TRY(ddpc__trainer_save_vocab(t));
-    if (s->state == STATE_TRAIN && s->weights_out)
-        DDPC_TRY(ddpc_path_check_writable(s->weights_out));
     if (s->state == STATE_TRAIN && ddpc__trainer_checkpoints_on(t))
         DDPC_TRY(ddpc_dir_check_writable(s->ckpt_dir));
     snprintf(path, sizeof path, "%s/metrics.jsonl", s->run_dir);

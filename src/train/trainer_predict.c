@@ -4,9 +4,9 @@
 #include "train/trainer_impl.h"
 
 #include <ddpc/alloc.h>
+#include <ddpc/fs.h>
 #include <ddpc/rng.h>
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -104,13 +104,11 @@ static ddpc_status write_file(ddpc_trainer *t, const char *file, const ddpc_data
 {
     char path[1100];
     snprintf(path, sizeof path, "%s/%s", t->set.run_dir, file);
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return ddpc_errorf(DDPC_EIO, "cannot write '%s': %s", path, strerror(errno));
-    ddpc_status s = d ? predict_classes(t, d, task, f, file) : generate_text(t, f);
-    if (fclose(f) != 0 && s == DDPC_OK)
-        s = ddpc_errorf(DDPC_EIO, "cannot write '%s': %s", path, strerror(errno));
-    return s;
+    ddpc_fs_out o;
+    DDPC_TRY(ddpc_fs_out_open(&o, path, NULL));
+    ddpc_status s = d ? predict_classes(t, d, task, o.f, file) : generate_text(t, o.f);
+    ddpc_status c = ddpc_fs_out_commit(&o, s != DDPC_OK);
+    return s != DDPC_OK ? s : c;
 }
 
 static ddpc_status predict_rank0(ddpc_trainer *t)

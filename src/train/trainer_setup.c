@@ -12,8 +12,9 @@
  * matches and says what did not. */
 static ddpc_status load_init(ddpc_trainer *t)
 {
-    return ddpc_weights_load_opts(t->model, t->set.init_from, t->set.init_strict, t->init_report,
-                                  sizeof t->init_report);
+    return ddpc__translation_name_vocabs(
+        t, ddpc_weights_load_opts(t->model, t->set.init_from, t->set.init_strict, t->init_report,
+                                  sizeof t->init_report));
 }
 
 static ddpc_status build(ddpc_trainer *t, const char *config_name)
@@ -79,7 +80,7 @@ void ddpc_trainer_destroy(ddpc_trainer *t)
     if (!t)
         return;
     ddpc_metrics_destroy(t->metrics);
-    ddpc_rundir_unlock(t->lock);
+    ddpc__trainer_unlock_outputs(t);
     ddpc_engine_destroy(t->engine);
     ddpc__trainer_free_tasks(t);
     ddpc__trainer_fini_dist(t);

@@ -6,8 +6,8 @@
 #include "train/trainer_impl.h"
 
 #include <ddpc/alloc.h>
+#include <ddpc/fs.h>
 
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -46,9 +46,9 @@ static ddpc_status write_trace(ddpc_trainer *t, const char *all, size_t stride, 
 {
     char path[1100];
     snprintf(path, sizeof path, "%s/trace.json", t->set.run_dir);
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return ddpc_errorf(DDPC_EIO, "cannot write '%s': %s", path, strerror(errno));
+    ddpc_fs_out o;
+    DDPC_TRY(ddpc_fs_out_open(&o, path, NULL));
+    FILE *f = o.f;
     fputs("{\"displayTimeUnit\": \"ms\", \"traceEvents\": [", f);
     for (int r = 0; r < t->world; r++) {
         const char *blob = all + (size_t)r * stride;
@@ -56,9 +56,7 @@ static ddpc_status write_trace(ddpc_trainer *t, const char *all, size_t stride, 
     }
     fputs("\n]}\n", f);
     *bytes = (size_t)ftell(f);
-    if (fclose(f) != 0 || *bytes == 0)
-        return ddpc_errorf(DDPC_EIO, "cannot write '%s': %s", path, strerror(errno));
-    return DDPC_OK;
+    return ddpc_fs_out_commit(&o, false);
 }
 
 static ddpc_status gather_and_write(ddpc_trainer *t)

@@ -6,8 +6,8 @@
 #include "train/trainer_impl.h"
 
 #include <ddpc/alloc.h>
+#include <ddpc/fs.h>
 
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -112,13 +112,13 @@ ddpc_status ddpc__translation_predict(ddpc_trainer *t)
         b.src && b.len && b.out && b.text
             ? DDPC_OK
             : ddpc_errorf(DDPC_ENOMEM, "out of memory for %lld translations", (long long)rows);
-    FILE *f = NULL;
-    if (st == DDPC_OK && !(f = fopen(tr->predict_output, "w")))
-        st = ddpc_errorf(DDPC_EIO, "cannot write '%s': %s", tr->predict_output, strerror(errno));
+    ddpc_fs_out o = {0};
     if (st == DDPC_OK)
-        st = translate_file(t, &in, &b, f, &lines);
-    if (f && fclose(f) != 0 && st == DDPC_OK)
-        st = ddpc_errorf(DDPC_EIO, "cannot write '%s': %s", tr->predict_output, strerror(errno));
+        st = ddpc_fs_out_open(&o, tr->predict_output, "predict.output");
+    if (st == DDPC_OK)
+        st = translate_file(t, &in, &b, o.f, &lines);
+    ddpc_status c = ddpc_fs_out_commit(&o, st != DDPC_OK); /* no-op when it was not opened */
+    st = st != DDPC_OK ? st : c;
     if (st == DDPC_OK && t->log)
         fprintf(t->log, "translated %lld lines of %s into %s (beam %d)\n", (long long)lines,
                 tr->predict_input, tr->predict_output, tr->predict_beam);

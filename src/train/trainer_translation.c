@@ -240,6 +240,21 @@ ddpc_status ddpc__trainer_save_vocab(ddpc_trainer *t)
     return ddpc_vocab_save(t->tr->tgt_vocab, path);
 }
 
+ddpc_status ddpc__translation_name_vocabs(const ddpc_trainer *t, ddpc_status s)
+{
+    if (s != DDPC_EINVAL || !t->tr)
+        return s;
+    char why[800], ps[600], pt[600];
+    snprintf(why, sizeof why, "%s", ddpc_last_error());
+    if (t->set.state == STATE_TRAIN) /* built from the corpus, saved only once training starts */
+        return ddpc_errorf(s, "%s; the vocabularies in use are those of %s and %s", why,
+                           t->tr->train_src, t->tr->train_tgt);
+    vocab_path(t, "src", ps, sizeof ps);
+    vocab_path(t, "tgt", pt, sizeof pt);
+    return ddpc_errorf(s, "%s; the vocabularies in use are %s and %s (data.vocab_dir)", why, ps,
+                       pt);
+}
+
 void ddpc__trainer_free_translation(ddpc_trainer *t)
 {
     if (!t->tr)

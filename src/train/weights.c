@@ -1,13 +1,16 @@
-/* Model tensors (parameters, then buffers) <-> safetensors. Load validates the whole file against the model before it
- * copies anything, so a refused file leaves the parameters untouched; a non-strict load copies
- * exactly the tensors whose name, dtype (F32) and shape match, and reports the rest. */
+/* Model tensors (parameters, then buffers) <-> safetensors. Load validates the whole file against
+ * the model before it copies anything, so a refused file leaves the parameters untouched; a
+ * non-strict load copies exactly the tensors whose name, dtype (F32) and shape match, and reports
+ * the rest. A seq2seq model's vocabulary digests travel in __metadata__, so ids keep meaning. */
 #include <ddpc/alloc.h>
 #include <ddpc/safetensors.h>
 #include <ddpc/weights.h>
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* The tensors a weights file holds: the parameters, then the model's buffers. */
 static size_t n_entries(const ddpc_model *m)
@@ -44,9 +47,14 @@ static ddpc_status save(const ddpc_model *m, const float *buffer, bool with_buff
         /* entry_data only reads here: the cast does not let anything write m. */
         ts[i].data = entry_data((ddpc_model *)m, (float *)buffer, i);
     }
-    const char *keys[] = {"format", "model"};
-    const char *values[] = {"pt", ddpc_model_config_of(m)->type};
-    ddpc_status s = ddpc_safetensors_write(path, ts, n, keys, values, 2);
+    const ddpc_model_config *mc = ddpc_model_config_of(m);
+    char src[16], tgt[16];
+    snprintf(src, sizeof src, "%08" PRIx32, mc->src_vocab_digest);
+    snprintf(tgt, sizeof tgt, "%08" PRIx32, mc->tgt_vocab_digest);
+    const char *keys[] = {"format", "model", DDPC_WEIGHTS_META_SRC_VOCAB,
+                          DDPC_WEIGHTS_META_TGT_VOCAB};
+    const char *values[] = {"pt", mc->type, src, tgt};
+    ddpc_status s = ddpc_safetensors_write(path, ts, n, keys, values, mc->vocab_digests ? 4 : 2);
     ddpc_free(ts);
     return s;
 }
@@ -60,6 +68,51 @@ ddpc_status ddpc_weights_save_model(const ddpc_model *m, const char *path)
 {
     /* Only read: the cast does not let anything write m. */
     return save(m, ddpc_model_params((ddpc_model *)m), true, path);
+}
+
+/* The vocabulary digests f records must be the model's; a file without them passes. */
+static ddpc_status check_vocab(const ddpc_model *m, const ddpc_safetensors *f, const char *file)
+{
+    const ddpc_model_config *mc = ddpc_model_config_of(m);
+    static const char *const side[2] = {"source", "target"};
+    const char *key[2] = {DDPC_WEIGHTS_META_SRC_VOCAB, DDPC_WEIGHTS_META_TGT_VOCAB};
+    uint32_t mine[2] = {mc->src_vocab_digest, mc->tgt_vocab_digest};
+    for (int i = 0; i < 2 && mc->vocab_digests; i++) {
+        const char *v = ddpc_safetensors_metadata(f, key[i]);
+        char want[16];
+        snprintf(want, sizeof want, "%08" PRIx32, mine[i]);
+        if (v && strcmp(v, want) != 0)
+            return ddpc_errorf(DDPC_EINVAL,
+                               "%s was trained with another %s vocabulary (digest %s) than the one "
+                               "in use (%s): its token ids would mean other tokens",
+                               file, side[i], v, want);
+    }
+    return DDPC_OK;
+}
+
+/* path itself, or a checkpoint directory's model.safetensors. */
+static ddpc_status file_of(const char *path, char *file, size_t cap)
+{
+    struct stat st;
+    int w = stat(path, &st) == 0 && S_ISDIR(st.st_mode)
+                ? snprintf(file, cap, "%s/model.safetensors", path)
+                : snprintf(file, cap, "%s", path);
+    if (w < 0 || (size_t)w >= cap)
+        return ddpc_errorf(DDPC_EINVAL, "%s: path too long", path);
+    return DDPC_OK;
+}
+
+ddpc_status ddpc_weights_check_vocab(const ddpc_model *m, const char *path)
+{
+    char file[4096];
+    DDPC_TRY(file_of(path, file, sizeof file));
+    if (!ddpc_model_config_of(m)->vocab_digests || access(file, F_OK) != 0)
+        return DDPC_OK;
+    ddpc_safetensors *f = NULL;
+    DDPC_TRY(ddpc_safetensors_open(&f, file));
+    ddpc_status s = check_vocab(m, f, file);
+    ddpc_safetensors_close(f);
+    return s;
 }
 
 static bool same_tensor(const ddpc_param *p, const ddpc_st_info *info)
@@ -160,14 +213,14 @@ ddpc_status ddpc_weights_load_opts(ddpc_model *m, const char *path, bool strict,
     if (!m || !path)
         return ddpc_errorf(DDPC_EINVAL, "weights load: model or path is NULL");
     char file[4096];
-    struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-        if (snprintf(file, sizeof file, "%s/model.safetensors", path) >= (int)sizeof file)
-            return ddpc_errorf(DDPC_EINVAL, "%s: path too long", path);
-    } else if (snprintf(file, sizeof file, "%s", path) >= (int)sizeof file)
-        return ddpc_errorf(DDPC_EINVAL, "%s: path too long", path);
+    DDPC_TRY(file_of(path, file, sizeof file));
     ddpc_safetensors *f = NULL;
     DDPC_TRY(ddpc_safetensors_open(&f, file));
+    ddpc_status vs = check_vocab(m, f, file);
+    if (vs != DDPC_OK) {
+        ddpc_safetensors_close(f);
+        return vs;
+    }
     char text[700];
     report_buf r = {text, sizeof text, 0};
     text[0] = '\0';
