@@ -129,4 +129,11 @@ refuse "a label over 255" "train_y_300.npy: label 3 is 300" "data.train_y=$d/tra
 refuse "held-out labels the train split lacks" "val_y_many.npy: label 7" "data.val_y=$d/val_y_many.npy"
 refuse "x without y" "needs keys 'data.val_x' and 'data.val_y' together" "data.val_y="
 refuse "a missing file" "nothing.npy" "data.train_x=$tmp/nothing.npy"
+mkfifo "$tmp/fifo.npy"
+timeout 60 "$ddpc" train "$tmp/npy.yaml" run_dir="$tmp/bad" "data.train_x=$tmp/fifo.npy" \
+    >"$tmp/bad.out" 2>"$tmp/bad.err"
+got=$?
+if [ $got -ne 0 ] && [ $got -ne 124 ] && grep -q "fifo.npy': it is a FIFO" "$tmp/bad.err"; then
+    ok "a FIFO is refused, not waited on"
+else fail "a FIFO is refused, not waited on (exit $got)" "$tmp/bad.err"; fi
 summary

@@ -139,6 +139,6 @@ refuse "fewer tokens than block_size+1 are refused" "$tmp/tiny.bin" "tiny.bin: 3
 : >"$tmp/empty.bin"
 refuse "an empty file is refused" "$tmp/empty.bin" "empty.bin: empty file"
 mkfifo "$tmp/fifo.bin"
-refuse "a FIFO is refused, not waited on" "$tmp/fifo.bin" "fifo.bin: not a regular file"
+refuse "a FIFO is refused, not waited on" "$tmp/fifo.bin" "fifo.bin.: it is a FIFO, not a regular file"
 refuse "data.val is required" "$tmp/s_llmc/corpus_train_*.bin" "needs key 'data.val'" data.val=
 summary

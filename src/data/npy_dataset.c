@@ -14,7 +14,7 @@
 static ddpc_status load(const char *path, char **buf, ddpc__npy_array *a)
 {
     size_t len;
-    DDPC_TRY(ddpc_read_file(path, NULL, 0, NULL, buf, &len));
+    DDPC_TRY(ddpc_read_regular_file(path, NULL, 0, NULL, buf, &len));
     return ddpc__npy_parse(path, (const uint8_t *)*buf, len, a);
 }
 

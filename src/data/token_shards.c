@@ -6,14 +6,13 @@
 #include "data/dataset_impl.h"
 
 #include <ddpc/alloc.h>
+#include <ddpc/fs.h>
 
 #include <errno.h>
-#include <fcntl.h>
 #include <glob.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 enum {
@@ -30,22 +29,17 @@ static int64_t read_le(const uint8_t *p, int width)
                      (uint32_t)p[3] << 24);
 }
 
-/* Maps `path` read-only into *s; only regular files (a FIFO or device would block or never end). */
+/* Maps `path` read-only into *s, through the regular-files door (a FIFO would block). */
 static ddpc_status map_file(const char *path, ddpc__token_shard *s)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0)
-        return ddpc_errorf(DDPC_EIO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
+    int fd;
+    uint64_t size;
+    DDPC_TRY(ddpc_open_regular(path, NULL, NULL, &fd, &size));
     ddpc_status r = DDPC_OK;
-    if (fstat(fd, &st) != 0)
-        r = ddpc_errorf(DDPC_EIO, "%s: cannot stat: %s", path, strerror(errno));
-    else if (!S_ISREG(st.st_mode))
-        r = ddpc_errorf(DDPC_EIO, "%s: not a regular file", path);
-    else if (st.st_size == 0)
+    if (size == 0)
         r = ddpc_errorf(DDPC_EFORMAT, "%s: empty file, no tokens", path);
     if (r == DDPC_OK) {
-        s->map_len = (size_t)st.st_size;
+        s->map_len = (size_t)size;
         s->map = mmap(NULL, s->map_len, PROT_READ, MAP_PRIVATE, fd, 0);
         if (s->map == MAP_FAILED) {
             s->map = NULL;
