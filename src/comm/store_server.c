@@ -293,6 +293,11 @@ static bool conn_read(ddpc_store_server *s, conn *c)
                 c->discard_left -= (uint64_t)got;
             else
                 c->got += (size_t)got;
+            /* a peer that does not open with our greeting goes at its first wrong byte */
+            if (c->state == CONN_HELLO &&
+                memcmp(c->in, DDPC__STORE_GREETING,
+                       c->got < DDPC__STORE_GREETING_LEN ? c->got : DDPC__STORE_GREETING_LEN) != 0)
+                return false;
             if (c->state == CONN_DISCARD ? c->discard_left > 0 : c->got < c->want)
                 continue;
         }
