@@ -1,9 +1,11 @@
 /* The store under abuse (src/comm/store_server.c): 20 half-sent greetings do not delay a real
  * client; 300 idle connections neither lock it out nor make the server spin, and are dropped
  * after the handshake timeout; running out of descriptors rests the listener instead of
- * spinning; SETs past the byte cap are refused with a message and do not grow the server. CPU
+ * spinning; SETs past the byte cap are refused with a message and do not grow the server; the
+ * table takes its cap of keys and no more. CPU
  * time is the whole process's (the server is a thread of it) while the test thread sleeps. */
 #include "check.h"
+#include "comm/store_table.h"
 #include "store_testutil.h"
 
 #include <ddpc/status.h>
@@ -199,6 +201,33 @@ static void test_byte_cap(void)
     ddpc_store_server_stop(srv);
 }
 
+/* The table takes DDPC_STORE_KEYS_MAX keys, finds each, refuses one more, and still overwrites. */
+static void test_key_cap(void)
+{
+    ddpc__store_table t = {0};
+    ddpc__store_blob *b = ddpc__store_blob_new(1);
+    b->data[0] = 'v';
+    char key[32];
+    int put = 0, found = 0;
+    for (int i = 0; i < DDPC_STORE_KEYS_MAX; i++) {
+        snprintf(key, sizeof key, "k/%d", i);
+        put += ddpc__store_table_put(&t, key, b) == DDPC__TABLE_OK;
+    }
+    CHECK_EQ_INT(put, DDPC_STORE_KEYS_MAX);
+    for (int i = 0; i < DDPC_STORE_KEYS_MAX; i++) {
+        snprintf(key, sizeof key, "k/%d", i);
+        ddpc__store_entry *e = ddpc__store_table_find(&t, key);
+        found += e && strcmp(e->key, key) == 0;
+    }
+    CHECK_EQ_INT(found, DDPC_STORE_KEYS_MAX);
+    CHECK(ddpc__store_table_find(&t, "k/-1") == NULL);
+    CHECK_EQ_INT(ddpc__store_table_put(&t, "one/more", b), DDPC__TABLE_FULL);
+    CHECK_EQ_INT(ddpc__store_table_put(&t, "k/7", b), DDPC__TABLE_OK);
+    CHECK_EQ_INT(t.count, DDPC_STORE_KEYS_MAX);
+    ddpc__store_table_fini(&t);
+    ddpc__store_blob_unref(b);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -206,5 +235,6 @@ int main(void)
     RUN_TEST(test_idle_flood);
     RUN_TEST(test_out_of_descriptors_no_spin);
     RUN_TEST(test_byte_cap);
+    RUN_TEST(test_key_cap);
     return check_summary();
 }

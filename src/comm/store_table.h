@@ -2,7 +2,8 @@
  * blobs, so an answer being sent keeps the bytes it answers with while a later SET replaces them.
  * The table holds at most DDPC_STORE_KEYS_MAX keys and DDPC_STORE_BYTES_MAX bytes of keys and
  * values; `reserved` counts values still arriving, so the bytes held never pass the cap. Uses the
- * C allocator, as the server does (store_server.c says why). */
+ * C allocator, as the server does (store_server.c says why). Keys are never removed, so the hash
+ * index needs no tombstones. */
 #ifndef DDPC_COMM_STORE_TABLE_H
 #define DDPC_COMM_STORE_TABLE_H
 
@@ -22,6 +23,8 @@ typedef struct {
 typedef struct {
     ddpc__store_entry *entries;
     size_t count, cap;
+    size_t *slots; /* (nslots) open-addressed index: entry index + 1, or 0 for empty */
+    size_t nslots; /* a power of two, at least twice count */
     size_t bytes;    /* keys' and values' bytes held */
     size_t reserved; /* bytes of SET values being received */
 } ddpc__store_table;
