@@ -132,6 +132,12 @@ else
         cat "$tmp/g1.log"
 fi
 
+# `ddpc env` lists the store's variables but never the token itself.
+DDPC_STORE_TOKEN=never-print-this-secret-0123 DDPC_STORE_BIND=127.0.0.1 "$ddpc" env \
+    >"$tmp/env.out" 2>&1
+check "ddpc env names DDPC_STORE_BIND" grep -q "DDPC_STORE_BIND=127.0.0.1" "$tmp/env.out"
+check "ddpc env never prints the token" bash -c "! grep -q never-print-this '$tmp/env.out'"
+
 # Workers a platform started across hosts (gloo) without a token: refused, naming the fix.
 RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 GROUP_RANK=0 GROUP_WORLD_SIZE=2 \
     MASTER_ADDR=192.0.2.1 MASTER_PORT=29999 DDPC_BACKEND=gloo \
