@@ -22,7 +22,7 @@ extern "C" {
 #endif
 
 enum {
-    DDPC_STORE_KEY_MAX = 255,       /* bytes of a key */
+    DDPC_STORE_KEY_MAX = 255,        /* bytes of a key */
     DDPC_STORE_VALUE_MAX = 16 << 20, /* bytes of a value */
     DDPC_STORE_BYTES_MAX = 64 << 20, /* bytes of all keys and values together */
     DDPC_STORE_KEYS_MAX = 65536,     /* keys */

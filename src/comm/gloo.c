@@ -161,8 +161,9 @@ static ddpc_status find_hosts(ddpc__gloo_state *st, const ddpc_dist_env *env, do
 }
 
 /* Global rank 0 serves the store at MASTER_PORT (listening on MASTER_ADDR, or DDPC_STORE_BIND)
- * unless a launcher's agent does; everyone connects to it, proving the job's token. torchrun's agent (static rendezvous) serves torch's own store there, whose protocol is
- * not ddpc's: then rank 0 serves ddpc's store on the next port. */
+ * unless a launcher's agent does; everyone connects to it, proving the job's token. torchrun's
+ * agent (static rendezvous) serves torch's own store there, whose protocol is not ddpc's: then rank
+ * 0 serves ddpc's store on the next port. */
 static ddpc_status open_store(ddpc__gloo_state *st, const ddpc_dist_env *env, double deadline)
 {
     if (env->master_port <= 0 || env->master_addr[0] == '\0')
@@ -187,8 +188,7 @@ static ddpc_status open_store(ddpc__gloo_state *st, const ddpc_dist_env *env, do
         const char *bind = env->store_bind[0] ? env->store_bind : env->master_addr;
         DDPC_TRY(ddpc_store_server_start(bind, port, env->store_token, &st->server));
     }
-    DDPC_TRY(
-        ddpc_store_connect(env->master_addr, port, env->store_token, deadline, &st->store));
+    DDPC_TRY(ddpc_store_connect(env->master_addr, port, env->store_token, deadline, &st->store));
     const char *run = env->run_id[0] ? env->run_id : "job";
     snprintf(st->prefix, sizeof st->prefix, "ddpc/%.120s/%d/", run, env->restart_count);
     return DDPC_OK;

@@ -70,7 +70,8 @@ static handshake prove(int fd, const char *token)
 {
     unsigned char hello[DDPC__STORE_HELLO_LEN], challenge[DDPC__STORE_CHALLENGE_LEN];
     unsigned char mac[DDPC__STORE_MAC_LEN];
-    unsigned char *cn = hello + DDPC__STORE_GREETING_LEN, *sn = challenge + DDPC__STORE_GREETING_LEN;
+    unsigned char *cn = hello + DDPC__STORE_GREETING_LEN,
+                  *sn = challenge + DDPC__STORE_GREETING_LEN;
     memcpy(hello, DDPC__STORE_GREETING, DDPC__STORE_GREETING_LEN);
     if (!ddpc__store_random(cn, DDPC__STORE_NONCE_LEN))
         return HANDSHAKE_RETRY;

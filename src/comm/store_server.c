@@ -30,18 +30,18 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-static const double HANDSHAKE_SECONDS = 5.0; /* a stranger's slot is freed after this */
-static const double REQUEST_SECONDS = 30.0;  /* a client's half-sent request or unread answer */
+static const double HANDSHAKE_SECONDS = 5.0;     /* a stranger's slot is freed after this */
+static const double REQUEST_SECONDS = 30.0;      /* a client's half-sent request or unread answer */
 static const double ACCEPT_PAUSE_SECONDS = 0.25; /* out of descriptors: the listener rests */
 enum { CONN_LIMIT = 1000, FD_MARGIN = 256 };
 
 typedef enum {
-    CONN_HELLO,   /* reading the client's greeting and nonce */
-    CONN_PROOF,   /* reading the client's MAC */
-    CONN_HEADER,  /* authenticated: reading a request header */
-    CONN_KEY,     /* reading the key */
-    CONN_VALUE,   /* reading a value (into `value`, or `in` for ADD) */
-    CONN_DISCARD  /* reading a refused SET's value into nothing */
+    CONN_HELLO,  /* reading the client's greeting and nonce */
+    CONN_PROOF,  /* reading the client's MAC */
+    CONN_HEADER, /* authenticated: reading a request header */
+    CONN_KEY,    /* reading the key */
+    CONN_VALUE,  /* reading a value (into `value`, or `in` for ADD) */
+    CONN_DISCARD /* reading a refused SET's value into nothing */
 } conn_state;
 
 typedef struct {
@@ -50,9 +50,9 @@ typedef struct {
     double since; /* accept, or the start of the current request or answer */
     unsigned char client_nonce[DDPC__STORE_NONCE_LEN], server_nonce[DDPC__STORE_NONCE_LEN];
     unsigned char in[DDPC_STORE_KEY_MAX + 1 > DDPC__STORE_HELLO_LEN ? DDPC_STORE_KEY_MAX + 1
-                                                                     : DDPC__STORE_HELLO_LEN];
-    size_t got, want;       /* bytes of the current unit read, and its length */
-    ddpc__store_request q;  /* the request being read */
+                                                                    : DDPC__STORE_HELLO_LEN];
+    size_t got, want;      /* bytes of the current unit read, and its length */
+    ddpc__store_request q; /* the request being read */
     char key[DDPC_STORE_KEY_MAX + 1];
     ddpc__store_blob *value; /* a SET's value being received; its length is reserved */
     uint64_t discard_left;
@@ -71,8 +71,8 @@ struct ddpc_store_server {
     ddpc__store_table table;
     conn **conns;
     size_t nconns;
-    double listen_rest_until; /* accept failed for want of descriptors: wait until then */
-    unsigned char sink[65536];  /* where refused values go */
+    double listen_rest_until;  /* accept failed for want of descriptors: wait until then */
+    unsigned char sink[65536]; /* where refused values go */
 };
 
 static bool authed(const conn *c)
@@ -343,8 +343,8 @@ static bool evict_stranger(ddpc_store_server *s)
 {
     size_t oldest = s->nconns;
     for (size_t i = 0; i < s->nconns; i++)
-        if (!authed(s->conns[i]) && (oldest == s->nconns ||
-                                     s->conns[i]->since < s->conns[oldest]->since))
+        if (!authed(s->conns[i]) &&
+            (oldest == s->nconns || s->conns[i]->since < s->conns[oldest]->since))
             oldest = i;
     if (oldest == s->nconns)
         return false;
@@ -406,8 +406,8 @@ static void *serve(void *arg)
         fds[0] = (struct pollfd){s->wake[0], POLLIN, 0};
         fds[1] = (struct pollfd){listening ? s->listen_fd : -1, POLLIN, 0};
         for (size_t i = 0; i < s->nconns; i++)
-            fds[i + 2] = (struct pollfd){s->conns[i]->fd, sending(s->conns[i]) ? POLLOUT : POLLIN,
-                                         0};
+            fds[i + 2] =
+                (struct pollfd){s->conns[i]->fd, sending(s->conns[i]) ? POLLOUT : POLLIN, 0};
         size_t n = s->nconns;
         if (poll(fds, n + 2, timeout) < 0) {
             if (errno == EINTR)
@@ -445,8 +445,8 @@ static size_t conn_cap(void)
     struct rlimit rl;
     size_t cap = CONN_LIMIT;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
-        size_t room = rl.rlim_cur > 2 * FD_MARGIN ? (size_t)rl.rlim_cur - FD_MARGIN
-                                                   : (size_t)rl.rlim_cur / 2;
+        size_t room =
+            rl.rlim_cur > 2 * FD_MARGIN ? (size_t)rl.rlim_cur - FD_MARGIN : (size_t)rl.rlim_cur / 2;
         cap = room < cap ? room : cap;
     }
     return cap < 8 ? 8 : cap;

@@ -23,8 +23,8 @@ typedef struct {
 typedef struct {
     ddpc__store_entry *entries;
     size_t count, cap;
-    size_t *slots; /* (nslots) open-addressed index: entry index + 1, or 0 for empty */
-    size_t nslots; /* a power of two, at least twice count */
+    size_t *slots;   /* (nslots) open-addressed index: entry index + 1, or 0 for empty */
+    size_t nslots;   /* a power of two, at least twice count */
     size_t bytes;    /* keys' and values' bytes held */
     size_t reserved; /* bytes of SET values being received */
 } ddpc__store_table;
