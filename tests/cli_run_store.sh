@@ -84,7 +84,8 @@ node 0's rendezvous at 127.0.0.1:$port within 60 s (--rdzv-timeout): the store a
 127.0.0.1:$port did not prove this job's token" "$tmp/w1.err" &&
     ok "another token on node 1: one line, exit 2" || fail "another token (exit $rc1)" "$tmp/w1.err"
 [ $rc0 -eq 1 ] && grep -q "node 1 did not join within 5 s" "$tmp/w0.err" &&
-    ok "node 0 then names node 1 missing" || fail "node 0 after a wrong token (exit $rc0)" "$tmp/w0.err"
+    ok "node 0 then names node 1 missing" ||
+    fail "node 0 after a wrong token (exit $rc0)" "$tmp/w0.err"
 
 # Across hosts without a token: refused before anything starts.
 "$ddpc" run --nnodes 2 --master-addr 192.0.2.1 --master-port 29999 --log-dir "$tmp/nt" -- true \
@@ -92,13 +93,15 @@ node 0's rendezvous at 127.0.0.1:$port within 60 s (--rdzv-timeout): the store a
 rc=$?
 [ $rc -eq 2 ] && [ "$(wc -l <"$tmp/nt.err")" -eq 1 ] && grep -q "^ddpc run: --nnodes 2 needs the \
 job's secret on every host.* set DDPC_STORE_TOKEN" "$tmp/nt.err" &&
-    ok "no token across hosts: one line, exit 2" || fail "no token across hosts (exit $rc)" "$tmp/nt.err"
+    ok "no token across hosts: one line, exit 2" ||
+    fail "no token across hosts (exit $rc)" "$tmp/nt.err"
 
 # A --master-addr that is not this host's (a NAT or virtual IP): node 0 names the override.
 DDPC_STORE_TOKEN=$token "$ddpc" run --nnodes 2 --master-addr 192.0.2.1 --master-port 29999 \
     -- true >"$tmp/na.out" 2>"$tmp/na.err"
 rc=$?
-[ $rc -eq 1 ] && [ "$(wc -l <"$tmp/na.err")" -eq 1 ] && grep -q "^ddpc run: node 0 cannot serve the \
+[ $rc -eq 1 ] && [ "$(wc -l <"$tmp/na.err")" -eq 1 ] &&
+    grep -q "^ddpc run: node 0 cannot serve the \
 rendezvous at 192.0.2.1:29999: cannot listen on 192.0.2.1 (192.0.2.1): it is not an address of \
 this host (a NAT or virtual IP?); set DDPC_STORE_BIND" "$tmp/na.err" &&
     ok "a master address not of this host names DDPC_STORE_BIND" ||
@@ -107,19 +110,23 @@ this host (a NAT or virtual IP?); set DDPC_STORE_BIND" "$tmp/na.err" &&
 # A token file others can read is refused; a 0600 one serves the whole job.
 printf '%s\n' "$token" >"$tmp/token"
 chmod 644 "$tmp/token"
-DDPC_STORE_TOKEN_FILE=$tmp/token "$ddpc" run --nproc-per-node 1 -- true >"$tmp/tf.out" 2>"$tmp/tf.err"
+DDPC_STORE_TOKEN_FILE=$tmp/token "$ddpc" run --nproc-per-node 1 -- true \
+    >"$tmp/tf.out" 2>"$tmp/tf.err"
 rc=$?
 [ $rc -eq 2 ] && [ "$(wc -l <"$tmp/tf.err")" -eq 1 ] &&
     grep -q "^ddpc run: DDPC_STORE_TOKEN_FILE=$tmp/token has mode 0644" "$tmp/tf.err" &&
-    ok "a token file others can read: one line, exit 2" || fail "token file 0644 (exit $rc)" "$tmp/tf.err"
+    ok "a token file others can read: one line, exit 2" ||
+    fail "token file 0644 (exit $rc)" "$tmp/tf.err"
 chmod 600 "$tmp/token"
 
 # One host: the workers get the job's token (never the file's name) with nothing asked of the user.
-"$ddpc" run --nproc-per-node 2 -- sh -c 'echo "${#DDPC_STORE_TOKEN} ${DDPC_STORE_TOKEN_FILE:-none}"' \
+"$ddpc" run --nproc-per-node 2 -- \
+    sh -c 'echo "${#DDPC_STORE_TOKEN} ${DDPC_STORE_TOKEN_FILE:-none}"' \
     >"$tmp/one.out" 2>&1
 check "one host: each worker gets a generated 64-digit token" \
     test "$(grep -c '^\(\[[^]]*\] \)\?64 none$' "$tmp/one.out")" -eq 2 || cat "$tmp/one.out"
-DDPC_STORE_TOKEN_FILE=$tmp/token "$ddpc" run --nproc-per-node 1 -- sh -c 'echo "$DDPC_STORE_TOKEN"' \
+DDPC_STORE_TOKEN_FILE=$tmp/token "$ddpc" run --nproc-per-node 1 -- \
+    sh -c 'echo "$DDPC_STORE_TOKEN"' \
     >"$tmp/file.out" 2>&1
 check "one host: a token file's token reaches the workers" grep -q "$token" "$tmp/file.out"
 "$ddpc" run --nproc-per-node 2 --backend gloo -- "$ddpc" train "$cfg" "${common[@]}" \

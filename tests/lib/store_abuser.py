@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """A stranger at a ddpc job's store, for tests/cli_run_store.sh: it knows the protocol but not the
-token. Waits (at most 120 s) for the store to listen at 127.0.0.1:PORT, then checks it does not answer on
-127.0.0.2, opens 300 idle connections and 20 half-greetings, forges SETs of "agent/abort" without
-a greeting, with the old greeting and with a guessed MAC, pushes 16 MiB writes after a guessed
-MAC, then creates RES.ready and keeps forging until STOP exists (at most 200 rounds), holding
-the idle connections. Writes "name=result" lines to RES.
+token. Waits (at most 120 s) for the store to listen at 127.0.0.1:PORT, then checks it does not
+answer on 127.0.0.2, opens 300 idle connections and 20 half-greetings, forges SETs of
+"agent/abort" without a greeting, with the old greeting and with a guessed MAC, pushes 16 MiB
+writes after a guessed MAC, then creates RES.ready and keeps forging until STOP exists (at most
+200 rounds), holding the idle connections. Writes "name=result" lines to RES.
 usage: store_abuser.py PORT RES STOP"""
 import os
 import socket
@@ -75,7 +75,8 @@ def listening():
     could connect the probe to itself (its ephemeral port may be PORT) and take the port."""
     want = "0100007F:%04X" % port
     with open("/proc/net/tcp") as f:
-        return any(line.split()[1] == want and line.split()[3] == "0A" for line in f.readlines()[1:])
+        rows = [line.split() for line in f.readlines()[1:]]
+    return any(r[1] == want and r[3] == "0A" for r in rows)
 
 
 deadline = time.time() + 120
