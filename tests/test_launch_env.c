@@ -39,11 +39,18 @@ static void test_worker_env_contract(void)
     c.max_restarts = 3;
     c.backend = DDPC_BACKEND_SHM;
     c.collective_timeout_s = 2.5;
-    const char *base[] = {"PATH=/bin",  "RANK=99",          "WORLD_SIZE=7",
-                          "HOME=/root", "DDPC_BACKEND=mpi", "TORCHELASTIC_RUN_ID=old",
+    const char *base[] = {"PATH=/bin",
+                          "RANK=99",
+                          "WORLD_SIZE=7",
+                          "HOME=/root",
+                          "DDPC_BACKEND=mpi",
+                          "TORCHELASTIC_RUN_ID=old",
+                          "DDPC_STORE_TOKEN=the-callers-own-token",
+                          "DDPC_STORE_TOKEN_FILE=/home/u/token",
                           NULL};
     ddpc__job_ids ids = {.master_port = 29555, .omp_threads = 2, .restart_count = 1};
     snprintf(ids.run_id, sizeof ids.run_id, "job7");
+    snprintf(ids.store_token, sizeof ids.store_token, "the-jobs-token-0123456789");
     char **env = NULL;
     CHECK_EQ_INT(ddpc__worker_env(&c, base, &ids, 2, &env), DDPC_OK);
     CHECK(strcmp(get(env, "RANK"), "6") == 0);
@@ -64,8 +71,12 @@ static void test_worker_env_contract(void)
     CHECK(strcmp(get(env, "DDPC_COLLECTIVE_TIMEOUT"), "2.5") == 0);
     CHECK(strcmp(get(env, "OMP_NUM_THREADS"), "2") == 0);
     CHECK(strcmp(get(env, "PATH"), "/bin") == 0 && strcmp(get(env, "HOME"), "/root") == 0);
-    const char *once[] = {"RANK", "WORLD_SIZE", "DDPC_BACKEND", "TORCHELASTIC_RUN_ID", "PATH"};
-    for (int i = 0; i < 5; i++)
+    /* the job's token itself, never the file that held it */
+    CHECK(strcmp(get(env, "DDPC_STORE_TOKEN"), "the-jobs-token-0123456789") == 0);
+    CHECK_EQ_INT(count_key(env, "DDPC_STORE_TOKEN_FILE"), 0);
+    const char *once[] = {"RANK", "WORLD_SIZE", "DDPC_BACKEND", "TORCHELASTIC_RUN_ID", "PATH",
+                          "DDPC_STORE_TOKEN"};
+    for (int i = 0; i < 6; i++)
         CHECK_EQ_INT(count_key(env, once[i]), 1);
     ddpc__strv_free(env);
     CHECK_EQ_INT(ddpc_alloc_live(), live);

@@ -7,6 +7,7 @@
 #define DDPC_COMM_H
 
 #include <ddpc/status.h>
+#include <ddpc/store.h>
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -82,6 +83,9 @@ typedef struct {
     bool agent_store;                /* TORCHELASTIC_USE_AGENT_STORE=True: a launcher agent serves
                                         the store at MASTER_ADDR:MASTER_PORT (else rank 0 does) */
     bool ddpc_launcher;              /* DDPC_LAUNCHER is set: `ddpc run` started this worker */
+    char store_token[DDPC_STORE_TOKEN_MAX + 1]; /* DDPC_STORE_TOKEN or the file that
+                                                   DDPC_STORE_TOKEN_FILE names; "" when neither */
+    char store_bind[256]; /* DDPC_STORE_BIND: where rank 0's store listens; "" (MASTER_ADDR) */
 } ddpc_dist_env;
 
 /* A single process: rank 0 of 1, nothing else set. */

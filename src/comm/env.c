@@ -4,6 +4,7 @@
  * Only the winning family's rank variables are read; every value read is validated strictly, and
  * *out is written only when the whole environment made sense. */
 #include <ddpc/comm.h>
+#include <ddpc/store.h>
 
 #include "comm/env_impl.h"
 
@@ -361,6 +362,10 @@ static ddpc_status common(const char *const *envp, ddpc_dist_env *e)
     s = ddpc_dist_env_lookup(envp, "TORCHELASTIC_USE_AGENT_STORE");
     e->agent_store = s && (strcmp(s, "True") == 0 || strcmp(s, "true") == 0 || strcmp(s, "1") == 0);
     e->ddpc_launcher = ddpc_dist_env_lookup(envp, "DDPC_LAUNCHER") != NULL;
+    bool found;
+    DDPC_TRY(ddpc_store_token_load(envp, e->store_token, sizeof e->store_token, &found));
+    if ((s = ddpc_dist_env_lookup(envp, "DDPC_STORE_BIND")))
+        DDPC_TRY(copy_str("DDPC_STORE_BIND", s, e->store_bind, sizeof e->store_bind));
     return DDPC_OK;
 }
 

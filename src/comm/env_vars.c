@@ -29,7 +29,9 @@ static const char *const var_names[] = {
     "SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST", "SLURM_JOB_ID", "SLURM_JOBID",
     "SLURM_MPI_TYPE",
     /* ddpc */
-    "DDPC_BACKEND", "DDPC_COLLECTIVE_TIMEOUT", "DDPC_LAUNCHER", NULL};
+    "DDPC_BACKEND", "DDPC_COLLECTIVE_TIMEOUT", "DDPC_LAUNCHER",
+    /* not DDPC_STORE_TOKEN: `ddpc env` prints these, and the token is a secret */
+    "DDPC_STORE_TOKEN_FILE", "DDPC_STORE_BIND", NULL};
 
 const char *const *ddpc__dist_env_var_names(void)
 {

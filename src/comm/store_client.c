@@ -1,6 +1,7 @@
-/* The store's client: one blocking TCP connection, one request in flight. A request that gets no
- * answer within IO_SECONDS means the server (or the link to it) is gone: DDPC_EPEER naming the
- * address, and the connection is closed so later calls fail at once with the same cause. */
+/* The store's client: one blocking TCP connection, one request in flight, opened by the mutual
+ * proof of the token (store_wire.h). A request that gets no answer within IO_SECONDS means the
+ * server (or the link to it) is gone: DDPC_EPEER naming the address, and the connection is
+ * closed so later calls fail at once with the same cause. */
 #include "comm/store_wire.h"
 
 #include <ddpc/store.h>
@@ -61,7 +62,35 @@ static int connect_once(const struct sockaddr_in *sa, double deadline)
     return fd;
 }
 
-ddpc_status ddpc_store_connect(const char *addr, int port, double deadline, ddpc_store **out)
+typedef enum { HANDSHAKE_OK, HANDSHAKE_RETRY, HANDSHAKE_FORGED } handshake;
+
+/* The client's half of the handshake on a fresh connection. FORGED: the peer answered with a
+ * proof of another token (or none), which no retry will change. */
+static handshake prove(int fd, const char *token)
+{
+    unsigned char hello[DDPC__STORE_HELLO_LEN], challenge[DDPC__STORE_CHALLENGE_LEN];
+    unsigned char mac[DDPC__STORE_MAC_LEN];
+    unsigned char *cn = hello + DDPC__STORE_GREETING_LEN,
+                  *sn = challenge + DDPC__STORE_GREETING_LEN;
+    memcpy(hello, DDPC__STORE_GREETING, DDPC__STORE_GREETING_LEN);
+    if (!ddpc__store_random(cn, DDPC__STORE_NONCE_LEN))
+        return HANDSHAKE_RETRY;
+    bool timed_out;
+    double deadline = ddpc_time_now() + 5.0;
+    if (!ddpc__store_write(fd, hello, sizeof hello, deadline) ||
+        !ddpc__store_read(fd, challenge, sizeof challenge, deadline, &timed_out))
+        return HANDSHAKE_RETRY; /* not listening yet, or busy: the caller tries again */
+    if (memcmp(challenge, DDPC__STORE_GREETING, DDPC__STORE_GREETING_LEN) != 0)
+        return HANDSHAKE_FORGED;
+    ddpc__store_mac(token, "ddpc store server", cn, sn, mac);
+    if (!ddpc__store_mac_equal(mac, challenge + DDPC__STORE_HELLO_LEN))
+        return HANDSHAKE_FORGED;
+    ddpc__store_mac(token, "ddpc store client", cn, sn, mac);
+    return ddpc__store_write(fd, mac, sizeof mac, deadline) ? HANDSHAKE_OK : HANDSHAKE_RETRY;
+}
+
+ddpc_status ddpc_store_connect(const char *addr, int port, const char *token, double deadline,
+                               ddpc_store **out)
 {
     *out = NULL;
     if (!addr || !addr[0])
@@ -80,22 +109,29 @@ ddpc_status ddpc_store_connect(const char *addr, int port, double deadline, ddpc
     if (!s)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory for a store client");
     snprintf(s->where, sizeof s->where, "%s:%d", addr, port);
-    /* Retry until the deadline: the server may not listen yet, or may be busy with a greeting. */
+    if (token && strlen(token) > DDPC_STORE_TOKEN_MAX) {
+        free(s);
+        return ddpc_errorf(DDPC_EINVAL, "the store's token has more than %d bytes",
+                           DDPC_STORE_TOKEN_MAX);
+    }
+    /* Retry until the deadline: the server may not listen yet, or may be at its connection cap. */
     for (int wait_ms = 10;; wait_ms = wait_ms < 200 ? 2 * wait_ms : 200) {
         int fd = connect_once(&sa, deadline);
-        bool timed_out;
-        char hello[DDPC__STORE_GREETING_LEN];
-        double hello_deadline = ddpc_time_now() + 5.0;
-        if (fd >= 0 &&
-            ddpc__store_write(fd, DDPC__STORE_GREETING, DDPC__STORE_GREETING_LEN, hello_deadline) &&
-            ddpc__store_read(fd, hello, sizeof hello, hello_deadline, &timed_out) &&
-            memcmp(hello, DDPC__STORE_GREETING, sizeof hello) == 0) {
+        handshake h = fd >= 0 ? prove(fd, token) : HANDSHAKE_RETRY;
+        if (h == HANDSHAKE_OK) {
             s->fd = fd;
             *out = s;
             return DDPC_OK;
         }
         if (fd >= 0)
             close(fd);
+        if (h == HANDSHAKE_FORGED) {
+            free(s);
+            return ddpc_errorf(DDPC_EINVAL,
+                               "the store at %s:%d did not prove this job's token: it was given "
+                               "another DDPC_STORE_TOKEN (or none), or it is not this job's store",
+                               addr, port);
+        }
         if (ddpc_time_now() + wait_ms * 1e-3 > deadline) {
             free(s);
             return ddpc_errorf(DDPC_ETIMEOUT,
@@ -124,6 +160,14 @@ static ddpc_status lost(ddpc_store *s, const char *key)
     }
     return ddpc_errorf(DDPC_EPEER, "lost the connection to the key-value store at %s (at key '%s')",
                        s->where, key);
+}
+
+static ddpc_status full(const ddpc_store *s, const char *key, size_t len)
+{
+    return ddpc_errorf(DDPC_EINVAL,
+                       "the key-value store at %s refused key '%s' (%zu bytes): it holds at most "
+                       "%d MiB in %d keys",
+                       s->where, key, len, DDPC_STORE_BYTES_MAX >> 20, DDPC_STORE_KEYS_MAX);
 }
 
 /* One round trip: sends (op, key, value) and reads the answer header; the answer's value, if
@@ -176,6 +220,8 @@ ddpc_status ddpc_store_set(ddpc_store *s, const char *key, const void *value, si
     ddpc_status st = request(s, DDPC__STORE_SET, key, value, len, &a);
     if (st != DDPC_OK)
         return st;
+    if (a.status == DDPC__STORE_FULL && a.value_len == 0)
+        return full(s, key, len);
     if (a.status != DDPC__STORE_OK || a.value_len != 0)
         return lost(s, key);
     return DDPC_OK;
@@ -225,6 +271,8 @@ ddpc_status ddpc_store_add(ddpc_store *s, const char *key, int64_t delta, int64_
         return st;
     if (a.status == DDPC__STORE_BAD)
         return ddpc_errorf(DDPC_EINVAL, "store key '%s' holds a value that is not a counter", key);
+    if (a.status == DDPC__STORE_FULL && a.value_len == 0)
+        return full(s, key, sizeof delta);
     int64_t now = 0;
     if (a.status != DDPC__STORE_OK || a.value_len != sizeof now)
         return lost(s, key);

@@ -228,7 +228,9 @@ static ddpc_status rendezvous(ddpc__agent *a, ddpc__job_ids *ids)
     const ddpc_launch_config *cfg = a->cfg;
     double deadline = ddpc_time_now() + cfg->rdzv_timeout_s;
     if (cfg->node_rank == 0) {
-        ddpc_status s = ddpc_store_server_start(NULL, cfg->master_port, &a->server);
+        const char *bind = ids->store_bind[0] ? ids->store_bind : cfg->master_addr;
+        ddpc_status s = ddpc_store_server_start(bind, cfg->master_port, ids->store_token,
+                                                &a->server);
         if (s != DDPC_OK) {
             char why[512];
             snprintf(why, sizeof why, "%s", ddpc_last_error());
@@ -236,7 +238,8 @@ static ddpc_status rendezvous(ddpc__agent *a, ddpc__job_ids *ids)
                                cfg->master_addr, cfg->master_port, why);
         }
     }
-    ddpc_status s = ddpc_store_connect(cfg->master_addr, cfg->master_port, deadline, &a->store);
+    ddpc_status s = ddpc_store_connect(cfg->master_addr, cfg->master_port, ids->store_token,
+                                       deadline, &a->store);
     if (s != DDPC_OK) {
         char why[512];
         snprintf(why, sizeof why, "%s", ddpc_last_error());

@@ -194,6 +194,35 @@ static ddpc_status run_attempts(const ddpc_launch_config *cfg, const char *progr
     return s;
 }
 
+/* The job's store token and bind address. One host: the one given, else a fresh one (the
+ * workers get it in their environment). Several: every node needs the same one before any
+ * connects, so it must be given on each (docs/launcher.md); only launchers meeting on loopback
+ * may go without. */
+static ddpc_status store_secret(const ddpc_launch_config *cfg, const char *const *envp,
+                                ddpc__job_ids *ids)
+{
+    const char *bind = ddpc_dist_env_lookup(envp, "DDPC_STORE_BIND");
+    if (bind && strlen(bind) >= sizeof ids->store_bind)
+        return ddpc_errorf(DDPC_EINVAL, "DDPC_STORE_BIND=%.40s... is longer than %zu bytes", bind,
+                           sizeof ids->store_bind - 1);
+    snprintf(ids->store_bind, sizeof ids->store_bind, "%s", bind ? bind : "");
+    bool found;
+    DDPC_TRY(ddpc_store_token_load(envp, ids->store_token, sizeof ids->store_token, &found));
+    if (found)
+        return DDPC_OK;
+    if (!ddpc_launch_per_node(cfg))
+        return ddpc_store_token_generate(ids->store_token, sizeof ids->store_token);
+    if (ddpc_store_addr_is_loopback(cfg->master_addr) &&
+        (!ids->store_bind[0] || ddpc_store_addr_is_loopback(ids->store_bind)))
+        return DDPC_OK;
+    return ddpc_errorf(DDPC_EINVAL,
+                       "--nnodes %d needs the job's secret on every host, so that only its own "
+                       "launchers and workers can join node 0's store at %s: set "
+                       "DDPC_STORE_TOKEN to the same random string on each (e.g. from 'openssl "
+                       "rand -hex 32'), or DDPC_STORE_TOKEN_FILE to a file holding it (mode 0600)",
+                       cfg->nnodes, cfg->master_addr);
+}
+
 /* Run id, master port and OMP_NUM_THREADS, fixed for the whole job. *port_fd gets the socket
  * that keeps a chosen port reserved (-1 when the port was given). */
 static ddpc_status job_ids(const ddpc_launch_config *cfg, const char *const *envp,
@@ -208,6 +237,7 @@ static ddpc_status job_ids(const ddpc_launch_config *cfg, const char *const *env
     ids->master_port = cfg->master_port;
     if (ids->master_port == 0)
         DDPC_TRY(ddpc__port_reserve(cfg->master_addr, port_fd, &ids->master_port));
+    DDPC_TRY(store_secret(cfg, envp, ids));
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     ids->omp_threads = ddpc__omp_threads(envp, cfg->nproc_per_node, cpus > 0 ? (int)cpus : 1);
     if (ids->omp_threads > 0) {

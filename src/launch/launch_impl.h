@@ -6,6 +6,7 @@
 #define DDPC_LAUNCH_IMPL_H
 
 #include <ddpc/launch.h>
+#include <ddpc/store.h>
 
 #include <signal.h>
 #include <stdbool.h>
@@ -29,6 +30,8 @@ typedef struct {
     int master_port;
     int omp_threads; /* > 0: set OMP_NUM_THREADS (the caller's was unset); 0: leave it */
     int restart_count;
+    char store_token[DDPC_STORE_TOKEN_MAX + 1]; /* the job's; "" only for a store on loopback */
+    char store_bind[256]; /* DDPC_STORE_BIND: where node 0's store listens; "" is MASTER_ADDR */
 } ddpc__job_ids;
 
 /* OMP_NUM_THREADS for each worker as torchrun picks it: 0 when `base` sets it or nproc <= 1,
@@ -36,8 +39,9 @@ typedef struct {
 int ddpc__omp_threads(const char *const *base, int nproc, int cpus);
 
 /* The environment of worker `local_rank`: `base` without the variables the launcher owns, then
- * RANK, LOCAL_RANK, WORLD_SIZE, ... (torchrun's contract), DDPC_LAUNCHER=1, and DDPC_BACKEND /
- * DDPC_COLLECTIVE_TIMEOUT / OMP_NUM_THREADS when the config or `ids` ask for them. */
+ * RANK, LOCAL_RANK, WORLD_SIZE, ... (torchrun's contract), DDPC_LAUNCHER=1, DDPC_STORE_TOKEN (the
+ * job's token, never a token file), and DDPC_BACKEND / DDPC_COLLECTIVE_TIMEOUT / OMP_NUM_THREADS
+ * when the config or `ids` ask for them. */
 ddpc_status ddpc__worker_env(const ddpc_launch_config *cfg, const char *const *base,
                              const ddpc__job_ids *ids, int local_rank, char ***out);
 

@@ -26,6 +26,8 @@ static const char *const owned_vars[] = {
     "TORCHELASTIC_RUN_ID",
     "DDPC_LAUNCHER",
     "TORCHELASTIC_USE_AGENT_STORE",
+    "DDPC_STORE_TOKEN",
+    "DDPC_STORE_TOKEN_FILE",
 };
 
 static bool key_is(const char *kv, const char *key)
@@ -125,6 +127,9 @@ static ddpc_status push_contract(char ***v, int *n, const ddpc_launch_config *cf
     DDPC_TRY(ddpc__strv_pushf(v, n, "TORCHELASTIC_MAX_RESTARTS=%d", cfg->max_restarts));
     DDPC_TRY(ddpc__strv_pushf(v, n, "TORCHELASTIC_RUN_ID=%s", ids->run_id));
     DDPC_TRY(ddpc__strv_push(v, n, "DDPC_LAUNCHER=1"));
+    /* The workers prove the same token to the store (node 0's, or rank 0's under gloo). */
+    if (ids->store_token[0])
+        DDPC_TRY(ddpc__strv_pushf(v, n, "DDPC_STORE_TOKEN=%s", ids->store_token));
     /* Across hosts node 0's launcher already serves a store at MASTER_ADDR:MASTER_PORT: the
      * workers' process group connects to it (keys under "<run id>/<restart>/") instead of
      * serving its own, as torchrun's workers do with this variable. */

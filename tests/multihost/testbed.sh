@@ -53,6 +53,9 @@ bed_up() {
         return 1
     fi
     bed_reap_stale
+    # The hosts' addresses are not loopback, so the job's store wants a token (docs/launcher.md):
+    # every process of a test shares this one, as every host of a real job would.
+    export DDPC_STORE_TOKEN="${DDPC_STORE_TOKEN:-bed-$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')}"
     bed="ddpcbed$$-$RANDOM"
     bed_hosts=$n
     ip netns add "${bed}-br" || return 1
