@@ -19,7 +19,7 @@ typedef struct ddpc_fs_lock ddpc_rundir_lock;
  * another job holds is DDPC_EINVAL "run directory 'X' is in use by another job (pid N); use
  * another run_dir or stop that job"; DDPC_EIO naming the path; DDPC_ENOMEM. */
 ddpc_status ddpc_rundir_lock_acquire(const char *dir, ddpc_rundir_lock **out);
-/* Releases the lock; NULL is a no-op. */
+/* Releases the lock and removes <dir>/.lock (a finished job leaves no trace); NULL is a no-op. */
 void ddpc_rundir_unlock(ddpc_rundir_lock *l);
 
 /* Writes <dir>/config.yaml atomically (ddpc_fs_out: a unique temporary, then rename) from `dump`,

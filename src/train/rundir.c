@@ -21,7 +21,7 @@ ddpc_status ddpc_rundir_lock_acquire(const char *dir, ddpc_rundir_lock **out)
     DDPC_TRY(ddpc_mkdirs(dir));
     snprintf(path, sizeof path, "%s/.lock", dir);
     return ddpc_fs_lock_acquire(path, "run directory", dir, "use another run_dir or stop that job",
-                                false, out);
+                                true, out);
 }
 
 void ddpc_rundir_unlock(ddpc_rundir_lock *l)

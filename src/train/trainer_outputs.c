@@ -58,7 +58,7 @@ static ddpc_status lock_ckpt_dir(ddpc_trainer *t)
     if (snprintf(path, sizeof path, "%s/.ckpt.lock", s->ckpt_dir) >= (int)sizeof path)
         return ddpc_errorf(DDPC_EINVAL, "checkpoint.dir is too long: '%.60s...'", s->ckpt_dir);
     return ddpc_fs_lock_acquire(path, "checkpoint directory", s->ckpt_dir,
-                                "use another checkpoint.dir or stop that job", false,
+                                "use another checkpoint.dir or stop that job", true,
                                 &t->locks.ckpt_dir);
 }
 
