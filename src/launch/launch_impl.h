@@ -234,10 +234,18 @@ ddpc_status ddpc__attempt_run(const ddpc_launch_config *cfg, const char *program
                               const sigset_t *child_mask, ddpc__guard *guard,
                               ddpc__agent *agent, ddpc__attempt_result *res);
 
+/* ---- host names (hostname.c) ---- */
+
+/* True when `name` is an IPv4 or IPv6 literal or an RFC 1123 DNS name of at most 253 characters
+ * (so never an option: no leading '-'); else false with one sentence in `why` naming it. */
+bool ddpc__host_check(const char *name, char *why, size_t cap);
+
 /* ---- mpirun hand-off (mpirun.c) ---- */
 
-/* Counts the distinct hosts of an Open MPI hostfile ("host [slots=N ...]", '#' comments).
- * DDPC_EIO when unreadable, DDPC_EFORMAT when it names no host. */
+/* Counts the distinct hosts of an Open MPI hostfile ("host [slots=N] [max_slots=N]", '#'
+ * comments). DDPC_EIO when unreadable; DDPC_EFORMAT naming file:line when a host is not a valid
+ * name (ddpc__host_check), an option is not slots/max_slots in [1, 65536], a line is longer than
+ * 4095 characters, or no host is named. */
 ddpc_status ddpc__hostfile_hosts(const char *path, int *hosts);
 /* How many hosts an mpirun job spans: the hostfile's hosts (or --nnodes of them), or --nnodes
  * checked against SLURM_JOB_NODELIST. DDPC_EINVAL when the request cannot go to mpirun
