@@ -53,7 +53,8 @@ reap_left() {
 # The worker command of job $1: rank $2 (or none: -1) exits 3 once every pid is written.
 worker_cmd() {
     echo "sleep 301.$mark & echo \$! >$tmp/$1.child.\$RANK; echo \$\$ >$tmp/$1.worker.\$RANK;
-if [ \$RANK = $2 ]; then for i in \$(seq 600); do [ -s $tmp/$1.child.0 ] && exit 3; sleep 0.05; done;
+if [ \$RANK = $2 ]; then
+    for i in \$(seq 600); do [ -s $tmp/$1.child.0 ] && exit 3; sleep 0.05; done
 fi; exec sleep 300.$mark"
 }
 # The guard of launcher $1 (pid on stdout): its one child that is not a worker of job $2.
@@ -118,8 +119,8 @@ gone=$?
 [ -n "$guard" ] && [ $noticed -eq 0 ] && [ -n "$new_guard" ] && [ "$new_guard" != "$guard" ] &&
     [ $gone -eq 0 ] && [ "$before" -eq 4 ] &&
     ok "guard killed: replaced (pid $guard -> $new_guard); a later SIGKILL leaves nothing" ||
-    fail "guard killed (guard '$guard' -> '$new_guard', noticed=$noticed, gone=$gone, $before, then \
-$(alive_count $pids) of 4 pids alive)" "$tmp/g.err"
+    fail "guard killed (guard '$guard' -> '$new_guard', noticed=$noticed, gone=$gone, \
+$before, then $(alive_count $pids) of 4 pids alive)" "$tmp/g.err"
 reap_left $pids
 
 # 1. A platform started this process as a worker: ddpc run refuses, starts nothing.

@@ -39,9 +39,11 @@ refused() {
 long=$(head -c 5000 /dev/zero | tr '\0' a)
 refused "5,000-character host name" "node1 slots=2
 $long slots=2
-" "ddpc run: $tmp/hosts:2: host name 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...' is longer than 4095 characters; DNS names have at most 253"
+" "ddpc run: $tmp/hosts:2: host name '$(head -c 40 <<<"$long")...' is longer than 4095 \
+characters; DNS names have at most 253"
 refused "300-character host name" "$(head -c 300 /dev/zero | tr '\0' b)
-" "$tmp/hosts:1: host name 'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb...' is 300 characters long; DNS names have at most 253"
+" "$tmp/hosts:1: host name 'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb...' is 300 characters \
+long; DNS names have at most 253"
 refused "host name that is an ssh option" "# cluster
 -oProxyCommand=touch\${IFS}$tmp/pwned slots=1
 " "$tmp/hosts:2: host name '-oProxyCommand=touch\${IFS}/" 
@@ -62,8 +64,8 @@ refused "unknown key" "node1 slotz=2
 " "$tmp/hosts:1: 'slotz=2' is not slots=N or max_slots=N"
 
 # Valid entries: names, addresses, options and comments are accepted, mpirun gets the file.
-printf '%s\n' "# the cluster" "node-1.example.com slots=4 max_slots=8" "  10.0.0.2 slots=2 # spare" \
-    "fd00::3" "NODE4." "" "node-1.example.com" >"$tmp/good"
+printf '%s\n' "# the cluster" "node-1.example.com slots=4 max_slots=8" \
+    "  10.0.0.2 slots=2 # spare" "fd00::3" "NODE4." "" "node-1.example.com" >"$tmp/good"
 rm -f "$tmp/mpirun.args"
 "$ddpc" run --nproc-per-node 2 --hostfile "$tmp/good" -- true >"$tmp/g.out" 2>"$tmp/g.err"
 rc=$?

@@ -11,8 +11,8 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
-#include <sys/wait.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 
 typedef struct {
@@ -344,8 +344,8 @@ static ddpc_status spawn_all(attempt *a, const char *program, char **const *envs
 
 ddpc_status ddpc__attempt_run(const ddpc_launch_config *cfg, const char *program,
                               char **const *envs, int attempt_no, const sigset_t *watched,
-                              const sigset_t *child_mask, ddpc__guard *guard,
-                              ddpc__agent *agent, ddpc__attempt_result *res)
+                              const sigset_t *child_mask, ddpc__guard *guard, ddpc__agent *agent,
+                              ddpc__attempt_result *res)
 {
     ddpc__agent_event *remote = res->remote;
     memset(res, 0, sizeof *res);

@@ -162,9 +162,10 @@ ddpc_status ddpc__guard_check(ddpc__guard *g, FILE *err)
     if (s != DDPC_OK) {
         char why[512];
         snprintf(why, sizeof why, "%s", ddpc_last_error());
-        return ddpc_errorf(s, "the guard process (pid %ld) ended with %s and no new one could be "
-                              "started (%s); stopping the job, since a launcher killed now would "
-                              "leave the workers' own processes running",
+        return ddpc_errorf(s,
+                           "the guard process (pid %ld) ended with %s and no new one could be "
+                           "started (%s); stopping the job, since a launcher killed now would "
+                           "leave the workers' own processes running",
                            (long)old, how, why);
     }
     for (int i = 0; i < g->n; i++)

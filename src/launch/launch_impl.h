@@ -97,13 +97,13 @@ void ddpc__line_flush(ddpc__line_buf *b, const ddpc__line_sink *sink);
 /* ---- the guard: workers die with the launcher (guard.c) ---- */
 
 typedef struct {
-    pid_t pid;            /* the guard process; 0 when none */
-    int fd;               /* write end of its pipe (close-on-exec); -1 when none */
-    ddpc__job_ids ids;    /* what a new guard needs: the job's shm segment names */
-    int max_restarts;     /* segments of attempts 0..max_restarts are the job's */
-    pid_t *groups;        /* (cap) the groups the guard lists, as the launcher told it */
-    int n, cap;           /* listed groups and room: one per local worker */
-    int starts;           /* guards started so far; 1 for the first */
+    pid_t pid;         /* the guard process; 0 when none */
+    int fd;            /* write end of its pipe (close-on-exec); -1 when none */
+    ddpc__job_ids ids; /* what a new guard needs: the job's shm segment names */
+    int max_restarts;  /* segments of attempts 0..max_restarts are the job's */
+    pid_t *groups;     /* (cap) the groups the guard lists, as the launcher told it */
+    int n, cap;        /* listed groups and room: one per local worker */
+    int starts;        /* guards started so far; 1 for the first */
 } ddpc__guard;
 
 /* Forks the guard (its process name is "ddpc-guard"). Call with the launcher's watched signals
@@ -137,9 +137,9 @@ typedef struct {
     ddpc__line_ring ring;
     FILE *log;
     char log_path[1200];
-    int log_errno;            /* first write error of its log file, 0 while none */
-    bool log_reported;        /* that error was reported */
-    ddpc__guard *guard;       /* told about its process group; may be NULL */
+    int log_errno;      /* first write error of its log file, 0 while none */
+    bool log_reported;  /* that error was reported */
+    ddpc__guard *guard; /* told about its process group; may be NULL */
     char prefix[32];
     bool exited; /* observed (not yet reaped: the zombie keeps its pid and group id ours) */
     bool failed; /* exited non-zero or by a signal */
@@ -223,16 +223,16 @@ typedef struct {
 } ddpc__attempt_result;
 
 /* Runs one attempt: spawns every worker (envs[i] for local rank i), lists their groups with
- * `guard` (may be NULL; a dead guard is replaced), forwards output, and watches for exits and for the signals in `watched`
- * (blocked by the caller). With an `agent` (per-node launch; else NULL) it also polls the other
- * nodes at every check, publishes a local failure or interrupt to them at once, and stops on
- * theirs (REMOTE, described in *res->remote, which must then point to a buffer). Reports a local
- * failure and log write errors on cfg->err. Returns an error only when the attempt could not be
- * started or run. */
+ * `guard` (may be NULL; a dead guard is replaced), forwards output, and watches for exits and for
+ * the signals in `watched` (blocked by the caller). With an `agent` (per-node launch; else NULL) it
+ * also polls the other nodes at every check, publishes a local failure or interrupt to them at
+ * once, and stops on theirs (REMOTE, described in *res->remote, which must then point to a buffer).
+ * Reports a local failure and log write errors on cfg->err. Returns an error only when the attempt
+ * could not be started or run. */
 ddpc_status ddpc__attempt_run(const ddpc_launch_config *cfg, const char *program,
                               char **const *envs, int attempt, const sigset_t *watched,
-                              const sigset_t *child_mask, ddpc__guard *guard,
-                              ddpc__agent *agent, ddpc__attempt_result *res);
+                              const sigset_t *child_mask, ddpc__guard *guard, ddpc__agent *agent,
+                              ddpc__attempt_result *res);
 
 /* ---- host names (hostname.c) ---- */
 

@@ -34,9 +34,9 @@ static ddpc_status check_option(const char *path, int line, const char *opt)
 {
     const char *eq = strchr(opt, '=');
     size_t klen = eq ? (size_t)(eq - opt) : strlen(opt);
-    bool known = (klen == 5 && strncmp(opt, "slots", 5) == 0) ||
-                 (klen == 9 && (strncmp(opt, "max_slots", 9) == 0 ||
-                                strncmp(opt, "max-slots", 9) == 0));
+    bool known =
+        (klen == 5 && strncmp(opt, "slots", 5) == 0) ||
+        (klen == 9 && (strncmp(opt, "max_slots", 9) == 0 || strncmp(opt, "max-slots", 9) == 0));
     if (!eq || !known)
         return ddpc_errorf(DDPC_EFORMAT,
                            "%s:%d: '%.40s' is not slots=N or max_slots=N (the hostfile's lines are "
