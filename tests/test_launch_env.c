@@ -312,9 +312,43 @@ static void test_hostfile(void)
     write_file(path, "# nothing\n\n");
     CHECK_EQ_INT(ddpc__hostfile_hosts(path, &hosts), DDPC_EFORMAT);
     CHECK_STR_CONTAINS(ddpc_last_error(), "names no host");
+    write_file(path, "node1\nnode2 slots=4 max_slots=0\n");
+    CHECK_EQ_INT(ddpc__hostfile_hosts(path, &hosts), DDPC_EFORMAT);
+    CHECK_STR_CONTAINS(ddpc_last_error(), ":2: max_slots '0' is not an integer in [1, 65536]");
+    write_file(path, "node1 # a comment\r\n\t 10.0.0.1\tslots=2\n");
+    CHECK_EQ_INT(ddpc__hostfile_hosts(path, &hosts), DDPC_OK);
+    CHECK_EQ_INT(hosts, 2);
     unlink(path);
     CHECK_EQ_INT(ddpc__hostfile_hosts(path, &hosts), DDPC_EIO);
     CHECK_STR_CONTAINS(ddpc_last_error(), path);
+}
+
+static void test_host_check(void)
+{
+    static const char *const good[] = {
+        "localhost", "node-1.example.com", "NODE4.", "10.0.0.2", "::1", "fd00::3", "a", "0123"};
+    static const char *const bad[] = {"",     "-oProxyCommand=x", "node_1", "a..b",    "-a.b",
+                                      "a-.b", "node 1",           ".a",     "a\x1b[2J"};
+    char why[512];
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        CHECK(ddpc__host_check(good[i], why, sizeof why));
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK(!ddpc__host_check(bad[i], why, sizeof why));
+    CHECK(!ddpc__host_check("a\x1b[2J", why, sizeof why));
+    CHECK(strchr(why, '\x1b') == NULL); /* a terminal escape is not echoed back */
+    char name[300];
+    memset(name, 'a', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    CHECK(!ddpc__host_check(name, why, sizeof why));
+    CHECK_STR_CONTAINS(why, "is 299 characters long");
+    for (int i = 0; i < 63; i++)
+        name[i] = 'b';
+    name[63] = '\0';
+    CHECK(ddpc__host_check(name, why, sizeof why)); /* a label of 63 is the most DNS allows */
+    name[63] = 'b';
+    name[64] = '\0';
+    CHECK(!ddpc__host_check(name, why, sizeof why));
+    CHECK_STR_CONTAINS(why, "label of 64 characters");
 }
 
 static void test_mpirun_argv(void)
@@ -432,6 +466,7 @@ int main(void)
     RUN_TEST(test_port_reservation);
     RUN_TEST(test_wait_status_names);
     RUN_TEST(test_hostfile);
+    RUN_TEST(test_host_check);
     RUN_TEST(test_mpirun_argv);
     RUN_TEST(test_mpirun_nodes);
     return check_summary();

@@ -11,8 +11,8 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
-#include <sys/wait.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 
 typedef struct {
@@ -25,6 +25,7 @@ typedef struct {
     struct pollfd *pfd; /* (2 * n) scratch for poll */
     int *slot;          /* (2 * n) worker index * 2 + stream of each pfd entry */
     ddpc__agent *agent; /* per-node launch: the other nodes; NULL on one host */
+    ddpc__guard *guard; /* replaced when it dies; NULL in unit tests */
     int attempt_no;
     bool published;        /* this node's failure or interrupt went to the other nodes */
     double next_agent_due; /* ddpc_time_now() of the next check of the other nodes */
@@ -303,6 +304,7 @@ static ddpc_status monitor(attempt *a, const sigset_t *watched)
 {
     for (;;) {
         DDPC_TRY(pump_output(a));
+        DDPC_TRY(ddpc__guard_check(a->guard, a->cfg->err));
         report_log_errors(a);
         check_signals(a, watched);
         /* this node's own exits first: a local failure seen in the same check as another
@@ -342,8 +344,8 @@ static ddpc_status spawn_all(attempt *a, const char *program, char **const *envs
 
 ddpc_status ddpc__attempt_run(const ddpc_launch_config *cfg, const char *program,
                               char **const *envs, int attempt_no, const sigset_t *watched,
-                              const sigset_t *child_mask, const ddpc__guard *guard,
-                              ddpc__agent *agent, ddpc__attempt_result *res)
+                              const sigset_t *child_mask, ddpc__guard *guard, ddpc__agent *agent,
+                              ddpc__attempt_result *res)
 {
     ddpc__agent_event *remote = res->remote;
     memset(res, 0, sizeof *res);
@@ -354,6 +356,7 @@ ddpc_status ddpc__attempt_run(const ddpc_launch_config *cfg, const char *program
                  .n = cfg->nproc_per_node,
                  .res = res,
                  .agent = remote ? agent : NULL,
+                 .guard = guard,
                  .attempt_no = attempt_no,
                  /* the workers' own start first: the other nodes are asked one interval later */
                  .next_agent_due = ddpc_time_now() + cfg->monitor_interval_s};
@@ -367,6 +370,8 @@ ddpc_status ddpc__attempt_run(const ddpc_launch_config *cfg, const char *program
         a.w[i].fds[0] = a.w[i].fds[1] = -1;
         a.w[i].guard = guard;
     }
+    if (s == DDPC_OK) /* a guard that died between attempts is replaced before it is needed */
+        s = ddpc__guard_check(guard, cfg->err);
     if (s == DDPC_OK)
         s = spawn_all(&a, program, envs, attempt_no, child_mask);
     if (s == DDPC_OK)

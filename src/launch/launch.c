@@ -113,7 +113,7 @@ static void report_first_elsewhere(const ddpc_launch_config *cfg, ddpc__agent *a
 static ddpc_status run_attempt_loop(const ddpc_launch_config *cfg, const char *program,
                                     const char *const *envp, ddpc__job_ids *ids,
                                     const sigset_t *watched, const sigset_t *child_mask,
-                                    const ddpc__guard *guard, ddpc__agent *agent,
+                                    ddpc__guard *guard, ddpc__agent *agent,
                                     ddpc__agent_event *remote, int *exit_code)
 {
     bool log_failed = false;
@@ -173,7 +173,7 @@ static ddpc_status run_attempt_loop(const ddpc_launch_config *cfg, const char *p
 static ddpc_status run_attempts(const ddpc_launch_config *cfg, const char *program,
                                 const char *const *envp, ddpc__job_ids *ids,
                                 const sigset_t *watched, const sigset_t *child_mask,
-                                const ddpc__guard *guard, ddpc__agent *agent, int *exit_code)
+                                ddpc__guard *guard, ddpc__agent *agent, int *exit_code)
 {
     /* what another node reported: 16 KiB of text, so not on the stack */
     ddpc__agent_event *remote = ddpc_calloc(1, sizeof *remote);
@@ -274,7 +274,7 @@ static ddpc_status run_job(const ddpc_launch_config *cfg, const char *program,
         s = ddpc__agent_start(cfg, &ids, &agent);
     ddpc__guard guard;
     if (s == DDPC_OK)
-        s = ddpc__guard_start(&guard, &ids, cfg->max_restarts);
+        s = ddpc__guard_start(&guard, &ids, cfg->max_restarts, cfg->nproc_per_node);
     if (s == DDPC_OK) {
         s = run_attempts(cfg, program, envp, &ids, &watched, &old_mask, &guard, agent, exit_code);
         ddpc__guard_stop(&guard);

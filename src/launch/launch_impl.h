@@ -101,20 +101,31 @@ void ddpc__line_flush(ddpc__line_buf *b, const ddpc__line_sink *sink);
 /* ---- the guard: workers die with the launcher (guard.c) ---- */
 
 typedef struct {
-    pid_t pid; /* the guard process; 0 when none */
-    int fd;    /* write end of its pipe (close-on-exec); -1 when none */
+    pid_t pid;         /* the guard process; 0 when none */
+    int fd;            /* write end of its pipe (close-on-exec); -1 when none */
+    ddpc__job_ids ids; /* what a new guard needs: the job's shm segment names */
+    int max_restarts;  /* segments of attempts 0..max_restarts are the job's */
+    pid_t *groups;     /* (cap) the groups the guard lists, as the launcher told it */
+    int n, cap;        /* listed groups and room: one per local worker */
+    int starts;        /* guards started so far; 1 for the first */
 } ddpc__guard;
 
-/* Forks the guard. Call with the launcher's watched signals blocked (the guard inherits the
- * mask). When the launcher dies before ddpc__guard_stop, the guard SIGKILLs every listed group
- * and removes the job's shm segments for restarts 0..max_restarts. DDPC_EIO on pipe or fork
- * failure. */
-ddpc_status ddpc__guard_start(ddpc__guard *g, const ddpc__job_ids *ids, int max_restarts);
+/* Forks the guard (its process name is "ddpc-guard"). Call with the launcher's watched signals
+ * blocked (the guard inherits the mask). When the launcher dies before ddpc__guard_stop, the
+ * guard SIGKILLs every listed group and removes the job's shm segments for restarts
+ * 0..max_restarts. `max_groups` bounds the groups listed at once (the local workers). DDPC_EIO on
+ * pipe or fork failure, DDPC_ENOMEM. */
+ddpc_status ddpc__guard_start(ddpc__guard *g, const ddpc__job_ids *ids, int max_restarts,
+                              int max_groups);
 /* Lists process group `pgid` (a worker just spawned). g may be NULL. */
-void ddpc__guard_add(const ddpc__guard *g, pid_t pgid);
+void ddpc__guard_add(ddpc__guard *g, pid_t pgid);
 /* Unlists it: call once the launcher has SIGKILLed the group itself. g may be NULL. */
-void ddpc__guard_remove(const ddpc__guard *g, pid_t pgid);
-/* Tells the guard the launcher is done and reaps it. */
+void ddpc__guard_remove(ddpc__guard *g, pid_t pgid);
+/* Without blocking: when the guard has died (killed, OOM), says so on `err` and starts a new one
+ * that lists the same groups, so a launcher killed later still takes every group with it.
+ * DDPC_EIO naming the dead guard when no new one can be started. g may be NULL. */
+ddpc_status ddpc__guard_check(ddpc__guard *g, FILE *err);
+/* Tells the guard the launcher is done, reaps it and frees the list. */
 void ddpc__guard_stop(ddpc__guard *g);
 /* Removes the shm segment the workers of attempt `restart_count` would use (best effort). */
 void ddpc__job_shm_remove(const ddpc__job_ids *ids, int restart_count);
@@ -130,9 +141,9 @@ typedef struct {
     ddpc__line_ring ring;
     FILE *log;
     char log_path[1200];
-    int log_errno;            /* first write error of its log file, 0 while none */
-    bool log_reported;        /* that error was reported */
-    const ddpc__guard *guard; /* told about its process group; may be NULL */
+    int log_errno;      /* first write error of its log file, 0 while none */
+    bool log_reported;  /* that error was reported */
+    ddpc__guard *guard; /* told about its process group; may be NULL */
     char prefix[32];
     bool exited; /* observed (not yet reaped: the zombie keeps its pid and group id ours) */
     bool failed; /* exited non-zero or by a signal */
@@ -216,21 +227,29 @@ typedef struct {
 } ddpc__attempt_result;
 
 /* Runs one attempt: spawns every worker (envs[i] for local rank i), lists their groups with
- * `guard` (may be NULL), forwards output, and watches for exits and for the signals in `watched`
- * (blocked by the caller). With an `agent` (per-node launch; else NULL) it also polls the other
- * nodes at every check, publishes a local failure or interrupt to them at once, and stops on
- * theirs (REMOTE, described in *res->remote, which must then point to a buffer). Reports a local
- * failure and log write errors on cfg->err. Returns an error only when the attempt could not be
- * started or run. */
+ * `guard` (may be NULL; a dead guard is replaced), forwards output, and watches for exits and for
+ * the signals in `watched` (blocked by the caller). With an `agent` (per-node launch; else NULL) it
+ * also polls the other nodes at every check, publishes a local failure or interrupt to them at
+ * once, and stops on theirs (REMOTE, described in *res->remote, which must then point to a buffer).
+ * Reports a local failure and log write errors on cfg->err. Returns an error only when the attempt
+ * could not be started or run. */
 ddpc_status ddpc__attempt_run(const ddpc_launch_config *cfg, const char *program,
                               char **const *envs, int attempt, const sigset_t *watched,
-                              const sigset_t *child_mask, const ddpc__guard *guard,
-                              ddpc__agent *agent, ddpc__attempt_result *res);
+                              const sigset_t *child_mask, ddpc__guard *guard, ddpc__agent *agent,
+                              ddpc__attempt_result *res);
+
+/* ---- host names (hostname.c) ---- */
+
+/* True when `name` is an IPv4 or IPv6 literal or an RFC 1123 DNS name of at most 253 characters
+ * (so never an option: no leading '-'); else false with one sentence in `why` naming it. */
+bool ddpc__host_check(const char *name, char *why, size_t cap);
 
 /* ---- mpirun hand-off (mpirun.c) ---- */
 
-/* Counts the distinct hosts of an Open MPI hostfile ("host [slots=N ...]", '#' comments).
- * DDPC_EIO when unreadable, DDPC_EFORMAT when it names no host. */
+/* Counts the distinct hosts of an Open MPI hostfile ("host [slots=N] [max_slots=N]", '#'
+ * comments). DDPC_EIO when unreadable; DDPC_EFORMAT naming file:line when a host is not a valid
+ * name (ddpc__host_check), an option is not slots/max_slots in [1, 65536], a line is longer than
+ * 4095 characters, or no host is named. */
 ddpc_status ddpc__hostfile_hosts(const char *path, int *hosts);
 /* How many hosts an mpirun job spans: the hostfile's hosts (or --nnodes of them), or --nnodes
  * checked against SLURM_JOB_NODELIST. DDPC_EINVAL when the request cannot go to mpirun

@@ -11,25 +11,97 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Adds the first token of each non-comment line to *hosts unless already there. */
-static ddpc_status collect_hosts(FILE *f, char ***hosts, int *n)
+enum { HOSTFILE_LINE_MAX = 4096, SLOTS_MAX = 65536 };
+
+/* Reads one line (without its newline) into buf; *len is its full length, which may exceed
+ * cap - 1 (the rest is dropped). False at end of file. */
+static bool read_line(FILE *f, char *buf, size_t cap, size_t *len)
 {
-    char line[4096];
-    while (fgets(line, sizeof line, f)) {
-        char *hash = strchr(line, '#');
-        if (hash)
-            *hash = '\0';
-        char *p = line + strspn(line, " \t\r\n");
-        size_t len = strcspn(p, " \t\r\n");
-        if (len == 0)
+    int c;
+    size_t n = 0;
+    while ((c = getc(f)) != EOF && c != '\n') {
+        if (n + 1 < cap)
+            buf[n] = (char)c;
+        n++;
+    }
+    buf[n + 1 < cap ? n : cap - 1] = '\0';
+    *len = n;
+    return c != EOF || n > 0;
+}
+
+/* One "key=N" after the host: Open MPI's slots and max_slots, N in [1, SLOTS_MAX]. */
+static ddpc_status check_option(const char *path, int line, const char *opt)
+{
+    const char *eq = strchr(opt, '=');
+    size_t klen = eq ? (size_t)(eq - opt) : strlen(opt);
+    bool known =
+        (klen == 5 && strncmp(opt, "slots", 5) == 0) ||
+        (klen == 9 && (strncmp(opt, "max_slots", 9) == 0 || strncmp(opt, "max-slots", 9) == 0));
+    if (!eq || !known)
+        return ddpc_errorf(DDPC_EFORMAT,
+                           "%s:%d: '%.40s' is not slots=N or max_slots=N (the hostfile's lines are "
+                           "'HOST [slots=N] [max_slots=N]')",
+                           path, line, opt);
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(eq + 1, &end, 10);
+    if (eq[1] == '\0' || *end != '\0' || errno != 0 || v < 1 || v > SLOTS_MAX)
+        return ddpc_errorf(DDPC_EFORMAT, "%s:%d: %.*s '%.40s' is not an integer in [1, %d]", path,
+                           line, (int)klen, opt, eq + 1, SLOTS_MAX);
+    return DDPC_OK;
+}
+
+/* Checks one line (host, options); the host goes to *host ("" for a blank or comment line). */
+static ddpc_status parse_line(const char *path, int line, char *buf, size_t len, char **host)
+{
+    char *hash = strchr(buf, '#');
+    if (hash)
+        *hash = '\0';
+    char *p = buf + strspn(buf, " \t\r");
+    size_t hlen = strcspn(p, " \t\r");
+    *host = p;
+    if (len >= HOSTFILE_LINE_MAX && !hash && p + hlen == buf + HOSTFILE_LINE_MAX - 1) {
+        /* the host runs into the dropped part: longer than any host name can be */
+        return ddpc_errorf(DDPC_EFORMAT,
+                           "%s:%d: host name '%.40s...' is longer than %d characters; DNS names "
+                           "have at most 253",
+                           path, line, p, HOSTFILE_LINE_MAX - 1);
+    }
+    if (len >= HOSTFILE_LINE_MAX && !hash)
+        return ddpc_errorf(DDPC_EFORMAT, "%s:%d: the line is %zu characters long (at most %d)",
+                           path, line, len, HOSTFILE_LINE_MAX - 1);
+    if (hlen == 0)
+        return DDPC_OK;
+    char *rest = p + hlen;
+    if (*rest)
+        *rest++ = '\0';
+    char why[512];
+    if (!ddpc__host_check(p, why, sizeof why))
+        return ddpc_errorf(DDPC_EFORMAT, "%s:%d: %s", path, line, why);
+    char *save = NULL;
+    for (char *opt = strtok_r(rest, " \t\r", &save); opt; opt = strtok_r(NULL, " \t\r", &save))
+        DDPC_TRY(check_option(path, line, opt));
+    return DDPC_OK;
+}
+
+/* Checks every line and adds each line's host to *hosts unless already there. */
+static ddpc_status collect_hosts(FILE *f, const char *path, char ***hosts, int *n)
+{
+    char buf[HOSTFILE_LINE_MAX];
+    size_t len;
+    for (int line = 1; read_line(f, buf, sizeof buf, &len); line++) {
+        char *p;
+        DDPC_TRY(parse_line(path, line, buf, len, &p));
+        if (p[0] == '\0')
             continue;
-        p[len] = '\0';
         bool seen = false;
         for (int i = 0; i < *n && !seen; i++)
             seen = strcmp((*hosts)[i], p) == 0;
         if (!seen)
             DDPC_TRY(ddpc__strv_push(hosts, n, p));
     }
+    if (ferror(f))
+        return ddpc_errorf(DDPC_EIO, "cannot read hostfile '%s': %s", path, strerror(errno));
     return DDPC_OK;
 }
 
@@ -40,7 +112,7 @@ ddpc_status ddpc__hostfile_hosts(const char *path, int *hosts)
         return ddpc_errorf(DDPC_EIO, "cannot read hostfile '%s': %s", path, strerror(errno));
     char **names = NULL;
     int n = 0;
-    ddpc_status s = collect_hosts(f, &names, &n);
+    ddpc_status s = collect_hosts(f, path, &names, &n);
     fclose(f);
     ddpc__strv_free(names);
     if (s == DDPC_OK && n == 0)

@@ -117,6 +117,9 @@ static ddpc_status apply(ddpc_launch_config *c, const char *name, const char *v)
     if (strcmp(name, "--log-dir") == 0)
         return copy_str(name, v, c->log_dir, sizeof c->log_dir);
     if (strcmp(name, "--master-addr") == 0) {
+        char why[512];
+        if (!ddpc__host_check(v, why, sizeof why)) /* it reaches workers, ssh and mpirun */
+            return ddpc_errorf(DDPC_EINVAL, "--master-addr: %s", why);
         c->master_addr_set = true;
         return copy_str(name, v, c->master_addr, sizeof c->master_addr);
     }
