@@ -106,6 +106,12 @@ check "the CNN trains on 8x8 images" grep -q '"split": "test"' "$tmp/cnn/metrics
     data.shuffle=false run_dir="$tmp/two" weights_out="$tmp/two.st" >"$tmp/two.log" 2>&1
 check_status "2 ranks train on npy data" $? "$tmp/two.log"
 
+# README's line: configs/fmnist_mlp.yaml with the data swapped for arrays.
+"$ddpc" train "$src/configs/fmnist_mlp.yaml" data.type=npy "data.train_x=$d/train_x.npy" \
+    "data.train_y=$d/train_y.npy" "data.test_x=$d/test_x.npy" "data.test_y=$d/test_y.npy" \
+    epochs=1 run_dir="$tmp/readme" >"$tmp/readme.log" 2>&1
+check_status "README's npy command line trains configs/fmnist_mlp.yaml on arrays" $? "$tmp/readme.log"
+
 # refuse NAME WANT OVERRIDES...: exits non-zero, one line on stderr matching WANT, no run_dir.
 refuse() {
     local name=$1 want=$2
