@@ -3,9 +3,12 @@
 # nodes on 127.0.0.1 train while a stranger (tests/lib/store_abuser.py) forges a key without the
 # token, replays nothing it could use, hangs 20 half-greetings and 300 idle connections and
 # pushes 16 MiB writes: the job ends byte-identical to an undisturbed run, nothing forged lands,
-# and the store listens on --master-addr only. Refused: another token on node 1, no token across
-# hosts, a --master-addr that is not this host's, a token file others can read; gloo workers of
-# a platform without a token across hosts. Each refusal exits non-zero with one line.
+# and the store listens on --master-addr only. Across hosts without a token node 0 writes its
+# token file (and removes it); node 1 without one is refused naming that file, and one told of a
+# file that never appears gives up after --rdzv-timeout. Refused: another token on node 1, a link
+# or another user's file where node 0's token file goes, a --master-addr that is not this host's,
+# a token file others can read; gloo workers of a platform without a token across hosts. Each
+# refusal exits non-zero with one line.
 # usage: cli_run_store.sh DDPC_BIN SOURCE_DIR
 set -u
 ddpc=$1
@@ -87,14 +90,66 @@ node 0's rendezvous at 127.0.0.1:$port within 60 s (--rdzv-timeout): the store a
     ok "node 0 then names node 1 missing" ||
     fail "node 0 after a wrong token (exit $rc0)" "$tmp/w0.err"
 
-# Across hosts without a token: refused before anything starts.
-"$ddpc" run --nnodes 2 --master-addr 192.0.2.1 --master-port 29999 --log-dir "$tmp/nt" -- true \
-    >"$tmp/nt.out" 2>"$tmp/nt.err"
+# Across hosts without a token, a node other than 0: refused before anything starts, naming the
+# file node 0's launcher writes.
+"$ddpc" run --nnodes 2 --node-rank 1 --master-addr 192.0.2.1 --master-port 29999 \
+    --log-dir "$tmp/nt" -- true >"$tmp/nt.out" 2>"$tmp/nt.err"
 rc=$?
 [ $rc -eq 2 ] && [ "$(wc -l <"$tmp/nt.err")" -eq 1 ] && grep -q "^ddpc run: --nnodes 2 needs the \
-job's secret on every host.* set DDPC_STORE_TOKEN" "$tmp/nt.err" &&
-    ok "no token across hosts: one line, exit 2" ||
-    fail "no token across hosts (exit $rc)" "$tmp/nt.err"
+job's secret on every host.* set DDPC_STORE_TOKEN_FILE to the file node 0's launcher wrote \
+(store.token in its --log-dir, else ddpc-store-token-29999 in its working directory; it says \
+where)" "$tmp/nt.err" &&
+    ok "no token on node 1 across hosts: one line naming node 0's file, exit 2" ||
+    fail "no token on node 1 across hosts (exit $rc)" "$tmp/nt.err"
+
+# Node 1 told of a token file that never appears: it waits --rdzv-timeout, then names it.
+DDPC_STORE_TOKEN_FILE=$tmp/nt/never.token "$ddpc" run --nnodes 2 --node-rank 1 \
+    --master-addr 192.0.2.1 --master-port 29999 --rdzv-timeout 1 -- true \
+    >"$tmp/nw.out" 2>"$tmp/nw.err"
+rc=$?
+[ $rc -eq 1 ] && [ "$(wc -l <"$tmp/nw.err")" -eq 2 ] && grep -q "^ddpc run: waiting up to 1 s \
+(--rdzv-timeout) for DDPC_STORE_TOKEN_FILE=$tmp/nt/never.token" "$tmp/nw.err" &&
+    tail -n1 "$tmp/nw.err" | grep -q "^ddpc run: DDPC_STORE_TOKEN_FILE=$tmp/nt/never.token did \
+not appear within 1 s (--rdzv-timeout)" && ok "a token file that never appears: named, exit 1" ||
+    fail "a token file that never appears (exit $rc)" "$tmp/nw.err"
+
+# Node 0 without a token across hosts makes one and writes it to its token file (0600; in
+# tests/multihost/run_token.sh the other node joins with it); here it cannot listen on the
+# address, and the file goes with the job all the same.
+mkdir -p "$tmp/n0"
+(cd "$tmp/n0" && "$ddpc" run --nnodes 2 --master-addr 192.0.2.1 --master-port 29999 -- true \
+    >"$tmp/n0.out" 2>"$tmp/n0.err")
+rc=$?
+[ $rc -eq 1 ] && grep -q "^ddpc run: the job's store token is in $tmp/n0/ddpc-store-token-29999 \
+(mode 0600, removed when the job ends)" "$tmp/n0.err" &&
+    grep -q "^ddpc run: node 0 cannot serve the rendezvous at 192.0.2.1:29999" "$tmp/n0.err" &&
+    ok "node 0 without a token writes its token file and says where" ||
+    fail "node 0 without a token (exit $rc)" "$tmp/n0.err"
+check "node 0 removed its token file when the job ended" test ! -e "$tmp/n0/ddpc-store-token-29999"
+# ... into --log-dir, never through a link or over another user's file: refused, nothing changed.
+mkdir -p "$tmp/n1"
+echo precious >"$tmp/precious"
+ln -s "$tmp/precious" "$tmp/n1/store.token"
+"$ddpc" run --nnodes 2 --master-addr 192.0.2.1 --master-port 29999 --log-dir "$tmp/n1" \
+    -- true >"$tmp/n1.out" 2>"$tmp/n1.err"
+rc=$?
+[ $rc -eq 2 ] && [ "$(wc -l <"$tmp/n1.err")" -eq 1 ] && grep -q "^ddpc run: cannot write the \
+job's token file $tmp/n1/store.token: something that is not a regular file (a symbolic link) is \
+there" "$tmp/n1.err" && [ -L "$tmp/n1/store.token" ] && [ "$(cat "$tmp/precious")" = precious ] &&
+    ok "a link where the token file goes: one line, exit 2, nothing changed" ||
+    fail "a link where the token file goes (exit $rc)" "$tmp/n1.err"
+rm "$tmp/n1/store.token"
+echo theirs >"$tmp/n1/store.token"
+chown 65534 "$tmp/n1/store.token" 2>/dev/null && {
+    "$ddpc" run --nnodes 2 --master-addr 192.0.2.1 --master-port 29999 --log-dir "$tmp/n1" \
+        -- true >"$tmp/n2.out" 2>"$tmp/n2.err"
+    rc=$?
+    [ $rc -eq 2 ] && [ "$(wc -l <"$tmp/n2.err")" -eq 1 ] && grep -q "^ddpc run: cannot write the \
+job's token file $tmp/n1/store.token: it belongs to another user (uid 65534)" "$tmp/n2.err" &&
+        [ "$(cat "$tmp/n1/store.token")" = theirs ] &&
+        ok "another user's file where the token file goes: one line, exit 2, unchanged" ||
+        fail "another user's token file (exit $rc)" "$tmp/n2.err"
+}
 
 # A --master-addr that is not this host's (a NAT or virtual IP): node 0 names the override.
 DDPC_STORE_TOKEN=$token "$ddpc" run --nnodes 2 --master-addr 192.0.2.1 --master-port 29999 \

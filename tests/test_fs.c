@@ -3,7 +3,8 @@
  * limit, a directory, a pipe read to its end (and over the limit), a failing allocator, a scanner
  * stopping an endless stream — mkdir -p, the regular-files-only door (ddpc_open_regular) refusing
  * FIFOs and devices, the atomic-replace door (links followed, modes kept, a FIFO, directory or
- * link loop refused) and job locks (refusal message, removal, a dead holder). */
+ * link loop refused; a secret 0600 throughout) and job locks (refusal message, removal, a dead
+ * holder). */
 #include <ddpc/alloc.h>
 #include <ddpc/fs.h>
 
@@ -289,6 +290,29 @@ static void test_out_replaces_regular_files_only(void)
     CHECK_STR_CONTAINS(ddpc_last_error(), "it is a directory");
 }
 
+/* A secret's temporary is 0600 while it is written, and the file stays 0600 after replacing a
+ * file that others could read (the token file of `ddpc run`, src/launch/token_file.c). */
+static void test_out_secret_is_private(void)
+{
+    char p[512];
+    path_of(p, sizeof p, "secret.txt");
+    write_file(p, "old\n", 4);
+    chmod(p, 0644);
+    ddpc_fs_out o;
+    CHECK_EQ_INT(ddpc_fs_out_open_secret(&o, p, "a secret"), DDPC_OK);
+    struct stat st;
+    CHECK(stat(o.tmp, &st) == 0 && (st.st_mode & 0777) == 0600);
+    fputs("token\n", o.f);
+    CHECK_EQ_INT(ddpc_fs_out_commit(&o, false), DDPC_OK);
+    CHECK(stat(p, &st) == 0 && (st.st_mode & 0777) == 0600);
+    unlink(p);
+    CHECK_EQ_INT(ddpc_fs_out_open_secret(&o, p, "a secret"), DDPC_OK);
+    CHECK(stat(o.tmp, &st) == 0 && (st.st_mode & 0777) == 0600);
+    CHECK_EQ_INT(ddpc_fs_out_commit(&o, false), DDPC_OK);
+    CHECK(stat(p, &st) == 0 && (st.st_mode & 0777) == 0600);
+    unlink(p);
+}
+
 static void test_lock(void)
 {
     char p[512];
@@ -335,6 +359,7 @@ int main(void)
     RUN_TEST(test_read_regular);
     RUN_TEST(test_read_scan_stops);
     RUN_TEST(test_out_replaces_regular_files_only);
+    RUN_TEST(test_out_secret_is_private);
     RUN_TEST(test_lock);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -48,7 +48,7 @@ set_tests_properties(cli_slurm PROPERTIES LABELS slurm)
 
 # The multi-host test bed (tests/multihost/testbed.sh): network namespaces as hosts. Needs root;
 # a script that cannot build the bed exits 77 with the reason, which ctest shows as skipped.
-foreach(mh run_nodes run_train mpirun_nodes)
+foreach(mh run_nodes run_train run_token mpirun_nodes)
     add_test(NAME multihost_${mh} COMMAND bash ${PROJECT_SOURCE_DIR}/tests/multihost/${mh}.sh
         $<TARGET_FILE:ddpc> ${PROJECT_SOURCE_DIR})
     set_tests_properties(multihost_${mh} PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77

@@ -45,6 +45,10 @@ typedef struct {
  * with the mode of the file it replaces, else 0644. DDPC_EINVAL / DDPC_EIO naming the path; on
  * error nothing is left behind and o->f is NULL. */
 ddpc_status ddpc_fs_out_open(ddpc_fs_out *o, const char *path, const char *what);
+/* As ddpc_fs_out_open, for a secret: the temporary is mode 0600 from its creation (so never
+ * readable by another user, even for an instant) and the file committed stays 0600, whatever mode
+ * the file it replaces had. */
+ddpc_status ddpc_fs_out_open_secret(ddpc_fs_out *o, const char *path, const char *what);
 /* Flushes, fsyncs and closes the temporary and renames it over the target (after checking again
  * that the target is still a regular file or absent), then fsyncs the directory. On error the
  * temporary is removed and the target untouched: DDPC_EIO naming the path. `failed` true (the

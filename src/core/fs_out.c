@@ -94,7 +94,9 @@ ddpc_status ddpc_fs_out_target(const char *path, const char *what, char *target,
     return resolve(path, name, target, cap, &exists, &mode);
 }
 
-ddpc_status ddpc_fs_out_open(ddpc_fs_out *o, const char *path, const char *what)
+/* `secret`: the temporary keeps mkstemp's 0600 from its creation, so no other user can open it
+ * (an open descriptor would read what is written later), whatever mode the replaced file had. */
+static ddpc_status out_open(ddpc_fs_out *o, const char *path, const char *what, bool secret)
 {
     o->f = NULL;
     name_of(o->name, sizeof o->name, what, path);
@@ -107,7 +109,8 @@ ddpc_status ddpc_fs_out_open(ddpc_fs_out *o, const char *path, const char *what)
         return ddpc_errorf(DDPC_EIO, "cannot write %s: cannot create %s: %s", o->name, o->tmp,
                            strerror(errno));
     /* mkstemp makes 0600: the replaced file's permissions, else the usual 0644. */
-    (void)fchmod(fd, exists ? (mode & 07777) : 0644);
+    if (!secret)
+        (void)fchmod(fd, exists ? (mode & 07777) : 0644);
     o->f = fdopen(fd, "w");
     if (!o->f) {
         int e = errno;
@@ -116,6 +119,16 @@ ddpc_status ddpc_fs_out_open(ddpc_fs_out *o, const char *path, const char *what)
         return ddpc_errorf(DDPC_EIO, "cannot write %s: %s", o->name, strerror(e));
     }
     return DDPC_OK;
+}
+
+ddpc_status ddpc_fs_out_open(ddpc_fs_out *o, const char *path, const char *what)
+{
+    return out_open(o, path, what, false);
+}
+
+ddpc_status ddpc_fs_out_open_secret(ddpc_fs_out *o, const char *path, const char *what)
+{
+    return out_open(o, path, what, true);
 }
 
 /* fsync of the target's directory, so the rename itself is durable. Best effort: some file

@@ -196,16 +196,21 @@ static ddpc_status run_attempts(const ddpc_launch_config *cfg, const char *progr
 
 /* The job's store token and bind address. One host: the one given, else a fresh one (the
  * workers get it in their environment). Several: every node needs the same one before any
- * connects, so it must be given on each (docs/launcher.md); only launchers meeting on loopback
- * may go without. */
+ * connects: the one given on each, else node 0 makes one and writes it to its token file, which
+ * the others are given (and wait for) in DDPC_STORE_TOKEN_FILE (docs/launcher.md); only launchers
+ * meeting on loopback may go without. */
 static ddpc_status store_secret(const ddpc_launch_config *cfg, const char *const *envp,
-                                ddpc__job_ids *ids)
+                                ddpc__job_ids *ids, ddpc__token_file *tf)
 {
     const char *bind = ddpc_dist_env_lookup(envp, "DDPC_STORE_BIND");
     if (bind && strlen(bind) >= sizeof ids->store_bind)
         return ddpc_errorf(DDPC_EINVAL, "DDPC_STORE_BIND=%.40s... is longer than %zu bytes", bind,
                            sizeof ids->store_bind - 1);
     snprintf(ids->store_bind, sizeof ids->store_bind, "%s", bind ? bind : "");
+    const char *file = ddpc_dist_env_lookup(envp, "DDPC_STORE_TOKEN_FILE");
+    if (ddpc_launch_per_node(cfg) && cfg->node_rank > 0 && file &&
+        !ddpc_dist_env_lookup(envp, "DDPC_STORE_TOKEN"))
+        DDPC_TRY(ddpc__token_file_await(cfg, file));
     bool found;
     DDPC_TRY(ddpc_store_token_load(envp, ids->store_token, sizeof ids->store_token, &found));
     if (found)
@@ -215,18 +220,23 @@ static ddpc_status store_secret(const ddpc_launch_config *cfg, const char *const
     if (ddpc_store_addr_is_loopback(cfg->master_addr) &&
         (!ids->store_bind[0] || ddpc_store_addr_is_loopback(ids->store_bind)))
         return DDPC_OK;
+    if (cfg->node_rank == 0) {
+        DDPC_TRY(ddpc_store_token_generate(ids->store_token, sizeof ids->store_token));
+        return ddpc__token_file_write(cfg, ids->master_port, ids->store_token, tf);
+    }
     return ddpc_errorf(DDPC_EINVAL,
                        "--nnodes %d needs the job's secret on every host, so that only its own "
                        "launchers and workers can join node 0's store at %s: set "
-                       "DDPC_STORE_TOKEN to the same random string on each (e.g. from 'openssl "
-                       "rand -hex 32'), or DDPC_STORE_TOKEN_FILE to a file holding it (mode 0600)",
-                       cfg->nnodes, cfg->master_addr);
+                       "DDPC_STORE_TOKEN_FILE to the file node 0's launcher wrote (store.token in "
+                       "its --log-dir, else ddpc-store-token-%d in its working directory; it says "
+                       "where), or DDPC_STORE_TOKEN to the token node 0 was given or wrote",
+                       cfg->nnodes, cfg->master_addr, cfg->master_port);
 }
 
 /* Run id, master port and OMP_NUM_THREADS, fixed for the whole job. *port_fd gets the socket
  * that keeps a chosen port reserved (-1 when the port was given). */
 static ddpc_status job_ids(const ddpc_launch_config *cfg, const char *const *envp,
-                           ddpc__job_ids *ids, int *port_fd)
+                           ddpc__job_ids *ids, int *port_fd, ddpc__token_file *tf)
 {
     memset(ids, 0, sizeof *ids);
     *port_fd = -1;
@@ -237,7 +247,7 @@ static ddpc_status job_ids(const ddpc_launch_config *cfg, const char *const *env
     ids->master_port = cfg->master_port;
     if (ids->master_port == 0)
         DDPC_TRY(ddpc__port_reserve(cfg->master_addr, port_fd, &ids->master_port));
-    DDPC_TRY(store_secret(cfg, envp, ids));
+    DDPC_TRY(store_secret(cfg, envp, ids, tf));
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     ids->omp_threads = ddpc__omp_threads(envp, cfg->nproc_per_node, cpus > 0 ? (int)cpus : 1);
     if (ids->omp_threads > 0) {
@@ -258,7 +268,8 @@ static ddpc_status run_job(const ddpc_launch_config *cfg, const char *program,
         DDPC_TRY(ddpc_mkdirs(cfg->log_dir));
     ddpc__job_ids ids;
     int port_fd = -1;
-    DDPC_TRY(job_ids(cfg, envp, &ids, &port_fd));
+    ddpc__token_file tf = {.written = false}; /* node 0's, when it made the job's token */
+    DDPC_TRY(job_ids(cfg, envp, &ids, &port_fd, &tf));
     sigset_t watched, old_mask;
     sigemptyset(&watched);
     sigaddset(&watched, SIGINT);
@@ -296,6 +307,8 @@ static ddpc_status run_job(const ddpc_launch_config *cfg, const char *program,
     sigprocmask(SIG_SETMASK, &old_mask, NULL);
     if (port_fd >= 0)
         close(port_fd);
+    /* a secret: gone with the job (every node read it before it could join, and none rejoins) */
+    ddpc__token_file_remove(&tf);
     return s;
 }
 

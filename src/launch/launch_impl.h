@@ -5,6 +5,7 @@
 #ifndef DDPC_LAUNCH_IMPL_H
 #define DDPC_LAUNCH_IMPL_H
 
+#include <ddpc/fs.h>
 #include <ddpc/launch.h>
 #include <ddpc/store.h>
 
@@ -44,6 +45,30 @@ int ddpc__omp_threads(const char *const *base, int nproc, int cpus);
  * when the config or `ids` ask for them. */
 ddpc_status ddpc__worker_env(const ddpc_launch_config *cfg, const char *const *base,
                              const ddpc__job_ids *ids, int local_rank, char ***out);
+
+/* ---- node 0's token file (token_file.c) ---- */
+
+/* The token file node 0's launcher wrote, to remove at the job's end. */
+typedef struct {
+    char path[DDPC_FS_PATH_MAX];
+    bool written; /* by this launcher: only then is it removed */
+    dev_t dev;    /* what was written, so a file put there since is left alone */
+    ino_t ino;
+} ddpc__token_file;
+
+/* Writes `token` (a line) to <cfg->log_dir>/store.token, else ddpc-store-token-<port> in the
+ * working directory (absolute), atomically and mode 0600 from its creation, and says on cfg->err
+ * where it is and how the other nodes get it (never the token). Replaces only a regular file of
+ * this user: a link, anything else or another user's file is DDPC_EINVAL naming the path. */
+ddpc_status ddpc__token_file_write(const ddpc_launch_config *cfg, int port, const char *token,
+                                   ddpc__token_file *tf);
+/* Removes the file ddpc__token_file_write wrote, if the path still names it. */
+void ddpc__token_file_remove(ddpc__token_file *tf);
+/* For a node of rank > 0: while `path` does not exist, says once on cfg->err that it waits, and
+ * looks again (at most 200 ms apart) for up to cfg->rdzv_timeout_s; DDPC_ETIMEOUT naming the
+ * path when it never appears. A path that exists (or fails otherwise) returns DDPC_OK at once: the
+ * token loader checks it. */
+ddpc_status ddpc__token_file_await(const ddpc_launch_config *cfg, const char *path);
 
 /* ---- identities: ports, run ids, programs (ids.c) ---- */
 
