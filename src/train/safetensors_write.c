@@ -169,7 +169,7 @@ static bool write_body(FILE *f, const strbuf *sb, const ddpc_st_tensor *t, size_
     for (size_t i = 0; ok && i < n; i++) {
         bool shape_ok;
         size_t bytes = (size_t)tensor_bytes(&t[i], &shape_ok);
-        ok = fwrite(t[i].data, 1, bytes, f) == bytes;
+        ok = bytes == 0 || fwrite(t[i].data, 1, bytes, f) == bytes; /* an empty one may be NULL */
     }
     return ok;
 }
