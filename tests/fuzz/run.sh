@@ -76,10 +76,13 @@ for harness in "${harnesses[@]}"; do
         continue
     fi
     mkdir -p "$out/corpus-$name"
+    # tests/fuzz/seeds/NAME: a few well-formed inputs, so a short run starts past the framing.
+    seeds=()
+    [ -d "tests/fuzz/seeds/$name" ] && seeds=("../tests/fuzz/seeds/$name")
     echo "== $name for ${seconds}s"
     # -timeout: an input that runs this long is a hang, reported like a crash.
     if ! (cd "$out" && "./$name" -max_total_time="$seconds" -timeout=25 -print_final_stats=0 \
-              "corpus-$name" > "$name.log" 2>&1); then
+              "corpus-$name" "${seeds[@]}" > "$name.log" 2>&1); then
         tail -n 40 "$out/$name.log"
         failed+=("$name (see $out/$name.log)")
     else
