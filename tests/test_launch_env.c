@@ -339,9 +339,9 @@ static void test_host_check(void)
 {
     static const char *const good[] = {
         "localhost", "node-1.example.com", "NODE4.", "10.0.0.2", "::1", "fd00::3", "a", "0123"};
-    static const char *const bad[] = {"",     "-oProxyCommand=x", "node_1", "a..b",    "-a.b",
-                                      "a-.b", "node 1",           ".a",     "a\x1b[2J",
-                                      ".",    ".."};
+    static const char *const bad[] = {"",     "-oProxyCommand=x", "node_1", "a..b",     "-a.b",
+                                      "a-.b", "node 1",           ".a",     "a\x1b[2J", ".",
+                                      ".."};
     char why[512];
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
         CHECK(ddpc__host_check(good[i], why, sizeof why));

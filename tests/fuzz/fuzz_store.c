@@ -44,8 +44,8 @@ static void start(void)
     if (ddpc_store_server_start("127.0.0.1", 0, TOKEN, &server) != DDPC_OK)
         die("cannot start the server");
     port = ddpc_store_server_port(server);
-    if (ddpc_store_connect("127.0.0.1", port, TOKEN, ddpc_time_now() + DEADLINE_SECONDS,
-                           &client) != DDPC_OK)
+    if (ddpc_store_connect("127.0.0.1", port, TOKEN, ddpc_time_now() + DEADLINE_SECONDS, &client) !=
+        DDPC_OK)
         die("cannot connect the checking client");
 }
 

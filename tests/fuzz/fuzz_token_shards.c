@@ -35,8 +35,7 @@ static void write_file(int i, const uint8_t *p, size_t n)
     fclose(f);
 }
 
-static void read_all(size_t size, ddpc_token_file_format format,
-                     int64_t block, int64_t vocab)
+static void read_all(size_t size, ddpc_token_file_format format, int64_t block, int64_t vocab)
 {
     char pattern[96];
     snprintf(pattern, sizeof pattern, "%s/s*.bin", dir);

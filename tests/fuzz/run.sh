@@ -13,8 +13,8 @@ shift $(($# > 0 ? 1 : 0))
 jobs=${JOBS:-$(nproc)}
 out=build-fuzz
 mkdir -p "$out/obj"
-flags=(-g -O1 -std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp -fsanitize=fuzzer-no-link,address,undefined
-       -Iinclude -Isrc -I/usr/include/x86_64-linux-gnu/openblas-openmp)
+flags=(-g -O1 -std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp
+       -fsanitize=fuzzer-no-link,address,undefined -Iinclude -Isrc -I/usr/include/x86_64-linux-gnu/openblas-openmp)
 # clang's notes that an `omp simd` loop was not vectorised are no use here.
 quiet=(-Wno-pass-failed)
 # Objects built with other flags are stale.
@@ -71,7 +71,8 @@ if [ $# -gt 0 ]; then
 fi
 for harness in "${harnesses[@]}"; do
     name=$(basename "$harness" .c)
-    if ! clang "${flags[@]}" -fsanitize=fuzzer "$harness" "${objs[@]}" "${libs[@]}" -o "$out/$name"; then
+    if ! clang "${flags[@]}" -fsanitize=fuzzer "$harness" "${objs[@]}" "${libs[@]}" \
+            -o "$out/$name"; then
         failed+=("$name (does not build)")
         continue
     fi
