@@ -318,6 +318,18 @@ static void test_hostfile(void)
     write_file(path, "node1 # a comment\r\n\t 10.0.0.1\tslots=2\n");
     CHECK_EQ_INT(ddpc__hostfile_hosts(path, &hosts), DDPC_OK);
     CHECK_EQ_INT(hosts, 2);
+    /* found by tests/fuzz/fuzz_hostfile.c: an option's terminal escape reached the message */
+    write_file(path, "node1 slots=\x1b[2J\nnode2 \x1b]0;x\x07=1\n");
+    CHECK_EQ_INT(ddpc__hostfile_hosts(path, &hosts), DDPC_EFORMAT);
+    CHECK(strchr(ddpc_last_error(), '\x1b') == NULL);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "slots '?[2J' is not an integer");
+    write_file(path, "node1\nnode2 \x1b]0;x\x07=1\n");
+    CHECK_EQ_INT(ddpc__hostfile_hosts(path, &hosts), DDPC_EFORMAT);
+    CHECK(strchr(ddpc_last_error(), '\x1b') == NULL);
+    CHECK_STR_CONTAINS(ddpc_last_error(), ":2: '?]0;x?=1' is not slots=N");
+    write_file(path, ".\n"); /* and the root domain names no host */
+    CHECK_EQ_INT(ddpc__hostfile_hosts(path, &hosts), DDPC_EFORMAT);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "has no label");
     unlink(path);
     CHECK_EQ_INT(ddpc__hostfile_hosts(path, &hosts), DDPC_EIO);
     CHECK_STR_CONTAINS(ddpc_last_error(), path);
@@ -327,8 +339,9 @@ static void test_host_check(void)
 {
     static const char *const good[] = {
         "localhost", "node-1.example.com", "NODE4.", "10.0.0.2", "::1", "fd00::3", "a", "0123"};
-    static const char *const bad[] = {"",     "-oProxyCommand=x", "node_1", "a..b",    "-a.b",
-                                      "a-.b", "node 1",           ".a",     "a\x1b[2J"};
+    static const char *const bad[] = {"",     "-oProxyCommand=x", "node_1", "a..b",     "-a.b",
+                                      "a-.b", "node 1",           ".a",     "a\x1b[2J", ".",
+                                      ".."};
     char why[512];
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
         CHECK(ddpc__host_check(good[i], why, sizeof why));

@@ -10,8 +10,7 @@
 
 enum { HOST_MAX = 253, LABEL_MAX = 63, SHOWN = 40 };
 
-/* `name` for a message: at most SHOWN characters, anything unprintable as '?'. */
-static const char *shown(const char *name, char *buf, size_t cap)
+const char *ddpc__host_shown(const char *name, char *buf, size_t cap)
 {
     size_t n = strlen(name), k = 0;
     for (; k < n && k < SHOWN && k + 4 < cap; k++)
@@ -28,6 +27,10 @@ static const char *dns_fault(const char *name, char *why, size_t cap)
     size_t len = strlen(name), at = 0;
     if (len > 0 && name[len - 1] == '.')
         len--; /* an absolute name ("node1.example.") */
+    if (len == 0) {
+        snprintf(why, cap, "has no label (the root \".\" names no host)");
+        return why;
+    }
     while (at < len) {
         size_t end = at;
         while (end < len && name[end] != '.') {
@@ -67,12 +70,12 @@ bool ddpc__host_check(const char *name, char *why, size_t cap)
     if (name[0] == '-') {
         snprintf(why, cap,
                  "host name '%s' starts with '-', which ssh and mpirun would take for an option",
-                 shown(name, show, sizeof show));
+                 ddpc__host_shown(name, show, sizeof show));
         return false;
     }
     if (len > HOST_MAX) {
         snprintf(why, cap, "host name '%s' is %zu characters long; DNS names have at most %d",
-                 shown(name, show, sizeof show), len, HOST_MAX);
+                 ddpc__host_shown(name, show, sizeof show), len, HOST_MAX);
         return false;
     }
     if (inet_pton(AF_INET, name, addr) == 1 || inet_pton(AF_INET6, name, addr) == 1)
@@ -81,7 +84,7 @@ bool ddpc__host_check(const char *name, char *why, size_t cap)
         snprintf(why, cap,
                  "host name '%s' is not an IPv4 or IPv6 address nor a DNS name (letters, digits "
                  "and '-' in labels separated by '.'): it %s",
-                 shown(name, show, sizeof show), fault);
+                 ddpc__host_shown(name, show, sizeof show), fault);
         return false;
     }
     return true;

@@ -268,6 +268,9 @@ ddpc_status ddpc__attempt_run(const ddpc_launch_config *cfg, const char *program
 /* True when `name` is an IPv4 or IPv6 literal or an RFC 1123 DNS name of at most 253 characters
  * (so never an option: no leading '-'); else false with one sentence in `why` naming it. */
 bool ddpc__host_check(const char *name, char *why, size_t cap);
+/* `text` as a message may quote it: its first 40 characters, "..." when cut, each unprintable byte
+ * as '?' (a hostfile's terminal escapes must not reach the user's screen); returns buf. */
+const char *ddpc__host_shown(const char *text, char *buf, size_t cap);
 
 /* ---- mpirun hand-off (mpirun.c) ---- */
 

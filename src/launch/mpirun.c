@@ -37,17 +37,19 @@ static ddpc_status check_option(const char *path, int line, const char *opt)
     bool known =
         (klen == 5 && strncmp(opt, "slots", 5) == 0) ||
         (klen == 9 && (strncmp(opt, "max_slots", 9) == 0 || strncmp(opt, "max-slots", 9) == 0));
+    char show[64];
     if (!eq || !known)
         return ddpc_errorf(DDPC_EFORMAT,
-                           "%s:%d: '%.40s' is not slots=N or max_slots=N (the hostfile's lines are "
+                           "%s:%d: '%s' is not slots=N or max_slots=N (the hostfile's lines are "
                            "'HOST [slots=N] [max_slots=N]')",
-                           path, line, opt);
+                           path, line, ddpc__host_shown(opt, show, sizeof show));
     char *end = NULL;
     errno = 0;
     long v = strtol(eq + 1, &end, 10);
     if (eq[1] == '\0' || *end != '\0' || errno != 0 || v < 1 || v > SLOTS_MAX)
-        return ddpc_errorf(DDPC_EFORMAT, "%s:%d: %.*s '%.40s' is not an integer in [1, %d]", path,
-                           line, (int)klen, opt, eq + 1, SLOTS_MAX);
+        return ddpc_errorf(DDPC_EFORMAT, "%s:%d: %.*s '%s' is not an integer in [1, %d]", path,
+                           line, (int)klen, opt, ddpc__host_shown(eq + 1, show, sizeof show),
+                           SLOTS_MAX);
     return DDPC_OK;
 }
 
@@ -62,10 +64,12 @@ static ddpc_status parse_line(const char *path, int line, char *buf, size_t len,
     *host = p;
     if (len >= HOSTFILE_LINE_MAX && !hash && p + hlen == buf + HOSTFILE_LINE_MAX - 1) {
         /* the host runs into the dropped part: longer than any host name can be */
+        char show[64];
         return ddpc_errorf(DDPC_EFORMAT,
-                           "%s:%d: host name '%.40s...' is longer than %d characters; DNS names "
-                           "have at most 253",
-                           path, line, p, HOSTFILE_LINE_MAX - 1);
+                           "%s:%d: host name '%s' is longer than %d characters; DNS names have at "
+                           "most 253",
+                           path, line, ddpc__host_shown(p, show, sizeof show),
+                           HOSTFILE_LINE_MAX - 1);
     }
     if (len >= HOSTFILE_LINE_MAX && !hash)
         return ddpc_errorf(DDPC_EFORMAT, "%s:%d: the line is %zu characters long (at most %d)",
