@@ -4,6 +4,8 @@
  * file, so a file that grows or a pipe is read whole, and never more than its caller's limit; a
  * scanner sees each run of bytes as it arrives, so an endless stream is stopped while small. */
 #include <ddpc/alloc.h>
+#include "core/fs_impl.h"
+
 #include <ddpc/fs.h>
 
 #include <errno.h>
@@ -37,8 +39,7 @@ ddpc_status ddpc_mkdirs(const char *dir)
     }
 }
 
-/* "config 'x.yaml'" or "'x.yaml'": how messages name the file. */
-static void name_of(char *buf, size_t cap, const char *what, const char *path)
+void ddpc__fs_name_of(char *buf, size_t cap, const char *what, const char *path)
 {
     snprintf(buf, cap, "%s%s'%s'", what ? what : "", what ? " " : "", path);
 }
@@ -115,7 +116,7 @@ ddpc_status ddpc_read_file_scan(const char *path, const char *what, size_t max, 
     if (missing)
         *missing = false;
     char name[1200];
-    name_of(name, sizeof name, what, path);
+    ddpc__fs_name_of(name, sizeof name, what, path);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0 && errno == ENOENT && missing) {
         *missing = true;
@@ -138,8 +139,7 @@ ddpc_status ddpc_read_file_scan(const char *path, const char *what, size_t max, 
     return s;
 }
 
-/* What a file that is not a regular one is, for messages. */
-static const char *kind_of(mode_t m)
+const char *ddpc__fs_kind_of(mode_t m)
 {
     return S_ISDIR(m)    ? "a directory"
            : S_ISFIFO(m) ? "a FIFO"
@@ -157,7 +157,7 @@ ddpc_status ddpc_open_regular(const char *path, const char *what, bool *missing,
     if (missing)
         *missing = false;
     char name[1200];
-    name_of(name, sizeof name, what, path);
+    ddpc__fs_name_of(name, sizeof name, what, path);
     /* O_NONBLOCK: opening a FIFO without a writer (or some devices) would wait forever; the
      * descriptor is made blocking again once fstat has shown a regular file. */
     int f = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -174,7 +174,7 @@ ddpc_status ddpc_open_regular(const char *path, const char *what, bool *missing,
         s = ddpc_errorf(DDPC_EIO, "cannot read %s: %s", name, strerror(errno));
     else if (!S_ISREG(st.st_mode))
         s = ddpc_errorf(DDPC_EIO, "cannot read %s: it is %s, not a regular file", name,
-                        kind_of(st.st_mode));
+                        ddpc__fs_kind_of(st.st_mode));
     else if ((flags = fcntl(f, F_GETFL)) < 0 || fcntl(f, F_SETFL, flags & ~O_NONBLOCK) != 0)
         s = ddpc_errorf(DDPC_EIO, "cannot read %s: %s", name, strerror(errno));
     if (s != DDPC_OK) {
@@ -192,7 +192,7 @@ ddpc_status ddpc_read_regular_file(const char *path, const char *what, size_t ma
     *out = NULL;
     *len = 0;
     char name[1200];
-    name_of(name, sizeof name, what, path);
+    ddpc__fs_name_of(name, sizeof name, what, path);
     int fd;
     uint64_t size;
     DDPC_TRY(ddpc_open_regular(path, what, missing, &fd, &size));

@@ -3,6 +3,8 @@
  * symbolic link is followed to the file it names, which is replaced while the link stays. A rename
  * over /dev/null, a FIFO or a socket would put a regular file in its place (as root, the system's
  * /dev/null), so those are refused before anything is written. */
+#include "core/fs_impl.h"
+
 #include <ddpc/fs.h>
 
 #include <errno.h>
@@ -15,21 +17,6 @@
 
 /* Linux's own limit on links followed in one lookup (MAXSYMLINKS). */
 enum { MAX_LINKS = 40 };
-
-static void name_of(char *buf, size_t cap, const char *what, const char *path)
-{
-    snprintf(buf, cap, "%s%s'%s'", what ? what : "", what ? " " : "", path);
-}
-
-static const char *kind_of(mode_t m)
-{
-    return S_ISDIR(m)    ? "a directory"
-           : S_ISCHR(m)  ? "a character device"
-           : S_ISBLK(m)  ? "a block device"
-           : S_ISFIFO(m) ? "a FIFO"
-           : S_ISSOCK(m) ? "a socket"
-                         : "not a regular file";
-}
 
 /* Refuses a target that exists and is not a regular file; *exists and *mode describe it. */
 static ddpc_status check_kind(const char *target, const char *name, bool *exists, mode_t *mode)
@@ -50,7 +37,7 @@ static ddpc_status check_kind(const char *target, const char *name, bool *exists
     return ddpc_errorf(DDPC_EINVAL,
                        "cannot write %s: it is %s, not a regular file (ddpc replaces outputs by "
                        "renaming a new file over them)",
-                       name, kind_of(st.st_mode));
+                       name, ddpc__fs_kind_of(st.st_mode));
 }
 
 /* Follows path's links into target; *exists and *mode describe what is there. */
@@ -90,7 +77,7 @@ ddpc_status ddpc_fs_out_target(const char *path, const char *what, char *target,
     char name[DDPC_FS_PATH_MAX + 64];
     bool exists;
     mode_t mode;
-    name_of(name, sizeof name, what, path);
+    ddpc__fs_name_of(name, sizeof name, what, path);
     return resolve(path, name, target, cap, &exists, &mode);
 }
 
@@ -99,7 +86,7 @@ ddpc_status ddpc_fs_out_target(const char *path, const char *what, char *target,
 static ddpc_status out_open(ddpc_fs_out *o, const char *path, const char *what, bool secret)
 {
     o->f = NULL;
-    name_of(o->name, sizeof o->name, what, path);
+    ddpc__fs_name_of(o->name, sizeof o->name, what, path);
     bool exists;
     mode_t mode = 0;
     DDPC_TRY(resolve(path, o->name, o->target, sizeof o->target, &exists, &mode));
