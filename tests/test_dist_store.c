@@ -84,19 +84,23 @@ static void test_round_trips(void)
 }
 
 /* 8 processes add 1 to a counter 50 times each: the counter ends at 400 and every value 1..400
- * was returned to exactly one caller (what ranks rely on to take turns). */
+ * was returned to exactly one caller (what ranks rely on to take turns). The processes are forked
+ * before the server's thread starts and learn its port through a pipe: a child forked while that
+ * thread serves the others could inherit a lock it holds (the allocator's, libcrypto's random
+ * generator's) and wait on it forever. */
 static void test_counter_across_processes(void)
 {
     enum { PROCS = 8, ADDS = 50 };
-    ddpc_store_server *srv = NULL;
-    CHECK_EQ_INT(ddpc_store_server_start(NULL, 0, TOKEN, &srv), DDPC_OK);
-    int port = ddpc_store_server_port(srv);
-    int pipes[PROCS][2];
+    int pipes[PROCS][2], ports[PROCS][2];
     pid_t pids[PROCS];
     for (int p = 0; p < PROCS; p++) {
-        CHECK(pipe(pipes[p]) == 0);
+        CHECK(pipe(pipes[p]) == 0 && pipe(ports[p]) == 0);
         pids[p] = fork();
         if (pids[p] == 0) {
+            int port = 0;
+            close(ports[p][1]);
+            if (read(ports[p][0], &port, sizeof port) != (ssize_t)sizeof port)
+                _exit(5);
             ddpc_store *c = NULL;
             if (ddpc_store_connect("localhost", port, TOKEN, ddpc_time_now() + 10, &c) != DDPC_OK)
                 _exit(2);
@@ -111,6 +115,14 @@ static void test_counter_across_processes(void)
             _exit(0);
         }
         close(pipes[p][1]);
+        close(ports[p][0]);
+    }
+    ddpc_store_server *srv = NULL;
+    CHECK_EQ_INT(ddpc_store_server_start(NULL, 0, TOKEN, &srv), DDPC_OK);
+    int port = srv ? ddpc_store_server_port(srv) : 0;
+    for (int p = 0; p < PROCS; p++) {
+        CHECK(write(ports[p][1], &port, sizeof port) == (ssize_t)sizeof port);
+        close(ports[p][1]);
     }
     int seen[PROCS * ADDS + 1] = {0};
     for (int p = 0; p < PROCS; p++) {
