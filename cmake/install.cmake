@@ -7,7 +7,8 @@ include(CMakePackageConfigHelpers)
 
 # The shared library exports only the public API (cmake/libddpc.map) and binds its own calls
 # directly (-Bsymbolic-functions); --as-needed keeps its NEEDED list to what it really uses.
-add_library(ddpc_shared SHARED $<TARGET_OBJECTS:ddpc_objects> ${DDPC_SIMD_OBJECTS})
+add_library(ddpc_shared SHARED $<TARGET_OBJECTS:ddpc_objects> ${DDPC_SIMD_OBJECTS}
+    ${DDPC_CUDA_OBJECTS})
 set_target_properties(ddpc_shared PROPERTIES OUTPUT_NAME ddpc EXPORT_NAME ddpc
     VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}
     LINK_DEPENDS ${PROJECT_SOURCE_DIR}/cmake/libddpc.map)

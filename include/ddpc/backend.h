@@ -1,0 +1,181 @@
+/* The kernel table: one per device, filled by kernels/cpu (the functions of kernels.h) and, in a
+ * build with CUDA, by kernels/cuda (cuBLAS/cuBLASLt products and ddpc's own CUDA kernels). Models,
+ * the optimizer and the engine call a table, never a device's functions, so one model file runs on
+ * every device.
+ * Contract: every member has the meaning, shapes, accumulate/overwrite rule and aliasing rule of
+ * the kernels.h function of the same name; array arguments live in the table's memory (device
+ * memory for CUDA), EXCEPT those marked "host" below. Members that return a value (a loss, a
+ * count, a norm) wait for the device. The CUDA table runs everything in order on one stream
+ * (ddpc_backend.stream), so a host read after `to_host` sees every earlier kernel's result. */
+#ifndef DDPC_BACKEND_H
+#define DDPC_BACKEND_H
+
+#include <ddpc/kernels.h>
+#include <ddpc/status.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { DDPC_DEVICE_CPU = 0, DDPC_DEVICE_CUDA, DDPC_DEVICE_AUTO, DDPC_DEVICE_COUNT } ddpc_device_kind;
+
+/* "cpu" / "cuda" / "auto"; "unknown" outside the enum. */
+const char *ddpc_device_kind_name(ddpc_device_kind k);
+/* The kind named s; false for any other string. */
+bool ddpc_device_kind_from_name(const char *s, ddpc_device_kind *out);
+
+/* AdamW's per-step scalars, computed by the optimizer as torch does (optim/adamw.c). Element i:
+ * p *= (mask[i] ? decay : 1); m = fma(g, a1, m * b1); v = fma(a2 * g, g, v * b2);
+ * p += neg_step * m / (sqrt(v) / bc2_sqrt + eps). */
+typedef struct {
+    float b1, b2, a1, a2, eps, neg_step, bc2_sqrt, decay;
+} ddpc_adamw_coef;
+
+/* SGD's per-step scalars (optim/sgd.c): d = g (+ p * wd where mask[i] or no mask); with momentum,
+ * buf = first ? d : fma(d, keep, buf * momentum), d = nesterov ? fma(buf, momentum, d) : buf;
+ * p = fma(d, neg_lr, p). */
+typedef struct {
+    float wd, momentum, keep, neg_lr;
+    bool nesterov, first;
+} ddpc_sgd_coef;
+
+typedef struct ddpc_backend {
+    const char *name;   /* "cpu" | "cuda" */
+    ddpc_device_kind kind;
+    int device;         /* the GPU's ordinal among the visible ones; 0 on the CPU */
+
+    /* ---- memory: the table's own (64-byte aligned, zeroed); NULL on failure ---- */
+    void *(*alloc)(size_t bytes);
+    void (*free)(void *p);
+    void (*to_device)(void *dst, const void *host_src, size_t bytes);
+    void (*to_host)(void *host_dst, const void *src, size_t bytes); /* waits for the device */
+    void (*copy)(void *dst, const void *src, size_t bytes);          /* within the table's memory */
+    void (*synchronize)(void);
+    /* Device allocations made since the process started (flat across warm steps). */
+    uint64_t (*alloc_count)(void);
+
+    /* ---- elementwise ---- */
+    void (*fill_f32)(float *x, float value, int64_t n);
+    void (*add_f32)(float *y, const float *a, const float *b, int64_t n);
+    void (*axpy_f32)(float *y, float alpha, const float *x, int64_t n);
+
+    /* ---- products ---- */
+    void (*gemm)(ddpc_precision prec, ddpc_transpose ta, ddpc_transpose tb, int64_t m, int64_t n,
+                 int64_t k, float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
+                 float beta, float *c, int64_t ldc);
+    void (*linear_forward)(ddpc_precision prec, float *y, const float *x, const float *w,
+                           const float *b, int64_t n, int64_t in, int64_t out);
+    void (*linear_residual_forward)(ddpc_precision prec, float *y, const float *x, const float *w,
+                                    const float *b, const float *r, int64_t n, int64_t in,
+                                    int64_t out);
+    void (*linear_backward)(ddpc_precision prec, float *dx, float *dw, float *db, const float *dy,
+                            const float *x, const float *w, int64_t n, int64_t in, int64_t out);
+
+    /* ---- activations, normalisation, embeddings ---- */
+    void (*relu_forward)(float *y, const float *x, int64_t n);
+    void (*relu_backward)(float *dx, const float *dy, const float *y, int64_t n);
+    void (*gelu_forward)(float *y, const float *x, int64_t n);
+    void (*gelu_backward)(float *dx, const float *dy, const float *x, int64_t n);
+    void (*layernorm_forward)(float *y, float *mean, float *rstd, const float *x, const float *w,
+                              const float *b, int64_t rows, int64_t c);
+    void (*layernorm_backward)(float *dx, float *dw, float *db, const float *dy, const float *x,
+                               const float *w, const float *mean, const float *rstd, int64_t rows,
+                               int64_t c);
+    void (*embedding_forward)(float *y, const int32_t *tokens, const float *wte, const float *wpe,
+                              int64_t b, int64_t t, int64_t c);
+    void (*embedding_backward)(float *dwte, float *dwpe, const float *dy, const int32_t *tokens,
+                               int64_t b, int64_t t, int64_t c);
+
+    /* ---- causal self-attention (GPT) ---- */
+    size_t (*attention_workspace_floats)(int64_t b, int64_t t, int64_t c, int64_t nh);
+    void (*attention_forward)(ddpc_precision prec, float *out, float *att, const float *qkv,
+                              int64_t b, int64_t t, int64_t c, int64_t nh, float *ws);
+    void (*attention_backward)(ddpc_precision prec, float *dqkv, const float *dout,
+                               const float *qkv, const float *att, int64_t b, int64_t t, int64_t c,
+                               int64_t nh, float *ws);
+
+    /* ---- convolution, pooling, batch norm (CNN) ---- */
+    size_t (*conv2d_workspace_floats)(const ddpc_conv2d_shape *s);
+    void (*conv2d_forward)(ddpc_precision prec, float *y, const float *x, const float *w,
+                           const float *b, const ddpc_conv2d_shape *s, float *ws);
+    void (*conv2d_backward)(ddpc_precision prec, float *dx, float *dw, float *db, const float *dy,
+                            const float *x, const float *w, const ddpc_conv2d_shape *s, float *ws);
+    void (*maxpool2d_forward)(float *y, int32_t *idx, const float *x, int64_t n, int64_t c,
+                              int64_t h, int64_t w, int64_t k, int64_t stride);
+    void (*maxpool2d_backward)(float *dx, const float *dy, const int32_t *idx, int64_t n,
+                               int64_t c, int64_t h, int64_t w, int64_t k, int64_t stride);
+    /* BatchNorm: `sums` are HOST arrays of doubles (so ranks can add them up); everything else
+     * is the table's memory. */
+    void (*batchnorm_sums)(double *sums, const float *x, int64_t n, int64_t c, int64_t hw);
+    void (*batchnorm_stats)(float *mean, float *invstd, float *running_mean, float *running_var,
+                            const double *sums, int64_t c, float momentum, float eps);
+    void (*batchnorm_eval_stats)(float *mean, float *invstd, const float *running_mean,
+                                 const float *running_var, int64_t c, float eps);
+    void (*batchnorm_apply)(float *y, const float *x, const float *mean, const float *invstd,
+                            const float *w, const float *b, int64_t n, int64_t c, int64_t hw);
+    void (*batchnorm_backward_sums)(double *sums, const float *dy, const float *x,
+                                    const float *mean, const float *invstd, int64_t n, int64_t c,
+                                    int64_t hw);
+    void (*batchnorm_backward_params)(float *dw, float *db, const double *sums, int64_t c);
+    void (*batchnorm_backward_input)(float *dx, const float *dy, const float *x, const float *mean,
+                                     const float *invstd, const float *w, const double *sums,
+                                     double count, int64_t n, int64_t c, int64_t hw);
+
+    /* ---- dropout (the same counter-based masks on every device) ---- */
+    void (*dropout_forward)(float *y, const float *x, int64_t n, float p, uint64_t seed,
+                            uint64_t stream);
+    void (*dropout_backward)(float *dx, const float *dy, int64_t n, float p, uint64_t seed,
+                             uint64_t stream);
+
+    /* ---- losses and scores (n_valid: host; the returned values wait for the device) ---- */
+    float (*cross_entropy_forward)(float *probs, float *losses, const float *logits,
+                                   const int32_t *targets, int64_t n, int64_t v,
+                                   int32_t ignore_index, int64_t *n_valid);
+    void (*cross_entropy_backward)(float *dlogits, const float *probs, const int32_t *targets,
+                                   int64_t n, int64_t v, int32_t ignore_index, int64_t n_valid,
+                                   float dloss);
+    int64_t (*argmax_correct)(const float *scores, const int32_t *targets, int64_t n, int64_t v,
+                              int32_t ignore_index);
+    /* x (n, classes) = softmax of each row, in place. */
+    void (*softmax_rows)(float *x, int64_t n, int64_t classes);
+
+    /* ---- optimizer and gradient arithmetic on flat ranges: NULL in the CPU table, where the
+     * optimizer's own vectorised host loops (optim/) run; mask (n) may be NULL (decay everywhere) */
+    void (*adamw_update)(float *params, const float *grads, float *m, float *v,
+                         const uint8_t *mask, int64_t n, const ddpc_adamw_coef *k);
+    void (*sgd_update)(float *params, const float *grads, float *buf, const uint8_t *mask,
+                       int64_t n, const ddpc_sgd_coef *k);
+    /* Sum of squares in double (ddpc_grad_sumsq's order is the CPU's; the CUDA sum is a fixed
+     * tree, so repeated runs give the same bits). */
+    double (*sumsq)(const float *g, int64_t n);
+    /* g *= 1/scale; returns whether any element is not finite (ddpc_grad_unscale). */
+    bool (*unscale)(float *g, int64_t n, float scale);
+    /* g *= s. */
+    void (*scale)(float *g, int64_t n, float s);
+} ddpc_backend;
+
+/* The CPU's table (always there). */
+const ddpc_backend *ddpc_backend_cpu(void);
+
+/* Whether this build has CUDA (compiled with it), and the number of GPUs this process sees
+ * (CUDA_VISIBLE_DEVICES honoured; 0 without a driver or GPU, never an error). *why (may be NULL)
+ * gets a short reason when it is 0: "this build has no CUDA", "no CUDA driver (...)", ... */
+bool ddpc_backend_cuda_built(void);
+int ddpc_backend_cuda_devices(char *why, size_t cap);
+
+/* The table for `kind` as the guides choose it: cpu; cuda = GPU (local_rank mod visible GPUs),
+ * made current for this process; auto = cuda when a GPU is visible, else cpu. DDPC_EINVAL with
+ * one line saying why for cuda without a GPU or in a build without CUDA. */
+ddpc_status ddpc_backend_select(ddpc_device_kind kind, int local_rank, const ddpc_backend **out);
+
+/* "NVIDIA H100 80GB HBM3 (GPU 0 of 1, 79.1 GiB, sm_90)" for a CUDA table; "cpu" otherwise. */
+const char *ddpc_backend_describe(const ddpc_backend *b);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,89 @@
+/* The CPU kernel table: the functions of kernels.h, on host memory. The optimizer members stay
+ * NULL: optim/ runs its own vectorised loops on the host. */
+#include <ddpc/alloc.h>
+#include <ddpc/backend.h>
+
+#include <math.h>
+#include <string.h>
+
+static void *host_alloc(size_t bytes)
+{
+    return ddpc_calloc(1, bytes ? bytes : 1);
+}
+
+static void host_copy(void *dst, const void *src, size_t bytes)
+{
+    if (bytes && dst != src)
+        memmove(dst, src, bytes);
+}
+
+static void host_synchronize(void) {}
+static uint64_t host_alloc_count(void) { return 0; }
+
+static void cpu_softmax_rows(float *x, int64_t n, int64_t classes)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float *row = x + i * classes;
+        float mx = row[0], sum = 0.0f;
+        for (int64_t j = 1; j < classes; j++)
+            mx = row[j] > mx ? row[j] : mx;
+        for (int64_t j = 0; j < classes; j++)
+            sum += (row[j] = expf(row[j] - mx));
+        for (int64_t j = 0; j < classes; j++)
+            row[j] /= sum;
+    }
+}
+
+static const ddpc_backend cpu_table = {
+    .name = "cpu",
+    .kind = DDPC_DEVICE_CPU,
+    .device = 0,
+    .alloc = host_alloc,
+    .free = ddpc_free,
+    .to_device = host_copy,
+    .to_host = host_copy,
+    .copy = host_copy,
+    .synchronize = host_synchronize,
+    .alloc_count = host_alloc_count,
+    .fill_f32 = ddpc_fill_f32,
+    .add_f32 = ddpc_add_f32,
+    .axpy_f32 = ddpc_axpy_f32,
+    .gemm = ddpc_gemm,
+    .linear_forward = ddpc_linear_forward,
+    .linear_residual_forward = ddpc_linear_residual_forward,
+    .linear_backward = ddpc_linear_backward,
+    .relu_forward = ddpc_relu_forward,
+    .relu_backward = ddpc_relu_backward,
+    .gelu_forward = ddpc_gelu_forward,
+    .gelu_backward = ddpc_gelu_backward,
+    .layernorm_forward = ddpc_layernorm_forward,
+    .layernorm_backward = ddpc_layernorm_backward,
+    .embedding_forward = ddpc_embedding_forward,
+    .embedding_backward = ddpc_embedding_backward,
+    .attention_workspace_floats = ddpc_attention_workspace_floats,
+    .attention_forward = ddpc_attention_forward,
+    .attention_backward = ddpc_attention_backward,
+    .conv2d_workspace_floats = ddpc_conv2d_workspace_floats,
+    .conv2d_forward = ddpc_conv2d_forward,
+    .conv2d_backward = ddpc_conv2d_backward,
+    .maxpool2d_forward = ddpc_maxpool2d_forward,
+    .maxpool2d_backward = ddpc_maxpool2d_backward,
+    .batchnorm_sums = ddpc_batchnorm_sums,
+    .batchnorm_stats = ddpc_batchnorm_stats,
+    .batchnorm_eval_stats = ddpc_batchnorm_eval_stats,
+    .batchnorm_apply = ddpc_batchnorm_apply,
+    .batchnorm_backward_sums = ddpc_batchnorm_backward_sums,
+    .batchnorm_backward_params = ddpc_batchnorm_backward_params,
+    .batchnorm_backward_input = ddpc_batchnorm_backward_input,
+    .dropout_forward = ddpc_dropout_forward,
+    .dropout_backward = ddpc_dropout_backward,
+    .cross_entropy_forward = ddpc_cross_entropy_forward,
+    .cross_entropy_backward = ddpc_cross_entropy_backward,
+    .argmax_correct = ddpc_argmax_correct,
+    .softmax_rows = cpu_softmax_rows,
+};
+
+const ddpc_backend *ddpc_backend_cpu(void)
+{
+    return &cpu_table;
+}

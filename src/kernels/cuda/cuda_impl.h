@@ -1,0 +1,159 @@
+/* Private to kernels/cuda: the one stream and cuBLAS handle every kernel uses, error checking, and
+ * the functions table.cu puts into the CUDA kernel table (each named ddpc__cuda_<member>, with the
+ * meaning of the ddpc_backend member of that name, on device memory).
+ * Invariants: everything runs in order on ddpc__cuda_stream(); no kernel allocates after its first
+ * call for a shape (workspaces come from the caller or grow once); float reductions use a fixed
+ * order (no float atomics), so a rerun gives the same bits. */
+#ifndef DDPC_KERNELS_CUDA_IMPL_H
+#define DDPC_KERNELS_CUDA_IMPL_H
+
+#include <ddpc/backend.h>
+
+#include "kernels/backend_impl.h"
+
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The stream and cuBLAS handle of the current device (made by ddpc__cuda_open). */
+cudaStream_t ddpc__cuda_stream(void);
+cublasHandle_t ddpc__cuda_blas(void);
+/* Aborts with the file, line and CUDA's message: a failed launch or copy is a bug or a lost
+ * device, never user input. */
+void ddpc__cuda_check(cudaError_t e, const char *what, const char *file, int line);
+void ddpc__cublas_check(cublasStatus_t s, const char *what, const char *file, int line);
+#define DDPC_CUDA_CHECK(call) ddpc__cuda_check((call), #call, __FILE__, __LINE__)
+#define DDPC_CUBLAS_CHECK(call) ddpc__cublas_check((call), #call, __FILE__, __LINE__)
+/* After a launch: the launch's own error (bad configuration). */
+#define DDPC_CUDA_LAUNCHED() ddpc__cuda_check(cudaGetLastError(), "kernel launch", __FILE__, __LINE__)
+/* Blocks of `threads` covering n elements, capped for grid-stride loops. */
+static inline unsigned ddpc__cuda_blocks(int64_t n, int threads)
+{
+    int64_t b = (n + threads - 1) / threads;
+    return (unsigned)(b < 1 ? 1 : b > 65535 * 16 ? 65535 * 16 : b);
+}
+/* Device scratch owned by kernels/cuda, grown (never shrunk) to at least `bytes`; slot picks one of
+ * a few independent buffers. Growth counts as an allocation (alloc_count). */
+void *ddpc__cuda_scratch(int slot, size_t bytes);
+enum { DDPC__CUDA_SCRATCH_BLAS, DDPC__CUDA_SCRATCH_REDUCE, DDPC__CUDA_SCRATCH_HOST_SUMS,
+       DDPC__CUDA_SCRATCH_MISC, DDPC__CUDA_SCRATCH_COUNT };
+
+/* device.cu implements ddpc_backend_cuda_built, ddpc_backend_cuda_devices and backend_impl.h's
+ * ddpc__backend_cuda_open / ddpc__backend_cuda_describe: picks GPU local_rank mod visible, makes
+ * it current, creates the stream and cuBLAS handle, returns ddpc__cuda_table with .device set. */
+extern const ddpc_backend ddpc__cuda_table;
+
+/* memory.cu */
+void *ddpc__cuda_alloc(size_t bytes);
+void ddpc__cuda_free(void *p);
+void ddpc__cuda_to_device(void *dst, const void *src, size_t bytes);
+void ddpc__cuda_to_host(void *dst, const void *src, size_t bytes);
+void ddpc__cuda_copy(void *dst, const void *src, size_t bytes);
+void ddpc__cuda_synchronize(void);
+uint64_t ddpc__cuda_alloc_count(void);
+void ddpc__cuda_count_alloc(void);
+
+/* elementwise.cu */
+void ddpc__cuda_fill_f32(float *x, float value, int64_t n);
+void ddpc__cuda_add_f32(float *y, const float *a, const float *b, int64_t n);
+void ddpc__cuda_axpy_f32(float *y, float alpha, const float *x, int64_t n);
+void ddpc__cuda_relu_forward(float *y, const float *x, int64_t n);
+void ddpc__cuda_relu_backward(float *dx, const float *dy, const float *y, int64_t n);
+void ddpc__cuda_gelu_forward(float *y, const float *x, int64_t n);
+void ddpc__cuda_gelu_backward(float *dx, const float *dy, const float *x, int64_t n);
+
+/* gemm.cu (cuBLAS: fp32 as CUBLAS_COMPUTE_32F with TF32 off; bf16/fp16 as fp32 inputs rounded to
+ * bf16/fp16 on the tensor cores, fp32 accumulation and output: autocast's numerics) */
+void ddpc__cuda_gemm(ddpc_precision prec, ddpc_transpose ta, ddpc_transpose tb, int64_t m,
+                     int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                     const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+void ddpc__cuda_linear_forward(ddpc_precision prec, float *y, const float *x, const float *w,
+                               const float *b, int64_t n, int64_t in, int64_t out);
+void ddpc__cuda_linear_residual_forward(ddpc_precision prec, float *y, const float *x,
+                                        const float *w, const float *b, const float *r, int64_t n,
+                                        int64_t in, int64_t out);
+void ddpc__cuda_linear_backward(ddpc_precision prec, float *dx, float *dw, float *db,
+                                const float *dy, const float *x, const float *w, int64_t n,
+                                int64_t in, int64_t out);
+
+/* layernorm.cu, embedding.cu */
+void ddpc__cuda_layernorm_forward(float *y, float *mean, float *rstd, const float *x,
+                                  const float *w, const float *b, int64_t rows, int64_t c);
+void ddpc__cuda_layernorm_backward(float *dx, float *dw, float *db, const float *dy,
+                                   const float *x, const float *w, const float *mean,
+                                   const float *rstd, int64_t rows, int64_t c);
+void ddpc__cuda_embedding_forward(float *y, const int32_t *tokens, const float *wte,
+                                  const float *wpe, int64_t b, int64_t t, int64_t c);
+void ddpc__cuda_embedding_backward(float *dwte, float *dwpe, const float *dy,
+                                   const int32_t *tokens, int64_t b, int64_t t, int64_t c);
+
+/* attention.cu */
+size_t ddpc__cuda_attention_workspace_floats(int64_t b, int64_t t, int64_t c, int64_t nh);
+void ddpc__cuda_attention_forward(ddpc_precision prec, float *out, float *att, const float *qkv,
+                                  int64_t b, int64_t t, int64_t c, int64_t nh, float *ws);
+void ddpc__cuda_attention_backward(ddpc_precision prec, float *dqkv, const float *dout,
+                                   const float *qkv, const float *att, int64_t b, int64_t t,
+                                   int64_t c, int64_t nh, float *ws);
+
+/* conv.cu, pool.cu, batchnorm.cu */
+size_t ddpc__cuda_conv2d_workspace_floats(const ddpc_conv2d_shape *s);
+void ddpc__cuda_conv2d_forward(ddpc_precision prec, float *y, const float *x, const float *w,
+                               const float *b, const ddpc_conv2d_shape *s, float *ws);
+void ddpc__cuda_conv2d_backward(ddpc_precision prec, float *dx, float *dw, float *db,
+                                const float *dy, const float *x, const float *w,
+                                const ddpc_conv2d_shape *s, float *ws);
+void ddpc__cuda_maxpool2d_forward(float *y, int32_t *idx, const float *x, int64_t n, int64_t c,
+                                  int64_t h, int64_t w, int64_t k, int64_t stride);
+void ddpc__cuda_maxpool2d_backward(float *dx, const float *dy, const int32_t *idx, int64_t n,
+                                   int64_t c, int64_t h, int64_t w, int64_t k, int64_t stride);
+void ddpc__cuda_batchnorm_sums(double *sums, const float *x, int64_t n, int64_t c, int64_t hw);
+void ddpc__cuda_batchnorm_stats(float *mean, float *invstd, float *running_mean,
+                                float *running_var, const double *sums, int64_t c,
+                                float momentum, float eps);
+void ddpc__cuda_batchnorm_eval_stats(float *mean, float *invstd, const float *running_mean,
+                                     const float *running_var, int64_t c, float eps);
+void ddpc__cuda_batchnorm_apply(float *y, const float *x, const float *mean, const float *invstd,
+                                const float *w, const float *b, int64_t n, int64_t c, int64_t hw);
+void ddpc__cuda_batchnorm_backward_sums(double *sums, const float *dy, const float *x,
+                                        const float *mean, const float *invstd, int64_t n,
+                                        int64_t c, int64_t hw);
+void ddpc__cuda_batchnorm_backward_params(float *dw, float *db, const double *sums, int64_t c);
+void ddpc__cuda_batchnorm_backward_input(float *dx, const float *dy, const float *x,
+                                         const float *mean, const float *invstd, const float *w,
+                                         const double *sums, double count, int64_t n, int64_t c,
+                                         int64_t hw);
+
+/* dropout.cu */
+void ddpc__cuda_dropout_forward(float *y, const float *x, int64_t n, float p, uint64_t seed,
+                                uint64_t stream);
+void ddpc__cuda_dropout_backward(float *dx, const float *dy, int64_t n, float p, uint64_t seed,
+                                 uint64_t stream);
+
+/* loss.cu */
+float ddpc__cuda_cross_entropy_forward(float *probs, float *losses, const float *logits,
+                                       const int32_t *targets, int64_t n, int64_t v,
+                                       int32_t ignore_index, int64_t *n_valid);
+void ddpc__cuda_cross_entropy_backward(float *dlogits, const float *probs, const int32_t *targets,
+                                       int64_t n, int64_t v, int32_t ignore_index,
+                                       int64_t n_valid, float dloss);
+int64_t ddpc__cuda_argmax_correct(const float *scores, const int32_t *targets, int64_t n,
+                                  int64_t v, int32_t ignore_index);
+void ddpc__cuda_softmax_rows(float *x, int64_t n, int64_t classes);
+
+/* optim.cu */
+void ddpc__cuda_adamw_update(float *params, const float *grads, float *m, float *v,
+                             const uint8_t *mask, int64_t n, const ddpc_adamw_coef *k);
+void ddpc__cuda_sgd_update(float *params, const float *grads, float *buf, const uint8_t *mask,
+                           int64_t n, const ddpc_sgd_coef *k);
+double ddpc__cuda_sumsq(const float *g, int64_t n);
+bool ddpc__cuda_unscale(float *g, int64_t n, float scale);
+void ddpc__cuda_scale(float *g, int64_t n, float s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,35 @@
+/* A build without CUDA: no GPU table, and one reason why. */
+#ifndef DDPC_HAVE_CUDA
+#include <ddpc/backend.h>
+
+#include <stdio.h>
+
+#include "kernels/backend_impl.h"
+
+bool ddpc_backend_cuda_built(void)
+{
+    return false;
+}
+
+int ddpc_backend_cuda_devices(char *why, size_t cap)
+{
+    if (why && cap)
+        snprintf(why, cap, "this build of ddpc has no CUDA (rebuild with nvcc installed, "
+                            "or -DDDPC_CUDA=ON)");
+    return 0;
+}
+
+ddpc_status ddpc__backend_cuda_open(int local_rank, const ddpc_backend **out)
+{
+    (void)local_rank;
+    *out = ddpc_backend_cpu();
+    return ddpc_errorf(DDPC_EINVAL, "this build of ddpc has no CUDA");
+}
+
+const char *ddpc__backend_cuda_describe(void)
+{
+    return "cpu";
+}
+#else
+typedef int ddpc__cuda_absent_unused; /* ISO C forbids an empty translation unit */
+#endif
