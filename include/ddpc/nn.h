@@ -75,6 +75,9 @@ typedef struct {
     float bn_momentum; /* 0.1 */
     float bn_eps;      /* 1e-5 */
     ddpc_precision precision; /* of the matrix products (linear, attention, conv); fp32 */
+    /* The kernel table the model runs on (ddpc_backend_select): its parameters, gradients,
+     * buffers and activations live in that device's memory. NULL: the CPU's. */
+    const struct ddpc_backend *backend;
     uint64_t seed; /* initialisation */
 } ddpc_model_config;
 
