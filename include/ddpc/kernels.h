@@ -110,6 +110,8 @@ void ddpc_linear_backward(ddpc_precision prec, float *dx, float *dw, float *db, 
 void ddpc_relu_forward(float *y, const float *x, int64_t n);
 /* dx (n) += dy * (y > 0), from the forward OUTPUT y (so forward may run in place). */
 void ddpc_relu_backward(float *dx, const float *dy, const float *y, int64_t n);
+/* x (n) = y > 0 ? x : 0: ReLU's backward in place, masking a gradient x by the activation y. */
+void ddpc_relu_mask(float *x, const float *y, int64_t n);
 
 /* GELU, tanh approximation (Hendrycks & Gimpel 2016; PyTorch approximate='tanh').
  * y (n) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); y must not alias x. */

@@ -77,7 +77,7 @@ typedef struct {
     ddpc_precision precision; /* of the matrix products (linear, attention, conv); fp32 */
     /* The kernel table the model runs on (ddpc_backend_select): its parameters, gradients,
      * buffers and activations live in that device's memory. NULL: the CPU's. */
-    const struct ddpc_backend *backend;
+    const struct ddpc_kernel_table *backend;
     uint64_t seed; /* initialisation */
 } ddpc_model_config;
 
@@ -162,6 +162,21 @@ const ddpc_param *ddpc_model_buffer(const ddpc_model *m, size_t i); /* offset in
 size_t ddpc_model_num_buffer_floats(const ddpc_model *m);
 float *ddpc_model_buffer_data(ddpc_model *m); /* (num_buffer_floats); NULL when there are none */
 
+/* ---- the model's device (cfg.backend) ----
+ * A model on a GPU keeps its working parameters, gradients, decay mask and buffers in device memory
+ * (the "device" accessors; on the CPU they return the host buffers above), and the host buffers
+ * above are a copy that moves only when asked: ddpc_model_to_host before reading parameters or
+ * buffers on the host (checkpoints, export), ddpc_model_to_device after writing them there (a
+ * loaded checkpoint, init_from). Gradients stay on the device (the optimizer runs there). Both are
+ * no-ops on the CPU. */
+const struct ddpc_kernel_table *ddpc_model_backend(const ddpc_model *m);
+float *ddpc_model_device_params(ddpc_model *m);
+float *ddpc_model_device_grads(ddpc_model *m);
+const uint8_t *ddpc_model_device_decay_mask(const ddpc_model *m);
+float *ddpc_model_device_buffer_data(ddpc_model *m);
+void ddpc_model_to_host(ddpc_model *m);
+void ddpc_model_to_device(ddpc_model *m);
+
 /* SyncBatchNorm: called inside forward (and backward) with `count` doubles of per-channel sums
  * that must be replaced, in place, by their sum over every replica; every replica calls it in the
  * same order. An error fails the forward (or the backward) with the hook's status. Installs (or
@@ -176,7 +191,7 @@ ddpc_status ddpc_model_forward(ddpc_model *m, const ddpc_model_input *in, bool t
                                ddpc_model_output *out);
 /* Probabilities (n, classes of the head that ran, or outputs_per_sample) of the last forward;
  * valid until the next forward. */
-const float *ddpc_model_probs(const ddpc_model *m);
+const float *ddpc_model_probs(ddpc_model *m);
 /* Accumulates d(dloss * loss)/d(params) into the gradient buffer; needs a forward with targets. */
 ddpc_status ddpc_model_backward(ddpc_model *m, float dloss);
 void ddpc_model_zero_grad(ddpc_model *m);

@@ -44,6 +44,14 @@ typedef struct ddpc_optim ddpc_optim;
  * exp_avg and exp_avg_sq) and step count 0; copies *cfg. DDPC_EINVAL for a bad config (negative lr
  * or decay, beta outside [0, 1), nesterov without momentum...), DDPC_ENOMEM; *out untouched then. */
 ddpc_status ddpc_optim_create(ddpc_optim **out, const ddpc_optim_config *cfg, size_t n);
+/* The same, on device k (NULL: the CPU): its state lives in k's memory and its steps take k's
+ * params, grads and decay mask; ddpc_optim_state returns a host copy that ddpc_optim_to_host
+ * refreshes and ddpc_optim_to_device writes back (both no-ops on the CPU). */
+struct ddpc_kernel_table;
+ddpc_status ddpc_optim_create_on(ddpc_optim **out, const ddpc_optim_config *cfg, size_t n,
+                                 const struct ddpc_kernel_table *k);
+void ddpc_optim_to_host(ddpc_optim *o);
+void ddpc_optim_to_device(ddpc_optim *o);
 /* Frees the optimizer and its state; NULL is a no-op. */
 void ddpc_optim_destroy(ddpc_optim *o);
 
@@ -124,6 +132,9 @@ double ddpc_grad_sumsq(const float *g, size_t n);
 /* torch.nn.utils.clip_grad_norm_ given the total norm: coef = max_norm / (norm + 1e-6) in fp32, and
  * if coef < 1, g (n) *= coef. Returns the scale applied (1 if none). A non-finite norm leaves g
  * alone and returns 1: the caller decides whether to skip the step. */
+/* The factor ddpc_grad_clip_scale multiplies by: max_norm / (norm + 1e-6) in fp32 as torch, 1 when
+ * that is not below 1 or norm is not finite. */
+float ddpc_grad_clip_coef(double norm, float max_norm);
 float ddpc_grad_clip_scale(float *g, size_t n, double norm, float max_norm);
 
 /* Convenience for one process: the norm of g (n), clip as above; returns the pre-clip norm. */

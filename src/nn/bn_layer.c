@@ -22,8 +22,10 @@ ddpc_status ddpc__bn_layer_add(ddpc__bn_layer *l, ddpc_model *m, const char *pre
     l->rmean_idx = ddpc__model_add_buffer(m, name, 1, &c);
     snprintf(name, sizeof name, "%s.%d.running_var", prefix, i);
     l->rvar_idx = ddpc__model_add_buffer(m, name, 1, &c);
-    l->mean = ddpc_malloc((size_t)c * sizeof(float));
-    l->invstd = ddpc_malloc((size_t)c * sizeof(float));
+    /* mean and invstd live where the kernels run; the sums are host doubles (ranks add them). */
+    l->k = m->k;
+    l->mean = m->k->alloc((size_t)c * sizeof(float));
+    l->invstd = m->k->alloc((size_t)c * sizeof(float));
     l->sums = ddpc_malloc((size_t)(2 * c + 1) * sizeof(double));
     if (l->w_idx < 0 || l->b_idx < 0 || l->rmean_idx < 0 || l->rvar_idx < 0 || !l->mean ||
         !l->invstd || !l->sums)
@@ -33,10 +35,11 @@ ddpc_status ddpc__bn_layer_add(ddpc__bn_layer *l, ddpc_model *m, const char *pre
 
 void ddpc__bn_layer_init(const ddpc__bn_layer *l, ddpc_model *m)
 {
+    /* The host copies: ddpc_model_allocate uploads them after init. */
     ddpc_fill_f32(m->params + m->tensors[l->w_idx].offset, 1.0f, l->c);
     ddpc_fill_f32(m->params + m->tensors[l->b_idx].offset, 0.0f, l->c);
-    ddpc_fill_f32(ddpc__buffer_ptr(m, l->rmean_idx), 0.0f, l->c);
-    ddpc_fill_f32(ddpc__buffer_ptr(m, l->rvar_idx), 1.0f, l->c);
+    ddpc_fill_f32(ddpc__host_buffer_ptr(m, l->rmean_idx), 0.0f, l->c);
+    ddpc_fill_f32(ddpc__host_buffer_ptr(m, l->rvar_idx), 1.0f, l->c);
 }
 
 ddpc_status ddpc__bn_layer_forward(ddpc__bn_layer *l, ddpc_model *m, float *y, const float *x,
@@ -45,7 +48,7 @@ ddpc_status ddpc__bn_layer_forward(ddpc__bn_layer *l, ddpc_model *m, float *y, c
     int64_t c = l->c;
     float *rmean = ddpc__buffer_ptr(m, l->rmean_idx), *rvar = ddpc__buffer_ptr(m, l->rvar_idx);
     if (training) {
-        ddpc_batchnorm_sums(l->sums, x, n, c, hw);
+        m->k->batchnorm_sums(l->sums, x, n, c, hw);
         DDPC_TRY(ddpc__model_sync_stats(m, l->sums, (size_t)(2 * c + 1)));
         l->count = l->sums[2 * c];
         /* torch refuses this too: one value per channel normalises to 0 and its variance has no
@@ -60,12 +63,12 @@ ddpc_status ddpc__bn_layer_forward(ddpc__bn_layer *l, ddpc_model *m, float *y, c
                                (int)(strlen(w) - strlen(".weight")), w, l->count, (long long)n,
                                (long long)hw, hw == 1 ? "" : "s");
         }
-        ddpc_batchnorm_stats(l->mean, l->invstd, rmean, rvar, l->sums, c, m->cfg.bn_momentum,
+        m->k->batchnorm_stats(l->mean, l->invstd, rmean, rvar, l->sums, c, m->cfg.bn_momentum,
                              m->cfg.bn_eps);
     } else {
-        ddpc_batchnorm_eval_stats(l->mean, l->invstd, rmean, rvar, c, m->cfg.bn_eps);
+        m->k->batchnorm_eval_stats(l->mean, l->invstd, rmean, rvar, c, m->cfg.bn_eps);
     }
-    ddpc_batchnorm_apply(y, x, l->mean, l->invstd, ddpc__param_ptr(m, l->w_idx),
+    m->k->batchnorm_apply(y, x, l->mean, l->invstd, ddpc__param_ptr(m, l->w_idx),
                          ddpc__param_ptr(m, l->b_idx), n, c, hw);
     return DDPC_OK;
 }
@@ -74,8 +77,8 @@ ddpc_status ddpc__bn_layer_backward(ddpc__bn_layer *l, ddpc_model *m, float *d, 
                                     int64_t n, int64_t hw)
 {
     int64_t c = l->c;
-    ddpc_batchnorm_backward_sums(l->sums, d, x, l->mean, l->invstd, n, c, hw);
-    ddpc_batchnorm_backward_params(ddpc__grad_ptr(m, l->w_idx), ddpc__grad_ptr(m, l->b_idx),
+    m->k->batchnorm_backward_sums(l->sums, d, x, l->mean, l->invstd, n, c, hw);
+    m->k->batchnorm_backward_params(ddpc__grad_ptr(m, l->w_idx), ddpc__grad_ptr(m, l->b_idx),
                                    l->sums, c);
     ddpc__model_grad_ready(m, l->b_idx);
     ddpc__model_grad_ready(m, l->w_idx);
@@ -83,15 +86,17 @@ ddpc_status ddpc__bn_layer_backward(ddpc__bn_layer *l, ddpc_model *m, float *d, 
     m->backward_status = ddpc__model_sync_stats(m, l->sums, (size_t)(2 * c));
     if (m->backward_status != DDPC_OK)
         return m->backward_status;
-    ddpc_batchnorm_backward_input(d, d, x, l->mean, l->invstd, ddpc__param_ptr(m, l->w_idx),
+    m->k->batchnorm_backward_input(d, d, x, l->mean, l->invstd, ddpc__param_ptr(m, l->w_idx),
                                   l->sums, l->count, n, c, hw);
     return DDPC_OK;
 }
 
 void ddpc__bn_layer_free(ddpc__bn_layer *l)
 {
-    ddpc_free(l->mean);
-    ddpc_free(l->invstd);
+    if (l->k) {
+        l->k->free(l->mean);
+        l->k->free(l->invstd);
+    }
     ddpc_free(l->sums);
     l->mean = l->invstd = NULL;
     l->sums = NULL;

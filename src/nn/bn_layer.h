@@ -10,7 +10,8 @@
 typedef struct {
     int w_idx, b_idx, rmean_idx, rvar_idx;
     int64_t c;
-    float *mean, *invstd; /* (c) of the last forward */
+    const ddpc_kernel_table *k; /* the model's table, which allocated mean and invstd */
+    float *mean, *invstd;  /* (c) of the last forward, in k's memory */
     double *sums;         /* (2c + 1) scratch for the sums and their all-reduce */
     double count;         /* elements per channel behind the last training forward's statistics */
 } ddpc__bn_layer;

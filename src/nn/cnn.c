@@ -133,7 +133,7 @@ static size_t carve(const ddpc_model *m, cnn_impl *impl, int64_t n, bool ckpt, f
     for (int i = 0; i < c->n_conv; i++) {
         ddpc_conv2d_shape s = c->conv[i];
         s.n = n;
-        size_t need = ddpc_conv2d_workspace_floats(&s), conv_out = (size_t)(n * s.k * s.h * s.w);
+        size_t need = m->k->conv2d_workspace_floats(&s), conv_out = (size_t)(n * s.k * s.h * s.w);
         size_t pooled = (size_t)(n * s.k * c->pool_h[i] * c->pool_w[i]);
         ws = need > ws ? need : ws;
         biggest = conv_out > biggest ? conv_out : biggest;
@@ -186,13 +186,13 @@ static ddpc_status stage_forward(ddpc_model *m, cnn_impl *impl, int i, float *y,
     const ddpc_conv2d_shape *s = &impl->conv[i];
     int64_t cnt = s->n * s->k * s->h * s->w;
     const float *bias = impl->bn ? NULL : ddpc__param_ptr(m, impl->b_idx[i]);
-    ddpc_conv2d_forward(m->cfg.precision, impl->bn ? impl->bn_in[i] : impl->act[i], impl->in[i],
+    m->k->conv2d_forward(m->cfg.precision, impl->bn ? impl->bn_in[i] : impl->act[i], impl->in[i],
                         ddpc__param_ptr(m, impl->w_idx[i]), bias, s, impl->ws);
     if (impl->bn) /* BatchNorm2d from bn_in[i] into act[i] */
         DDPC_TRY(ddpc__bn_layer_forward(&impl->bnl[i], m, impl->act[i], impl->bn_in[i], s->n,
                                         s->h * s->w, training));
-    ddpc_relu_forward(impl->act[i], impl->act[i], cnt);
-    ddpc_maxpool2d_forward(y, impl->idx[i], impl->act[i], s->n, s->k, s->h, s->w, 2, 2);
+    m->k->relu_forward(impl->act[i], impl->act[i], cnt);
+    m->k->maxpool2d_forward(y, impl->idx[i], impl->act[i], s->n, s->k, s->h, s->w, 2, 2);
     return DDPC_OK;
 }
 
@@ -217,25 +217,21 @@ static ddpc_status cnn_forward(ddpc_model *m, const ddpc_model_input *in, bool t
 }
 
 /* dB (the conv output's gradient) = ReLU'(maxpool'(dA)) for stage i; dA may be changed. */
-static void pool_relu_backward(cnn_impl *impl, int i)
+static void pool_relu_backward(ddpc_model *m, cnn_impl *impl, int i)
 {
     const ddpc_conv2d_shape *s = &impl->conv[i];
     int64_t n = impl->n, cnt = n * s->k * s->h * s->w;
     if (impl->ckpt) {
         /* The pool routes each gradient to its window's maximum, a ReLU output equal to the
          * pooled one: masking dA by the pooled output gives the bits of masking after routing. */
-        const float *y = impl->pooled[i];
-        for (int64_t j = 0; j < n * s->k * impl->pool_h[i] * impl->pool_w[i]; j++)
-            impl->dA[j] = y[j] > 0.0f ? impl->dA[j] : 0.0f;
+        m->k->relu_mask(impl->dA, impl->pooled[i], n * s->k * impl->pool_h[i] * impl->pool_w[i]);
     }
-    ddpc_fill_f32(impl->dB, 0.0f, cnt);
-    ddpc_maxpool2d_backward(impl->dB, impl->dA, impl->idx[i], n, s->k, s->h, s->w, 2, 2);
+    m->k->fill_f32(impl->dB, 0.0f, cnt);
+    m->k->maxpool2d_backward(impl->dB, impl->dA, impl->idx[i], n, s->k, s->h, s->w, 2, 2);
     if (impl->ckpt)
         return;
     /* ReLU backward in place: the gradient is zero where the activation was not positive. */
-    const float *a = impl->act[i];
-    for (int64_t j = 0; j < cnt; j++)
-        impl->dB[j] = a[j] > 0.0f ? impl->dB[j] : 0.0f;
+    m->k->relu_mask(impl->dB, impl->act[i], cnt);
 }
 
 static void cnn_backward(ddpc_model *m, float dloss)
@@ -244,7 +240,7 @@ static void cnn_backward(ddpc_model *m, float dloss)
     int64_t n = impl->n;
     /* dA holds the gradient of the current pooled output, dB of the conv output. */
     int last = impl->n_conv - 1;
-    ddpc_fill_f32(impl->dA, 0.0f, n * impl->fc.dims[0]);
+    m->k->fill_f32(impl->dA, 0.0f, n * impl->fc.dims[0]);
     ddpc__fc_stack_backward(&impl->fc, m, dloss, impl->dA);
     for (int i = last; i >= 0; i--) {
         const ddpc_conv2d_shape *s = &impl->conv[i];
@@ -252,7 +248,7 @@ static void cnn_backward(ddpc_model *m, float dloss)
          * stage's from forward); the conv output goes to dB before it turns into a gradient. */
         if (impl->ckpt && i < last)
             (void)stage_forward(m, impl, i, impl->recomputed, true); /* no bn: cannot fail */
-        pool_relu_backward(impl, i);
+        pool_relu_backward(m, impl, i);
         /* dB, the BN output's gradient, becomes the conv output's in place. */
         if (impl->bn && ddpc__bn_layer_backward(&impl->bnl[i], m, impl->dB, impl->bn_in[i], n,
                                                 s->h * s->w) != DDPC_OK)
@@ -260,9 +256,9 @@ static void cnn_backward(ddpc_model *m, float dloss)
         float *dx = NULL;
         if (i > 0) {
             dx = impl->dA;
-            ddpc_fill_f32(dx, 0.0f, n * s->c * s->h * s->w);
+            m->k->fill_f32(dx, 0.0f, n * s->c * s->h * s->w);
         }
-        ddpc_conv2d_backward(m->cfg.precision, dx, ddpc__grad_ptr(m, impl->w_idx[i]),
+        m->k->conv2d_backward(m->cfg.precision, dx, ddpc__grad_ptr(m, impl->w_idx[i]),
                              impl->bn ? NULL : ddpc__grad_ptr(m, impl->b_idx[i]), impl->dB,
                              impl->in[i], ddpc__param_ptr(m, impl->w_idx[i]), s, impl->ws);
         ddpc__model_grad_ready(m, impl->w_idx[i]);

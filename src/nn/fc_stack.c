@@ -136,13 +136,14 @@ static void classify_loss(ddpc__fc_stack *s, ddpc_model *m, float *logits, ddpc_
 {
     int64_t n = s->n, classes = s->dims[s->n_layers];
     m->probs = logits;
+    m->probs_count = (size_t)(n * classes);
     *out = (ddpc_model_output){0};
     if (!s->targets) {
-        ddpc__softmax_rows(logits, n, classes);
+        m->k->softmax_rows(logits, n, classes);
         return;
     }
-    out->n_correct = ddpc_argmax_correct(logits, s->targets, n, classes, -1);
-    out->loss = ddpc_cross_entropy_forward(logits, s->losses, logits, s->targets, n, classes, -1,
+    out->n_correct = m->k->argmax_correct(logits, s->targets, n, classes, -1);
+    out->loss = m->k->cross_entropy_forward(logits, s->losses, logits, s->targets, n, classes, -1,
                                            &out->n_valid);
     s->n_valid = out->n_valid;
 }
@@ -164,15 +165,15 @@ ddpc_status ddpc__fc_stack_forward(ddpc__fc_stack *s, ddpc_model *m, const float
         bool bn = s->bn && i + 1 < s->n_layers;
         if (bn)
             s->pre[i + 1] = ddpc__take(arena, (size_t)(n * s->dims[i + 1]));
-        ddpc_linear_forward(m->cfg.precision, bn ? s->pre[i + 1] : y, s->acts[i],
+        m->k->linear_forward(m->cfg.precision, bn ? s->pre[i + 1] : y, s->acts[i],
                             ddpc__param_ptr(m, s->w_idx[i]), ddpc__param_ptr(m, s->b_idx[i]), n,
                             s->dims[i], s->dims[i + 1]);
         if (bn)
             DDPC_TRY(ddpc__bn_layer_forward(&s->bnl[i], m, y, s->pre[i + 1], n, 1, training));
         if (i + 1 < s->n_layers) {
-            ddpc_relu_forward(y, y, n * s->dims[i + 1]);
+            m->k->relu_forward(y, y, n * s->dims[i + 1]);
             if (p > 0.0f)
-                ddpc_dropout_forward(y, y, n * s->dims[i + 1], p, m->cfg.seed,
+                m->k->dropout_forward(y, y, n * s->dims[i + 1], p, m->cfg.seed,
                                      in->rng_stream * 64 + (uint64_t)i);
         }
         s->acts[i + 1] = y;
@@ -191,16 +192,16 @@ void ddpc__fc_stack_backward(ddpc__fc_stack *s, ddpc_model *m, float dloss, floa
 {
     int64_t n = s->n, k = s->dims[s->n_layers];
     float p = s->training ? m->cfg.dropout : 0.0f;
-    ddpc_fill_f32(s->dlogits, 0.0f, n * k);
-    ddpc_cross_entropy_backward(s->dlogits, m->probs, s->targets, n, k, -1, s->n_valid, dloss);
+    m->k->fill_f32(s->dlogits, 0.0f, n * k);
+    m->k->cross_entropy_backward(s->dlogits, m->probs, s->targets, n, k, -1, s->n_valid, dloss);
     /* dy is the gradient of layer i's output; din (the other buffer) receives its input's. */
     const float *dy = s->dlogits;
     float *din = s->dbuf[1], *dpre = s->dbuf[0];
     for (int i = s->n_layers - 1; i >= 0; i--) {
         float *dlayer_in = i > 0 ? din : dx;
         if (i > 0)
-            ddpc_fill_f32(din, 0.0f, n * s->dims[i]);
-        ddpc_linear_backward(m->cfg.precision, dlayer_in, ddpc__grad_ptr(m, s->w_idx[i]),
+            m->k->fill_f32(din, 0.0f, n * s->dims[i]);
+        m->k->linear_backward(m->cfg.precision, dlayer_in, ddpc__grad_ptr(m, s->w_idx[i]),
                              ddpc__grad_ptr(m, s->b_idx[i]), dy, s->acts[i],
                              ddpc__param_ptr(m, s->w_idx[i]), n, s->dims[i], s->dims[i + 1]);
         ddpc__model_grad_ready(m, s->w_idx[i]);
@@ -210,30 +211,16 @@ void ddpc__fc_stack_backward(ddpc__fc_stack *s, ddpc_model *m, float dloss, floa
         int64_t cnt = n * s->dims[i];
         const float *dact = din;
         if (p > 0.0f) {
-            ddpc_fill_f32(s->dtmp, 0.0f, cnt);
-            ddpc_dropout_backward(s->dtmp, din, cnt, p, m->cfg.seed,
+            m->k->fill_f32(s->dtmp, 0.0f, cnt);
+            m->k->dropout_backward(s->dtmp, din, cnt, p, m->cfg.seed,
                                   s->rng_stream * 64 + (uint64_t)(i - 1));
             dact = s->dtmp;
         }
-        ddpc_fill_f32(dpre, 0.0f, cnt);
-        ddpc_relu_backward(dpre, dact, s->acts[i], cnt);
+        m->k->fill_f32(dpre, 0.0f, cnt);
+        m->k->relu_backward(dpre, dact, s->acts[i], cnt);
         /* BatchNorm1d: dpre, its output's gradient, becomes Linear i-1's output's in place. */
         if (s->bn && ddpc__bn_layer_backward(&s->bnl[i - 1], m, dpre, s->pre[i], n, 1) != DDPC_OK)
             return;
         dy = dpre;
-    }
-}
-
-void ddpc__softmax_rows(float *x, int64_t n, int64_t classes)
-{
-    for (int64_t i = 0; i < n; i++) {
-        float *row = x + i * classes;
-        float mx = row[0], sum = 0.0f;
-        for (int64_t j = 1; j < classes; j++)
-            mx = row[j] > mx ? row[j] : mx;
-        for (int64_t j = 0; j < classes; j++)
-            sum += (row[j] = expf(row[j] - mx));
-        for (int64_t j = 0; j < classes; j++)
-            row[j] /= sum;
     }
 }

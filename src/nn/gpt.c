@@ -102,6 +102,7 @@ const ddpc__model_ops ddpc__gpt_ops = {
     .build = gpt_build,
     .init = gpt_init,
     .arena_floats = ddpc__gpt_arena_floats,
+    .check_input = ddpc__gpt_check_input,
     .forward = ddpc__gpt_forward,
     .backward = ddpc__gpt_backward,
     .checkpointing = true,

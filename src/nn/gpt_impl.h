@@ -44,6 +44,7 @@ typedef struct {
     uint64_t rng_stream;
 } gpt_impl;
 
+ddpc_status ddpc__gpt_check_input(const ddpc_model *m, const ddpc_model_input *in);
 size_t ddpc__gpt_arena_floats(const ddpc_model *m, int64_t n, bool ckpt);
 ddpc_status ddpc__gpt_forward(ddpc_model *m, const ddpc_model_input *in, bool training,
                               ddpc_model_output *out);

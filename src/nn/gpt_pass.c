@@ -50,7 +50,7 @@ static size_t carve_all(const ddpc_model *m, gpt_impl *g, int64_t B, bool ckpt, 
     TAKE(lnf_rstd, BT);
     TAKE(logits, BT * V);
     TAKE(losses, BT);
-    TAKE(ws, ddpc_attention_workspace_floats(B, c->block_size, c->n_embd, c->n_head));
+    TAKE(ws, m->k->attention_workspace_floats(B, c->block_size, c->n_embd, c->n_head));
     TAKE(dlogits, BT * V);
     TAKE(dres, BT * C);
     TAKE(dbranch, BT * C);
@@ -75,12 +75,12 @@ static void residual_out(ddpc_model *m, const gpt_impl *g, float *y, const float
     const ddpc_model_config *c = &m->cfg;
     float drop = g->training ? c->dropout : 0.0f;
     if (drop <= 0.0f) {
-        ddpc_linear_residual_forward(m->cfg.precision, y, xin, P(w), P(b), r, BT, in, c->n_embd);
+        m->k->linear_residual_forward(m->cfg.precision, y, xin, P(w), P(b), r, BT, in, c->n_embd);
         return;
     }
-    ddpc_linear_forward(m->cfg.precision, y, xin, P(w), P(b), BT, in, c->n_embd);
-    ddpc_dropout_forward(y, y, BT * c->n_embd, drop, c->seed, g->rng_stream * 64 + site);
-    ddpc_add_f32(y, y, r, BT * c->n_embd);
+    m->k->linear_forward(m->cfg.precision, y, xin, P(w), P(b), BT, in, c->n_embd);
+    m->k->dropout_forward(y, y, BT * c->n_embd, drop, c->seed, g->rng_stream * 64 + site);
+    m->k->add_f32(y, y, r, BT * c->n_embd);
 }
 
 /* Block l on its input x (BT, C) up to the MLP's GELU: every activation its backward reads. The
@@ -92,14 +92,14 @@ static void block_activations(ddpc_model *m, gpt_impl *g, int l, const float *x,
     int64_t C = c->n_embd, T = c->block_size;
     const gpt_layer_params *p = &g->layer[l];
     gpt_layer_acts *a = &g->acts[l];
-    ddpc_layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, x, P(p->ln1w), P(p->ln1b), BT, C);
-    ddpc_linear_forward(m->cfg.precision, a->qkv, a->ln1, P(p->qkvw), P(p->qkvb), BT, C, 3 * C);
-    ddpc_attention_forward(m->cfg.precision, a->atty, a->att, a->qkv, B, T, C, c->n_head, g->ws);
+    m->k->layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, x, P(p->ln1w), P(p->ln1b), BT, C);
+    m->k->linear_forward(m->cfg.precision, a->qkv, a->ln1, P(p->qkvw), P(p->qkvb), BT, C, 3 * C);
+    m->k->attention_forward(m->cfg.precision, a->atty, a->att, a->qkv, B, T, C, c->n_head, g->ws);
     residual_out(m, g, a->res2, a->atty, p->projw, p->projb, x, BT, C, 2 * (uint64_t)l);
-    ddpc_layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, P(p->ln2w), P(p->ln2b), BT,
+    m->k->layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, P(p->ln2w), P(p->ln2b), BT,
                            C);
-    ddpc_linear_forward(m->cfg.precision, a->fch, a->ln2, P(p->fcw), P(p->fcb), BT, C, 4 * C);
-    ddpc_gelu_forward(a->fch_gelu, a->fch, BT * 4 * C);
+    m->k->linear_forward(m->cfg.precision, a->fch, a->ln2, P(p->fcw), P(p->fcb), BT, C, 4 * C);
+    m->k->gelu_forward(a->fch_gelu, a->fch, BT * 4 * C);
 }
 
 static void block_forward(ddpc_model *m, gpt_impl *g, int l, const float *x, int64_t BT, int64_t B)
@@ -111,12 +111,9 @@ static void block_forward(ddpc_model *m, gpt_impl *g, int l, const float *x, int
                  4 * m->cfg.n_embd, 2 * (uint64_t)l + 1);
 }
 
-ddpc_status ddpc__gpt_forward(ddpc_model *m, const ddpc_model_input *in, bool training,
-                              ddpc_model_output *out)
+ddpc_status ddpc__gpt_check_input(const ddpc_model *m, const ddpc_model_input *in)
 {
-    gpt_impl *g = m->impl;
-    const ddpc_model_config *c = &m->cfg;
-    int64_t B = in->n, T = c->block_size, C = c->n_embd, V = c->num_classes, BT = B * T;
+    int64_t BT = in->n * m->cfg.block_size, V = m->cfg.num_classes;
     if (!in->tokens)
         return ddpc_errorf(DDPC_EINVAL, "gpt forward needs token inputs");
     for (int64_t i = 0; i < BT; i++)
@@ -124,6 +121,15 @@ ddpc_status ddpc__gpt_forward(ddpc_model *m, const ddpc_model_input *in, bool tr
             return ddpc_errorf(DDPC_EINVAL,
                                "token %d at position %lld is outside the vocabulary of %lld",
                                in->tokens[i], (long long)i, (long long)V);
+    return DDPC_OK;
+}
+
+ddpc_status ddpc__gpt_forward(ddpc_model *m, const ddpc_model_input *in, bool training,
+                              ddpc_model_output *out)
+{
+    gpt_impl *g = m->impl;
+    const ddpc_model_config *c = &m->cfg;
+    int64_t B = in->n, T = c->block_size, C = c->n_embd, V = c->num_classes, BT = B * T;
     g->ckpt = c->activation_checkpointing;
     carve_all(m, g, B, g->ckpt, m->arena);
     g->B = B;
@@ -131,22 +137,23 @@ ddpc_status ddpc__gpt_forward(ddpc_model *m, const ddpc_model_input *in, bool tr
     g->rng_stream = in->rng_stream;
     g->tokens = in->tokens;
     g->targets = in->targets;
-    ddpc_embedding_forward(g->encoded, in->tokens, P(g->wte), P(g->wpe), B, T, C);
+    m->k->embedding_forward(g->encoded, in->tokens, P(g->wte), P(g->wpe), B, T, C);
     const float *x = g->encoded;
     for (int l = 0; l < c->n_layer; l++) {
         block_forward(m, g, l, x, BT, B);
         x = g->acts[l].res3;
     }
-    ddpc_layernorm_forward(g->lnf, g->lnf_mean, g->lnf_rstd, x, P(g->lnfw), P(g->lnfb), BT, C);
-    ddpc_linear_forward(m->cfg.precision, g->logits, g->lnf, P(g->wte), NULL, BT, C, V);
+    m->k->layernorm_forward(g->lnf, g->lnf_mean, g->lnf_rstd, x, P(g->lnfw), P(g->lnfb), BT, C);
+    m->k->linear_forward(m->cfg.precision, g->logits, g->lnf, P(g->wte), NULL, BT, C, V);
     m->probs = g->logits;
+    m->probs_count = (size_t)(BT * V);
     *out = (ddpc_model_output){0};
     if (!in->targets) {
-        ddpc__softmax_rows(g->logits, BT, V);
+        m->k->softmax_rows(g->logits, BT, V);
         return DDPC_OK;
     }
-    out->n_correct = ddpc_argmax_correct(g->logits, in->targets, BT, V, -1);
-    out->loss = ddpc_cross_entropy_forward(g->logits, g->losses, g->logits, in->targets, BT, V, -1,
+    out->n_correct = m->k->argmax_correct(g->logits, in->targets, BT, V, -1);
+    out->loss = m->k->cross_entropy_forward(g->logits, g->losses, g->logits, in->targets, BT, V, -1,
                                            &out->n_valid);
     g->n_valid = out->n_valid;
     return DDPC_OK;
@@ -159,8 +166,8 @@ static const float *through_dropout(const ddpc_model *m, const gpt_impl *g, cons
     float drop = g->training ? m->cfg.dropout : 0.0f;
     if (drop <= 0.0f)
         return d;
-    ddpc_fill_f32(tmp, 0.0f, n);
-    ddpc_dropout_backward(tmp, d, n, drop, m->cfg.seed, g->rng_stream * 64 + site);
+    m->k->fill_f32(tmp, 0.0f, n);
+    m->k->dropout_backward(tmp, d, n, drop, m->cfg.seed, g->rng_stream * 64 + site);
     return tmp;
 }
 
@@ -180,31 +187,31 @@ static void block_backward(ddpc_model *m, gpt_impl *g, int l, const float *x, in
     /* res3 = res2 + mlp(ln2(res2)): dres passes through and gains the MLP branch's gradient. */
     const float *dproj = through_dropout(m, g, g->dres, g->dbranch, BT * C, 2 * (uint64_t)l + 1);
     /* dfch holds the gradient of fch_gelu, then (gelu backward in place) that of fch. */
-    ddpc_fill_f32(g->dfch, 0.0f, BT * 4 * C);
-    ddpc_linear_backward(m->cfg.precision, g->dfch, G(p->fcprojw), G(p->fcprojb), dproj,
+    m->k->fill_f32(g->dfch, 0.0f, BT * 4 * C);
+    m->k->linear_backward(m->cfg.precision, g->dfch, G(p->fcprojw), G(p->fcprojb), dproj,
                          a->fch_gelu, P(p->fcprojw), BT, 4 * C, C);
     ready(m, p->fcprojw, p->fcprojb);
-    ddpc_gelu_backward(g->dfch, g->dfch, a->fch, BT * 4 * C);
-    ddpc_fill_f32(g->dln, 0.0f, BT * C);
-    ddpc_linear_backward(m->cfg.precision, g->dln, G(p->fcw), G(p->fcb), g->dfch, a->ln2, P(p->fcw),
+    m->k->gelu_backward(g->dfch, g->dfch, a->fch, BT * 4 * C);
+    m->k->fill_f32(g->dln, 0.0f, BT * C);
+    m->k->linear_backward(m->cfg.precision, g->dln, G(p->fcw), G(p->fcb), g->dfch, a->ln2, P(p->fcw),
                          BT, C, 4 * C);
     ready(m, p->fcw, p->fcb);
-    ddpc_layernorm_backward(g->dres, G(p->ln2w), G(p->ln2b), g->dln, a->res2, P(p->ln2w),
+    m->k->layernorm_backward(g->dres, G(p->ln2w), G(p->ln2b), g->dln, a->res2, P(p->ln2w),
                             a->ln2_mean, a->ln2_rstd, BT, C);
     ready(m, p->ln2w, p->ln2b);
     /* res2 = x + attn(ln1(x)). */
     dproj = through_dropout(m, g, g->dres, g->dbranch, BT * C, 2 * (uint64_t)l);
-    ddpc_fill_f32(g->datty, 0.0f, BT * C);
-    ddpc_linear_backward(m->cfg.precision, g->datty, G(p->projw), G(p->projb), dproj, a->atty,
+    m->k->fill_f32(g->datty, 0.0f, BT * C);
+    m->k->linear_backward(m->cfg.precision, g->datty, G(p->projw), G(p->projb), dproj, a->atty,
                          P(p->projw), BT, C, C);
     ready(m, p->projw, p->projb);
-    ddpc_attention_backward(m->cfg.precision, g->dqkv, g->datty, a->qkv, a->att, B, T, C, c->n_head,
+    m->k->attention_backward(m->cfg.precision, g->dqkv, g->datty, a->qkv, a->att, B, T, C, c->n_head,
                             g->ws);
-    ddpc_fill_f32(g->dln, 0.0f, BT * C);
-    ddpc_linear_backward(m->cfg.precision, g->dln, G(p->qkvw), G(p->qkvb), g->dqkv, a->ln1,
+    m->k->fill_f32(g->dln, 0.0f, BT * C);
+    m->k->linear_backward(m->cfg.precision, g->dln, G(p->qkvw), G(p->qkvb), g->dqkv, a->ln1,
                          P(p->qkvw), BT, C, 3 * C);
     ready(m, p->qkvw, p->qkvb);
-    ddpc_layernorm_backward(g->dres, G(p->ln1w), G(p->ln1b), g->dln, x, P(p->ln1w), a->ln1_mean,
+    m->k->layernorm_backward(g->dres, G(p->ln1w), G(p->ln1b), g->dln, x, P(p->ln1w), a->ln1_mean,
                             a->ln1_rstd, BT, C);
     ready(m, p->ln1w, p->ln1b);
 }
@@ -214,14 +221,14 @@ void ddpc__gpt_backward(ddpc_model *m, float dloss)
     gpt_impl *g = m->impl;
     const ddpc_model_config *c = &m->cfg;
     int64_t B = g->B, T = c->block_size, C = c->n_embd, V = c->num_classes, BT = B * T;
-    ddpc_fill_f32(g->dlogits, 0.0f, BT * V);
-    ddpc_cross_entropy_backward(g->dlogits, g->logits, g->targets, BT, V, -1, g->n_valid, dloss);
-    ddpc_fill_f32(g->dln, 0.0f, BT * C);
-    ddpc_linear_backward(m->cfg.precision, g->dln, G(g->wte), NULL, g->dlogits, g->lnf, P(g->wte),
+    m->k->fill_f32(g->dlogits, 0.0f, BT * V);
+    m->k->cross_entropy_backward(g->dlogits, g->logits, g->targets, BT, V, -1, g->n_valid, dloss);
+    m->k->fill_f32(g->dln, 0.0f, BT * C);
+    m->k->linear_backward(m->cfg.precision, g->dln, G(g->wte), NULL, g->dlogits, g->lnf, P(g->wte),
                          BT, C, V);
     const float *last = c->n_layer > 0 ? g->acts[c->n_layer - 1].res3 : g->encoded;
-    ddpc_fill_f32(g->dres, 0.0f, BT * C);
-    ddpc_layernorm_backward(g->dres, G(g->lnfw), G(g->lnfb), g->dln, last, P(g->lnfw), g->lnf_mean,
+    m->k->fill_f32(g->dres, 0.0f, BT * C);
+    m->k->layernorm_backward(g->dres, G(g->lnfw), G(g->lnfb), g->dln, last, P(g->lnfw), g->lnf_mean,
                             g->lnf_rstd, BT, C);
     ready(m, g->lnfw, g->lnfb);
     for (int l = (int)c->n_layer - 1; l >= 0; l--) {
@@ -232,7 +239,7 @@ void ddpc__gpt_backward(ddpc_model *m, float dloss)
             block_activations(m, g, l, x, BT, B);
         block_backward(m, g, l, x, BT, B);
     }
-    ddpc_embedding_backward(G(g->wte), G(g->wpe), g->dres, g->tokens, B, T, C);
+    m->k->embedding_backward(G(g->wte), G(g->wpe), g->dres, g->tokens, B, T, C);
     /* wte is tied to the output projection: its gradient is final only now. */
     ready(m, g->wte, g->wpe);
 }

@@ -4,6 +4,7 @@
 #include "nn/model_impl.h"
 
 #include <ddpc/alloc.h>
+#include <ddpc/device.h>
 #include <ddpc/kernels.h>
 #include <ddpc/rng.h>
 
@@ -95,6 +96,30 @@ void ddpc__init_normal(float *w, size_t n, float std, uint64_t seed, uint64_t st
         w[i] = std * ddpc_rng_normal(&r);
 }
 
+/* A device model's own copies of the parameters, gradients, decay mask and buffers (the host ones
+ * stay for init, checkpoints and export); on the CPU the k-buffers are the host ones. */
+static ddpc_status allocate_device_buffers(ddpc_model *m)
+{
+    const ddpc_kernel_table *k = m->k;
+    if (k->kind == DDPC_DEVICE_CPU) {
+        m->kparams = m->params;
+        m->kgrads = m->grads;
+        m->kbuffers = m->buffers;
+        m->kdecay_mask = m->decay_mask;
+        return DDPC_OK;
+    }
+    size_t bytes = m->n_params * sizeof(float);
+    m->kparams = k->alloc(bytes);
+    m->kgrads = k->alloc(bytes);
+    m->kdecay_mask = k->alloc(m->n_params);
+    m->kbuffers = m->n_buffer_floats ? k->alloc(m->n_buffer_floats * sizeof(float)) : NULL;
+    if (!m->kparams || !m->kgrads || !m->kdecay_mask || (m->n_buffer_floats && !m->kbuffers))
+        return ddpc_errorf(DDPC_ENOMEM, "out of %s memory for %zu model parameters", k->name,
+                           m->n_params);
+    k->to_device(m->kdecay_mask, m->decay_mask, m->n_params);
+    return DDPC_OK;
+}
+
 static ddpc_status allocate_buffers(ddpc_model *m)
 {
     m->params = ddpc_calloc(m->n_params, sizeof(float));
@@ -114,7 +139,7 @@ static ddpc_status allocate_buffers(ddpc_model *m)
     for (size_t i = 0; i < m->n_tensors; i++)
         if (m->tensors[i].decay)
             memset(m->decay_mask + m->tensors[i].offset, 1, m->tensors[i].numel);
-    return DDPC_OK;
+    return allocate_device_buffers(m);
 }
 
 ddpc_status ddpc_model_create_shapes(ddpc_model **out, const ddpc_model_config *cfg)
@@ -134,11 +159,16 @@ ddpc_status ddpc_model_create_shapes(ddpc_model **out, const ddpc_model_config *
     if (cfg->activation_checkpointing && !ops->checkpointing)
         return ddpc_errorf(DDPC_EINVAL, "model type '%s' has no activation checkpointing (gpt, "
                            "seq2seq and cnn do: they recompute their blocks in backward)", cfg->type);
+    const ddpc_kernel_table *k = cfg->backend ? cfg->backend : ddpc_kernel_table_cpu();
+    if (k->kind != DDPC_DEVICE_CPU && ops == &ddpc__seq2seq_ops)
+        return ddpc_errorf(DDPC_EINVAL, "model type 'seq2seq' does not run on GPUs yet; use "
+                           "device: cpu");
     ddpc_model *m = ddpc_calloc(1, sizeof *m);
     if (!m)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory creating a %s model", cfg->type);
     m->ops = ops;
     m->cfg = *cfg;
+    m->k = k;
     ddpc_status s = ops->build(m);
     if (s != DDPC_OK) {
         ddpc_model_destroy(m);
@@ -154,6 +184,7 @@ ddpc_status ddpc_model_allocate(ddpc_model *m)
         return DDPC_OK;
     DDPC_TRY(allocate_buffers(m));
     m->ops->init(m);
+    ddpc_model_to_device(m);
     return DDPC_OK;
 }
 
@@ -174,13 +205,25 @@ void ddpc_model_destroy(ddpc_model *m)
         return;
     if (m->ops && m->ops->destroy)
         m->ops->destroy(m);
+    if (m->k && m->k->kind != DDPC_DEVICE_CPU) {
+        m->k->free(m->kparams);
+        m->k->free(m->kgrads);
+        m->k->free(m->kdecay_mask);
+        m->k->free(m->kbuffers);
+        m->k->free(m->ktokens);
+        m->k->free(m->ktargets);
+        m->k->free(m->ksrc);
+        m->k->free(m->kx);
+    }
+    if (m->k)
+        m->k->free(m->arena);
+    ddpc_free(m->host_probs);
     ddpc_free(m->tensors);
     ddpc_free(m->params);
     ddpc_free(m->grads);
     ddpc_free(m->decay_mask);
     ddpc_free(m->buffer_views);
     ddpc_free(m->buffers);
-    ddpc_free(m->arena);
     ddpc_free(m);
 }
 
@@ -193,11 +236,47 @@ size_t ddpc_model_num_tensors(const ddpc_model *m) { return m->n_tensors; }
 const ddpc_param *ddpc_model_tensor(const ddpc_model *m, size_t i) { return &m->tensors[i]; }
 double ddpc_model_train_flops_per_sample(const ddpc_model *m) { return m->train_flops_per_sample; }
 int64_t ddpc_model_outputs_per_sample(const ddpc_model *m) { return m->outputs_per_sample; }
-const float *ddpc_model_probs(const ddpc_model *m) { return m->probs; }
+const float *ddpc_model_probs(ddpc_model *m)
+{
+    if (!m->probs || m->k->kind == DDPC_DEVICE_CPU)
+        return m->probs;
+    if (m->probs_count > m->host_probs_cap) {
+        ddpc_free(m->host_probs);
+        m->host_probs = ddpc_malloc(m->probs_count * sizeof(float));
+        m->host_probs_cap = m->host_probs ? m->probs_count : 0;
+        if (!m->host_probs)
+            return NULL;
+    }
+    m->k->to_host(m->host_probs, m->probs, m->probs_count * sizeof(float));
+    return m->host_probs;
+}
+const ddpc_kernel_table *ddpc_model_backend(const ddpc_model *m) { return m->k; }
+float *ddpc_model_device_params(ddpc_model *m) { return m->kparams; }
+float *ddpc_model_device_grads(ddpc_model *m) { return m->kgrads; }
+const uint8_t *ddpc_model_device_decay_mask(const ddpc_model *m) { return m->kdecay_mask; }
+
+void ddpc_model_to_host(ddpc_model *m)
+{
+    if (m->k->kind == DDPC_DEVICE_CPU || !m->kparams)
+        return;
+    m->k->to_host(m->params, m->kparams, m->n_params * sizeof(float));
+    if (m->n_buffer_floats)
+        m->k->to_host(m->buffers, m->kbuffers, m->n_buffer_floats * sizeof(float));
+}
+
+void ddpc_model_to_device(ddpc_model *m)
+{
+    if (m->k->kind == DDPC_DEVICE_CPU || !m->kparams)
+        return;
+    m->k->to_device(m->kparams, m->params, m->n_params * sizeof(float));
+    if (m->n_buffer_floats)
+        m->k->to_device(m->kbuffers, m->buffers, m->n_buffer_floats * sizeof(float));
+}
 size_t ddpc_model_num_buffers(const ddpc_model *m) { return m->n_buffers; }
 const ddpc_param *ddpc_model_buffer(const ddpc_model *m, size_t i) { return &m->buffer_views[i]; }
 size_t ddpc_model_num_buffer_floats(const ddpc_model *m) { return m->n_buffer_floats; }
 float *ddpc_model_buffer_data(ddpc_model *m) { return m->buffers; }
+float *ddpc_model_device_buffer_data(ddpc_model *m) { return m->kbuffers; }
 
 void ddpc_model_set_stat_sync_hook(ddpc_model *m, ddpc_stat_sync_fn fn, void *ctx)
 {
@@ -218,7 +297,7 @@ ddpc_sample_sizes ddpc_model_sample_sizes(const ddpc_model *m, const ddpc_model_
 
 void ddpc_model_zero_grad(ddpc_model *m)
 {
-    ddpc_fill_f32(m->grads, 0.0f, (int64_t)m->n_params);
+    m->k->fill_f32(m->kgrads, 0.0f, (int64_t)m->n_params);
 }
 
 bool ddpc_model_can_checkpoint(const ddpc_model *m)
@@ -235,13 +314,60 @@ ddpc_status ddpc__model_reserve_arena(ddpc_model *m, size_t need, int64_t n)
 {
     if (need <= m->arena_floats)
         return DDPC_OK;
-    float *a = ddpc_malloc(need * sizeof(float));
+    float *a = m->k->alloc(need * sizeof(float));
     if (!a)
-        return ddpc_errorf(DDPC_ENOMEM, "out of memory for activations of a batch of %lld",
-                           (long long)n);
-    ddpc_free(m->arena);
+        return ddpc_errorf(DDPC_ENOMEM, "out of %s memory for activations of a batch of %lld",
+                           m->k->name, (long long)n);
+    m->k->free(m->arena);
     m->arena = a;
     m->arena_floats = need;
+    return DDPC_OK;
+}
+
+/* Grows device input buffer *buf to `cap` elements of `size` bytes (contents not kept). */
+static ddpc_status grow_input(ddpc_model *m, void **buf, size_t cap, size_t size)
+{
+    m->k->free(*buf);
+    *buf = m->k->alloc(cap * size);
+    return *buf ? DDPC_OK
+                : ddpc_errorf(DDPC_ENOMEM, "out of %s memory for a batch's inputs", m->k->name);
+}
+
+/* A device model's copy of the host batch `in`: every array copied into the model's device input
+ * buffers (grown for the largest batch seen), the rest as it is. The checks that read inputs
+ * (token ranges) run on the host copy before this. */
+static ddpc_status stage_inputs(ddpc_model *m, const ddpc_model_input *in, ddpc_model_input *out)
+{
+    ddpc_sample_sizes z = ddpc_model_sample_sizes(m, in);
+    size_t n = (size_t)in->n, need = n * (size_t)(z.x > z.tokens ? z.x : z.tokens);
+    if (n * (size_t)z.targets > need)
+        need = n * (size_t)z.targets;
+    if (n * (size_t)z.src_tokens > need)
+        need = n * (size_t)z.src_tokens;
+    if (need > m->in_cap) {
+        DDPC_TRY(grow_input(m, (void **)&m->ktokens, need, sizeof(int32_t)));
+        DDPC_TRY(grow_input(m, (void **)&m->ktargets, need, sizeof(int32_t)));
+        DDPC_TRY(grow_input(m, (void **)&m->ksrc, need, sizeof(int32_t)));
+        DDPC_TRY(grow_input(m, (void **)&m->kx, need, sizeof(float)));
+        m->in_cap = need;
+    }
+    *out = *in;
+    if (in->x) {
+        m->k->to_device(m->kx, in->x, n * (size_t)z.x * sizeof(float));
+        out->x = m->kx;
+    }
+    if (in->tokens) {
+        m->k->to_device(m->ktokens, in->tokens, n * (size_t)z.tokens * sizeof(int32_t));
+        out->tokens = m->ktokens;
+    }
+    if (in->targets) {
+        m->k->to_device(m->ktargets, in->targets, n * (size_t)z.targets * sizeof(int32_t));
+        out->targets = m->ktargets;
+    }
+    if (in->src_tokens) {
+        m->k->to_device(m->ksrc, in->src_tokens, n * (size_t)z.src_tokens * sizeof(int32_t));
+        out->src_tokens = m->ksrc;
+    }
     return DDPC_OK;
 }
 
@@ -259,6 +385,13 @@ ddpc_status ddpc_model_forward(ddpc_model *m, const ddpc_model_input *in, bool t
         m, m->ops->arena_floats(m, in->n, m->cfg.activation_checkpointing), in->n));
     ddpc_model_output local = {0};
     m->last_n = 0;
+    if (m->ops->check_input)
+        DDPC_TRY(m->ops->check_input(m, in));
+    ddpc_model_input staged;
+    if (m->k->kind != DDPC_DEVICE_CPU) {
+        DDPC_TRY(stage_inputs(m, in, &staged));
+        in = &staged;
+    }
     DDPC_TRY(m->ops->forward(m, in, training, out ? out : &local));
     if (in->targets)
         m->last_n = in->n;

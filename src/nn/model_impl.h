@@ -4,6 +4,7 @@
 #ifndef DDPC_NN_MODEL_IMPL_H
 #define DDPC_NN_MODEL_IMPL_H
 
+#include <ddpc/device.h>
 #include <ddpc/nn.h>
 
 typedef struct {
@@ -15,6 +16,8 @@ typedef struct {
     /* Arena floats that forward + backward need for a batch of n, with or without activation
      * checkpointing (a model without it ignores ckpt). */
     size_t (*arena_floats)(const ddpc_model *m, int64_t n, bool ckpt);
+    /* Optional: checks the host batch before it is copied to the device (token ranges). */
+    ddpc_status (*check_input)(const ddpc_model *m, const ddpc_model_input *in);
     /* Whether the model implements cfg.activation_checkpointing. */
     bool checkpointing;
     ddpc_status (*forward)(ddpc_model *m, const ddpc_model_input *in, bool training,
@@ -26,6 +29,19 @@ typedef struct {
 struct ddpc_model {
     const ddpc__model_ops *ops;
     ddpc_model_config cfg;
+    /* The kernel table every pass calls (cfg.backend, or the CPU's). On a device, k-prefixed
+     * buffers are the device's copies the kernels use and the plain ones the host's (checkpoints,
+     * export, init); on the CPU both names are the same memory. */
+    const ddpc_kernel_table *k;
+    float *kparams, *kgrads, *kbuffers;
+    uint8_t *kdecay_mask;
+    /* A device model's inputs, copied from the host batch by ddpc_model_forward: room for
+     * `in_cap` int32/float elements each, grown once per larger batch. */
+    int32_t *ktokens, *ktargets, *ksrc;
+    float *kx;
+    size_t in_cap;
+    float *host_probs; /* a device model's probs read back for ddpc_model_probs */
+    size_t probs_count, host_probs_cap;
     void *impl;
     ddpc_param *tensors; /* (n_tensors) */
     size_t n_tensors, cap_tensors;
@@ -33,9 +49,9 @@ struct ddpc_model {
     float *params;       /* (n_params) */
     float *grads;        /* (n_params) */
     uint8_t *decay_mask; /* (n_params) */
-    float *arena;        /* (arena_floats) activations, scratch, backward temporaries */
+    float *arena;        /* (arena_floats) activations, scratch, backward temporaries: k's memory */
     size_t arena_floats;
-    const float *probs;  /* set by forward: (n, outputs_per_sample) */
+    const float *probs;  /* set by forward: (n, outputs_per_sample), k's memory */
     int64_t last_n;      /* batch of the last forward with targets, 0 if none */
     ddpc_grad_ready_fn grad_ready; /* may be NULL */
     void *grad_ready_ctx;
@@ -60,6 +76,11 @@ int ddpc__model_add_param(ddpc_model *m, const char *name, int ndim, const int64
 int ddpc__model_add_buffer(ddpc_model *m, const char *name, int ndim, const int64_t *shape);
 static inline float *ddpc__buffer_ptr(ddpc_model *m, int idx)
 {
+    return m->kbuffers + m->buffer_views[idx].offset;
+}
+/* The host copy of buffer idx (for init; a device model uploads it afterwards). */
+static inline float *ddpc__host_buffer_ptr(ddpc_model *m, int idx)
+{
     return m->buffers + m->buffer_views[idx].offset;
 }
 /* Sums `count` doubles over every replica through the stat-sync hook (a no-op without one). */
@@ -74,12 +95,12 @@ static inline ddpc_status ddpc__model_sync_stats(ddpc_model *m, double *sums, si
 static inline float *ddpc__param_ptr(ddpc_model *m, int idx)
 {
     float *p = m->param_use ? m->param_use(m->param_use_ctx, (size_t)idx) : NULL;
-    return p ? p : m->params + m->tensors[idx].offset;
+    return p ? p : m->kparams + m->tensors[idx].offset;
 }
 static inline float *ddpc__grad_ptr(ddpc_model *m, int idx)
 {
     float *g = m->grad_use ? m->grad_use(m->grad_use_ctx, (size_t)idx) : NULL;
-    return g ? g : m->grads + m->tensors[idx].offset;
+    return g ? g : m->kgrads + m->tensors[idx].offset;
 }
 
 /* Reports tensor idx's gradient as final for this backward (see ddpc_model_set_grad_ready_hook). */
@@ -102,8 +123,6 @@ static inline size_t ddpc__round16(size_t count) { return (count + 15) & ~(size_
 void ddpc__init_uniform(float *w, size_t n, float bound, uint64_t seed, uint64_t stream);
 void ddpc__init_normal(float *w, size_t n, float std, uint64_t seed, uint64_t stream);
 
-/* x (n, classes) = softmax of each row, in place. */
-void ddpc__softmax_rows(float *x, int64_t n, int64_t classes);
 
 extern const ddpc__model_ops ddpc__mlp_ops;
 extern const ddpc__model_ops ddpc__cnn_ops;

@@ -200,7 +200,7 @@ ddpc_status ddpc__s2s_forward(ddpc_model *m, const ddpc_model_input *in, bool tr
     m->probs = g->logits;
     *out = (ddpc_model_output){0};
     if (!in->targets) {
-        ddpc__softmax_rows(g->logits, B * T, V);
+        m->k->softmax_rows(g->logits, B * T, V);
         return DDPC_OK;
     }
     out->n_correct = ddpc_argmax_correct(g->logits, in->targets, B * T, V, PAD);

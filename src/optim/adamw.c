@@ -11,13 +11,9 @@
 #include <omp.h>
 #include <string.h>
 
-typedef struct {
-    float b1, b2, a1, a2, eps, neg_step, bc2_sqrt;
-} adamw_coef;
-
 /* Elements [i0, i1) of params, exp_avg m and exp_avg_sq v with one decay factor for all of them. */
 static void update_run(float *restrict params, const float *restrict grads, float *restrict m,
-                       float *restrict v, int64_t i0, int64_t i1, float decay, const adamw_coef *k)
+                       float *restrict v, int64_t i0, int64_t i1, float decay, const ddpc_adamw_coef *k)
 {
     const float b1 = k->b1, b2 = k->b2, a1 = k->a1, a2 = k->a2, eps = k->eps;
     const float neg_step = k->neg_step, bc2_sqrt = k->bc2_sqrt;
@@ -57,21 +53,8 @@ static int64_t run_end(const uint8_t *mask, int64_t i, int64_t n)
 void DDPC_SIMD(ddpc__adamw_update)(ddpc_optim *o, size_t off, size_t count, float *params,
                                    const float *grads, const uint8_t *decay_mask, float lr)
 {
-    const ddpc_optim_config *c = &o->cfg;
-    const double t = (double)o->step;
-    const double bc1 = 1.0 - pow((double)c->beta1, t);
-    const double bc2 = 1.0 - pow((double)c->beta2, t);
-    /* A masked element (torch: a group with wd 0) is multiplied by 1, exactly as torch does. */
-    const float decay = (float)(1.0 - (double)lr * (double)c->weight_decay);
-    const adamw_coef k = {
-        .b1 = c->beta1,
-        .b2 = c->beta2,
-        .a1 = (float)(1.0 - (double)c->beta1), /* alpha=1 - beta1 */
-        .a2 = (float)(1.0 - (double)c->beta2), /* value=1 - beta2 */
-        .eps = c->eps,
-        .neg_step = (float)(-((double)lr / bc1)),
-        .bc2_sqrt = (float)sqrt(bc2),
-    };
+    const ddpc_adamw_coef k = ddpc__adamw_coef_of(o, lr);
+    const float decay = k.decay;
     float *m = o->state[0] + off; /* exp_avg (count) */
     float *v = o->state[1] + off; /* exp_avg_sq (count) */
     const int64_t n = (int64_t)count;

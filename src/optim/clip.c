@@ -43,11 +43,8 @@ DDPC_SIMD_DISPATCH(double, ddpc_grad_sumsq, (const float *g, size_t n), (g, n))
 
 float DDPC_SIMD(ddpc_grad_clip_scale)(float *g, size_t n, double norm, float max_norm)
 {
-    if (!isfinite(norm))
-        return 1.0f;
-    /* torch: clip_coef = max_norm / (total_norm + 1e-6), an fp32 tensor op, clamped to 1 */
-    const float coef = max_norm / ((float)norm + 1e-6f);
-    if (!(coef < 1.0f))
+    const float coef = ddpc_grad_clip_coef(norm, max_norm);
+    if (coef == 1.0f)
         return 1.0f;
     const int64_t len = (int64_t)n;
 #pragma omp parallel for schedule(static) if (len >= DDPC_OPTIM_PARALLEL_MIN)

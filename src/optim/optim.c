@@ -97,6 +97,12 @@ static ddpc_status check_config(const ddpc_optim_config *c)
 
 ddpc_status ddpc_optim_create(ddpc_optim **out, const ddpc_optim_config *cfg, size_t n)
 {
+    return ddpc_optim_create_on(out, cfg, n, NULL);
+}
+
+ddpc_status ddpc_optim_create_on(ddpc_optim **out, const ddpc_optim_config *cfg, size_t n,
+                                 const ddpc_kernel_table *k)
+{
     if (!out || !cfg)
         return ddpc_errorf(DDPC_EINVAL, "ddpc_optim_create: out and cfg must be non-NULL");
     DDPC_TRY(check_config(cfg));
@@ -113,9 +119,12 @@ ddpc_status ddpc_optim_create(ddpc_optim **out, const ddpc_optim_config *cfg, si
         o->state_name[0] = "exp_avg";
         o->state_name[1] = "exp_avg_sq";
     }
+    o->k = k ? k : ddpc_kernel_table_cpu();
+    bool device = o->k->kind != DDPC_DEVICE_CPU;
     for (size_t i = 0; i < o->nstate; i++) {
         o->state[i] = ddpc_calloc(n, sizeof(float));
-        if (!o->state[i]) {
+        o->kstate[i] = device ? o->k->alloc(n * sizeof(float)) : o->state[i];
+        if (!o->state[i] || !o->kstate[i]) {
             const char *what = o->state_name[i];
             ddpc_optim_destroy(o);
             return ddpc_errorf(DDPC_ENOMEM, "out of memory allocating %s optimizer state '%s' "
@@ -130,8 +139,11 @@ void ddpc_optim_destroy(ddpc_optim *o)
 {
     if (!o)
         return;
-    for (size_t i = 0; i < DDPC_OPTIM_MAX_STATE; i++)
+    for (size_t i = 0; i < DDPC_OPTIM_MAX_STATE; i++) {
+        if (o->k && o->k->kind != DDPC_DEVICE_CPU)
+            o->k->free(o->kstate[i]);
         ddpc_free(o->state[i]);
+    }
     ddpc_free(o);
 }
 
@@ -140,6 +152,21 @@ void ddpc_optim_step(ddpc_optim *o, float *params, const float *grads, const uin
 {
     ddpc_range all = {0, o->n};
     ddpc_optim_step_ranges(o, params, grads, decay_mask, &all, 1, lr);
+}
+
+/* The update of state elements [off, off + n) on the optimizer's device. */
+static void device_update(ddpc_optim *o, size_t off, size_t n, float *params, const float *grads,
+                          const uint8_t *mask, float lr)
+{
+    if (o->cfg.type == DDPC_OPTIM_SGD) {
+        ddpc_sgd_coef c = ddpc__sgd_coef_of(o, lr);
+        o->k->sgd_update(params, grads, o->kstate[0] ? o->kstate[0] + off : NULL, mask,
+                         (int64_t)n, &c);
+    } else {
+        ddpc_adamw_coef c = ddpc__adamw_coef_of(o, lr);
+        o->k->adamw_update(params, grads, o->kstate[0] + off, o->kstate[1] + off, mask,
+                           (int64_t)n, &c);
+    }
 }
 
 void ddpc_optim_step_ranges(ddpc_optim *o, float *params, const float *grads,
@@ -153,7 +180,9 @@ void ddpc_optim_step_ranges(ddpc_optim *o, float *params, const float *grads,
         if (len > o->n - off)
             len = o->n - off;
         const uint8_t *mask = decay_mask ? decay_mask + lo : NULL;
-        if (o->cfg.type == DDPC_OPTIM_SGD)
+        if (o->k->kind != DDPC_DEVICE_CPU)
+            device_update(o, off, len, params + lo, grads + lo, mask, lr);
+        else if (o->cfg.type == DDPC_OPTIM_SGD)
             ddpc__sgd_update(o, off, len, params + lo, grads + lo, mask, lr);
         else
             ddpc__adamw_update(o, off, len, params + lo, grads + lo, mask, lr);
@@ -163,9 +192,26 @@ void ddpc_optim_step_ranges(ddpc_optim *o, float *params, const float *grads,
 
 void ddpc_optim_reset(ddpc_optim *o)
 {
-    for (size_t i = 0; i < o->nstate; i++)
+    for (size_t i = 0; i < o->nstate; i++) {
         memset(o->state[i], 0, o->n * sizeof(float));
+        if (o->kstate[i] != o->state[i])
+            o->k->fill_f32(o->kstate[i], 0.0f, (int64_t)o->n);
+    }
     o->step = 0;
+}
+
+void ddpc_optim_to_host(ddpc_optim *o)
+{
+    for (size_t i = 0; i < o->nstate; i++)
+        if (o->kstate[i] != o->state[i])
+            o->k->to_host(o->state[i], o->kstate[i], o->n * sizeof(float));
+}
+
+void ddpc_optim_to_device(ddpc_optim *o)
+{
+    for (size_t i = 0; i < o->nstate; i++)
+        if (o->kstate[i] != o->state[i])
+            o->k->to_device(o->kstate[i], o->state[i], o->n * sizeof(float));
 }
 
 size_t ddpc_optim_numel(const ddpc_optim *o)

@@ -10,12 +10,9 @@
 void DDPC_SIMD(ddpc__sgd_update)(ddpc_optim *o, size_t off, size_t count, float *params,
                                  const float *grads, const uint8_t *decay_mask, float lr)
 {
-    const float wd = o->cfg.weight_decay;
-    const float mom = o->cfg.momentum;
-    const float keep = (float)(1.0 - (double)o->cfg.dampening); /* alpha=1 - dampening */
-    const bool nesterov = o->cfg.nesterov;
-    const bool first = o->step == 1;
-    const float neg_lr = -lr;
+    const ddpc_sgd_coef k = ddpc__sgd_coef_of(o, lr);
+    const float wd = k.wd, mom = k.momentum, keep = k.keep, neg_lr = k.neg_lr;
+    const bool nesterov = k.nesterov, first = k.first;
     float *buf = o->state[0] + off; /* (count) */
     const int64_t n = (int64_t)count;
 

@@ -4,6 +4,7 @@
  * (optim.h), and clipping is torch.nn.utils.clip_grad_norm_ on the averaged gradients, so every
  * rank computes the same norm, takes the same skip/stop decision and applies the same update. */
 #include <ddpc/alloc.h>
+#include <ddpc/device.h>
 #include <ddpc/comm.h>
 #include <ddpc/engine.h>
 #include <ddpc/pages.h>
@@ -143,7 +144,8 @@ ddpc_status ddpc_engine_create(ddpc_model *m, ddpc_reducer *reducer, int rank, i
         ddpc_reducer_shard(reducer, &e->shard, &e->n_shard);
     for (size_t i = 0; i < e->n_shard; i++)
         e->owned += e->shard[i].len;
-    ddpc_status st = ddpc_optim_create(&e->opt, &c->optim, e->owned ? e->owned : 1);
+    ddpc_status st = ddpc_optim_create_on(&e->opt, &c->optim, e->owned ? e->owned : 1,
+                                          ddpc_model_backend(m));
     if (st != DDPC_OK) {
         ddpc__dp_destroy(e->dp);
         ddpc_free(e);
@@ -286,6 +288,13 @@ static ddpc_status nonfinite(ddpc_engine *e, double norm)
 static ddpc_status grad_norm(ddpc_engine *e, float *g, double *norm)
 {
     const ddpc_engine_config *c = &e->cfg;
+    const ddpc_kernel_table *k = ddpc_model_backend(e->model);
+    if (k->kind != DDPC_DEVICE_CPU) { /* one rank on a device: its own kernels, one read-back */
+        int64_t n = (int64_t)ddpc_model_num_params(e->model);
+        bool overflow = c->loss_scaling && k->unscale(g, n, e->scaler.scale);
+        *norm = overflow ? NAN : sqrt(k->sumsq(g, n));
+        return DDPC_OK;
+    }
     if (e->stage == 0) {
         size_t n = ddpc_model_num_params(e->model);
         bool overflow = c->loss_scaling && ddpc_grad_unscale(g, n, e->scaler.scale);
@@ -313,8 +322,9 @@ static ddpc_status apply(ddpc_engine *e, ddpc_engine_step_info *info, bool *appl
 {
     const ddpc_engine_config *c = &e->cfg;
     ddpc_model *m = e->model;
+    const ddpc_kernel_table *k = ddpc_model_backend(m);
     set_phase(e, DDPC_PHASE_OPTIMIZER);
-    float *g = ddpc_model_grads(m);
+    float *g = ddpc_model_device_grads(m);
     float lr = ddpc_engine_lr(e, e->step);
     *info = (ddpc_engine_step_info){.step = e->step, .lr = lr, .loss_scale = e->scaler.scale};
     /* The norm is identical on every rank, and so is the decision. */
@@ -333,10 +343,17 @@ static ddpc_status apply(ddpc_engine *e, ddpc_engine_step_info *info, bool *appl
         return DDPC_OK;
     }
     /* Clipping after unscaling, as GradScaler's recipe does; only the shard is read from here. */
-    for (size_t i = 0; c->grad_clip > 0.0f && i < e->n_shard; i++)
-        ddpc_grad_clip_scale(g + e->shard[i].lo, e->shard[i].len, norm, c->grad_clip);
-    ddpc_optim_step_ranges(e->opt, ddpc_model_params(m), g, ddpc_model_decay_mask(m), e->shard,
-                           e->n_shard, lr);
+    for (size_t i = 0; c->grad_clip > 0.0f && i < e->n_shard; i++) {
+        if (k->kind == DDPC_DEVICE_CPU) {
+            ddpc_grad_clip_scale(g + e->shard[i].lo, e->shard[i].len, norm, c->grad_clip);
+            continue;
+        }
+        float coef = ddpc_grad_clip_coef(norm, c->grad_clip);
+        if (coef != 1.0f)
+            k->scale(g + e->shard[i].lo, (int64_t)e->shard[i].len, coef);
+    }
+    ddpc_optim_step_ranges(e->opt, ddpc_model_device_params(m), g,
+                           ddpc_model_device_decay_mask(m), e->shard, e->n_shard, lr);
     e->step++;
     *applied = true;
     return DDPC_OK;
@@ -466,9 +483,10 @@ void ddpc_engine_shard(const ddpc_engine *e, const ddpc_range **ranges, size_t *
 ddpc_engine_memory ddpc_engine_memory_of(const ddpc_engine *e)
 {
     size_t bytes = ddpc_model_num_params(e->model) * sizeof(float);
+    bool device = ddpc_model_backend(e->model)->kind != DDPC_DEVICE_CPU;
     ddpc_engine_memory mem = {
-        .params = ddpc_pages_resident(ddpc_model_params(e->model), bytes),
-        .grads = ddpc_pages_resident(ddpc_model_grads(e->model), bytes),
+        .params = device ? bytes : ddpc_pages_resident(ddpc_model_params(e->model), bytes),
+        .grads = device ? bytes : ddpc_pages_resident(ddpc_model_grads(e->model), bytes),
         .optim_state = ddpc_optim_num_state(e->opt) * ddpc_optim_numel(e->opt) * sizeof(float),
         .staging = e->reducer ? ddpc_reducer_staging_bytes(e->reducer) : 0,
     };

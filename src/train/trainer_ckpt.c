@@ -186,6 +186,9 @@ static ddpc_status load(ddpc_trainer *t, const char *path, ddpc_ckpt_state *st)
     /* Every rank reads all parameters and the optimizer state of its own shard. */
     DDPC_TRY(
         ddpc_ckpt_load_shard(path, t->model, ddpc_engine_optim(t->engine), ranges, n_ranges, st));
+    /* The host copies now hold the checkpoint; a GPU run's kernels read the device's. */
+    ddpc_model_to_device(t->model);
+    ddpc_optim_to_device(ddpc_engine_optim(t->engine));
     ddpc_engine_params_written(t->engine); /* ZeRO-3 keeps only its chunks resident */
     ddpc_engine_restore(t->engine, st->step, st->skipped_steps);
     if (st->loss_scaling)
@@ -237,6 +240,9 @@ static ddpc_status write_ckpt(ddpc_trainer *t, int stage, const ddpc_ckpt_state 
     }
     if (t->rank != 0) /* the state is replicated: rank 0 writes it */
         return DDPC_OK;
+    /* A GPU run's state is on the device: bring the host copies up to date first. */
+    ddpc_model_to_host(t->model);
+    ddpc_optim_to_host(ddpc_engine_optim(t->engine));
     return ddpc_ckpt_save(t->set.ckpt_dir, t->model, ddpc_engine_optim(t->engine), st,
                           t->set.ckpt_keep, path, cap);
 }

@@ -398,6 +398,7 @@ ddpc_status ddpc__trainer_fit(ddpc_trainer *t)
     if (!s->weights_out)
         return DDPC_OK;
     DDPC_TRY(ddpc_engine_gather_params(t->engine)); /* ZeRO-3: rank 0 writes them all */
+    ddpc_model_to_host(t->model); /* a GPU run's weights are on the device */
     ddpc_status st = t->rank == 0 ? ddpc_weights_save_model(t->model, s->weights_out) : DDPC_OK;
     ddpc_engine_release_params(t->engine);
     if (st == DDPC_OK && t->rank == 0 && t->log)

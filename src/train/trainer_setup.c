@@ -12,9 +12,11 @@
  * matches and says what did not. */
 static ddpc_status load_init(ddpc_trainer *t)
 {
-    return ddpc__translation_name_vocabs(
+    DDPC_TRY(ddpc__translation_name_vocabs(
         t, ddpc_weights_load_opts(t->model, t->set.init_from, t->set.init_strict, t->init_report,
-                                  sizeof t->init_report));
+                                  sizeof t->init_report)));
+    ddpc_model_to_device(t->model); /* the loaded host copy is what a GPU run trains */
+    return DDPC_OK;
 }
 
 static ddpc_status build(ddpc_trainer *t, const char *config_name)

@@ -77,7 +77,7 @@ static ddpc_status save_batches(const batch_shape *bs, int steps, const char *di
 }
 
 /* probs1.safetensors: the output probabilities of the first forward, (rows, classes). */
-static ddpc_status save_probs(const ddpc_model *m, const batch_shape *bs, const char *dir,
+static ddpc_status save_probs(ddpc_model *m, const batch_shape *bs, const char *dir,
                               const char *file)
 {
     int64_t rows = bs->target_count, cols = bs->vocab;

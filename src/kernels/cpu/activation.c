@@ -70,3 +70,12 @@ void DDPC_SIMD(ddpc_gelu_backward)(float *dx, const float *dy, const float *rest
 DDPC_SIMD_DISPATCH_VOID(ddpc_gelu_backward,
                         (float *dx, const float *dy, const float *restrict x, int64_t n),
                         (dx, dy, x, n))
+
+void DDPC_SIMD(ddpc_relu_mask)(float *restrict x, const float *restrict y, int64_t n)
+{
+#pragma omp parallel for schedule(static) if (n >= 8 * DDPC__PAR_MIN_WORK)
+    for (int64_t i = 0; i < n; i++)
+        x[i] = y[i] > 0.0f ? x[i] : 0.0f;
+}
+DDPC_SIMD_DISPATCH_VOID(ddpc_relu_mask, (float *restrict x, const float *restrict y, int64_t n),
+                        (x, y, n))

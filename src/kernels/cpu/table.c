@@ -1,7 +1,7 @@
 /* The CPU kernel table: the functions of kernels.h, on host memory. The optimizer members stay
  * NULL: optim/ runs its own vectorised loops on the host. */
 #include <ddpc/alloc.h>
-#include <ddpc/backend.h>
+#include <ddpc/device.h>
 
 #include <math.h>
 #include <string.h>
@@ -34,7 +34,7 @@ static void cpu_softmax_rows(float *x, int64_t n, int64_t classes)
     }
 }
 
-static const ddpc_backend cpu_table = {
+static const ddpc_kernel_table cpu_table = {
     .name = "cpu",
     .kind = DDPC_DEVICE_CPU,
     .device = 0,
@@ -54,6 +54,7 @@ static const ddpc_backend cpu_table = {
     .linear_backward = ddpc_linear_backward,
     .relu_forward = ddpc_relu_forward,
     .relu_backward = ddpc_relu_backward,
+    .relu_mask = ddpc_relu_mask,
     .gelu_forward = ddpc_gelu_forward,
     .gelu_backward = ddpc_gelu_backward,
     .layernorm_forward = ddpc_layernorm_forward,
@@ -83,7 +84,7 @@ static const ddpc_backend cpu_table = {
     .softmax_rows = cpu_softmax_rows,
 };
 
-const ddpc_backend *ddpc_backend_cpu(void)
+const ddpc_kernel_table *ddpc_kernel_table_cpu(void)
 {
     return &cpu_table;
 }

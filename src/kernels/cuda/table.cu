@@ -1,7 +1,7 @@
 /* The CUDA kernel table: every member points at its kernels/cuda implementation. */
 #include "kernels/cuda/cuda_impl.h"
 
-extern "C" const ddpc_backend ddpc__cuda_table = {
+extern "C" const ddpc_kernel_table ddpc__cuda_table = {
     .name = "cuda",
     .kind = DDPC_DEVICE_CUDA,
     .device = 0,
@@ -21,6 +21,7 @@ extern "C" const ddpc_backend ddpc__cuda_table = {
     .linear_backward = ddpc__cuda_linear_backward,
     .relu_forward = ddpc__cuda_relu_forward,
     .relu_backward = ddpc__cuda_relu_backward,
+    .relu_mask = ddpc__cuda_relu_mask,
     .gelu_forward = ddpc__cuda_gelu_forward,
     .gelu_backward = ddpc__cuda_gelu_backward,
     .layernorm_forward = ddpc__cuda_layernorm_forward,
