@@ -14,29 +14,6 @@ static void ddpc__cuda_todo(const char *name)
 }
 
 extern "C" {
-void *ddpc__cuda_alloc(size_t bytes)
-{ ddpc__cuda_todo("alloc"); return 0; }
-
-void ddpc__cuda_free(void *p)
-{ ddpc__cuda_todo("free"); }
-
-void ddpc__cuda_to_device(void *dst, const void *src, size_t bytes)
-{ ddpc__cuda_todo("to_device"); }
-
-void ddpc__cuda_to_host(void *dst, const void *src, size_t bytes)
-{ ddpc__cuda_todo("to_host"); }
-
-void ddpc__cuda_copy(void *dst, const void *src, size_t bytes)
-{ ddpc__cuda_todo("copy"); }
-
-void ddpc__cuda_synchronize(void)
-{ ddpc__cuda_todo("synchronize"); }
-
-uint64_t ddpc__cuda_alloc_count(void)
-{ ddpc__cuda_todo("alloc_count"); return 0; }
-
-void ddpc__cuda_count_alloc(void)
-{ ddpc__cuda_todo("count_alloc"); }
 
 void ddpc__cuda_fill_f32(float *x, float value, int64_t n)
 { ddpc__cuda_todo("fill_f32"); }
