@@ -15,21 +15,6 @@ static void ddpc__cuda_todo(const char *name)
 
 extern "C" {
 
-void ddpc__cuda_fill_f32(float *x, float value, int64_t n)
-{ ddpc__cuda_todo("fill_f32"); }
-
-void ddpc__cuda_add_f32(float *y, const float *a, const float *b, int64_t n)
-{ ddpc__cuda_todo("add_f32"); }
-
-void ddpc__cuda_axpy_f32(float *y, float alpha, const float *x, int64_t n)
-{ ddpc__cuda_todo("axpy_f32"); }
-
-void ddpc__cuda_gelu_forward(float *y, const float *x, int64_t n)
-{ ddpc__cuda_todo("gelu_forward"); }
-
-void ddpc__cuda_gelu_backward(float *dx, const float *dy, const float *x, int64_t n)
-{ ddpc__cuda_todo("gelu_backward"); }
-
 void ddpc__cuda_gemm(ddpc_precision prec, ddpc_transpose ta, ddpc_transpose tb, int64_t m,                      int64_t n, int64_t k, float alpha, const float *a, int64_t lda,                      const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
 { ddpc__cuda_todo("gemm"); }
 
