@@ -15,18 +15,6 @@ static void ddpc__cuda_todo(const char *name)
 
 extern "C" {
 
-void ddpc__cuda_gemm(ddpc_precision prec, ddpc_transpose ta, ddpc_transpose tb, int64_t m,                      int64_t n, int64_t k, float alpha, const float *a, int64_t lda,                      const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
-{ ddpc__cuda_todo("gemm"); }
-
-void ddpc__cuda_linear_forward(ddpc_precision prec, float *y, const float *x, const float *w,                                const float *b, int64_t n, int64_t in, int64_t out)
-{ ddpc__cuda_todo("linear_forward"); }
-
-void ddpc__cuda_linear_residual_forward(ddpc_precision prec, float *y, const float *x,                                         const float *w, const float *b, const float *r, int64_t n,                                         int64_t in, int64_t out)
-{ ddpc__cuda_todo("linear_residual_forward"); }
-
-void ddpc__cuda_linear_backward(ddpc_precision prec, float *dx, float *dw, float *db,                                 const float *dy, const float *x, const float *w, int64_t n,                                 int64_t in, int64_t out)
-{ ddpc__cuda_todo("linear_backward"); }
-
 void ddpc__cuda_layernorm_forward(float *y, float *mean, float *rstd, const float *x,                                   const float *w, const float *b, int64_t rows, int64_t c)
 { ddpc__cuda_todo("layernorm_forward"); }
 
