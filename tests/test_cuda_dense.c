@@ -10,7 +10,7 @@
 #define TOL_SUM 1e-4
 #define TOL_16 1e-2
 
-static const ddpc_backend *cpu, *gpu;
+static const ddpc_kernel_table *cpu, *gpu;
 
 #define CHECK_ERR(err, tol)                                                                        \
     do {                                                                                           \
@@ -318,7 +318,7 @@ static void test_bias_sum_bitwise(void)
 
 int main(void)
 {
-    cpu = ddpc_backend_cpu();
+    cpu = ddpc_kernel_table_cpu();
     gpu = bt_cuda_or_skip();
     RUN_TEST(test_memory);
     RUN_TEST(test_elementwise);

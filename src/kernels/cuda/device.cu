@@ -19,14 +19,14 @@ static int open_device = -1;
 static cudaStream_t stream;
 static cublasHandle_t blas;
 static void *blas_workspace;
-static ddpc_backend table;
+static ddpc_kernel_table table;
 static char description[640]; /* prop.name is up to 256 bytes */
 static thread_local bool thread_current;
 
 static void *scratch_ptr[DDPC__CUDA_SCRATCH_COUNT];
 static size_t scratch_bytes[DDPC__CUDA_SCRATCH_COUNT];
 
-extern "C" bool ddpc_backend_cuda_built(void)
+extern "C" bool ddpc_cuda_built(void)
 {
     return true;
 }
@@ -37,7 +37,7 @@ static void say(char *why, size_t cap, const char *msg, const char *detail)
         snprintf(why, cap, msg, detail);
 }
 
-extern "C" int ddpc_backend_cuda_devices(char *why, size_t cap)
+extern "C" int ddpc_cuda_devices(char *why, size_t cap)
 {
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
@@ -132,10 +132,10 @@ static ddpc_status open_locked(int dev, int count)
     return DDPC_OK;
 }
 
-extern "C" ddpc_status ddpc__backend_cuda_open(int local_rank, const ddpc_backend **out)
+extern "C" ddpc_status ddpc__backend_cuda_open(int local_rank, const ddpc_kernel_table **out)
 {
     char why[160] = "";
-    int count = ddpc_backend_cuda_devices(why, sizeof why);
+    int count = ddpc_cuda_devices(why, sizeof why);
     if (count <= 0)
         return ddpc_errorf(DDPC_EINVAL, "device: cuda cannot be used: %s", why);
     int dev = (local_rank < 0 ? 0 : local_rank) % count;
