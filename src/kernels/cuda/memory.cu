@@ -1,0 +1,73 @@
+/* The CUDA table's memory: device buffers (zeroed, 256-byte aligned by cudaMalloc, so the table's
+ * 64-byte promise holds) and copies, all ordered on ddpc__cuda_stream(). Invariant: the stream is
+ * non-blocking, so every copy and memset here is the *Async form on that stream (a plain cudaMemcpy
+ * would run on the legacy default stream and not wait for our kernels). */
+#include "kernels/cuda/cuda_impl.h"
+
+#include <atomic>
+
+static std::atomic<uint64_t> allocations;
+
+extern "C" void ddpc__cuda_count_alloc(void)
+{
+    allocations.fetch_add(1, std::memory_order_relaxed);
+}
+
+extern "C" uint64_t ddpc__cuda_alloc_count(void)
+{
+    return allocations.load(std::memory_order_relaxed);
+}
+
+/* NULL when the device is out of memory (the table's contract); the caller reports it. */
+extern "C" void *ddpc__cuda_alloc(size_t bytes)
+{
+    void *p = nullptr;
+    cudaStream_t stream = ddpc__cuda_stream(); /* first, so this thread's current GPU is ours */
+    cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
+    if (e != cudaSuccess) {
+        /* An allocation failure is not sticky; clear it so the next launch check is not blamed. */
+        (void)cudaGetLastError();
+        return nullptr;
+    }
+    ddpc__cuda_count_alloc();
+    DDPC_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes ? bytes : 1, stream));
+    return p;
+}
+
+/* cudaFree waits for the device, so kernels still reading p finish first. */
+extern "C" void ddpc__cuda_free(void *p)
+{
+    if (p) {
+        (void)ddpc__cuda_stream(); /* makes our GPU current on this thread */
+        DDPC_CUDA_CHECK(cudaFree(p));
+    }
+}
+
+/* Returns once the host buffer may be reused: cudaMemcpyAsync from pageable memory stages the
+ * bytes before returning. */
+extern "C" void ddpc__cuda_to_device(void *dst, const void *src, size_t bytes)
+{
+    if (bytes)
+        DDPC_CUDA_CHECK(
+            cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, ddpc__cuda_stream()));
+}
+
+extern "C" void ddpc__cuda_to_host(void *dst, const void *src, size_t bytes)
+{
+    if (bytes)
+        DDPC_CUDA_CHECK(
+            cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, ddpc__cuda_stream()));
+    DDPC_CUDA_CHECK(cudaStreamSynchronize(ddpc__cuda_stream()));
+}
+
+extern "C" void ddpc__cuda_copy(void *dst, const void *src, size_t bytes)
+{
+    if (bytes && dst != src)
+        DDPC_CUDA_CHECK(
+            cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, ddpc__cuda_stream()));
+}
+
+extern "C" void ddpc__cuda_synchronize(void)
+{
+    DDPC_CUDA_CHECK(cudaStreamSynchronize(ddpc__cuda_stream()));
+}
