@@ -12,8 +12,8 @@ static void check_attention(int64_t b, int64_t t, int64_t c, int64_t nh, ddpc_pr
 {
     const double tol = prec == DDPC_PREC_FP32 ? 1e-4 : 1e-2;
     const int64_t nqkv = b * t * 3 * c, nout = b * t * c, natt = b * nh * t * t;
-    printf(" attention b %lld t %lld c %lld nh %lld %s\n", (long long)b, (long long)t,
-           (long long)c, (long long)nh, ddpc_precision_name(prec));
+    printf(" attention b %lld t %lld c %lld nh %lld %s\n", (long long)b, (long long)t, (long long)c,
+           (long long)nh, ddpc_precision_name(prec));
     float *qkv = tu_rand(nqkv, -1.0f, 1.0f, 11 + (uint64_t)t);
     float *dout = tu_rand(nout, -1.0f, 1.0f, 12 + (uint64_t)t);
     float *out = tu_alloc(nout), *att = tu_alloc(natt), *dqkv = tu_alloc(nqkv);

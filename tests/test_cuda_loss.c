@@ -10,7 +10,7 @@ static const ddpc_backend *cpu;
 
 enum { V = 50257, N = 9, IGNORE = -100 };
 
-/* Targets of N rows: two ignore_index, one >= v, one negative (all four ignored), the rest valid. */
+/* Targets of N rows: two ignore_index, one >= v, one negative (all ignored), the rest valid. */
 static void make_targets(int32_t *tg, int64_t v)
 {
     const int32_t t[N] = {3, IGNORE, (int32_t)v - 1, 0, (int32_t)v, 17, -5, IGNORE, (int32_t)v / 2};
@@ -168,7 +168,8 @@ static void check_embedding(int64_t b, int64_t t, int64_t c, int64_t vocab, bool
     CHECK(bt_err(gpu, "dwpe", d_dwpe, dwpe, t * c) <= 1e-6);
 
     /* Rerun from the same starting gradients: identical bits, and no device allocation. */
-    float *start_te = tu_rand(vocab * c, -1.0f, 1.0f, 54), *start_pe = tu_rand(t * c, -1.0f, 1.0f, 55);
+    float *start_te = tu_rand(vocab * c, -1.0f, 1.0f, 54);
+    float *start_pe = tu_rand(t * c, -1.0f, 1.0f, 55);
     gpu->to_device(d_dwte, start_te, (size_t)(vocab * c) * sizeof(float));
     gpu->to_device(d_dwpe, start_pe, (size_t)(t * c) * sizeof(float));
     uint64_t allocs = gpu->alloc_count();

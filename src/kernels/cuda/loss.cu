@@ -21,9 +21,9 @@ __device__ __forceinline__ bool valid_target(int32_t tg, int64_t v, int32_t igno
 
 /* probs (n, v) = softmax(logits); row_loss (n) = -log probs[target], 0 where ignored. probs may
  * be logits: each element is read and then written by the same thread. */
-__global__ void ce_forward_kernel(float *probs, float *row_loss, const float *logits,
-                                  const int32_t *targets, int64_t n, int64_t v,
-                                  int32_t ignore_index)
+__global__ void __launch_bounds__(1024)
+    ce_forward_kernel(float *probs, float *row_loss, const float *logits, const int32_t *targets,
+                      int64_t n, int64_t v, int32_t ignore_index)
 {
     __shared__ float sh[32];
     for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
@@ -53,8 +53,9 @@ __global__ void ce_forward_kernel(float *probs, float *row_loss, const float *lo
 }
 
 /* out[0] = sum of row_loss (n) in double, out[1] = number of valid rows; one block. */
-__global__ void ce_mean_kernel(double *out, const float *row_loss, const int32_t *targets,
-                               int64_t n, int64_t v, int32_t ignore_index)
+__global__ void __launch_bounds__(1024)
+    ce_mean_kernel(double *out, const float *row_loss, const int32_t *targets, int64_t n,
+                   int64_t v, int32_t ignore_index)
 {
     __shared__ double shd[32];
     __shared__ long long shc[32];
@@ -135,8 +136,9 @@ extern "C" void ddpc__cuda_cross_entropy_backward(float *dlogits, const float *p
 
 /* *correct += rows whose first maximum is their (valid) target. An integer atomic: the count is
  * exact whatever the order. */
-__global__ void argmax_kernel(unsigned long long *correct, const float *scores,
-                              const int32_t *targets, int64_t n, int64_t v, int32_t ignore_index)
+__global__ void __launch_bounds__(1024)
+    argmax_kernel(unsigned long long *correct, const float *scores, const int32_t *targets,
+                  int64_t n, int64_t v, int32_t ignore_index)
 {
     __shared__ float sv[32];
     __shared__ int si[32];
@@ -183,7 +185,7 @@ extern "C" int64_t ddpc__cuda_argmax_correct(const float *scores, const int32_t 
 }
 
 /* x (n, classes) = softmax of each row, in place; divides by the sum as the CPU table does. */
-__global__ void softmax_rows_kernel(float *x, int64_t n, int64_t classes)
+__global__ void __launch_bounds__(1024) softmax_rows_kernel(float *x, int64_t n, int64_t classes)
 {
     __shared__ float sh[32];
     for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {

@@ -5,6 +5,7 @@
 #ifndef DDPC_KERNELS_CUDA_ROW_REDUCE_CUH
 #define DDPC_KERNELS_CUDA_ROW_REDUCE_CUH
 
+#include <math.h>
 #include <stdint.h>
 
 struct ddpc__sum_op {
