@@ -16,8 +16,7 @@ static int64_t region(int64_t floats)
 }
 
 /* Forward uses q, k, v (y reuses q's region); backward q, k, v, dout, dq, dk, dv, then datt. */
-extern "C" size_t ddpc__cuda_attention_workspace_floats(int64_t b, int64_t t, int64_t c,
-                                                        int64_t nh)
+extern "C" size_t ddpc__cuda_attention_workspace_floats(int64_t b, int64_t t, int64_t c, int64_t nh)
 {
     return (size_t)(7 * region(b * t * c) + region(b * nh * t * t));
 }
@@ -25,8 +24,8 @@ extern "C" size_t ddpc__cuda_attention_workspace_floats(int64_t b, int64_t t, in
 /* Between packed rows of `parts` (B, T, parts, NH, hs) slices and `parts` head-major arrays
  * (B, NH, T, hs), `stride` floats apart: to_heads gathers packed into heads, else the reverse.
  * Every element of the destination is written once. */
-__global__ void permute_kernel(float *heads, float *packed, int64_t b, int64_t t, int64_t nh,
-                               int64_t hs, int parts, int64_t stride, bool to_heads)
+static __global__ void permute_kernel(float *heads, float *packed, int64_t b, int64_t t, int64_t nh,
+                                      int64_t hs, int parts, int64_t stride, bool to_heads)
 {
     const int64_t total = b * t * parts * nh * hs;
     for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total;
@@ -82,7 +81,7 @@ static unsigned row_grid(int64_t rows)
 
 /* att rows (rows = B*NH*T of T) hold scaled scores; row i of each head becomes a softmax over keys
  * 0..i and exactly 0 after (the CPU's causal_softmax_rows, multiplying by 1/sum as it does). */
-__global__ void causal_softmax_kernel(float *att, int64_t rows, int64_t t)
+static __global__ void causal_softmax_kernel(float *att, int64_t rows, int64_t t)
 {
     __shared__ float sh[32];
     for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
@@ -107,8 +106,8 @@ __global__ void causal_softmax_kernel(float *att, int64_t rows, int64_t t)
 
 /* In place: datt row i becomes dpre = scale * P * (dP - rowsum(P * dP)) over keys 0..i, 0 after
  * (the CPU's softmax_backward_rows, same order of operations). */
-__global__ void causal_softmax_backward_kernel(float *datt, const float *att, int64_t rows,
-                                               int64_t t, float scale)
+static __global__ void causal_softmax_backward_kernel(float *datt, const float *att, int64_t rows,
+                                                      int64_t t, float scale)
 {
     __shared__ float sh[32];
     for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
@@ -133,7 +132,7 @@ extern "C" void ddpc__cuda_attention_forward(ddpc_precision prec, float *out, fl
     const int64_t hs = c / nh, r = region(b * t * c), bh = b * nh, rows = bh * t;
     const float scale = 1.0f / sqrtf((float)hs);
     float *q = ws, *k = ws + r, *v = ws + 2 * r, *y = q; /* y overwrites q once scores exist */
-    permute(q, (float *)qkv, b, t, nh, hs, 3, r, true); /* reads qkv only */
+    permute(q, (float *)qkv, b, t, nh, hs, 3, r, true);  /* reads qkv only */
     /* att (T, T) per head = scale q k^T, the full square; the softmax zeroes above the diagonal. */
     batched_gemm(prec, false, true, t, t, hs, scale, q, hs, t * hs, k, hs, t * hs, att, t, t * t,
                  bh);
@@ -157,7 +156,7 @@ extern "C" void ddpc__cuda_attention_backward(ddpc_precision prec, float *dqkv, 
     const float scale = 1.0f / sqrtf((float)hs);
     float *q = ws, *k = ws + r, *v = ws + 2 * r, *dy = ws + 3 * r;
     float *dq = ws + 4 * r, *dk = ws + 5 * r, *dv = ws + 6 * r, *datt = ws + 7 * r;
-    permute(q, (float *)qkv, b, t, nh, hs, 3, r, true);  /* reads qkv only */
+    permute(q, (float *)qkv, b, t, nh, hs, 3, r, true);   /* reads qkv only */
     permute(dy, (float *)dout, b, t, nh, hs, 1, r, true); /* reads dout only */
     /* datt = dy v^T; dv = att^T dy (att is 0 above the diagonal: only later queries count). */
     batched_gemm(prec, false, true, t, t, hs, 1.0f, dy, hs, th, v, hs, th, datt, t, tt, bh);

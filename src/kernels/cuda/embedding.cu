@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-__global__ void embedding_forward_kernel(float *y, const int32_t *tokens, const float *wte,
-                                         const float *wpe, int64_t bt, int64_t t, int64_t c)
+static __global__ void embedding_forward_kernel(float *y, const int32_t *tokens, const float *wte,
+                                                const float *wpe, int64_t bt, int64_t t, int64_t c)
 {
     const int64_t total = bt * c;
     for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total;
@@ -33,7 +33,8 @@ extern "C" void ddpc__cuda_embedding_forward(float *y, const int32_t *tokens, co
 }
 
 /* dwpe (t, c) += sum over the batch of dy (b, t, c), batch rows in order. */
-__global__ void embedding_dwpe_kernel(float *dwpe, const float *dy, int64_t b, int64_t t, int64_t c)
+static __global__ void embedding_dwpe_kernel(float *dwpe, const float *dy, int64_t b, int64_t t,
+                                             int64_t c)
 {
     const int64_t total = t * c;
     for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total;
@@ -47,8 +48,8 @@ __global__ void embedding_dwpe_kernel(float *dwpe, const float *dy, int64_t b, i
 
 /* Block (u, channel tile): dwte row uniq[u] += dy rows pos[start[u] .. start[u + 1]), in that
  * (ascending) order; distinct u own distinct rows, so no two threads write one element. */
-__global__ void embedding_dwte_kernel(float *dwte, const float *dy, const int32_t *pos,
-                                      const int32_t *start, const int32_t *uniq, int64_t c)
+static __global__ void embedding_dwte_kernel(float *dwte, const float *dy, const int32_t *pos,
+                                             const int32_t *start, const int32_t *uniq, int64_t c)
 {
     const int64_t u = blockIdx.x, j = blockIdx.y * (int64_t)blockDim.x + threadIdx.x;
     if (j >= c)
@@ -150,8 +151,8 @@ extern "C" void ddpc__cuda_embedding_backward(float *dwte, float *dwpe, const fl
      * sums in a fixed order without float atomics. */
     int32_t *tok = host_ints((size_t)(5 * n + 1 + RADIX + 1));
     int32_t *tmp = tok + n, *up = tmp + n, *count = up + 3 * n + 1;
-    DDPC_CUDA_CHECK(cudaMemcpyAsync(tok, tokens, (size_t)n * sizeof(int32_t),
-                                    cudaMemcpyDeviceToHost, st));
+    DDPC_CUDA_CHECK(
+        cudaMemcpyAsync(tok, tokens, (size_t)n * sizeof(int32_t), cudaMemcpyDeviceToHost, st));
     DDPC_CUDA_CHECK(cudaStreamSynchronize(st));
     /* The upload, one copy: pos (n slots, the first m used), start (nu + 1), uniq (nu). */
     int32_t *pos = up, *start = up + n;

@@ -14,14 +14,14 @@ static unsigned row_grid(int64_t rows)
     return (unsigned)(rows < 65535 * 16 ? rows : 65535 * 16);
 }
 
-__device__ __forceinline__ bool valid_target(int32_t tg, int64_t v, int32_t ignore_index)
+static __device__ __forceinline__ bool valid_target(int32_t tg, int64_t v, int32_t ignore_index)
 {
     return tg != ignore_index && tg >= 0 && tg < v;
 }
 
 /* probs (n, v) = softmax(logits); row_loss (n) = -log probs[target], 0 where ignored. probs may
  * be logits: each element is read and then written by the same thread. */
-__global__ void __launch_bounds__(1024)
+static __global__ void __launch_bounds__(1024)
     ce_forward_kernel(float *probs, float *row_loss, const float *logits, const int32_t *targets,
                       int64_t n, int64_t v, int32_t ignore_index)
 {
@@ -53,9 +53,9 @@ __global__ void __launch_bounds__(1024)
 }
 
 /* out[0] = sum of row_loss (n) in double, out[1] = number of valid rows; one block. */
-__global__ void __launch_bounds__(1024)
-    ce_mean_kernel(double *out, const float *row_loss, const int32_t *targets, int64_t n,
-                   int64_t v, int32_t ignore_index)
+static __global__ void __launch_bounds__(1024)
+    ce_mean_kernel(double *out, const float *row_loss, const int32_t *targets, int64_t n, int64_t v,
+                   int32_t ignore_index)
 {
     __shared__ double shd[32];
     __shared__ long long shc[32];
@@ -105,8 +105,9 @@ extern "C" float ddpc__cuda_cross_entropy_forward(float *probs, float *losses, c
 
 /* dlogits (n, v) += g * (probs - onehot(target)) on valid rows, in the CPU's order of operations
  * (d + g p, then - g at the target). */
-__global__ void ce_backward_kernel(float *dlogits, const float *probs, const int32_t *targets,
-                                   int64_t n, int64_t v, int32_t ignore_index, float g)
+static __global__ void ce_backward_kernel(float *dlogits, const float *probs,
+                                          const int32_t *targets, int64_t n, int64_t v,
+                                          int32_t ignore_index, float g)
 {
     for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
         const int32_t tg = targets[i];
@@ -136,7 +137,7 @@ extern "C" void ddpc__cuda_cross_entropy_backward(float *dlogits, const float *p
 
 /* *correct += rows whose first maximum is their (valid) target. An integer atomic: the count is
  * exact whatever the order. */
-__global__ void __launch_bounds__(1024)
+static __global__ void __launch_bounds__(1024)
     argmax_kernel(unsigned long long *correct, const float *scores, const int32_t *targets,
                   int64_t n, int64_t v, int32_t ignore_index)
 {
@@ -166,8 +167,8 @@ __global__ void __launch_bounds__(1024)
     }
 }
 
-extern "C" int64_t ddpc__cuda_argmax_correct(const float *scores, const int32_t *targets,
-                                             int64_t n, int64_t v, int32_t ignore_index)
+extern "C" int64_t ddpc__cuda_argmax_correct(const float *scores, const int32_t *targets, int64_t n,
+                                             int64_t v, int32_t ignore_index)
 {
     if (n <= 0 || v <= 0)
         return 0;
@@ -185,7 +186,8 @@ extern "C" int64_t ddpc__cuda_argmax_correct(const float *scores, const int32_t 
 }
 
 /* x (n, classes) = softmax of each row, in place; divides by the sum as the CPU table does. */
-__global__ void __launch_bounds__(1024) softmax_rows_kernel(float *x, int64_t n, int64_t classes)
+static __global__ void __launch_bounds__(1024)
+    softmax_rows_kernel(float *x, int64_t n, int64_t classes)
 {
     __shared__ float sh[32];
     for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
@@ -210,7 +212,7 @@ extern "C" void ddpc__cuda_softmax_rows(float *x, int64_t n, int64_t classes)
 {
     if (n <= 0 || classes <= 0)
         return;
-    softmax_rows_kernel<<<row_grid(n), ddpc__row_threads(classes, 1024), 0,
-                          ddpc__cuda_stream()>>>(x, n, classes);
+    softmax_rows_kernel<<<row_grid(n), ddpc__row_threads(classes, 1024), 0, ddpc__cuda_stream()>>>(
+        x, n, classes);
     DDPC_CUDA_LAUNCHED();
 }
