@@ -23,35 +23,33 @@ extern "C" size_t ddpc__cuda_attention_workspace_floats(int64_t b, int64_t t, in
 
 /* Between packed rows of `parts` (B, T, parts, NH, hs) slices and `parts` head-major arrays
  * (B, NH, T, hs), `stride` floats apart: to_heads gathers packed into heads, else the reverse.
- * Every element of the destination is written once. */
-static __global__ void permute_kernel(float *heads, float *packed, int64_t b, int64_t t, int64_t nh,
-                                      int64_t hs, int parts, int64_t stride, bool to_heads)
+ * One block per packed row (32-bit column arithmetic: a row is parts * C < 2^31 floats); every
+ * element of the destination is written once. */
+static __global__ void permute_kernel(float *heads, float *packed, int64_t b, int64_t t, int nh,
+                                      int hs, int parts, int64_t stride, bool to_heads)
 {
-    const int64_t total = b * t * parts * nh * hs;
-    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total;
-         e += (int64_t)gridDim.x * blockDim.x) {
-        int64_t r = e;
-        const int64_t d = r % hs;
-        r /= hs;
-        const int64_t h = r % nh;
-        r /= nh;
-        const int64_t part = r % parts;
-        r /= parts;
-        const int64_t ti = r % t, bi = r / t;
-        const int64_t at = part * stride + ((bi * nh + h) * t + ti) * hs + d;
-        if (to_heads)
-            heads[at] = packed[e];
-        else
-            packed[e] = heads[at];
+    const int c = nh * hs, width = parts * c;
+    for (int64_t row = blockIdx.x; row < b * t; row += gridDim.x) {
+        const int64_t bi = row / t, ti = row % t;
+        for (int col = threadIdx.x; col < width; col += blockDim.x) {
+            const int part = col / c, h = col % c / hs, d = col % hs;
+            const int64_t at = part * stride + ((bi * nh + h) * t + ti) * hs + d;
+            const int64_t e = row * width + col;
+            if (to_heads)
+                heads[at] = packed[e];
+            else
+                packed[e] = heads[at];
+        }
     }
 }
 
 static void permute(float *heads, float *packed, int64_t b, int64_t t, int64_t nh, int64_t hs,
                     int parts, int64_t stride, bool to_heads)
 {
-    const int64_t total = b * t * parts * nh * hs;
-    permute_kernel<<<ddpc__cuda_blocks(total, 256), 256, 0, ddpc__cuda_stream()>>>(
-        heads, packed, b, t, nh, hs, parts, stride, to_heads);
+    const int64_t rows = b * t;
+    permute_kernel<<<(unsigned)(rows < 65535 * 16 ? rows : 65535 * 16), 256, 0,
+                     ddpc__cuda_stream()>>>(heads, packed, b, t, (int)nh, (int)hs, parts, stride,
+                                            to_heads);
     DDPC_CUDA_LAUNCHED();
 }
 
