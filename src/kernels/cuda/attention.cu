@@ -15,7 +15,8 @@ static int64_t region(int64_t floats)
     return (floats + 63) / 64 * 64;
 }
 
-/* Forward uses q, k, v (y reuses q's region); backward q, k, v, dout, dq, dk, dv, then datt. */
+/* Forward uses q, k, v (y reuses q's region); backward q, k, v, dout, dq, dk, dv, then datt.
+ * Unlike the CPU kernel, forward needs ws too (it may not be NULL here). */
 extern "C" size_t ddpc__cuda_attention_workspace_floats(int64_t b, int64_t t, int64_t c, int64_t nh)
 {
     return (size_t)(7 * region(b * t * c) + region(b * nh * t * t));
@@ -127,6 +128,7 @@ extern "C" void ddpc__cuda_attention_forward(ddpc_precision prec, float *out, fl
 {
     if (b <= 0 || t <= 0 || c <= 0 || nh <= 0)
         return;
+    DDPC_ASSERT(ws != NULL); /* a caller that sized no workspace: a bug, not input */
     const int64_t hs = c / nh, r = region(b * t * c), bh = b * nh, rows = bh * t;
     const float scale = 1.0f / sqrtf((float)hs);
     float *q = ws, *k = ws + r, *v = ws + 2 * r, *y = q; /* y overwrites q once scores exist */
@@ -149,6 +151,7 @@ extern "C" void ddpc__cuda_attention_backward(ddpc_precision prec, float *dqkv, 
 {
     if (b <= 0 || t <= 0 || c <= 0 || nh <= 0)
         return;
+    DDPC_ASSERT(ws != NULL); /* a caller that sized no workspace: a bug, not input */
     const int64_t hs = c / nh, r = region(b * t * c), bh = b * nh, rows = bh * t;
     const int64_t th = t * hs, tt = t * t;
     const float scale = 1.0f / sqrtf((float)hs);
