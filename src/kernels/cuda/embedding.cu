@@ -62,7 +62,8 @@ static __global__ void embedding_dwte_kernel(float *dwte, const float *dy, const
 }
 
 /* Host buffers for grouping positions by token, grown (never shrunk) for the largest b * t seen:
- * tokens (n), a radix pass's output (n), the upload (pos n, start n + 1, uniq n), digit counts. */
+ * tokens (n), a radix pass's output (n), the upload (pos n, start n + 1, uniq n), digit counts.
+ * One thread at a time, like the rest of the CUDA table (one stream, shared scratch). */
 static struct {
     int32_t *buf;
     size_t cap; /* int32s */
