@@ -4,8 +4,8 @@
  * Skips (exit 77) without a GPU; every device output is poisoned with NaN before a kernel runs. */
 #include "backend_testutil.h"
 
-static const ddpc_backend *gpu;
-static const ddpc_backend *cpu;
+static const ddpc_kernel_table *gpu;
+static const ddpc_kernel_table *cpu;
 
 /* One shape at one precision: forward, backward, rerun and allocation checks. */
 static void check_attention(int64_t b, int64_t t, int64_t c, int64_t nh, ddpc_precision prec)
@@ -88,7 +88,7 @@ static void test_attention_t1(void)
 int main(void)
 {
     gpu = bt_cuda_or_skip();
-    cpu = ddpc_backend_cpu();
+    cpu = ddpc_kernel_table_cpu();
     RUN_TEST(test_attention_small);
     RUN_TEST(test_attention_gpt_block);
     RUN_TEST(test_attention_t1);

@@ -5,8 +5,8 @@
  * Skips (exit 77) without a GPU; device outputs are poisoned with NaN before a kernel runs. */
 #include "backend_testutil.h"
 
-static const ddpc_backend *gpu;
-static const ddpc_backend *cpu;
+static const ddpc_kernel_table *gpu;
+static const ddpc_kernel_table *cpu;
 
 enum { V = 50257, N = 9, IGNORE = -100 };
 
@@ -202,7 +202,7 @@ static void test_embedding(void)
 int main(void)
 {
     gpu = bt_cuda_or_skip();
-    cpu = ddpc_backend_cpu();
+    cpu = ddpc_kernel_table_cpu();
     RUN_TEST(test_cross_entropy_gpt2_vocab);
     RUN_TEST(test_cross_entropy_small);
     RUN_TEST(test_argmax_ties);
