@@ -1,0 +1,173 @@
+/* Causal multi-head self-attention (Vaswani et al. 2017) in GPT-2's layout on the GPU, with the
+ * CPU kernel's contract (kernels/cpu/attention.c): qkv (B, T, 3C) = q | k | v, head h owns columns
+ * h*hs .. (h+1)*hs of each; att (B, NH, T, T) holds the softmax probabilities, exactly 0 above the
+ * diagonal; backward OVERWRITES dqkv. q, k, v (and dout) are permuted into (B*NH, T, hs) in the
+ * workspace so every product is one cuBLAS strided-batched GEMM over B*NH heads; softmax and its
+ * backward are ddpc's row kernels with fixed-order reductions (reruns give the same bits). */
+#include "kernels/cuda/cuda_impl.h"
+#include "kernels/cuda/row_reduce.cuh"
+
+#include <math.h>
+
+/* Workspace regions start on 256-byte boundaries, which cuBLAS's vectorised paths like. */
+static int64_t region(int64_t floats)
+{
+    return (floats + 63) / 64 * 64;
+}
+
+/* Forward uses q, k, v (y reuses q's region); backward q, k, v, dout, dq, dk, dv, then datt.
+ * Unlike the CPU kernel, forward needs ws too (it may not be NULL here). */
+extern "C" size_t ddpc__cuda_attention_workspace_floats(int64_t b, int64_t t, int64_t c, int64_t nh)
+{
+    return (size_t)(7 * region(b * t * c) + region(b * nh * t * t));
+}
+
+/* Between packed rows of `parts` (B, T, parts, NH, hs) slices and `parts` head-major arrays
+ * (B, NH, T, hs), `stride` floats apart: to_heads gathers packed into heads, else the reverse.
+ * One block per packed row (32-bit column arithmetic: a row is parts * C < 2^31 floats); every
+ * element of the destination is written once. */
+static __global__ void permute_kernel(float *heads, float *packed, int64_t b, int64_t t, int nh,
+                                      int hs, int parts, int64_t stride, bool to_heads)
+{
+    const int c = nh * hs, width = parts * c;
+    for (int64_t row = blockIdx.x; row < b * t; row += gridDim.x) {
+        const int64_t bi = row / t, ti = row % t;
+        for (int col = threadIdx.x; col < width; col += blockDim.x) {
+            const int part = col / c, h = col % c / hs, d = col % hs;
+            const int64_t at = part * stride + ((bi * nh + h) * t + ti) * hs + d;
+            const int64_t e = row * width + col;
+            if (to_heads)
+                heads[at] = packed[e];
+            else
+                packed[e] = heads[at];
+        }
+    }
+}
+
+static void permute(float *heads, float *packed, int64_t b, int64_t t, int64_t nh, int64_t hs,
+                    int parts, int64_t stride, bool to_heads)
+{
+    const int64_t rows = b * t;
+    permute_kernel<<<(unsigned)(rows < 65535 * 16 ? rows : 65535 * 16), 256, 0,
+                     ddpc__cuda_stream()>>>(heads, packed, b, t, (int)nh, (int)hs, parts, stride,
+                                            to_heads);
+    DDPC_CUDA_LAUNCHED();
+}
+
+/* Row-major c (m, n) = alpha op(a) (m, k) op(b) (k, n) for `batch` matrices `sa`, `sb`, `sc`
+ * floats apart, as cuBLAS's column-major c^T = op(b)^T op(a)^T. Precision as ddpc__cuda_gemm:
+ * fp32 without TF32; bf16/fp16 round the fp32 inputs on the tensor cores, accumulating in fp32. */
+static void batched_gemm(ddpc_precision prec, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                         float alpha, const float *a, int64_t lda, int64_t sa, const float *b,
+                         int64_t ldb, int64_t sb, float *c, int64_t ldc, int64_t sc, int64_t batch)
+{
+    const float beta = 0.0f;
+    const cublasComputeType_t ct = prec == DDPC_PREC_BF16   ? CUBLAS_COMPUTE_32F_FAST_16BF
+                                   : prec == DDPC_PREC_FP16 ? CUBLAS_COMPUTE_32F_FAST_16F
+                                                            : CUBLAS_COMPUTE_32F;
+    DDPC_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+        ddpc__cuda_blas(), tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n,
+        (int)m, (int)k, &alpha, b, CUDA_R_32F, (int)ldb, (long long)sb, a, CUDA_R_32F, (int)lda,
+        (long long)sa, &beta, c, CUDA_R_32F, (int)ldc, (long long)sc, (int)batch, ct,
+        CUBLAS_GEMM_DEFAULT));
+}
+
+/* Rows handled by one block each, looping when there are more than the grid. */
+static unsigned row_grid(int64_t rows)
+{
+    return (unsigned)(rows < 65535 * 16 ? rows : 65535 * 16);
+}
+
+/* att rows (rows = B*NH*T of T) hold scaled scores; row i of each head becomes a softmax over keys
+ * 0..i and exactly 0 after (the CPU's causal_softmax_rows, multiplying by 1/sum as it does). */
+static __global__ void causal_softmax_kernel(float *att, int64_t rows, int64_t t)
+{
+    __shared__ float sh[32];
+    for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+        float *p = att + row * t;
+        const int64_t len = row % t + 1;
+        float mx = -INFINITY;
+        for (int64_t j = threadIdx.x; j < len; j += blockDim.x)
+            mx = ddpc__max_op()(mx, p[j]);
+        mx = ddpc__block_reduce(mx, ddpc__max_op(), -INFINITY, sh);
+        float sum = 0.0f;
+        for (int64_t j = threadIdx.x; j < len; j += blockDim.x) {
+            float e = expf(p[j] - mx);
+            p[j] = e;
+            sum += e;
+        }
+        sum = ddpc__block_reduce(sum, ddpc__sum_op(), 0.0f, sh);
+        const float inv = 1.0f / sum;
+        for (int64_t j = threadIdx.x; j < t; j += blockDim.x)
+            p[j] = j < len ? p[j] * inv : 0.0f;
+    }
+}
+
+/* In place: datt row i becomes dpre = scale * P * (dP - rowsum(P * dP)) over keys 0..i, 0 after
+ * (the CPU's softmax_backward_rows, same order of operations). */
+static __global__ void causal_softmax_backward_kernel(float *datt, const float *att, int64_t rows,
+                                                      int64_t t, float scale)
+{
+    __shared__ float sh[32];
+    for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+        float *d = datt + row * t;
+        const float *p = att + row * t;
+        const int64_t len = row % t + 1;
+        float dot = 0.0f;
+        for (int64_t j = threadIdx.x; j < len; j += blockDim.x)
+            dot += p[j] * d[j];
+        dot = ddpc__block_reduce(dot, ddpc__sum_op(), 0.0f, sh);
+        for (int64_t j = threadIdx.x; j < t; j += blockDim.x)
+            d[j] = j < len ? scale * p[j] * (d[j] - dot) : 0.0f;
+    }
+}
+
+extern "C" void ddpc__cuda_attention_forward(ddpc_precision prec, float *out, float *att,
+                                             const float *qkv, int64_t b, int64_t t, int64_t c,
+                                             int64_t nh, float *ws)
+{
+    if (b <= 0 || t <= 0 || c <= 0 || nh <= 0)
+        return;
+    DDPC_ASSERT(ws != NULL); /* a caller that sized no workspace: a bug, not input */
+    const int64_t hs = c / nh, r = region(b * t * c), bh = b * nh, rows = bh * t;
+    const float scale = 1.0f / sqrtf((float)hs);
+    float *q = ws, *k = ws + r, *v = ws + 2 * r, *y = q; /* y overwrites q once scores exist */
+    permute(q, (float *)qkv, b, t, nh, hs, 3, r, true);  /* reads qkv only */
+    /* att (T, T) per head = scale q k^T, the full square; the softmax zeroes above the diagonal. */
+    batched_gemm(prec, false, true, t, t, hs, scale, q, hs, t * hs, k, hs, t * hs, att, t, t * t,
+                 bh);
+    causal_softmax_kernel<<<row_grid(rows), ddpc__row_threads(t, 256), 0, ddpc__cuda_stream()>>>(
+        att, rows, t);
+    DDPC_CUDA_LAUNCHED();
+    /* y (T, hs) per head = att v: the zeros above the diagonal keep it causal. */
+    batched_gemm(prec, false, false, t, hs, t, 1.0f, att, t, t * t, v, hs, t * hs, y, hs, t * hs,
+                 bh);
+    permute(y, out, b, t, nh, hs, 1, r, false);
+}
+
+extern "C" void ddpc__cuda_attention_backward(ddpc_precision prec, float *dqkv, const float *dout,
+                                              const float *qkv, const float *att, int64_t b,
+                                              int64_t t, int64_t c, int64_t nh, float *ws)
+{
+    if (b <= 0 || t <= 0 || c <= 0 || nh <= 0)
+        return;
+    DDPC_ASSERT(ws != NULL); /* a caller that sized no workspace: a bug, not input */
+    const int64_t hs = c / nh, r = region(b * t * c), bh = b * nh, rows = bh * t;
+    const int64_t th = t * hs, tt = t * t;
+    const float scale = 1.0f / sqrtf((float)hs);
+    float *q = ws, *k = ws + r, *v = ws + 2 * r, *dy = ws + 3 * r;
+    float *dq = ws + 4 * r, *dk = ws + 5 * r, *dv = ws + 6 * r, *datt = ws + 7 * r;
+    permute(q, (float *)qkv, b, t, nh, hs, 3, r, true);   /* reads qkv only */
+    permute(dy, (float *)dout, b, t, nh, hs, 1, r, true); /* reads dout only */
+    /* datt = dy v^T; dv = att^T dy (att is 0 above the diagonal: only later queries count). */
+    batched_gemm(prec, false, true, t, t, hs, 1.0f, dy, hs, th, v, hs, th, datt, t, tt, bh);
+    batched_gemm(prec, true, false, t, hs, t, 1.0f, att, t, tt, dy, hs, th, dv, hs, th, bh);
+    causal_softmax_backward_kernel<<<row_grid(rows), ddpc__row_threads(t, 256), 0,
+                                     ddpc__cuda_stream()>>>(datt, att, rows, t, scale);
+    DDPC_CUDA_LAUNCHED();
+    /* dq = dpre k; dk = dpre^T q. */
+    batched_gemm(prec, false, false, t, hs, t, 1.0f, datt, t, tt, k, hs, th, dq, hs, th, bh);
+    batched_gemm(prec, true, false, t, hs, t, 1.0f, datt, t, tt, q, hs, th, dk, hs, th, bh);
+    /* dq, dk, dv are consecutive regions r apart: one scatter writes every element of dqkv. */
+    permute(dq, dqkv, b, t, nh, hs, 3, r, false);
+}

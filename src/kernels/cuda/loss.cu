@@ -1,0 +1,218 @@
+/* Softmax cross-entropy (PyTorch's mean over valid targets), argmax accuracy and row softmax on
+ * the GPU, one block per row (rows up to GPT-2's 50257 logits) with fixed-order block reductions.
+ * Invariant: as in kernels/cpu/cross_entropy.c, a target is valid when it is not ignore_index and
+ * lies in [0, v); the mean is summed in double by one block in a fixed order, so it is the same
+ * bits on every rerun; the members that return a number wait for the device. */
+#include "kernels/cuda/cuda_impl.h"
+#include "kernels/cuda/row_reduce.cuh"
+
+#include <math.h>
+
+/* The grid for `rows` row blocks; the kernels loop, so a capped grid still covers every row. */
+static unsigned row_grid(int64_t rows)
+{
+    return (unsigned)(rows < 65535 * 16 ? rows : 65535 * 16);
+}
+
+static __device__ __forceinline__ bool valid_target(int32_t tg, int64_t v, int32_t ignore_index)
+{
+    return tg != ignore_index && tg >= 0 && tg < v;
+}
+
+/* probs (n, v) = softmax(logits); row_loss (n) = -log probs[target], 0 where ignored. probs may
+ * be logits: each element is read and then written by the same thread. */
+static __global__ void __launch_bounds__(1024)
+    ce_forward_kernel(float *probs, float *row_loss, const float *logits, const int32_t *targets,
+                      int64_t n, int64_t v, int32_t ignore_index)
+{
+    __shared__ float sh[32];
+    for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
+        const float *x = logits + i * v;
+        float *p = probs + i * v;
+        const int32_t tg = targets[i];
+        const bool valid = valid_target(tg, v, ignore_index);
+        /* Read before the barrier inside the max reduction: after it, threads overwrite x. */
+        const float x_tg = valid ? x[tg] : 0.0f;
+        float mx = -INFINITY;
+        for (int64_t j = threadIdx.x; j < v; j += blockDim.x)
+            mx = ddpc__max_op()(mx, x[j]);
+        mx = ddpc__block_reduce(mx, ddpc__max_op(), -INFINITY, sh);
+        float sum = 0.0f;
+        for (int64_t j = threadIdx.x; j < v; j += blockDim.x) {
+            float e = expf(x[j] - mx);
+            p[j] = e;
+            sum += e;
+        }
+        sum = ddpc__block_reduce(sum, ddpc__sum_op(), 0.0f, sh);
+        const float inv = 1.0f / sum; /* the CPU multiplies by the inverse too */
+        for (int64_t j = threadIdx.x; j < v; j += blockDim.x)
+            p[j] *= inv;
+        if (threadIdx.x == 0)
+            row_loss[i] = valid ? logf(sum) - (x_tg - mx) : 0.0f;
+    }
+}
+
+/* out[0] = sum of row_loss (n) in double, out[1] = number of valid rows; one block. */
+static __global__ void __launch_bounds__(1024)
+    ce_mean_kernel(double *out, const float *row_loss, const int32_t *targets, int64_t n, int64_t v,
+                   int32_t ignore_index)
+{
+    __shared__ double shd[32];
+    __shared__ long long shc[32];
+    double total = 0.0;
+    long long count = 0;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+        total += (double)row_loss[i];
+        count += valid_target(targets[i], v, ignore_index);
+    }
+    total = ddpc__block_reduce(total, ddpc__sum_op(), 0.0, shd);
+    count = ddpc__block_reduce(count, ddpc__sum_op(), 0LL, shc);
+    if (threadIdx.x == 0) {
+        out[0] = total;
+        out[1] = (double)count;
+    }
+}
+
+extern "C" float ddpc__cuda_cross_entropy_forward(float *probs, float *losses, const float *logits,
+                                                  const int32_t *targets, int64_t n, int64_t v,
+                                                  int32_t ignore_index, int64_t *n_valid)
+{
+    if (n <= 0 || v <= 0) {
+        if (n_valid)
+            *n_valid = 0;
+        return 0.0f;
+    }
+    cudaStream_t st = ddpc__cuda_stream();
+    /* Scratch: the two results, then row losses when the caller keeps none. Sized by n alone, so
+     * a repeated shape never grows it. */
+    char *scratch = (char *)ddpc__cuda_scratch(DDPC__CUDA_SCRATCH_REDUCE,
+                                               2 * sizeof(double) + (size_t)n * sizeof(float));
+    double *sums = (double *)scratch;
+    float *row_loss = losses ? losses : (float *)(scratch + 2 * sizeof(double));
+    ce_forward_kernel<<<row_grid(n), ddpc__row_threads(v, 1024), 0, st>>>(
+        probs, row_loss, logits, targets, n, v, ignore_index);
+    DDPC_CUDA_LAUNCHED();
+    ce_mean_kernel<<<1, 1024, 0, st>>>(sums, row_loss, targets, n, v, ignore_index);
+    DDPC_CUDA_LAUNCHED();
+    double host[2];
+    DDPC_CUDA_CHECK(cudaMemcpyAsync(host, sums, sizeof host, cudaMemcpyDeviceToHost, st));
+    DDPC_CUDA_CHECK(cudaStreamSynchronize(st));
+    int64_t count = (int64_t)host[1];
+    if (n_valid)
+        *n_valid = count;
+    return count ? (float)(host[0] / (double)count) : 0.0f;
+}
+
+/* dlogits (n, v) += g * (probs - onehot(target)) on valid rows, in the CPU's order of operations
+ * (d + g p, then - g at the target). */
+static __global__ void ce_backward_kernel(float *dlogits, const float *probs,
+                                          const int32_t *targets, int64_t n, int64_t v,
+                                          int32_t ignore_index, float g)
+{
+    for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
+        const int32_t tg = targets[i];
+        if (!valid_target(tg, v, ignore_index))
+            continue; /* the whole block skips: no barrier in this kernel */
+        float *d = dlogits + i * v;
+        const float *p = probs + i * v;
+        for (int64_t j = threadIdx.x; j < v; j += blockDim.x) {
+            float r = d[j] + g * p[j];
+            d[j] = j == tg ? r - g : r;
+        }
+    }
+}
+
+extern "C" void ddpc__cuda_cross_entropy_backward(float *dlogits, const float *probs,
+                                                  const int32_t *targets, int64_t n, int64_t v,
+                                                  int32_t ignore_index, int64_t n_valid,
+                                                  float dloss)
+{
+    if (n_valid <= 0 || n <= 0 || v <= 0)
+        return;
+    const float g = dloss / (float)n_valid;
+    ce_backward_kernel<<<row_grid(n), ddpc__row_threads(v, 256), 0, ddpc__cuda_stream()>>>(
+        dlogits, probs, targets, n, v, ignore_index, g);
+    DDPC_CUDA_LAUNCHED();
+}
+
+/* *correct += rows whose first maximum is their (valid) target. An integer atomic: the count is
+ * exact whatever the order. */
+static __global__ void __launch_bounds__(1024)
+    argmax_kernel(unsigned long long *correct, const float *scores, const int32_t *targets,
+                  int64_t n, int64_t v, int32_t ignore_index)
+{
+    __shared__ float sv[32];
+    __shared__ int si[32];
+    for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
+        const int32_t tg = targets[i];
+        if (!valid_target(tg, v, ignore_index))
+            continue; /* uniform over the block, so the barriers below stay matched */
+        const float *row = scores + i * v;
+        /* Each thread's first element is taken as is (as the CPU takes row[0]), later ones only
+         * when strictly larger: ties keep the first. */
+        float best = -INFINITY;
+        int at = INT32_MAX;
+        if (threadIdx.x < v) {
+            best = row[threadIdx.x];
+            at = (int)threadIdx.x;
+        }
+        for (int64_t j = threadIdx.x + blockDim.x; j < v; j += blockDim.x)
+            if (row[j] > best) {
+                best = row[j];
+                at = (int)j;
+            }
+        ddpc__block_argmax(&best, &at, sv, si);
+        if (threadIdx.x == 0 && at == tg)
+            atomicAdd(correct, 1ULL);
+    }
+}
+
+extern "C" int64_t ddpc__cuda_argmax_correct(const float *scores, const int32_t *targets, int64_t n,
+                                             int64_t v, int32_t ignore_index)
+{
+    if (n <= 0 || v <= 0)
+        return 0;
+    cudaStream_t st = ddpc__cuda_stream();
+    unsigned long long *correct = (unsigned long long *)ddpc__cuda_scratch(
+        DDPC__CUDA_SCRATCH_REDUCE, sizeof(unsigned long long));
+    DDPC_CUDA_CHECK(cudaMemsetAsync(correct, 0, sizeof *correct, st));
+    argmax_kernel<<<row_grid(n), ddpc__row_threads(v, 1024), 0, st>>>(correct, scores, targets, n,
+                                                                      v, ignore_index);
+    DDPC_CUDA_LAUNCHED();
+    unsigned long long host = 0;
+    DDPC_CUDA_CHECK(cudaMemcpyAsync(&host, correct, sizeof host, cudaMemcpyDeviceToHost, st));
+    DDPC_CUDA_CHECK(cudaStreamSynchronize(st));
+    return (int64_t)host;
+}
+
+/* x (n, classes) = softmax of each row, in place; divides by the sum as the CPU table does. */
+static __global__ void __launch_bounds__(1024)
+    softmax_rows_kernel(float *x, int64_t n, int64_t classes)
+{
+    __shared__ float sh[32];
+    for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
+        float *row = x + i * classes;
+        float mx = -INFINITY;
+        for (int64_t j = threadIdx.x; j < classes; j += blockDim.x)
+            mx = ddpc__max_op()(mx, row[j]);
+        mx = ddpc__block_reduce(mx, ddpc__max_op(), -INFINITY, sh);
+        float sum = 0.0f;
+        for (int64_t j = threadIdx.x; j < classes; j += blockDim.x) {
+            float e = expf(row[j] - mx);
+            row[j] = e;
+            sum += e;
+        }
+        sum = ddpc__block_reduce(sum, ddpc__sum_op(), 0.0f, sh);
+        for (int64_t j = threadIdx.x; j < classes; j += blockDim.x)
+            row[j] /= sum;
+    }
+}
+
+extern "C" void ddpc__cuda_softmax_rows(float *x, int64_t n, int64_t classes)
+{
+    if (n <= 0 || classes <= 0)
+        return;
+    softmax_rows_kernel<<<row_grid(n), ddpc__row_threads(classes, 1024), 0, ddpc__cuda_stream()>>>(
+        x, n, classes);
+    DDPC_CUDA_LAUNCHED();
+}
