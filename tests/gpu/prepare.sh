@@ -81,7 +81,9 @@ fi
 # 3. Stage the binaries, and the libraries ldd finds for them that are neither glibc's nor
 # CUDA's (the device brings its own driver, cuBLAS and NCCL; run.sh finds them there).
 stage=$bgpu/pack
-rm -rf "$stage" "$gpu/bin.tar.xz" "$gpu/libs.tar.xz" "$gpu/MANIFEST"
+# (bin/, lib/ and lib-use/ are what run.sh unpacks: never carried.)
+rm -rf "$stage" "$gpu/bin.tar.xz" "$gpu/libs.tar.xz" "$gpu/MANIFEST" "$gpu/bin" "$gpu/lib" \
+    "$gpu/lib-use"
 mkdir -p "$stage/bin" "$stage/lib" "$gpu/shards"
 cp "$bgpu/ddpc" "$llmc/train_gpt2cu" "$stage/bin/"
 for t in "${tests[@]}"; do
@@ -117,7 +119,16 @@ fi
 # 5. Pack.
 say "packing .gpu/ (xz)"
 XZ_OPT="-6 -T$jobs" tar -cJf "$gpu/bin.tar.xz" -C "$stage" bin
-XZ_OPT="-6 -T$jobs" tar -cJf "$gpu/libs.tar.xz" -C "$stage" lib
+# The libraries change only with the system's packages: their archive is kept in build-gpu/ and
+# remade only when their names or sizes change (xz takes minutes on 2 busy cores).
+key=$(cd "$stage/lib" && ls -l --time-style=+ . | awk 'NR > 1 {print $5, $6}')
+if [ -f "$bgpu/libs.tar.xz" ] && [ "$key" = "$(cat "$bgpu/libs.key" 2>/dev/null)" ]; then
+    cp "$bgpu/libs.tar.xz" "$gpu/libs.tar.xz"
+else
+    XZ_OPT="-6 -T$jobs" tar -cJf "$bgpu/libs.tar.xz" -C "$stage" lib
+    printf '%s\n' "$key" >"$bgpu/libs.key"
+    cp "$bgpu/libs.tar.xz" "$gpu/libs.tar.xz"
+fi
 {
     echo "made: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
     changed=$(git diff --quiet HEAD -- src include cmake tests || echo ' (with local changes)')
