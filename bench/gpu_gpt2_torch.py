@@ -206,9 +206,9 @@ def main():
     if a.mode == "compile" and not hasattr(torch, "compile"):
         sys.exit(f"gpu_gpt2_torch.py: torch {torch.__version__} has no torch.compile")
     torch.manual_seed(a.seed)
-    if device.type == "cuda":
-        torch.backends.cuda.matmul.allow_tf32 = True  # as nanoGPT and llm.c (its -f 1 default)
-        torch.backends.cudnn.allow_tf32 = True
+    # TF32 for the fp32 products left outside autocast, as nanoGPT and llm.c (its -f 1 default).
+    # This call exists from 1.12 on; the allow_tf32 flags are deprecated in newer PyTorch.
+    torch.set_float32_matmul_precision("high")
 
     L, H, C, T, V = a.n_layer, a.n_head, a.n_embd, a.block_size, a.vocab
     model = GPT(L, H, C, T, max(V, a.padded_vocab)).to(device)
@@ -270,6 +270,8 @@ def main():
         "layers": L, "heads": H, "width": C, "vocab": V, "embedding_rows": max(V, a.padded_vocab),
         "precision": a.precision, "sdpa": HAVE_SDPA, "fused_adamw": fused,
         "loss_first": round(losses[0], 4), "loss_last": round(losses[-1], 4),
+        "max_memory_gib": round(torch.cuda.max_memory_allocated(device) / 2**30, 2) if cuda
+        else None,
         "device": torch.cuda.get_device_name(device) if cuda else "cpu",
         "torch": torch.__version__,
     }

@@ -197,8 +197,11 @@ try:
           torch.backends.cudnn.version(), "gpu", torch.cuda.get_device_name(0))
     p = torch.cuda.get_device_properties(0)
     print("SMs", p.multi_processor_count, "memory GiB", round(p.total_memory / 2**30, 1))
-    import triton
-    print("triton", triton.__version__)
+    try:
+        import triton
+        print("triton", triton.__version__)
+    except ImportError as ex:
+        print("triton: none", ex)
     # The bf16 matrix ceiling, on random data (KINDS.md: 769-798 TFLOP/s on an H200).
     n = 8192
     a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
