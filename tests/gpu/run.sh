@@ -113,10 +113,14 @@ check_line() { # NAME VERDICT SECONDS
 echo "== GPU: $(nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap \
     --format=csv,noheader 2>&1 | head -1)"
 
-# --- Unpack .gpu/ (prepare.sh's archives) into .gpu/bin and .gpu/lib.
+# --- Unpack .gpu/ (prepare.sh's archives) into .gpu/bin and .gpu/lib; Python's tarfile where
+# the image has no xz.
+untar='import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])'
 for a in bin libs; do
     if [ -f "$gpu/$a.tar.xz" ]; then
-        tar -xJf "$gpu/$a.tar.xz" -C "$gpu" || echo "run.sh: cannot unpack $gpu/$a.tar.xz"
+        tar -xJf "$gpu/$a.tar.xz" -C "$gpu" 2>/dev/null ||
+            "$py" -W ignore -c "$untar" "$gpu/$a.tar.xz" "$gpu" ||
+            echo "run.sh: cannot unpack $gpu/$a.tar.xz"
     fi
 done
 [ -f "$gpu/MANIFEST" ] && head -3 "$gpu/MANIFEST"
@@ -142,7 +146,8 @@ done
 site_dirs=$("$py" -c 'import site; print("\n".join(site.getsitepackages()))' 2>/dev/null)
 find_so() { # prints the folder holding the library named $1, or nothing
     local d p
-    for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda/lib; do
+    for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda/lib \
+        /usr/local/nvidia/lib64 ${LD_LIBRARY_PATH//:/ }; do
         [ -e "$d/$1" ] && { echo "$d"; return; }
     done
     p=$(ldconfig -p 2>/dev/null | awk -v n="$1" '$1 == n {print $NF; exit}')
