@@ -6,8 +6,8 @@
 # killed run still returns what it did ($OUT gives back at most 8 files).
 #
 # usage: tests/gpu/run.sh [--only PARTS] [--skip PARTS] [--deadline SECONDS] [--steps N]
-#   PARTS, comma-separated: env kernels train ddpc eager compile llmc, or the groups
-#   checks (kernels,train), peers (eager,compile,llmc), bench (ddpc,eager,compile,llmc).
+#   PARTS, comma-separated: env kernels train ddpc eager llmc compile (run in this order), or
+#   the groups checks (kernels,train), peers (eager,llmc,compile), bench (ddpc and the peers).
 #   --deadline: seconds for the whole run (default 420); a part never runs past it.
 #   --steps: training steps of each benchmark row (default 30; the first 10 are warm-up).
 # environment: OUT (default ./gpu-out), DDPC_GPU_DIR (default ./.gpu), DDPC_GPU_PYTHON
@@ -19,7 +19,7 @@ set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
-all_parts="env kernels train ddpc eager compile llmc"
+all_parts="env kernels train ddpc eager llmc compile"
 only="" skip="" deadline=420 steps=30
 while [ $# -gt 0 ]; do
     case $1 in
@@ -36,8 +36,8 @@ expand() {
     for w in ${1//,/ }; do
         case $w in
         checks) echo kernels train ;;
-        peers) echo eager compile llmc ;;
-        bench) echo ddpc eager compile llmc ;;
+        peers) echo eager llmc compile ;;
+        bench) echo ddpc eager llmc compile ;;
         env | kernels | train | ddpc | eager | compile | llmc) echo "$w" ;;
         *) echo "run.sh: unknown part '$w' (parts: $all_parts, checks, peers, bench)" >&2
             exit 2 ;;
@@ -309,7 +309,6 @@ torch_row() { # MODE LIMIT
     bench_done "pytorch-$1" "$logs/torch_$1.log"
 }
 wants eager && torch_row eager 150
-wants compile && torch_row compile 300
 if wants llmc; then
     mkdir -p "$work/llmc"
     # -e d12: GPT-2 124M from random weights; no evaluation, sampling or checkpoints in between.
@@ -319,6 +318,8 @@ if wants llmc; then
     bench_row llmc llm.c "$logs/llmc.log" --skip-steps 10
     bench_done llm.c "$logs/llmc.log"
 fi
+# Last, so that inductor's first compile (a minute or two) cannot starve the rows above.
+wants compile && torch_row compile 300
 
 # --- Last: the checks' summary, then the table.
 if [ -s "$checks" ]; then
