@@ -105,7 +105,7 @@ for exe in "$stage"/bin/*; do
         esac
     done < <(ldd "$exe" | awk '/=>/ {print $1, "=>", $3, "x"}')
 done
-# dlopen'ed by `ddpc env` (libcuda, libnccl) and by nothing else: the device's own.
+# (libcuda and libnccl, which `ddpc env` opens with dlopen, are the device's own too.)
 cuda_needed=$(printf '%s\n' $cuda_needed | sort -u | tr '\n' ' ')
 
 # 4. Token shards: seeded random GPT-2 ids; the same bytes every time, so kept when present.
