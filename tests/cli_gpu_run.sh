@@ -90,6 +90,28 @@ EOF
     ok "bench_parse reads the torch script's JSON line" ||
     fail "bench_parse reads the torch script's JSON line" "$tmp/row"
 
+# The PyTorch peer itself, on the CPU at a tiny size (PyTorch 1.13 here: no SDPA, no compile).
+if "$py" -c 'import torch, numpy' 2>/dev/null; then
+    OMP_NUM_THREADS=1 "$py" "$src/bench/gpu_gpt2_torch.py" --device cpu --n-layer 1 --n-head 2 \
+        --n-embd 16 --block-size 8 --batch 2 --warmup 1 --steps 2 \
+        --train "$fake/shards/random_train_*.bin" >"$tmp/torch_cpu" 2>&1
+    check_status "gpu_gpt2_torch.py trains 3 steps on the CPU" $? "$tmp/torch_cpu"
+    "$py" - "$tmp/torch_cpu" <<'EOF' >"$tmp/torch_check" 2>&1
+import json, sys
+r = json.loads(open(sys.argv[1]).read().splitlines()[-1])
+assert r["name"] == "pytorch-eager" and r["timed_steps"] == 2 and r["batch"] == 2, r
+assert r["tokens_per_s"] > 0 and r["ms_per_step"] > 0, r
+# 6 N + 6 L C T with N = V C + T C + L (12 C^2 + 13 C) + 2 C at V 50257, T 8, C 16, L 1
+C, T, V = 16, 8, 50257
+assert r["params"] == V * C + T * C + 12 * C * C + 13 * C + 2 * C, r["params"]
+assert r["flops_per_token"] == 6 * r["params"] + 6 * 1 * C * T, r["flops_per_token"]
+assert 10.0 < r["loss_first"] < 11.5, r["loss_first"]  # ln(50257) = 10.8 at the start
+EOF
+    check_status "its JSON line: counts, FLOPs per token, first loss" $? "$tmp/torch_check"
+else
+    echo "skip gpu_gpt2_torch.py on the CPU: $py has no torch and numpy"
+fi
+
 # --only picks parts; the deadline stops parts that cannot finish; a bad part name is refused.
 rm -rf "$tmp/out"
 run --only llmc --deadline 200 >"$tmp/log2" 2>&1
