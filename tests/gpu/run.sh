@@ -321,7 +321,9 @@ fi
 # Last, so that inductor's first compile (a minute or two) cannot starve the rows above.
 wants compile && torch_row compile 300
 
-# --- Last: the checks' summary, then the table.
+# --- Last: the clocks after the work (throttling shows here), the checks' summary, the table.
+echo "== after: $(nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
+    --format=csv,noheader 2>&1 | head -1) (SM MHz, max SM MHz, °C, W)"
 if [ -s "$checks" ]; then
     echo "== checks"
     cat "$checks"
