@@ -3,7 +3,8 @@
 # and the device call carried it. Each part runs under its own timeout and a global deadline, and
 # one failing part prints FAILED and the script goes on; the benchmark table is printed LAST.
 # Logs go to a scratch folder and are re-packed into $OUT/logs.tar.gz after every part, so a
-# killed run still returns what it did ($OUT gives back at most 8 files).
+# killed run still returns what it did ($OUT gives back at most 8 files). Exits 1 when anything
+# FAILED, else 0.
 #
 # usage: tests/gpu/run.sh [--only PARTS] [--skip PARTS] [--deadline SECONDS] [--steps N]
 #   PARTS, comma-separated: env kernels train ddpc eager llmc compile (run in this order), or
@@ -334,3 +335,5 @@ if [ -s "$rows" ]; then
     "$py" tests/gpu/bench_parse.py table "$rows" --peak-tflops "$peak" | tee "$out/table.md"
 fi
 pack_logs
+# Exit 1 when a check or a benchmark row failed, so the device call's rc says it too.
+! grep -q FAILED "$checks" "$rows"
