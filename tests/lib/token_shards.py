@@ -5,11 +5,15 @@ nanoGPT's prepare.py does, from the bytes of a text file or directory (one token
 
 usage: token_shards.py SRC OUTDIR [--raw] [--shards N] [--val-fraction F]
        token_shards.py --one OUT [--version V] [--magic M] [--count C] [--ids I,J,...] [--cut K]
+       token_shards.py --random OUTDIR [--tokens N] [--val-tokens M] [--vocab V] [--seed S]
 The second form writes one shard of the given ids (default 0..299) with a header that may lie,
-cut short by K bytes: the malformed files the reader must refuse."""
+cut short by K bytes: the malformed files the reader must refuse. The third writes one train and
+one val shard of seeded uniform ids below V (GPT-2's 50257 by default): data for throughput runs,
+the same bytes on every machine for the same seed."""
 import argparse
 import array
 import os
+import random
 import struct
 import sys
 
@@ -53,7 +57,21 @@ def main():
     p.add_argument("--count", type=int)
     p.add_argument("--ids")
     p.add_argument("--cut", type=int, default=0)
+    p.add_argument("--random", action="store_true")
+    p.add_argument("--tokens", type=int, default=2 * 1024 * 1024)
+    p.add_argument("--val-tokens", type=int, default=256 * 1024)
+    p.add_argument("--vocab", type=int, default=50257)
+    p.add_argument("--seed", type=int, default=1337)
     a = p.parse_args()
+    if a.random:
+        if not 1 <= a.vocab <= 65536:
+            p.error(f"--vocab {a.vocab} does not fit uint16 token ids (1..65536)")
+        rng = random.Random(a.seed)
+        os.makedirs(a.out, exist_ok=True)
+        for name, n in (("train", a.tokens), ("val", a.val_tokens)):
+            ids = [rng.randrange(a.vocab) for _ in range(n)]
+            write(os.path.join(a.out, f"random_{name}_000000.bin"), ids, False)
+        return
     if a.one:
         ids = [int(x) for x in a.ids.split(",")] if a.ids else list(range(300))
         write(a.out, ids, a.raw, a.version, a.magic, a.count, a.cut)

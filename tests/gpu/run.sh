@@ -1,0 +1,339 @@
+#!/usr/bin/env bash
+# Runs ON the lent GPU machine, from the repo root, after tests/gpu/prepare.sh packed .gpu/ here
+# and the device call carried it. Each part runs under its own timeout and a global deadline, and
+# one failing part prints FAILED and the script goes on; the benchmark table is printed LAST.
+# Logs go to a scratch folder and are re-packed into $OUT/logs.tar.gz after every part, so a
+# killed run still returns what it did ($OUT gives back at most 8 files). Exits 1 when anything
+# FAILED, else 0.
+#
+# usage: tests/gpu/run.sh [--only PARTS] [--skip PARTS] [--deadline SECONDS] [--steps N]
+#   PARTS, comma-separated: env kernels train ddpc eager llmc compile (run in this order), or
+#   the groups checks (kernels,train), peers (eager,llmc,compile), bench (ddpc and the peers).
+#   --deadline: seconds for the whole run (default 420); a part never runs past it.
+#   --steps: training steps of each benchmark row (default 30; the first 10 are warm-up).
+# environment: OUT (default ./gpu-out), DDPC_GPU_DIR (default ./.gpu), DDPC_GPU_PYTHON
+#   (default python3), PEAK_TFLOPS (default 989: dense bf16, H100 SXM and H200), DDPC_DEVICE_ARGS
+#   (default "device=cuda": the override that puts ddpc's run on the GPU), DDPC_TRAIN_ARGS (more
+#   overrides for ddpc's benchmark run; default "memory.limit_gb=120", since the host plan would
+#   otherwise be held to MemAvailable, which starts low on the device's microVM).
+set -uo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$root"
+all_parts="env kernels train ddpc eager llmc compile"
+only="" skip="" deadline=420 steps=30
+while [ $# -gt 0 ]; do
+    case $1 in
+    --only) only="$only,$2"; shift 2 ;;
+    --skip) skip="$skip,$2"; shift 2 ;;
+    --deadline) deadline=$2; shift 2 ;;
+    --steps) steps=$2; shift 2 ;;
+    -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "run.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+    esac
+done
+expand() {
+    local w
+    for w in ${1//,/ }; do
+        case $w in
+        checks) echo kernels train ;;
+        peers) echo eager llmc compile ;;
+        bench) echo ddpc eager llmc compile ;;
+        env | kernels | train | ddpc | eager | compile | llmc) echo "$w" ;;
+        *) echo "run.sh: unknown part '$w' (parts: $all_parts, checks, peers, bench)" >&2
+            exit 2 ;;
+        esac
+    done
+}
+only_list=$(expand "$only") || exit 2
+skip_list=$(expand "$skip") || exit 2
+only_list=$(echo $only_list)
+skip_list=$(echo $skip_list)
+wants() {
+    case " $skip_list " in *" $1 "*) return 1 ;; esac
+    [ -z "$only_list" ] && return 0
+    case " $only_list " in *" $1 "*) return 0 ;; esac
+    return 1
+}
+
+gpu=${DDPC_GPU_DIR:-$root/.gpu}
+out=${OUT:-$root/gpu-out}
+py=${DDPC_GPU_PYTHON:-python3}
+peak=${PEAK_TFLOPS:-989}
+work=$(mktemp -d "${TMPDIR:-/tmp}/ddpc-gpu.XXXXXX")
+logs=$work/logs
+mkdir -p "$out" "$logs"
+rows=$out/results.jsonl
+checks=$out/checks.txt
+: >"$rows"
+: >"$checks"
+start=$SECONDS
+B=16 T=1024
+shards=$gpu/shards
+train_glob="$shards/random_train_*.bin"
+val_glob="$shards/random_val_*.bin"
+
+# Logs back to $OUT in one file, after every part (and at exit).
+pack_logs() { tar -czf "$out/logs.tar.gz" -C "$work" logs 2>/dev/null; }
+trap pack_logs EXIT
+
+# run_part NAME LIMIT CMD...: runs CMD with its output in $logs/NAME.log under min(LIMIT, what
+# the deadline leaves less 15 s for the table). Sets part_rc (124 or 137: timed out; 125: not
+# started, the deadline being near) and part_s. PART_CWD, when set, is the folder it runs in.
+run_part() {
+    local name=$1 limit=$2 left t0
+    shift 2
+    left=$((deadline - (SECONDS - start) - 15))
+    part_s=0
+    if [ "$left" -lt 10 ]; then
+        echo "not started: the ${deadline} s deadline is near" >"$logs/$name.log"
+        part_rc=125
+        return
+    fi
+    [ "$limit" -gt "$left" ] && limit=$left
+    t0=$SECONDS
+    (cd "${PART_CWD:-$root}" && exec timeout -k 5 "$limit" "$@") >"$logs/$name.log" 2>&1
+    part_rc=$?
+    part_s=$((SECONDS - t0))
+    pack_logs
+}
+verdict() {
+    case $1 in
+    0) echo PASS ;;
+    77) echo SKIPPED ;;
+    124 | 137) echo "FAILED (timeout)" ;;
+    125) echo "NOT RUN (deadline)" ;;
+    *) echo "FAILED (exit $1)" ;;
+    esac
+}
+check_line() { # NAME VERDICT SECONDS
+    printf '%-34s %-18s %4s s\n' "$1" "$2" "$3" | tee -a "$checks"
+}
+
+# --- The GPU, always first.
+echo "== GPU: $(nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap \
+    --format=csv,noheader 2>&1 | head -1)"
+
+# --- Unpack .gpu/ (prepare.sh's archives) into .gpu/bin and .gpu/lib; Python's tarfile where
+# the image has no xz.
+untar='import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])'
+for a in bin libs; do
+    if [ -f "$gpu/$a.tar.xz" ]; then
+        tar -xJf "$gpu/$a.tar.xz" -C "$gpu" 2>/dev/null ||
+            "$py" -W ignore -c "$untar" "$gpu/$a.tar.xz" "$gpu" ||
+            echo "run.sh: cannot unpack $gpu/$a.tar.xz"
+    fi
+done
+[ -f "$gpu/MANIFEST" ] && head -3 "$gpu/MANIFEST"
+bin=$gpu/bin
+ddpc=$bin/ddpc
+
+# --- Libraries. Ours go first only where the system lacks the name, except OpenBLAS (our
+# OpenMP build) and oneDNN (the version ddpc was built with); CUDA's come from the toolkit or
+# from PyTorch's pip packages. The path is set for ddpc, its tests and llm.c only: PyTorch keeps
+# its own.
+uselib=$gpu/lib-use
+rm -rf "$uselib"
+mkdir -p "$uselib"
+sys_libs=$(ldconfig -p 2>/dev/null | awk 'NR > 1 {print $1}')
+for f in "$gpu"/lib/*; do
+    [ -e "$f" ] || continue
+    n=$(basename "$f")
+    case $n in
+    libopenblas* | libdnnl*) ln -sf "$f" "$uselib/$n" ;;
+    *) printf '%s\n' "$sys_libs" | grep -qxF "$n" || ln -sf "$f" "$uselib/$n" ;;
+    esac
+done
+site_dirs=$("$py" -c 'import site; print("\n".join(site.getsitepackages()))' 2>/dev/null)
+find_so() { # prints the folder holding the library named $1, or nothing
+    local d p
+    for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda/lib \
+        /usr/local/nvidia/lib64 ${LD_LIBRARY_PATH//:/ }; do
+        [ -e "$d/$1" ] && { echo "$d"; return; }
+    done
+    p=$(ldconfig -p 2>/dev/null | awk -v n="$1" '$1 == n {print $NF; exit}')
+    [ -n "$p" ] && { dirname "$p"; return; }
+    for d in $site_dirs; do
+        p=$(find "$d/nvidia" -name "$1" 2>/dev/null | head -1)
+        [ -n "$p" ] && { dirname "$p"; return; }
+    done
+}
+libpath=$uselib
+missing=""
+for n in $(for e in "$bin"/*; do LD_LIBRARY_PATH=$uselib ldd "$e" 2>/dev/null; done |
+    awk '/not found/ {print $1}' | sort -u) libnccl.so.2; do
+    d=$(find_so "$n")
+    if [ -n "$d" ]; then
+        case ":$libpath:" in *":$d:"*) ;; *) libpath=$d:$libpath ;; esac
+    elif [ "$n" != libnccl.so.2 ]; then
+        missing="$missing $n"
+    fi
+done
+libenv=(env "LD_LIBRARY_PATH=$libpath${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+echo "== libraries: $libpath"
+[ -n "$missing" ] && echo "== NOT FOUND anywhere:$missing"
+
+# --- env: the machine's facts, for the notes.
+if wants env; then
+    {
+        echo "## nvidia-smi"
+        nvidia-smi 2>&1
+        nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem,power.draw,power.limit \
+            --format=csv 2>&1
+        echo "## machine"
+        uname -a
+        nproc
+        free -g 2>&1 | head -2
+        grep -m1 'model name' /proc/cpuinfo
+        echo "## nvcc"
+        (nvcc --version || /usr/local/cuda/bin/nvcc --version) 2>&1 | tail -2
+        echo "## where the CUDA libraries are"
+        for n in libcublas.so.13 libcublasLt.so.13 libcudart.so.13 libnccl.so.2 libcuda.so.1 \
+            libcudnn.so.9; do
+            echo "$n: $(find_so "$n")"
+        done
+        ls -d /usr/local/cuda* 2>&1
+        echo "## python and torch"
+        "$py" - <<'EOF' 2>&1
+import sys
+print("python", sys.version.split()[0], sys.executable)
+try:
+    import torch
+    print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn",
+          torch.backends.cudnn.version(), "gpu", torch.cuda.get_device_name(0))
+    p = torch.cuda.get_device_properties(0)
+    print("SMs", p.multi_processor_count, "memory GiB", round(p.total_memory / 2**30, 1))
+    try:
+        import triton
+        print("triton", triton.__version__)
+    except ImportError as ex:
+        print("triton: none", ex)
+    # The bf16 matrix ceiling, on random data (KINDS.md: 769-798 TFLOP/s on an H200).
+    n = 8192
+    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    for _ in range(3):
+        a @ b
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record()
+    for _ in range(20):
+        a @ b
+    e.record()
+    torch.cuda.synchronize()
+    print("bf16 matmul 8192^3: %.0f TFLOP/s" % (2 * n**3 * 20 / (s.elapsed_time(e) / 1e3) / 1e12))
+except Exception as ex:
+    print("torch probe failed:", repr(ex))
+EOF
+        echo "## ldd ddpc (with the path above)"
+        "${libenv[@]}" ldd "$ddpc" 2>&1
+        echo "## ddpc env"
+        "${libenv[@]}" timeout 30 "$ddpc" env >"$logs/ddpc_env.log" 2>&1
+        echo "(exit $?)" >>"$logs/ddpc_env.log"
+        cat "$logs/ddpc_env.log"
+    } >"$logs/env.log" 2>&1
+    cp "$logs/env.log" "$out/env.txt"
+    pack_logs
+    grep -E '^(python|torch|triton|SMs|bf16 matmul|lib[a-zA-Z]+\.so\.[0-9]+:)' "$logs/env.log" |
+        sed 's/^/   /'
+    echo "   ddpc env:"
+    grep -iE 'cuda|gpu|nccl|^\(exit' "$logs/ddpc_env.log" | head -n 12 | cut -c1-160 |
+        sed 's/^/     /'
+fi
+
+# --- kernels: every CUDA kernel test against the CPU kernels.
+if wants kernels; then
+    n=0
+    for exe in "$bin"/test_cuda_*; do
+        [ -x "$exe" ] || continue
+        n=$((n + 1))
+        t=$(basename "$exe")
+        run_part "$t" 120 "${libenv[@]}" DDPC_SOURCE_DIR="$root" DDPC_BIN="$ddpc" \
+            OMP_NUM_THREADS="${OMP_NUM_THREADS:-8}" "$exe"
+        v=$(verdict "$part_rc")
+        check_line "$t" "$v" "$part_s"
+        [ "$v" = PASS ] || tail -n 5 "$logs/$t.log" | cut -c1-200 | sed 's/^/    /'
+    done
+    [ "$n" = 0 ] && check_line "kernels" "FAILED (no tests)" 0
+fi
+
+# --- train: the lead's training checks (parity with the CPU, bitwise reruns, resume).
+if wants train; then
+    if [ -f tests/gpu/train_checks.sh ]; then
+        mkdir -p "$work/train"
+        run_part train_checks 240 "${libenv[@]}" DDPC_BIN="$ddpc" DDPC_SOURCE_DIR="$root" \
+            DDPC_GPU_DIR="$gpu" DDPC_SHARDS="$shards" WORK="$work/train" \
+            OMP_NUM_THREADS="${OMP_NUM_THREADS:-8}" bash tests/gpu/train_checks.sh "$ddpc" "$root"
+        check_line train_checks.sh "$(verdict "$part_rc")" "$part_s"
+        tail -n 25 "$logs/train_checks.log" | cut -c1-200 | sed 's/^/    /'
+    else
+        check_line train_checks.sh "SKIPPED (absent)" 0
+    fi
+fi
+
+# --- The benchmark: GPT-2 124M, bf16, batch 16 x 1024, on the same shards.
+bench_row() { # KIND NAME FILE-or-WHY [parser options]
+    "$py" tests/gpu/bench_parse.py "$@" --tokens-per-step $((B * T)) >>"$rows" ||
+        printf '{"name": "%s", "status": "FAILED", "why": "bench_parse.py failed"}\n' "$2" >>"$rows"
+}
+bench_done() { # NAME LOG: one line per row as it finishes
+    local r
+    r=$(tail -n 1 "$rows")
+    case $r in
+    *'"status": "ok"'*) echo "$r" | "$py" -c 'import json,sys; r=json.load(sys.stdin);
+print("%-34s %10.0f tok/s %8.1f ms/step" % (r["name"], r["tokens_per_s"], r["ms_per_step"]))' ;;
+    *) echo "$1: $(verdict "$part_rc") after ${part_s} s; last lines of its log:"
+        tail -n 6 "$2" | cut -c1-200 | sed 's/^/    /' ;;
+    esac
+}
+if wants ddpc; then
+    run_dir=$work/ddpc_run
+    # shellcheck disable=SC2086
+    run_part ddpc 180 "${libenv[@]}" OMP_NUM_THREADS="${OMP_NUM_THREADS:-8}" \
+        "$ddpc" train configs/gpt2_124m.yaml ${DDPC_DEVICE_ARGS-device=cuda} \
+        "data.train=$train_glob" "data.val=$val_glob" "data.batch_size=$B" \
+        "max_steps=$steps" eval_every=0 eval_batches=1 test_batches=1 checkpoint.every_steps=0 \
+        optim.grad_accum_steps=1 log_every=5 log.progress=plain log.tensorboard=false \
+        "run_dir=$run_dir" ${DDPC_TRAIN_ARGS-memory.limit_gb=120}
+    cp "$run_dir/metrics.jsonl" "$logs/ddpc_metrics.jsonl" 2>/dev/null
+    if [ "$part_rc" = 0 ]; then
+        bench_row ddpc ddpc "$run_dir/metrics.jsonl" --skip-steps 10
+    else
+        bench_row failed ddpc "$(verdict "$part_rc"): $(tail -n 1 "$logs/ddpc.log" | cut -c1-150)"
+    fi
+    bench_done ddpc "$logs/ddpc.log"
+fi
+torch_row() { # MODE LIMIT
+    run_part "torch_$1" "$2" "$py" bench/gpu_gpt2_torch.py --mode "$1" --train "$train_glob" \
+        --batch $B --block-size $T --warmup $((steps > 20 ? 10 : steps / 2)) \
+        --steps $((steps > 20 ? steps - 10 : steps - steps / 2)) --peak-tflops "$peak"
+    bench_row torch "pytorch-$1" "$logs/torch_$1.log"
+    bench_done "pytorch-$1" "$logs/torch_$1.log"
+}
+wants eager && torch_row eager 150
+if wants llmc; then
+    mkdir -p "$work/llmc"
+    # -e d12: GPT-2 124M from random weights; no evaluation, sampling or checkpoints in between.
+    PART_CWD=$work/llmc run_part llmc 150 "${libenv[@]}" "$bin/train_gpt2cu" -e d12 -b $B \
+        -t $T -d $((B * T)) -x "$steps" -i "$train_glob" -j "$val_glob" -l 0.0006 -c 0.1 -u 0 \
+        -v 100000 -m 1 -s 0 -n 0
+    bench_row llmc llm.c "$logs/llmc.log" --skip-steps 10
+    bench_done llm.c "$logs/llmc.log"
+fi
+# Last, so that inductor's first compile (a minute or two) cannot starve the rows above.
+wants compile && torch_row compile 300
+
+# --- Last: the clocks after the work (throttling shows here), the checks' summary, the table.
+echo "== after: $(nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
+    --format=csv,noheader 2>&1 | head -1) (SM MHz, max SM MHz, °C, W)"
+if [ -s "$checks" ]; then
+    echo "== checks"
+    cat "$checks"
+fi
+if [ -s "$rows" ]; then
+    echo "== benchmark on $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null |
+        head -1) ($((SECONDS - start)) s in all)"
+    "$py" tests/gpu/bench_parse.py table "$rows" --peak-tflops "$peak" | tee "$out/table.md"
+fi
+pack_logs
+# Exit 1 when a check or a benchmark row failed, so the device call's rc says it too.
+! grep -q FAILED "$checks" "$rows"
