@@ -3,6 +3,8 @@
  * batch runs one pass through the engine; progress every log_every steps, evaluation every
  * eval_every steps (or each epoch's end), a final evaluation on the test splits, then
  * weights_out. Deterministic given config, seed and world size. */
+#include <ddpc/device.h>
+
 #include "train/trainer_impl.h"
 
 #include <ddpc/kernels.h>
@@ -76,6 +78,9 @@ static ddpc_status train_step(ddpc_trainer *t, double *loss)
     }
     ddpc_engine_step_info info;
     DDPC_TRY(ddpc_engine_update(t->engine, &info));
+    const ddpc_kernel_table *k = ddpc_model_backend(t->model);
+    if (k->kind != DDPC_DEVICE_CPU && ++t->device_steps == 2)
+        t->device_allocs_warm = k->alloc_count();
     t->last_grad_norm = info.grad_norm;
     t->last_comm_bytes = ddpc_pg_ring_bytes(t->pg) - bytes0;
     *loss = sum / (double)accum;
@@ -313,6 +318,17 @@ static void log_start(ddpc_trainer *t)
 }
 
 /* Periodic work after a step: stats sync, progress line, validation. */
+/* A GPU run's promise that warm steps allocate nothing on the device, as a line tests read. */
+static void log_device_allocs(const ddpc_trainer *t)
+{
+    const ddpc_kernel_table *k = ddpc_model_backend(t->model);
+    if (!t->log || k->kind == DDPC_DEVICE_CPU || t->device_steps <= 2)
+        return;
+    fprintf(t->log, "device allocations after step 2: %llu in %lld steps\n",
+            (unsigned long long)(k->alloc_count() - t->device_allocs_warm),
+            (long long)t->device_steps - 2);
+}
+
 static ddpc_status after_step(ddpc_trainer *t, int64_t epoch, bool epoch_end, double start)
 {
     const trainer_settings *s = &t->set;
@@ -395,6 +411,7 @@ ddpc_status ddpc__trainer_fit(ddpc_trainer *t)
                 t->ckpt_seconds, 100.0 * t->ckpt_seconds / elapsed);
     else if (t->log)
         fprintf(t->log, "done in %.1f s\n", elapsed);
+    log_device_allocs(t);
     if (!s->weights_out)
         return DDPC_OK;
     DDPC_TRY(ddpc_engine_gather_params(t->engine)); /* ZeRO-3: rank 0 writes them all */

@@ -235,6 +235,10 @@ struct ddpc_trainer {
     int64_t epoch, epoch_step;
     int64_t last_saved_step; /* -1: none this run */
     double ckpt_seconds;     /* spent saving checkpoints this run */
+    /* A GPU run: device allocations made by the end of the second step, and steps taken, so the
+     * end of the run can say how many a warm step made (none is the promise). */
+    uint64_t device_allocs_warm;
+    int64_t device_steps;
     char resumed_from[1100]; /* checkpoint this run resumed from, or "" */
     ddpc__resume_notes resume; /* what resuming passed over; the first save's check */
     char init_report[1024];  /* what init_from (init_strict: false) left out, or "" */
