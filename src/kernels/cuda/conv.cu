@@ -8,9 +8,9 @@
 #include "kernels/cuda/cuda_impl.h"
 
 static const int kThreads = 256;
-static const int kReduceThreads = 256;          /* a power of two: the tree halves it */
-static const int64_t kChunkFloats = 1ll << 24; /* 64 MiB of workspace at most, unless one sample
-                                                   needs more */
+static const int kReduceThreads = 256; /* a power of two: the tree halves it */
+/* Workspace floats a chunk may use (64 MiB), unless a single sample needs more. */
+static const int64_t kChunkFloats = 1ll << 24;
 
 /* The geometry every kernel below needs, by value. */
 typedef struct {

@@ -1,7 +1,7 @@
-/* Inverted dropout on the device with the CPU's masks: keep_i = uniform(seed, stream, i) >= p, where
- * uniform is src/core/rng.c's counter-based SplitMix64 generator ported bit for bit (64-bit integer
- * arithmetic wraps the same way on both sides; the 24-bit value and the power-of-two scale make
- * the float exact). The mask is recomputed in backward, never stored. */
+/* Inverted dropout on the device with the CPU's masks: keep_i = uniform(seed, stream, i) >= p,
+ * where uniform is src/core/rng.c's counter-based SplitMix64 generator ported bit for bit (64-bit
+ * integer arithmetic wraps the same way on both sides; the 24-bit value and the power-of-two scale
+ * make the float exact). The mask is recomputed in backward, never stored. */
 #include "kernels/cuda/cuda_impl.h"
 
 static const int kThreads = 256;

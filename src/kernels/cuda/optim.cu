@@ -123,7 +123,8 @@ extern "C" double ddpc__cuda_sumsq(const float *g, int64_t n)
     sumsq_final_kernel<<<1, kSumThreads, 0, st>>>(part, blocks);
     DDPC_CUDA_LAUNCHED();
     double total = 0.0;
-    DDPC_CUDA_CHECK(cudaMemcpyAsync(&total, part + blocks, sizeof total, cudaMemcpyDeviceToHost, st));
+    DDPC_CUDA_CHECK(
+        cudaMemcpyAsync(&total, part + blocks, sizeof total, cudaMemcpyDeviceToHost, st));
     DDPC_CUDA_CHECK(cudaStreamSynchronize(st));
     return total;
 }
