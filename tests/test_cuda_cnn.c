@@ -10,7 +10,7 @@
 
 #include <string.h>
 
-static const ddpc_backend *G; /* the CUDA table */
+static const ddpc_kernel_table *G; /* the CUDA table */
 
 /* Relative error of device d against host ref, checked against tol. */
 static void expect_close(const char *what, const float *d, const float *ref, int64_t n, double tol)
