@@ -158,3 +158,4 @@ foreach(prec fp32 bf16)
         $<TARGET_FILE:parity_seq2seq_run> ${prec})
     set_tests_properties(${name} PROPERTIES TIMEOUT 300 ENVIRONMENT "OMP_NUM_THREADS=1")
 endforeach()
+
