@@ -78,7 +78,7 @@ ddpc_status ddpc__device_select(const ddpc__device_ask *a, const ddpc_backend **
     else if (blocked && !a->model_on_gpu)
         snprintf(why, sizeof why, "%s %s", o.what, o.why);
     else if (blocked)
-        snprintf(why, sizeof why, "%s (%s)", o.why, o.what);
+        snprintf(why, sizeof why, "%s: %s", o.what, o.why);
     else
         return ddpc_backend_select(DDPC_DEVICE_CUDA, a->local_rank, out);
     say_cpu(note, cap, why);
