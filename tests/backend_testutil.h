@@ -6,31 +6,31 @@
 #ifndef DDPC_TESTS_BACKEND_TESTUTIL_H
 #define DDPC_TESTS_BACKEND_TESTUTIL_H
 
-#include <ddpc/backend.h>
+#include <ddpc/device.h>
 
 #include "kernels_testutil.h"
 
 /* The CUDA table, or exit 77 saying why not. */
-static inline const ddpc_backend *bt_cuda_or_skip(void)
+static inline const ddpc_kernel_table *bt_cuda_or_skip(void)
 {
     char why[200] = "";
-    if (ddpc_backend_cuda_devices(why, sizeof why) <= 0) {
+    if (ddpc_cuda_devices(why, sizeof why) <= 0) {
         printf("skipped: no GPU to test on: %s\n", why);
         exit(77);
     }
-    const ddpc_backend *b = NULL;
-    if (ddpc_backend_select(DDPC_DEVICE_CUDA, 0, &b) != DDPC_OK || !b ||
+    const ddpc_kernel_table *b = NULL;
+    if (ddpc_device_select(DDPC_DEVICE_CUDA, 0, &b) != DDPC_OK || !b ||
         b->kind != DDPC_DEVICE_CUDA) {
         fprintf(stderr, "a GPU is visible but the CUDA table could not be opened: %s\n",
                 ddpc_last_error());
         exit(1);
     }
-    printf("testing on %s\n", ddpc_backend_describe(b));
+    printf("testing on %s\n", ddpc_device_describe(b));
     return b;
 }
 
 /* A device copy of host x (n floats). */
-static inline float *bt_up(const ddpc_backend *b, const float *x, int64_t n)
+static inline float *bt_up(const ddpc_kernel_table *b, const float *x, int64_t n)
 {
     float *d = b->alloc((size_t)(n > 0 ? n : 1) * sizeof(float));
     if (!d)
@@ -40,7 +40,7 @@ static inline float *bt_up(const ddpc_backend *b, const float *x, int64_t n)
     return d;
 }
 
-static inline void *bt_up_bytes(const ddpc_backend *b, const void *x, size_t bytes)
+static inline void *bt_up_bytes(const ddpc_kernel_table *b, const void *x, size_t bytes)
 {
     void *d = b->alloc(bytes ? bytes : 1);
     if (!d)
@@ -51,7 +51,7 @@ static inline void *bt_up_bytes(const ddpc_backend *b, const void *x, size_t byt
 }
 
 /* A fresh device array of n floats, every element NaN. */
-static inline float *bt_poison(const ddpc_backend *b, int64_t n)
+static inline float *bt_poison(const ddpc_kernel_table *b, int64_t n)
 {
     float *d = b->alloc((size_t)(n > 0 ? n : 1) * sizeof(float));
     if (!d)
@@ -61,7 +61,7 @@ static inline float *bt_poison(const ddpc_backend *b, int64_t n)
 }
 
 /* A host copy (ddpc_calloc'd) of device d (n floats). */
-static inline float *bt_down(const ddpc_backend *b, const float *d, int64_t n)
+static inline float *bt_down(const ddpc_kernel_table *b, const float *d, int64_t n)
 {
     float *h = tu_alloc(n);
     if (n > 0)
@@ -71,7 +71,7 @@ static inline float *bt_down(const ddpc_backend *b, const float *d, int64_t n)
 
 /* Relative error of device array d against host reference ref (n floats), as tu_rel_err with
  * floor 1e-6; NaN anywhere in the device result gives +inf. Prints what it compared. */
-static inline double bt_err(const ddpc_backend *b, const char *what, const float *d,
+static inline double bt_err(const ddpc_kernel_table *b, const char *what, const float *d,
                             const float *ref, int64_t n)
 {
     float *h = bt_down(b, d, n);

@@ -145,7 +145,7 @@ if [ $gpu = no ]; then
         refused cuda "^ddpc train: device: cuda cannot be used: this build of ddpc has no CUDA .*; \
 set device: cpu or auto\$" "$tmp/cuda"
     else
-        # the reason is ddpc_backend_cuda_devices' (no driver, none visible), never the build's
+        # the reason is ddpc_cuda_devices' (no driver, none visible), never the build's
         refused cuda '^ddpc train: device: cuda cannot be used: .+; set device: cpu or auto$' \
             "$tmp/cuda"
         check "... naming the machine, not the build" \

@@ -77,7 +77,7 @@ typedef struct {
     ddpc_precision precision; /* of the matrix products (linear, attention, conv); fp32 */
     /* The kernel table the model runs on (ddpc_backend_select): its parameters, gradients,
      * buffers and activations live in that device's memory. NULL: the CPU's. */
-    const struct ddpc_backend *backend;
+    const struct ddpc_kernel_table *backend;
     uint64_t seed; /* initialisation */
 } ddpc_model_config;
 

@@ -1,6 +1,6 @@
 /* Choosing a kernel table as the guides choose a device: cpu, cuda (GPU local_rank mod visible,
  * torch.cuda.set_device(local_rank)), or auto. Builds without CUDA answer through cuda_absent.c. */
-#include <ddpc/backend.h>
+#include <ddpc/device.h>
 
 #include <stdio.h>
 #include <string.h>
@@ -24,15 +24,15 @@ bool ddpc_device_kind_from_name(const char *s, ddpc_device_kind *out)
     return false;
 }
 
-ddpc_status ddpc_backend_select(ddpc_device_kind kind, int local_rank, const ddpc_backend **out)
+ddpc_status ddpc_device_select(ddpc_device_kind kind, int local_rank, const ddpc_kernel_table **out)
 {
-    *out = ddpc_backend_cpu();
+    *out = ddpc_kernel_table_cpu();
     if (kind == DDPC_DEVICE_CPU)
         return DDPC_OK;
     if (kind != DDPC_DEVICE_CUDA && kind != DDPC_DEVICE_AUTO)
         return ddpc_errorf(DDPC_EINVAL, "unknown device %d (cpu, cuda or auto)", (int)kind);
     char why[160] = "";
-    int n = ddpc_backend_cuda_devices(why, sizeof why);
+    int n = ddpc_cuda_devices(why, sizeof why);
     if (n <= 0) {
         if (kind == DDPC_DEVICE_AUTO)
             return DDPC_OK;
@@ -42,7 +42,7 @@ ddpc_status ddpc_backend_select(ddpc_device_kind kind, int local_rank, const ddp
     return ddpc__backend_cuda_open(local_rank < 0 ? 0 : local_rank, out);
 }
 
-const char *ddpc_backend_describe(const ddpc_backend *b)
+const char *ddpc_device_describe(const ddpc_kernel_table *b)
 {
     if (!b || b->kind != DDPC_DEVICE_CUDA)
         return "cpu";

@@ -1,17 +1,17 @@
 /* A build without CUDA: no GPU table, and one reason why. */
 #ifndef DDPC_HAVE_CUDA
-#include <ddpc/backend.h>
+#include <ddpc/device.h>
 
 #include <stdio.h>
 
 #include "kernels/backend_impl.h"
 
-bool ddpc_backend_cuda_built(void)
+bool ddpc_cuda_built(void)
 {
     return false;
 }
 
-int ddpc_backend_cuda_devices(char *why, size_t cap)
+int ddpc_cuda_devices(char *why, size_t cap)
 {
     if (why && cap)
         snprintf(why, cap, "this build of ddpc has no CUDA (rebuild with nvcc installed, "
@@ -19,20 +19,20 @@ int ddpc_backend_cuda_devices(char *why, size_t cap)
     return 0;
 }
 
-int ddpc_backend_cuda_runtime_version(void)
+int ddpc_cuda_runtime_version(void)
 {
     return 0;
 }
 
-int ddpc_backend_cublas_version(void)
+int ddpc_cublas_version(void)
 {
     return 0;
 }
 
-ddpc_status ddpc__backend_cuda_open(int local_rank, const ddpc_backend **out)
+ddpc_status ddpc__backend_cuda_open(int local_rank, const ddpc_kernel_table **out)
 {
     (void)local_rank;
-    *out = ddpc_backend_cpu();
+    *out = ddpc_kernel_table_cpu();
     return ddpc_errorf(DDPC_EINVAL, "this build of ddpc has no CUDA");
 }
 

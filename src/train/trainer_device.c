@@ -4,7 +4,7 @@
  * the run can use it, else the CPU, and says why it stayed there. */
 #include "train/trainer_device.h"
 
-#include <ddpc/backend.h>
+#include <ddpc/device.h>
 
 #include <assert.h>
 #include <stdbool.h>
@@ -54,10 +54,10 @@ static void say_cpu(char *note, size_t cap, const char *why)
         snprintf(note + len, cap - len, "device: auto runs on the CPU: %s\n", why);
 }
 
-ddpc_status ddpc__device_select(const ddpc__device_ask *a, const ddpc_backend **out, char *note,
+ddpc_status ddpc__device_select(const ddpc__device_ask *a, const ddpc_kernel_table **out, char *note,
                                 size_t cap)
 {
-    *out = ddpc_backend_cpu();
+    *out = ddpc_kernel_table_cpu();
     if (a->kind == DDPC_DEVICE_CPU)
         return DDPC_OK;
     /* The run's own obstacles first: they hold on every machine, so they are the useful answer
@@ -70,22 +70,22 @@ ddpc_status ddpc__device_select(const ddpc__device_ask *a, const ddpc_backend **
         if (blocked)
             return ddpc_errorf(DDPC_EINVAL, "device: cuda with %s: %s; %s", o.what, o.why,
                                o.instead);
-        return ddpc_backend_select(DDPC_DEVICE_CUDA, a->local_rank, out);
+        return ddpc_device_select(DDPC_DEVICE_CUDA, a->local_rank, out);
     }
     char none[192] = "", why[320];
-    if (ddpc_backend_cuda_devices(none, sizeof none) <= 0)
+    if (ddpc_cuda_devices(none, sizeof none) <= 0)
         snprintf(why, sizeof why, "no GPU: %s", none);
     else if (blocked && !a->model_on_gpu)
         snprintf(why, sizeof why, "%s %s", o.what, o.why);
     else if (blocked)
         snprintf(why, sizeof why, "%s: %s", o.what, o.why);
     else
-        return ddpc_backend_select(DDPC_DEVICE_CUDA, a->local_rank, out);
+        return ddpc_device_select(DDPC_DEVICE_CUDA, a->local_rank, out);
     say_cpu(note, cap, why);
     return DDPC_OK;
 }
 
-const char *ddpc__device_describe(const ddpc_backend *b)
+const char *ddpc__device_describe(const ddpc_kernel_table *b)
 {
-    return ddpc_backend_describe(b);
+    return ddpc_device_describe(b);
 }

@@ -1,7 +1,7 @@
 /* The CPU kernel table: the functions of kernels.h, on host memory. The optimizer members stay
  * NULL: optim/ runs its own vectorised loops on the host. */
 #include <ddpc/alloc.h>
-#include <ddpc/backend.h>
+#include <ddpc/device.h>
 
 #include <math.h>
 #include <string.h>
@@ -34,7 +34,7 @@ static void cpu_softmax_rows(float *x, int64_t n, int64_t classes)
     }
 }
 
-static const ddpc_backend cpu_table = {
+static const ddpc_kernel_table cpu_table = {
     .name = "cpu",
     .kind = DDPC_DEVICE_CPU,
     .device = 0,
@@ -83,7 +83,7 @@ static const ddpc_backend cpu_table = {
     .softmax_rows = cpu_softmax_rows,
 };
 
-const ddpc_backend *ddpc_backend_cpu(void)
+const ddpc_kernel_table *ddpc_kernel_table_cpu(void)
 {
     return &cpu_table;
 }

@@ -1,13 +1,13 @@
 /* Private to kernels/cuda: the one stream and cuBLAS handle every kernel uses, error checking, and
  * the functions table.cu puts into the CUDA kernel table (each named ddpc__cuda_<member>, with the
- * meaning of the ddpc_backend member of that name, on device memory).
+ * meaning of the ddpc_kernel_table member of that name, on device memory).
  * Invariants: everything runs in order on ddpc__cuda_stream(); no kernel allocates after its first
  * call for a shape (workspaces come from the caller or grow once); float reductions use a fixed
  * order (no float atomics), so a rerun gives the same bits. */
 #ifndef DDPC_KERNELS_CUDA_IMPL_H
 #define DDPC_KERNELS_CUDA_IMPL_H
 
-#include <ddpc/backend.h>
+#include <ddpc/device.h>
 
 #include "kernels/backend_impl.h"
 
@@ -42,10 +42,10 @@ void *ddpc__cuda_scratch(int slot, size_t bytes);
 enum { DDPC__CUDA_SCRATCH_BLAS, DDPC__CUDA_SCRATCH_REDUCE, DDPC__CUDA_SCRATCH_HOST_SUMS,
        DDPC__CUDA_SCRATCH_MISC, DDPC__CUDA_SCRATCH_COUNT };
 
-/* device.cu implements ddpc_backend_cuda_built, ddpc_backend_cuda_devices and backend_impl.h's
+/* device.cu implements ddpc_backend_cuda_built, ddpc_cuda_devices and backend_impl.h's
  * ddpc__backend_cuda_open / ddpc__backend_cuda_describe: picks GPU local_rank mod visible, makes
  * it current, creates the stream and cuBLAS handle, returns ddpc__cuda_table with .device set. */
-extern const ddpc_backend ddpc__cuda_table;
+extern const ddpc_kernel_table ddpc__cuda_table;
 
 /* memory.cu */
 void *ddpc__cuda_alloc(size_t bytes);

@@ -6,14 +6,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-extern "C" bool ddpc_backend_cuda_built(void) { return true; }
-extern "C" int ddpc_backend_cuda_devices(char *why, size_t cap)
+extern "C" bool ddpc_cuda_built(void) { return true; }
+extern "C" int ddpc_cuda_devices(char *why, size_t cap)
 {
     if (why && cap)
         snprintf(why, cap, "device selection is not written yet");
     return 0;
 }
-extern "C" ddpc_status ddpc__backend_cuda_open(int local_rank, const ddpc_backend **out)
+extern "C" ddpc_status ddpc__backend_cuda_open(int local_rank, const ddpc_kernel_table **out)
 {
     (void)local_rank;
     *out = &ddpc__cuda_table;

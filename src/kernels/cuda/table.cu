@@ -1,7 +1,7 @@
 /* The CUDA kernel table: every member points at its kernels/cuda implementation. */
 #include "kernels/cuda/cuda_impl.h"
 
-extern "C" const ddpc_backend ddpc__cuda_table = {
+extern "C" const ddpc_kernel_table ddpc__cuda_table = {
     .name = "cuda",
     .kind = DDPC_DEVICE_CUDA,
     .device = 0,

@@ -6,7 +6,7 @@
  * the kernels.h function of the same name; array arguments live in the table's memory (device
  * memory for CUDA), EXCEPT those marked "host" below. Members that return a value (a loss, a
  * count, a norm) wait for the device. The CUDA table runs everything in order on one stream
- * (ddpc_backend.stream), so a host read after `to_host` sees every earlier kernel's result. */
+ * (ddpc_kernel_table.stream), so a host read after `to_host` sees every earlier kernel's result. */
 #ifndef DDPC_BACKEND_H
 #define DDPC_BACKEND_H
 
@@ -43,7 +43,7 @@ typedef struct {
     bool nesterov, first;
 } ddpc_sgd_coef;
 
-typedef struct ddpc_backend {
+typedef struct ddpc_kernel_table {
     const char *name;   /* "cpu" | "cuda" */
     ddpc_device_kind kind;
     int device;         /* the GPU's ordinal among the visible ones; 0 on the CPU */
@@ -156,29 +156,29 @@ typedef struct ddpc_backend {
     bool (*unscale)(float *g, int64_t n, float scale);
     /* g *= s. */
     void (*scale)(float *g, int64_t n, float s);
-} ddpc_backend;
+} ddpc_kernel_table;
 
 /* The CPU's table (always there). */
-const ddpc_backend *ddpc_backend_cpu(void);
+const ddpc_kernel_table *ddpc_kernel_table_cpu(void);
 
 /* Whether this build has CUDA (compiled with it), and the number of GPUs this process sees
  * (CUDA_VISIBLE_DEVICES honoured; 0 without a driver or GPU, never an error). *why (may be NULL)
  * gets a short reason when it is 0: "this build has no CUDA", "no CUDA driver (...)", ... */
-bool ddpc_backend_cuda_built(void);
-int ddpc_backend_cuda_devices(char *why, size_t cap);
+bool ddpc_cuda_built(void);
+int ddpc_cuda_devices(char *why, size_t cap);
 /* For `ddpc env`: the CUDA runtime this build carries (cudaRuntimeGetVersion: 13000 is 13.0) and
  * the cuBLAS it loaded (major * 10000 + minor * 100 + patch); 0 in a build without CUDA or when
  * the library cannot say. Need no driver or GPU; never fail. */
-int ddpc_backend_cuda_runtime_version(void);
-int ddpc_backend_cublas_version(void);
+int ddpc_cuda_runtime_version(void);
+int ddpc_cublas_version(void);
 
 /* The table for `kind` as the guides choose it: cpu; cuda = GPU (local_rank mod visible GPUs),
  * made current for this process; auto = cuda when a GPU is visible, else cpu. DDPC_EINVAL with
  * one line saying why for cuda without a GPU or in a build without CUDA. */
-ddpc_status ddpc_backend_select(ddpc_device_kind kind, int local_rank, const ddpc_backend **out);
+ddpc_status ddpc_device_select(ddpc_device_kind kind, int local_rank, const ddpc_kernel_table **out);
 
 /* "NVIDIA H100 80GB HBM3 (GPU 0 of 1, 79.1 GiB, sm_90)" for a CUDA table; "cpu" otherwise. */
-const char *ddpc_backend_describe(const ddpc_backend *b);
+const char *ddpc_device_describe(const ddpc_kernel_table *b);
 
 #ifdef __cplusplus
 }
