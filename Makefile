@@ -24,9 +24,11 @@ test: setup build
 
 # Unit tests under AddressSanitizer + UBSan (Debug build in its own directory). Open MPI's own
 # allocations show as leaks at exit, so tests that run the mpi backend (dist_mpi, mpirun across
-# the namespace hosts) are left to the other builds.
+# the namespace hosts) are left to the other builds. The sanitizer builds, like the .deb's, leave
+# CUDA out (-DDDPC_CUDA=OFF): CUDA's static runtime is not built for them, and CI so keeps building
+# ddpc without CUDA as well as with it.
 test-sanitize: setup
-	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DDDPC_SANITIZE=ON $(CMAKE_FLAGS)
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DDDPC_SANITIZE=ON $(CMAKE_FLAGS) -DDDPC_CUDA=OFF
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		DDPC_SANITIZE=1 ctest --output-on-failure -j $(JOBS) -E 'parity|cli_|dist_mpi|multihost_mpirun'
@@ -36,7 +38,7 @@ test-sanitize: setup
 # left to the other builds.
 TSAN_TESTS ?= dist_shm|test_dist|test_data_loader|test_data_augment|test_data_combined|cli_run_nodes|multihost_gloo_conformance
 test-tsan: setup
-	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DDDPC_TSAN=ON $(CMAKE_FLAGS)
+	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DDDPC_TSAN=ON $(CMAKE_FLAGS) -DDDPC_CUDA=OFF
 	cmake --build build-tsan -j $(JOBS)
 	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 DDPC_SANITIZE=1 \
 		ctest --output-on-failure -j $(JOBS) -R '$(TSAN_TESTS)' -E 'mpi'
@@ -52,15 +54,20 @@ PREFIX ?= /usr/local
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
-# The Debian package $(BUILD)/ddpc_<version>_<arch>.deb (CPack; Depends from dpkg-shlibdeps), and
-# its test (root: apt-get installs it, builds examples/embed against /usr, trains, removes it).
-deb: setup build
-	cd $(BUILD) && cpack -G DEB
+# The Debian package $(DEB_BUILD)/ddpc_<version>_<arch>.deb (CPack; Depends from dpkg-shlibdeps),
+# from its own build without CUDA (cmake/package.cmake says why), and its test (root: apt-get
+# installs it, builds examples/embed against /usr, trains, removes it).
+DEB_BUILD ?= build-deb
+deb: setup
+	cmake -S . -B $(DEB_BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) -DDDPC_CUDA=OFF \
+		-DDDPC_TESTS=OFF
+	cmake --build $(DEB_BUILD) -j $(JOBS)
+	cd $(DEB_BUILD) && cpack -G DEB
 test-deb: deb
-	./tests/deb/test_deb.sh $(BUILD) .
+	./tests/deb/test_deb.sh $(DEB_BUILD) .
 
 bench: build
 	./bench/step_bench.sh $(BUILD)/ddpc
 
 clean:
-	rm -rf $(BUILD) build-asan build-tsan build-fuzz
+	rm -rf $(BUILD) $(DEB_BUILD) build-asan build-tsan build-fuzz

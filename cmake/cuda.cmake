@@ -14,6 +14,9 @@ if(NOT DDPC_CUDA STREQUAL "OFF")
     check_language(CUDA)
     if(CMAKE_CUDA_COMPILER)
         set(DDPC_HAVE_CUDA ON)
+    elseif(DDPC_CUDA STREQUAL "ON" AND DEFINED ENV{CUDACXX})
+        message(FATAL_ERROR "DDPC_CUDA=ON but CUDACXX=$ENV{CUDACXX} is not a working CUDA "
+            "compiler: point CUDACXX at nvcc, or configure with -DDDPC_CUDA=OFF")
     elseif(DDPC_CUDA STREQUAL "ON")
         message(FATAL_ERROR "DDPC_CUDA=ON but no CUDA compiler (nvcc) was found: install the CUDA "
             "toolkit or set CUDACXX, or configure with -DDDPC_CUDA=OFF")

@@ -37,4 +37,10 @@ set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "dataset-fashion-mnist, fortunes")
 string(JOIN ", " CPACK_DEBIAN_PACKAGE_SUGGESTS build-essential pkg-config libopenblas-openmp-dev
     libdnnl-dev libyaml-dev zlib1g-dev libopenmpi-dev)
+# The package holds no CUDA: the toolkit's libcublas comes from no Debian package (dpkg-shlibdeps
+# cannot name a Depends for it), and most Debian machines have no GPU. `make deb` builds it with
+# -DDDPC_CUDA=OFF; cpack in a build with CUDA stops with one line saying so.
+if(DDPC_HAVE_CUDA)
+    set(CPACK_PRE_BUILD_SCRIPTS ${PROJECT_SOURCE_DIR}/cmake/deb_no_cuda.cmake)
+endif()
 include(CPack)

@@ -167,6 +167,11 @@ const ddpc_kernel_table *ddpc_kernel_table_cpu(void);
  * gets a short reason when it is 0: "this build has no CUDA", "no CUDA driver (...)", ... */
 bool ddpc_cuda_built(void);
 int ddpc_cuda_devices(char *why, size_t cap);
+/* For `ddpc env`: the CUDA runtime this build carries (cudaRuntimeGetVersion: 13000 is 13.0) and
+ * the cuBLAS it loaded (major * 10000 + minor * 100 + patch); 0 in a build without CUDA or when
+ * the library cannot say. Need no driver or GPU; never fail. */
+int ddpc_cuda_runtime_version(void);
+int ddpc_cublas_version(void);
 
 /* The table for `kind` as the guides choose it: cpu; cuda = GPU (local_rank mod visible GPUs),
  * made current for this process; auto = cuda when a GPU is visible, else cpu. DDPC_EINVAL with

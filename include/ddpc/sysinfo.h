@@ -40,8 +40,10 @@ typedef struct {
     int omp_max_threads;    /* omp_get_max_threads() */
     /* GPU libraries */
     char cuda_driver[192]; /* "CUDA driver 12.4 (libcuda.so.1)" or "not found (...)" */
+    int cuda_driver_version; /* cuDriverGetVersion's code (12040 is 12.4); 0 without a driver */
     int gpu_count;         /* GPUs the driver reports (names of the first DDPC_SYSINFO_MAX_GPUS) */
     char gpu_names[DDPC_SYSINFO_MAX_GPUS][128]; /* "NVIDIA H100 80GB HBM3, 79.1 GiB, sm_90" */
+    int gpu_sm[DDPC_SYSINFO_MAX_GPUS]; /* compute capability as major * 10 + minor; 0 unknown */
     char nccl[192]; /* "NCCL 2.21.5 (libnccl.so.2)" or "not found (...)" */
 } ddpc_sysinfo;
 

@@ -18,6 +18,15 @@ int ddpc_cli_env(int argc, char **argv);
 int ddpc_cli_ckpt(int argc, char **argv);
 int ddpc_cli_report(int argc, char **argv);
 
+/* env_gpu.c: what `ddpc env` reports of the build's CUDA (each a line of text). */
+typedef struct {
+    int runtime_version; /* cudaRuntimeGetVersion's code (13000 is 13.0); 0 without CUDA */
+    char runtime[128];   /* "CUDA 13.0 (in this build, linked statically)" or why none */
+    char cublas[96];     /* "cuBLAS 13.0.2" or why none */
+    char device[256];    /* what device: auto takes for this rank: "cpu (no GPU: ...)" */
+} ddpc_cli_cuda_report;
+/* Fills *out for the rank whose LOCAL_RANK is local_rank; never fails. */
+void ddpc_cli_env_cuda(ddpc_cli_cuda_report *out, int local_rank);
 /* Whether arg asks for a command's usage: "--help" or "-h". */
 bool ddpc_cli_is_help(const char *arg);
 /* ddpc_cli_load_config's status when a "--help" or "-h" stands where CONFIG or a flag would. */

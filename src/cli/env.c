@@ -1,8 +1,8 @@
-/* `ddpc env`: prints what ddpc_sysinfo_collect (core: host, build, GPUs) and
- * ddpc_dist_report_collect (comm: MPI, launch variables) found, in the spirit of PyTorch's
- * collect_env, for bug reports and for checking what a launcher handed to a worker. Exit status 1
- * (with one line on stderr) when the distributed variables do not make sense; the report is
- * printed anyway. */
+/* `ddpc env`: prints what ddpc_sysinfo_collect (core: host, build, GPUs),
+ * ddpc_dist_report_collect (comm: MPI, launch variables) and ddpc_cli_env_cuda (the build's CUDA)
+ * found, in the spirit of PyTorch's collect_env, for bug reports and for checking what a launcher
+ * handed to a worker. Exit status 1 (with one line on stderr) when the distributed variables do not
+ * make sense; the report is printed anyway. */
 #include "cli/cli.h"
 
 #include <ddpc/alloc.h>
@@ -79,15 +79,45 @@ static void print_comm(const ddpc_sysinfo *s, const ddpc_dist_report *d)
     row("Backends", "shm yes, mpi %s, gloo %s", d->mpi_built ? "yes" : "no (built without MPI)",
         ddpc_backend_available(DDPC_BACKEND_GLOO) ? "yes" : "no (built without libgloo)");
     row("MPI", "%s", d->mpi_library);
+    row("NCCL", "%s", s->nccl);
+}
+
+/* The oldest GPUs this build's machine code runs on (cmake/cuda.cmake: sm_80, sm_90, PTX). */
+enum { OLDEST_SM = 80 };
+
+static void print_gpu(const ddpc_sysinfo *s, const ddpc_dist_report *d)
+{
+    ddpc_cli_cuda_report c;
+    ddpc_cli_env_cuda(&c, d->status == DDPC_OK ? d->env.local_rank : 0);
+    printf("GPU\n");
     row("CUDA driver", "%s", s->cuda_driver);
+    row("CUDA runtime", "%s", c.runtime);
+    row("cuBLAS", "%s", c.cublas);
+    /* CUDA's minor-version compatibility holds within a major version only: an older major
+     * driver cannot run this build's runtime. */
+    int drv = s->cuda_driver_version, rt = c.runtime_version;
+    if (drv > 0 && rt > 0 && drv / 1000 < rt / 1000)
+        row("Driver check",
+            "the driver (CUDA %d.%d) is older than this build's runtime (CUDA %d.%d): no GPU can "
+            "be used until the driver is updated",
+            drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10);
     if (s->gpu_count == 0)
         row("GPUs", "none");
     for (int i = 0; i < s->gpu_count && i < DDPC_SYSINFO_MAX_GPUS; i++) {
         char key[16];
         snprintf(key, sizeof key, "GPU %d", i);
-        row(key, "%s", s->gpu_names[i]);
+        if (s->gpu_sm[i] > 0 && s->gpu_sm[i] < OLDEST_SM && rt > 0)
+            row(key, "%s (older than sm_%d: this build's kernels do not run on it)",
+                s->gpu_names[i], OLDEST_SM);
+        else
+            row(key, "%s", s->gpu_names[i]);
     }
-    row("NCCL", "%s", s->nccl);
+    const char *visible = getenv("CUDA_VISIBLE_DEVICES");
+    if (visible)
+        row("Visible GPUs", "CUDA_VISIBLE_DEVICES=%s", visible);
+    else
+        row("Visible GPUs", "all (CUDA_VISIBLE_DEVICES unset)");
+    row("Device (auto)", "%s", c.device);
 }
 
 static void print_dist(const ddpc_dist_report *s)
@@ -151,6 +181,7 @@ int ddpc_cli_env(int argc, char **argv)
     ddpc_dist_report_collect(d);
     print_system(s);
     print_build(s);
+    print_gpu(s, d);
     print_comm(s, d);
     print_dist(d);
     fflush(stdout);

@@ -66,8 +66,10 @@ static void list_gpus(void *lib, ddpc_sysinfo *out)
             ddpc__strlcatf(out->gpu_names[i], sizeof out->gpu_names[i], ", %.1f GiB",
                            (double)bytes / (1024.0 * 1024.0 * 1024.0));
         if (attr && attr(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) == 0 &&
-            attr(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) == 0)
+            attr(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) == 0) {
             ddpc__strlcatf(out->gpu_names[i], sizeof out->gpu_names[i], ", sm_%d%d", major, minor);
+            out->gpu_sm[i] = major * 10 + minor;
+        }
     }
 }
 
@@ -99,6 +101,7 @@ static void cuda(ddpc_sysinfo *out)
                  v / 1000, v % 1000 / 10);
         list_gpus(lib, out);
     }
+    out->cuda_driver_version = v;
     dlclose(lib);
 }
 
@@ -126,8 +129,9 @@ static void nccl(ddpc_sysinfo *out)
 void ddpc__sysinfo_gpu(ddpc_sysinfo *out)
 {
     out->gpu_count = 0;
+    out->cuda_driver_version = 0;
     for (int i = 0; i < DDPC_SYSINFO_MAX_GPUS; i++)
-        out->gpu_names[i][0] = '\0';
+        out->gpu_names[i][0] = '\0', out->gpu_sm[i] = 0;
     cuda(out);
     nccl(out);
 }

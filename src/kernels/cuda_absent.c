@@ -19,6 +19,16 @@ int ddpc_cuda_devices(char *why, size_t cap)
     return 0;
 }
 
+int ddpc_cuda_runtime_version(void)
+{
+    return 0;
+}
+
+int ddpc_cublas_version(void)
+{
+    return 0;
+}
+
 ddpc_status ddpc__backend_cuda_open(int local_rank, const ddpc_kernel_table **out)
 {
     (void)local_rank;

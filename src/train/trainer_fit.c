@@ -236,19 +236,20 @@ static void log_start(ddpc_trainer *t)
     int64_t per_rank = 0;
     char parts[64 * DDPC_MODEL_MAX_HEADS] = "";
     size_t len = 0;
+    const char *device = ddpc__device_describe(ddpc_model_config_of(t->model)->backend);
     if (t->multi)
         fprintf(t->log,
                 "training %s with %d task heads: %zu parameters, %lld steps, %d threads "
-                "per rank\n",
+                "per rank, on %s\n",
                 ddpc_model_config_of(t->model)->type, t->n_tasks, ddpc_model_num_params(t->model),
-                (long long)t->total_steps, ddpc_kernels_threads());
+                (long long)t->total_steps, ddpc_kernels_threads(), device);
     else
         fprintf(t->log,
                 "training %s: %zu parameters, %lld samples, %lld steps, %d threads per "
-                "rank\n",
+                "rank, on %s\n",
                 ddpc_model_config_of(t->model)->type, ddpc_model_num_params(t->model),
                 (long long)ddpc_dataset_size(t->task[0].train), (long long)t->total_steps,
-                ddpc_kernels_threads());
+                ddpc_kernels_threads(), device);
     int64_t per_epoch = t->steps_per_epoch;
     if (s->max_steps > s->epochs * per_epoch) /* said, never a silent change of length */
         fprintf(t->log,

@@ -26,6 +26,8 @@
 #include <ddpc/train.h>
 #include <ddpc/vocab.h>
 
+#include "train/trainer_device.h"
+
 #include <stdbool.h>
 
 #define DDPC__FMNIST_DIR "/usr/share/datasets/fashion-mnist"
@@ -47,6 +49,7 @@ typedef struct {
     int64_t batch_size, eval_batch_size; /* per rank; the tasks' defaults */
     int64_t accum_steps;                 /* micro-batches per optimizer step */
     ddpc_precision precision;            /* of the model's matrix products */
+    int device;                          /* device: a ddpc_device_kind (trainer_device.c) */
     int64_t stats_sync_every;            /* steps between cross-rank loss averages */
     progress_mode progress;              /* log.progress: a bar on a terminal, or plain lines */
     bool tensorboard;                    /* log.tensorboard: rank 0 writes <run_dir>/tb/ */

@@ -16,6 +16,7 @@ typedef struct {
     ddpc_dataset_kind data_kind; /* the samples it consumes */
     bool checkpointing;          /* model.activation_checkpointing is supported */
     bool batchnorm;              /* model.batchnorm (and so model.sync_batchnorm) is read */
+    bool gpu;                    /* has CUDA kernels: device cuda/auto may put it on a GPU */
     ddpc_status (*read)(ddpc_config *c, ddpc_model_config *mc);
 } model_builder;
 
@@ -77,10 +78,10 @@ static ddpc_status read_seq2seq(ddpc_config *c, ddpc_model_config *mc)
 }
 
 static const model_builder models[] = {
-    {"mlp", DDPC_DATASET_IMAGES, false, true, read_mlp},
-    {"cnn", DDPC_DATASET_IMAGES, true, true, read_cnn},
-    {"gpt", DDPC_DATASET_TOKENS, true, false, read_gpt},
-    {"seq2seq", DDPC_DATASET_PAIRS, true, false, read_seq2seq},
+    {"mlp", DDPC_DATASET_IMAGES, false, true, true, read_mlp},
+    {"cnn", DDPC_DATASET_IMAGES, true, true, true, read_cnn},
+    {"gpt", DDPC_DATASET_TOKENS, true, false, true, read_gpt},
+    {"seq2seq", DDPC_DATASET_PAIRS, true, false, false, read_seq2seq},
 };
 static const char *const model_names[] = {"mlp", "cnn", "gpt", "seq2seq", NULL};
 static_assert(sizeof models / sizeof models[0] == 4, "model_names lists every model");
@@ -168,7 +169,14 @@ static ddpc_status read_model_config(ddpc_trainer *t, ddpc_model_config *mc)
         mc->in_channels = shape[0], mc->in_height = shape[1], mc->in_width = shape[2];
     if (t->multi)
         DDPC_TRY(task_heads(t, mc));
-    return DDPC_OK;
+    /* Last, once the config is known good: cuda opens the GPU. */
+    ddpc__device_ask ask = {.kind = t->set.device,
+                            .model_type = b->name,
+                            .model_on_gpu = b->gpu,
+                            .world = t->world,
+                            .dp_replicas = t->dp_replicas,
+                            .local_rank = t->pg ? ddpc_pg_local_rank(t->pg) : 0};
+    return ddpc__device_select(&ask, &mc->backend, t->notes, sizeof t->notes);
 }
 
 static const char *const optim_types[] = {"sgd", "adamw", NULL};

@@ -39,6 +39,7 @@ ddpc_status ddpc__trainer_read_settings(ddpc_trainer *t, const char *config_name
     DDPC_TRY(
         ddpc_config_choice_alias(c, "precision", "fp32", precision_names, precision_aliases, &v32));
     s->precision = (ddpc_precision)v32;
+    DDPC_TRY(ddpc__device_read(c, &s->device));
     s->state = (trainer_state)state;
     DDPC_TRY(ddpc_config_int(c, "epochs", 1, 0, 1000000, &s->epochs));
     DDPC_TRY(ddpc_config_int(c, "max_steps", 0, 0, INT64_MAX, &s->max_steps));

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# `make test-deb` (root): installs build/ddpc_*.deb with apt, which resolves its Depends, the way a
-# user on Debian 12 would; checks the files (tests/deb/check_contents.sh) and the installed
-# system: examples/embed built out of tree against /usr through pkg-config (shared and static)
-# and find_package, running with the libddpc.so.0 that ldconfig finds, and /usr/bin/ddpc
-# training a config from /usr/share/ddpc/configs; then purges the package (also on failure) and
-# checks nothing of it is left. Refuses to run over an already installed ddpc.
+# `make test-deb` (root): installs build-deb/ddpc_*.deb (a build without CUDA) with apt, which
+# resolves its Depends, the way a user on Debian 12 would; checks the files
+# (tests/deb/check_contents.sh) and the installed system: examples/embed built out of tree
+# against /usr through pkg-config (shared and static) and find_package, running with the
+# libddpc.so.0 that ldconfig finds, and /usr/bin/ddpc training a config from
+# /usr/share/ddpc/configs; then purges the package (also on failure) and checks nothing of it is
+# left. Refuses to run over an already installed ddpc.
 # usage: test_deb.sh BUILD_DIR SOURCE_DIR
 set -u
 build=$1

@@ -1,0 +1,40 @@
+/* Private to train/: the `device` key and the kernel table it picks (trainer_device.c). Apart from
+ * that file, the trainer names the table only as `struct ddpc_kernel_table`: backend.h's ddpc_backend
+ * (the kernel table) and comm.h's ddpc_backend (the process group's) share a name, so no file can
+ * include both headers. */
+#ifndef DDPC_TRAIN_TRAINER_DEVICE_H
+#define DDPC_TRAIN_TRAINER_DEVICE_H
+
+#include <ddpc/config.h>
+#include <ddpc/status.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct ddpc_kernel_table;
+
+/* What a run asks of its device. */
+typedef struct {
+    int kind;               /* the `device` key: a ddpc_device_kind */
+    const char *model_type; /* model.type, for the messages */
+    bool model_on_gpu;      /* whether that model type has CUDA kernels (seq2seq has none yet) */
+    int world;              /* ranks of the job */
+    int dp_replicas;        /* parallel.mode dp's replicas in this process; 0 under ddp */
+    int local_rank;         /* LOCAL_RANK: the GPU is local_rank mod the visible GPUs */
+} ddpc__device_ask;
+
+/* Reads `device` (cpu, cuda or auto; default auto) into *kind, a ddpc_device_kind. */
+ddpc_status ddpc__device_read(ddpc_config *c, int *kind);
+
+/* The kernel table the run's model lives on. device: cuda that cannot run here (seq2seq, several
+ * ranks or DataParallel replicas, no GPU, a build without CUDA) is DDPC_EINVAL with one line saying
+ * which; device: auto then stays on the CPU and appends one line saying why to note (cap bytes,
+ * NUL-terminated). Opens the GPU for cuda (ddpc_backend_select). */
+ddpc_status ddpc__device_select(const ddpc__device_ask *a, const struct ddpc_kernel_table **out,
+                                char *note, size_t cap);
+
+/* The device of a table, as the start line names it: "cpu", or the GPU ("NVIDIA H100 80GB HBM3
+ * (GPU 0 of 1, 79.1 GiB, sm_90)"); NULL is the CPU. */
+const char *ddpc__device_describe(const struct ddpc_kernel_table *b);
+
+#endif

@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# `device: cpu|cuda|auto` where the user meets it. Without a GPU (this machine, CI): device=cuda
+# exits 1 with one stderr line saying why (no GPU, or a build without CUDA, as `ddpc env` tells)
+# and writes nothing into the run directory; device=auto trains on the CPU and says why; cpu says
+# nothing more; a misspelt device gets the usual unknown-choice line; seq2seq, two ranks and
+# parallel.mode dp are refused on cuda whatever the machine has; `ddpc env` prints its GPU section.
+# With a GPU visible, device=cuda and auto train the MLP on it and the start line names it.
+# usage: cli_train_device.sh DDPC_BIN SOURCE_DIR
+set -u
+ddpc=$1
+src=$2
+. "$(dirname "${BASH_SOURCE[0]}")/lib/check.sh"
+export OMP_NUM_THREADS=1
+
+mlp=("$src/configs/fmnist_mlp.yaml" data.type=synthetic_images data.size=256 data.batch_size=32
+    epochs=1 log_every=4 num_threads=1 log.progress=plain)
+
+# train NAME ARGS...: runs `ddpc train ARGS` into $tmp/NAME.{out,err}; sets rc.
+train() {
+    local name=$1
+    shift
+    "$ddpc" train "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
+    rc=$?
+}
+
+# refused NAME REGEX RUN_DIR: the last run exited 1 with exactly one stderr line matching REGEX
+# and left RUN_DIR absent.
+refused() {
+    if [ "$rc" -eq 1 ] && [ "$(wc -l <"$tmp/$1.err")" -eq 1 ] && grep -Eq -- "$2" "$tmp/$1.err" &&
+        [ ! -e "$3" ]; then
+        ok "$1: $(cat "$tmp/$1.err")"
+    else
+        fail "$1 (exit $rc; run directory $([ -e "$3" ] && echo written || echo absent))" \
+            "$tmp/$1.err" "$tmp/$1.out"
+    fi
+}
+
+# ddpc env: the GPU section, and what this machine has.
+"$ddpc" env >"$tmp/env.out" 2>"$tmp/env.err"
+rc=$?
+good=1
+[ $rc -eq 0 ] && [ ! -s "$tmp/env.err" ] || good=0
+auto_cpu='cpu \(no GPU: .+\)'
+auto_gpu='cuda: visible GPU [0-9]+ of [0-9]+ \(LOCAL_RANK [0-9]+ mod [0-9]+\)'
+for re in '^GPU$' '^  CUDA driver: +.+' '^  CUDA runtime: +.+' '^  cuBLAS: +.+' \
+    '^  (GPUs: +none|GPU 0: +.+, [0-9.]+ GiB, sm_[0-9]+.*)$' '^  Visible GPUs: +.+' \
+    "^  Device \\(auto\\): +($auto_cpu|$auto_gpu)\$" '^  NCCL: +.+'; do
+    grep -Eq -- "$re" "$tmp/env.out" || { echo "    missing: $re"; good=0; }
+done
+if [ $good -eq 1 ]; then
+    ok "ddpc env prints the GPU section"
+else
+    fail "ddpc env (exit $rc)" "$tmp/env.out" "$tmp/env.err"
+fi
+built=yes
+grep -Eq '^  CUDA runtime: +none: this build has no CUDA' "$tmp/env.out" && built=no
+gpu=no
+grep -Eq '^  Device \(auto\): +cuda: ' "$tmp/env.out" && gpu=yes
+echo "note: this build has CUDA: $built; a GPU is visible: $gpu"
+if [ $built = no ]; then
+    check "a build without CUDA says cuBLAS is absent too" \
+        grep -Eq '^  cuBLAS: +none: this build has no CUDA$' "$tmp/env.out"
+else
+    check "a build with CUDA names its runtime" \
+        grep -Eq '^  CUDA runtime: +CUDA [0-9]+\.[0-9]+ \(in this build, linked statically\)$' \
+        "$tmp/env.out"
+    check "... and its cuBLAS" grep -Eq '^  cuBLAS: +cuBLAS [0-9]+\.[0-9]+\.[0-9]+$' "$tmp/env.out"
+fi
+# Without a driver (no libcuda.so.1 where the loader looks) env still succeeds and says so.
+if [ $gpu = no ]; then
+    check "without a driver the report says which GPU line applies" \
+        grep -Eq '^  GPUs: +none$' "$tmp/env.out"
+fi
+
+# Refusals that hold on every machine, before anything is written.
+# seq2seq reads translation data; the refusal must come with the model, not from the data.
+/usr/bin/python3 - "$tmp" <<'EOF'
+import random, sys
+random.seed(3)
+for split, n in (("train", 64), ("valid", 8), ("test", 8)):
+    with open(f"{sys.argv[1]}/{split}.src", "w") as s, open(f"{sys.argv[1]}/{split}.tgt", "w") as t:
+        for _ in range(n):
+            w = "".join(random.choice("abcd") for _ in range(random.randint(2, 5)))
+            s.write(w + "\n")
+            t.write(w[::-1] + "\n")
+EOF
+s2s=(model.type=seq2seq model.d_model=16 model.num_heads=2 model.num_encoder_layers=1
+    model.num_decoder_layers=1 model.d_ff=16 data.type=translation data.tokenize=char
+    data.train_src="$tmp/train.src" data.train_tgt="$tmp/train.tgt" data.valid_src="$tmp/valid.src"
+    data.valid_tgt="$tmp/valid.tgt" data.test_src="$tmp/test.src" data.test_tgt="$tmp/test.tgt"
+    data.batch_size=8 max_steps=2 num_threads=1 log.progress=plain)
+train s2s_cuda "$src/configs/translate_demo.yaml" "${s2s[@]}" device=cuda run_dir="$tmp/s2s"
+refused s2s_cuda \
+    '^ddpc train: device: cuda: model\.type seq2seq does not run on GPUs yet; use device: cpu$' \
+    "$tmp/s2s"
+train s2s_auto "$src/configs/translate_demo.yaml" "${s2s[@]}" run_dir="$tmp/s2s_auto"
+check_status "seq2seq with device: auto trains on the CPU" $rc "$tmp/s2s_auto.err" \
+    "$tmp/s2s_auto.out"
+check "... and its start line says so" grep -Eq '^training seq2seq: .*, on cpu$' "$tmp/s2s_auto.out"
+if [ $gpu = yes ]; then
+    check "... and why" grep -qx \
+        'device: auto runs on the CPU: model.type seq2seq does not run on GPUs yet' \
+        "$tmp/s2s_auto.out"
+fi
+
+"$ddpc" run --nproc-per-node 2 -- "$ddpc" train "${mlp[@]}" device=cuda run_dir="$tmp/two" \
+    >"$tmp/two.out" 2>"$tmp/two.err"
+rc=$?
+want='device: cuda with 2 ranks: multi-GPU training (nccl) is not there yet; run one rank or '
+want+='device: cpu'
+if [ $rc -ne 0 ] && grep -qF "$want" "$tmp/two.err" "$tmp/two.out" && [ ! -e "$tmp/two" ]; then
+    ok "device: cuda on two ranks is refused, nothing written"
+else
+    fail "device: cuda on two ranks (exit $rc)" "$tmp/two.err" "$tmp/two.out"
+fi
+train dp "${mlp[@]}" device=cuda parallel.mode=dp parallel.replicas=2 run_dir="$tmp/dp"
+refused dp "^ddpc train: device: cuda with parallel\\.mode dp \\(2 replicas\\): multi-GPU training \
+\\(nccl\\) is not there yet; run one rank \\(parallel\\.mode ddp\\) or device: cpu\$" "$tmp/dp"
+
+train typo "${mlp[@]}" device=gpu run_dir="$tmp/typo"
+refused typo \
+    "^ddpc train: command line 'device=gpu': key 'device' must be one of cpu, cuda, auto, got \
+'gpu'" \
+    "$tmp/typo"
+
+train cpu "${mlp[@]}" device=cpu run_dir="$tmp/cpu"
+check_status "device: cpu trains" $rc "$tmp/cpu.err" "$tmp/cpu.out"
+check "... on the CPU, as its start line says" grep -Eq '^training mlp: .*, on cpu$' "$tmp/cpu.out"
+check "... with no word about auto" test "$(grep -c '^device: auto' "$tmp/cpu.out")" -eq 0
+check "... and config.yaml records the key" grep -qx 'device: cpu' "$tmp/cpu/config.yaml"
+
+train auto "${mlp[@]}" run_dir="$tmp/auto"
+check_status "device: auto (the default) trains" $rc "$tmp/auto.err" "$tmp/auto.out"
+check "config.yaml records device: auto" grep -qx 'device: auto' "$tmp/auto/config.yaml"
+
+if [ $gpu = no ]; then
+    check "... on the CPU, as its start line says" \
+        grep -Eq '^training mlp: .*, on cpu$' "$tmp/auto.out"
+    check "... and why" grep -Eq '^device: auto runs on the CPU: no GPU: .+' "$tmp/auto.out"
+    check "auto and cpu give the same losses" \
+        diff <(grep -Eo '"loss": [0-9.e+-]+' "$tmp/cpu/metrics.jsonl") \
+        <(grep -Eo '"loss": [0-9.e+-]+' "$tmp/auto/metrics.jsonl")
+    train cuda "${mlp[@]}" device=cuda run_dir="$tmp/cuda"
+    if [ $built = no ]; then
+        refused cuda "^ddpc train: device: cuda cannot be used: this build of ddpc has no CUDA .*; \
+set device: cpu or auto\$" "$tmp/cuda"
+    else
+        # the reason is ddpc_cuda_devices' (no driver, none visible), never the build's
+        refused cuda '^ddpc train: device: cuda cannot be used: .+; set device: cpu or auto$' \
+            "$tmp/cuda"
+        check "... naming the machine, not the build" \
+            test "$(grep -c 'has no CUDA' "$tmp/cuda.err")" -eq 0
+    fi
+else
+    check "... on the GPU, as its start line says" \
+        grep -Eq '^training mlp: .*, on .*GPU [0-9]+ of [0-9]+' "$tmp/auto.out"
+    train cuda "${mlp[@]}" device=cuda run_dir="$tmp/cuda"
+    check_status "device: cuda trains on the GPU" $rc "$tmp/cuda.err" "$tmp/cuda.out"
+    check "... as its start line says" \
+        grep -Eq '^training mlp: .*, on .*GPU [0-9]+ of [0-9]+' "$tmp/cuda.out"
+    # torch's CUDA_VISIBLE_DEVICES: none visible is no GPU
+    CUDA_VISIBLE_DEVICES= "$ddpc" train "${mlp[@]}" device=cuda run_dir="$tmp/hidden" \
+        >"$tmp/hidden.out" 2>"$tmp/hidden.err"
+    rc=$?
+    refused hidden '^ddpc train: device: cuda cannot be used: .+; set device: cpu or auto$' \
+        "$tmp/hidden"
+fi
+
+summary
