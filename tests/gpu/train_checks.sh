@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# Training on the GPU against the CPU, through `ddpc train` (run by tests/gpu/run.sh on the lent
+# GPU machine; skipped with 77 where no GPU is visible). Issue 19's acceptance:
+#   - the GPT (4 layers, 256 wide), the MLP and the CNN with BatchNorm, dropout off: 200 steps on
+#     the GPU at fp32 give losses within 1e-3 relative of the CPU's at every logged step;
+#   - the GPT at bf16 ends within 2% of fp32's loss;
+#   - a rerun on the GPU is bitwise identical (every logged loss, the saved weights);
+#   - kill -9 and resume on the GPU ends with the uninterrupted run's weights, byte for byte;
+#   - a GPU checkpoint resumes on the CPU and continues within 1e-3 of the GPU run;
+#   - warm steps allocate nothing on the device (the run's "device allocations after step 2").
+# usage: train_checks.sh DDPC_BIN SOURCE_DIR   (WORK: scratch folder)
+# A dry run of the script's own logic without a GPU: DDPC_CHECK_DEVICE=cpu DDPC_CHECK_STEPS=40.
+set -u
+ddpc=$1
+src=$2
+work=${WORK:-$(mktemp -d)}
+mkdir -p "$work"
+py=${DDPC_GPU_PYTHON:-python3}
+fails=0
+pass() { echo "PASS $*"; }
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+
+dev=${DDPC_CHECK_DEVICE:-cuda}
+N=${DDPC_CHECK_STEPS:-200}
+if [ "$dev" = cuda ] && ! "$ddpc" env 2>/dev/null | grep -q "Device (auto): cuda"; then
+    echo "skipped: ddpc env sees no GPU"
+    "$ddpc" env 2>&1 | grep -iA3 "^GPU" | head -8
+    exit 77
+fi
+
+# The runs: small and quick, constant learning rate (so a shorter run is the same run's prefix).
+common=(max_steps=$N log_every=20 eval_every=0 eval_batches=1 test_batches=1 num_threads=8
+        data.num_workers=1 checkpoint.every_steps=0 optim.grad_clip=1.0)
+# The GPT of the acceptance list (4 layers, 256 wide, context 128) on the learnable synthetic
+# token recurrence: no corpus needed on the GPU machine.
+cat >"$work/gpt.yaml" <<'YAML'
+seed: 1337
+model: {type: gpt, n_layer: 4, n_head: 4, n_embd: 256, block_size: 128, dropout: 0.0}
+data: {type: synthetic_tokens, size: 262144, batch_size: 8}
+optim: {type: adamw, lr: 0.001, weight_decay: 0.1, beta2: 0.99}
+YAML
+gpt=(train "$work/gpt.yaml" "${common[@]}")
+mlp=(train "$src/configs/fmnist_mlp.yaml" data.type=synthetic_images data.size=4096
+     data.batch_size=64 model.dropout=0 optim.type=adamw optim.lr=0.001 optim.nesterov=false
+     "${common[@]}")
+cnn=(train "$src/configs/fmnist_cnn_bn.yaml" data.type=synthetic_images data.size=4096
+     data.batch_size=64 model.dropout=0 data.hflip=false data.random_shift=0
+     optim.schedule=constant model.sync_batchnorm=false "${common[@]}")
+
+run() { # NAME ARGS...: one run into $work/NAME, its log beside it; returns ddpc's status
+    local name=$1
+    shift
+    rm -rf "$work/$name"
+    "$ddpc" "$@" run_dir="$work/$name" weights_out="$work/$name.st" >"$work/$name.log" 2>&1
+    local rc=$?
+    [ $rc -eq 0 ] || { echo "  $name exited $rc:"; tail -n 5 "$work/$name.log" | sed 's/^/    /'; }
+    return $rc
+}
+
+# compare_losses A B TOL [FROM]: every logged training loss of run A against run B's (same
+# steps), relative difference <= TOL (0: identical); FROM: only steps >= FROM.
+compare_losses() {
+    "$py" - "$work/$1/metrics.jsonl" "$work/$2/metrics.jsonl" "$3" "${4:-0}" <<'EOF'
+import json, sys
+def losses(p, first):
+    out = {}
+    for line in open(p):
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue
+        if "loss" in r and "epoch" in r and "event" not in r and r["step"] >= first:
+            out[r["step"]] = r["loss"]
+    return out
+a, b = losses(sys.argv[1], int(sys.argv[4])), losses(sys.argv[2], int(sys.argv[4]))
+tol = float(sys.argv[3])
+if not a or sorted(a) != sorted(b):
+    print("  logged steps differ: %s vs %s" % (sorted(a), sorted(b)))
+    sys.exit(1)
+worst = max(abs(a[s] - b[s]) / max(abs(b[s]), 1e-12) for s in a)
+print("  %d logged steps, worst relative difference %.3g (limit %g); last losses %.6f / %.6f"
+      % (len(a), worst, tol, a[max(a)], b[max(b)]))
+sys.exit(0 if worst <= tol else 1)
+EOF
+}
+
+allocs_zero() { # NAME: the run's warm steps allocated nothing on the device
+    local line
+    line=$(grep "device allocations after step 2" "$work/$1.log")
+    echo "  $1: ${line:-no allocation line}"
+    [[ $line == *"after step 2: 0 in"* ]]
+}
+
+# 1. fp32 parity with the CPU, GPT, MLP and CNN with BatchNorm.
+for m in gpt mlp cnn; do
+    eval "args=(\"\${$m[@]}\")"
+    if run "${m}_cpu" "${args[@]}" device=cpu && run "${m}_gpu" "${args[@]}" device=$dev; then
+        grep -m1 "^training\|on NVIDIA\|GPU 0" "$work/${m}_gpu.log" | cut -c1-160 | sed 's/^/  /'
+        if compare_losses "${m}_gpu" "${m}_cpu" 1e-3; then
+            pass "$m fp32: GPU losses within 1e-3 of the CPU's at every logged step"
+        else
+            fail "$m fp32: GPU and CPU losses differ by more than 1e-3"
+        fi
+        if [ "$dev" = cpu ]; then
+            :
+        elif allocs_zero "${m}_gpu"; then
+            pass "$m: warm steps allocate nothing on the device"
+        else
+            fail "$m: warm steps allocated on the device"
+        fi
+    else
+        fail "$m fp32: a run failed"
+    fi
+done
+
+# 2. A rerun on the GPU is bitwise identical.
+if run gpt_gpu2 "${gpt[@]}" device=$dev && compare_losses gpt_gpu2 gpt_gpu 0 &&
+    cmp -s "$work/gpt_gpu.st" "$work/gpt_gpu2.st"; then
+    pass "gpt: a GPU rerun gives identical losses and weights"
+else
+    fail "gpt: a GPU rerun differs"
+fi
+
+# 3. bf16 within 2% of fp32 after 200 steps.
+if run gpt_bf16 "${gpt[@]}" device=$dev precision=bf16; then
+    if compare_losses gpt_bf16 gpt_gpu 0.02 $N; then
+        pass "gpt bf16: the loss after 200 steps is within 2% of fp32's"
+    else
+        fail "gpt bf16: the loss after 200 steps is more than 2% from fp32's"
+    fi
+else
+    fail "gpt bf16: the run failed"
+fi
+
+# 4. kill -9 and resume on the GPU: the same weights as the uninterrupted run.
+ck=(checkpoint.every_steps=20 checkpoint.keep=3)
+rm -rf "$work/gpt_kill"
+"$ddpc" "${gpt[@]}" device=$dev "${ck[@]}" run_dir="$work/gpt_kill" \
+    weights_out="$work/gpt_kill.st" >"$work/gpt_kill.1.log" 2>&1 &
+pid=$!
+killed=no
+for _ in $(seq 1 1200); do # until a checkpoint past step 60 is committed (or the run ended)
+    l=$(cat "$work/gpt_kill/checkpoints/latest" 2>/dev/null)
+    if [ -n "$l" ] && [ "${l##*[!0-9]}" -ge $((N * 3 / 10)) ] 2>/dev/null; then
+        kill -9 $pid 2>/dev/null && killed=yes
+        break
+    fi
+    kill -0 $pid 2>/dev/null || break
+    sleep 0.05
+done
+wait $pid 2>/dev/null
+echo "  killed: $killed (latest checkpoint then: ${l:-none})"
+"$ddpc" "${gpt[@]}" device=$dev "${ck[@]}" run_dir="$work/gpt_kill" \
+    weights_out="$work/gpt_kill.st" >"$work/gpt_kill.2.log" 2>&1
+rc=$?
+grep -m1 "resuming from" "$work/gpt_kill.2.log" | sed 's/^/  /'
+if [ $rc -eq 0 ] && cmp -s "$work/gpt_kill.st" "$work/gpt_gpu.st"; then
+    pass "gpt: kill -9 ($killed) and resume on the GPU ends with the uninterrupted weights"
+else
+    fail "gpt: kill and resume on the GPU (exit $rc) differs from the uninterrupted run"
+fi
+
+# 5. A GPU checkpoint resumes on the CPU: stop the GPU run at step 100 (max_steps; the schedule
+# is constant), resume to 200 on the CPU, compare the last 100 steps with the GPU run.
+if run gpt_half "${gpt[@]}" device=$dev max_steps=$((N / 2)) checkpoint.every_steps=$((N / 2)) &&
+    "$ddpc" "${gpt[@]}" device=cpu run_dir="$work/gpt_half" weights_out="$work/gpt_half.st" \
+        >"$work/gpt_half.cpu.log" 2>&1; then
+    grep -m1 "resuming from" "$work/gpt_half.cpu.log" | sed 's/^/  /'
+    if compare_losses gpt_half gpt_gpu 1e-3 $((N / 2 + 1)); then
+        pass "gpt: a GPU checkpoint resumes on the CPU within 1e-3 of the GPU run"
+    else
+        fail "gpt: the CPU resume of a GPU checkpoint strays from the GPU run"
+    fi
+else
+    fail "gpt: GPU checkpoint then CPU resume failed"
+    tail -n 5 "$work/gpt_half.cpu.log" 2>/dev/null | sed 's/^/    /'
+fi
+
+echo "train_checks: $fails failed"
+[ $fails -eq 0 ]
