@@ -130,7 +130,9 @@ static void test_softmax_rows(void)
         float *d_x = bt_up(gpu, x, n * v);
         cpu->softmax_rows(x, n, v);
         gpu->softmax_rows(d_x, n, v);
-        CHECK(bt_err(gpu, "softmax_rows", d_x, x, n * v) <= 1e-5);
+        /* A reduction over up to 50257 values: the CPU sums them one by one in fp32, the GPU in
+         * a tree, so they part by more than fp32 elementwise rounding (5e-5 seen on an H200). */
+        CHECK(bt_err(gpu, "softmax_rows", d_x, x, n * v) <= 1e-4);
         gpu->free(d_x);
         ddpc_free(x);
     }

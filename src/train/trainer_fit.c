@@ -312,8 +312,12 @@ static void log_start(ddpc_trainer *t)
             ddpc__trainer_lr_scale(t));
     log_zero(t);
     /* Said once, so a CPU without bf16 products is never mistaken for a fast one. */
+    bool gpu = ddpc_model_backend(t->model)->kind != DDPC_DEVICE_CPU;
     fprintf(t->log, "precision %s: matrix products in %s\n", ddpc_precision_name(s->precision),
-            ddpc_kernels_matmul_info(s->precision, NULL));
+            !gpu ? ddpc_kernels_matmul_info(s->precision, NULL)
+            : s->precision == DDPC_PREC_FP32 ? "fp32 cuBLAS (TF32 off)"
+                                              : "16-bit inputs on cuBLAS tensor cores, fp32 "
+                                                "accumulation");
     log_activations(t);
     ddpc__trainer_log_memory_plan(t);
 }

@@ -22,9 +22,10 @@ fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 
 dev=${DDPC_CHECK_DEVICE:-cuda}
 N=${DDPC_CHECK_STEPS:-200}
-if [ "$dev" = cuda ] && ! "$ddpc" env 2>/dev/null | grep -q "Device (auto): cuda"; then
+env_out=$("$ddpc" env 2>&1) # whole, then grep: grep -q's early exit would SIGPIPE ddpc
+if [ "$dev" = cuda ] && ! grep -q "Device (auto): *cuda" <<<"$env_out"; then
     echo "skipped: ddpc env sees no GPU"
-    "$ddpc" env 2>&1 | grep -iA3 "^GPU" | head -8
+    grep -A8 "^GPU" <<<"$env_out"
     exit 77
 fi
 
