@@ -285,22 +285,28 @@ print("%-34s %10.0f tok/s %8.1f ms/step" % (r["name"], r["tokens_per_s"], r["ms_
         tail -n 6 "$2" | cut -c1-200 | sed 's/^/    /' ;;
     esac
 }
-if wants ddpc; then
-    run_dir=$work/ddpc_run
+ddpc_row() { # NAME [VAR=VALUE]: one ddpc benchmark run, its environment extended by VAR=VALUE
+    local name=$1 run_dir=$work/$1_run
+    shift
     # shellcheck disable=SC2086
-    run_part ddpc 180 "${libenv[@]}" OMP_NUM_THREADS="${OMP_NUM_THREADS:-8}" \
+    run_part "$name" 180 "${libenv[@]}" "$@" OMP_NUM_THREADS="${OMP_NUM_THREADS:-8}" \
         "$ddpc" train configs/gpt2_124m.yaml ${DDPC_DEVICE_ARGS-device=cuda} \
         "data.train=$train_glob" "data.val=$val_glob" "data.batch_size=$B" \
         "max_steps=$steps" eval_every=0 eval_batches=1 test_batches=1 checkpoint.every_steps=0 \
         optim.grad_accum_steps=1 log_every=5 log.progress=plain log.tensorboard=false \
         "run_dir=$run_dir" ${DDPC_TRAIN_ARGS-memory.limit_gb=120}
-    cp "$run_dir/metrics.jsonl" "$logs/ddpc_metrics.jsonl" 2>/dev/null
+    cp "$run_dir/metrics.jsonl" "$logs/${name}_metrics.jsonl" 2>/dev/null
     if [ "$part_rc" = 0 ]; then
-        bench_row ddpc ddpc "$run_dir/metrics.jsonl" --skip-steps 10
+        bench_row ddpc "$name" "$run_dir/metrics.jsonl" --skip-steps 10
     else
-        bench_row failed ddpc "$(verdict "$part_rc"): $(tail -n 1 "$logs/ddpc.log" | cut -c1-150)"
+        bench_row failed "$name" "$(verdict "$part_rc"): $(tail -n 1 "$logs/$name.log" | cut -c1-150)"
     fi
-    bench_done ddpc "$logs/ddpc.log"
+    bench_done "$name" "$logs/$name.log"
+}
+if wants ddpc; then
+    ddpc_row ddpc
+    # DDPC_BENCH_VARIANT="VAR=VALUE": a second ddpc row under that setting, in the same run.
+    [ -n "${DDPC_BENCH_VARIANT:-}" ] && ddpc_row "ddpc-${DDPC_BENCH_VARIANT##*=}" "$DDPC_BENCH_VARIANT"
 fi
 torch_row() { # MODE LIMIT
     run_part "torch_$1" "$2" "$py" bench/gpu_gpt2_torch.py --mode "$1" --train "$train_glob" \
