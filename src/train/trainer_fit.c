@@ -79,8 +79,11 @@ static ddpc_status train_step(ddpc_trainer *t, double *loss)
     ddpc_engine_step_info info;
     DDPC_TRY(ddpc_engine_update(t->engine, &info));
     const ddpc_kernel_table *k = ddpc_model_backend(t->model);
-    if (k->kind != DDPC_DEVICE_CPU && ++t->device_steps == 2)
-        t->device_allocs_warm = k->alloc_count();
+    if (k->kind != DDPC_DEVICE_CPU) { /* the counts at step 2 and at the latest step */
+        t->device_allocs_last = k->alloc_count();
+        if (++t->device_steps == 2)
+            t->device_allocs_warm = t->device_allocs_last;
+    }
     t->last_grad_norm = info.grad_norm;
     t->last_comm_bytes = ddpc_pg_ring_bytes(t->pg) - bytes0;
     *loss = sum / (double)accum;
@@ -323,14 +326,15 @@ static void log_start(ddpc_trainer *t)
 }
 
 /* Periodic work after a step: stats sync, progress line, validation. */
-/* A GPU run's promise that warm steps allocate nothing on the device, as a line tests read. */
+/* A GPU run's promise that warm training steps allocate nothing on the device, as a line tests
+ * read (evaluation at another batch size may grow the buffers once, after the last step). */
 static void log_device_allocs(const ddpc_trainer *t)
 {
     const ddpc_kernel_table *k = ddpc_model_backend(t->model);
     if (!t->log || k->kind == DDPC_DEVICE_CPU || t->device_steps <= 2)
         return;
     fprintf(t->log, "device allocations after step 2: %llu in %lld steps\n",
-            (unsigned long long)(k->alloc_count() - t->device_allocs_warm),
+            (unsigned long long)(t->device_allocs_last - t->device_allocs_warm),
             (long long)t->device_steps - 2);
 }
 

@@ -240,7 +240,7 @@ struct ddpc_trainer {
     double ckpt_seconds;     /* spent saving checkpoints this run */
     /* A GPU run: device allocations made by the end of the second step, and steps taken, so the
      * end of the run can say how many a warm step made (none is the promise). */
-    uint64_t device_allocs_warm;
+    uint64_t device_allocs_warm, device_allocs_last;
     int64_t device_steps;
     char resumed_from[1100]; /* checkpoint this run resumed from, or "" */
     ddpc__resume_notes resume; /* what resuming passed over; the first save's check */
