@@ -1,7 +1,6 @@
 /* What `ddpc env` asks the kernels layer about CUDA: the runtime and cuBLAS this build carries and
- * the device `device: auto` picks for a rank. Apart from env.c, which prints it, because backend.h
- * and comm.h both name a ddpc_kernel_table. Nothing here fails: a machine without a driver, or a build
- * without CUDA, gets lines saying so. */
+ * the device `device: auto` picks for a rank. Nothing here fails: a machine without a driver, or a
+ * build without CUDA, gets lines saying so. */
 #include "cli/cli.h"
 
 #include <ddpc/device.h>

@@ -1,7 +1,4 @@
-/* Private to train/: the `device` key and the kernel table it picks (trainer_device.c). Apart from
- * that file, the trainer names the table only as `struct ddpc_kernel_table`: backend.h's ddpc_backend
- * (the kernel table) and comm.h's ddpc_backend (the process group's) share a name, so no file can
- * include both headers. */
+/* Private to train/: the `device` key and the kernel table it picks (trainer_device.c). */
 #ifndef DDPC_TRAIN_TRAINER_DEVICE_H
 #define DDPC_TRAIN_TRAINER_DEVICE_H
 

@@ -1,5 +1,5 @@
 /* Optimizer and gradient arithmetic on flat device ranges: AdamW and SGD updates with the scalars
- * of include/ddpc/backend.h (ddpc_adamw_coef, ddpc_sgd_coef), the sum of squares for clipping, and
+ * of include/ddpc/device.h (ddpc_adamw_coef, ddpc_sgd_coef), the sum of squares for clipping, and
  * loss-scale unscale/scale. Every float operation is an explicit round-to-nearest intrinsic
  * (__fmaf_rn where src/optim/adamw.c and sgd.c call fmaf, __fmul_rn/__fadd_rn/__fdiv_rn/
  * __fsqrt_rn elsewhere) so nvcc cannot contract or approximate them: a GPU update equals the
