@@ -608,7 +608,7 @@ int main(int argc, char **argv)
     bench b = {.k = K, .B = B, .BT = B * T};
     phases ph = step_phases(B, &b.n_params);
     printf("\n== phases (median of 5 warm steps, ms): zero_grad %.2f  forward %.2f  backward %.2f"
-           "  update %.2f  step %.2f\n",
+           "  update %.2f  step (sum of medians) %.2f\n",
            ph.zero * 1e3, ph.fwd * 1e3, ph.bwd * 1e3, ph.upd * 1e3, ph.step * 1e3);
 
     bench_alloc(&b);
