@@ -3,7 +3,8 @@
 # ignored folder .gpu/, which a device call carries (carry: [".gpu"]) and tests/gpu/run.sh unpacks
 # there. .gpu/ stays under about 55 MiB, so that with the tracked tree it fits the 64 MiB a call
 # may carry:
-#   bin.tar.xz   ddpc, every tests/test_cuda_* executable, llm.c's train_gpt2cu (CUDA, sm_90)
+#   bin.tar.xz   ddpc, every tests/test_cuda_* executable, gpu_step_profile (bench/), llm.c's
+#                train_gpt2cu (CUDA, sm_90)
 #   libs.tar.xz  the shared libraries they need that a CUDA + PyTorch Ubuntu image may lack
 #                (oneDNN, OpenMP OpenBLAS, gfortran, quadmath, yaml, gomp, ...); not CUDA's or
 #                glibc's
@@ -27,7 +28,7 @@ while [ $# -gt 0 ]; do
     --llmc) llmc_src=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
     --skip-build) build=0; shift ;;
-    -h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "prepare.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -48,8 +49,8 @@ if [ "$build" = 1 ]; then
     say "configuring build-gpu/ (CUDA for sm_90)"
     cmake -S . -B "$bgpu" -DCMAKE_BUILD_TYPE=Release -DDDPC_CUDA=ON -DDDPC_MPI=OFF \
         -DDDPC_GLOO=OFF -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_CUDA_COMPILER="$nvcc" >/dev/null
-    say "building ddpc ${tests[*]}"
-    cmake --build "$bgpu" -j "$jobs" --target ddpc "${tests[@]}"
+    say "building ddpc gpu_step_profile ${tests[*]}"
+    cmake --build "$bgpu" -j "$jobs" --target ddpc gpu_step_profile "${tests[@]}"
 fi
 [ -x "$bgpu/ddpc" ] || die "build-gpu/ddpc is missing: run without --skip-build"
 
@@ -85,7 +86,8 @@ stage=$bgpu/pack
 rm -rf "$stage" "$gpu/bin.tar.xz" "$gpu/libs.tar.xz" "$gpu/MANIFEST" "$gpu/bin" "$gpu/lib" \
     "$gpu/lib-use"
 mkdir -p "$stage/bin" "$stage/lib" "$gpu/shards"
-cp "$bgpu/ddpc" "$llmc/train_gpt2cu" "$stage/bin/"
+[ -x "$bgpu/gpu_step_profile" ] || die "build-gpu/gpu_step_profile is missing: run without --skip-build"
+cp "$bgpu/ddpc" "$bgpu/gpu_step_profile" "$llmc/train_gpt2cu" "$stage/bin/"
 for t in "${tests[@]}"; do
     [ -x "$bgpu/$t" ] || die "build-gpu/$t is missing: run without --skip-build"
     cp "$bgpu/$t" "$stage/bin/"

@@ -7,8 +7,10 @@
 # FAILED, else 0.
 #
 # usage: tests/gpu/run.sh [--only PARTS] [--skip PARTS] [--deadline SECONDS] [--steps N]
-#   PARTS, comma-separated: env kernels train ddpc eager llmc compile (run in this order), or
-#   the groups checks (kernels,train), peers (eager,llmc,compile), bench (ddpc and the peers).
+#   PARTS, comma-separated: env kernels train profile ddpc eager llmc compile (run in this order),
+#   or the groups checks (kernels,train), peers (eager,llmc,compile), bench (ddpc and the peers).
+#   profile (bench/gpu_step_profile: the step's phases and every kernel-table member's time at
+#   GPT-2 124M's shapes; under a minute) runs only when named in --only.
 #   --deadline: seconds for the whole run (default 420); a part never runs past it.
 #   --steps: training steps of each benchmark row (default 30; the first 10 are warm-up).
 # environment: OUT (default ./gpu-out), DDPC_GPU_DIR (default ./.gpu), DDPC_GPU_PYTHON
@@ -20,7 +22,7 @@ set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
-all_parts="env kernels train ddpc eager llmc compile"
+all_parts="env kernels train profile ddpc eager llmc compile"
 only="" skip="" deadline=420 steps=30
 while [ $# -gt 0 ]; do
     case $1 in
@@ -28,7 +30,7 @@ while [ $# -gt 0 ]; do
     --skip) skip="$skip,$2"; shift 2 ;;
     --deadline) deadline=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
-    -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -39,7 +41,7 @@ expand() {
         checks) echo kernels train ;;
         peers) echo eager llmc compile ;;
         bench) echo ddpc eager llmc compile ;;
-        env | kernels | train | ddpc | eager | compile | llmc) echo "$w" ;;
+        env | kernels | train | profile | ddpc | eager | compile | llmc) echo "$w" ;;
         *) echo "run.sh: unknown part '$w' (parts: $all_parts, checks, peers, bench)" >&2
             exit 2 ;;
         esac
@@ -51,7 +53,8 @@ only_list=$(echo $only_list)
 skip_list=$(echo $skip_list)
 wants() {
     case " $skip_list " in *" $1 "*) return 1 ;; esac
-    [ -z "$only_list" ] && return 0
+    # profile is opt-in: it runs only when --only names it.
+    [ -z "$only_list" ] && [ "$1" != profile ] && return 0
     case " $only_list " in *" $1 "*) return 0 ;; esac
     return 1
 }
@@ -268,6 +271,14 @@ if wants train; then
     else
         check_line train_checks.sh "SKIPPED (absent)" 0
     fi
+fi
+
+# --- profile: where one GPT-2 124M step's time goes, kernel-table member by member.
+if wants profile; then
+    run_part profile 120 "${libenv[@]}" "$bin/gpu_step_profile" 16
+    check_line gpu_step_profile "$(verdict "$part_rc")" "$part_s"
+    cp "$logs/profile.log" "$out/profile.txt"
+    sed 's/^/    /' "$logs/profile.log" | cut -c1-200
 fi
 
 # --- The benchmark: GPT-2 124M, bf16, batch 16 x 1024, on the same shards.
