@@ -371,6 +371,30 @@ static ddpc_status stage_inputs(ddpc_model *m, const ddpc_model_input *in, ddpc_
     return DDPC_OK;
 }
 
+ddpc_status ddpc_model_reserve(ddpc_model *m, int64_t n, int64_t seq_len)
+{
+    if (n <= 0)
+        return DDPC_OK;
+    DDPC_TRY(ddpc__model_reserve_arena(
+        m, m->ops->arena_floats(m, n, m->cfg.activation_checkpointing), n));
+    if (m->k->kind == DDPC_DEVICE_CPU)
+        return DDPC_OK;
+    ddpc_model_input probe = {.n = n, .src_len = seq_len, .tgt_len = seq_len};
+    ddpc_sample_sizes z = ddpc_model_sample_sizes(m, &probe);
+    int64_t per = z.x > z.tokens ? z.x : z.tokens;
+    per = per > z.targets ? per : z.targets;
+    per = per > z.src_tokens ? per : z.src_tokens;
+    size_t need = (size_t)n * (size_t)per;
+    if (need > m->in_cap) {
+        DDPC_TRY(grow_input(m, (void **)&m->ktokens, need, sizeof(int32_t)));
+        DDPC_TRY(grow_input(m, (void **)&m->ktargets, need, sizeof(int32_t)));
+        DDPC_TRY(grow_input(m, (void **)&m->ksrc, need, sizeof(int32_t)));
+        DDPC_TRY(grow_input(m, (void **)&m->kx, need, sizeof(float)));
+        m->in_cap = need;
+    }
+    return DDPC_OK;
+}
+
 ddpc_status ddpc_model_forward(ddpc_model *m, const ddpc_model_input *in, bool training,
                                ddpc_model_output *out)
 {

@@ -2,6 +2,8 @@
  * {name, keys, dataset kind}: only the chosen type's keys are read, so a key of another type is
  * reported unused. The optimizer keys (optim.*) and the step keys (grad_clip, on_nonfinite) become
  * the engine's config. */
+#include <ddpc/device.h>
+
 #include "train/trainer_impl.h"
 
 #include <ddpc/alloc.h>
@@ -394,6 +396,20 @@ ddpc_status ddpc__trainer_build_loaders(ddpc_trainer *t, int64_t *per_epoch)
 }
 
 /* Batch buffers for prediction and the step benchmark: the largest batch of any task. */
+/* A model on a GPU makes room for the largest training or evaluation batch at once, so that no
+ * step or evaluation allocates device memory later (the arena grows on demand otherwise). */
+static ddpc_status reserve_batches(ddpc_trainer *t)
+{
+    if (ddpc_model_backend(t->model)->kind == DDPC_DEVICE_CPU)
+        return DDPC_OK;
+    int64_t n = 0;
+    for (int i = 0; i < t->n_tasks; i++) {
+        n = t->task[i].batch_size > n ? t->task[i].batch_size : n;
+        n = t->task[i].eval_batch_size > n ? t->task[i].eval_batch_size : n;
+    }
+    return ddpc_model_reserve(t->model, n, 0);
+}
+
 static ddpc_status alloc_buffers(ddpc_trainer *t)
 {
     int64_t shape[3];
@@ -442,5 +458,6 @@ ddpc_status ddpc__trainer_build_model(ddpc_trainer *t)
     if (t->plan_world > 0)
         return DDPC_OK;
     DDPC_TRY(ddpc_model_allocate(t->model));
+    DDPC_TRY(reserve_batches(t));
     return alloc_buffers(t);
 }

@@ -38,7 +38,7 @@ cat >"$work/gpt.yaml" <<'YAML'
 seed: 1337
 model: {type: gpt, n_layer: 4, n_head: 4, n_embd: 256, block_size: 128, dropout: 0.0}
 data: {type: synthetic_tokens, size: 262144, batch_size: 8}
-optim: {type: adamw, lr: 0.001, weight_decay: 0.1, beta2: 0.99}
+optim: {type: adamw, lr: 0.0002, weight_decay: 0.1, beta2: 0.99}
 YAML
 gpt=(train "$work/gpt.yaml" "${common[@]}")
 mlp=(train "$src/configs/fmnist_mlp.yaml" data.type=synthetic_images data.size=4096
@@ -46,7 +46,7 @@ mlp=(train "$src/configs/fmnist_mlp.yaml" data.type=synthetic_images data.size=4
      "${common[@]}")
 cnn=(train "$src/configs/fmnist_cnn_bn.yaml" data.type=synthetic_images data.size=4096
      data.batch_size=64 model.dropout=0 data.hflip=false data.random_shift=0
-     optim.schedule=constant model.sync_batchnorm=false "${common[@]}")
+     optim.schedule=constant optim.lr=0.0002 model.sync_batchnorm=false "${common[@]}")
 
 run() { # NAME ARGS...: one run into $work/NAME, its log beside it; returns ddpc's status
     local name=$1
@@ -97,7 +97,10 @@ allocs_zero() { # NAME: the run's warm steps allocated nothing on the device
 
 # 1. fp32 parity with the CPU, GPT, MLP and CNN with BatchNorm. First the first 8 steps, every
 # one logged: the same parameters, so any difference beyond summation order (1e-5) is a bug;
-# then 200 steps, logged every 20, within the acceptance's 1e-3.
+# then 200 steps, logged every 20, within the acceptance's 1e-3. Summation order alone (cuBLAS
+# against OpenBLAS) starts the runs apart by 1e-7 and training multiplies that: on an H200 at
+# AdamW lr 1e-3 the GPT and the CNN passed 1e-3 after 80 steps (each step's difference printed
+# below shows the growth), so these runs use lr 2e-4, where the growth is slower.
 for m in gpt mlp cnn; do
     eval "args=(\"\${$m[@]}\")"
     if run "${m}_cpu8" "${args[@]}" max_steps=8 log_every=1 device=cpu &&

@@ -19,7 +19,8 @@
 
 #define THREADS 256
 
-/* dst (rows, cols), packed, = src (rows, cols; leading dimension ld) rounded to nearest even. */
+/* dst (rows, cols; leading dimension ldd) = src (rows, cols; leading dimension lds) rounded to
+ * nearest even. */
 template <typename T> static __device__ T round_to(float v);
 template <> __device__ __nv_bfloat16 round_to<__nv_bfloat16>(float v)
 {
@@ -30,15 +31,17 @@ template <> __device__ __half round_to<__half>(float v)
     return __float2half_rn(v);
 }
 
+/* Rows by blockIdx.y (strided), columns by x: no division per element. */
 template <typename T>
 static __global__ void round_kernel(T *dst, const float *src, int64_t rows, int64_t cols,
-                                    int64_t ld)
+                                    int64_t ldd, int64_t lds)
 {
-    int64_t n = rows * cols;
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t r = i / cols, c = i - r * cols;
-        dst[i] = round_to<T>(src[r * ld + c]);
+    for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+        const float *s = src + r * lds;
+        T *d = dst + r * ldd;
+        for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < cols;
+             c += (int64_t)gridDim.x * blockDim.x)
+            d[c] = round_to<T>(s[c]);
     }
 }
 
@@ -73,38 +76,64 @@ static cublasOperation_t op_of(ddpc_transpose t)
 }
 
 template <typename T>
-static void round_into(T *dst, const float *src, int64_t rows, int64_t cols, int64_t ld)
+static void round_into(T *dst, int64_t ldd, const float *src, int64_t rows, int64_t cols,
+                       int64_t lds)
 {
-    round_kernel<T><<<ddpc__cuda_blocks(rows * cols, THREADS), THREADS, 0, ddpc__cuda_stream()>>>(
-        dst, src, rows, cols, ld);
+    int64_t xb = (cols + THREADS - 1) / THREADS;
+    dim3 grid((unsigned)(xb < 1024 ? xb : 1024), (unsigned)(rows < 65535 ? rows : 65535));
+    round_kernel<T><<<grid, THREADS, 0, ddpc__cuda_stream()>>>(dst, src, rows, cols, ldd, lds);
     DDPC_CUDA_LAUNCHED();
 }
 
+/* cols rounded up to a multiple of `mult`: the leading dimension of a scratch copy. Rows that
+ * start on 128-byte (bf16/fp16) or 64-byte (fp32) boundaries keep cuBLAS on its fast kernels; an
+ * odd leading dimension such as GPT-2's vocabulary of 50257 made the LM head's products run at a
+ * sixth of the rate of the others (measured on an H200). */
+static int64_t padded(int64_t cols, int64_t mult)
+{
+    return (cols + mult - 1) / mult * mult;
+}
+
 /* The 16-bit product: a (ra, ca) and b (rb, cb) as stored (row-major, before op) are rounded into
- * one scratch buffer, packed, so their leading dimensions become ca and cb. */
+ * one scratch buffer with padded leading dimensions; a c whose rows are not 64-byte aligned is
+ * computed in a padded scratch copy and copied back (the copies cost less than the slow GEMM). */
 static void gemm_16(ddpc_precision prec, ddpc_transpose ta, ddpc_transpose tb, int m, int n, int k,
                     float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
                     float beta, float *c, int ldc)
 {
     int64_t ra = ta == DDPC_NO_TRANS ? m : k, ca = ta == DDPC_NO_TRANS ? k : m;
     int64_t rb = tb == DDPC_NO_TRANS ? k : n, cb = tb == DDPC_NO_TRANS ? n : k;
-    size_t a_bytes = ((size_t)(ra * ca) * 2 + 255) & ~(size_t)255; /* b starts 256-aligned */
-    size_t b_bytes = (size_t)(rb * cb) * 2;
-    char *s = (char *)ddpc__cuda_scratch(DDPC__CUDA_SCRATCH_BLAS, a_bytes + b_bytes);
+    int64_t lda16 = padded(ca, 64), ldb16 = padded(cb, 64);
+    bool pad_c = ldc % 16 != 0;
+    int64_t ldcp = pad_c ? padded(n, 16) : ldc;
+    size_t a_bytes = ((size_t)(ra * lda16) * 2 + 255) & ~(size_t)255; /* each part 256-aligned */
+    size_t b_bytes = ((size_t)(rb * ldb16) * 2 + 255) & ~(size_t)255;
+    size_t c_bytes = pad_c ? (size_t)m * (size_t)ldcp * sizeof(float) : 0;
+    char *s = (char *)ddpc__cuda_scratch(DDPC__CUDA_SCRATCH_BLAS, a_bytes + b_bytes + c_bytes);
     cudaDataType_t type;
     if (prec == DDPC_PREC_BF16) {
-        round_into((__nv_bfloat16 *)s, a, ra, ca, lda);
-        round_into((__nv_bfloat16 *)(s + a_bytes), b, rb, cb, ldb);
+        round_into((__nv_bfloat16 *)s, lda16, a, ra, ca, lda);
+        round_into((__nv_bfloat16 *)(s + a_bytes), ldb16, b, rb, cb, ldb);
         type = CUDA_R_16BF;
     } else {
-        round_into((__half *)s, a, ra, ca, lda);
-        round_into((__half *)(s + a_bytes), b, rb, cb, ldb);
+        round_into((__half *)s, lda16, a, ra, ca, lda);
+        round_into((__half *)(s + a_bytes), ldb16, b, rb, cb, ldb);
         type = CUDA_R_16F;
     }
+    float *cc = pad_c ? (float *)(s + a_bytes + b_bytes) : c;
+    const size_t row = (size_t)n * sizeof(float), dpitch = (size_t)ldcp * sizeof(float);
+    const size_t spitch = (size_t)ldc * sizeof(float);
+    if (pad_c && beta != 0.0f)
+        DDPC_CUDA_CHECK(cudaMemcpy2DAsync(cc, dpitch, c, spitch, row, (size_t)m,
+                                          cudaMemcpyDeviceToDevice, ddpc__cuda_stream()));
     DDPC_CUBLAS_CHECK(cublasGemmEx(ddpc__cuda_blas(), op_of(tb), op_of(ta), n, m, k, &alpha,
-                                   s + a_bytes, type, int_size(cb, "ldb"), s, type,
-                                   int_size(ca, "lda"), &beta, c, CUDA_R_32F, ldc,
-                                   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                                   s + a_bytes, type, int_size(ldb16, "ldb"), s, type,
+                                   int_size(lda16, "lda"), &beta, cc, CUDA_R_32F,
+                                   int_size(ldcp, "ldc"), CUBLAS_COMPUTE_32F,
+                                   CUBLAS_GEMM_DEFAULT));
+    if (pad_c)
+        DDPC_CUDA_CHECK(cudaMemcpy2DAsync(c, spitch, cc, dpitch, row, (size_t)m,
+                                          cudaMemcpyDeviceToDevice, ddpc__cuda_stream()));
 }
 
 /* DDPC_CUDA_GEMM16=fast (a benchmark experiment, read once): bf16/fp16 products hand the fp32
