@@ -3,7 +3,7 @@
 # a fresh Debian 12 root made by debootstrap (minbase, like the debian:12 image):
 #   1. build:   the source tree copied in, then README.md's ./scripts/setup and make deb;
 #   2. runtime: an untouched root, README.md's
-#               apt-get update && apt-get install -y ./build/ddpc_*.deb, then ddpc --version and
+#               apt-get update && apt-get install -y ./build-deb/ddpc_*.deb, then ddpc --version and
 #               200 steps of ddpc train on an installed config;
 #   3. example: gcc, make, pkg-config and cmake only (none of ddpc's -dev dependencies), then
 #               examples/embed from /usr/share/doc/ddpc built through pkg-config and
@@ -51,9 +51,9 @@ git -C "$src" ls-files -co --exclude-standard | tar -C "$src" -cf - -T - |
 in_root "$work/build" 'cd /src && ./scripts/setup && make deb'
 
 echo "== 2. runtime: apt-get install the package in an untouched root, then ddpc train"
-mkdir -p "$work/runtime/src/build"
-cp "$work"/build/src/build/ddpc_*.deb "$work/runtime/src/build/"
-in_root "$work/runtime" 'cd /src && apt-get update && apt-get install -y ./build/ddpc_*.deb
+mkdir -p "$work/runtime/src/build-deb"
+cp "$work"/build/src/build-deb/ddpc_*.deb "$work/runtime/src/build-deb/"
+in_root "$work/runtime" 'cd /src && apt-get update && apt-get install -y ./build-deb/ddpc_*.deb
     ddpc --version
     cd /tmp && ddpc train /usr/share/ddpc/configs/fmnist_mlp.yaml max_steps=200 log_every=100 \
         run_dir=/tmp/run
