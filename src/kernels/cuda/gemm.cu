@@ -31,17 +31,18 @@ template <> __device__ __half round_to<__half>(float v)
     return __float2half_rn(v);
 }
 
-/* Rows by blockIdx.y (strided), columns by x: no division per element. */
+/* Rows by blockIdx.y (strided), columns by x: no division per element. dst is (prows, pcols):
+ * src inside (rows, cols), zeros in the padding, so padded products add nothing. */
 template <typename T>
 static __global__ void round_kernel(T *dst, const float *src, int64_t rows, int64_t cols,
-                                    int64_t ldd, int64_t lds)
+                                    int64_t prows, int64_t pcols, int64_t lds)
 {
-    for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    for (int64_t r = blockIdx.y; r < prows; r += gridDim.y) {
         const float *s = src + r * lds;
-        T *d = dst + r * ldd;
-        for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < cols;
+        T *d = dst + r * pcols;
+        for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < pcols;
              c += (int64_t)gridDim.x * blockDim.x)
-            d[c] = round_to<T>(s[c]);
+            d[c] = round_to<T>(r < rows && c < cols ? s[c] : 0.0f);
     }
 }
 
@@ -76,48 +77,53 @@ static cublasOperation_t op_of(ddpc_transpose t)
 }
 
 template <typename T>
-static void round_into(T *dst, int64_t ldd, const float *src, int64_t rows, int64_t cols,
-                       int64_t lds)
+static void round_into(T *dst, int64_t prows, int64_t pcols, const float *src, int64_t rows,
+                       int64_t cols, int64_t lds)
 {
-    int64_t xb = (cols + THREADS - 1) / THREADS;
-    dim3 grid((unsigned)(xb < 1024 ? xb : 1024), (unsigned)(rows < 65535 ? rows : 65535));
-    round_kernel<T><<<grid, THREADS, 0, ddpc__cuda_stream()>>>(dst, src, rows, cols, ldd, lds);
+    int64_t xb = (pcols + THREADS - 1) / THREADS;
+    dim3 grid((unsigned)(xb < 1024 ? xb : 1024), (unsigned)(prows < 65535 ? prows : 65535));
+    round_kernel<T><<<grid, THREADS, 0, ddpc__cuda_stream()>>>(dst, src, rows, cols, prows, pcols,
+                                                               lds);
     DDPC_CUDA_LAUNCHED();
 }
 
-/* cols rounded up to a multiple of `mult`: the leading dimension of a scratch copy. Rows that
- * start on 128-byte (bf16/fp16) or 64-byte (fp32) boundaries keep cuBLAS on its fast kernels; an
- * odd leading dimension such as GPT-2's vocabulary of 50257 made the LM head's products run at a
- * sixth of the rate of the others (measured on an H200). */
-static int64_t padded(int64_t cols, int64_t mult)
+/* A product's size rounded up for the tensor cores: to 8 (16-byte bf16 rows), and to 128 for the
+ * large sizes. GPT-2's vocabulary of 50257 as m, n or k ran the LM head's products at 70-150
+ * TFLOP/s on an H200, against 160-250 for the others (bench/gpu_step_profile.c); llm.c pads it to
+ * 50304 for the same reason. */
+static int64_t padded(int64_t x)
 {
-    return (cols + mult - 1) / mult * mult;
+    int64_t mult = x >= 4096 ? 128 : 8;
+    return x % 8 == 0 ? x : (x + mult - 1) / mult * mult;
 }
 
 /* The 16-bit product: a (ra, ca) and b (rb, cb) as stored (row-major, before op) are rounded into
- * one scratch buffer with padded leading dimensions; a c whose rows are not 64-byte aligned is
- * computed in a padded scratch copy and copied back (the copies cost less than the slow GEMM). */
+ * one scratch buffer, packed, with m, n and k padded (padded()) by zeros; when a size was padded or
+ * c's rows are not 64-byte aligned, the product goes to a padded scratch c and its (m, n) part is
+ * copied back (less than what the unpadded product cost). */
 static void gemm_16(ddpc_precision prec, ddpc_transpose ta, ddpc_transpose tb, int m, int n, int k,
                     float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
                     float beta, float *c, int ldc)
 {
+    const int64_t mp = padded(m), np = padded(n), kp = padded(k);
     int64_t ra = ta == DDPC_NO_TRANS ? m : k, ca = ta == DDPC_NO_TRANS ? k : m;
     int64_t rb = tb == DDPC_NO_TRANS ? k : n, cb = tb == DDPC_NO_TRANS ? n : k;
-    int64_t lda16 = padded(ca, 64), ldb16 = padded(cb, 64);
-    bool pad_c = ldc % 16 != 0;
-    int64_t ldcp = pad_c ? padded(n, 16) : ldc;
-    size_t a_bytes = ((size_t)(ra * lda16) * 2 + 255) & ~(size_t)255; /* each part 256-aligned */
-    size_t b_bytes = ((size_t)(rb * ldb16) * 2 + 255) & ~(size_t)255;
-    size_t c_bytes = pad_c ? (size_t)m * (size_t)ldcp * sizeof(float) : 0;
+    int64_t pra = ta == DDPC_NO_TRANS ? mp : kp, pca = ta == DDPC_NO_TRANS ? kp : mp;
+    int64_t prb = tb == DDPC_NO_TRANS ? kp : np, pcb = tb == DDPC_NO_TRANS ? np : kp;
+    const bool pad_c = mp != m || np != n || ldc % 16 != 0;
+    const int64_t ldcp = pad_c ? np : ldc;
+    size_t a_bytes = ((size_t)(pra * pca) * 2 + 255) & ~(size_t)255; /* each part 256-aligned */
+    size_t b_bytes = ((size_t)(prb * pcb) * 2 + 255) & ~(size_t)255;
+    size_t c_bytes = pad_c ? (size_t)mp * (size_t)np * sizeof(float) : 0;
     char *s = (char *)ddpc__cuda_scratch(DDPC__CUDA_SCRATCH_BLAS, a_bytes + b_bytes + c_bytes);
     cudaDataType_t type;
     if (prec == DDPC_PREC_BF16) {
-        round_into((__nv_bfloat16 *)s, lda16, a, ra, ca, lda);
-        round_into((__nv_bfloat16 *)(s + a_bytes), ldb16, b, rb, cb, ldb);
+        round_into((__nv_bfloat16 *)s, pra, pca, a, ra, ca, lda);
+        round_into((__nv_bfloat16 *)(s + a_bytes), prb, pcb, b, rb, cb, ldb);
         type = CUDA_R_16BF;
     } else {
-        round_into((__half *)s, lda16, a, ra, ca, lda);
-        round_into((__half *)(s + a_bytes), ldb16, b, rb, cb, ldb);
+        round_into((__half *)s, pra, pca, a, ra, ca, lda);
+        round_into((__half *)(s + a_bytes), prb, pcb, b, rb, cb, ldb);
         type = CUDA_R_16F;
     }
     float *cc = pad_c ? (float *)(s + a_bytes + b_bytes) : c;
@@ -126,10 +132,10 @@ static void gemm_16(ddpc_precision prec, ddpc_transpose ta, ddpc_transpose tb, i
     if (pad_c && beta != 0.0f)
         DDPC_CUDA_CHECK(cudaMemcpy2DAsync(cc, dpitch, c, spitch, row, (size_t)m,
                                           cudaMemcpyDeviceToDevice, ddpc__cuda_stream()));
-    DDPC_CUBLAS_CHECK(cublasGemmEx(ddpc__cuda_blas(), op_of(tb), op_of(ta), n, m, k, &alpha,
-                                   s + a_bytes, type, int_size(ldb16, "ldb"), s, type,
-                                   int_size(lda16, "lda"), &beta, cc, CUDA_R_32F,
-                                   int_size(ldcp, "ldc"), CUBLAS_COMPUTE_32F,
+    DDPC_CUBLAS_CHECK(cublasGemmEx(ddpc__cuda_blas(), op_of(tb), op_of(ta), int_size(np, "n"),
+                                   int_size(mp, "m"), int_size(kp, "k"), &alpha, s + a_bytes, type,
+                                   int_size(pcb, "ldb"), s, type, int_size(pca, "lda"), &beta, cc,
+                                   CUDA_R_32F, int_size(ldcp, "ldc"), CUBLAS_COMPUTE_32F,
                                    CUBLAS_GEMM_DEFAULT));
     if (pad_c)
         DDPC_CUDA_CHECK(cudaMemcpy2DAsync(c, spitch, cc, dpitch, row, (size_t)m,
