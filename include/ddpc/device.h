@@ -57,6 +57,9 @@ typedef struct ddpc_kernel_table {
     void (*synchronize)(void);
     /* Device allocations made since the process started (flat across warm steps). */
     uint64_t (*alloc_count)(void);
+    /* The device's memory in bytes (cudaMemGetInfo's total); 0 on the CPU, whose limit is the
+     * host's. */
+    size_t (*memory_total)(void);
 
     /* ---- elementwise ---- */
     void (*fill_f32)(float *x, float value, int64_t n);

@@ -6,6 +6,7 @@
 #include "train/trainer_impl.h"
 
 #include <ddpc/alloc.h>
+#include <ddpc/device.h>
 #include <ddpc/sysinfo.h>
 
 #include <stdio.h>
@@ -18,6 +19,17 @@ static ddpc_status read_limit(ddpc_trainer *t)
     if (gb > 0.0) {
         t->mem_limit = (uint64_t)(gb * 1073741824.0);
         snprintf(t->mem_limit_what, sizeof t->mem_limit_what, "memory.limit_gb is %g", gb);
+        return DDPC_OK;
+    }
+    /* A model on a GPU keeps parameters, gradients, optimizer state and activations there: the
+     * plan is held to the GPU's memory (each rank has its own GPU). */
+    const ddpc_kernel_table *k = ddpc_model_backend(t->model);
+    if (k->kind != DDPC_DEVICE_CPU) {
+        char a[32];
+        t->mem_limit = k->memory_total();
+        snprintf(t->mem_limit_what, sizeof t->mem_limit_what,
+                 "the GPU's memory (memory.limit_gb is unset) is %s",
+                 ddpc_memplan_format_bytes(t->mem_limit, a, sizeof a));
         return DDPC_OK;
     }
     uint64_t avail;

@@ -16,8 +16,8 @@
 # environment: OUT (default ./gpu-out), DDPC_GPU_DIR (default ./.gpu), DDPC_GPU_PYTHON
 #   (default python3), PEAK_TFLOPS (default 989: dense bf16, H100 SXM and H200), DDPC_DEVICE_ARGS
 #   (default "device=cuda": the override that puts ddpc's run on the GPU), DDPC_TRAIN_ARGS (more
-#   overrides for ddpc's benchmark run; default "memory.limit_gb=120", since the host plan would
-#   otherwise be held to MemAvailable, which starts low on the device's microVM).
+#   overrides for ddpc's benchmark run; default none: a GPU run's memory plan is held to the
+#   GPU's memory).
 set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -305,7 +305,7 @@ ddpc_row() { # NAME [VAR=VALUE]: one ddpc benchmark run, its environment extende
         "data.train=$train_glob" "data.val=$val_glob" "data.batch_size=$B" \
         "max_steps=$steps" eval_every=0 eval_batches=1 test_batches=1 checkpoint.every_steps=0 \
         optim.grad_accum_steps=1 log_every=5 log.progress=plain log.tensorboard=false \
-        "run_dir=$run_dir" ${DDPC_TRAIN_ARGS-memory.limit_gb=120}
+        "run_dir=$run_dir" ${DDPC_TRAIN_ARGS-}
     cp "$run_dir/metrics.jsonl" "$logs/${name}_metrics.jsonl" 2>/dev/null
     if [ "$part_rc" = 0 ]; then
         bench_row ddpc "$name" "$run_dir/metrics.jsonl" --skip-steps 10

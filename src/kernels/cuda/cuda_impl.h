@@ -55,6 +55,7 @@ void ddpc__cuda_to_host(void *dst, const void *src, size_t bytes);
 void ddpc__cuda_copy(void *dst, const void *src, size_t bytes);
 void ddpc__cuda_synchronize(void);
 uint64_t ddpc__cuda_alloc_count(void);
+size_t ddpc__cuda_memory_total(void);
 void ddpc__cuda_count_alloc(void);
 
 /* elementwise.cu */

@@ -71,3 +71,10 @@ extern "C" void ddpc__cuda_synchronize(void)
 {
     DDPC_CUDA_CHECK(cudaStreamSynchronize(ddpc__cuda_stream()));
 }
+
+extern "C" size_t ddpc__cuda_memory_total(void)
+{
+    size_t free_bytes = 0, total = 0;
+    DDPC_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
+    return total;
+}
