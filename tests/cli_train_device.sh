@@ -4,7 +4,8 @@
 # and writes nothing into the run directory; device=auto trains on the CPU and says why; cpu says
 # nothing more; a misspelt device gets the usual unknown-choice line; seq2seq, two ranks and
 # parallel.mode dp are refused on cuda whatever the machine has; `ddpc env` prints its GPU section.
-# With a GPU visible, device=cuda and auto train the MLP on it and the start line names it.
+# With a GPU visible, device=cuda and auto train the MLP on it and the start line names it. A
+# configure with -DDDPC_CUDA=ON and no working nvcc stops with its one line (docs/gpu.md).
 # usage: cli_train_device.sh DDPC_BIN SOURCE_DIR
 set -u
 ddpc=$1
@@ -165,5 +166,12 @@ else
     refused hidden '^ddpc train: device: cuda cannot be used: .+; set device: cpu or auto$' \
         "$tmp/hidden"
 fi
+
+# docs/gpu.md's build table: -DDDPC_CUDA=ON without a working nvcc stops the configure, saying so.
+CUDACXX=/nonexistent/nvcc cmake -S "$src" -B "$tmp/cfg" -DDDPC_CUDA=ON >"$tmp/cfg.log" 2>&1
+rc=$?
+check "a configure with DDPC_CUDA=ON and no working nvcc fails" test "$rc" -ne 0
+check "... naming CUDACXX and the way out" \
+    grep -q "DDPC_CUDA=ON but CUDACXX=/nonexistent/nvcc is not a working CUDA" "$tmp/cfg.log"
 
 summary

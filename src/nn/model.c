@@ -333,24 +333,33 @@ static ddpc_status grow_input(ddpc_model *m, void **buf, size_t cap, size_t size
                 : ddpc_errorf(DDPC_ENOMEM, "out of %s memory for a batch's inputs", m->k->name);
 }
 
+/* Makes the device input buffers hold a batch shaped as `in` (every array of it, the largest of
+ * its per-sample sizes times n), growing all four together; returns its sample sizes. */
+static ddpc_status reserve_inputs(ddpc_model *m, const ddpc_model_input *in, ddpc_sample_sizes *z)
+{
+    *z = ddpc_model_sample_sizes(m, in);
+    int64_t per = z->x > z->tokens ? z->x : z->tokens;
+    per = per > z->targets ? per : z->targets;
+    per = per > z->src_tokens ? per : z->src_tokens;
+    size_t need = (size_t)in->n * (size_t)per;
+    if (need <= m->in_cap)
+        return DDPC_OK;
+    DDPC_TRY(grow_input(m, (void **)&m->ktokens, need, sizeof(int32_t)));
+    DDPC_TRY(grow_input(m, (void **)&m->ktargets, need, sizeof(int32_t)));
+    DDPC_TRY(grow_input(m, (void **)&m->ksrc, need, sizeof(int32_t)));
+    DDPC_TRY(grow_input(m, (void **)&m->kx, need, sizeof(float)));
+    m->in_cap = need;
+    return DDPC_OK;
+}
+
 /* A device model's copy of the host batch `in`: every array copied into the model's device input
  * buffers (grown for the largest batch seen), the rest as it is. The checks that read inputs
  * (token ranges) run on the host copy before this. */
 static ddpc_status stage_inputs(ddpc_model *m, const ddpc_model_input *in, ddpc_model_input *out)
 {
-    ddpc_sample_sizes z = ddpc_model_sample_sizes(m, in);
-    size_t n = (size_t)in->n, need = n * (size_t)(z.x > z.tokens ? z.x : z.tokens);
-    if (n * (size_t)z.targets > need)
-        need = n * (size_t)z.targets;
-    if (n * (size_t)z.src_tokens > need)
-        need = n * (size_t)z.src_tokens;
-    if (need > m->in_cap) {
-        DDPC_TRY(grow_input(m, (void **)&m->ktokens, need, sizeof(int32_t)));
-        DDPC_TRY(grow_input(m, (void **)&m->ktargets, need, sizeof(int32_t)));
-        DDPC_TRY(grow_input(m, (void **)&m->ksrc, need, sizeof(int32_t)));
-        DDPC_TRY(grow_input(m, (void **)&m->kx, need, sizeof(float)));
-        m->in_cap = need;
-    }
+    ddpc_sample_sizes z;
+    DDPC_TRY(reserve_inputs(m, in, &z));
+    size_t n = (size_t)in->n;
     *out = *in;
     if (in->x) {
         m->k->to_device(m->kx, in->x, n * (size_t)z.x * sizeof(float));
@@ -380,19 +389,8 @@ ddpc_status ddpc_model_reserve(ddpc_model *m, int64_t n, int64_t seq_len)
     if (m->k->kind == DDPC_DEVICE_CPU)
         return DDPC_OK;
     ddpc_model_input probe = {.n = n, .src_len = seq_len, .tgt_len = seq_len};
-    ddpc_sample_sizes z = ddpc_model_sample_sizes(m, &probe);
-    int64_t per = z.x > z.tokens ? z.x : z.tokens;
-    per = per > z.targets ? per : z.targets;
-    per = per > z.src_tokens ? per : z.src_tokens;
-    size_t need = (size_t)n * (size_t)per;
-    if (need > m->in_cap) {
-        DDPC_TRY(grow_input(m, (void **)&m->ktokens, need, sizeof(int32_t)));
-        DDPC_TRY(grow_input(m, (void **)&m->ktargets, need, sizeof(int32_t)));
-        DDPC_TRY(grow_input(m, (void **)&m->ksrc, need, sizeof(int32_t)));
-        DDPC_TRY(grow_input(m, (void **)&m->kx, need, sizeof(float)));
-        m->in_cap = need;
-    }
-    return DDPC_OK;
+    ddpc_sample_sizes z;
+    return reserve_inputs(m, &probe, &z);
 }
 
 ddpc_status ddpc_model_forward(ddpc_model *m, const ddpc_model_input *in, bool training,

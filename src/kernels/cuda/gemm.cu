@@ -15,7 +15,6 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #define THREADS 256
 
@@ -142,19 +141,6 @@ static void gemm_16(ddpc_precision prec, ddpc_transpose ta, ddpc_transpose tb, i
                                           cudaMemcpyDeviceToDevice, ddpc__cuda_stream()));
 }
 
-/* DDPC_CUDA_GEMM16=fast (a benchmark experiment, read once): bf16/fp16 products hand the fp32
- * operands to cuBLAS's _FAST_16BF/_FAST_16F compute types instead of rounding them into scratch
- * first, as the attention's batched products always do. */
-static bool fast_16(void)
-{
-    static int fast = -1;
-    if (fast < 0) {
-        const char *v = getenv("DDPC_CUDA_GEMM16");
-        fast = v && strcmp(v, "fast") == 0;
-    }
-    return fast == 1;
-}
-
 extern "C" void ddpc__cuda_gemm(ddpc_precision prec, ddpc_transpose ta, ddpc_transpose tb,
                                 int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                                 int64_t lda, const float *b, int64_t ldb, float beta, float *c,
@@ -172,17 +158,14 @@ extern "C" void ddpc__cuda_gemm(ddpc_precision prec, ddpc_transpose ta, ddpc_tra
     }
     int im = int_size(m, "m"), in = int_size(n, "n"), ik = int_size(k, "k");
     int ic = int_size(ldc, "ldc");
-    if ((prec == DDPC_PREC_BF16 || prec == DDPC_PREC_FP16) && !fast_16()) {
+    if (prec == DDPC_PREC_BF16 || prec == DDPC_PREC_FP16) {
         gemm_16(prec, ta, tb, im, in, ik, alpha, a, lda, b, ldb, beta, c, ic);
         return;
     }
-    const cublasComputeType_t ct = prec == DDPC_PREC_BF16   ? CUBLAS_COMPUTE_32F_FAST_16BF
-                                   : prec == DDPC_PREC_FP16 ? CUBLAS_COMPUTE_32F_FAST_16F
-                                                            : CUBLAS_COMPUTE_32F;
     DDPC_CUBLAS_CHECK(cublasGemmEx(ddpc__cuda_blas(), op_of(tb), op_of(ta), in, im, ik, &alpha, b,
                                    CUDA_R_32F, int_size(ldb, "ldb"), a, CUDA_R_32F,
-                                   int_size(lda, "lda"), &beta, c, CUDA_R_32F, ic, ct,
-                                   CUBLAS_GEMM_DEFAULT));
+                                   int_size(lda, "lda"), &beta, c, CUDA_R_32F, ic,
+                                   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 /* y (n, out) = b (out) broadcast, plus r (n, out) when given (r may be y): linear.c's seed_rows. */
