@@ -4,13 +4,18 @@
  * stopping an endless stream — mkdir -p, the regular-files-only door (ddpc_open_regular) refusing
  * FIFOs and devices, the atomic-replace door (links followed, modes kept, a FIFO, directory or
  * link loop refused; a secret 0600 throughout) and job locks (refusal message, removal, a dead
- * holder). */
+ * holder), and the one write loop (ddpc_fd_write_all). */
 #include <ddpc/alloc.h>
 #include <ddpc/fs.h>
 
 #include "check.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -344,6 +349,51 @@ static void test_lock(void)
     ddpc_fs_lock_release(NULL);
 }
 
+/* The one write loop: a file gets every byte; a large write through a pipe is completed across
+ * short writes by a reader; a socket whose peer closed is EPIPE, not a fatal SIGPIPE. */
+static void test_fd_write_all(void)
+{
+    char path[512];
+    path_of(path, sizeof path, "fd_write");
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    CHECK(fd >= 0);
+    CHECK(ddpc_fd_write_all(fd, "hello", 5) == 0);
+    close(fd);
+    char back[8] = {0};
+    FILE *f = fopen(path, "rb");
+    CHECK(f && fread(back, 1, sizeof back, f) == 5 && memcmp(back, "hello", 5) == 0);
+    if (f)
+        fclose(f);
+
+    enum { BIG = 1 << 20 }; /* larger than a pipe's buffer: the writer must loop */
+    int p[2];
+    CHECK(pipe(p) == 0);
+    pid_t child = fork();
+    if (child == 0) {
+        close(p[1]);
+        size_t total = 0;
+        char buf[4096];
+        ssize_t got;
+        while ((got = read(p[0], buf, sizeof buf)) > 0)
+            total += (size_t)got;
+        _exit(total == BIG ? 0 : 1);
+    }
+    close(p[0]);
+    char *big = calloc(BIG, 1);
+    CHECK(big != NULL);
+    CHECK(ddpc_fd_write_all(p[1], big, BIG) == 0);
+    close(p[1]);
+    free(big);
+    int status = 0;
+    CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+    int sv[2];
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    close(sv[1]);
+    CHECK(ddpc_fd_write_all(sv[0], "x", 1) == EPIPE); /* alive: no SIGPIPE */
+    close(sv[0]);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/ddpc_test_fs_XXXXXX");
@@ -361,6 +411,7 @@ int main(void)
     RUN_TEST(test_out_replaces_regular_files_only);
     RUN_TEST(test_out_secret_is_private);
     RUN_TEST(test_lock);
+    RUN_TEST(test_fd_write_all);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0)

@@ -18,6 +18,11 @@ extern "C" {
  * more; DDPC_EIO naming the component that cannot be created or is not a directory. */
 ddpc_status ddpc_mkdirs(const char *dir);
 
+/* Writes all `len` bytes of buf to fd, retrying short writes and EINTR; on a socket it sends
+ * with MSG_NOSIGNAL, so a closed peer is EPIPE rather than a fatal SIGPIPE. Returns 0, or the
+ * errno of the failure (ENOSPC when a write makes no progress). */
+int ddpc_fd_write_all(int fd, const void *buf, size_t len);
+
 /* The longest path the output and lock helpers take (bytes, with the NUL). */
 #define DDPC_FS_PATH_MAX 4096
 

@@ -4,6 +4,7 @@
 #include <ddpc/log.h>
 
 #include <ddpc/alloc.h>
+#include <ddpc/fs.h>
 
 #include <errno.h>
 #include <string.h>
@@ -69,7 +70,7 @@ static size_t prefix_lines(const char *msg, size_t len, const char *prefix, size
     return n;
 }
 
-static ddpc_status write_all(FILE *f, const char *buf, size_t n)
+static ddpc_status write_message(FILE *f, const char *buf, size_t n)
 {
     if (fflush(f) != 0)
         return ddpc_errorf(DDPC_EIO, "log: flushing the stream failed: %s", strerror(errno));
@@ -79,16 +80,10 @@ static ddpc_status write_all(FILE *f, const char *buf, size_t n)
             return ddpc_errorf(DDPC_EIO, "log: writing %zu bytes failed: %s", n, strerror(errno));
         return DDPC_OK;
     }
-    while (n > 0) {
-        ssize_t w = write(fd, buf, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return ddpc_errorf(DDPC_EIO, "log: writing %zu bytes to descriptor %d failed: %s", n,
-                               fd, w < 0 ? strerror(errno) : "nothing written");
-        buf += w;
-        n -= (size_t)w;
-    }
+    int err = ddpc_fd_write_all(fd, buf, n);
+    if (err != 0)
+        return ddpc_errorf(DDPC_EIO, "log: writing %zu bytes to descriptor %d failed: %s", n, fd,
+                           strerror(err));
     return DDPC_OK;
 }
 
@@ -127,7 +122,7 @@ ddpc_status ddpc_vlogf(FILE *f, ddpc_log_ranks ranks, ddpc_log_scope scope, cons
             goto done;
         }
     }
-    st = write_all(f, out, prefix_lines(msg, (size_t)len, prefix, plen, out));
+    st = write_message(f, out, prefix_lines(msg, (size_t)len, prefix, plen, out));
 done:
     va_end(ap2);
     ddpc_free(heap_out);

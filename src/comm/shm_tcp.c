@@ -6,6 +6,7 @@
  * speak the protocol, so a port scanner cannot break a job. */
 #include "comm/shm_impl.h"
 
+#include <ddpc/fs.h>
 #include <ddpc/timer.h>
 
 #include <arpa/inet.h>
@@ -90,25 +91,11 @@ static ddpc_status read_line(int fd, char *buf, size_t *len, double deadline, co
     return DDPC_OK;
 }
 
-static bool write_all(int fd, const char *buf, size_t len)
-{
-    while (len > 0) {
-        ssize_t w = send(fd, buf, len, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return false;
-        buf += w;
-        len -= (size_t)w;
-    }
-    return true;
-}
-
 static void reply(int fd, bool ok, const char *text)
 {
     char line[DDPC__SHM_LINE_MAX];
     int n = ddpc__shm_reply_format(line, sizeof line, ok, text);
-    (void)write_all(fd, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+    (void)ddpc_fd_write_all(fd, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }
 
 static ddpc_status listen_on(const endpoint *ep, int world, int *out)
@@ -274,7 +261,7 @@ static ddpc_status rank_n(ddpc__shm_state *s, const endpoint *ep, double deadlin
     int n = ddpc__shm_hello_format(line, sizeof line, &h);
     size_t len = 0;
     bool ok = false;
-    ddpc_status st = write_all(fd, line, (size_t)n)
+    ddpc_status st = ddpc_fd_write_all(fd, line, (size_t)n) == 0
                          ? read_line(fd, line, &len, deadline, "reply of rank 0")
                          : ddpc_errorf(DDPC_EIO, "cannot send the hello to %s", ep->where);
     close(fd);

@@ -33,29 +33,15 @@ void ddpc__ckpt_fsync_dir(const char *path)
     }
 }
 
-static bool write_all(int fd, const void *buf, size_t len)
-{
-    const char *p = buf;
-    while (len) {
-        ssize_t w = write(fd, p, len);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return false;
-        p += w;
-        len -= (size_t)w;
-    }
-    return true;
-}
-
 ddpc_status ddpc__ckpt_write_new(const char *path, const void *data, size_t len)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
     if (fd < 0)
         return ddpc_errorf(DDPC_EIO, "cannot create %s: %s", path, strerror(errno));
     ddpc_status s = DDPC_OK;
-    if (!write_all(fd, data, len))
-        s = ddpc_errorf(DDPC_EIO, "%s: write failed: %s", path, strerror(errno));
+    int err = ddpc_fd_write_all(fd, data, len);
+    if (err != 0)
+        s = ddpc_errorf(DDPC_EIO, "%s: write failed: %s", path, strerror(err));
     else if (fsync(fd) != 0)
         s = ddpc_errorf(DDPC_EIO, "%s: fsync failed: %s", path, strerror(errno));
     if (close(fd) != 0 && s == DDPC_OK)

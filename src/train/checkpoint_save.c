@@ -155,7 +155,7 @@ static ddpc_status write_latest(const char *dir, const char *name)
     if (fd < 0)
         return ddpc_errorf(DDPC_EIO, "cannot create %s: %s", tmp, strerror(errno));
     int len = snprintf(line, sizeof line, "%s\n", name);
-    bool ok = write(fd, line, (size_t)len) == len && fsync(fd) == 0;
+    bool ok = ddpc_fd_write_all(fd, line, (size_t)len) == 0 && fsync(fd) == 0;
     (void)fchmod(fd, 0644);
     ok = close(fd) == 0 && ok;
     if (!ok || rename(tmp, latest) != 0) {

@@ -177,15 +177,8 @@ static ddpc_status record(void *state, const ddpc__metrics_record *r)
     if (o.len >= o.cap)
         return ddpc_errorf(DDPC_EINVAL, "metrics: a record of %zu bytes is too long for '%s'",
                            o.len, j->path);
-    for (size_t done = 0; done < o.len;) {
-        ssize_t n = write(j->fd, o.buf + done, o.len - done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return fail(j, n < 0 ? errno : ENOSPC);
-        done += (size_t)n;
-    }
-    return DDPC_OK;
+    int err = ddpc_fd_write_all(j->fd, o.buf, o.len);
+    return err ? fail(j, err) : DDPC_OK;
 }
 
 static void close_jsonl(void *state)
