@@ -1,4 +1,4 @@
-/* Tests for src/train/json.c: values, escapes and surrogates, integer limits, strictness (each
+/* Tests for src/core/json.c: values, escapes and surrogates, integer limits, strictness (each
  * invalid document is rejected with a byte position), depth bound, duplicate keys, failing
  * allocator, and a seeded mutation fuzz loop that must never crash or leak (run under ASan). */
 #include <ddpc/alloc.h>
@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "check.h"
-#include "train/json.h"
+#include "core/json.h"
 
 static ddpc__json *parse(const char *text)
 {

@@ -1,4 +1,4 @@
-/* Sharded checkpoints (src/train/checkpoint_shard_save.c, checkpoint_reshard.c,
+/* Sharded checkpoints (src/ckpt/checkpoint_shard_save.c, checkpoint_reshard.c,
  * checkpoint_manifest.c) on a small real mlp and optimizer: 3 forked ranks each save their chunk
  * of two "buckets" (the reducer's partition) with ddpc_ckpt_save_sharded, and the loader gives
  * back every parameter and the optimizer state of any ranges bit for bit, from the sharded and
@@ -16,7 +16,7 @@
 #include "check.h"
 #include "ckpt_testutil.h"
 #include "spawn.h"
-#include "train/checkpoint_impl.h"
+#include "ckpt/checkpoint_impl.h"
 
 #define WORLD 3
 

@@ -4,7 +4,7 @@
  * allocation per record. */
 #include "check.h"
 
-#include "train/json.h"
+#include "core/json.h"
 
 #include <ddpc/alloc.h>
 #include <ddpc/metrics.h>

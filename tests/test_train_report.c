@@ -1,4 +1,4 @@
-/* Tests for src/train/report_*.c: a series keeps increasing steps (a replayed step supersedes),
+/* Tests for src/metrics/report_*.c: a series keeps increasing steps (a replayed step supersedes),
  * nulls are gaps; metrics.jsonl with malformed and torn lines is read around them; the page has
  * one path point per logged value and stacked bars per phase record; a missing run directory or
  * metrics file is one error naming the path; an unwritable page leaves no temporary file; a
@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "train/report_impl.h"
+#include "metrics/report_impl.h"
 
 static char dir[256];
 

@@ -3,7 +3,7 @@
  * hand-encoded Event bytes of a version, a START and a one-scalar summary (protobuf wire format,
  * spelled out here byte by byte). The files as a whole are decoded independently by
  * tests/cli_train_tb.sh. */
-#include "train/tb_impl.h"
+#include "metrics/tb_impl.h"
 
 #include <string.h>
 

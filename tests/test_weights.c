@@ -1,4 +1,4 @@
-/* Model <-> safetensors (src/train/weights.c): strict loading refuses with one message naming the
+/* Model <-> safetensors (src/ckpt/weights.c): strict loading refuses with one message naming the
  * missing, unexpected and mismatched tensors; non-strict loading copies the matching tensors,
  * leaves the others and reports the rest; a checkpoint directory is accepted as the source. */
 #include <ddpc/weights.h>

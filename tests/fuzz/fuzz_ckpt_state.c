@@ -1,4 +1,4 @@
-/* libFuzzer harness for a checkpoint's state.json (src/train/checkpoint_state.c and the sharded
+/* libFuzzer harness for a checkpoint's state.json (src/ckpt/checkpoint_state.c and the sharded
  * manifest of checkpoint_manifest.c). Built and run by tests/fuzz/run.sh. The input's
  * "state_crc32" (its last occurrence) is set to the right value first, so mutations reach the
  * parser and the manifest check instead of stopping at the checksum. Every input must parse or
@@ -9,7 +9,7 @@
 
 #include <ddpc/alloc.h>
 
-#include "train/checkpoint_impl.h"
+#include "ckpt/checkpoint_impl.h"
 
 #define SELF_KEY "\"state_crc32\": \""
 

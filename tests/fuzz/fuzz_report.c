@@ -1,7 +1,7 @@
-/* libFuzzer harness for `ddpc report` (src/train/report_*.c): each input is a run directory's
+/* libFuzzer harness for `ddpc report` (src/metrics/report_*.c): each input is a run directory's
  * metrics.jsonl, and a page is built from it. Not part of the CMake build:
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_POSIX_C_SOURCE=200809L -Iinclude -Isrc \
- *     tests/fuzz/fuzz_report.c src/train/report_*.c src/train/json.c src/core/alloc.c \
+ *     tests/fuzz/fuzz_report.c src/metrics/report_*.c src/core/json.c src/core/alloc.c \
  *     src/core/status.c -lm -o fuzz_report
  * Every input must give a page or one clean error; a crash found here becomes a case in
  * tests/test_train_report.c. */

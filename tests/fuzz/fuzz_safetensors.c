@@ -1,7 +1,7 @@
-/* libFuzzer harness for ddpc_safetensors_open (src/train/safetensors_read.c). Not part of the
+/* libFuzzer harness for ddpc_safetensors_open (src/ckpt/safetensors_read.c). Not part of the
  * CMake build:
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_POSIX_C_SOURCE=200809L -Iinclude -Isrc \
- *     tests/fuzz/fuzz_safetensors.c src/train/safetensors_read.c src/train/json.c \
+ *     tests/fuzz/fuzz_safetensors.c src/ckpt/safetensors_read.c src/core/json.c \
  *     src/core/alloc.c src/core/status.c -o fuzz_safetensors
  * The input is written to a temporary file and opened; every tensor of an accepted file is read. */
 #include <ddpc/safetensors.h>

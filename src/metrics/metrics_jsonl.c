@@ -4,7 +4,7 @@
  * reaches the file with one write() so concurrent writers cannot interleave inside it; the first
  * failed write makes the sink fail for good; a record appended to a file starts a line of its
  * own, even after a torn last line. */
-#include "train/metrics_impl.h"
+#include "metrics/metrics_impl.h"
 
 #include <ddpc/alloc.h>
 #include <ddpc/fs.h>

@@ -1,7 +1,7 @@
 /* File-system steps of the checkpoint commit protocol: durable writes (write, fsync, close),
  * directory fsync, checksums, tree removal and the names the protocol uses. Invariant: nothing
  * here renames into a final name; callers do that after these helpers have made data durable. */
-#include "train/checkpoint_impl.h"
+#include "ckpt/checkpoint_impl.h"
 
 #include <ddpc/alloc.h>
 #include <ddpc/fs.h>

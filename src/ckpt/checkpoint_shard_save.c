@@ -5,7 +5,7 @@
  * collectives whatever fails locally (a failure travels in the records, never as a missing
  * call), so all ranks return the same status; and the commit protocol is ddpc_ckpt_save's, so a
  * crash of any rank at any moment leaves only a .tmp-* directory that readers ignore. */
-#include "train/checkpoint_impl.h"
+#include "ckpt/checkpoint_impl.h"
 
 #include <ddpc/alloc.h>
 #include <ddpc/safetensors.h>

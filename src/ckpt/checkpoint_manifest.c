@@ -3,7 +3,7 @@
  * Invariant: a manifest that passes ddpc__ckpt_manifest_check names only plain file names of
  * this directory and holds every tensor element in exactly one file, so a reader can fill a
  * model from it without looking anywhere else. */
-#include "train/checkpoint_impl.h"
+#include "ckpt/checkpoint_impl.h"
 
 #include <ddpc/alloc.h>
 

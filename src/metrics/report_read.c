@@ -1,7 +1,7 @@
 /* metrics.jsonl into records for `ddpc report`. Invariant: every line that is not a JSON object
  * with a numeric "step" is counted in `skipped` and left out, never fatal — a killed run leaves
  * its last line torn, and a report of everything before it is what is wanted. */
-#include "train/report_impl.h"
+#include "metrics/report_impl.h"
 
 #include <ddpc/alloc.h>
 #include <ddpc/fs.h>

@@ -4,7 +4,7 @@
  * (strings escaped as JSON), read with the strict parser of json.c. Invariant: the file's last
  * member "state_crc32" is the CRC-32 of the file's bytes with its own 8 hex digits replaced by '0',
  * so a flipped byte anywhere, even one that leaves valid JSON, is detected. */
-#include "train/checkpoint_impl.h"
+#include "ckpt/checkpoint_impl.h"
 
 #include <ddpc/alloc.h>
 #include <ddpc/fs.h>
@@ -17,7 +17,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "train/json.h"
+#include "core/json.h"
 
 #define SELF_KEY "\"state_crc32\": \""
 #define STATE_MAX ((size_t)64 << 20)

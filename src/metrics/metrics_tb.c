@@ -6,8 +6,8 @@
  * at S + 1, which makes TensorBoard drop the superseded attempt's points from S + 1 on. Invariants:
  * each event reaches the file with one write() (a killed run keeps every earlier record whole); the
  * first failed write makes the sink fail for good, like metrics.jsonl. */
-#include "train/metrics_impl.h"
-#include "train/tb_impl.h"
+#include "metrics/metrics_impl.h"
+#include "metrics/tb_impl.h"
 
 #include <ddpc/alloc.h>
 #include <ddpc/fs.h>

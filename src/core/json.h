@@ -3,8 +3,8 @@
  * DDPC__JSON_MAX_DEPTH, and on any failure frees everything it built; strings are validated
  * UTF-8 without embedded NUL. Object keys keep file order; duplicates are kept (see
  * ddpc__json_check_unique_keys). */
-#ifndef DDPC_TRAIN_JSON_H
-#define DDPC_TRAIN_JSON_H
+#ifndef DDPC_CORE_JSON_H
+#define DDPC_CORE_JSON_H
 
 #include <ddpc/status.h>
 

@@ -2,7 +2,7 @@
  * element with its axes, ticks and legend and no script, so the page renders offline anywhere.
  * Invariant: only finite numbers reach the output (a gap or an empty series draws nothing), and
  * every text taken from the records is escaped. */
-#include "train/report_impl.h"
+#include "metrics/report_impl.h"
 
 #include <ddpc/alloc.h>
 

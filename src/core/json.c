@@ -2,7 +2,7 @@
  * Invariant: every node reachable through a parent's `count` is fully initialised (possibly
  * partially filled), so one ddpc__json_free of the root releases any half-built tree; the cursor
  * never passes `end`; recursion is bounded by DDPC__JSON_MAX_DEPTH. */
-#include "train/json.h"
+#include "core/json.h"
 
 #include <ddpc/alloc.h>
 

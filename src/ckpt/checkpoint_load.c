@@ -4,7 +4,7 @@
  * the checkpoint is verified and read into staging buffers, which are copied into the model and
  * the optimizer only once everything was checked, so a refused checkpoint leaves the run as it
  * was. */
-#include "train/checkpoint_impl.h"
+#include "ckpt/checkpoint_impl.h"
 
 #include <ddpc/alloc.h>
 #include <ddpc/safetensors.h>

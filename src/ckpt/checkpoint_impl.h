@@ -1,8 +1,8 @@
 /* Internals shared by the checkpoint_*.c files: file-system steps of the commit protocol, the
  * state.json codec and the names of a checkpoint's parts. Invariant kept by every writer here:
  * data reaches its final name only by rename after an fsync, and the directory is fsynced after. */
-#ifndef DDPC_TRAIN_CHECKPOINT_IMPL_H
-#define DDPC_TRAIN_CHECKPOINT_IMPL_H
+#ifndef DDPC_CKPT_CHECKPOINT_IMPL_H
+#define DDPC_CKPT_CHECKPOINT_IMPL_H
 
 #include <ddpc/checkpoint.h>
 
@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "train/json.h"
+#include "core/json.h"
 
 #define DDPC__CKPT_MODEL "model.safetensors"
 #define DDPC__CKPT_OPTIM "optimizer.safetensors"

@@ -5,7 +5,7 @@
  *   Summary:    value 1 (repeated Value);  Value: tag 1 (string), simple_value 2 (float)
  *   SessionLog: status 1 (enum; START = 1)
  * Wire types: 0 varint, 1 fixed64, 2 length-delimited, 5 fixed32. */
-#include "train/tb_impl.h"
+#include "metrics/tb_impl.h"
 
 #include <string.h>
 

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "train/json.h"
+#include "core/json.h"
 
 typedef struct {
     const char *name;  /* owned by the header tree */

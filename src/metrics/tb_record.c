@@ -2,7 +2,7 @@
  * little-endian), the masked CRC-32C of those 8 bytes, the data, the masked CRC-32C of the data
  * (all CRCs little-endian uint32). CRC-32C is the Castagnoli polynomial, reflected (0x82F63B78);
  * the mask rotates right by 15 and adds 0xa282ead8, as TensorFlow's record writer does. */
-#include "train/tb_impl.h"
+#include "metrics/tb_impl.h"
 
 #include <pthread.h>
 #include <string.h>

@@ -5,7 +5,7 @@
  * Invariant: readers look only at step-<digits> directories and `latest`; anything named .tmp-*
  * belongs to a writer and is removed only when that writer is dead, is this process, or has not
  * touched it for an hour. */
-#include "train/checkpoint_impl.h"
+#include "ckpt/checkpoint_impl.h"
 
 #include <ddpc/alloc.h>
 #include <ddpc/fs.h>

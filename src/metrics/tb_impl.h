@@ -1,8 +1,8 @@
 /* Private to the TensorBoard writer (tb_record.c: TFRecord framing and CRC-32C; tb_event.c: the
  * Event protobuf; metrics_tb.c: the metrics sink). Nothing here depends on protobuf: the few
  * fields of event.proto and summary.proto that ddpc writes are encoded by hand. */
-#ifndef DDPC_TRAIN_TB_IMPL_H
-#define DDPC_TRAIN_TB_IMPL_H
+#ifndef DDPC_METRICS_TB_IMPL_H
+#define DDPC_METRICS_TB_IMPL_H
 
 #include <stdbool.h>
 #include <stddef.h>

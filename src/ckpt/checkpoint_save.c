@@ -5,7 +5,7 @@
  * crash at any instruction leaves every step-* and latest either old-and-valid or new-and-valid
  * (a leftover .tmp-* is ignored by readers and removed by the next save). */
 #define _GNU_SOURCE /* renameat2 (RENAME_EXCHANGE) */
-#include "train/checkpoint_impl.h"
+#include "ckpt/checkpoint_impl.h"
 
 #include <ddpc/alloc.h>
 #include <ddpc/fs.h>

@@ -1,8 +1,8 @@
 /* Private to the metrics sink: the record being built and the sink function table. Invariant:
  * every string a record points to lives in the record itself (keys and str values are copied),
  * so a sink may read it only during its record call. */
-#ifndef DDPC_TRAIN_METRICS_IMPL_H
-#define DDPC_TRAIN_METRICS_IMPL_H
+#ifndef DDPC_METRICS_METRICS_IMPL_H
+#define DDPC_METRICS_METRICS_IMPL_H
 
 #include <ddpc/metrics.h>
 

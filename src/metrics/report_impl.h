@@ -3,10 +3,10 @@
  * Invariant: a series' x (the step) strictly increases — a record whose step is not past the
  * last point supersedes the points at or after it, as TensorBoard does for a resumed run — and a
  * y of NaN (JSON null, or a non-finite value) is a gap in the line, never a point. */
-#ifndef DDPC_TRAIN_REPORT_IMPL_H
-#define DDPC_TRAIN_REPORT_IMPL_H
+#ifndef DDPC_METRICS_REPORT_IMPL_H
+#define DDPC_METRICS_REPORT_IMPL_H
 
-#include "train/json.h"
+#include "core/json.h"
 
 #include <ddpc/report.h>
 

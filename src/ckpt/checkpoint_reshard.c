@@ -4,7 +4,7 @@
  * as tensor "<p>" in model.safetensors and "<p>.<state>" in optimizer.safetensors; a sharded one
  * holds each file's ranges concatenated in "params" and "<state>". Invariant: the reader writes
  * only into the caller's staging buffers, so a file refused halfway leaves the run untouched. */
-#include "train/checkpoint_impl.h"
+#include "ckpt/checkpoint_impl.h"
 
 #include <ddpc/alloc.h>
 #include <ddpc/safetensors.h>
