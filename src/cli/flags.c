@@ -63,10 +63,10 @@ void ddpc_cli_print_flags(FILE *f)
     for (size_t i = 0; i < N_ALIASES; i++)
         fprintf(f, "  --%-29s %s=VALUE\n", ALIASES[i].flag, ALIASES[i].key);
     fprintf(f, "  --<dotted.key> VALUE            <dotted.key>=VALUE (any config key)\n"
-               "  --<last name> VALUE             the one key of the run ending in that name "
+               "  --<last name> VALUE             the one key ending in that name "
                "(--d_model 64: model.d_model=64)\n"
-               "A flag alone sets a true/false key to true (--use_checkpoint); --flag=VALUE works "
-               "too, and '-' and '_' are alike.\n");
+               "A flag alone sets a true/false key to true (--use_checkpoint); --flag=VALUE works\n"
+               "too; '-' and '_' are alike.\n");
 }
 
 bool ddpc_cli_flag_takes(const char *next)
