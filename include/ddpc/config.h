@@ -37,8 +37,28 @@ void ddpc_config_destroy(ddpc_config *c);
  * else is taken verbatim (trimmed) as a plain scalar. An existing key's value and origin are
  * replaced. Messages name the argument as "command line 'optim.lr=abc'". A malformed assignment
  * (no '=', empty key or component, bad flow syntax, path through a scalar) is DDPC_EINVAL.
- * `arg_index` is the argument's position in argv, kept for callers; it does not change messages. */
+ * `arg_index` is the argument's position in argv: against a flag by last name (below), the later
+ * argument wins, as repeated assignments do. */
 ddpc_status ddpc_config_set(ddpc_config *c, const char *assignment, int arg_index);
+/* Applies one argparse-style flag, as typed `given` ("--d-model") with `value` (NULL: given bare,
+ * which a bool key reads as true and any other getter refuses: "flag '--epochs' needs a value").
+ * `name` is a dotted key ("optim.lr"), or with `by_last_name` a key's last component ("d_model"),
+ * '-' and '_' alike. Such a flag waits until a getter asks for a key ending in that name, then sets
+ * it (unless a later argument set that key); a second key with the name, present in the tree or
+ * asked for later, makes the getter fail naming every candidate ("flag '--type' is ambiguous: it
+ * could set 'data.type', 'model.type' or 'optim.type'; ..."). Messages about the value name it as
+ * "command line '--d-model 64'". */
+ddpc_status ddpc_config_set_flag(ddpc_config *c, const char *name, bool by_last_name,
+                                 const char *value, const char *given, int arg_index);
+/* After every module has read its keys: the first flag by last name that no key asked for matched,
+ * as given ("--d-modle"), or NULL. With `near`, *near is the closest flag name among the keys asked
+ * for (a key's last name where no other key shares it, else the full key) and `more` (further
+ * names, NULL-terminated; may be NULL), or NULL when none is close. Strings are borrowed. */
+const char *ddpc_config_unmatched_flag(const ddpc_config *c, const char *const *more,
+                                       const char **near);
+/* Whether a getter failed on a flag's use (ambiguous, or bare where a value is needed): a usage
+ * error, for the command line's exit status. */
+bool ddpc_config_flag_failed(const ddpc_config *c);
 
 /* Typed getters on dotted keys. A missing key yields the default. Every key asked for is recorded
  * as known (for suggestions and the dump) and a present key is marked used. A wrong type or an

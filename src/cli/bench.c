@@ -59,8 +59,12 @@ static int bench_step(int argc, char **argv)
     ddpc_bench_result r;
     if (ddpc_config_int(cfg, "bench.warmup", 3, 0, 100000, &warmup) != DDPC_OK ||
         ddpc_config_int(cfg, "bench.steps", 20, 1, 100000, &steps) != DDPC_OK ||
-        ddpc_trainer_create(&t, cfg, name) != DDPC_OK || ddpc_config_check_unused(cfg) != DDPC_OK ||
-        ddpc_trainer_bench(t, warmup, steps, &r) != DDPC_OK) {
+        ddpc_trainer_create(&t, cfg, name) != DDPC_OK) {
+        rc = ddpc_cli_config_fail("bench", cfg);
+    } else if ((rc = ddpc_cli_check_flags("bench", cfg)) != 0) {
+        /* printed */
+    } else if (ddpc_config_check_unused(cfg) != DDPC_OK ||
+               ddpc_trainer_bench(t, warmup, steps, &r) != DDPC_OK) {
         rc = ddpc_cli_fail("bench");
     } else if (r.rank == 0) { /* one line per job: the figures are already combined over ranks */
         print_result(name, &r);

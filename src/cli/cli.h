@@ -35,10 +35,18 @@ bool ddpc_cli_is_help(const char *arg);
  * `name` receives the config's base name without extension. DDPC_CLI_HELP (nothing loaded, nothing
  * printed) when a help flag stands where CONFIG or a flag would: the caller prints its usage. */
 int ddpc_cli_load_config(int argc, char **argv, ddpc_config **out, char *name, size_t name_cap);
-/* flags.c: argv[*i] starts with "--": writes its override ("data.batch_size=32") into out, taking
- * the next argument as the value unless the flag has "=VALUE" (then *i stays). 0, or 2 after a
- * message naming the flag. */
-int ddpc_cli_flag_assignment(int argc, char **argv, int *i, char *out, size_t cap);
+/* flags.c: argv[*i] starts with "--": applies it to c as ddpc_config_set_flag does, taking the
+ * next argument as its value when ddpc_cli_flag_takes(it) and the flag has no "=VALUE" (then *i
+ * moves past it). 0; 1 with the config's message set; 2 after a message naming the flag. */
+int ddpc_cli_apply_flag(ddpc_config *c, int argc, char **argv, int *i);
+/* flags.c: whether `next` (NULL: none) is the value of the flag before it: not another "--" flag,
+ * not a key=value override. */
+bool ddpc_cli_flag_takes(const char *next);
+/* flags.c: after the trainer read its keys: 0, or 2 after one line naming the first flag that no
+ * key matched, with the nearest flag name. */
+int ddpc_cli_check_flags(const char *cmd, const ddpc_config *c);
+/* flags.c: ddpc_cli_fail, but 2 when the error was a flag's misuse (ambiguous, value missing). */
+int ddpc_cli_config_fail(const char *cmd, const ddpc_config *c);
 /* flags.c: the documented flags and the keys they set. */
 void ddpc_cli_print_flags(FILE *f);
 /* local_rank.c: whether arg is torch.distributed.launch's --local-rank/--local_rank flag. */

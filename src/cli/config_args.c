@@ -21,8 +21,9 @@ static bool asks_help(int argc, char **argv)
     for (int i = 0; i < argc; i++) {
         if (ddpc_cli_is_help(argv[i]))
             return true;
-        /* "--key VALUE" takes the next argument; "--key=VALUE" and key=value do not. */
-        if (i > 0 && strncmp(argv[i], "--", 2) == 0 && !strchr(argv[i], '='))
+        /* "--key VALUE" takes the next argument; "--key=VALUE", bare flags and key=value don't. */
+        if (i > 0 && strncmp(argv[i], "--", 2) == 0 && !strchr(argv[i], '=') &&
+            ddpc_cli_flag_takes(i + 1 < argc ? argv[i + 1] : NULL))
             i++;
     }
     return false;
@@ -57,20 +58,14 @@ int ddpc_cli_load_config(int argc, char **argv, ddpc_config **out, char *name, s
     if (ddpc_config_load(&c, argv[0]) != DDPC_OK)
         return 1;
     for (int i = 1; i < argc; i++) {
-        const char *assignment = argv[i];
-        char flag[4096];
-        int at = i;
-        if (strncmp(argv[i], "--", 2) == 0) {
-            int rc = ddpc_cli_flag_assignment(argc, argv, &i, flag, sizeof flag);
-            if (rc != 0) {
-                ddpc_config_destroy(c);
-                return rc;
-            }
-            assignment = flag;
-        }
-        if (ddpc_config_set(c, assignment, at) != DDPC_OK) {
+        int rc = 0;
+        if (strncmp(argv[i], "--", 2) == 0)
+            rc = ddpc_cli_apply_flag(c, argc, argv, &i);
+        else if (ddpc_config_set(c, argv[i], i) != DDPC_OK)
+            rc = 1;
+        if (rc != 0) {
             ddpc_config_destroy(c);
-            return 1;
+            return rc;
         }
     }
     *out = c;

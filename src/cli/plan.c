@@ -68,9 +68,11 @@ int ddpc_cli_plan(int argc, char **argv)
     if (rc != 0)
         return rc == 1 ? ddpc_cli_fail("plan") : rc;
     ddpc_trainer *t = NULL;
-    if (ddpc_trainer_create_plan(&t, cfg, name, (int)nproc) != DDPC_OK ||
-        ddpc_config_check_unused(cfg) != DDPC_OK ||
-        ddpc_trainer_print_plan(t, stdout, exact) != DDPC_OK)
+    if (ddpc_trainer_create_plan(&t, cfg, name, (int)nproc) != DDPC_OK)
+        rc = ddpc_cli_config_fail("plan", cfg);
+    else if ((rc = ddpc_cli_check_flags("plan", cfg)) == 0 &&
+             (ddpc_config_check_unused(cfg) != DDPC_OK ||
+              ddpc_trainer_print_plan(t, stdout, exact) != DDPC_OK))
         rc = ddpc_cli_fail("plan");
     ddpc_trainer_destroy(t);
     ddpc_config_destroy(cfg);

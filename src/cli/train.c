@@ -34,9 +34,12 @@ int ddpc_cli_train(int argc, char **argv)
         return rc == 1 ? ddpc_cli_fail("train") : rc;
     ddpc_trainer *t = NULL;
     rc = 0;
-    if (ddpc_trainer_create(&t, cfg, name) != DDPC_OK || ddpc_config_check_unused(cfg) != DDPC_OK) {
+    if (ddpc_trainer_create(&t, cfg, name) != DDPC_OK)
+        rc = ddpc_cli_config_fail("train", cfg);
+    else if ((rc = ddpc_cli_check_flags("train", cfg)) == 0 &&
+             ddpc_config_check_unused(cfg) != DDPC_OK)
         rc = ddpc_cli_fail("train");
-    } else {
+    if (rc == 0) {
         setvbuf(stdout, NULL, _IOLBF, 0);
         ddpc_trainer_set_log(t, stdout);
         if (ddpc_trainer_run(t) != DDPC_OK)

@@ -156,14 +156,16 @@ static ddpc_status value_error(const ddpc__cfg_node *n, const char *key, ptrdiff
                        n->kind == DDPC__CFG_MAP ? "mapping" : "sequence");
 }
 
-/* def_text: the default as YAML text, or (yaml false) as a string to quote. */
+/* def_text: the default as YAML text, or (yaml false) as a string to quote. Flags waiting for the
+ * key's last name are applied first; only a bool getter (`is_bool`) reads a bare flag. */
 static ddpc_status lookup(ddpc_config *c, const char *key, const char *def_text, bool yaml,
-                          ddpc__cfg_node **n)
+                          bool is_bool, ddpc__cfg_node **n)
 {
     *n = NULL;
     if (!c || !key || !key[0])
         return ddpc_errorf(DDPC_EINVAL, "config getter: config and key must be given");
     DDPC_TRY(ddpc__cfg_note_known(c, key, def_text, yaml));
+    DDPC_TRY(ddpc__cfg_bind_flags(c, key, is_bool));
     *n = ddpc__cfg_find(c, key);
     return DDPC_OK;
 }
@@ -185,7 +187,7 @@ ddpc_status ddpc_config_int(ddpc_config *c, const char *key, int64_t def, int64_
     char dt[32], what[128];
     snprintf(dt, sizeof dt, "%" PRId64, def);
     ddpc__cfg_node *n;
-    DDPC_TRY(lookup(c, key, dt, true, &n));
+    DDPC_TRY(lookup(c, key, dt, true, false, &n));
     int64_t v = def;
     if (n && !convert(&sp, n, &v, NULL)) {
         num_what(&sp, false, what, sizeof what);
@@ -204,7 +206,7 @@ ddpc_status ddpc_config_float(ddpc_config *c, const char *key, double def, doubl
     char dt[40], what[128];
     fmt_double(def, dt, sizeof dt);
     ddpc__cfg_node *n;
-    DDPC_TRY(lookup(c, key, dt, true, &n));
+    DDPC_TRY(lookup(c, key, dt, true, false, &n));
     double v = def;
     if (n && !convert(&sp, n, NULL, &v)) {
         num_what(&sp, false, what, sizeof what);
@@ -219,7 +221,7 @@ ddpc_status ddpc_config_float(ddpc_config *c, const char *key, double def, doubl
 ddpc_status ddpc_config_bool(ddpc_config *c, const char *key, bool def, bool *out)
 {
     ddpc__cfg_node *n;
-    DDPC_TRY(lookup(c, key, def ? "true" : "false", true, &n));
+    DDPC_TRY(lookup(c, key, def ? "true" : "false", true, true, &n));
     bool v = def;
     if (n && (n->kind != DDPC__CFG_SCALAR || !parse_bool(n->text, &v)))
         return value_error(n, key, -1, "a boolean (true/false, yes/no, on/off, 1/0)");
@@ -232,7 +234,7 @@ ddpc_status ddpc_config_bool(ddpc_config *c, const char *key, bool def, bool *ou
 ddpc_status ddpc_config_string(ddpc_config *c, const char *key, const char *def, const char **out)
 {
     ddpc__cfg_node *n;
-    DDPC_TRY(lookup(c, key, def, false, &n));
+    DDPC_TRY(lookup(c, key, def, false, false, &n));
     if (n && n->kind != DDPC__CFG_SCALAR)
         return value_error(n, key, -1, "a string");
     if (n)
@@ -344,7 +346,7 @@ static ddpc_status check_list(ddpc_config *c, const char *key, const char *def_t
                               const num_spec *sp, size_t cap, ddpc__cfg_node **np)
 {
     char what[160], one[128];
-    DDPC_TRY(lookup(c, key, def_text, true, np));
+    DDPC_TRY(lookup(c, key, def_text, true, false, np));
     ddpc__cfg_node *n = *np;
     if (!n)
         return DDPC_OK;

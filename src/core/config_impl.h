@@ -16,6 +16,8 @@ struct ddpc__cfg_node {
     int line;           /* line of the value, 0 for command-line values */
     bool used;          /* a getter read this value */
     bool quoted;        /* scalar only: written quoted, so never null */
+    bool bare;          /* scalar "true" from a flag given without a value: only a bool reads it */
+    int arg;            /* command-line values: the argument's position, so a later one wins */
     char *text;         /* scalar only */
     size_t len, cap;    /* number of map entries / sequence elements, and room for them */
     char **keys;        /* map only: keys[i] names kids[i] */
@@ -31,12 +33,26 @@ typedef struct {
     bool def_yaml; /* def is YAML text already ("[1, 2]", "3e-4"), not a string to quote */
 } ddpc__cfg_known;
 
+/* A command-line flag (ddpc_config_set_flag). One by a key's last name waits in the list until a
+ * getter asks for a key ending in it; one by a full key is applied at once, kept for messages. */
+typedef struct {
+    const char *name;   /* the last name, '-' read as '_'; NULL for a full key's flag */
+    const char *value;  /* NULL: given bare */
+    const char *given;  /* the flag as typed, "--d-model", for messages */
+    const char *origin; /* "command line '--d-model 64'" */
+    int arg;            /* position among the arguments */
+    const char *key;    /* the key it set; NULL while no getter has asked for one */
+} ddpc__cfg_flag;
+
 struct ddpc_config {
     ddpc__cfg_node *root;
     char **origins;
     size_t n_origins, cap_origins;
     ddpc__cfg_known *known;
     size_t n_known, cap_known;
+    ddpc__cfg_flag *flags; /* strings kept in the origin list */
+    size_t n_flags, cap_flags;
+    bool flag_failed; /* a getter failed on a flag: ambiguous, or bare for a non-bool key */
 };
 
 /* Tree (config_tree.c). */
@@ -64,6 +80,14 @@ char *ddpc__cfg_strndup(const char *s, size_t n);
 void ddpc__cfg_where(const char *origin, int line, char *buf, size_t cap);
 /* A plain scalar spelled ~, null, Null, NULL or nothing. */
 bool ddpc__cfg_is_null(const ddpc__cfg_node *n);
+
+/* Flags (config_flags.c): applies the flags waiting for `key`'s last name, as a getter asks for it;
+ * an ambiguous flag, or a bare one where `is_bool` is false, is DDPC_EINVAL naming the flag. */
+ddpc_status ddpc__cfg_bind_flags(ddpc_config *c, const char *key, bool is_bool);
+/* Overrides (config_set.c): puts `value` (YAML text as ddpc_config_set takes it; NULL: a bare
+ * "true") at `key` with `origin` (kept by the config), marking it as argument `arg`. */
+ddpc_status ddpc__cfg_assign_text(ddpc_config *c, const char *key, const char *value,
+                                  const char *origin, int arg);
 
 /* Parser (config_parse.c): builds a node from YAML text. With `cmdline`, line numbers are 0,
  * errors are DDPC_EINVAL and `path` prefixes key names; otherwise the result must be a mapping and

@@ -156,9 +156,30 @@ static ddpc_status check_key(const char *origin, const char *key)
     }
 }
 
+/* Marks `n` and everything under it as argument `arg`'s. */
+static void mark_arg(ddpc__cfg_node *n, int arg)
+{
+    n->arg = arg;
+    for (size_t i = 0; i < n->len; i++)
+        mark_arg(n->kids[i], arg);
+}
+
+ddpc_status ddpc__cfg_assign_text(ddpc_config *c, const char *key, const char *value,
+                                  const char *origin, int arg)
+{
+    DDPC_TRY(check_key(origin, key));
+    const char *v = value ? value : "true";
+    size_t vn = strlen(v);
+    trim(&v, &vn);
+    ddpc__cfg_node *node = NULL;
+    DDPC_TRY(parse_value(origin, key, v, vn, &node));
+    mark_arg(node, arg);
+    node->bare = !value;
+    return assign(c, key, node, origin);
+}
+
 ddpc_status ddpc_config_set(ddpc_config *c, const char *assignment, int arg_index)
 {
-    (void)arg_index; /* messages quote the argument itself, which is what users can find */
     if (!c || !assignment)
         return ddpc_errorf(DDPC_EINVAL, "ddpc_config_set: config and assignment must not be NULL");
     char buf[600];
@@ -166,22 +187,16 @@ ddpc_status ddpc_config_set(ddpc_config *c, const char *assignment, int arg_inde
     const char *eq = strchr(assignment, '=');
     if (!eq)
         return ddpc_errorf(DDPC_EINVAL, "%s: expected key=value", buf);
-    const char *k = assignment, *v = eq + 1;
-    size_t kn = (size_t)(eq - assignment), vn = strlen(v);
+    const char *k = assignment;
+    size_t kn = (size_t)(eq - assignment);
     trim(&k, &kn);
-    trim(&v, &vn);
     const char *origin = ddpc__cfg_origin_add(c, buf);
     char *key = ddpc__cfg_strndup(k, kn);
     if (!origin || !key) {
         ddpc_free(key);
         return ddpc_errorf(DDPC_ENOMEM, "%s: out of memory", buf);
     }
-    ddpc__cfg_node *value = NULL;
-    ddpc_status s = check_key(origin, key);
-    if (s == DDPC_OK)
-        s = parse_value(origin, key, v, vn, &value);
-    if (s == DDPC_OK)
-        s = assign(c, key, value, origin);
+    ddpc_status s = ddpc__cfg_assign_text(c, key, eq + 1, origin, arg_index);
     ddpc_free(key);
     return s;
 }

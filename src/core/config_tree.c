@@ -286,6 +286,7 @@ void ddpc_config_destroy(ddpc_config *c)
         ddpc_free(c->known[i].def);
     }
     ddpc_free(c->known);
+    ddpc_free(c->flags);
     ddpc_free(c);
 }
 
