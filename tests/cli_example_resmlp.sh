@@ -7,7 +7,8 @@
 # command again ending byte-identical to the uninterrupted run; 2 ranks x 8 equal 1 rank x 16;
 # `ddpc ckpt export` of its checkpoint loads into the same architecture written as a torch
 # nn.Module (strict) whose outputs match the C model's within 1e-5; its backward matches finite
-# differences; bad config keys of the user's types get one line naming the key.
+# differences; its memory plan counts its parameters and arena; bad config keys of the user's
+# types get one line naming the key.
 # usage: cli_example_resmlp.sh DDPC_BIN SOURCE_DIR
 set -u
 ddpc=$1
@@ -86,6 +87,16 @@ check_status "the example runs the exported weights" $? "$tmp/outputs.log"
 /usr/bin/python3 "$tmp/ex/resmlp_torch.py" "$tmp/export.st" "$tmp/out" >"$tmp/torch.log" 2>&1
 check_status "PyTorch loads the export strictly and its outputs match (1e-5)" $? "$tmp/torch.log"
 cat "$tmp/torch.log"
+
+# The memory plan (ddpc_trainer_create_plan, as `ddpc plan`) counts the type's registered
+# parameters, each view padded to 16 floats: 4096x1024 + 4096 + 1024x4096 + 1024 + 4x1024 + 16,
+# and its arena_floats at batch 32: 2 (32x4096) + 2 (32x1024) + 2x(32x4 padded) + 32 floats.
+"$bin" --plan 2 "$cfg" model.hidden=4096 data.features=1024 >"$tmp/plan.log" 2>&1
+check_status "the example prints its memory plan" $? "$tmp/plan.log"
+check "the plan counts the type's 8397840 parameters" \
+    grep -q "^memory plan per rank at 2 ranks (8397840 parameters" "$tmp/plan.log"
+check "and its activation arena (327968 floats, 1.25 MiB)" \
+    grep -Eq '^\* +0 +- +32.0 MiB +32.0 MiB +32.0 MiB +1.25 MiB' "$tmp/plan.log"
 
 # bad NAME PATTERN ARGS...: the example refuses ARGS with one line matching PATTERN, exit != 0.
 bad() {

@@ -2,7 +2,7 @@
  * its callbacks give (per sample and per batch), checks indices before calling them, feeds the
  * loader's workers under a rank's distributed sampler like a built-in dataset, surfaces a
  * callback's error from ddpc_loader_next, frees its ctx once, refuses bad descriptions and a
- * label_map; the data-type registry refuses bad, NULL and taken names and finds what it holds. */
+ * label_map, lays token samples out as (n, T); the data-type registry refuses bad, NULL and taken names and finds what it holds. */
 #include <ddpc/dataset_ops.h>
 #include <ddpc/loader.h>
 #include <ddpc/sampler.h>
@@ -182,6 +182,36 @@ static void test_bad_descriptions(void)
     CHECK_EQ_INT(atomic_load(&s.destroyed), 0); /* a refused ctx stays the caller's */
 }
 
+/* Token sample i of width 4: tokens i, i+1, i+2, i+3 and targets one ahead. */
+static ddpc_status get_tokens(void *ctx, int64_t i, float *x, int32_t *tokens, int32_t *targets)
+{
+    (void)ctx, (void)x;
+    for (int t = 0; t < 4; t++) {
+        if (tokens)
+            tokens[t] = (int32_t)(i + t);
+        if (targets)
+            targets[t] = (int32_t)(i + t + 1);
+    }
+    return DDPC_OK;
+}
+
+static void test_tokens(void)
+{
+    ddpc_dataset_callbacks cb = {.kind = DDPC_DATASET_TOKENS, .size = 10, .shape = {4, 1, 1},
+                                 .num_classes = 16, .get_sample = get_tokens};
+    ddpc_dataset *d = NULL;
+    CHECK_EQ_INT(ddpc_dataset_from_callbacks(&d, &cb), DDPC_OK);
+    CHECK_EQ_INT(ddpc_dataset_kind_of(d), DDPC_DATASET_TOKENS);
+    int64_t idx[2] = {7, 2};
+    int32_t tok[8], tgt[8];
+    CHECK_EQ_INT(ddpc_dataset_get_batch(d, idx, 2, NULL, tok, tgt), DDPC_OK);
+    CHECK_EQ_INT(tok[0], 7);
+    CHECK_EQ_INT(tok[3], 10);
+    CHECK_EQ_INT(tok[4], 2); /* row 1 starts at 4: (n, T) */
+    CHECK_EQ_INT(tgt[7], 6);
+    ddpc_dataset_destroy(d); /* no destroy member: ctx is the caller's */
+}
+
 static ddpc_status factory(void *ctx, ddpc_config *cfg, const char *prefix, uint64_t seed,
                            ddpc_data_splits *out)
 {
@@ -213,6 +243,7 @@ int main(void)
     RUN_TEST(test_loader_workers);
     RUN_TEST(test_callback_error);
     RUN_TEST(test_bad_descriptions);
+    RUN_TEST(test_tokens);
     RUN_TEST(test_registry);
     return check_summary();
 }

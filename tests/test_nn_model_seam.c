@@ -209,6 +209,10 @@ static void test_create_and_run(void)
         CHECK_NEAR(ddpc_model_params(m)[0], -1.0, 0);
     }
     ddpc_model_destroy(m);
+    CHECK_EQ_INT(ddpc_model_create_custom(&m, &affine_ops, NULL, &plain), DDPC_OK);
+    if (m) /* no own config given: zeros, so scale 0 */
+        CHECK_NEAR(ddpc_model_params(m)[0], 0.0, 0);
+    ddpc_model_destroy(m);
     plain.activation_checkpointing = true;
     CHECK_EQ_INT(ddpc_model_create_custom(&m, &affine_ops, &own, &plain), DDPC_EINVAL);
     CHECK_STR_CONTAINS(ddpc_last_error(), "'affine_test' has no activation checkpointing");

@@ -5,6 +5,7 @@
  *        resmlp_train --outputs WEIGHTS OUT CONFIG [k=v ...] the test split's first 32 samples
  *            and the model's probabilities on them: OUT.x.npy (32, D), OUT.probs.npy (32, C)
  *        resmlp_train --gradcheck                          backward against finite differences
+ *        resmlp_train --plan NPROC CONFIG [key=value ...]  memory per rank, as `ddpc plan`
  */
 #include "resmlp.h"
 
@@ -14,6 +15,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int fail(const char *what)
@@ -29,6 +31,21 @@ static ddpc_status load_config(int argc, char **argv, ddpc_config **cfg)
     for (int i = 1; i < argc; i++)
         DDPC_TRY(ddpc_config_set(*cfg, argv[i], i));
     return DDPC_OK;
+}
+
+/* The memory plan of a job of nproc ranks, at every zero.stage, as `ddpc plan CONFIG --nproc`. */
+static int plan(int nproc, int argc, char **argv)
+{
+    ddpc_config *cfg = NULL;
+    ddpc_trainer *t = NULL;
+    int rc = 0;
+    if (load_config(argc, argv, &cfg) != DDPC_OK ||
+        ddpc_trainer_create_plan(&t, cfg, "plan", nproc) != DDPC_OK ||
+        ddpc_config_check_unused(cfg) != DDPC_OK || ddpc_trainer_print_plan(t, stdout, false) != DDPC_OK)
+        rc = fail("plan");
+    ddpc_trainer_destroy(t);
+    ddpc_config_destroy(cfg);
+    return rc;
 }
 
 static int train(int argc, char **argv)
@@ -202,12 +219,15 @@ int main(int argc, char **argv)
         return fail("register");
     if (argc == 2 && strcmp(argv[1], "--gradcheck") == 0)
         return gradcheck();
+    if (argc >= 4 && strcmp(argv[1], "--plan") == 0 && atoi(argv[2]) >= 1)
+        return plan(atoi(argv[2]), argc - 3, argv + 3);
     if (argc >= 5 && strcmp(argv[1], "--outputs") == 0)
         return outputs(argc - 2, argv + 2);
     if (argc >= 2 && argv[1][0] != '-')
         return train(argc - 1, argv + 1);
     fprintf(stderr, "usage: resmlp_train CONFIG [key=value ...]\n"
                     "       resmlp_train --outputs WEIGHTS OUT CONFIG [key=value ...]\n"
-                    "       resmlp_train --gradcheck\n");
+                    "       resmlp_train --gradcheck\n"
+                    "       resmlp_train --plan NPROC CONFIG [key=value ...]\n");
     return 2;
 }
