@@ -92,15 +92,19 @@ static const model_builder models[] = {
  * the images; its own keys read by its ops' read_config. */
 static const model_builder registered = {NULL, DDPC_DATASET_IMAGES, false, false, false, NULL};
 
-/* model.type among the registered types (the built-ins first, in models[]'s order); *ops is the
- * table of a type a program registered, NULL for a built-in. */
+/* model.type among the registered types: *type indexes models[] for a built-in, and *ops is then
+ * NULL; for a type a program registered, *ops is its table. */
 static ddpc_status read_model_type(ddpc_config *c, int *type, const ddpc_model_ops **ops)
 {
     const char *names[N_BUILTIN + 33];
     size_t n = ddpc_model_type_names(names, N_BUILTIN + 32);
     names[n] = NULL;
-    DDPC_TRY(ddpc_config_choice(c, "model.type", "mlp", names, type));
-    *ops = *type >= (int)N_BUILTIN ? ddpc_model_lookup(names[*type]) : NULL;
+    int chosen;
+    DDPC_TRY(ddpc_config_choice(c, "model.type", "mlp", names, &chosen));
+    for (*type = 0; *type < (int)N_BUILTIN; ++*type)
+        if (strcmp(models[*type].name, names[chosen]) == 0)
+            break;
+    *ops = *type == (int)N_BUILTIN ? ddpc_model_lookup(names[chosen]) : NULL;
     return DDPC_OK;
 }
 
