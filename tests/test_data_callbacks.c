@@ -2,7 +2,8 @@
  * its callbacks give (per sample and per batch), checks indices before calling them, feeds the
  * loader's workers under a rank's distributed sampler like a built-in dataset, surfaces a
  * callback's error from ddpc_loader_next, frees its ctx once, refuses bad descriptions and a
- * label_map, lays token samples out as (n, T); the data-type registry refuses bad, NULL and taken names and finds what it holds. */
+ * label_map, lays token samples out as (n, T); the data-type registry refuses bad, NULL and taken
+ * names and finds what it holds. */
 #include <ddpc/dataset_ops.h>
 #include <ddpc/loader.h>
 #include <ddpc/sampler.h>

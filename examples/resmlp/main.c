@@ -41,7 +41,8 @@ static int plan(int nproc, int argc, char **argv)
     int rc = 0;
     if (load_config(argc, argv, &cfg) != DDPC_OK ||
         ddpc_trainer_create_plan(&t, cfg, "plan", nproc) != DDPC_OK ||
-        ddpc_config_check_unused(cfg) != DDPC_OK || ddpc_trainer_print_plan(t, stdout, false) != DDPC_OK)
+        ddpc_config_check_unused(cfg) != DDPC_OK ||
+        ddpc_trainer_print_plan(t, stdout, false) != DDPC_OK)
         rc = fail("plan");
     ddpc_trainer_destroy(t);
     ddpc_config_destroy(cfg);

@@ -142,10 +142,12 @@ static ddpc_status create_shapes(ddpc_model **out, const ddpc_model_ops *ops,
     if (cfg->dropout < 0.0f || cfg->dropout >= 1.0f)
         return ddpc_errorf(DDPC_EINVAL, "model dropout must be in [0, 1), got %g", cfg->dropout);
     if ((unsigned)cfg->precision >= DDPC_PREC_COUNT)
-        return ddpc_errorf(DDPC_EINVAL, "model precision %d is not fp32, bf16 or fp16", (int)cfg->precision);
+        return ddpc_errorf(DDPC_EINVAL, "model precision %d is not fp32, bf16 or fp16",
+                           (int)cfg->precision);
     if (cfg->activation_checkpointing && !ops->checkpointing)
         return ddpc_errorf(DDPC_EINVAL, "model type '%s' has no activation checkpointing (gpt, "
-                           "seq2seq and cnn do: they recompute their blocks in backward)", ops->name);
+                           "seq2seq and cnn do: they recompute their blocks in backward)",
+                           ops->name);
     const ddpc_kernel_table *k = cfg->backend ? cfg->backend : ddpc_kernel_table_cpu();
     if (k->kind != DDPC_DEVICE_CPU && ops == &ddpc__seq2seq_ops)
         return ddpc_errorf(DDPC_EINVAL, "model type 'seq2seq' does not run on GPUs yet; use "

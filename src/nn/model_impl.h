@@ -1,6 +1,7 @@
 /* Private model machinery shared by the model files: the model struct behind the public
- * operation table (ddpc/model_ops.h), parameter registration while building, and the arena. A model type registers its parameters
- * in forward order from build(), then model.c allocates the buffers once and calls init(). */
+ * operation table (ddpc/model_ops.h), parameter registration while building, and the arena. A
+ * model type registers its parameters in forward order from build(), then model.c allocates the
+ * buffers once and calls init(). */
 #ifndef DDPC_NN_MODEL_IMPL_H
 #define DDPC_NN_MODEL_IMPL_H
 
