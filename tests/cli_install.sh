@@ -43,9 +43,10 @@ check "SONAME is libddpc.so.MAJOR ($soname)" test "$soname" = "libddpc.so.${vers
 
 # Exported = declared: every function the public headers declare (less their static inline
 # helpers) and nothing else, so internals (ddpc__*) and dependencies' symbols stay private.
-# Typedefs of function pointers (`typedef ddpc_status (*fn)(...)`) declare no function.
+# Typedefs of function pointers (`typedef ddpc_status (*fn)(...)`) and function-pointer members
+# of a table (`ddpc_status (*build)(...)`, ddpc/model_ops.h) declare no function.
 cat "$src"/include/ddpc/*.h | grep -v '^ *#' | grep -v '^ *typedef' |
-    grep -oE '\bddpc_[a-z0-9_]+ *\(' | tr -d ' (' |
+    sed -E 's/\bddpc_[a-z0-9_]+ *\(\*//g' | grep -oE '\bddpc_[a-z0-9_]+ *\(' | tr -d ' (' |
     sort -u >"$tmp/declared.all"
 grep -hoE 'static inline [^(]*\bddpc_[a-z0-9_]+\(' "$src"/include/ddpc/*.h |
     grep -oE 'ddpc_[a-z0-9_]+\($' | tr -d '(' | sort -u >"$tmp/inline"

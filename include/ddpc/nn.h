@@ -79,6 +79,9 @@ typedef struct {
      * buffers and activations live in that device's memory. NULL: the CPU's. */
     const struct ddpc_kernel_table *backend;
     uint64_t seed; /* initialisation */
+    /* A type's own config (ddpc/model_ops.h: its config_size bytes, copied by create; NULL:
+     * zeros). The built-in types have none yet and read the fields above. */
+    const void *type_config;
 } ddpc_model_config;
 
 ddpc_model_config ddpc_model_config_default(void);
@@ -106,7 +109,8 @@ typedef struct {
     int64_t n_correct; /* argmax hits among them */
 } ddpc_model_output;
 
-/* Builds and initialises (from cfg->seed) a model of cfg->type. Errors name the bad field. */
+/* Builds and initialises (from cfg->seed) a model of cfg->type, a built-in or a registered type
+ * (ddpc_model_register). Errors name the bad field. */
 ddpc_status ddpc_model_create(ddpc_model **out, const ddpc_model_config *cfg);
 void ddpc_model_destroy(ddpc_model *m);
 /* The first half of ddpc_model_create: validates cfg and builds the tensor table (names, shapes,
@@ -117,7 +121,8 @@ ddpc_status ddpc_model_create_shapes(ddpc_model **out, const ddpc_model_config *
 /* The second half: allocates and initialises (from cfg->seed) a shapes-only model's buffers; a
  * no-op on an allocated one. DDPC_ENOMEM leaves the model shapes-only (destroy it as usual). */
 ddpc_status ddpc_model_allocate(ddpc_model *m);
-/* Comma-separated names of the registered model types. */
+/* Comma-separated names of the registered model types (built-ins and ddpc_model_register's);
+ * not to be read while another thread registers a type. */
 const char *ddpc_model_types(void);
 
 const ddpc_model_config *ddpc_model_config_of(const ddpc_model *m);

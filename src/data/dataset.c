@@ -45,6 +45,9 @@ void ddpc_dataset_destroy(ddpc_dataset *d)
     ddpc_free(d->tgt_ids);
     ddpc_free(d->src_off);
     ddpc_free(d->tgt_off);
+    if (d->cb && d->cb->destroy)
+        d->cb->destroy(d->cb->ctx);
+    ddpc_free(d->cb);
     ddpc_free(d);
 }
 
@@ -72,7 +75,7 @@ void ddpc_dataset_sample_shape(const ddpc_dataset *d, int64_t shape[3])
 
 const uint8_t *ddpc_dataset_labels(const ddpc_dataset *d)
 {
-    return d->kind == DDPC_DATASET_IMAGES ? d->labels : NULL;
+    return d->kind == DDPC_DATASET_IMAGES ? d->labels : NULL; /* NULL from callbacks */
 }
 
 /* x (per) = pixels of sample i, normalised. */
@@ -118,6 +121,8 @@ ddpc_status ddpc_dataset_get_batch(const ddpc_dataset *d, const int64_t *idx, in
             return ddpc_errorf(DDPC_EINVAL,
                                "dataset get_batch: index %lld (batch row %lld) is outside [0, %lld)",
                                (long long)idx[b], (long long)b, (long long)d->n);
+    if (d->cb)
+        return ddpc__dataset_callbacks_get(d, idx, n, x, tokens, targets);
     int64_t per = d->shape[0] * d->shape[1] * d->shape[2];
     for (int64_t b = 0; b < n; b++) {
         int64_t i = idx[b];

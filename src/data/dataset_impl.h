@@ -7,6 +7,7 @@
 #define DDPC_DATA_DATASET_IMPL_H
 
 #include <ddpc/data.h>
+#include <ddpc/dataset_ops.h>
 
 #include <stddef.h>
 
@@ -31,7 +32,13 @@ struct ddpc_dataset {
      * target ids (no <bos> or <eos>) tgt_ids[tgt_off[i], tgt_off[i+1]) */
     int32_t *src_ids, *tgt_ids;
     int64_t *src_off, *tgt_off; /* (n + 1) */
+    /* from callbacks (dataset_callbacks.c): samples come from cb alone; or NULL */
+    ddpc_dataset_callbacks *cb;
 };
+
+/* Copies samples idx[0..n) of a callback dataset (indices already checked). */
+ddpc_status ddpc__dataset_callbacks_get(const ddpc_dataset *d, const int64_t *idx, int64_t n,
+                                        float *x, int32_t *tokens, int32_t *targets);
 
 /* One token file mapped read-only: tokens [start, start + n) of the stream, `width` bytes each
  * (2: uint16, 4: uint32), little-endian, at `tok`. */

@@ -277,7 +277,7 @@ static void cnn_destroy(ddpc_model *m)
     ddpc_free(m->impl);
 }
 
-const ddpc__model_ops ddpc__cnn_ops = {
+const ddpc_model_ops ddpc__cnn_ops = {
     .name = "cnn",
     .build = cnn_build,
     .init = cnn_init,

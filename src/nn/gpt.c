@@ -97,7 +97,7 @@ static void gpt_destroy(ddpc_model *m)
     ddpc_free(m->impl);
 }
 
-const ddpc__model_ops ddpc__gpt_ops = {
+const ddpc_model_ops ddpc__gpt_ops = {
     .name = "gpt",
     .build = gpt_build,
     .init = gpt_init,

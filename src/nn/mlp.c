@@ -63,7 +63,7 @@ static void mlp_destroy(ddpc_model *m)
     ddpc_free(m->impl);
 }
 
-const ddpc__model_ops ddpc__mlp_ops = {
+const ddpc_model_ops ddpc__mlp_ops = {
     .name = "mlp",
     .build = mlp_build,
     .init = mlp_init,

@@ -11,9 +11,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static const ddpc__model_ops *const registry[] = {&ddpc__mlp_ops, &ddpc__cnn_ops, &ddpc__gpt_ops,
-                                                   &ddpc__seq2seq_ops};
-#define N_REGISTRY (sizeof registry / sizeof registry[0])
 
 ddpc_model_config ddpc_model_config_default(void)
 {
@@ -27,11 +24,6 @@ ddpc_model_config ddpc_model_config_default(void)
         .d_ff = 2048, .max_len = 256, .label_smoothing = 0.1f,
         .dropout = 0.0f, .bn_momentum = 0.1f, .bn_eps = 1e-5f, .seed = 1337,
     };
-}
-
-const char *ddpc_model_types(void)
-{
-    return "mlp, cnn, gpt, seq2seq";
 }
 
 /* Appends a view to a table of views, growing it; the new view's offset is *total. */
@@ -142,33 +134,42 @@ static ddpc_status allocate_buffers(ddpc_model *m)
     return allocate_device_buffers(m);
 }
 
-ddpc_status ddpc_model_create_shapes(ddpc_model **out, const ddpc_model_config *cfg)
+/* Validates the shared config against `ops` and runs its build: a shapes-only model. */
+static ddpc_status create_shapes(ddpc_model **out, const ddpc_model_ops *ops,
+                                 const ddpc_model_config *cfg)
 {
     *out = NULL;
-    const ddpc__model_ops *ops = NULL;
-    for (size_t i = 0; i < N_REGISTRY; i++)
-        if (strcmp(registry[i]->name, cfg->type) == 0)
-            ops = registry[i];
-    if (!ops)
-        return ddpc_errorf(DDPC_EINVAL, "unknown model type '%s' (choose one of: %s)", cfg->type,
-                           ddpc_model_types());
     if (cfg->dropout < 0.0f || cfg->dropout >= 1.0f)
         return ddpc_errorf(DDPC_EINVAL, "model dropout must be in [0, 1), got %g", cfg->dropout);
     if ((unsigned)cfg->precision >= DDPC_PREC_COUNT)
-        return ddpc_errorf(DDPC_EINVAL, "model precision %d is not fp32, bf16 or fp16", (int)cfg->precision);
+        return ddpc_errorf(DDPC_EINVAL, "model precision %d is not fp32, bf16 or fp16",
+                           (int)cfg->precision);
     if (cfg->activation_checkpointing && !ops->checkpointing)
         return ddpc_errorf(DDPC_EINVAL, "model type '%s' has no activation checkpointing (gpt, "
-                           "seq2seq and cnn do: they recompute their blocks in backward)", cfg->type);
+                           "seq2seq and cnn do: they recompute their blocks in backward)",
+                           ops->name);
     const ddpc_kernel_table *k = cfg->backend ? cfg->backend : ddpc_kernel_table_cpu();
     if (k->kind != DDPC_DEVICE_CPU && ops == &ddpc__seq2seq_ops)
         return ddpc_errorf(DDPC_EINVAL, "model type 'seq2seq' does not run on GPUs yet; use "
                            "device: cpu");
     ddpc_model *m = ddpc_calloc(1, sizeof *m);
     if (!m)
-        return ddpc_errorf(DDPC_ENOMEM, "out of memory creating a %s model", cfg->type);
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory creating a %s model", ops->name);
     m->ops = ops;
     m->cfg = *cfg;
+    snprintf(m->cfg.type, sizeof m->cfg.type, "%s", ops->name);
+    m->cfg.type_config = NULL;
     m->k = k;
+    if (ops->config_size) { /* the model's own copy: the caller's may go away */
+        m->type_cfg = ddpc_calloc(1, ops->config_size);
+        if (!m->type_cfg) {
+            ddpc_model_destroy(m);
+            return ddpc_errorf(DDPC_ENOMEM, "out of memory creating a %s model", ops->name);
+        }
+        if (cfg->type_config)
+            memcpy(m->type_cfg, cfg->type_config, ops->config_size);
+        m->cfg.type_config = m->type_cfg;
+    }
     ddpc_status s = ops->build(m);
     if (s != DDPC_OK) {
         ddpc_model_destroy(m);
@@ -176,6 +177,32 @@ ddpc_status ddpc_model_create_shapes(ddpc_model **out, const ddpc_model_config *
     }
     *out = m;
     return DDPC_OK;
+}
+
+ddpc_status ddpc_model_create_shapes(ddpc_model **out, const ddpc_model_config *cfg)
+{
+    *out = NULL;
+    const ddpc_model_ops *ops = ddpc_model_lookup(cfg->type);
+    if (!ops)
+        return ddpc_errorf(DDPC_EINVAL, "unknown model type '%s' (choose one of: %s)", cfg->type,
+                           ddpc_model_types());
+    return create_shapes(out, ops, cfg);
+}
+
+ddpc_status ddpc_model_create_custom(ddpc_model **out, const ddpc_model_ops *ops,
+                                     const void *type_cfg, const ddpc_model_config *common)
+{
+    *out = NULL;
+    DDPC_TRY(ddpc__model_ops_check(ops));
+    ddpc_model_config cfg = *common;
+    cfg.type_config = type_cfg;
+    DDPC_TRY(create_shapes(out, ops, &cfg));
+    ddpc_status s = ddpc_model_allocate(*out);
+    if (s != DDPC_OK) {
+        ddpc_model_destroy(*out);
+        *out = NULL;
+    }
+    return s;
 }
 
 ddpc_status ddpc_model_allocate(ddpc_model *m)
@@ -224,6 +251,7 @@ void ddpc_model_destroy(ddpc_model *m)
     ddpc_free(m->decay_mask);
     ddpc_free(m->buffer_views);
     ddpc_free(m->buffers);
+    ddpc_free(m->type_cfg);
     ddpc_free(m);
 }
 
@@ -305,9 +333,17 @@ bool ddpc_model_can_checkpoint(const ddpc_model *m)
     return m->ops->checkpointing;
 }
 
+/* The arena a batch of n needs: 0 for a type without arena_floats. */
+static size_t arena_need(const ddpc_model *m, int64_t n, bool checkpointing)
+{
+    if (!m->ops->arena_floats)
+        return 0;
+    return m->ops->arena_floats(m, n, checkpointing && m->ops->checkpointing);
+}
+
 size_t ddpc_model_activation_bytes(const ddpc_model *m, int64_t n, bool checkpointing)
 {
-    return m->ops->arena_floats(m, n, checkpointing && m->ops->checkpointing) * sizeof(float);
+    return arena_need(m, n, checkpointing) * sizeof(float);
 }
 
 ddpc_status ddpc__model_reserve_arena(ddpc_model *m, size_t need, int64_t n)
@@ -384,8 +420,7 @@ ddpc_status ddpc_model_reserve(ddpc_model *m, int64_t n, int64_t seq_len)
 {
     if (n <= 0)
         return DDPC_OK;
-    DDPC_TRY(ddpc__model_reserve_arena(
-        m, m->ops->arena_floats(m, n, m->cfg.activation_checkpointing), n));
+    DDPC_TRY(ddpc__model_reserve_arena(m, arena_need(m, n, m->cfg.activation_checkpointing), n));
     if (m->k->kind == DDPC_DEVICE_CPU)
         return DDPC_OK;
     ddpc_model_input probe = {.n = n, .src_len = seq_len, .tgt_len = seq_len};
@@ -403,8 +438,8 @@ ddpc_status ddpc_model_forward(ddpc_model *m, const ddpc_model_input *in, bool t
     if (in->task < 0 || in->task >= heads)
         return ddpc_errorf(DDPC_EINVAL, "model forward: task %d is not one of the model's %d "
                            "head%s", in->task, heads, heads == 1 ? "" : "s");
-    DDPC_TRY(ddpc__model_reserve_arena(
-        m, m->ops->arena_floats(m, in->n, m->cfg.activation_checkpointing), in->n));
+    DDPC_TRY(ddpc__model_reserve_arena(m, arena_need(m, in->n, m->cfg.activation_checkpointing),
+                                       in->n));
     ddpc_model_output local = {0};
     m->last_n = 0;
     if (m->ops->check_input)

@@ -1,34 +1,19 @@
-/* Private model machinery shared by the model files: the per-type operation table, parameter
- * registration while building, and the activation arena. A model type registers its parameters
- * in forward order from build(), then model.c allocates the buffers once and calls init(). */
+/* Private model machinery shared by the model files: the model struct behind the public
+ * operation table (ddpc/model_ops.h), parameter registration while building, and the arena. A
+ * model type registers its parameters in forward order from build(), then model.c allocates the
+ * buffers once and calls init(). */
 #ifndef DDPC_NN_MODEL_IMPL_H
 #define DDPC_NN_MODEL_IMPL_H
 
 #include <ddpc/device.h>
+#include <ddpc/model_ops.h>
 #include <ddpc/nn.h>
 
-typedef struct {
-    const char *name;
-    /* Validates cfg, registers parameters (ddpc__model_add_param) and sets m->impl. */
-    ddpc_status (*build)(ddpc_model *m);
-    /* Fills the freshly allocated parameter buffer from m->cfg.seed. */
-    void (*init)(ddpc_model *m);
-    /* Arena floats that forward + backward need for a batch of n, with or without activation
-     * checkpointing (a model without it ignores ckpt). */
-    size_t (*arena_floats)(const ddpc_model *m, int64_t n, bool ckpt);
-    /* Optional: checks the host batch before it is copied to the device (token ranges). */
-    ddpc_status (*check_input)(const ddpc_model *m, const ddpc_model_input *in);
-    /* Whether the model implements cfg.activation_checkpointing. */
-    bool checkpointing;
-    ddpc_status (*forward)(ddpc_model *m, const ddpc_model_input *in, bool training,
-                           ddpc_model_output *out);
-    void (*backward)(ddpc_model *m, float dloss);
-    void (*destroy)(ddpc_model *m);
-} ddpc__model_ops;
 
 struct ddpc_model {
-    const ddpc__model_ops *ops;
-    ddpc_model_config cfg;
+    const ddpc_model_ops *ops;
+    ddpc_model_config cfg; /* cfg.type_config points at type_cfg */
+    void *type_cfg;        /* (ops->config_size bytes) the type's own config, owned */
     /* The kernel table every pass calls (cfg.backend, or the CPU's). On a device, k-prefixed
      * buffers are the device's copies the kernels use and the plain ones the host's (checkpoints,
      * export, init); on the CPU both names are the same memory. */
@@ -69,7 +54,8 @@ struct ddpc_model {
     int64_t outputs_per_sample;
 };
 
-/* Registers a parameter of the given shape; returns its index, or -1 on out-of-memory. */
+/* Registers a parameter of the given shape; returns its index, or -1 on out-of-memory (the
+ * built-ins' short form of ddpc_model_add_param, whose checks their fixed names never fail). */
 int ddpc__model_add_param(ddpc_model *m, const char *name, int ndim, const int64_t *shape,
                           bool decay);
 /* Registers a buffer (no gradient, not trained); returns its index, or -1 on out-of-memory. */
@@ -124,10 +110,13 @@ void ddpc__init_uniform(float *w, size_t n, float bound, uint64_t seed, uint64_t
 void ddpc__init_normal(float *w, size_t n, float std, uint64_t seed, uint64_t stream);
 
 
-extern const ddpc__model_ops ddpc__mlp_ops;
-extern const ddpc__model_ops ddpc__cnn_ops;
-extern const ddpc__model_ops ddpc__gpt_ops;
-extern const ddpc__model_ops ddpc__seq2seq_ops;
+extern const ddpc_model_ops ddpc__mlp_ops;
+extern const ddpc_model_ops ddpc__cnn_ops;
+extern const ddpc_model_ops ddpc__gpt_ops;
+extern const ddpc_model_ops ddpc__seq2seq_ops;
+
+/* DDPC_EINVAL naming what is wrong with a table: a bad name or a required member missing. */
+ddpc_status ddpc__model_ops_check(const ddpc_model_ops *ops);
 
 /* Grows the arena to at least `need` floats (for a batch of n, named in the error); keeps it when
  * it is large enough already. */

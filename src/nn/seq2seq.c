@@ -176,7 +176,7 @@ static void s2s_destroy(ddpc_model *m)
     ddpc_free(m->impl);
 }
 
-const ddpc__model_ops ddpc__seq2seq_ops = {
+const ddpc_model_ops ddpc__seq2seq_ops = {
     .name = "seq2seq",
     .build = s2s_build,
     .init = s2s_init,

@@ -6,6 +6,7 @@
 #include "train/trainer_impl.h"
 
 #include <ddpc/alloc.h>
+#include <ddpc/dataset_ops.h>
 
 #include <assert.h>
 #include <stdio.h>
@@ -217,6 +218,24 @@ static const char *const builder_names[] = {"fmnist", "text",        "synthetic_
 static_assert(sizeof builders / sizeof builders[0] == TRANSLATION_TYPE,
               "builder_names lists every builder, then translation");
 
+#define N_BUILTIN_TYPES (TRANSLATION_TYPE + 1)
+
+/* data.type among the built-ins and the types a program registered (ddpc_data_register), which
+ * follow them: *type indexes names[]. */
+static ddpc_status read_data_type(ddpc_trainer *t, const char *key, const char **names, int *type)
+{
+    for (int i = 0; i < N_BUILTIN_TYPES; i++)
+        names[i] = builder_names[i];
+    size_t n = ddpc_data_type_names(names + N_BUILTIN_TYPES, 32);
+    for (size_t j = 0; j < n; j++)
+        for (int i = 0; i < N_BUILTIN_TYPES; i++)
+            if (strcmp(names[N_BUILTIN_TYPES + j], names[i]) == 0)
+                return ddpc_errorf(DDPC_EINVAL, "data type '%s' is registered by the program but "
+                                   "is a built-in type's name", names[i]);
+    names[N_BUILTIN_TYPES + n] = NULL;
+    return ddpc_config_choice(t->cfg, key, "fmnist", names, type);
+}
+
 static bool same_string(const char *a, const char *b)
 {
     return a == b || (a && b && strcmp(a, b) == 0);
@@ -249,35 +268,50 @@ static ddpc_status own(ddpc_trainer *t, ddpc_dataset *d)
     return DDPC_OK;
 }
 
+/* A registered data type's splits, from its factory; the trainer owns whatever it made. */
+static ddpc_status load_registered(ddpc_trainer *t, ddpc__task *k, const char *prefix,
+                                   const char *name)
+{
+    void *ctx;
+    ddpc_data_factory factory = ddpc_data_lookup(name, &ctx);
+    ddpc_data_splits sp = {0};
+    ddpc_status s = factory(ctx, t->cfg, prefix, t->set.seed, &sp);
+    ddpc_dataset *made[3] = {sp.train, sp.test, sp.valid};
+    for (int j = 0; j < 3; j++)
+        if (made[j])
+            DDPC_TRY(own(t, made[j]));
+    DDPC_TRY(s);
+    if (!sp.train || !sp.test)
+        return ddpc_errorf(DDPC_EINVAL, "data.type %s: its factory made no %s split", name,
+                           sp.train ? "test" : "train");
+    k->data_type = name;
+    k->train = sp.train;
+    k->test = sp.test;
+    k->valid = sp.valid;
+    return DDPC_OK;
+}
+
 /* A dataset already loaded for an earlier task. */
 typedef struct {
     data_spec spec;
     data_splits splits;
 } loaded_data;
 
-/* Builds or reuses the datasets of `prefix` for task k, then its label_map view if any. */
-static ddpc_status load_data(ddpc_trainer *t, ddpc__task *k, const char *prefix,
-                             loaded_data *loaded, int *n_loaded)
+/* Builds or reuses the datasets of a built-in type for task k. */
+static ddpc_status load_builtin(ddpc_trainer *t, ddpc__task *k, const char *prefix,
+                                data_spec *want, loaded_data *loaded, int *n_loaded)
 {
-    char key[96];
-    data_spec want = {0};
-    DDPC_TRY(ddpc_config_choice(t->cfg, key_of(key, sizeof key, prefix, "type"), "fmnist",
-                                builder_names, &want.type));
-    if (want.type == TRANSLATION_TYPE) {
-        k->data_type = "translation";
-        return ddpc__trainer_load_translation(t, k, prefix);
-    }
-    const data_builder *b = &builders[want.type];
+    const data_builder *b = &builders[want->type];
     k->data_type = b->name;
-    DDPC_TRY(b->read(t, prefix, &want));
+    DDPC_TRY(b->read(t, prefix, want));
     loaded_data *d = NULL;
     for (int j = 0; j < *n_loaded && !d; j++)
-        if (same_spec(&loaded[j].spec, &want))
+        if (same_spec(&loaded[j].spec, want))
             d = &loaded[j];
     if (!d) {
         d = &loaded[(*n_loaded)++];
-        *d = (loaded_data){.spec = want};
-        ddpc_status st = b->create(&want, t->set.seed, &d->splits);
+        *d = (loaded_data){.spec = *want};
+        ddpc_status st = b->create(want, t->set.seed, &d->splits);
         ddpc_dataset *made[3] = {d->splits.train, d->splits.test, d->splits.valid};
         for (int j = 0; j < 3; j++)
             if (made[j])
@@ -287,6 +321,25 @@ static ddpc_status load_data(ddpc_trainer *t, ddpc__task *k, const char *prefix,
     k->train = d->splits.train;
     k->test = d->splits.test;
     k->valid = d->splits.valid;
+    return DDPC_OK;
+}
+
+/* Builds or reuses the datasets of `prefix` for task k, then its label_map view if any. */
+static ddpc_status load_data(ddpc_trainer *t, ddpc__task *k, const char *prefix,
+                             loaded_data *loaded, int *n_loaded)
+{
+    char key[96];
+    data_spec want = {0};
+    const char *names[N_BUILTIN_TYPES + 33];
+    DDPC_TRY(read_data_type(t, key_of(key, sizeof key, prefix, "type"), names, &want.type));
+    if (want.type == TRANSLATION_TYPE) {
+        k->data_type = "translation";
+        return ddpc__trainer_load_translation(t, k, prefix);
+    }
+    if (want.type > TRANSLATION_TYPE) /* label_map below is refused for its datasets */
+        DDPC_TRY(load_registered(t, k, prefix, names[want.type]));
+    else
+        DDPC_TRY(load_builtin(t, k, prefix, &want, loaded, n_loaded));
     key_of(key, sizeof key, prefix, "label_map");
     if (!ddpc_config_has(t->cfg, key))
         return DDPC_OK;
@@ -294,14 +347,14 @@ static ddpc_status load_data(ddpc_trainer *t, ddpc__task *k, const char *prefix,
     size_t n_map;
     DDPC_TRY(ddpc_config_int_list(t->cfg, key, NULL, 0, 0, 255, map, 256, &n_map));
     ddpc_dataset *v = NULL;
-    if (ddpc_dataset_relabel_create(&v, d->splits.train, map, (int64_t)n_map) != DDPC_OK) {
+    if (ddpc_dataset_relabel_create(&v, k->train, map, (int64_t)n_map) != DDPC_OK) {
         char why[256];
         snprintf(why, sizeof why, "%s", ddpc_last_error());
         return ddpc_errorf(DDPC_EINVAL, "key '%s': %s", key, why);
     }
     DDPC_TRY(own(t, v));
     k->train = v;
-    DDPC_TRY(ddpc_dataset_relabel_create(&v, d->splits.test, map, (int64_t)n_map));
+    DDPC_TRY(ddpc_dataset_relabel_create(&v, k->test, map, (int64_t)n_map));
     DDPC_TRY(own(t, v));
     k->test = v;
     return DDPC_OK;

@@ -3,6 +3,7 @@
  * reported unused. The optimizer keys (optim.*) and the step keys (grad_clip, on_nonfinite) become
  * the engine's config. */
 #include <ddpc/device.h>
+#include <ddpc/model_ops.h>
 
 #include "train/trainer_impl.h"
 
@@ -85,8 +86,40 @@ static const model_builder models[] = {
     {"gpt", DDPC_DATASET_TOKENS, true, false, true, read_gpt},
     {"seq2seq", DDPC_DATASET_PAIRS, true, false, false, read_seq2seq},
 };
-static const char *const model_names[] = {"mlp", "cnn", "gpt", "seq2seq", NULL};
-static_assert(sizeof models / sizeof models[0] == 4, "model_names lists every model");
+#define N_BUILTIN (sizeof models / sizeof models[0])
+
+/* A type a program registered (ddpc_model_register): samples (c, h, w) with a class label, like
+ * the images; its own keys read by its ops' read_config. */
+static const model_builder registered = {NULL, DDPC_DATASET_IMAGES, false, false, false, NULL};
+
+/* model.type among the registered types: *type indexes models[] for a built-in, and *ops is then
+ * NULL; for a type a program registered, *ops is its table. */
+static ddpc_status read_model_type(ddpc_config *c, int *type, const ddpc_model_ops **ops)
+{
+    const char *names[N_BUILTIN + 33];
+    size_t n = ddpc_model_type_names(names, N_BUILTIN + 32);
+    names[n] = NULL;
+    int chosen;
+    DDPC_TRY(ddpc_config_choice(c, "model.type", "mlp", names, &chosen));
+    for (*type = 0; *type < (int)N_BUILTIN; ++*type)
+        if (strcmp(models[*type].name, names[chosen]) == 0)
+            break;
+    *ops = *type == (int)N_BUILTIN ? ddpc_model_lookup(names[chosen]) : NULL;
+    return DDPC_OK;
+}
+
+/* A registered type's own keys into *own (the caller frees it once the model has copied it). */
+static ddpc_status read_type_config(ddpc_trainer *t, const ddpc_model_ops *ops,
+                                    ddpc_model_config *mc, void **own)
+{
+    if (ops->config_size == 0)
+        return DDPC_OK;
+    *own = ddpc_calloc(1, ops->config_size);
+    if (!*own)
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory for model.type %s's config", ops->name);
+    mc->type_config = *own;
+    return ops->read_config ? ops->read_config(t->cfg, "model", *own) : DDPC_OK;
+}
 
 /* Needs of each dataset kind, for the error when model and data do not fit. */
 static const char *const kind_needs[] = {
@@ -116,16 +149,22 @@ static ddpc_status task_heads(const ddpc_trainer *t, ddpc_model_config *mc)
     return DDPC_OK;
 }
 
-static ddpc_status read_model_config(ddpc_trainer *t, ddpc_model_config *mc)
+static ddpc_status read_model_config(ddpc_trainer *t, ddpc_model_config *mc, void **own)
 {
     ddpc_config *c = t->cfg;
     int type;
     double dropout;
     *mc = ddpc_model_config_default();
-    DDPC_TRY(ddpc_config_choice(c, "model.type", "mlp", model_names, &type));
-    const model_builder *b = &models[type];
+    const ddpc_model_ops *ops;
+    DDPC_TRY(read_model_type(c, &type, &ops));
+    model_builder user = registered;
+    if (ops) {
+        user.name = ops->name;
+        user.checkpointing = ops->checkpointing;
+    }
+    const model_builder *b = ops ? &user : &models[type];
     snprintf(mc->type, sizeof mc->type, "%s", b->name);
-    DDPC_TRY(b->read(c, mc));
+    DDPC_TRY(ops ? read_type_config(t, ops, mc, own) : b->read(c, mc));
     bool s2s = b->data_kind == DDPC_DATASET_PAIRS;
     DDPC_TRY(ddpc_config_float(c, "model.dropout", s2s ? 0.1 : 0.0, 0.0, 0.99, &dropout));
     mc->dropout = (float)dropout;
@@ -439,10 +478,14 @@ static ddpc_status alloc_buffers(ddpc_trainer *t)
 ddpc_status ddpc__trainer_build_model(ddpc_trainer *t)
 {
     ddpc_model_config mc;
-    DDPC_TRY(read_model_config(t, &mc));
+    void *own = NULL; /* a registered type's own config, until the model has its copy */
+    ddpc_status s = read_model_config(t, &mc, &own);
     /* Shapes first: the memory plan is made, and a plan that cannot fit refused, before the
      * parameter and gradient buffers or the optimizer are allocated. */
-    DDPC_TRY(ddpc_model_create_shapes(&t->model, &mc));
+    if (s == DDPC_OK)
+        s = ddpc_model_create_shapes(&t->model, &mc);
+    ddpc_free(own);
+    DDPC_TRY(s);
     int64_t per_epoch = 0;
     if (t->set.state == STATE_TRAIN && t->plan_world == 0)
         DDPC_TRY(ddpc__trainer_build_loaders(t, &per_epoch));
