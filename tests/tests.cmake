@@ -159,3 +159,10 @@ foreach(prec fp32 bf16)
     set_tests_properties(${name} PROPERTIES TIMEOUT 300 ENVIRONMENT "OMP_NUM_THREADS=1")
 endforeach()
 
+
+# The losses other than cross-entropy (kernels and at the end of an mlp) against torch.nn.functional.
+add_executable(parity_loss_run ${PROJECT_SOURCE_DIR}/tests/parity/parity_loss_run.c)
+target_link_libraries(parity_loss_run PRIVATE ddpc_lib)
+add_test(NAME parity_loss COMMAND /usr/bin/python3 ${PROJECT_SOURCE_DIR}/tests/parity/parity_loss.py
+    $<TARGET_FILE:parity_loss_run>)
+set_tests_properties(parity_loss PROPERTIES TIMEOUT 300 ENVIRONMENT "OMP_NUM_THREADS=1")
