@@ -9,8 +9,9 @@ ddpc_status ddpc_dataset_relabel_create(ddpc_dataset **out, const ddpc_dataset *
                                         const int64_t *map, int64_t map_len)
 {
     *out = NULL;
-    if (!base || base->kind != DDPC_DATASET_IMAGES)
-        return ddpc_errorf(DDPC_EINVAL, "label_map: only an images dataset can be relabelled");
+    if (!base || base->kind != DDPC_DATASET_IMAGES || !base->labels)
+        return ddpc_errorf(DDPC_EINVAL, "label_map: only an images dataset with class labels can "
+                                        "be relabelled");
     if (!map || map_len != base->classes)
         return ddpc_errorf(DDPC_EINVAL,
                            "label_map has %lld entries; it needs one per class of "
