@@ -1,11 +1,13 @@
 /* Tests for regression_loss.c and nn/loss.c: each elementwise loss against a double reference,
  * its gradient by finite differences, accumulation (+=), smooth_l1's beta = 0 being L1, the
  * numerically stable BCE at huge logits; the mlp and cnn ending in each loss (finite differences
- * through the model), and the refusals (gpt, multi-head, negative beta) in one line. */
+ * through the model), and the refusals (gpt, multi-head, negative beta, a GPU) in one line. */
 #include "kernels_testutil.h"
 #include "nn_testutil.h"
 
 #include <ddpc/nn.h>
+
+#include "nn/loss.h"
 
 #include <string.h>
 
@@ -78,7 +80,8 @@ static void check_loss(ddpc_loss loss, float beta)
         if (fabsf(d) < 0.05f || fabsf(fabsf(d) - beta) < 0.05f)
             pred[i] += 0.15f;
     }
-    loss_ctx c = {.loss = loss, .beta = beta, .pred = pred, .target = target, .probs = probs, .n = N};
+    loss_ctx c = {
+        .loss = loss, .beta = beta, .pred = pred, .target = target, .probs = probs, .n = N};
     double want = 0.0;
     for (int i = 0; i < N; i++)
         want += reference(loss, pred[i], target[i], beta);
@@ -141,7 +144,8 @@ static void test_names(void)
     ddpc_loss l;
     CHECK(!ddpc_loss_from_name("huber", &l));
     CHECK(strcmp(ddpc_loss_name(DDPC_LOSS_COUNT), "unknown") == 0);
-    CHECK(ddpc_loss_is_regression(DDPC_LOSS_SMOOTH_L1) && !ddpc_loss_is_regression(DDPC_LOSS_BCE_LOGITS));
+    CHECK(ddpc_loss_is_regression(DDPC_LOSS_SMOOTH_L1));
+    CHECK(!ddpc_loss_is_regression(DDPC_LOSS_BCE_LOGITS));
 }
 
 /* An mlp or cnn with `loss` and `k` outputs: finite differences of the whole model's loss. */
@@ -218,6 +222,15 @@ static void test_refusals(void)
     CHECK_EQ_INT(ddpc_model_create(&m, &c), DDPC_EINVAL);
     CHECK_STR_CONTAINS(ddpc_last_error(), "beta must be >= 0");
     CHECK(m == NULL);
+    /* On a GPU (no kernels for these losses there): the check model creation runs, whose
+     * on_cpu is false for a CUDA table; this machine may have no GPU to build one on. */
+    c = ddpc_model_config_default();
+    c.loss = DDPC_LOSS_BCE_LOGITS;
+    CHECK_EQ_INT(ddpc__loss_check(&c, true, false), DDPC_EINVAL);
+    CHECK_STR_CONTAINS(ddpc_last_error(),
+                       "loss 'bce_logits' has no GPU kernels yet; use device: cpu");
+    c.loss = DDPC_LOSS_CROSS_ENTROPY;
+    CHECK_EQ_INT(ddpc__loss_check(&c, false, false), DDPC_OK);
 }
 
 int main(void)

@@ -38,8 +38,8 @@ ddpc_status ddpc__loss_check(const ddpc_model_config *cfg, bool elementwise_ok, 
         return ddpc_errorf(DDPC_EINVAL, "loss '%s' needs model type mlp or cnn; '%s' trains with "
                            "cross_entropy only", name, cfg->type);
     if (cfg->n_heads > 0)
-        return ddpc_errorf(DDPC_EINVAL, "loss '%s' needs a model with one head, not %zu (multi-task "
-                           "models train with cross_entropy)", name, cfg->n_heads);
+        return ddpc_errorf(DDPC_EINVAL, "loss '%s' needs a model with one head, not %zu "
+                           "(multi-task models train with cross_entropy)", name, cfg->n_heads);
     if (!on_cpu)
         return ddpc_errorf(DDPC_EINVAL, "loss '%s' has no GPU kernels yet; use device: cpu (only "
                            "cross_entropy runs on a GPU)", name);

@@ -230,14 +230,15 @@ static ddpc_status read_csv(ddpc_trainer *t, const char *prefix, data_spec *s)
 }
 
 /* A held-out CSV must have the train file's features and targets. */
-static ddpc_status check_csv(const ddpc_dataset *train, const ddpc_dataset *held, const char *train_path,
-                             const char *path)
+static ddpc_status check_csv(const ddpc_dataset *train, const ddpc_dataset *held,
+                             const char *train_path, const char *path)
 {
     int64_t a[3], b[3];
     ddpc_dataset_sample_shape(train, a);
     ddpc_dataset_sample_shape(held, b);
     if (a[2] != b[2])
-        return ddpc_errorf(DDPC_EFORMAT, "%s: %lld feature columns, but %s has %lld", path,
+        return ddpc_errorf(DDPC_EFORMAT, "%s: %lld feature columns, but the train file %s has %lld",
+                           path,
                            (long long)b[2], train_path, (long long)a[2]);
     if (ddpc_dataset_target_width(train) == 0)
         return check_classes(train, held, path);

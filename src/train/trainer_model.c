@@ -133,6 +133,9 @@ static ddpc_status read_loss(ddpc_trainer *t, ddpc_model_config *mc)
     mc->loss_beta = mc->loss == DDPC_LOSS_SMOOTH_L1 ? (float)beta : 1.0f;
     if (mc->loss == DDPC_LOSS_CROSS_ENTROPY)
         return DDPC_OK;
+    if (strcmp(mc->type, "mlp") != 0 && strcmp(mc->type, "cnn") != 0) /* as the model says */
+        return ddpc_errorf(DDPC_EINVAL, "loss '%s' needs model type mlp or cnn; '%s' trains with "
+                           "cross_entropy only", ddpc_loss_name(mc->loss), mc->type);
     if (ddpc_dataset_target_width(t->task[0].train) == 0)
         return ddpc_errorf(DDPC_EINVAL, "loss '%s' needs float targets (data.type csv with "
                            "data.label); data.type %s has class labels", ddpc_loss_name(mc->loss),

@@ -3,7 +3,8 @@
 at beta 1, 0.3 and 0, bce_logits on {0, 1} and on probability targets), recomputes in PyTorch
 1.13, in fp32, with reduction='mean':
 - the loss of the predictions against the targets and its gradient w.r.t. the predictions
-  (torch.nn.functional's mse_loss, l1_loss, smooth_l1_loss(beta=), binary_cross_entropy_with_logits);
+  (torch.nn.functional's mse_loss, l1_loss, smooth_l1_loss(beta=),
+  binary_cross_entropy_with_logits);
 - the same loss at the end of the same mlp (Linear 5->6, ReLU, Linear 6->3, ddpc's initial
   weights): the loss and every parameter's gradient.
 Tolerance 1e-6 relative: |a - b| <= 1e-6 |b| for a value, ||a - b|| / ||b|| <= 1e-6 for a

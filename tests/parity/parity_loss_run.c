@@ -105,8 +105,9 @@ static ddpc_status run_case(const loss_case *c, const char *dir)
         float model_loss = out.loss, beta = c->beta;
         enum { FIXED = 7 };
         ddpc_st_tensor ts[FIXED + 8] = {
-            {"pred", 2, {N, K}, p},       {"target", 2, {N, K}, y}, {"value", 0, {0}, &value},
-            {"grad", 2, {N, K}, grad},    {"x", 2, {N, IN}, x},     {"model_loss", 0, {0}, &model_loss},
+            {"pred", 2, {N, K}, p},       {"target", 2, {N, K}, y},
+            {"value", 0, {0}, &value},    {"grad", 2, {N, K}, grad},
+            {"x", 2, {N, IN}, x},         {"model_loss", 0, {0}, &model_loss},
             {"beta", 0, {0}, &beta},
         };
         char names[8][80];
