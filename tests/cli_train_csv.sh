@@ -125,9 +125,9 @@ test_accuracy() {
 
 train one 1
 check_status "linear regression from a CSV (CRLF, quoted header) trains" $? "$tmp/one.log"
-check "... recovers the weights 1.5, -2, 0.5 within 1e-2 ($(weights "$tmp/one.st" | head -1))" \
+check "... recovers the weights 1.5, -2, 0.5 within 1e-2 ($(weights "$tmp/one.st" | sed -n 1p))" \
     near "$tmp/one.st" fc.0.weight 1.5 -2.0 0.5
-check "... and the bias 0.25 within 1e-2 ($(weights "$tmp/one.st" | tail -1))" \
+check "... and the bias 0.25 within 1e-2 ($(weights "$tmp/one.st" | sed -n 2p))" \
     near "$tmp/one.st" fc.0.bias 0.25
 last=$(grep '"split": "test"' "$tmp/one/metrics.jsonl" | tail -1)
 check "metrics.jsonl reports eval_rmse and eval_mae, no accuracy ($last)" \
@@ -195,6 +195,13 @@ check_status "classification from a CSV (labels 0..2) trains" $? "$tmp/cls.log"
 acc=$(test_accuracy "$tmp/cls")
 check "... to an accuracy above 0.9 ($acc)" awk -v a="$acc" 'BEGIN { exit !(a > 0.9) }'
 
+# README.md's command line, on the regression files.
+"$ddpc" train "$src/configs/fmnist_mlp.yaml" data.type=csv data.train="$d/reg_train.csv" \
+    data.val="$d/reg_val.csv" data.label=y loss=mse epochs=3 num_threads=1 run_dir="$tmp/readme" \
+    >"$tmp/readme.log" 2>&1
+check_status "README's CSV regression command trains" $? "$tmp/readme.log"
+check "... and reports its test RMSE" grep -q '"split": "test".*"eval_rmse"' "$tmp/readme/metrics.jsonl"
+
 # bad NAME WANT FILE_TEXT [ARGS...]: a run on train file $tmp/NAME.csv holding FILE_TEXT fails
 # with exactly one line on stderr, containing WANT, and writes no run directory.
 bad() {
@@ -238,4 +245,9 @@ bad gpt "loss 'l1' needs model type mlp or cnn; 'gpt' trains with cross_entropy 
     data.label=null model.hidden=null
 bad dp "loss 'mse' needs DDP; parallel.mode: dp splits class labels only" \
     'x1,x2,x3,y\n1,2,3,4\n' parallel.mode=dp parallel.replicas=2
+"$ddpc" bench step "$tmp/reg.yaml" run_dir="$tmp/bench" >"$tmp/bench.out" 2>"$tmp/bench.err"
+st=$?
+check "ddpc bench step refuses a regression loss in one line (exit $st: $(cat "$tmp/bench.err"))" \
+    bash -c "[ $st -ne 0 ] && [ \$(wc -l <'$tmp/bench.err') -eq 1 ] &&
+             grep -q \"times cross_entropy models only, not loss 'mse' yet\" '$tmp/bench.err'"
 summary

@@ -184,8 +184,10 @@ static void check_model(const char *type, ddpc_loss loss, int64_t k)
             CHECK_NEAR(out.loss, s / (double)(N * k), 1e-6);
     }
     CHECK(nn_check_gradients(m, &mi, 4, 2e-2, 3) > 0);
-    /* Without targets: no loss, and backward refuses. */
+    /* Without float targets (class labels are not this loss's): no loss, and backward refuses. */
+    int32_t labels[N] = {0};
     mi.float_targets = NULL;
+    mi.targets = labels;
     CHECK_EQ_INT(ddpc_model_forward(m, &mi, false, &out), DDPC_OK);
     CHECK(ddpc_model_backward(m, 1.0f) != DDPC_OK);
     ddpc_model_destroy(m);

@@ -418,7 +418,9 @@ ddpc_status ddpc_model_forward(ddpc_model *m, const ddpc_model_input *in, bool t
         in = &staged;
     }
     DDPC_TRY(m->ops->forward(m, in, training, out ? out : &local));
-    if (in->targets || in->float_targets)
+    /* The loss ran only on the targets it takes: a forward without them leaves nothing to
+     * backward through. */
+    if (m->cfg.loss == DDPC_LOSS_CROSS_ENTROPY ? in->targets != NULL : in->float_targets != NULL)
         m->last_n = in->n;
     return DDPC_OK;
 }
