@@ -162,3 +162,13 @@ foreach(prec fp32 bf16)
     set_tests_properties(${name} PROPERTIES TIMEOUT 300 ENVIRONMENT "OMP_NUM_THREADS=1")
 endforeach()
 
+
+# The losses other than cross-entropy (kernels and at the end of an mlp) against torch.nn.functional.
+add_executable(parity_loss_run ${PROJECT_SOURCE_DIR}/tests/parity/parity_loss_run.c)
+target_link_libraries(parity_loss_run PRIVATE ddpc_lib)
+add_test(NAME parity_loss COMMAND /usr/bin/python3 ${PROJECT_SOURCE_DIR}/tests/parity/parity_loss.py
+    $<TARGET_FILE:parity_loss_run>)
+set_tests_properties(parity_loss PROPERTIES TIMEOUT 300 ENVIRONMENT "OMP_NUM_THREADS=1")
+# cli_train_csv runs 15 trainings (one on 2 ranks, one killed and resumed) and 16 refusals: 184 s
+# measured on the 2-core machine shared by 8 sessions building and testing.
+set_tests_properties(cli_train_csv PROPERTIES TIMEOUT 600)

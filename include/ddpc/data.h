@@ -47,6 +47,26 @@ ddpc_status ddpc_dataset_text_create(ddpc_dataset **out, const char *path, int64
  * shape that is not samples, labels of another length or out of range). */
 ddpc_status ddpc_dataset_npy_create(ddpc_dataset **out, const char *x_path, const char *y_path);
 
+/* What a CSV file's target columns hold: one integer class label per row (cross-entropy), real
+ * values (regression: mse, l1, smooth_l1) or values in [0, 1] (bce_logits: multi-label 0/1, or
+ * probabilities). */
+typedef enum { DDPC_CSV_CLASSES, DDPC_CSV_VALUES, DDPC_CSV_PROBABILITIES } ddpc_csv_targets;
+
+/* Tabular samples from a CSV file (RFC 4180: a header row, fields separated by commas, optionally
+ * in double quotes with "" for a quote; LF or CRLF line ends; blank lines skipped). `label` names
+ * the target columns, comma-separated ("y" or "y1,y2"; DDPC_CSV_CLASSES takes one); every other
+ * column is a feature, in file order, and must hold a finite decimal number. A sample has shape
+ * (1, 1, features). Classes: labels are whole numbers in [0, 255], classes = the largest + 1 (at
+ * least 2); values and probabilities: float targets of width = the label columns
+ * (ddpc_dataset_target_width), num_classes = that width. Features are used as they are (no
+ * standardisation). Errors name the file and line (and the column): DDPC_EIO (cannot be read),
+ * DDPC_EFORMAT (an empty file or a header without rows, a label column the header lacks, a row with
+ * another number of fields than the header, a cell that is not a number, a label that is not a
+ * class, a probability outside [0, 1], a bad quote), DDPC_EINVAL (no label named, no feature
+ * column left, several labels for classes). */
+ddpc_status ddpc_dataset_csv_create(ddpc_dataset **out, const char *path, const char *label,
+                                    ddpc_csv_targets targets);
+
 /* Token shards as llm.c and nanoGPT write them, for GPT training on real tokenised corpora.
  * `pattern` is a glob(3) pattern (or one path); the matching files, sorted by name, are
  * concatenated into one token stream, windowed as for text. Formats:
@@ -138,6 +158,15 @@ ddpc_status ddpc_dataset_get_pairs(const ddpc_dataset *d, const int64_t *idx, in
  * or another kind. Thread safe. */
 ddpc_status ddpc_dataset_pair(const ddpc_dataset *d, int64_t i, const int32_t **src,
                               int64_t *src_len, const int32_t **tgt, int64_t *tgt_len);
+
+/* Width K of each sample's float targets (a CSV's regression or multi-label columns), or 0 when
+ * its targets are class labels or tokens. */
+int64_t ddpc_dataset_target_width(const ddpc_dataset *d);
+/* Copies the float targets of samples idx[0..n) into y (n, K). DDPC_EINVAL (before anything is
+ * written) for a dataset without float targets or an index outside [0, size). Thread safe. A
+ * dataset with float targets writes no int32 targets in ddpc_dataset_get_batch. */
+ddpc_status ddpc_dataset_get_float_targets(const ddpc_dataset *d, const int64_t *idx, int64_t n,
+                                           float *y);
 
 /* Raw labels (size) of an images dataset, owned by the dataset (e.g. to derive a coarse label);
  * NULL for tokens. */

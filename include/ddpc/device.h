@@ -146,6 +146,23 @@ typedef struct ddpc_kernel_table {
                               int32_t ignore_index);
     /* x (n, classes) = softmax of each row, in place. */
     void (*softmax_rows)(float *x, int64_t n, int64_t classes);
+    /* Elementwise losses on float targets (regression, multi-label): NULL in the CUDA table,
+     * where models refuse every loss but cross-entropy; sum_abs and sum_sq are host. */
+    float (*mse_forward)(const float *pred, const float *target, int64_t n);
+    void (*mse_backward)(float *dpred, const float *pred, const float *target, int64_t n,
+                         float dloss);
+    float (*l1_forward)(const float *pred, const float *target, int64_t n);
+    void (*l1_backward)(float *dpred, const float *pred, const float *target, int64_t n,
+                        float dloss);
+    float (*smooth_l1_forward)(const float *pred, const float *target, int64_t n, float beta);
+    void (*smooth_l1_backward)(float *dpred, const float *pred, const float *target, int64_t n,
+                               float beta, float dloss);
+    float (*bce_logits_forward)(float *probs, const float *logits, const float *target, int64_t n);
+    void (*bce_logits_backward)(float *dlogits, const float *probs, const float *target,
+                                int64_t n, float dloss);
+    int64_t (*multilabel_correct)(const float *probs, const float *target, int64_t n);
+    void (*regression_errors)(const float *pred, const float *target, int64_t n, double *sum_abs,
+                              double *sum_sq);
 
     /* ---- optimizer and gradient arithmetic on flat ranges: NULL in the CPU table, where the
      * optimizer's own vectorised host loops (optim/) run; mask (n) may be NULL (decay everywhere) */

@@ -288,6 +288,37 @@ float ddpc_cross_entropy_smooth_forward(float *probs, float *losses, const float
 void ddpc_cross_entropy_smooth_backward(float *dlogits, const float *probs, const int32_t *targets,
                                         int64_t n, int64_t v, int32_t ignore_index, float eps,
                                         int64_t n_valid, float dloss);
+/* ---- elementwise losses on float targets, mean over all n elements (torch reduction='mean') ---
+ * pred, target, probs, logits and the gradients are (n) arrays: a batch's (rows, outputs) flattened.
+ * Each forward returns the mean loss, summed in double in element order (0 for n = 0); each
+ * backward ACCUMULATES dloss / n times the derivative w.r.t. pred (or logits), as torch's does. */
+
+/* torch MSELoss: mean (pred - target)^2; backward += dloss * 2 (pred - target) / n. */
+float ddpc_mse_forward(const float *pred, const float *target, int64_t n);
+void ddpc_mse_backward(float *dpred, const float *pred, const float *target, int64_t n, float dloss);
+/* torch L1Loss: mean |pred - target|; backward += dloss * sign(pred - target) / n (0 at a tie). */
+float ddpc_l1_forward(const float *pred, const float *target, int64_t n);
+void ddpc_l1_backward(float *dpred, const float *pred, const float *target, int64_t n, float dloss);
+/* torch SmoothL1Loss(beta) (Girshick 2015, Fast R-CNN): 0.5 d^2 / beta where |d| < beta, else
+ * |d| - 0.5 beta, d = pred - target; backward += dloss * clamp(d / beta, -1, 1) / n. beta <= 0 is
+ * L1 (torch takes beta = 0 as L1Loss and refuses a negative beta; callers check that). */
+float ddpc_smooth_l1_forward(const float *pred, const float *target, int64_t n, float beta);
+void ddpc_smooth_l1_backward(float *dpred, const float *pred, const float *target, int64_t n,
+                             float beta, float dloss);
+/* torch BCEWithLogitsLoss on logits and targets in [0, 1] (multi-label {0, 1}, or probabilities):
+ * mean of max(x, 0) - x y + log(1 + exp(-|x|)), the form that never overflows. Also writes
+ * probs (n) = sigmoid(logits); probs may alias logits. */
+float ddpc_bce_logits_forward(float *probs, const float *logits, const float *target, int64_t n);
+/* dlogits (n) += dloss * (probs - target) / n, from forward's probs. */
+void ddpc_bce_logits_backward(float *dlogits, const float *probs, const float *target, int64_t n,
+                              float dloss);
+/* Multi-label hits: elements whose decision probs > 0.5 agrees with target > 0.5. */
+int64_t ddpc_multilabel_correct(const float *probs, const float *target, int64_t n);
+/* *sum_abs = sum |pred - target|, *sum_sq = sum (pred - target)^2 over n elements, in double (a
+ * regression's MAE and RMSE). */
+void ddpc_regression_errors(const float *pred, const float *target, int64_t n, double *sum_abs,
+                            double *sum_sq);
+
 /* Number of rows whose argmax of scores (n, v) equals target (ignored rows never count). */
 int64_t ddpc_argmax_correct(const float *scores, const int32_t *targets, int64_t n, int64_t v,
                             int32_t ignore_index);

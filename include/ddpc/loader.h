@@ -43,7 +43,10 @@ typedef struct {
     const int64_t *idx;     /* (n) sampler (global) indices */
     const float *x;         /* images: (n, c, h, w); tokens: NULL */
     const int32_t *tokens;  /* tokens: (n, T); pairs: decoder input (n, tgt_len); images: NULL */
-    const int32_t *targets; /* images: (n) labels; tokens: (n, T) next tokens; pairs: (n, tgt_len) */
+    const int32_t *targets; /* images: (n) labels; tokens: (n, T) next tokens; pairs: (n, tgt_len);
+                               NULL for images with float targets */
+    const float *float_targets; /* images with float targets (ddpc_dataset_target_width K > 0):
+                                   (n, K); otherwise NULL */
     const int32_t *src_tokens; /* pairs: (n, src_len) source ids; otherwise NULL */
     int64_t src_len, tgt_len;  /* pairs: this batch's widths, its longest rows (padded with 0);
                                   tokens: 0 and T; images: 0 and 0 */

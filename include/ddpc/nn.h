@@ -31,11 +31,34 @@ typedef struct {
     bool decay; /* weight decay applies (matrices and embeddings; not biases or norms) */
 } ddpc_param;
 
+/* The loss a model ends in (torch's names in docs/losses.md). Cross-entropy takes class labels
+ * (ddpc_model_input.targets); the others take float targets (float_targets), one per output. */
+typedef enum {
+    DDPC_LOSS_CROSS_ENTROPY = 0, /* softmax cross-entropy (label_smoothing for seq2seq) */
+    DDPC_LOSS_MSE,               /* torch MSELoss */
+    DDPC_LOSS_L1,                /* torch L1Loss */
+    DDPC_LOSS_SMOOTH_L1,         /* torch SmoothL1Loss(beta = loss_beta) */
+    DDPC_LOSS_BCE_LOGITS,        /* torch BCEWithLogitsLoss: multi-label, targets in [0, 1] */
+    DDPC_LOSS_COUNT
+} ddpc_loss;
+
+/* "cross_entropy" / "mse" / "l1" / "smooth_l1" / "bce_logits"; "unknown" outside the enum. */
+const char *ddpc_loss_name(ddpc_loss l);
+/* The loss named s (as above); false for any other string. */
+bool ddpc_loss_from_name(const char *s, ddpc_loss *out);
+/* Whether loss l fits real-valued targets (mse, l1, smooth_l1): reported as RMSE/MAE, not
+ * accuracy. */
+static inline bool ddpc_loss_is_regression(ddpc_loss l)
+{
+    return l >= DDPC_LOSS_MSE && l <= DDPC_LOSS_SMOOTH_L1;
+}
+
 typedef struct {
     char type[16]; /* "mlp" | "cnn" | "gpt" | "seq2seq" */
     /* Inputs, usually taken from the dataset. */
     int64_t in_channels, in_height, in_width; /* images (mlp flattens them) */
-    int64_t num_classes;                      /* classes, or the vocabulary for gpt */
+    int64_t num_classes; /* classes, the vocabulary for gpt, or outputs (the width of the float
+                            targets) for a loss other than cross-entropy */
     /* mlp: hidden sizes. cnn: conv channels (each conv k x k, pad k/2, then ReLU and 2x2 max-pool)
      * followed by hidden fully connected sizes. */
     int64_t hidden[DDPC_MODEL_MAX_LAYERS];
@@ -62,6 +85,11 @@ typedef struct {
     bool vocab_digests;
     uint32_t src_vocab_digest, tgt_vocab_digest;
     float label_smoothing;        /* seq2seq loss: torch CrossEntropyLoss(label_smoothing=) */
+    /* mlp and cnn: the loss (cross-entropy, the default; gpt and seq2seq refuse any other) and
+     * smooth_l1's beta (1.0, torch's default; >= 0). A loss other than cross-entropy needs one
+     * head and runs on the CPU only (the CUDA table has no kernels for it yet). */
+    ddpc_loss loss;
+    float loss_beta;
     float dropout; /* after hidden activations (mlp/cnn) or residual branches (gpt, seq2seq) */
     /* gpt (per transformer block) and cnn (per conv stage): forward keeps only each block's input
      * and backward recomputes the block just before its own backward, into one shared set of
@@ -96,6 +124,8 @@ typedef struct {
                                <bos> y0 y1 ... padded with 0 */
     const int32_t *targets; /* (n) labels or (n, block_size) next tokens, seq2seq (n, tgt_len):
                                y0 y1 ... <eos> padded with 0 (ignored); NULL: no loss */
+    const float *float_targets; /* (n, num_classes) targets of a loss other than cross-entropy
+                                   (regression values, or multi-label 0/1); NULL: no loss */
     const int32_t *src_tokens; /* seq2seq source (n, src_len), padded with 0 */
     int64_t src_len, tgt_len;  /* seq2seq: in [1, max_len] */
     uint64_t rng_stream;    /* dropout stream: distinct per step and rank */
@@ -104,9 +134,13 @@ typedef struct {
 } ddpc_model_input;
 
 typedef struct {
-    float loss;        /* mean cross-entropy over valid targets */
-    int64_t n_valid;   /* targets counted in the loss (samples, or tokens for gpt) */
-    int64_t n_correct; /* argmax hits among them */
+    float loss;        /* the mean loss over valid targets (cross-entropy: samples or tokens;
+                          other losses: every element of the (n, outputs) targets) */
+    int64_t n_valid;   /* targets counted in the loss (samples, tokens for gpt, elements) */
+    int64_t n_correct; /* argmax hits among them; bce_logits: labels decided right (p > 0.5);
+                          regression: 0 */
+    double sum_abs_err, sum_sq_err; /* regression losses: sums of |pred - target| and its square
+                                       over the n_valid = n * outputs elements; else 0 */
 } ddpc_model_output;
 
 /* Builds and initialises (from cfg->seed) a model of cfg->type, a built-in or a registered type

@@ -87,7 +87,8 @@ ddpc_status ddpc_trainer_bench(ddpc_trainer *t, int64_t warmup, int64_t steps,
  * (metrics.jsonl has every task's). */
 typedef struct {
     double loss;
-    double accuracy;
+    double accuracy;  /* classification (bce_logits: of each label); 0 for regression */
+    double rmse, mae; /* regression losses (mse, l1, smooth_l1) over every target; else 0 */
     int64_t samples;
 } ddpc_eval_result;
 ddpc_eval_result ddpc_trainer_last_eval(const ddpc_trainer *t);

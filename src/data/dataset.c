@@ -38,6 +38,7 @@ void ddpc_dataset_destroy(ddpc_dataset *d)
     ddpc_free(d->pix_u8);
     ddpc_free(d->pix_f32);
     ddpc_free(d->labels);
+    ddpc_free(d->ftargets);
     ddpc_free(d->tok_u8);
     ddpc_free(d->tok_i32);
     ddpc__token_shards_free(d);
@@ -129,7 +130,7 @@ ddpc_status ddpc_dataset_get_batch(const ddpc_dataset *d, const int64_t *idx, in
         if (d->kind == DDPC_DATASET_IMAGES) {
             if (x)
                 copy_image(d->base ? d->base : d, i, per, x + b * per);
-            if (targets)
+            if (targets && d->labels)
                 targets[b] = d->labels[i];
         } else {
             int64_t t = d->shape[0];
@@ -139,5 +140,27 @@ ddpc_status ddpc_dataset_get_batch(const ddpc_dataset *d, const int64_t *idx, in
                 copy_tokens(d, i * t + 1, t, targets + b * t);
         }
     }
+    return DDPC_OK;
+}
+
+int64_t ddpc_dataset_target_width(const ddpc_dataset *d)
+{
+    return d->target_width;
+}
+
+ddpc_status ddpc_dataset_get_float_targets(const ddpc_dataset *d, const int64_t *idx, int64_t n,
+                                           float *y)
+{
+    if (!d || !d->ftargets || n < 0 || (n > 0 && (!idx || !y)))
+        return ddpc_errorf(DDPC_EINVAL, "dataset get_float_targets: the dataset has no float "
+                                        "targets or the arguments are invalid");
+    for (int64_t b = 0; b < n; b++)
+        if (idx[b] < 0 || idx[b] >= d->n)
+            return ddpc_errorf(DDPC_EINVAL,
+                               "dataset get_float_targets: index %lld (batch row %lld) is outside "
+                               "[0, %lld)", (long long)idx[b], (long long)b, (long long)d->n);
+    size_t k = (size_t)d->target_width;
+    for (int64_t b = 0; b < n; b++)
+        memcpy(y + (size_t)b * k, d->ftargets + (size_t)idx[b] * k, k * sizeof *y);
     return DDPC_OK;
 }

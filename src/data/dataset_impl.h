@@ -20,7 +20,9 @@ struct ddpc_dataset {
     uint8_t *pix_u8;   /* (n, c, h, w) raw bytes, mapped through lut; or NULL */
     float *pix_f32;    /* (n, c, h, w) ready pixels; or NULL */
     float lut[256];    /* u8 pixel value -> normalised float */
-    uint8_t *labels;   /* (n) */
+    uint8_t *labels;   /* (n); NULL when the targets are floats */
+    float *ftargets;   /* (n, target_width) float targets (csv regression, multi-label); or NULL */
+    int64_t target_width; /* 0: class labels */
     const ddpc_dataset *base; /* relabelled view: pixels come from base (borrowed); or NULL */
     /* tokens */
     uint8_t *tok_u8;   /* (n_tokens) byte stream; or NULL */

@@ -85,6 +85,7 @@ static ddpc_status check_inputs(ddpc_loader *l, const ddpc_dataset *const *ds, i
         bool pairs = ddpc_dataset_kind_of(ds[0]) == DDPC_DATASET_PAIRS;
         /* Pairs are padded per batch: datasets of different widths mix. */
         if (i && (ddpc_dataset_kind_of(ds[i]) != ddpc_dataset_kind_of(ds[0]) ||
+                  ddpc_dataset_target_width(ds[i]) != ddpc_dataset_target_width(ds[0]) ||
                   (!pairs && memcmp(shape, shape0, sizeof shape) != 0)))
             return ddpc_errorf(DDPC_EINVAL,
                                "loader: dataset %d differs from dataset 0 in kind or sample shape",
@@ -97,6 +98,7 @@ static ddpc_status check_inputs(ddpc_loader *l, const ddpc_dataset *const *ds, i
     }
     l->kind = ddpc_dataset_kind_of(ds[0]);
     l->x_per = l->kind == DDPC_DATASET_IMAGES ? shape0[0] * shape0[1] * shape0[2] : 0;
+    l->y_per = ddpc_dataset_target_width(ds[0]);
     memcpy(l->shape, shape0, sizeof l->shape);
     if (l->kind == DDPC_DATASET_TOKENS)
         l->t_per = shape0[0];
@@ -122,7 +124,10 @@ static ddpc_status alloc_slots(ddpc_loader *l)
         s->local = ddpc_malloc((size_t)bs * sizeof *s->local);
         if (l->kind == DDPC_DATASET_IMAGES) {
             s->x = ddpc_malloc((size_t)(bs * l->x_per) * sizeof *s->x);
-            s->targets = ddpc_malloc((size_t)bs * sizeof *s->targets);
+            if (l->y_per > 0)
+                s->ftargets = ddpc_malloc((size_t)(bs * l->y_per) * sizeof *s->ftargets);
+            else
+                s->targets = ddpc_malloc((size_t)bs * sizeof *s->targets);
             if (l->cfg.random_shift > 0 &&
                 !(s->scratch = ddpc_malloc((size_t)(l->shape[1] * l->shape[2]) * sizeof(float))))
                 return ddpc_errorf(DDPC_ENOMEM, "loader: out of memory for augmentation");
@@ -132,7 +137,7 @@ static ddpc_status alloc_slots(ddpc_loader *l)
         }
         if (l->kind == DDPC_DATASET_PAIRS)
             s->src = ddpc_malloc((size_t)(bs * l->s_per) * sizeof *s->src);
-        if (!s->idx || !s->local || !s->targets || (!s->x && !s->tokens) ||
+        if (!s->idx || !s->local || (!s->targets && !s->ftargets) || (!s->x && !s->tokens) ||
             (l->kind == DDPC_DATASET_PAIRS && !s->src))
             return ddpc_errorf(DDPC_ENOMEM, "loader: out of memory for %d batches of %lld samples",
                                l->num_slots, (long long)bs);
@@ -140,6 +145,7 @@ static ddpc_status alloc_slots(ddpc_loader *l)
                             .x = s->x,
                             .tokens = s->tokens,
                             .targets = s->targets,
+                            .float_targets = s->ftargets,
                             .src_tokens = s->src,
                             .tgt_len = l->kind == DDPC_DATASET_TOKENS ? l->t_per : 0};
     }
@@ -216,6 +222,7 @@ void ddpc_loader_destroy(ddpc_loader *l)
         ddpc_free(s->scratch);
         ddpc_free(s->tokens);
         ddpc_free(s->targets);
+        ddpc_free(s->ftargets);
         ddpc_free(s->src);
     }
     ddpc_free(l->slots);

@@ -28,6 +28,11 @@ static ddpc_status copy_run(const ddpc_loader *l, ddpc__loader_slot *slot, int d
     }
     float *x = l->kind == DDPC_DATASET_IMAGES ? slot->x + a * l->x_per : NULL;
     int32_t *tok = slot->tokens ? slot->tokens + a * l->t_per : NULL;
+    if (l->y_per > 0) {
+        DDPC_TRY(ddpc_dataset_get_batch(l->datasets[d], slot->local + a, e - a, x, NULL, NULL));
+        return ddpc_dataset_get_float_targets(l->datasets[d], slot->local + a, e - a,
+                                              slot->ftargets + a * l->y_per);
+    }
     int32_t *tgt = slot->targets + a * (l->kind == DDPC_DATASET_TOKENS ? l->t_per : 1);
     return ddpc_dataset_get_batch(l->datasets[d], slot->local + a, e - a, x, tok, tgt);
 }

@@ -22,6 +22,7 @@ typedef struct {
     float *scratch;     /* augmentation: one plane (h, w) */
     int32_t *tokens;    /* tokens: (batch_size, T) */
     int32_t *targets;   /* images: (batch_size); tokens: (batch_size, T); pairs: (batch_size, T) */
+    float *ftargets;    /* images with float targets: (batch_size, y_per), and targets NULL */
     int32_t *src;       /* pairs: (batch_size, S) */
     int64_t seq;        /* guarded by mu: batch number held, -1 when empty */
     bool ready;         /* guarded by mu */
@@ -36,6 +37,7 @@ struct ddpc_loader {
     ddpc_loader_config cfg;
     ddpc_dataset_kind kind;
     int64_t x_per; /* floats per image sample (c * h * w); 0 for tokens */
+    int64_t y_per; /* float targets per sample (ddpc_dataset_target_width); 0: class labels */
     int64_t shape[3]; /* images: (c, h, w) of a sample */
     int64_t t_per; /* tokens per sample (T; pairs: the widest target of any dataset); 0 for images */
     int64_t s_per; /* pairs: the widest source of any dataset (S); 0 otherwise */

@@ -11,9 +11,10 @@ ddpc_status ddpc_dataset_relabel_create(ddpc_dataset **out, const ddpc_dataset *
     *out = NULL;
     if (!base || base->kind != DDPC_DATASET_IMAGES)
         return ddpc_errorf(DDPC_EINVAL, "label_map: only an images dataset can be relabelled");
-    if (!base->labels) /* from callbacks: its labels are the program's, not held here */
-        return ddpc_errorf(DDPC_EINVAL, "label_map: a dataset from callbacks cannot be "
-                                        "relabelled (map the labels in its callbacks)");
+    if (!base->labels) /* from callbacks (its labels are the program's) or float targets */
+        return ddpc_errorf(DDPC_EINVAL, "label_map: only a dataset with class labels held by "
+                                        "ddpc can be relabelled (a dataset from callbacks maps "
+                                        "the labels in its callbacks)");
     if (!map || map_len != base->classes)
         return ddpc_errorf(DDPC_EINVAL,
                            "label_map has %lld entries; it needs one per class of "

@@ -1,6 +1,7 @@
 /* Fully connected stack: Linear [+ BatchNorm1d] + ReLU (+ Dropout) layers and a final Linear, on
  * the model's flat buffers. Backward ping-pongs between two arena buffers; nothing is allocated per step. */
 #include "nn/fc_stack.h"
+#include "nn/loss.h"
 
 #include <ddpc/kernels.h>
 
@@ -130,14 +131,23 @@ double ddpc__fc_stack_flops(const ddpc__fc_stack *s)
     return f;
 }
 
-/* Softmax cross-entropy on the logits (n, classes) in place: they become the probabilities.
- * Without targets, only the probabilities. Ignore index is -1. */
+/* The model's loss on the logits (n, classes) in place: softmax cross-entropy (ignore index -1)
+ * makes them probabilities; the other losses as nn/loss.h says. Without targets, only the
+ * probabilities. */
 static void classify_loss(ddpc__fc_stack *s, ddpc_model *m, float *logits, ddpc_model_output *out)
 {
     int64_t n = s->n, classes = s->dims[s->n_layers];
     m->probs = logits;
     m->probs_count = (size_t)(n * classes);
     *out = (ddpc_model_output){0};
+    if (m->cfg.loss != DDPC_LOSS_CROSS_ENTROPY) {
+        if (s->float_targets)
+            ddpc__loss_forward(m, logits, s->float_targets, n * classes, out);
+        else if (m->cfg.loss == DDPC_LOSS_BCE_LOGITS) /* the sigmoid, as with targets; the */
+            m->k->bce_logits_forward(logits, logits, logits, n * classes); /* value is unused */
+        s->n_valid = out->n_valid;
+        return;
+    }
     if (!s->targets) {
         m->k->softmax_rows(logits, n, classes);
         return;
@@ -158,6 +168,7 @@ ddpc_status ddpc__fc_stack_forward(ddpc__fc_stack *s, ddpc_model *m, const float
     s->training = training;
     s->rng_stream = in->rng_stream;
     s->targets = in->targets;
+    s->float_targets = in->float_targets;
     s->acts[0] = x;
     float p = training ? m->cfg.dropout : 0.0f;
     for (int i = 0; i < s->n_layers; i++) {
@@ -193,7 +204,10 @@ void ddpc__fc_stack_backward(ddpc__fc_stack *s, ddpc_model *m, float dloss, floa
     int64_t n = s->n, k = s->dims[s->n_layers];
     float p = s->training ? m->cfg.dropout : 0.0f;
     m->k->fill_f32(s->dlogits, 0.0f, n * k);
-    m->k->cross_entropy_backward(s->dlogits, m->probs, s->targets, n, k, -1, s->n_valid, dloss);
+    if (m->cfg.loss == DDPC_LOSS_CROSS_ENTROPY)
+        m->k->cross_entropy_backward(s->dlogits, m->probs, s->targets, n, k, -1, s->n_valid, dloss);
+    else
+        ddpc__loss_backward(m, s->dlogits, m->probs, s->float_targets, n * k, dloss);
     /* dy is the gradient of layer i's output; din (the other buffer) receives its input's. */
     const float *dy = s->dlogits;
     float *din = s->dbuf[1], *dpre = s->dbuf[0];

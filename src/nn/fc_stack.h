@@ -1,5 +1,6 @@
 /* A stack of fully connected layers, Linear -> ReLU [-> Dropout] ... -> Linear, ending in the
- * softmax cross-entropy loss; the mlp and the cnn's classifier. Hidden activations are stored
+ * model's loss (softmax cross-entropy, or nn/loss.h's elementwise ones); the mlp and the cnn's
+ * classifier. Hidden activations are stored
  * after ReLU and dropout (in place), which is all that backward needs: d(hidden) = dropout'(d) *
  * (a > 0). With heads, the last Linear is one of several (selected per forward): the layer at
  * n_layers - 1 always views the selected head's tensors, so forward and backward never see others. */
@@ -28,6 +29,7 @@ typedef struct {
     float *dbuf[2], *dtmp;                        /* (n, max dim) each */
     float *dlogits, *losses;                      /* (n, out), (n) */
     const int32_t *targets;                       /* (n) or NULL */
+    const float *float_targets;                   /* (n, out): losses other than cross-entropy */
     int64_t n, n_valid;
     bool training;
     uint64_t rng_stream;

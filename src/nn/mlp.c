@@ -15,8 +15,9 @@ static ddpc_status mlp_build(ddpc_model *m)
 {
     const ddpc_model_config *c = &m->cfg;
     if (c->in_channels <= 0 || c->in_height <= 0 || c->in_width <= 0 ||
-        (c->n_heads == 0 && c->num_classes <= 1))
-        return ddpc_errorf(DDPC_EINVAL, "mlp needs positive input dims and at least 2 classes");
+        (c->n_heads == 0 && c->num_classes < (c->loss == DDPC_LOSS_CROSS_ENTROPY ? 2 : 1)))
+        return ddpc_errorf(DDPC_EINVAL, "mlp needs positive input dims and at least 2 classes "
+                           "(1 output for a loss other than cross_entropy)");
     mlp_impl *impl = ddpc_calloc(1, sizeof *impl);
     if (!impl)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory building mlp");

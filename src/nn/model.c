@@ -1,6 +1,7 @@
 /* The model registry and the parts every model shares: parameter registration into one flat
  * buffer, the activation arena (grown only when a larger batch arrives), forward/backward
  * dispatch. Invariant: tensors[i].offset increases with i and views never overlap. */
+#include "nn/loss.h"
 #include "nn/model_impl.h"
 
 #include <ddpc/alloc.h>
@@ -21,7 +22,7 @@ ddpc_model_config ddpc_model_config_default(void)
         .channels = {32, 64}, .n_channels = 2, .kernel_size = 3,
         .n_layer = 4, .n_head = 4, .n_embd = 256, .block_size = 128,
         .d_model = 512, .num_heads = 8, .num_encoder_layers = 6, .num_decoder_layers = 6,
-        .d_ff = 2048, .max_len = 256, .label_smoothing = 0.1f,
+        .d_ff = 2048, .max_len = 256, .label_smoothing = 0.1f, .loss_beta = 1.0f,
         .dropout = 0.0f, .bn_momentum = 0.1f, .bn_eps = 1e-5f, .seed = 1337,
     };
 }
@@ -152,6 +153,8 @@ static ddpc_status create_shapes(ddpc_model **out, const ddpc_model_ops *ops,
     if (k->kind != DDPC_DEVICE_CPU && ops == &ddpc__seq2seq_ops)
         return ddpc_errorf(DDPC_EINVAL, "model type 'seq2seq' does not run on GPUs yet; use "
                            "device: cpu");
+    DDPC_TRY(ddpc__loss_check(cfg, ops == &ddpc__mlp_ops || ops == &ddpc__cnn_ops,
+                              k->kind == DDPC_DEVICE_CPU));
     ddpc_model *m = ddpc_calloc(1, sizeof *m);
     if (!m)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory creating a %s model", ops->name);
@@ -450,7 +453,9 @@ ddpc_status ddpc_model_forward(ddpc_model *m, const ddpc_model_input *in, bool t
         in = &staged;
     }
     DDPC_TRY(m->ops->forward(m, in, training, out ? out : &local));
-    if (in->targets)
+    /* The loss ran only on the targets it takes: a forward without them leaves nothing to
+     * backward through. */
+    if (m->cfg.loss == DDPC_LOSS_CROSS_ENTROPY ? in->targets != NULL : in->float_targets != NULL)
         m->last_n = in->n;
     return DDPC_OK;
 }

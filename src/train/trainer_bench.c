@@ -117,6 +117,10 @@ ddpc_status ddpc_trainer_bench(ddpc_trainer *t, int64_t warmup, int64_t steps, d
     if (steps < 1 || steps > 100000)
         return ddpc_errorf(DDPC_EINVAL, "bench steps must be in [1, 100000], got %lld",
                            (long long)steps);
+    ddpc_loss loss = ddpc_model_config_of(t->model)->loss;
+    if (loss != DDPC_LOSS_CROSS_ENTROPY) /* its batches hold class labels only */
+        return ddpc_errorf(DDPC_EINVAL, "ddpc bench step times cross_entropy models only, not "
+                           "loss '%s' yet", ddpc_loss_name(loss));
     /* dt (steps), then exposed and comm (steps each), adjacent so one all-reduce averages both. */
     double *buf = ddpc_malloc(3 * (size_t)steps * sizeof(double));
     /* Sentence pairs: their own batch arrays (the trainer's are sized for one id per sample). */

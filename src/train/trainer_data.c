@@ -19,7 +19,8 @@ typedef struct {
     const char *val_path, *test_path; /* tokens: the held-out splits' patterns */
     const char *npy_x[3], *npy_y[3];  /* npy: train, val, test; a held-out split may be NULL */
     int64_t size, classes, block;
-    int format; /* tokens: ddpc_token_file_format */
+    int format; /* tokens: ddpc_token_file_format; csv: ddpc_csv_targets */
+    const char *label; /* csv: the target columns */
     double val_fraction;
 } data_spec;
 
@@ -202,6 +203,64 @@ static ddpc_status create_npy(const data_spec *s, uint64_t seed, data_splits *ou
     return check_classes(out->train, out->valid, s->npy_y[1]);
 }
 
+/* csv: data.train and data.label required, data.val and data.test optional (at least one); the
+ * loss decides what the label columns hold. */
+static ddpc_status read_csv(ddpc_trainer *t, const char *prefix, data_spec *s)
+{
+    static const char *const split[3] = {"train", "val", "test"};
+    const char **dst[3] = {&s->path, &s->val_path, &s->test_path};
+    char key[96];
+    for (int i = 0; i < 3; i++)
+        DDPC_TRY(ddpc_config_string(t->cfg, key_of(key, sizeof key, prefix, split[i]), NULL,
+                                    dst[i]));
+    DDPC_TRY(ddpc_config_string(t->cfg, key_of(key, sizeof key, prefix, "label"), NULL,
+                                &s->label));
+    if (!s->path || !s->label)
+        return ddpc_errorf(DDPC_EINVAL, "data.type csv needs keys '%s.train' (a CSV file with a "
+                           "header row) and '%s.label' (its target column, or columns \"y1,y2\")",
+                           prefix, prefix);
+    if (!s->val_path && !s->test_path)
+        return ddpc_errorf(DDPC_EINVAL, "data.type csv needs a held-out split: key '%s.val' or "
+                           "'%s.test'", prefix, prefix);
+    int loss;
+    DDPC_TRY(ddpc_config_choice(t->cfg, "loss", "cross_entropy", ddpc__loss_choices, &loss));
+    s->format = loss == DDPC_LOSS_CROSS_ENTROPY ? DDPC_CSV_CLASSES
+                : loss == DDPC_LOSS_BCE_LOGITS ? DDPC_CSV_PROBABILITIES
+                                               : DDPC_CSV_VALUES;
+    return DDPC_OK;
+}
+
+/* A held-out CSV must have the train file's features and targets. */
+static ddpc_status check_csv(const ddpc_dataset *train, const ddpc_dataset *held,
+                             const char *train_path, const char *path)
+{
+    int64_t a[3], b[3];
+    ddpc_dataset_sample_shape(train, a);
+    ddpc_dataset_sample_shape(held, b);
+    if (a[2] != b[2])
+        return ddpc_errorf(DDPC_EFORMAT, "%s: %lld feature columns, but the train file %s has %lld",
+                           path,
+                           (long long)b[2], train_path, (long long)a[2]);
+    if (ddpc_dataset_target_width(train) == 0)
+        return check_classes(train, held, path);
+    return DDPC_OK;
+}
+
+/* Validation reads val (test without it); the final test reads test (val without it). */
+static ddpc_status create_csv(const data_spec *s, uint64_t seed, data_splits *out)
+{
+    (void)seed;
+    ddpc_csv_targets k = (ddpc_csv_targets)s->format;
+    DDPC_TRY(ddpc_dataset_csv_create(&out->train, s->path, s->label, k));
+    const char *test = s->test_path ? s->test_path : s->val_path;
+    DDPC_TRY(ddpc_dataset_csv_create(&out->test, test, s->label, k));
+    DDPC_TRY(check_csv(out->train, out->test, s->path, test));
+    if (!s->test_path || !s->val_path)
+        return DDPC_OK;
+    DDPC_TRY(ddpc_dataset_csv_create(&out->valid, s->val_path, s->label, k));
+    return check_csv(out->train, out->valid, s->path, s->val_path);
+}
+
 static const data_builder builders[] = {
     {"fmnist", read_fmnist, create_fmnist},
     {"text", read_text, create_text},
@@ -209,12 +268,13 @@ static const data_builder builders[] = {
     {"synthetic_tokens", read_synthetic_tokens, create_synthetic_tokens},
     {"tokens", read_tokens, create_tokens},
     {"npy", read_npy, create_npy},
+    {"csv", read_csv, create_csv},
 };
 /* "translation" (last) has vocabularies and three splits: trainer_translation.c builds it. */
 static const char *const builder_names[] = {"fmnist", "text",        "synthetic_images",
                                             "synthetic_tokens", "tokens", "npy",
-                                            "translation",      NULL};
-#define TRANSLATION_TYPE 6
+                                            "csv",              "translation",      NULL};
+#define TRANSLATION_TYPE 7
 static_assert(sizeof builders / sizeof builders[0] == TRANSLATION_TYPE,
               "builder_names lists every builder, then translation");
 
@@ -255,7 +315,8 @@ static bool same_spec(const data_spec *a, const data_spec *b)
            a->block == b->block && a->val_fraction == b->val_fraction &&
            a->format == b->format && same_string(a->path, b->path) &&
            same_string(a->val_path, b->val_path) && same_string(a->test_path, b->test_path) &&
-           same_strings(a->npy_x, b->npy_x, 3) && same_strings(a->npy_y, b->npy_y, 3);
+           same_strings(a->npy_x, b->npy_x, 3) && same_strings(a->npy_y, b->npy_y, 3) &&
+           same_string(a->label, b->label);
 }
 
 static ddpc_status own(ddpc_trainer *t, ddpc_dataset *d)

@@ -7,8 +7,11 @@
  * (BLEU, exact match, the trivial baselines: trainer_translate_eval.c). */
 #include "train/trainer_impl.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+#define SUMS 6 /* per task; see evaluate_shares */
 
 typedef struct {
     ddpc_sampler *sampler[DDPC_MODEL_MAX_HEADS];
@@ -54,9 +57,9 @@ static ddpc_status eval_data_build(ddpc_trainer *t, const char *split, eval_data
                                 &e->combined);
 }
 
-/* Runs this rank's shares (at most max_batches batches of each task, 0 = all); sums[4 * task +
- * {0..3}] += {loss x targets, targets, correct, rows}; a translation task's decoding statistics
- * follow at sums[4 * n_tasks]. */
+/* Runs this rank's shares (at most max_batches batches of each task, 0 = all); sums[SUMS * task +
+ * {0..5}] += {loss x targets, targets, correct, rows, |error|, error^2}; a translation task's
+ * decoding statistics follow at sums[SUMS * n_tasks]. */
 static ddpc_status evaluate_shares(ddpc_trainer *t, const char *split, int64_t max_batches,
                                    double *sums)
 {
@@ -78,14 +81,16 @@ static ddpc_status evaluate_shares(ddpc_trainer *t, const char *split, int64_t m
         st = ddpc_model_forward(t->model, &in, false, &out);
         if (st == DDPC_OK && t->tr)
             st = ddpc__translation_eval_batch(t, split_of(&t->task[step->task], split), b,
-                                              sums + 4 * t->n_tasks);
+                                              sums + SUMS * t->n_tasks);
         if (st != DDPC_OK)
             break;
-        double *s = sums + 4 * step->task;
+        double *s = sums + SUMS * step->task;
         s[0] += (double)out.loss * (double)out.n_valid;
         s[1] += (double)out.n_valid;
         s[2] += (double)out.n_correct;
         s[3] += (double)b->n;
+        s[4] += out.sum_abs_err;
+        s[5] += out.sum_sq_err;
     }
     eval_data_free(&e, t->n_tasks);
     return st;
@@ -102,7 +107,13 @@ static ddpc_status log_result(ddpc_trainer *t, const char *split, int i, const d
     if (t->multi)
         ddpc_metrics_str(m, "task", t->task[i].name);
     ddpc_metrics_f64(m, "eval_loss", r->loss, 6);
-    ddpc_metrics_f64(m, "eval_accuracy", r->accuracy, 6);
+    bool regression = ddpc_loss_is_regression(ddpc_model_config_of(t->model)->loss);
+    if (regression) {
+        ddpc_metrics_f64(m, "eval_rmse", r->rmse, 6);
+        ddpc_metrics_f64(m, "eval_mae", r->mae, 6);
+    } else {
+        ddpc_metrics_f64(m, "eval_accuracy", r->accuracy, 6);
+    }
     ddpc_metrics_i64(m, "eval_samples", r->samples);
     if (t->tr)
         ddpc__translation_eval_record(t, tr_sums, (double)r->samples, tr_text, sizeof tr_text);
@@ -111,6 +122,9 @@ static ddpc_status log_result(ddpc_trainer *t, const char *split, int i, const d
         fprintf(t->log,
                 "eval %-4s step %6lld | task %-12s | loss %.4f | accuracy %.2f%% | %lld samples\n",
                 split, step, t->task[i].name, r->loss, 100.0 * r->accuracy, (long long)r->samples);
+    else if (t->log && regression)
+        fprintf(t->log, "eval %-4s step %6lld | loss %.6f | rmse %.6f | mae %.6f | %lld samples\n",
+                split, step, r->loss, r->rmse, r->mae, (long long)r->samples);
     else if (t->log)
         fprintf(t->log, "eval %-4s step %6lld | loss %.4f | accuracy %.2f%%%s | %lld samples\n",
                 split, step, r->loss, 100.0 * r->accuracy, tr_text, (long long)r->samples);
@@ -120,8 +134,8 @@ static ddpc_status log_result(ddpc_trainer *t, const char *split, int i, const d
 ddpc_status ddpc__trainer_evaluate(ddpc_trainer *t, const char *split, int64_t max_batches)
 {
     ddpc_pg_set_phase(t->pg, DDPC_PHASE_EVAL);
-    double sums[4 * DDPC_MODEL_MAX_HEADS + DDPC__TR_SUMS] = {0};
-    size_t n_sums = 4 * (size_t)t->n_tasks + (t->tr ? DDPC__TR_SUMS : 0);
+    double sums[SUMS * DDPC_MODEL_MAX_HEADS + DDPC__TR_SUMS] = {0};
+    size_t n_sums = SUMS * (size_t)t->n_tasks + (t->tr ? DDPC__TR_SUMS : 0);
     /* DDP's broadcast_buffers: every rank evaluates with rank 0's BatchNorm statistics. */
     DDPC_TRY(ddpc_engine_sync_buffers(t->engine));
     /* ZeRO-3: ranks run different numbers of batches here, so no gather may happen inside. */
@@ -131,17 +145,19 @@ ddpc_status ddpc__trainer_evaluate(ddpc_trainer *t, const char *split, int64_t m
     DDPC_TRY(st);
     DDPC_TRY(ddpc__trainer_sum(t, sums, n_sums));
     for (int i = 0; i < t->n_tasks; i++) {
-        const double *s = sums + 4 * i;
+        const double *s = sums + SUMS * i;
         int64_t valid = (int64_t)s[1], correct = (int64_t)s[2], samples = (int64_t)s[3];
         ddpc_eval_result r = {
             .loss = valid ? s[0] / (double)valid : 0.0,
             .accuracy = valid ? (double)correct / (double)valid : 0.0,
+            .mae = valid ? s[4] / (double)valid : 0.0,
+            .rmse = valid ? sqrt(s[5] / (double)valid) : 0.0,
             .samples = samples,
         };
         t->task[i].last_eval = r;
         if (i == 0)
             t->last_eval = r;
-        DDPC_TRY(log_result(t, split, i, &r, sums + 4 * t->n_tasks));
+        DDPC_TRY(log_result(t, split, i, &r, sums + SUMS * t->n_tasks));
     }
     return DDPC_OK;
 }

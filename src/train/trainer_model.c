@@ -149,6 +149,36 @@ static ddpc_status task_heads(const ddpc_trainer *t, ddpc_model_config *mc)
     return DDPC_OK;
 }
 
+/* `loss` and `loss_beta` (top level: they belong to the run, not the network's shape). A loss
+ * other than cross_entropy needs float targets (data.type csv), one task and DDP rather than
+ * parallel.mode dp; the model refuses it on gpt, seq2seq and a GPU. */
+const char *const ddpc__loss_choices[DDPC_LOSS_COUNT + 1] = {"cross_entropy", "mse", "l1",
+                                                            "smooth_l1", "bce_logits", NULL};
+
+static ddpc_status read_loss(ddpc_trainer *t, ddpc_model_config *mc)
+{
+    int loss;
+    double beta;
+    DDPC_TRY(ddpc_config_choice(t->cfg, "loss", "cross_entropy", ddpc__loss_choices, &loss));
+    mc->loss = (ddpc_loss)loss;
+    if (mc->loss == DDPC_LOSS_SMOOTH_L1)
+        DDPC_TRY(ddpc_config_float(t->cfg, "loss_beta", 1.0, 0.0, 1e30, &beta));
+    mc->loss_beta = mc->loss == DDPC_LOSS_SMOOTH_L1 ? (float)beta : 1.0f;
+    if (mc->loss == DDPC_LOSS_CROSS_ENTROPY)
+        return DDPC_OK;
+    if (strcmp(mc->type, "mlp") != 0 && strcmp(mc->type, "cnn") != 0) /* as the model says */
+        return ddpc_errorf(DDPC_EINVAL, "loss '%s' needs model type mlp or cnn; '%s' trains with "
+                           "cross_entropy only", ddpc_loss_name(mc->loss), mc->type);
+    if (ddpc_dataset_target_width(t->task[0].train) == 0)
+        return ddpc_errorf(DDPC_EINVAL, "loss '%s' needs float targets (data.type csv with "
+                           "data.label); data.type %s has class labels", ddpc_loss_name(mc->loss),
+                           t->task[0].data_type);
+    if (t->dp_replicas > 0)
+        return ddpc_errorf(DDPC_EINVAL, "loss '%s' needs DDP; parallel.mode: dp splits class "
+                           "labels only", ddpc_loss_name(mc->loss));
+    return DDPC_OK;
+}
+
 static ddpc_status read_model_config(ddpc_trainer *t, ddpc_model_config *mc, void **own)
 {
     ddpc_config *c = t->cfg;
@@ -186,6 +216,7 @@ static ddpc_status read_model_config(ddpc_trainer *t, ddpc_model_config *mc, voi
                            "model.sync_batchnorm synchronises batch statistics "
                            "across DDP ranks; parallel.mode: dp has none (its replicas normalise "
                            "their own rows, as torch's DataParallel does)");
+    DDPC_TRY(read_loss(t, mc));
     mc->seed = t->set.seed;
     mc->precision = t->set.precision;
     int64_t shape[3];

@@ -48,6 +48,44 @@ static ddpc_status predict_classes(ddpc_trainer *t, const ddpc_dataset *d, int t
     return DDPC_OK;
 }
 
+/* Float targets (regression, multi-label): each sample's targets and the model's outputs (the
+ * predictions; bce_logits: the probabilities). */
+static ddpc_status predict_values(ddpc_trainer *t, const ddpc_dataset *d, FILE *f,
+                                  const char *file)
+{
+    int64_t size = ddpc_dataset_size(d), k = ddpc_dataset_target_width(d);
+    float y[256];
+    if (k > 256)
+        return ddpc_errorf(DDPC_EINVAL, "predict: at most 256 target columns, got %lld",
+                           (long long)k);
+    if (t->set.predict_samples > 0 && t->set.predict_samples < size)
+        size = t->set.predict_samples;
+    fprintf(f, "index");
+    for (int64_t j = 0; j < k; j++)
+        fprintf(f, ",target_%lld", (long long)j);
+    for (int64_t j = 0; j < k; j++)
+        fprintf(f, ",predicted_%lld", (long long)j);
+    fprintf(f, "\n");
+    for (int64_t i = 0; i < size; i++) {
+        ddpc_model_output out;
+        DDPC_TRY(ddpc_dataset_get_batch(d, &i, 1, t->x, NULL, NULL));
+        DDPC_TRY(ddpc_dataset_get_float_targets(d, &i, 1, y));
+        ddpc_model_input in = {.n = 1, .x = t->x, .float_targets = y};
+        DDPC_TRY(ddpc_model_forward(t->model, &in, false, &out));
+        const float *p = ddpc_model_probs(t->model);
+        fprintf(f, "%lld", (long long)i);
+        for (int64_t j = 0; j < k; j++)
+            fprintf(f, ",%.9g", y[j]);
+        for (int64_t j = 0; j < k; j++)
+            fprintf(f, ",%.9g", p[j]);
+        fprintf(f, "\n");
+    }
+    if (t->log)
+        fprintf(t->log, "predicted %lld test samples into %s/%s\n", (long long)size,
+                t->set.run_dir, file);
+    return DDPC_OK;
+}
+
 /* Samples one token from probabilities p (v) sharpened by temperature (0: argmax):
  * weight_j = (p_j / p_max)^(1/temperature), drawn by inverse CDF in two passes. */
 static int32_t sample_token(const float *p, int64_t v, float temperature, ddpc_rng *r)
@@ -106,7 +144,9 @@ static ddpc_status write_file(ddpc_trainer *t, const char *file, const ddpc_data
     snprintf(path, sizeof path, "%s/%s", t->set.run_dir, file);
     ddpc_fs_out o;
     DDPC_TRY(ddpc_fs_out_open(&o, path, NULL));
-    ddpc_status s = d ? predict_classes(t, d, task, o.f, file) : generate_text(t, o.f);
+    ddpc_status s = !d                                ? generate_text(t, o.f)
+                    : ddpc_dataset_target_width(d) > 0 ? predict_values(t, d, o.f, file)
+                                                       : predict_classes(t, d, task, o.f, file);
     ddpc_status c = ddpc_fs_out_commit(&o, s != DDPC_OK);
     return s != DDPC_OK ? s : c;
 }

@@ -84,6 +84,16 @@ static const ddpc_kernel_table cpu_table = {
     .cross_entropy_backward = ddpc_cross_entropy_backward,
     .argmax_correct = ddpc_argmax_correct,
     .softmax_rows = cpu_softmax_rows,
+    .mse_forward = ddpc_mse_forward,
+    .mse_backward = ddpc_mse_backward,
+    .l1_forward = ddpc_l1_forward,
+    .l1_backward = ddpc_l1_backward,
+    .smooth_l1_forward = ddpc_smooth_l1_forward,
+    .smooth_l1_backward = ddpc_smooth_l1_backward,
+    .bce_logits_forward = ddpc_bce_logits_forward,
+    .bce_logits_backward = ddpc_bce_logits_backward,
+    .multilabel_correct = ddpc_multilabel_correct,
+    .regression_errors = ddpc_regression_errors,
 };
 
 const ddpc_kernel_table *ddpc_kernel_table_cpu(void)

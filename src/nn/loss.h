@@ -1,0 +1,20 @@
+/* Model-level losses other than softmax cross-entropy (loss.c): the config check every model
+ * runs, and the forward/backward on a batch's outputs, called by the fully connected stack. */
+#ifndef DDPC_NN_LOSS_H
+#define DDPC_NN_LOSS_H
+
+#include "nn/model_impl.h"
+
+/* Checks cfg's loss and loss_beta for a model type that supports elementwise losses or not
+ * (elementwise_ok) and a device (on_cpu); DDPC_EINVAL in one line naming the loss. */
+ddpc_status ddpc__loss_check(const ddpc_model_config *cfg, bool elementwise_ok, bool on_cpu);
+/* outputs (count) = a batch's (n, k) outputs flattened, targets (count) their float targets:
+ * *out gets the mean loss, n_valid = count and the loss's statistics (regression errors, or
+ * bce_logits's label hits). bce_logits turns outputs into sigmoid probabilities in place. */
+void ddpc__loss_forward(ddpc_model *m, float *outputs, const float *targets, int64_t count,
+                        ddpc_model_output *out);
+/* doutputs (count) += dloss * d(loss)/d(outputs), from forward's outputs (probs). */
+void ddpc__loss_backward(ddpc_model *m, float *doutputs, const float *probs, const float *targets,
+                         int64_t count, float dloss);
+
+#endif
