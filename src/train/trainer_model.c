@@ -90,7 +90,7 @@ static_assert(sizeof models / sizeof models[0] == 4, "model_names lists every mo
 
 /* Needs of each dataset kind, for the error when model and data do not fit. */
 static const char *const kind_needs[] = {
-    "an image dataset (data.type fmnist or synthetic_images)",
+    "an image dataset (data.type fmnist, npy, imagefolder or synthetic_images)",
     "a token dataset (data.type text or synthetic_tokens)",
     "a translation dataset (data.type translation)",
 };
