@@ -16,6 +16,8 @@
 #include "check.h"
 #include "data/image.h"
 
+#include <jpeglib.h>
+
 static char tmpdir[64];
 static char seeds[512];
 
@@ -114,8 +116,8 @@ static void test_refusals(void)
     free(out);
     free(buf);
     /* A valid IHDR of 40000 x 40000 pixels: refused by the side limit before any allocation. */
-    uint8_t png[33] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13, 'I', 'H', 'D', 'R',
-                       0, 0, 0x9c, 0x40, 0, 0, 0x9c, 0x40, 8, 2, 0, 0, 0};
+    uint8_t png[33] = {0x89, 'P', 'N', 'G',  '\r', '\n', 0x1a, '\n', 0,    0, 0, 13, 'I', 'H', 'D',
+                       'R',  0,   0,   0x9c, 0x40, 0,    0,    0x9c, 0x40, 8, 2, 0,  0,   0};
     uLong crc = crc32(0, png + 12, 17);
     for (int i = 0; i < 4; i++)
         png[29 + i] = (uint8_t)(crc >> (24 - 8 * i));
@@ -123,6 +125,39 @@ static void test_refusals(void)
     CHECK_STR_CONTAINS(ddpc_last_error(), "big.png: not a readable PNG image");
     CHECK_EQ_INT(ddpc__image_probe("gif.png", (const uint8_t *)"GIF89a", 6, &info), DDPC_EFORMAT);
     CHECK_STR_CONTAINS(ddpc_last_error(), "gif.png: neither a PNG nor a JPEG image");
+}
+
+/* A 8x8 CMYK JPEG in memory (free() it). */
+static uint8_t *cmyk_jpeg(size_t *len)
+{
+    struct jpeg_compress_struct c;
+    struct jpeg_error_mgr e;
+    unsigned char *buf = NULL;
+    unsigned long n = 0;
+    c.err = jpeg_std_error(&e);
+    jpeg_create_compress(&c);
+    jpeg_mem_dest(&c, &buf, &n);
+    c.image_width = 8, c.image_height = 8, c.input_components = 4, c.in_color_space = JCS_CMYK;
+    jpeg_set_defaults(&c);
+    jpeg_start_compress(&c, TRUE);
+    unsigned char row[8 * 4] = {0};
+    JSAMPROW r = row;
+    while (c.next_scanline < 8)
+        jpeg_write_scanlines(&c, &r, 1);
+    jpeg_finish_compress(&c);
+    jpeg_destroy_compress(&c);
+    *len = n;
+    return buf;
+}
+
+static void test_cmyk_refused(void)
+{
+    size_t len;
+    uint8_t *buf = cmyk_jpeg(&len);
+    ddpc__image_info info;
+    CHECK_EQ_INT(ddpc__image_probe("ink.jpg", buf, len, &info), DDPC_EFORMAT);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "ink.jpg: JPEG image of 8x8 pixels: CMYK");
+    free(buf);
 }
 
 static void put(const char *rel, const char *seed)
@@ -178,6 +213,23 @@ static void test_folder(void)
     snprintf(root, sizeof root, "%s/val", tmpdir);
     CHECK_EQ_INT(ddpc_dataset_imagefolder_create(&v, root, &cfg, d, NULL), DDPC_EFORMAT);
     CHECK_STR_CONTAINS(ddpc_last_error(), "val: no class folder 'b_cls'");
+    /* The pixels do not depend on the decoding threads. */
+    ddpc_dataset *one = NULL;
+    snprintf(root, sizeof root, "%s/train", tmpdir);
+    cfg.threads = 1;
+    CHECK_EQ_INT(ddpc_dataset_imagefolder_create(&one, root, &cfg, NULL, NULL), DDPC_OK);
+    cfg.threads = 3;
+    CHECK_EQ_INT(ddpc_dataset_imagefolder_create(&v, root, &cfg, NULL, NULL), DDPC_OK);
+    float a[3 * 3 * 32 * 32], b[3 * 3 * 32 * 32];
+    const int64_t all[3] = {0, 1, 2};
+    if (one && v) {
+        CHECK_EQ_INT(ddpc_dataset_get_batch(one, all, 3, a, NULL, NULL), DDPC_OK);
+        CHECK_EQ_INT(ddpc_dataset_get_batch(v, all, 3, b, NULL, NULL), DDPC_OK);
+        CHECK(memcmp(a, b, sizeof a) == 0);
+    }
+    ddpc_dataset_destroy(one);
+    ddpc_dataset_destroy(v);
+    cfg.threads = 0;
     ddpc_dataset_destroy(d);
     CHECK_EQ_INT(ddpc_alloc_live(), live);
     /* Every allocation failing in turn: an error, never a crash or a leak. */
@@ -207,6 +259,7 @@ int main(void)
     RUN_TEST(test_channels_by_hand);
     RUN_TEST(test_decode_seeds);
     RUN_TEST(test_refusals);
+    RUN_TEST(test_cmyk_refused);
     RUN_TEST(test_folder);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);

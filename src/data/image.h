@@ -1,7 +1,7 @@
 /* Private to src/data: PNG (libpng) and JPEG (libjpeg-turbo) decoding of outside bytes into 8-bit
  * pixels, and the two conversions an image folder needs (ITU-R 601 grey, bilinear resize).
- * Invariant: a decoder never writes past the size its probe reported, and refuses any image whose
- * sides exceed DDPC__IMAGE_MAX_SIDE or whose pixels exceed DDPC__IMAGE_MAX_PIXELS before decoding. */
+ * Invariant: a decoder never writes past the size its probe reported, and refuses an image whose
+ * sides exceed DDPC__IMAGE_MAX_SIDE or pixels DDPC__IMAGE_MAX_PIXELS before decoding it. */
 #ifndef DDPC_DATA_IMAGE_H
 #define DDPC_DATA_IMAGE_H
 

@@ -1,7 +1,7 @@
 /* JPEG decoding with libjpeg-turbo from a buffer in memory. libjpeg's default error handler exits
  * the process and its warnings (a premature end of the file, corrupt entropy data) only print and
  * go on with grey blocks: both are replaced, so either jumps back to the setjmp here with the
- * library's message and the image is refused. Defaults as Pillow's: islow IDCT, fancy upsampling. */
+ * library's message and the image is refused. Pillow's defaults: islow IDCT, fancy upsampling. */
 #include "data/image.h"
 
 #include <stdio.h>
@@ -48,21 +48,21 @@ static ddpc_status jpeg_run(const char *name, const uint8_t *buf, size_t len,
     jpeg_mem_src(&c, buf, (unsigned long)len);
     jpeg_read_header(&c, TRUE);
     int64_t h = c.image_height, w = c.image_width;
-    int channels = c.jpeg_color_space == JCS_GRAYSCALE                             ? 1
+    int channels = c.jpeg_color_space == JCS_GRAYSCALE                                ? 1
                    : c.jpeg_color_space == JCS_YCbCr || c.jpeg_color_space == JCS_RGB ? 3
-                                                                                        : 0;
-    const char *why = channels == 0                       ? "CMYK or YCCK colours are not read"
+                                                                                      : 0;
+    const char *why = channels == 0 ? "CMYK or YCCK colours are not read"
                       : h > DDPC__IMAGE_MAX_SIDE || w > DDPC__IMAGE_MAX_SIDE ? "a side over 32768"
-                      : h * w > DDPC__IMAGE_MAX_PIXELS                         ? "over 2^28 pixels"
-                                                                               : NULL;
+                      : h * w > DDPC__IMAGE_MAX_PIXELS                       ? "over 2^28 pixels"
+                                                                             : NULL;
     if (why) {
         jpeg_destroy_decompress(&c);
         return ddpc_errorf(DDPC_EFORMAT, "%s: JPEG image of %lldx%lld pixels: %s", name,
                            (long long)w, (long long)h, why);
     }
     if (!out) {
-        *info = (ddpc__image_info){.format = DDPC__IMAGE_JPEG, .height = h, .width = w,
-                                   .channels = channels};
+        *info = (ddpc__image_info){
+            .format = DDPC__IMAGE_JPEG, .height = h, .width = w, .channels = channels};
         jpeg_destroy_decompress(&c);
         return DDPC_OK;
     }

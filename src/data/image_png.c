@@ -55,8 +55,8 @@ static int set_transforms(png_structp png, png_infop info)
 }
 
 /* Reads the header (out == NULL) or the whole image into out (h, w, info->channels). */
-static ddpc_status png_run(const char *name, const uint8_t *buf, size_t len,
-                           ddpc__image_info *info, uint8_t *out)
+static ddpc_status png_run(const char *name, const uint8_t *buf, size_t len, ddpc__image_info *info,
+                           uint8_t *out)
 {
     png_src src = {.buf = buf, .len = len};
     png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &src, on_error, on_warning);
@@ -92,8 +92,8 @@ static ddpc_status png_run(const char *name, const uint8_t *buf, size_t len,
     if (h * w > DDPC__IMAGE_MAX_PIXELS)
         png_error(png, "more than 2^28 pixels");
     if (!out) {
-        *info = (ddpc__image_info){.format = DDPC__IMAGE_PNG, .height = h, .width = w,
-                                   .channels = channels};
+        *info = (ddpc__image_info){
+            .format = DDPC__IMAGE_PNG, .height = h, .width = w, .channels = channels};
     } else {
         if (h != info->height || w != info->width || channels != info->channels)
             png_error(png, "the image differs from its probe");

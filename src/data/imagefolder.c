@@ -27,15 +27,16 @@ static ddpc_status check_config(const ddpc_imagefolder_config *c, const char *ro
 {
     if ((c->height == 0) != (c->width == 0) || c->height < 0 || c->width < 0 ||
         c->height > DDPC__IMAGE_MAX_SIDE || c->width > DDPC__IMAGE_MAX_SIDE)
-        return ddpc_errorf(DDPC_EINVAL, "%s: image size %lldx%lld; both sides in [1, %d], or "
-                           "both 0 to keep the images' size", root, (long long)c->height,
-                           (long long)c->width, DDPC__IMAGE_MAX_SIDE);
+        return ddpc_errorf(DDPC_EINVAL,
+                           "%s: image size %lldx%lld; both sides in [1, %d], or "
+                           "both 0 to keep the images' size",
+                           root, (long long)c->height, (long long)c->width, DDPC__IMAGE_MAX_SIDE);
     if (c->channels != 0 && c->channels != 1 && c->channels != 3)
         return ddpc_errorf(DDPC_EINVAL, "%s: channels %d; images have 1 (grey) or 3 (RGB)", root,
                            c->channels);
     if (c->n_mean > 3 || c->n_std > 3)
-        return ddpc_errorf(DDPC_EINVAL, "%s: %zu means and %zu stds; at most one per channel",
-                           root, c->n_mean, c->n_std);
+        return ddpc_errorf(DDPC_EINVAL, "%s: %zu means and %zu stds; at most one per channel", root,
+                           c->n_mean, c->n_std);
     for (size_t i = 0; i < c->n_std; i++)
         if (!(c->std[i] > 0))
             return ddpc_errorf(DDPC_EINVAL, "%s: std %g; each std must be > 0", root, c->std[i]);
@@ -130,11 +131,15 @@ static ddpc_status same_classes(const char *root, const ddpc__image_list *l,
         const char *theirs = k < like->classes ? like->class_names[k] : NULL;
         int order = !mine ? 1 : !theirs ? -1 : strcmp(mine, theirs);
         if (order < 0)
-            return ddpc_errorf(DDPC_EFORMAT, "%s: class folder '%s' is not a class of the train "
-                               "split; held-out splits need the same class folders", root, mine);
+            return ddpc_errorf(DDPC_EFORMAT,
+                               "%s: class folder '%s' is not a class of the train "
+                               "split; held-out splits need the same class folders",
+                               root, mine);
         if (order > 0)
-            return ddpc_errorf(DDPC_EFORMAT, "%s: no class folder '%s', a class of the train "
-                               "split; held-out splits need the same class folders", root, theirs);
+            return ddpc_errorf(DDPC_EFORMAT,
+                               "%s: no class folder '%s', a class of the train "
+                               "split; held-out splits need the same class folders",
+                               root, theirs);
     }
     return DDPC_OK;
 }
@@ -144,9 +149,12 @@ static ddpc_status fill_tables(ddpc_dataset *d, const ddpc_imagefolder_config *c
                                const char *root)
 {
     int c = (int)d->shape[0];
-    if ((cfg->n_mean > 1 && cfg->n_mean != (size_t)c) || (cfg->n_std > 1 && cfg->n_std != (size_t)c))
-        return ddpc_errorf(DDPC_EINVAL, "%s: %zu means and %zu stds for %d-channel images; give "
-                           "one value, or one per channel", root, cfg->n_mean, cfg->n_std, c);
+    if ((cfg->n_mean > 1 && cfg->n_mean != (size_t)c) ||
+        (cfg->n_std > 1 && cfg->n_std != (size_t)c))
+        return ddpc_errorf(DDPC_EINVAL,
+                           "%s: %zu means and %zu stds for %d-channel images; give "
+                           "one value, or one per channel",
+                           root, cfg->n_mean, cfg->n_std, c);
     d->chan_lut = ddpc_malloc((size_t)c * sizeof *d->chan_lut);
     if (!d->chan_lut)
         return ddpc_errorf(DDPC_ENOMEM, "image folder: out of memory");
@@ -177,8 +185,7 @@ static ddpc_status build(ddpc_dataset *d, const char *root, const ddpc_imagefold
         s = ddpc_errorf(DDPC_ENOMEM, "%s: out of memory for %lld decoded bytes", root,
                         (long long)(l->n * per));
     if (s == DDPC_OK)
-        s = run_pass(l, infos, d->pix_u8, (int)d->shape[0], d->shape[1], d->shape[2],
-                     cfg->threads);
+        s = run_pass(l, infos, d->pix_u8, (int)d->shape[0], d->shape[1], d->shape[2], cfg->threads);
     ddpc_free(infos);
     DDPC_TRY(s);
     DDPC_TRY(fill_tables(d, cfg, root));

@@ -80,7 +80,8 @@ static bool is_kind(const char *dir, const char *name, bool want_dir)
 {
     char *path = dup_join(dir, name, NULL);
     struct stat st;
-    bool yes = path && stat(path, &st) == 0 && (want_dir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode));
+    bool yes =
+        path && stat(path, &st) == 0 && (want_dir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode));
     ddpc_free(path);
     return yes;
 }
@@ -151,8 +152,8 @@ ddpc_status ddpc__image_list_read(const char *root, ddpc__image_list *l)
                         "(ROOT/<class>/*.png, *.jpg)",
                         root);
     if (s == DDPC_OK && classes.n > 256)
-        s = ddpc_errorf(DDPC_EFORMAT, "%s: %lld class folders; at most 256 classes are read",
-                        root, (long long)classes.n);
+        s = ddpc_errorf(DDPC_EFORMAT, "%s: %lld class folders; at most 256 classes are read", root,
+                        (long long)classes.n);
     l->classes = classes.s, l->n_classes = classes.n;
     classes = (names){0};
     int64_t *ends = s == DDPC_OK ? ddpc_malloc((size_t)l->n_classes * sizeof *ends) : NULL;

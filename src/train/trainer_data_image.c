@@ -19,8 +19,10 @@ static ddpc_status read_norm(ddpc_trainer *t, const char *key, bool is_std, floa
     double v[3];
     DDPC_TRY(ddpc_config_float_list(t->cfg, key, NULL, 0, is_std ? 1e-12 : -1e6, 1e6, v, 3, n));
     if (*n == 2)
-        return ddpc_errorf(DDPC_EINVAL, "key '%s' must be one number or one per channel (1 or 3), "
-                           "got 2", key);
+        return ddpc_errorf(DDPC_EINVAL,
+                           "key '%s' must be one number or one per channel (1 or 3), "
+                           "got 2",
+                           key);
     for (size_t i = 0; i < *n; i++)
         out[i] = (float)v[i]; /* as torchvision's Normalize on float tensors */
     return DDPC_OK;
@@ -34,8 +36,8 @@ ddpc_status ddpc__trainer_read_imagefolder(ddpc_trainer *t, const char *prefix,
     *c = ddpc_imagefolder_config_default();
     c->threads = t->set.threads;
     for (int i = 0; i < 3; i++)
-        DDPC_TRY(ddpc_config_string(t->cfg, key_of(key, sizeof key, prefix, split[i]), NULL,
-                                    &roots[i]));
+        DDPC_TRY(
+            ddpc_config_string(t->cfg, key_of(key, sizeof key, prefix, split[i]), NULL, &roots[i]));
     if (!roots[0] || (!roots[1] && !roots[2]))
         return ddpc_errorf(DDPC_EINVAL,
                            "data.type imagefolder needs key '%s.%s' (a folder of class folders) "
@@ -77,8 +79,8 @@ static void describe(char *note, size_t cap, const char *root, const ddpc_datase
 }
 
 ddpc_status ddpc__trainer_create_imagefolder(const char *const roots[3],
-                                             const ddpc_imagefolder_config *c,
-                                             ddpc_dataset *out[3], char *note, size_t cap)
+                                             const ddpc_imagefolder_config *c, ddpc_dataset *out[3],
+                                             char *note, size_t cap)
 {
     ddpc_imagefolder_info info;
     for (int i = 0; i < 3; i++) {
