@@ -36,7 +36,7 @@ set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
 # the headers, needs the development files of the libraries it was built against.
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "dataset-fashion-mnist, fortunes")
 string(JOIN ", " CPACK_DEBIAN_PACKAGE_SUGGESTS build-essential pkg-config libopenblas-openmp-dev
-    libdnnl-dev libyaml-dev zlib1g-dev libopenmpi-dev)
+    libdnnl-dev libyaml-dev zlib1g-dev libpng-dev libjpeg62-turbo-dev libopenmpi-dev)
 # The package holds no CUDA: the toolkit's libcublas comes from no Debian package (dpkg-shlibdeps
 # cannot name a Depends for it), and most Debian machines have no GPU. `make deb` builds it with
 # -DDDPC_CUDA=OFF; cpack in a build with CUDA stops with one line saying so.

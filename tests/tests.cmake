@@ -49,6 +49,9 @@ endforeach()
 # cli_translate trains the translation demo until it beats its baselines: about a minute on a
 # quiet 2-core machine, several when the machine is shared.
 set_tests_properties(cli_translate PROPERTIES TIMEOUT 900)
+# cli_train_imagefolder writes 2,800 PNGs and trains 17 small runs: about 40 s of CPU, 150 s on
+# the shared 2-core machine, near 300 s while a fuzzer ran beside it.
+set_tests_properties(cli_train_imagefolder PROPERTIES TIMEOUT 900)
 # cli_train_resume_stress saves a 24 MB checkpoint at each of its 300 steps (the reference run, the
 # 20 killed runs, the last run's remaining steps): 286 s measured on the loaded 2-core machine
 # (5 sessions building and testing), too near the 300 s above.

@@ -7,6 +7,7 @@
 #define DDPC_DATA_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <ddpc/status.h>
@@ -66,6 +67,44 @@ typedef enum { DDPC_CSV_CLASSES, DDPC_CSV_VALUES, DDPC_CSV_PROBABILITIES } ddpc_
  * column left, several labels for classes). */
 ddpc_status ddpc_dataset_csv_create(ddpc_dataset **out, const char *path, const char *label,
                                     ddpc_csv_targets targets);
+/* How ddpc_dataset_imagefolder_create decodes a folder. */
+typedef struct {
+    int64_t height, width; /* both > 0: resize every image to it; both 0: keep the images' size */
+    int channels;          /* 1 (grey) or 3 (RGB); 0: 3 if any image is colour, else 1 */
+    /* Normalize per channel after ToTensor's /255: (p/255 - mean) / std. A count of 0 means
+     * mean 0 (std 1); 1 applies to every channel; else one per channel. */
+    size_t n_mean, n_std;
+    float mean[3], std[3];
+    int threads; /* decoding threads; 0: OpenMP's default */
+} ddpc_imagefolder_config;
+
+/* No resize, channels from the images, no normalisation, OpenMP's threads. */
+ddpc_imagefolder_config ddpc_imagefolder_config_default(void);
+
+/* What a folder held besides its images, for the run's log. */
+typedef struct {
+    int64_t skipped; /* entries of the class folders that are not .png/.jpg/.jpeg files */
+    int64_t bytes;   /* the decoded pixels kept in memory (n, c, h, w) u8 */
+} ddpc_imagefolder_info;
+
+/* Images and labels as torchvision's ImageFolder finds them: every visible sub-folder of `root`
+ * is a class, classes sorted by name (label = position), samples sorted by (class, file name);
+ * the files of a class folder whose names end in .png, .jpg or .jpeg (any case) are its images,
+ * hidden entries are ignored and other entries counted in info->skipped. Decoded once (PNG with
+ * libpng, JPEG with libjpeg-turbo, in parallel) into u8 (c, h, w), converted to cfg's channels,
+ * resized (ddpc docs/data.md: bilinear, half-pixel centres) and normalised on copy. `like`, when
+ * not NULL, is the train split this one is held out from: its class names must be the same and
+ * its channels and size are used. info may be NULL. DDPC_EIO: root cannot be read; DDPC_EFORMAT
+ * naming the file or folder: no class folder, a class folder without images, over 256 classes,
+ * a file that does not decode (corrupt, truncated), mixed sizes without a resize (two files
+ * named), a class set unlike `like`'s; DDPC_EINVAL: a bad cfg. */
+ddpc_status ddpc_dataset_imagefolder_create(ddpc_dataset **out, const char *root,
+                                            const ddpc_imagefolder_config *cfg,
+                                            const ddpc_dataset *like, ddpc_imagefolder_info *info);
+
+/* The name of class k of an image folder dataset (its folder), owned by the dataset; NULL for
+ * other datasets or k outside [0, classes). */
+const char *ddpc_dataset_class_name(const ddpc_dataset *d, int64_t k);
 
 /* Token shards as llm.c and nanoGPT write them, for GPT training on real tokenised corpora.
  * `pattern` is a glob(3) pattern (or one path); the matching files, sorted by name, are

@@ -37,6 +37,10 @@ void ddpc_dataset_destroy(ddpc_dataset *d)
         return;
     ddpc_free(d->pix_u8);
     ddpc_free(d->pix_f32);
+    ddpc_free(d->chan_lut);
+    for (int64_t k = 0; d->class_names && k < d->classes; k++)
+        ddpc_free(d->class_names[k]);
+    ddpc_free(d->class_names);
     ddpc_free(d->labels);
     ddpc_free(d->ftargets);
     ddpc_free(d->tok_u8);
@@ -87,6 +91,12 @@ static void copy_image(const ddpc_dataset *d, int64_t i, int64_t per, float *x)
         return;
     }
     const uint8_t *p = d->pix_u8 + i * per;
+    if (d->chan_lut) {
+        int64_t plane = d->shape[1] * d->shape[2];
+        for (int64_t j = 0; j < per; j++)
+            x[j] = d->chan_lut[j / plane][p[j]];
+        return;
+    }
     for (int64_t j = 0; j < per; j++)
         x[j] = d->lut[p[j]];
 }

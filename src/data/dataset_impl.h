@@ -20,6 +20,8 @@ struct ddpc_dataset {
     uint8_t *pix_u8;   /* (n, c, h, w) raw bytes, mapped through lut; or NULL */
     float *pix_f32;    /* (n, c, h, w) ready pixels; or NULL */
     float lut[256];    /* u8 pixel value -> normalised float */
+    float (*chan_lut)[256]; /* (c, 256) per-channel tables replacing lut (imagefolder); or NULL */
+    char **class_names;     /* (classes) class folder names (imagefolder); or NULL */
     uint8_t *labels;   /* (n); NULL when the targets are floats */
     float *ftargets;   /* (n, target_width) float targets (csv regression, multi-label); or NULL */
     int64_t target_width; /* 0: class labels */

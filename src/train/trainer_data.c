@@ -18,6 +18,8 @@ typedef struct {
     const char *path;
     const char *val_path, *test_path; /* tokens: the held-out splits' patterns */
     const char *npy_x[3], *npy_y[3];  /* npy: train, val, test; a held-out split may be NULL */
+    const char *img_root[3];          /* imagefolder: train, val, test; as npy */
+    ddpc_imagefolder_config img;
     int64_t size, classes, block;
     int format; /* tokens: ddpc_token_file_format; csv: ddpc_csv_targets */
     const char *label; /* csv: the target columns */
@@ -27,6 +29,7 @@ typedef struct {
 /* A type's splits: train and test always; valid when it has its own validation split. */
 typedef struct {
     ddpc_dataset *train, *test, *valid;
+    char note[512]; /* lines for the run's log, about what was read */
 } data_splits;
 
 typedef struct {
@@ -261,6 +264,32 @@ static ddpc_status create_csv(const data_spec *s, uint64_t seed, data_splits *ou
     return check_csv(out->train, out->valid, s->path, s->val_path);
 }
 
+static ddpc_status read_imagefolder(ddpc_trainer *t, const char *prefix, data_spec *s)
+{
+    return ddpc__trainer_read_imagefolder(t, prefix, s->img_root, &s->img);
+}
+
+/* The splits as npy's: validation reads val (test without it), the final test test (or val). */
+static ddpc_status create_imagefolder(const data_spec *s, uint64_t seed, data_splits *out)
+{
+    (void)seed;
+    ddpc_dataset *ds[3] = {NULL, NULL, NULL};
+    ddpc_status st = ddpc__trainer_create_imagefolder(s->img_root, &s->img, ds, out->note,
+                                                      sizeof out->note);
+    out->train = ds[0];
+    out->test = ds[2] ? ds[2] : ds[1];
+    out->valid = ds[2] ? ds[1] : NULL;
+    return st;
+}
+
+static bool same_image(const ddpc_imagefolder_config *a, const ddpc_imagefolder_config *b)
+{
+    return a->height == b->height && a->width == b->width && a->channels == b->channels &&
+           a->n_mean == b->n_mean && a->n_std == b->n_std &&
+           memcmp(a->mean, b->mean, sizeof a->mean) == 0 &&
+           memcmp(a->std, b->std, sizeof a->std) == 0;
+}
+
 static const data_builder builders[] = {
     {"fmnist", read_fmnist, create_fmnist},
     {"text", read_text, create_text},
@@ -269,12 +298,14 @@ static const data_builder builders[] = {
     {"tokens", read_tokens, create_tokens},
     {"npy", read_npy, create_npy},
     {"csv", read_csv, create_csv},
+    {"imagefolder", read_imagefolder, create_imagefolder},
 };
 /* "translation" (last) has vocabularies and three splits: trainer_translation.c builds it. */
 static const char *const builder_names[] = {"fmnist", "text",        "synthetic_images",
                                             "synthetic_tokens", "tokens", "npy",
-                                            "csv",              "translation",      NULL};
-#define TRANSLATION_TYPE 7
+                                            "csv",              "imagefolder",      "translation",
+                                            NULL};
+#define TRANSLATION_TYPE 8
 static_assert(sizeof builders / sizeof builders[0] == TRANSLATION_TYPE,
               "builder_names lists every builder, then translation");
 
@@ -316,7 +347,8 @@ static bool same_spec(const data_spec *a, const data_spec *b)
            a->format == b->format && same_string(a->path, b->path) &&
            same_string(a->val_path, b->val_path) && same_string(a->test_path, b->test_path) &&
            same_strings(a->npy_x, b->npy_x, 3) && same_strings(a->npy_y, b->npy_y, 3) &&
-           same_string(a->label, b->label);
+           same_string(a->label, b->label) && same_strings(a->img_root, b->img_root, 3) &&
+           same_image(&a->img, &b->img);
 }
 
 static ddpc_status own(ddpc_trainer *t, ddpc_dataset *d)
@@ -378,6 +410,8 @@ static ddpc_status load_builtin(ddpc_trainer *t, ddpc__task *k, const char *pref
             if (made[j])
                 DDPC_TRY(own(t, made[j]));
         DDPC_TRY(st);
+        size_t len = strlen(t->notes);
+        snprintf(t->notes + len, sizeof t->notes - len, "%s", d->splits.note);
     }
     k->train = d->splits.train;
     k->test = d->splits.test;

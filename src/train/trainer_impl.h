@@ -289,6 +289,15 @@ ddpc_status ddpc__trainer_select_tasks(ddpc_trainer *t);
 ddpc_status ddpc__trainer_shard_tasks(ddpc_trainer *t);
 void ddpc__trainer_log_task_sharding(ddpc_trainer *t);
 
+/* trainer_data_image.c: data.type imagefolder under `prefix`: reads the keys into roots (train,
+ * val, test; a held-out one may be NULL) and c; builds out (train, val, test; NULL where no root),
+ * appending a line per split (images, shape, bytes, skipped entries) to note. */
+ddpc_status ddpc__trainer_read_imagefolder(ddpc_trainer *t, const char *prefix,
+                                           const char *roots[3], ddpc_imagefolder_config *c);
+ddpc_status ddpc__trainer_create_imagefolder(const char *const roots[3],
+                                             const ddpc_imagefolder_config *c,
+                                             ddpc_dataset *out[3], char *note, size_t cap);
+
 /* trainer_translation.c: data.type translation for task k (`prefix` = "data"): reads its keys,
  * builds or loads the vocabularies into t->tr and loads the train, valid and test splits. */
 ddpc_status ddpc__trainer_load_translation(ddpc_trainer *t, ddpc__task *k, const char *prefix);

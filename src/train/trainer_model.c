@@ -123,7 +123,7 @@ static ddpc_status read_type_config(ddpc_trainer *t, const ddpc_model_ops *ops,
 
 /* Needs of each dataset kind, for the error when model and data do not fit. */
 static const char *const kind_needs[] = {
-    "an image dataset (data.type fmnist or synthetic_images)",
+    "an image dataset (data.type fmnist, npy, imagefolder or synthetic_images)",
     "a token dataset (data.type text or synthetic_tokens)",
     "a translation dataset (data.type translation)",
 };

@@ -57,7 +57,7 @@ if [ "$broken" -ne 0 ]; then
     exit 1
 fi
 
-libs=(/usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so -ldnnl -lyaml -lz -lcrypto -lpthread
+libs=(/usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so -ldnnl -lyaml -lpng16 -ljpeg -lz -lcrypto -lpthread
       -lrt -ldl -lm)
 failed=()
 # UBSan's findings stop the run (and count as crashes) instead of scrolling past.
