@@ -12,12 +12,16 @@ src=$2
 . "$(dirname "${BASH_SOURCE[0]}")/lib/check.sh"
 # The split is what is tested: no thread count may leak in from the caller, nor launcher variables.
 unset OMP_NUM_THREADS
-for v in $(env | grep -oE '^(RANK|WORLD_SIZE|LOCAL_RANK|LOCAL_WORLD_SIZE|GROUP_RANK|GROUP_WORLD_SIZE|MASTER_ADDR|MASTER_PORT|TORCHELASTIC_[A-Z_]*|OMPI_[A-Z_]*|PMI_[A-Z_]*|SLURM_[A-Z_]*|DDPC_[A-Z_]*)='); do
+launcher_vars='RANK|WORLD_SIZE|LOCAL_RANK|LOCAL_WORLD_SIZE|GROUP_RANK|GROUP_WORLD_SIZE|MASTER_ADDR'
+launcher_vars+='|MASTER_PORT|TORCHELASTIC_[A-Z_]*|OMPI_[A-Z_]*|PMI_[A-Z_]*|SLURM_[A-Z_]*|DDPC_[A-Z_]*'
+for v in $(env | grep -oE "^($launcher_vars)="); do
     unset "${v%=}"
 done
 cpus=$(nproc) # the affinity mask's count, as ddpc counts usable cores
 per=$((cpus / 2))
 [ "$per" -ge 1 ] || per=1
+cores="$cpus core$([ "$cpus" = 1 ] || echo s)"
+split="threads: $per per rank ($cores / 2 ranks on this host"
 config="$src/configs/fmnist_mlp.yaml"
 common=(data.type=synthetic_images data.size=640 max_steps=20 log_every=10 eval_every=0
         data.batch_size=8)
@@ -46,13 +50,20 @@ by_hand() {
 "$ddpc" run --nproc-per-node 2 -- "$ddpc" train "$config" "${common[@]}" run_dir="$tmp/ref" \
     weights_out="$tmp/ref.safetensors" >"$tmp/ref.log" 2>&1
 check_status "the job under ddpc run --nproc-per-node 2" $? "$tmp/ref.log"
+check "under ddpc run the line names the launcher's OMP_NUM_THREADS" \
+    grep -qF "threads: $per per rank (OMP_NUM_THREADS=$per, left as set; 2 ranks on this host" \
+    "$tmp/ref.log"
+"$ddpc" train "$config" "${common[@]}" max_steps=2 run_dir="$tmp/single" >"$tmp/single.log" 2>&1
+check_status "a single process trains" $? "$tmp/single.log"
+check "a single process keeps every core and prints no threads line" \
+    sh -c "grep -q '$cpus threads per rank' '$tmp/single.log' && ! grep -q '^threads:' '$tmp/single.log'"
 
 # A platform's variables, LOCAL_WORLD_SIZE included.
 port=$(free_port)
 rank_vars() { echo "RANK=$1 LOCAL_RANK=$1"; }
 by_hand lws WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT="$port"
 check_status "2 platform-started ranks train" $rc "$tmp/lws.0.log" "$tmp/lws.1.log"
-want="threads: $per per rank ($cpus core$([ "$cpus" = 1 ] || echo s) / 2 ranks on this host, LOCAL_WORLD_SIZE)"
+want="$split, LOCAL_WORLD_SIZE)"
 check "the start-up line splits the cores ($want)" grep -qF "$want" "$tmp/lws.log"
 check "rank 0 runs $per threads" grep -q "$per threads per rank" "$tmp/lws.log"
 check "the weights of the job under ddpc run" cmp -s "$tmp/ref.safetensors" "$tmp/lws.safetensors"
@@ -67,9 +78,10 @@ if grep -q "(backend gloo" "$tmp/store.log"; then
 else
     why="the shm backend's one host"
 fi
-want="threads: $per per rank ($cpus core$([ "$cpus" = 1 ] || echo s) / 2 ranks on this host, $why)"
+want="$split, $why)"
 check "the start-up line splits the cores ($want)" grep -qF "$want" "$tmp/store.log"
-check "the same weights without LOCAL_WORLD_SIZE" cmp -s "$tmp/ref.safetensors" "$tmp/store.safetensors"
+check "the same weights without LOCAL_WORLD_SIZE" \
+    cmp -s "$tmp/ref.safetensors" "$tmp/store.safetensors"
 
 # srun's variables (a step of 2 tasks on one node), read without srun; shm, since the mpi
 # backend (srun's default choice) needs srun's PMI.
@@ -77,18 +89,20 @@ rank_vars() { echo "SLURM_PROCID=$1 SLURM_LOCALID=$1"; }
 by_hand slurm SLURM_STEP_ID=0 SLURM_JOB_ID="$$$RANDOM" SLURM_NTASKS=2 SLURM_NODEID=0 \
     SLURM_NNODES=1 SLURM_STEP_TASKS_PER_NODE=2 SLURM_STEP_NODELIST=localhost DDPC_BACKEND=shm
 check_status "2 ranks with srun's variables train" $rc "$tmp/slurm.0.log" "$tmp/slurm.1.log"
-want="threads: $per per rank ($cpus core$([ "$cpus" = 1 ] || echo s) / 2 ranks on this host, SLURM_STEP_TASKS_PER_NODE)"
+want="$split, SLURM_STEP_TASKS_PER_NODE)"
 check "the start-up line splits the cores ($want)" grep -qF "$want" "$tmp/slurm.log"
-check "the same weights with srun's variables" cmp -s "$tmp/ref.safetensors" "$tmp/slurm.safetensors"
+check "the same weights with srun's variables" \
+    cmp -s "$tmp/ref.safetensors" "$tmp/slurm.safetensors"
 
 # mpirun's variables, likewise on shm.
 rank_vars() { echo "OMPI_COMM_WORLD_RANK=$1 OMPI_COMM_WORLD_LOCAL_RANK=$1"; }
 by_hand ompi OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_LOCAL_SIZE=2 \
     OMPI_MCA_ess_base_jobid="$$$RANDOM" DDPC_BACKEND=shm
 check_status "2 ranks with mpirun's variables train" $rc "$tmp/ompi.0.log" "$tmp/ompi.1.log"
-want="threads: $per per rank ($cpus core$([ "$cpus" = 1 ] || echo s) / 2 ranks on this host, OMPI_COMM_WORLD_LOCAL_SIZE)"
+want="$split, OMPI_COMM_WORLD_LOCAL_SIZE)"
 check "the start-up line splits the cores ($want)" grep -qF "$want" "$tmp/ompi.log"
-check "the same weights with mpirun's variables" cmp -s "$tmp/ref.safetensors" "$tmp/ompi.safetensors"
+check "the same weights with mpirun's variables" \
+    cmp -s "$tmp/ref.safetensors" "$tmp/ompi.safetensors"
 
 # A count the user set is kept, even one that oversubscribes the cores (one more than the split).
 mine=$((per + 1))
@@ -99,7 +113,7 @@ port=$(free_port)
 by_hand omp WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" \
     OMP_NUM_THREADS=$mine
 check_status "2 ranks with OMP_NUM_THREADS=$mine train" $rc "$tmp/omp.0.log" "$tmp/omp.1.log"
-want="threads: $mine per rank (OMP_NUM_THREADS=$mine, left as set; 2 ranks on this host, $cpus core"
+want="threads: $mine per rank (OMP_NUM_THREADS=$mine, left as set; 2 ranks on this host, $cores)"
 check "OMP_NUM_THREADS is left alone and said so" grep -qF "$want" "$tmp/omp.log"
 check "rank 0 runs $mine threads" grep -q "$mine threads per rank" "$tmp/omp.log"
 check "more threads than cores are pointed out" grep -q "more threads than cores" "$tmp/omp.log"
@@ -107,7 +121,7 @@ port=$(free_port)
 extra=num_threads=$mine by_hand key WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 \
     MASTER_PORT="$port"
 check_status "2 ranks with num_threads=$mine train" $rc "$tmp/key.0.log" "$tmp/key.1.log"
-want="threads: $mine per rank (num_threads, left as set; 2 ranks on this host, $cpus core"
+want="threads: $mine per rank (num_threads, left as set; 2 ranks on this host, $cores)"
 check "num_threads is left alone and said so" grep -qF "$want" "$tmp/key.log"
 check "rank 0 runs $mine threads (num_threads)" grep -q "$mine threads per rank" "$tmp/key.log"
 

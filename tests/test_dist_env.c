@@ -537,6 +537,8 @@ static void test_local_world_source(void)
     e = ok_env(ENV("OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=2",
                    "OMPI_COMM_WORLD_LOCAL_SIZE=2"));
     CHECK(strcmp(e.local_world_from, "OMPI_COMM_WORLD_LOCAL_SIZE") == 0);
+    e = ok_env(ENV("PMI_RANK=0", "PMI_SIZE=2", "MPI_LOCALNRANKS=2"));
+    CHECK(strcmp(e.local_world_from, "MPI_LOCALNRANKS") == 0);
     e = ok_env(ENV("SLURM_PROCID=1", "SLURM_STEP_ID=0", "SLURM_NTASKS=3", "SLURM_NODEID=0",
                    "SLURM_STEP_TASKS_PER_NODE=2,1"));
     CHECK_EQ_INT(e.local_world_size, 2);
