@@ -35,6 +35,11 @@ refused "--standalone with --rdzv-endpoint is refused" "--standalone is a job on
 meeting on a free local port, so it cannot take --rdzv-endpoint; across hosts drop --standalone \
 and give --nnodes N --node-rank R --rdzv-endpoint HOST:PORT" --rdzv_endpoint=127.0.0.1:1234 \
     --standalone
+for other in "--master-addr 127.0.0.1" "--master-port 29500" "--hostfile $tmp/hosts"; do
+    refused "--standalone with ${other% *} is refused" "--standalone is a job on this host alone, \
+meeting on a free local port, so it cannot take ${other% *}; across hosts drop --standalone and \
+give --nnodes N --node-rank R --rdzv-endpoint HOST:PORT" --standalone $other
+done
 refused "--rdzv-backend etcd names ddpc's store" "--rdzv-backend etcd: ddpc has no etcd \
 rendezvous; its own store at node 0 serves instead: give --rdzv-endpoint HOST:PORT (node 0's \
 address) and drop --rdzv-backend" --rdzv-backend etcd
