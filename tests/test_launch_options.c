@@ -192,8 +192,15 @@ static void test_errors_name_the_culprit(void)
 static void test_torchrun_flags(void)
 {
     ddpc_launch_config c;
-    char *a1[] = {"--rdzv_endpoint=[::1]:29411", "--rdzv-backend", "c10d", "--rdzv-id=j.1",
-                  "--nnodes", "2:2", "--node-rank", "1", "prog"};
+    char *a1[] = {"--rdzv_endpoint=[::1]:29411",
+                  "--rdzv-backend",
+                  "c10d",
+                  "--rdzv-id=j.1",
+                  "--nnodes",
+                  "2:2",
+                  "--node-rank",
+                  "1",
+                  "prog"};
     CHECK_EQ_INT(parse(&c, 9, a1), DDPC_OK);
     CHECK(strcmp(c.master_addr, "::1") == 0);
     CHECK_EQ_INT(c.master_port, 29411);
