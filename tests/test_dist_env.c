@@ -520,6 +520,31 @@ static void test_known_variable_list(void)
     CHECK_STR_CONTAINS(ddpc_last_error(), "SLURM_JOB_NODELIST");
 }
 
+/* What gave the ranks on this host (the trainer names it when it splits the cores), and the
+ * OMP_NUM_THREADS it must leave alone. */
+static void test_local_world_source(void)
+{
+    ddpc_dist_env e = ok_env(ENV("RANK=1", "WORLD_SIZE=2", "LOCAL_WORLD_SIZE=2"));
+    CHECK(e.layout_known);
+    CHECK(strcmp(e.local_world_from, "LOCAL_WORLD_SIZE") == 0);
+    CHECK(strcmp(e.omp_num_threads, "") == 0);
+    e = ok_env(ENV("RANK=1", "WORLD_SIZE=2", "MASTER_ADDR=h", "MASTER_PORT=1", "OMP_NUM_THREADS=3"));
+    CHECK(!e.layout_known);
+    CHECK(strcmp(e.local_world_from, "") == 0);
+    CHECK(strcmp(e.omp_num_threads, "3") == 0);
+    e = ok_env(ENV("RANK=3", "WORLD_SIZE=4", "GROUP_WORLD_SIZE=2"));
+    CHECK(strcmp(e.local_world_from, "WORLD_SIZE / GROUP_WORLD_SIZE") == 0);
+    e = ok_env(ENV("OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=2",
+                   "OMPI_COMM_WORLD_LOCAL_SIZE=2"));
+    CHECK(strcmp(e.local_world_from, "OMPI_COMM_WORLD_LOCAL_SIZE") == 0);
+    e = ok_env(ENV("PMI_RANK=0", "PMI_SIZE=2", "MPI_LOCALNRANKS=2"));
+    CHECK(strcmp(e.local_world_from, "MPI_LOCALNRANKS") == 0);
+    e = ok_env(ENV("SLURM_PROCID=1", "SLURM_STEP_ID=0", "SLURM_NTASKS=3", "SLURM_NODEID=0",
+                   "SLURM_STEP_TASKS_PER_NODE=2,1"));
+    CHECK_EQ_INT(e.local_world_size, 2);
+    CHECK(strcmp(e.local_world_from, "SLURM_STEP_TASKS_PER_NODE") == 0);
+}
+
 int main(void)
 {
     RUN_TEST(test_single_process_defaults);
@@ -539,5 +564,6 @@ int main(void)
     RUN_TEST(test_discover_reads_process_environment);
     RUN_TEST(test_slurm_mpi_check);
     RUN_TEST(test_known_variable_list);
+    RUN_TEST(test_local_world_source);
     return check_summary();
 }

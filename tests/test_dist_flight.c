@@ -38,7 +38,7 @@ static void fake_phase(void *state, int phase)
     ((fake_state *)state)->phases_seen[phase]++;
 }
 
-static const ddpc__pg_backend fake_ops = {"fake", fake_run, fake_destroy, fake_phase};
+static const ddpc__pg_backend fake_ops = {"fake", fake_run, fake_destroy, fake_phase, NULL};
 
 static ddpc_pg *fake_pg(fake_state *f, int rank)
 {

@@ -49,7 +49,7 @@ static void fake_destroy(void *state)
     (void)state;
 }
 
-static const ddpc__pg_backend fake_ops = {"fake", fake_run, fake_destroy, NULL};
+static const ddpc__pg_backend fake_ops = {"fake", fake_run, fake_destroy, NULL, NULL};
 
 static ddpc_pg *fake_pg(fake_state *f, int rank)
 {

@@ -188,6 +188,39 @@ static void test_errors_name_the_culprit(void)
     expect_error("--max-restarts: '1x'", 3, a15);
 }
 
+/* torchrun's rendezvous flags (options_torchrun.c): what each maps onto, IPv6 endpoints, N:N. */
+static void test_torchrun_flags(void)
+{
+    ddpc_launch_config c;
+    char *a1[] = {"--rdzv_endpoint=[::1]:29411",
+                  "--rdzv-backend",
+                  "c10d",
+                  "--rdzv-id=j.1",
+                  "--nnodes",
+                  "2:2",
+                  "--node-rank",
+                  "1",
+                  "prog"};
+    CHECK_EQ_INT(parse(&c, 9, a1), DDPC_OK);
+    CHECK(strcmp(c.master_addr, "::1") == 0);
+    CHECK_EQ_INT(c.master_port, 29411);
+    CHECK(c.master_addr_set && c.rdzv_endpoint_set && !c.standalone);
+    CHECK(strcmp(c.run_id, "j.1") == 0);
+    CHECK_EQ_INT(c.nnodes, 2);
+    CHECK(ddpc_launch_per_node(&c));
+    char *a2[] = {"--rdzv-endpoint", "node0.example", "--standalone", "prog"};
+    expect_error("--standalone is a job on this host alone", 4, a2);
+    char *a3[] = {"--standalone", "--nproc_per_node", "2", "prog"};
+    CHECK_EQ_INT(parse(&c, 4, a3), DDPC_OK);
+    CHECK(c.standalone && !c.master_addr_set && c.master_port == 0);
+    char *a4[] = {"--rdzv-endpoint", "[::1]x", "prog"};
+    expect_error("is not HOST[:PORT] or [IPV6][:PORT]", 3, a4);
+    char *a5[] = {"--rdzv-endpoint", "-h:1", "prog"};
+    expect_error("--rdzv-endpoint: ", 3, a5);
+    char *a6[] = {"--standalone=1", "prog"};
+    expect_error("--standalone takes no value", 2, a6);
+}
+
 int main(void)
 {
     RUN_TEST(test_defaults);
@@ -196,5 +229,6 @@ int main(void)
     RUN_TEST(test_auto_and_mpirun_routes);
     RUN_TEST(test_per_node_route);
     RUN_TEST(test_errors_name_the_culprit);
+    RUN_TEST(test_torchrun_flags);
     return check_summary();
 }

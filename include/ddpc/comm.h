@@ -80,6 +80,10 @@ typedef struct {
     bool nested_launcher;            /* TORCHELASTIC_RUN_ID or DDPC_LAUNCHER is set */
     bool layout_known;               /* local world size or node count came from the launcher
                                         (else all ranks were assumed to share one host) */
+    char local_world_from[64];       /* what gave local_world_size when layout_known:
+                                        "LOCAL_WORLD_SIZE", "WORLD_SIZE / GROUP_WORLD_SIZE", ... */
+    char omp_num_threads[32];        /* OMP_NUM_THREADS as set (the user's or the launcher's
+                                        thread count, cut to fit), "" when unset or empty */
     bool agent_store;                /* TORCHELASTIC_USE_AGENT_STORE=True: a launcher agent serves
                                         the store at MASTER_ADDR:MASTER_PORT (else rank 0 does) */
     bool ddpc_launcher;              /* DDPC_LAUNCHER is set: `ddpc run` started this worker */
@@ -150,6 +154,9 @@ ddpc_status ddpc_pg_shm_remove(const ddpc_dist_env *env);
 
 int ddpc_pg_rank(const ddpc_pg *pg);
 int ddpc_pg_world_size(const ddpc_pg *pg);
+/* This rank's index among the ranks on its host, and their number: the launcher's figures, or
+ * where it gave none (a platform setting only RANK and WORLD_SIZE) those the gloo backend counted
+ * through the store while joining (ranks publishing this host's identity). */
 int ddpc_pg_local_rank(const ddpc_pg *pg);
 int ddpc_pg_local_world_size(const ddpc_pg *pg);
 ddpc_backend ddpc_pg_backend(const ddpc_pg *pg);

@@ -29,6 +29,8 @@ typedef struct {
     char master_addr[256];       /* exported as MASTER_ADDR */
     int master_port;             /* 0: a free port, reserved for the job's lifetime */
     bool master_addr_set;        /* --master-addr was given: with nnodes > 1, a per-node launch */
+    bool rdzv_endpoint_set;      /* torchrun's --rdzv-endpoint gave master_addr and master_port */
+    bool standalone;             /* torchrun's --standalone: this host alone, a free local port */
     double rdzv_timeout_s;       /* per-node launch: how long the agents wait for each other */
     double agent_timeout_s;      /* per-node launch: silence after which an agent counts as lost */
     char run_id[128];            /* "": a unique id; [A-Za-z0-9._-] only */

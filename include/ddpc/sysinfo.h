@@ -50,6 +50,16 @@ typedef struct {
 /* Fills *out. Never fails; takes about as long as loading libcuda and libnccl (when present). */
 void ddpc_sysinfo_collect(ddpc_sysinfo *out);
 
+/* CPUs this process may run on (its affinity mask: taskset, cgroup cpusets, srun's binding), else
+ * the online CPUs; at least 1. Thread safe. */
+int ddpc_sysinfo_cpus_usable(void);
+/* Compute threads for each of `ranks` processes sharing `cpus` CPUs: max(1, cpus / ranks), the
+ * split `ddpc run` gives its workers (OMP_NUM_THREADS) and a rank started without it takes. */
+static inline int ddpc_sysinfo_threads_per_rank(int cpus, int ranks)
+{
+    return ranks > 0 && cpus / ranks > 1 ? cpus / ranks : 1;
+}
+
 /* The machine's available memory now (MemAvailable of /proc/meminfo), in bytes. DDPC_EIO naming
  * the file when it cannot be read (not Linux). Thread safe. */
 ddpc_status ddpc_sysinfo_mem_available(uint64_t *bytes);

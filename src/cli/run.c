@@ -29,7 +29,13 @@ static void usage(FILE *f)
            "                            and --master-port, run 'ddpc run' on each host\n"
            "  --rdzv-timeout S          several hosts: wait S s for all to join (default 60)\n"
            "  --agent-timeout S         several hosts: a launcher silent S s is lost (default 30)\n"
-           "  --hostfile FILE           run on the hosts of FILE through mpirun\n");
+           "  --hostfile FILE           run on the hosts of FILE through mpirun\n"
+           "torchrun's spellings (docs/launcher.md):\n"
+           "  --standalone              this host alone on a free port (the default anyway)\n"
+           "  --rdzv-endpoint H[:P]     = --master-addr H --master-port P (P default 29400)\n"
+           "  --rdzv-backend c10d|static  accepted (ddpc's own store serves); etcd refused\n"
+           "  --rdzv-id ID              = --run-id ID\n"
+           "  --nnodes N:N              = --nnodes N (no elastic MIN:MAX ranges)\n");
 }
 
 int ddpc_cli_run(int argc, char **argv)

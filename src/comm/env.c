@@ -118,8 +118,12 @@ static ddpc_status resolve_local(const ranks *r, ddpc_dist_env *e)
             return ddpc_errorf(DDPC_EINVAL, "%s=%s is larger than %s=%d", r->local_world.name,
                                r->local_world.text, r->world.name, e->world_size);
         e->local_world_size = r->local_world.v;
+        snprintf(e->local_world_from, sizeof e->local_world_from, "%s", r->local_world.name);
     } else {
         DDPC_TRY(derive_local_world(r, &e->local_world_size));
+        if (r->num_nodes.set)
+            snprintf(e->local_world_from, sizeof e->local_world_from, "%s / %s", r->world.name,
+                     r->num_nodes.name);
     }
     if (r->local_rank.set) {
         if (r->local_rank.v >= e->local_world_size && r->local_world.set)
@@ -352,6 +356,10 @@ static ddpc_status common(const char *const *envp, ddpc_dist_env *e)
     e->max_restarts = f.v;
     if ((s = ddpc_dist_env_lookup(envp, "TORCHELASTIC_RUN_ID")))
         DDPC_TRY(copy_str("TORCHELASTIC_RUN_ID", s, e->run_id, sizeof e->run_id));
+    /* read here so that rank discovery stays the one reader of the environment; the trainer
+     * leaves a thread count the user (or the launcher) set alone */
+    if ((s = ddpc_dist_env_lookup(envp, "OMP_NUM_THREADS")))
+        snprintf(e->omp_num_threads, sizeof e->omp_num_threads, "%s", s);
     if ((s = ddpc_dist_env_lookup(envp, "DDPC_BACKEND")))
         DDPC_TRY(parse_backend(s, &e->backend));
     if ((s = ddpc_dist_env_lookup(envp, "DDPC_COLLECTIVE_TIMEOUT")))

@@ -28,6 +28,8 @@ static const char *const var_names[] = {
     "SLURM_JOB_NUM_NODES", "SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE",
     "SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST", "SLURM_JOB_ID", "SLURM_JOBID",
     "SLURM_MPI_TYPE",
+    /* compute threads per rank (ddpc run sets it for its workers) */
+    "OMP_NUM_THREADS",
     /* ddpc */
     "DDPC_BACKEND", "DDPC_COLLECTIVE_TIMEOUT", "DDPC_LAUNCHER",
     /* not DDPC_STORE_TOKEN: `ddpc env` prints these, and the token is a secret */

@@ -262,7 +262,16 @@ static void gloo_set_phase(void *state, int phase)
     ddpc__shm_set_phase(((ddpc__gloo_state *)state)->shm, phase);
 }
 
-static const ddpc__pg_backend gloo_ops = {"gloo", ddpc__gloo_run, gloo_destroy, gloo_set_phase};
+/* find_hosts counted the ranks that published this host's identity. */
+static void gloo_layout(const void *state, int *local_rank, int *local_world)
+{
+    const ddpc__gloo_state *st = state;
+    *local_rank = st->local;
+    *local_world = st->locals;
+}
+
+static const ddpc__pg_backend gloo_ops = {"gloo", ddpc__gloo_run, gloo_destroy, gloo_set_phase,
+                                          gloo_layout};
 
 ddpc_status ddpc__gloo_create(const ddpc_dist_env *env, double deadline,
                               const ddpc__pg_backend **ops, void **state)

@@ -216,7 +216,7 @@ static void mpi_destroy(void *state)
     ddpc_free(st);
 }
 
-static const ddpc__pg_backend mpi_ops = {"mpi", ddpc__mpi_run, mpi_destroy, NULL};
+static const ddpc__pg_backend mpi_ops = {"mpi", ddpc__mpi_run, mpi_destroy, NULL, NULL};
 
 /* Bytes per rank of the descriptor exchange: the descriptor and up to 224 bytes of data in small
  * groups (on one host Open MPI's allgather of 256 bytes per rank costs what one of 4 bytes does,

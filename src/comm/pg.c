@@ -84,6 +84,10 @@ ddpc_status ddpc__pg_create_with(const ddpc_dist_env *env, ddpc_backend backend,
                     .timeout_s = timeout_s,
                     .ops = ops,
                     .state = state};
+    /* A platform that gives no local layout leaves env's guess (every rank here); the backend
+     * that counted the ranks on this host knows better (the trainer's threads divide by it). */
+    if (ops && ops->layout)
+        ops->layout(state, &pg->local_rank, &pg->local_world);
     atomic_init(&pg->failed, false);
     if (pthread_mutex_init(&pg->mu, NULL) != 0 || pthread_cond_init(&pg->work_cv, NULL) != 0 ||
         pthread_cond_init(&pg->done_cv, NULL) != 0) {

@@ -45,6 +45,9 @@ typedef struct {
     /* Optional (NULL): shows the caller's phase to peers. Called from the caller's thread, also
      * while `run` is busy on the comm thread. */
     void (*set_phase)(void *state, int phase);
+    /* Optional (NULL: the env's figures stand): this rank's index among the ranks on its host and
+     * their number, as the backend found them while joining (gloo counts them in the store). */
+    void (*layout)(const void *state, int *local_rank, int *local_world);
 } ddpc__pg_backend;
 
 /* Backend constructors: join the group (blocking until every rank joined or `deadline`). */

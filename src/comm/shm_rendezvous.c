@@ -88,7 +88,8 @@ static void shm_destroy(void *state)
     ddpc_free(s);
 }
 
-static const ddpc__pg_backend shm_ops = {"shm", ddpc__shm_run, shm_destroy, ddpc__shm_set_phase};
+static const ddpc__pg_backend shm_ops = {"shm", ddpc__shm_run, shm_destroy, ddpc__shm_set_phase,
+                                         NULL};
 
 /* After the join: peers' identities for liveness checks, how long to spin, whether CMA works. */
 static ddpc_status finish(ddpc__shm_state *s, double deadline)

@@ -201,3 +201,12 @@ void ddpc_sysinfo_collect(ddpc_sysinfo *out)
     ddpc__sysinfo_build(out);
     ddpc__sysinfo_gpu(out);
 }
+
+int ddpc_sysinfo_cpus_usable(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    return online > 0 ? (int)online : 1;
+}

@@ -6,6 +6,7 @@
 
 #include <ddpc/alloc.h>
 #include <ddpc/fs.h>
+#include <ddpc/sysinfo.h>
 
 #include <errno.h>
 #include <signal.h>
@@ -248,12 +249,12 @@ static ddpc_status job_ids(const ddpc_launch_config *cfg, const char *const *env
     if (ids->master_port == 0)
         DDPC_TRY(ddpc__port_reserve(cfg->master_addr, port_fd, &ids->master_port));
     DDPC_TRY(store_secret(cfg, envp, ids, tf));
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    ids->omp_threads = ddpc__omp_threads(envp, cfg->nproc_per_node, cpus > 0 ? (int)cpus : 1);
+    int cpus = ddpc_sysinfo_cpus_usable(); /* a taskset or cpuset leaves fewer than are online */
+    ids->omp_threads = ddpc__omp_threads(envp, cfg->nproc_per_node, cpus);
     if (ids->omp_threads > 0) {
         fprintf(cfg->err,
                 "ddpc run: OMP_NUM_THREADS is unset; setting it to %d for each of the "
-                "%d workers (%ld CPUs). Set it yourself to tune.\n",
+                "%d workers (%d usable CPUs). Set it yourself to tune.\n",
                 ids->omp_threads, cfg->nproc_per_node, cpus);
         fflush(cfg->err);
     }

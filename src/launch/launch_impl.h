@@ -263,6 +263,17 @@ ddpc_status ddpc__attempt_run(const ddpc_launch_config *cfg, const char *program
                               const sigset_t *child_mask, ddpc__guard *guard, ddpc__agent *agent,
                               ddpc__attempt_result *res);
 
+/* ---- torchrun's rendezvous options (options_torchrun.c) ---- */
+
+/* Applies `name` (normalised, "--rdzv-endpoint") with value `v` when it is one of torchrun's
+ * rendezvous options (--rdzv-endpoint, --rdzv-backend, --rdzv-id, --nnodes MIN:MAX) and sets
+ * *handled; else leaves c alone with *handled false. DDPC_EINVAL naming the option otherwise. */
+ddpc_status ddpc__torchrun_option(ddpc_launch_config *c, const char *name, const char *v,
+                                  bool *handled);
+/* DDPC_EINVAL, one sentence, for torchrun options ddpc cannot honour together: --standalone with
+ * another host or rendezvous, a free endpoint port (HOST:0) across hosts. */
+ddpc_status ddpc__torchrun_check(const ddpc_launch_config *c);
+
 /* ---- host names (hostname.c) ---- */
 
 /* True when `name` is an IPv4 or IPv6 literal or an RFC 1123 DNS name of at most 253 characters

@@ -100,6 +100,10 @@ static ddpc_status parse_backend(const char *v, ddpc_backend *out)
 /* Applies one option that takes a value; `name` is normalised ("--nproc-per-node"). */
 static ddpc_status apply(ddpc_launch_config *c, const char *name, const char *v)
 {
+    bool torchrun;
+    DDPC_TRY(ddpc__torchrun_option(c, name, v, &torchrun));
+    if (torchrun)
+        return DDPC_OK;
     if (strcmp(name, "--nproc-per-node") == 0)
         return parse_nproc(v, &c->nproc_per_node);
     if (strcmp(name, "--nnodes") == 0)
@@ -148,7 +152,8 @@ static bool takes_value(const char *name)
         "--nproc-per-node", "--nnodes",           "--node-rank",          "--backend",
         "--max-restarts",   "--monitor-interval", "--collective-timeout", "--log-dir",
         "--master-addr",    "--master-port",      "--hostfile",           "--run-id",
-        "--rdzv-timeout",   "--agent-timeout",
+        "--rdzv-timeout",   "--agent-timeout",    "--rdzv-endpoint",      "--rdzv-backend",
+        "--rdzv-id",
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(name, names[i]) == 0)
@@ -158,7 +163,8 @@ static bool takes_value(const char *name)
 
 static bool is_flag(const char *name)
 {
-    return strcmp(name, "--tee") == 0 || strcmp(name, "--help") == 0;
+    return strcmp(name, "--tee") == 0 || strcmp(name, "--help") == 0 ||
+           strcmp(name, "--standalone") == 0;
 }
 
 /* Splits "--some_opt=value" into a normalised name ("--some-opt") and the value (or NULL). */
@@ -182,6 +188,7 @@ static ddpc_status check_combination(const ddpc_launch_config *c)
                            c->nnodes);
     if (c->help)
         return DDPC_OK;
+    DDPC_TRY(ddpc__torchrun_check(c));
     /* Every host must find node 0's store at the same place, so nothing here may be picked. */
     if (ddpc_launch_per_node(c) && c->master_port == 0)
         return ddpc_errorf(DDPC_EINVAL,
@@ -226,6 +233,8 @@ ddpc_status ddpc_launch_parse_args(int argc, char *const *argv, ddpc_launch_conf
                 return ddpc_errorf(DDPC_EINVAL, "%s takes no value (got '%s')", name, value);
             if (strcmp(name, "--tee") == 0)
                 cfg->tee = true;
+            else if (strcmp(name, "--standalone") == 0)
+                cfg->standalone = true;
             else
                 cfg->help = true;
             continue;

@@ -4,6 +4,7 @@
 #include "launch/launch_impl.h"
 
 #include <ddpc/alloc.h>
+#include <ddpc/sysinfo.h>
 
 #include <stdarg.h>
 #include <string.h>
@@ -93,8 +94,7 @@ int ddpc__omp_threads(const char *const *base, int nproc, int cpus)
 {
     if (nproc <= 1 || ddpc_dist_env_lookup(base, "OMP_NUM_THREADS"))
         return 0;
-    int t = cpus / nproc;
-    return t > 1 ? t : 1;
+    return ddpc_sysinfo_threads_per_rank(cpus, nproc);
 }
 
 static bool launcher_owns(const ddpc_launch_config *cfg, const ddpc__job_ids *ids, const char *kv)

@@ -77,8 +77,9 @@ ddpc_status ddpc__trainer_init_dist(ddpc_trainer *t)
     }
     t->rank = ddpc_pg_rank(t->pg);
     t->world = ddpc_pg_world_size(t->pg);
-    t->local_world = env.local_world_size > 0 ? env.local_world_size : 1;
+    t->local_world = ddpc_pg_local_world_size(t->pg); /* gloo may have counted them */
     t->restart_count = env.restart_count;
+    ddpc__trainer_split_threads(t, &env);
     return DDPC_OK;
 }
 
