@@ -53,6 +53,9 @@ set_tests_properties(cli_translate PROPERTIES TIMEOUT 900)
 # 20 killed runs, the last run's remaining steps): 286 s measured on the loaded 2-core machine
 # (5 sessions building and testing), too near the 300 s above.
 set_tests_properties(cli_train_resume_stress PROPERTIES TIMEOUT 900)
+# cli_train_resume_config starts 25 short runs (3 of them on 2 ranks): 190 s on the loaded 2-core
+# machine while a build ran beside it.
+set_tests_properties(cli_train_resume_config PROPERTIES TIMEOUT 900)
 # cli_slurm starts SLURM's daemons, which needs root (CI has it): `ctest -LE slurm` leaves it out.
 set_tests_properties(cli_slurm PROPERTIES LABELS slurm)
 

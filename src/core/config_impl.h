@@ -37,6 +37,7 @@ struct ddpc_config {
     size_t n_origins, cap_origins;
     ddpc__cfg_known *known;
     size_t n_known, cap_known;
+    const char *source; /* the name parsed (a config file's path), an origin; NULL: created */
 };
 
 /* Tree (config_tree.c). */
