@@ -5,7 +5,8 @@
 # shuffle and dropout on, 2 loader workers, grad_accum_steps 2, SGD with momentum and AdamW, the
 # multi-task trainer, and `ddpc run --max-restarts`. Also: metrics.jsonl is appended to and
 # records the resume, checkpoint.keep prunes, resume: never starts over, and a resume at another
-# world size continues and says the data order differs. max_steps past `epochs` runs on into
+# world size and global batch is refused by resume: auto, and with resume=force continues and
+# says the data order differs. max_steps past `epochs` runs on into
 # further epochs, and resumes there too.
 # usage: cli_train_resume.sh DDPC_BIN SOURCE_DIR
 set -u
@@ -126,9 +127,14 @@ run restarts 0 "$ddpc" run --nproc-per-node 2 --max-restarts 2 -- "$ddpc" train 
 same restarts ref2
 check "the restarted workers resumed" grep -q '"step": 5, "event": "resume", "restart": 1' "$tmp/restarts/metrics.jsonl"
 
-# At another world size: killed at 2 ranks, resumed at 1.
+# At another world size and global batch: killed at 2 ranks, resumed at 1, which resume: auto
+# refuses (another global batch is another experiment) and resume=force continues.
 run resize 137 "${two[@]}" fault.kill_at_step=6
-run resize 0 "${one[@]}" epochs=2
+"${one[@]}" epochs=2 run_dir="$tmp/resize" weights_out="$tmp/resize.st" >"$tmp/resize_auto.log" 2>&1
+check "another global batch: resume: auto refuses" grep -q "global batch 64 -> 32 (world 2 -> 1)" "$tmp/resize_auto.log"
+run resize 0 "${one[@]}" epochs=2 resume=force
+check "resume=force continues, warning of the global batch" \
+    grep -q "^warning: resume=force continues .*: global batch 64 -> 32 (world 2 -> 1)" "$tmp/resize.log"
 check "a resume at another world size says the data order differs" grep -q "data order from there on differs" "$tmp/resize.log"
 # Checkpoint 5 of 2 ranks x 16 x 2 = 64 samples a step: sample 320, step 10 of 32 samples at 1 rank.
 check "and continues from the same global sample" grep -q "continues from sample 320 of epoch 0" "$tmp/resize.log"

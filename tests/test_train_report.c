@@ -2,7 +2,8 @@
  * nulls are gaps; metrics.jsonl with malformed and torn lines is read around them; the page has
  * one path point per logged value and stacked bars per phase record; a missing run directory or
  * metrics file is one error naming the path; an unwritable page leaves no temporary file; a
- * failing allocator never leaks and reports DDPC_ENOMEM. */
+ * failing allocator never leaks and reports DDPC_ENOMEM. The summary table holds the final
+ * losses and accuracy; a resume is a marker on the charts, and a rerun starts the page over. */
 #include <ddpc/alloc.h>
 #include <ddpc/report.h>
 
@@ -115,7 +116,14 @@ static void test_page(void)
     char *html = read_text("report.html");
     CHECK_STR_CONTAINS(html, "data-key=\"loss\" data-points=\"2\"");
     CHECK_STR_CONTAINS(html, "data-key=\"lr\" data-points=\"3\"");
-    CHECK_STR_CONTAINS(html, "data-key=\"val\" data-points=\"1\"");
+    CHECK_STR_CONTAINS(html, "data-key=\"val/eval_loss\" data-points=\"1\"");
+    CHECK_STR_CONTAINS(html, "data-key=\"val/eval_accuracy\" data-points=\"1\"");
+    CHECK_STR_CONTAINS(html, "<tr data-key=\"train_loss\"><th>final training loss</th><td><span "
+                             "class=\"v\">1.5000</span> <span class=\"sub\">at step 15</span>");
+    CHECK_STR_CONTAINS(html, "<th>final evaluation loss (val)</th><td><span class=\"v\">1.4000");
+    CHECK_STR_CONTAINS(html, "<th>final accuracy (val)</th><td><span class=\"v\">60.00%");
+    CHECK_STR_CONTAINS(html, "<th>world size</th><td><span class=\"omit\">not recorded");
+    CHECK_EQ_INT(count(html, "class=\"resume\""), 0);
     CHECK_STR_CONTAINS(html, "data-key=\"rank 1\" data-points=\"3\"");
     CHECK_EQ_INT(count(html, "<g class=\"bar\""), 3);
     CHECK_EQ_INT(count(html, "class=\"seg\" data-key=\"backward_s\""), 3);
@@ -129,6 +137,48 @@ static void test_page(void)
     CHECK_EQ_INT(count(html, "http"), 0);
     CHECK_EQ_INT(count(html, "<script"), 0);
     CHECK_EQ_INT(count(html, "nan"), 0);
+    free(html);
+}
+
+/* A resumed session, then a rerun: the marker and the summary of the last run only. */
+static void test_resume_and_rerun(void)
+{
+    const char *run = "{\"step\": 0, \"event\": \"run\", \"world\": 2, \"zero_stage\": 1, "
+                      "\"precision\": \"bf16\", \"device\": \"cpu\", \"config\": \"c.yaml\"}\n";
+    char text[4096];
+    snprintf(text, sizeof text,
+             "%s{\"step\": 5, \"loss\": 2.0, \"time_s\": 3.0}\n"
+             "{\"step\": 10, \"loss\": 1.8, \"time_s\": 6.0}\n"
+             "{\"step\": 5, \"event\": \"resume\", \"restart\": 0, \"checkpoint\": \"c\"}\n"
+             "%s{\"step\": 10, \"loss\": 1.7, \"time_s\": 2.5}\n"
+             "{\"step\": 10, \"event\": \"end\", \"wall_s\": 4.0}\n",
+             run, run);
+    write_file("metrics.jsonl", text);
+    CHECK_EQ_INT(ddpc_report_write(dir, NULL, NULL), DDPC_OK);
+    char *html = read_text("report.html");
+    CHECK_STR_CONTAINS(html, "data-key=\"loss\" data-points=\"2\""); /* 5, then 10 replayed */
+    CHECK_EQ_INT(count(html, "<line class=\"resume\" data-step=\"5\""), 1);
+    CHECK_STR_CONTAINS(html, "<th>resumed at</th><td>step 5</td>");
+    CHECK_STR_CONTAINS(html, "<th>wall time</th><td>10.0 s in 2 sessions</td>"); /* 6 + 4 */
+    CHECK_STR_CONTAINS(html, "<th>world size</th><td>2 ranks</td>");
+    CHECK_STR_CONTAINS(html, "<th>precision</th><td>bf16</td>");
+    CHECK_STR_CONTAINS(html, "<th>ZeRO stage</th><td>1</td>");
+    CHECK_STR_CONTAINS(html, "<th>config</th><td>c.yaml</td>");
+    free(html);
+    /* A rerun appended: only its points, no marker, its own wall time. */
+    size_t len = strlen(text);
+    snprintf(text + len, sizeof text - len,
+             "{\"step\": 0, \"event\": \"rerun\"}\n%s{\"step\": 5, \"loss\": 3.0, "
+             "\"time_s\": 1.5}\n",
+             run);
+    write_file("metrics.jsonl", text);
+    CHECK_EQ_INT(ddpc_report_write(dir, NULL, NULL), DDPC_OK);
+    html = read_text("report.html");
+    CHECK_STR_CONTAINS(html, "data-key=\"loss\" data-points=\"1\"");
+    CHECK_EQ_INT(count(html, "class=\"resume\""), 0);
+    CHECK_EQ_INT(count(html, "<th>resumed at</th>"), 0);
+    CHECK_STR_CONTAINS(html, "<th>wall time</th><td>1.5 s</td>");
+    CHECK_STR_CONTAINS(html, "<tr data-key=\"rerun\">");
     free(html);
 }
 
@@ -214,6 +264,7 @@ int main(void)
     RUN_TEST(test_series_supersede);
     RUN_TEST(test_read);
     RUN_TEST(test_page);
+    RUN_TEST(test_resume_and_rerun);
     RUN_TEST(test_errors);
     RUN_TEST(test_long_run);
     RUN_TEST(test_failing_allocator);

@@ -119,6 +119,10 @@ size_t ddpc_config_seq_len(const ddpc_config *c, const char *key);
  * An unread sequence of scalars is reported as a whole; a mapping by its first leaf. */
 ddpc_status ddpc_config_check_unused(const ddpc_config *c);
 
+/* The name the tree was parsed under: ddpc_config_load's path (as given), ddpc_config_parse's
+ * name; NULL for ddpc_config_create's tree. Borrowed until destroy. */
+const char *ddpc_config_source(const ddpc_config *c);
+
 /* Writes the effective configuration as "dotted.key: value\n" lines, one per key asked for, in the
  * order first asked (the present value, else the default), for saving next to run outputs.
  * Writes at most cap bytes including the NUL; returns the length needed, like snprintf. */

@@ -1,6 +1,6 @@
 /* ddpc report: a run directory's metrics.jsonl as one self-contained HTML page (inline SVG, no
- * scripts, no network): loss and evaluation curves, learning rate, throughput, the per-step phase
- * breakdown, per-rank step times and memory. A chart whose keys no record carries is left out
+ * scripts, no network): a summary table of the run, loss and evaluation curves, learning rate,
+ * throughput, the per-step phase breakdown, per-rank step times and memory. A chart whose keys no record carries is left out
  * with a one-line note. One thread at a time. */
 #ifndef DDPC_REPORT_H
 #define DDPC_REPORT_H

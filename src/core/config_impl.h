@@ -53,6 +53,7 @@ struct ddpc_config {
     ddpc__cfg_flag *flags; /* strings kept in the origin list */
     size_t n_flags, cap_flags;
     bool flag_failed; /* a getter failed on a flag: ambiguous, or bare for a non-bool key */
+    const char *source; /* the name parsed (a config file's path), an origin; NULL: created */
 };
 
 /* Tree (config_tree.c). */

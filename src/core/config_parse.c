@@ -332,6 +332,7 @@ static ddpc_status parse_n(ddpc_config **out, const char *text, size_t len, cons
     }
     ddpc__cfg_node_free(c->root);
     c->root = root;
+    c->source = origin;
     *out = c;
     return DDPC_OK;
 }

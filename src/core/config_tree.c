@@ -258,6 +258,11 @@ bool ddpc__cfg_is_null(const ddpc__cfg_node *n)
            strcmp(t, "NULL") == 0;
 }
 
+const char *ddpc_config_source(const ddpc_config *c)
+{
+    return c ? c->source : NULL;
+}
+
 ddpc_status ddpc_config_create(ddpc_config **out)
 {
     *out = NULL;

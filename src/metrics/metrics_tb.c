@@ -3,7 +3,8 @@
  * tb_event.c). Tags: the field's key ("loss", "phase/data_s"); an evaluation record's keys go under
  * its split (and task): "test/eval_loss", "val/fmnist/eval_accuracy"; other events' under the
  * event's name. A "resume"/"restart" record of step S (the checkpoint's) is a session_log START
- * at S + 1, which makes TensorBoard drop the superseded attempt's points from S + 1 on. Invariants:
+ * at S + 1, which makes TensorBoard drop the superseded attempt's points from S + 1 on; a "rerun"
+ * record (a new run appending to an earlier one's metrics) is a START at its own step. Invariants:
  * each event reaches the file with one write() (a killed run keeps every earlier record whole); the
  * first failed write makes the sink fail for good, like metrics.jsonl. */
 #include "metrics/metrics_impl.h"
@@ -70,6 +71,10 @@ static ddpc_status tb_record(void *state, const ddpc__metrics_record *r)
         /* TensorBoard drops every earlier point at or after START's step: the resumed run's
          * first step is the one after the checkpoint's, whose points stay */
         ddpc__tb_event_start(&w->event, wall_now(), r->step + 1);
+        return emit(w);
+    }
+    if (event && strcmp(event, "rerun") == 0) { /* continues nothing: no earlier point stays */
+        ddpc__tb_event_start(&w->event, wall_now(), r->step);
         return emit(w);
     }
     char prefix[256] = "";

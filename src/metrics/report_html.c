@@ -1,5 +1,6 @@
-/* The page of `ddpc report`: which charts, from which keys, in what order, and the notes for
- * what is missing. Invariant: the page is self-contained — inline CSS and SVG, no script, no URL —
+/* The page of `ddpc report`: the summary table (report_summary.c), then which charts, from which
+ * keys, in what order, on one shared step axis with the resumes marked, and the notes for what is
+ * missing. Invariant: the page is self-contained — inline CSS and SVG, no script, no URL —
  * and a chart whose keys no record carries is replaced by one line saying so, never drawn empty. */
 #include "metrics/report_impl.h"
 
@@ -21,6 +22,7 @@ typedef struct {
     ddpc__series s[MAX_SERIES];
     size_t n;
     int charts, omitted;
+    ddpc__step_axis steps; /* shared by the line charts: the loss chart's range, the resumes */
 } page;
 
 static bool any(const ddpc__json *r, const char *split, const char *task)
@@ -100,7 +102,7 @@ static void chart(page *p, const char *title, const char *unit, const char *keys
         if (stacked)
             ddpc__svg_stacked(p->f, unit, p->s, p->n);
         else
-            ddpc__svg_lines(p->f, unit, p->s, p->n);
+            ddpc__svg_lines(p->f, unit, p->s, p->n, &p->steps);
         fputs("</section>\n", p->f);
         p->charts++;
     }
@@ -127,6 +129,30 @@ static size_t group_keys(const ddpc__report_data *d, ddpc__report_pred keep, con
     return n;
 }
 
+/* One series per (split, task) of the evaluation records, for `key`, named "<split>[/<task>]/key"
+ * as TensorBoard tags them. */
+static ddpc_status add_evals(page *p, const char *key)
+{
+    for (size_t i = 0; i < p->d->n; i++) {
+        const ddpc__json *r = p->d->rec[i];
+        if (!ddpc__report_is_eval(r))
+            continue;
+        const char *split = ddpc__json_get(r, "split")->str;
+        const ddpc__json *tv = ddpc__json_get(r, "task");
+        const char *task = tv && tv->type == DDPC__JSON_STRING ? tv->str : NULL;
+        char name[160];
+        snprintf(name, sizeof name, "%s%s%s/%s", split, task ? "/" : "", task ? task : "", key);
+        size_t j = 0;
+        while (j < p->n && strcmp(p->s[j].name, name) != 0)
+            j++;
+        if (j == p->n)
+            DDPC_TRY(add(p, eval_of, split, task, key, name));
+    }
+    return DDPC_OK;
+}
+
+/* Training and evaluation losses in one chart, whose step range the other line charts share:
+ * an evaluation's point then sits over the training step it followed. */
 static ddpc_status losses(page *p)
 {
     const char *tasks[MAX_SERIES];
@@ -137,31 +163,19 @@ static ddpc_status losses(page *p)
         snprintf(path, sizeof path, "task_loss/%s", tasks[i]);
         DDPC_TRY(add(p, progress, NULL, NULL, path, path));
     }
-    chart(p, "Training loss", "loss", "\"loss\"", false);
-    return DDPC_OK;
-}
-
-/* One series per (split, task) of the evaluation records, for `key`. */
-static ddpc_status evals(page *p, const char *key, const char *title, const char *unit)
-{
-    for (size_t i = 0; i < p->d->n; i++) {
-        const ddpc__json *r = p->d->rec[i];
-        if (!ddpc__report_is_eval(r))
-            continue;
-        const char *split = ddpc__json_get(r, "split")->str;
-        const ddpc__json *tv = ddpc__json_get(r, "task");
-        const char *task = tv && tv->type == DDPC__JSON_STRING ? tv->str : NULL;
-        char name[96];
-        snprintf(name, sizeof name, "%s%s%s", split, task ? "/" : "", task ? task : "");
-        size_t j = 0;
-        while (j < p->n && strcmp(p->s[j].name, name) != 0)
-            j++;
-        if (j == p->n)
-            DDPC_TRY(add(p, eval_of, split, task, key, name));
+    DDPC_TRY(add_evals(p, "eval_loss"));
+    double lo = INFINITY, hi = -INFINITY;
+    for (size_t i = 0; i < p->n; i++)
+        for (size_t k = 0; k < p->s[i].n; k++) {
+            lo = fmin(lo, p->s[i].x[k]);
+            hi = fmax(hi, p->s[i].x[k]);
+        }
+    if (lo < hi) {
+        p->steps.lo = lo;
+        p->steps.hi = hi;
     }
-    char keys[64];
-    snprintf(keys, sizeof keys, "\"%s\"", key);
-    chart(p, title, unit, keys, false);
+    chart(p, "Loss: training, and evaluation per split", "loss", "\"loss\" or \"eval_loss\"",
+          false);
     return DDPC_OK;
 }
 
@@ -344,14 +358,24 @@ static ddpc_status memory(page *p)
     return memory_over_time(p);
 }
 
+/* The charts fill the page's width: a grid of columns at least 460 px wide, each SVG scaled to its
+ * column (its viewBox keeps the proportions); notes span the whole row. */
 static const char *const css =
-    "body{font-family:sans-serif;margin:16px;color:#222;background:#fafafa}"
+    "body{font-family:sans-serif;margin:12px 16px;color:#222;background:#fafafa}"
     "h1{font-size:20px}h2{font-size:15px;margin:4px 0}"
-    "section{display:inline-block;vertical-align:top;background:#fff;border:1px solid #ddd;"
-    "margin:6px;padding:8px}"
+    "main{display:grid;grid-template-columns:repeat(auto-fill,minmax(460px,1fr));gap:10px}"
+    "section{background:#fff;border:1px solid #ddd;padding:8px;min-width:0}"
+    "section svg{display:block;width:100%;height:auto}"
+    "main>.omit{grid-column:1/-1;margin:0}"
+    ".summary{border-collapse:collapse;background:#fff;border:1px solid #ddd;margin:8px 0 12px;"
+    "width:100%}.summary th,.summary td{text-align:left;padding:4px 10px;"
+    "border-bottom:1px solid #eee;font-size:14px}.summary th{width:16em;font-weight:normal;"
+    "color:#555}.summary .v{font-weight:bold}"
     ".omit,.note{color:#666;font-size:13px}.sub{color:#666;font-size:12px;margin:2px 0}"
     "svg text{font-size:11px;fill:#333}.plot{fill:#fff;stroke:#bbb}.grid{stroke:#eee}"
-    ".line{fill:none;stroke-width:1.6}.yt{text-anchor:end}.xtick,.xt{text-anchor:middle}";
+    ".line{fill:none;stroke-width:1.6}.yt{text-anchor:end}.xtick,.xt{text-anchor:middle}"
+    ".resume{stroke:#555;stroke-width:1;stroke-dasharray:4 3}svg text.mark{fill:#555;"
+    "font-size:10px}";
 
 static void summary_line(page *p, const char *run_dir, const char *metrics)
 {
@@ -379,9 +403,12 @@ static ddpc_status write_page(page *p, const char *run_dir, const char *metrics)
     fputs(css, p->f);
     fputs("</style></head><body>\n", p->f);
     summary_line(p, run_dir, metrics);
+    ddpc__report_summary(p->f, p->d);
+    fputs("<main>\n", p->f);
+    p->steps.n_marks = ddpc__report_resumes(p->d, p->steps.mark, DDPC__REPORT_MAX_MARKS);
     DDPC_TRY(losses(p));
-    DDPC_TRY(evals(p, "eval_loss", "Evaluation loss", "loss"));
-    DDPC_TRY(evals(p, "eval_accuracy", "Evaluation accuracy", "accuracy"));
+    DDPC_TRY(add_evals(p, "eval_accuracy"));
+    chart(p, "Evaluation accuracy", "accuracy", "\"eval_accuracy\"", false);
     DDPC_TRY(add(p, progress, NULL, NULL, "lr", "lr"));
     chart(p, "Learning rate", "lr", "\"lr\"", false);
     DDPC_TRY(throughput(p));
@@ -392,7 +419,7 @@ static ddpc_status write_page(page *p, const char *run_dir, const char *metrics)
     DDPC_TRY(add(p, progress, NULL, NULL, "grad_norm", "grad_norm"));
     chart(p, "Gradient norm (before clipping)", "norm", "\"grad_norm\"", false);
     DDPC_TRY(memory(p));
-    fputs("\n</body></html>\n", p->f);
+    fputs("</main>\n</body></html>\n", p->f);
     return DDPC_OK;
 }
 

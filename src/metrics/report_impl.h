@@ -28,6 +28,9 @@ void ddpc__report_data_fini(ddpc__report_data *d);
 /* The kind of a record: training progress (has "loss"), evaluation ("split"), other. */
 bool ddpc__report_is_progress(const ddpc__json *rec);
 bool ddpc__report_is_eval(const ddpc__json *rec);
+/* A "rerun" record (a run that continued nothing appended here), a "resume" or "restart" one. */
+bool ddpc__report_is_rerun(const ddpc__json *rec);
+bool ddpc__report_is_resume(const ddpc__json *rec);
 /* The value at `path` ("key" or "group/name") of an object, or NULL. */
 const ddpc__json *ddpc__report_lookup(const ddpc__json *rec, const char *path);
 
@@ -49,16 +52,35 @@ ddpc_status ddpc__report_series(const ddpc__report_data *d, ddpc__report_pred ke
                                 const char *split, const char *task, const char *path,
                                 ddpc__series *s);
 
+/* The step axis the page's line charts share, so that evaluation and training points of a step
+ * line up from chart to chart: its range (lo < hi, or both 0 for each chart's own) and the steps
+ * a run resumed at, each drawn as a vertical marker. */
+#define DDPC__REPORT_MAX_MARKS 32
+typedef struct {
+    double lo, hi;
+    double mark[DDPC__REPORT_MAX_MARKS]; /* (n_marks) steps */
+    size_t n_marks;
+} ddpc__step_axis;
+
 /* SVG charts, written to f as one <svg> element each, 520 user units wide. */
 /* Lines: one <path class="line" data-key=NAME data-points=N> per series with points (a gap
- * starts a new subpath; N counts the points drawn), a dot per point when a series is short. */
-void ddpc__svg_lines(FILE *f, const char *unit, const ddpc__series *s, size_t n);
+ * starts a new subpath; N counts the points drawn), a dot per point when a series is short; the
+ * x axis spans `steps` (NULL: the series' own range) and at least the points, and each resume
+ * inside it is a <line class="resume" data-step=S>. */
+void ddpc__svg_lines(FILE *f, const char *unit, const ddpc__series *s, size_t n,
+                     const ddpc__step_axis *steps);
 /* Stacked bars: one bar per step of series 0..n-1 (aligned by step), one <rect class="seg">
  * per positive component, coloured per series, with a legend. */
 void ddpc__svg_stacked(FILE *f, const char *unit, const ddpc__series *s, size_t n);
 /* Horizontal bars: one per (label, value), values in `unit`. */
 void ddpc__svg_hbars(FILE *f, const char *unit, const char *const *labels, const double *values,
                      size_t n);
+/* The summary table at the top of the page (report_summary.c): the final training and evaluation
+ * loss and accuracy, wall time, world size, precision, ZeRO stage, device, config file and the
+ * resumes, each a <tr data-key=KEY>; what metrics.jsonl does not record says so. */
+void ddpc__report_summary(FILE *f, const ddpc__report_data *d);
+/* The steps a run resumed or restarted at (after the last rerun), at most cap; returns how many. */
+size_t ddpc__report_resumes(const ddpc__report_data *d, double *steps, size_t cap);
 /* Writes s with &, <, >, " escaped. */
 void ddpc__html_escape(FILE *f, const char *s);
 

@@ -1,6 +1,7 @@
 /* Series for `ddpc report`: (step, value) pairs pulled from records by key path. Invariant (see
  * report_impl.h): x strictly increases — a step at or before the last one (a resumed run
- * replaying steps after its checkpoint) replaces the points from that step on. */
+ * replaying steps after its checkpoint) replaces the points from that step on, and a "rerun"
+ * record (a new run appended to an earlier one's metrics) drops the points from its step on. */
 #include "metrics/report_impl.h"
 
 #include <ddpc/alloc.h>
@@ -17,6 +18,22 @@ bool ddpc__report_is_eval(const ddpc__json *rec)
 {
     const ddpc__json *s = ddpc__json_get(rec, "split");
     return s && s->type == DDPC__JSON_STRING;
+}
+
+static bool event_is(const ddpc__json *rec, const char *name)
+{
+    const ddpc__json *e = ddpc__json_get(rec, "event");
+    return e && e->type == DDPC__JSON_STRING && strcmp(e->str, name) == 0;
+}
+
+bool ddpc__report_is_rerun(const ddpc__json *rec)
+{
+    return event_is(rec, "rerun");
+}
+
+bool ddpc__report_is_resume(const ddpc__json *rec)
+{
+    return event_is(rec, "resume") || event_is(rec, "restart");
 }
 
 const ddpc__json *ddpc__report_lookup(const ddpc__json *rec, const char *path)
@@ -82,6 +99,12 @@ ddpc_status ddpc__report_series(const ddpc__report_data *d, ddpc__report_pred ke
 {
     for (size_t i = 0; i < d->n; i++) {
         const ddpc__json *r = d->rec[i];
+        if (ddpc__report_is_rerun(r)) { /* a new run from this step: no earlier point stays */
+            double from = ddpc__json_get(r, "step")->number;
+            while (s->n > 0 && s->x[s->n - 1] >= from)
+                s->finite -= isfinite(s->y[--s->n]) ? 1 : 0;
+            continue;
+        }
         if (!keep(r, split, task))
             continue;
         const ddpc__json *v = ddpc__report_lookup(r, path);

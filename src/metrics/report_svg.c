@@ -156,9 +156,30 @@ static void x_title(FILE *f)
             TOP + PLOT_H + 30.0);
 }
 
-void ddpc__svg_lines(FILE *f, const char *unit, const ddpc__series *s, size_t n)
+/* Dashed vertical lines at the steps a run resumed at, inside the x axis. */
+static void resume_marks(FILE *f, const axis *ax, const ddpc__step_axis *steps)
+{
+    for (size_t i = 0; steps && i < steps->n_marks; i++) {
+        double v = steps->mark[i];
+        if (v < ax->lo || v > ax->hi)
+            continue;
+        double x = map(ax, v, LEFT, W - RIGHT);
+        fprintf(f,
+                "<line class=\"resume\" data-step=\"%.0f\" x1=\"%.1f\" x2=\"%.1f\" "
+                "y1=\"%.1f\" y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\" class=\"mark\">"
+                "resumed</text>",
+                v, x, x, TOP, TOP + PLOT_H, x + 3.0, TOP + 10.0);
+    }
+}
+
+void ddpc__svg_lines(FILE *f, const char *unit, const ddpc__series *s, size_t n,
+                     const ddpc__step_axis *steps)
 {
     double xlo = INFINITY, xhi = -INFINITY, ylo = INFINITY, yhi = -INFINITY;
+    if (steps && steps->lo < steps->hi) {
+        xlo = steps->lo;
+        xhi = steps->hi;
+    }
     const char *names[64];
     size_t shown = 0;
     for (size_t i = 0; i < n; i++) {
@@ -185,6 +206,7 @@ void ddpc__svg_lines(FILE *f, const char *unit, const ddpc__series *s, size_t n)
                 map(&ax, v, LEFT, W - RIGHT), TOP + PLOT_H + 14.0, b);
     }
     x_title(f);
+    resume_marks(f, &ax, steps);
     size_t c = 0;
     for (size_t i = 0; i < n; i++) {
         if (!s[i].finite)

@@ -39,8 +39,7 @@ bool ddpc__trainer_checkpoints_on(const ddpc_trainer *t)
     return t->set.ckpt_every_steps > 0 || t->set.ckpt_every_epochs > 0;
 }
 
-/* Samples one optimizer step consumes over all ranks. */
-static int64_t global_batch(const ddpc_trainer *t)
+int64_t ddpc__trainer_global_batch(const ddpc_trainer *t)
 {
     int64_t per_rank = 0;
     for (int i = 0; i < t->n_tasks; i++)
@@ -89,7 +88,7 @@ static ddpc_status pick(ddpc_trainer *t, char *path, size_t cap, bool *found)
     *found = false;
     if (strcmp(r, "never") == 0)
         return DDPC_OK;
-    if (strcmp(r, "auto") == 0)
+    if (strcmp(r, "auto") == 0 || strcmp(r, "force") == 0)
         return find(t, t->set.ckpt_dir, path, cap, found);
     if (ddpc_ckpt_is_dir(r)) {
         snprintf(path, cap, "%s", r);
@@ -109,7 +108,7 @@ static ddpc_status pick(ddpc_trainer *t, char *path, size_t cap, bool *found)
  * with the same global batch and no padding (its dataset size a multiple of both world sizes). */
 static bool same_samples(const ddpc_trainer *t, const ddpc_ckpt_state *st)
 {
-    if (t->n_tasks != 1 || st->global_batch != global_batch(t) || st->world < 1 ||
+    if (t->n_tasks != 1 || st->global_batch != ddpc__trainer_global_batch(t) || st->world < 1 ||
         t->samp.kind != DDPC_SAMPLER_DISTRIBUTED || t->sharding)
         return false;
     int64_t n = ddpc_dataset_size(t->task[0].train);
@@ -122,7 +121,7 @@ static void place(ddpc_trainer *t, const ddpc_ckpt_state *st)
 {
     t->epoch = st->epoch;
     t->epoch_step = st->epoch_step;
-    bool moved = st->world != t->world || st->global_batch != global_batch(t);
+    bool moved = st->world != t->world || st->global_batch != ddpc__trainer_global_batch(t);
     if (moved && same_samples(t, st)) {
         if (t->log)
             fprintf(t->log,
@@ -133,15 +132,16 @@ static void place(ddpc_trainer *t, const ddpc_ckpt_state *st)
                     t->world == 1 ? "" : "s");
     } else if (moved) {
         int64_t samples = st->epoch_step * st->global_batch;
-        t->epoch_step = samples / global_batch(t);
+        t->epoch_step = samples / ddpc__trainer_global_batch(t);
         if (t->log)
             fprintf(t->log,
                     "the checkpoint was written by %d rank%s with a global batch of %lld; at %d "
                     "rank%s (global batch %lld) training continues from sample %lld of epoch "
                     "%lld, and the data order from there on differs from the original run's\n",
                     st->world, st->world == 1 ? "" : "s", (long long)st->global_batch, t->world,
-                    t->world == 1 ? "" : "s", (long long)global_batch(t),
-                    (long long)(t->epoch_step * global_batch(t)), (long long)t->epoch);
+                    t->world == 1 ? "" : "s", (long long)ddpc__trainer_global_batch(t),
+                    (long long)(t->epoch_step * ddpc__trainer_global_batch(t)),
+                    (long long)t->epoch);
     }
     if (t->steps_per_epoch > 0 && t->epoch_step >= t->steps_per_epoch) {
         t->epoch++;
@@ -206,7 +206,13 @@ ddpc_status ddpc__trainer_resume(ddpc_trainer *t)
     char path[1100] = "";
     bool found = false;
     ddpc_ckpt_state st = {0};
+    char changes[2048] = ""; /* what the configuration comparison reports */
     ddpc_status s = pick(t, path, sizeof path, &found);
+    if (s == DDPC_OK && found) /* before anything is loaded: a refusal changes nothing */
+        s = ddpc_ckpt_read_state(path, &st);
+    if (s == DDPC_OK && found)
+        s = ddpc__trainer_compare_config(t, path, &st, changes, sizeof changes);
+    ddpc_ckpt_state_fini(&st);
     if (s == DDPC_OK && found)
         s = load(t, path, &st);
     /* Every rank takes part whatever happened here, so a local failure cannot hang the others. */
@@ -220,6 +226,7 @@ ddpc_status ddpc__trainer_resume(ddpc_trainer *t)
             fprintf(t->log, "skipped %zu more checkpoints that did not verify\n",
                     n->n_skipped - DDPC__RESUME_NOTES);
         log_resume(t, path, &st);
+        fputs(changes, t->log);
     }
     ddpc_ckpt_state_fini(&st);
     return s;
@@ -257,8 +264,8 @@ static ddpc_status save(ddpc_trainer *t)
         .step = step,
         .epoch = t->epoch,
         .epoch_step = t->epoch_step,
-        .samples_seen = step * global_batch(t),
-        .global_batch = global_batch(t),
+        .samples_seen = step * ddpc__trainer_global_batch(t),
+        .global_batch = ddpc__trainer_global_batch(t),
         .world = t->world,
         .seed = t->set.seed,
         .skipped_steps = ddpc_engine_skipped(t->engine),

@@ -415,6 +415,7 @@ ddpc_status ddpc__trainer_fit(ddpc_trainer *t)
     DDPC_TRY(ddpc__trainer_evaluate(t, "test", s->test_batches));
     DDPC_TRY(ddpc__trainer_rank_memory(t, ddpc_engine_step(t->engine)));
     double elapsed = ddpc_time_now() - start;
+    DDPC_TRY(ddpc__trainer_record_end(t, elapsed));
     if (t->log && t->ckpt_seconds > 0)
         fprintf(t->log, "done in %.1f s (%.2f s, %.2f%%, saving checkpoints)\n", elapsed,
                 t->ckpt_seconds, 100.0 * t->ckpt_seconds / elapsed);
@@ -438,6 +439,7 @@ ddpc_status ddpc_trainer_run(ddpc_trainer *t)
         fprintf(t->log, "init_from %s (init_strict: false) left out %s\n", t->set.init_from,
                 t->init_report);
     DDPC_TRY(ddpc__trainer_lock_outputs(t)); /* before resume reads another job's state */
+    ddpc__trainer_note_metrics(t);            /* before any rank writes them */
     if (t->set.state == STATE_TRAIN)
         DDPC_TRY(ddpc__trainer_resume(t));
     if (t->tr && t->resumed_from[0]) /* ids must mean what they meant when it was saved */

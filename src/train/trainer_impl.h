@@ -65,7 +65,7 @@ typedef struct {
     /* checkpoints (trainer_ckpt.c) */
     int64_t ckpt_every_steps, ckpt_every_epochs, ckpt_keep;
     char ckpt_dir[1024];
-    const char *resume; /* "auto", "never" or a checkpoint path */
+    const char *resume; /* "auto", "force", "never" or a checkpoint path */
     /* fault injection for resume tests: SIGKILL this process in step kill_at_step (1-based; 0 =
      * off) before micro-batch kill_at_micro, on rank kill_rank, in a run that did not resume */
     int64_t kill_at_step, kill_at_micro, kill_rank;
@@ -168,6 +168,7 @@ typedef struct {
     ddpc_ckpt_entry skipped[DDPC__RESUME_NOTES];
     size_t n_skipped;
     bool save_seen_checked;
+    bool had_metrics; /* run_dir's metrics.jsonl held records before this run (trainer_session.c) */
 } ddpc__resume_notes;
 
 /* The job's locks on what it writes (trainer_outputs.c): held by global rank 0 for the whole
@@ -348,6 +349,21 @@ ddpc_status ddpc__trainer_read_ckpt_settings(ddpc_trainer *t);
 bool ddpc__trainer_checkpoints_on(const ddpc_trainer *t);
 /* Per `resume`: loads the checkpoint's parameters, optimizer state, counters and position. */
 ddpc_status ddpc__trainer_resume(ddpc_trainer *t);
+/* Samples one optimizer step consumes over all ranks (world x batch x accumulation). */
+int64_t ddpc__trainer_global_batch(const ddpc_trainer *t);
+/* trainer_session.c: note_metrics (every rank, before resume's collective) sees whether run_dir
+ * holds an earlier run's metrics, which this run then appends to (appends_metrics); record_session
+ * writes the "rerun" record of a run that continues nothing there (a TensorBoard START) and the
+ * "run" record (world, precision, ZeRO stage, device, config); record_end the wall time. */
+void ddpc__trainer_note_metrics(ddpc_trainer *t);
+bool ddpc__trainer_appends_metrics(const ddpc_trainer *t);
+ddpc_status ddpc__trainer_record_session(ddpc_trainer *t);
+ddpc_status ddpc__trainer_record_end(ddpc_trainer *t, double wall_s);
+/* trainer_resume_config.c: the checkpoint at path (its state st) against this run's configuration.
+ * Changes to the training refuse a resume: auto (DDPC_EINVAL naming the keys, old -> new); report
+ * (cap) gets the lines for rank 0's log: resume=force's warning, reshard, length, cosmetic keys. */
+ddpc_status ddpc__trainer_compare_config(const ddpc_trainer *t, const char *path,
+                                         const ddpc_ckpt_state *st, char *report, size_t cap);
 /* trainer_ckpt_agree.c, collectives over t->pg (every rank calls them; world 1: no-ops).
  * resume_agree: after each rank tried to resume (local: its status; st: what it loaded, NULL if
  * nothing; path: from where), every rank returns the same verdict: a rank's failure, or

@@ -16,7 +16,7 @@
 static ddpc_status record_start(ddpc_trainer *t)
 {
     if (!t->resumed_from[0] && t->restart_count == 0)
-        return DDPC_OK;
+        return ddpc__trainer_record_session(t);
     ddpc_metrics_begin(t->metrics, ddpc_engine_step(t->engine));
     ddpc_metrics_str(t->metrics, "event", t->resumed_from[0] ? "resume" : "restart");
     ddpc_metrics_i64(t->metrics, "restart", t->restart_count);
@@ -35,7 +35,7 @@ static ddpc_status record_start(ddpc_trainer *t)
         ddpc_metrics_str(t->metrics, "reason", n->skipped[i].problem);
         DDPC_TRY(ddpc_metrics_end(t->metrics));
     }
-    return DDPC_OK;
+    return ddpc__trainer_record_session(t);
 }
 
 /* The checkpoint directory is the job's when it saves there, or resumes (resume: auto) from one
@@ -45,7 +45,8 @@ static ddpc_status lock_ckpt_dir(ddpc_trainer *t)
     const trainer_settings *s = &t->set;
     bool saves = ddpc__trainer_checkpoints_on(t);
     struct stat sb;
-    if (!saves && !(strcmp(s->resume, "auto") == 0 && stat(s->ckpt_dir, &sb) == 0))
+    bool auto_resume = strcmp(s->resume, "auto") == 0 || strcmp(s->resume, "force") == 0;
+    if (!saves && !(auto_resume && stat(s->ckpt_dir, &sb) == 0))
         return DDPC_OK;
     char path[1100];
     ddpc_status st = saves ? ddpc_mkdirs(s->ckpt_dir) : DDPC_OK;
@@ -119,8 +120,8 @@ ddpc_status ddpc__trainer_open_outputs(ddpc_trainer *t)
     if (s->state == STATE_TRAIN && ddpc__trainer_checkpoints_on(t))
         DDPC_TRY(ddpc_dir_check_writable(s->ckpt_dir));
     snprintf(path, sizeof path, "%s/metrics.jsonl", s->run_dir);
-    /* A resumed or restarted run appends: the file keeps every attempt's records. */
-    DDPC_TRY(ddpc_metrics_add_jsonl(t->metrics, path, t->resumed_from[0] || t->restart_count > 0));
+    /* A resumed or restarted run, or a rerun, appends: the file keeps every attempt's records. */
+    DDPC_TRY(ddpc_metrics_add_jsonl(t->metrics, path, ddpc__trainer_appends_metrics(t)));
     if (s->tensorboard) {
         snprintf(path, sizeof path, "%s/tb", s->run_dir);
         DDPC_TRY(ddpc_metrics_add_tensorboard(t->metrics, path));

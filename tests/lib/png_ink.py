@@ -1,8 +1,9 @@
 #!/usr/bin/python3
-"""png_ink.py FILE: prints "W H INK COLOUR" for an 8-bit non-interlaced PNG (what Chromium's
---screenshot writes): INK counts pixels darker than light grey, COLOUR those whose channels
-differ by more than 60 (chart lines, bars, legends: never the page's greys). Only the standard
-library (zlib, struct), so the test needs no PIL."""
+"""png_ink.py FILE: prints "W H INK COLOUR RIGHT" for an 8-bit non-interlaced PNG (what
+Chromium's --screenshot writes): INK counts pixels darker than light grey, COLOUR those whose
+channels differ by more than 60 (chart lines, bars, legends: never the page's greys), RIGHT the
+COLOUR pixels in the rightmost quarter of the width (a page that leaves it empty wastes it). Only
+the standard library (zlib, struct), so the test needs no PIL."""
 import struct
 import sys
 import zlib
@@ -49,7 +50,7 @@ def pixels(path):
 
 def main():
     w, h, bpp, rows = pixels(sys.argv[1])
-    ink = colour = 0
+    ink = colour = right = 0
     for line in rows:
         for x in range(0, w * bpp, bpp):
             px = line[x:x + 3] if bpp >= 3 else line[x:x + 1] * 3
@@ -57,7 +58,9 @@ def main():
                 ink += 1
             if max(px) - min(px) > 60:
                 colour += 1
-    print(w, h, ink, colour)
+                if x >= (3 * w // 4) * bpp:
+                    right += 1
+    print(w, h, ink, colour, right)
 
 
 main()

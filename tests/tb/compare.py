@@ -5,6 +5,7 @@ at the same step (null is NaN; TensorBoard holds float32 of the full value, metr
 printed to some digits, so they agree to half a unit of the last printed digit plus float32's
 rounding), an evaluation record's tags are "<split>/[<task>/]key",
 an event record's "<event>/key", a resume or restart record (at the checkpoint's step S) is a session_log START at S + 1,
+a rerun record (a run that continues nothing appending to earlier metrics) a START at its own step,
 and every file begins with file_version "brain.Event:2".
 usage: compare.py METRICS_JSONL < decoded   Prints "ok N events" or the first difference; exit 1."""
 import json
@@ -44,6 +45,8 @@ def expected(rec):
     event = rec.get("event")
     if event in ("resume", "restart"):
         return ("start", step + 1)  # TensorBoard drops points at or after START's step
+    if event == "rerun":
+        return ("start", step)  # none of the earlier run's points stays
     prefix = ""
     if "split" in rec:
         prefix = rec["split"] + "/" + (rec["task"] + "/" if "task" in rec else "")
