@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Thin wrapper over CMake. `make demo` and `make test` are the README's two set-up commands.
 BUILD ?= build
 JOBS ?= $(shell nproc)

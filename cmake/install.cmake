@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Installing ddpc: libddpc.so beside libddpc.a, `cmake --install` of the program, both libraries,
 # the headers, ddpc.pc (shared) and ddpc-static.pc, the CMake package (ddpc::ddpc,
 # ddpc::ddpc_static), the configs and the docs; then the .deb (cmake/package.cmake).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # `make deb`: one Debian package, ddpc, holding what `cmake --install` puts in place, under /usr.
 # Its Depends come from dpkg-shlibdeps (the runtime libraries the program and libddpc.so link),
 # so `apt install ./ddpc_*.deb` pulls exactly those on a fresh Debian 12.

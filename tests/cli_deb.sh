@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # `make deb`'s package, built with the build directory's CPack configuration into a scratch
 # directory (no root needed): its control fields and files (tests/deb/check_contents.sh). Installing
 # it is `make test-deb`'s job (tests/deb/test_deb.sh, root). In a build with CUDA: cpack's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Checks deploy/ against what deploy/README.md and README.md say (run by tests/cli_deploy.sh).
 
 usage: deploy_check.py SOURCE_DIR

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Seed-style flags after CONFIG: `--epochs 5 --batch_size 32` (argparse's spellings, as the seeds'
  * train scripts take them) are the overrides `epochs=5 data.batch_size=32`. The table below is the
  * documented list (docs/config.md); a dotted config key also works as a flag (`--optim.lr 0.1`).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* A stack of fully connected layers, Linear -> ReLU [-> Dropout] ... -> Linear, ending in the
  * softmax cross-entropy loss; the mlp and the cnn's classifier. Hidden activations are stored
  * after ReLU and dropout (in place), which is all that backward needs: d(hidden) = dropout'(d) *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Private model machinery shared by the model files: the per-type operation table, parameter
  * registration while building, and the activation arena. A model type registers its parameters
  * in forward order from build(), then model.c allocates the buffers once and calls init(). */

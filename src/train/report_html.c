@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The page of `ddpc report`: which charts, from which keys, in what order, and the notes for
  * what is missing. Invariant: the page is self-contained — inline CSS and SVG, no script, no URL —
  * and a chart whose keys no record carries is replaced by one line saying so, never drawn empty. */

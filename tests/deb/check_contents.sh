@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Sourced by tests/cli_deb.sh and tests/deb/test_deb.sh after tests/lib/check.sh:
 #     deb_contents DEB SOURCE_DIR
 # checks the package's control fields (name, version from include/ddpc/version.h, the runtime

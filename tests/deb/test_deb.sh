@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # `make test-deb` (root): installs build-deb/ddpc_*.deb (a build without CUDA) with apt, which
 # resolves its Depends, the way a user on Debian 12 would; checks the files
 # (tests/deb/check_contents.sh) and the installed system: examples/embed built out of tree

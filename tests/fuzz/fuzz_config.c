@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* libFuzzer harness for the YAML config parser (src/core/config_parse.c): every input must parse
  * or fail with a status, and the getters and unused-key check must then work on what parsed.
  * Built and run by tests/fuzz/run.sh. */
