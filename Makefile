@@ -4,12 +4,18 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all build setup demo test test-sanitize test-tsan fuzz bench clean install deb test-deb
+.PHONY: all build setup setup-test demo test test-sanitize test-tsan fuzz bench clean install deb \
+	test-deb
 
 all: build
 
+# What the build and the demo need; the tests' packages (PyTorch, SLURM, Chromium, clang...) come
+# with setup-test, which every test target runs (scripts/setup says which is which).
 setup:
 	@./scripts/setup
+
+setup-test:
+	@./scripts/setup --test
 
 $(BUILD)/Makefile: CMakeLists.txt
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
@@ -20,7 +26,7 @@ build: $(BUILD)/Makefile
 demo: setup build
 	./scripts/demo $(BUILD)/ddpc
 
-test: setup build
+test: setup-test build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 # Unit tests under AddressSanitizer + UBSan (Debug build in its own directory). Open MPI's own
@@ -28,7 +34,7 @@ test: setup build
 # the namespace hosts) are left to the other builds. The sanitizer builds, like the .deb's, leave
 # CUDA out (-DDDPC_CUDA=OFF): CUDA's static runtime is not built for them, and CI so keeps building
 # ddpc without CUDA as well as with it.
-test-sanitize: setup
+test-sanitize: setup-test
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DDDPC_SANITIZE=ON $(CMAKE_FLAGS) -DDDPC_CUDA=OFF
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
@@ -38,7 +44,7 @@ test-sanitize: setup
 # under ThreadSanitizer. TSan does not know Open MPI's internals, so the mpi backend's tests are
 # left to the other builds.
 TSAN_TESTS ?= dist_shm|test_dist|test_data_loader|test_data_augment|test_data_combined|cli_run_nodes|multihost_gloo_conformance
-test-tsan: setup
+test-tsan: setup-test
 	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DDDPC_TSAN=ON $(CMAKE_FLAGS) -DDDPC_CUDA=OFF
 	cmake --build build-tsan -j $(JOBS)
 	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 DDPC_SANITIZE=1 \
@@ -46,7 +52,7 @@ test-tsan: setup
 
 # libFuzzer harnesses for every parser of outside bytes (clang), FUZZ_SECONDS each.
 FUZZ_SECONDS ?= 30
-fuzz:
+fuzz: setup-test
 	./tests/fuzz/run.sh $(FUZZ_SECONDS)
 
 # `cmake --install` of the program, libddpc (static and shared), headers, ddpc.pc and the CMake
@@ -64,10 +70,10 @@ deb: setup
 		-DDDPC_TESTS=OFF
 	cmake --build $(DEB_BUILD) -j $(JOBS)
 	cd $(DEB_BUILD) && cpack -G DEB
-test-deb: deb
+test-deb: setup-test deb
 	./tests/deb/test_deb.sh $(DEB_BUILD) .
 
-bench: build
+bench: setup-test build
 	./bench/step_bench.sh $(BUILD)/ddpc
 
 clean:
