@@ -65,9 +65,16 @@ install: build
 # from its own build without CUDA (cmake/package.cmake says why), and its test (root: apt-get
 # installs it, builds examples/embed against /usr, trains, removes it).
 DEB_BUILD ?= build-deb
+# It is installed under /usr (so GNUInstallDirs picks the multiarch libdir, lib/<triplet>), built
+# with Debian's flags (dpkg-buildflags: -g for the -dbgsym package, hardening), and has its man
+# pages (DDPC_MAN); lintian checks it in make test-deb.
 deb: setup
 	cmake -S . -B $(DEB_BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) -DDDPC_CUDA=OFF \
-		-DDDPC_TESTS=OFF
+		-DDDPC_TESTS=OFF -DDDPC_MAN=ON -DCMAKE_INSTALL_PREFIX=/usr \
+		-DCMAKE_C_FLAGS="$$(dpkg-buildflags --get CFLAGS) $$(dpkg-buildflags --get CPPFLAGS)" \
+		-DCMAKE_CXX_FLAGS="$$(dpkg-buildflags --get CXXFLAGS) $$(dpkg-buildflags --get CPPFLAGS)" \
+		-DCMAKE_EXE_LINKER_FLAGS="$$(dpkg-buildflags --get LDFLAGS)" \
+		-DCMAKE_SHARED_LINKER_FLAGS="$$(dpkg-buildflags --get LDFLAGS)"
 	cmake --build $(DEB_BUILD) -j $(JOBS)
 	cd $(DEB_BUILD) && cpack -G DEB
 test-deb: setup-test deb

@@ -32,5 +32,7 @@ cpack --config "$build/CPackConfig.cmake" -G DEB -B "$tmp/pkg" >"$tmp/cpack.log"
 check_status "cpack -G DEB builds the package" $? "$tmp/cpack.log"
 deb=$(ls "$tmp"/pkg/ddpc_*.deb 2>/dev/null | head -1)
 check "it is named ddpc_VERSION_ARCH.deb" test -n "$deb"
-[ -n "$deb" ] && deb_contents "$deb" "$src"
+# The libraries' directory is this build's (make deb's, installed under /usr, is lib/<triplet>).
+libdir=$(sed -n 's/^CMAKE_INSTALL_LIBDIR:[A-Z]*=//p' "$build/CMakeCache.txt")
+[ -n "$deb" ] && deb_contents "$deb" "$src" "$libdir" && deb_man_pages "$deb" "$ddpc"
 summary

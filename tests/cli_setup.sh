@@ -19,6 +19,7 @@ cmake|build|/usr/bin/cmake|Makefile|cmake -S
 pkg-config|build|/usr/share/doc/pkg-config|tests/deb/test_deb.sh|pkg-config
 dpkg-dev|build|/usr/bin/dpkg-shlibdeps|cmake/package.cmake|SHLIBDEPS ON
 file|build|/usr/bin/file|docs/install.md|\`file\`
+help2man|build|/usr/bin/help2man|cmake/man.cmake|help2man
 libopenblas-openmp-dev|build|/usr/include/$multiarch/openblas-openmp/cblas.h|CMakeLists.txt|openblas-openmp
 libyaml-dev|build|/usr/include/yaml.h|CMakeLists.txt|yaml.h
 zlib1g-dev|build|/usr/include/zlib.h|CMakeLists.txt|ZLIB
@@ -45,7 +46,9 @@ python3-protobuf|test|/usr/lib/python3/dist-packages/google/protobuf/__init__.py
 python3-crcmod|test|/usr/lib/python3/dist-packages/crcmod/__init__.py|tests/tb/decode_events.py|import crcmod
 clang|test|/usr/bin/clang|tests/fuzz/run.sh|-fsanitize=fuzzer
 libclang-rt-dev|test|/usr/share/doc/libclang-rt-dev|tests/fuzz/run.sh|-fsanitize=fuzzer
-libomp-dev|test|/usr/share/doc/libomp-dev|tests/fuzz/run.sh|-fopenmp"
+libomp-dev|test|/usr/share/doc/libomp-dev|tests/fuzz/run.sh|-fopenmp
+lintian|test|/usr/bin/lintian|tests/deb/test_deb.sh|lintian --tag-display-limit
+man-db|test|/usr/bin/man|tests/deb/check_contents.sh|man -l"
 
 "$setup" --list >"$tmp/build" 2>"$tmp/err1"
 check_status "scripts/setup --list" $? "$tmp/err1"
