@@ -1,14 +1,21 @@
+# SPDX-License-Identifier: MIT
 # Thin wrapper over CMake. `make demo` and `make test` are the README's two set-up commands.
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all build setup demo test test-sanitize test-tsan fuzz bench clean install deb test-deb
+.PHONY: all build setup setup-test demo test test-sanitize test-tsan fuzz bench clean install deb \
+	test-deb
 
 all: build
 
+# What the build and the demo need; the tests' packages (PyTorch, SLURM, Chromium, clang...) come
+# with setup-test, which every test target runs (scripts/setup says which is which).
 setup:
 	@./scripts/setup
+
+setup-test:
+	@./scripts/setup --test
 
 $(BUILD)/Makefile: CMakeLists.txt
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
@@ -19,7 +26,7 @@ build: $(BUILD)/Makefile
 demo: setup build
 	./scripts/demo $(BUILD)/ddpc
 
-test: setup build
+test: setup-test build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 # Unit tests under AddressSanitizer + UBSan (Debug build in its own directory). Open MPI's own
@@ -27,7 +34,7 @@ test: setup build
 # the namespace hosts) are left to the other builds. The sanitizer builds, like the .deb's, leave
 # CUDA out (-DDDPC_CUDA=OFF): CUDA's static runtime is not built for them, and CI so keeps building
 # ddpc without CUDA as well as with it.
-test-sanitize: setup
+test-sanitize: setup-test
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DDDPC_SANITIZE=ON $(CMAKE_FLAGS) -DDDPC_CUDA=OFF
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
@@ -37,7 +44,7 @@ test-sanitize: setup
 # under ThreadSanitizer. TSan does not know Open MPI's internals, so the mpi backend's tests are
 # left to the other builds.
 TSAN_TESTS ?= dist_shm|test_dist|test_data_loader|test_data_augment|test_data_combined|cli_run_nodes|multihost_gloo_conformance
-test-tsan: setup
+test-tsan: setup-test
 	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DDDPC_TSAN=ON $(CMAKE_FLAGS) -DDDPC_CUDA=OFF
 	cmake --build build-tsan -j $(JOBS)
 	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 DDPC_SANITIZE=1 \
@@ -45,7 +52,7 @@ test-tsan: setup
 
 # libFuzzer harnesses for every parser of outside bytes (clang), FUZZ_SECONDS each.
 FUZZ_SECONDS ?= 30
-fuzz:
+fuzz: setup-test
 	./tests/fuzz/run.sh $(FUZZ_SECONDS)
 
 # `cmake --install` of the program, libddpc (static and shared), headers, ddpc.pc and the CMake
@@ -58,15 +65,22 @@ install: build
 # from its own build without CUDA (cmake/package.cmake says why), and its test (root: apt-get
 # installs it, builds examples/embed against /usr, trains, removes it).
 DEB_BUILD ?= build-deb
+# It is installed under /usr (so GNUInstallDirs picks the multiarch libdir, lib/<triplet>), built
+# with Debian's flags (dpkg-buildflags: -g for the -dbgsym package, hardening), and has its man
+# pages (DDPC_MAN); lintian checks it in make test-deb.
 deb: setup
 	cmake -S . -B $(DEB_BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) -DDDPC_CUDA=OFF \
-		-DDDPC_TESTS=OFF
+		-DDDPC_TESTS=OFF -DDDPC_MAN=ON -DCMAKE_INSTALL_PREFIX=/usr \
+		-DCMAKE_C_FLAGS="$$(dpkg-buildflags --get CFLAGS) $$(dpkg-buildflags --get CPPFLAGS)" \
+		-DCMAKE_CXX_FLAGS="$$(dpkg-buildflags --get CXXFLAGS) $$(dpkg-buildflags --get CPPFLAGS)" \
+		-DCMAKE_EXE_LINKER_FLAGS="$$(dpkg-buildflags --get LDFLAGS)" \
+		-DCMAKE_SHARED_LINKER_FLAGS="$$(dpkg-buildflags --get LDFLAGS)"
 	cmake --build $(DEB_BUILD) -j $(JOBS)
 	cd $(DEB_BUILD) && cpack -G DEB
-test-deb: deb
+test-deb: setup-test deb
 	./tests/deb/test_deb.sh $(DEB_BUILD) .
 
-bench: build
+bench: setup-test build
 	./bench/step_bench.sh $(BUILD)/ddpc
 
 clean:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # ckpt_bench.sh DDPC_BIN: what checkpointing costs a training run. Trains configs/gpt_fortunes.yaml
 # (3.2M parameters + AdamW state, 38 MB per checkpoint) for STEPS steps without checkpoints and
 # with checkpoint.every_steps=EVERY, alternating, REPEAT rounds (a 0.1% held-out split keeps the

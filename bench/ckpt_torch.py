@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The peer for bench/ckpt_bench.sh: how long PyTorch takes to save the same state durably.
 
 usage: ckpt_torch.py CHECKPOINT_DIR [REPEAT]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # coll_bench.sh DDPC_BIN [options]: one collective at the same sizes and world size, in one run,
 # by ddpc (`ddpc bench`, shm backend), Open MPI (coll_mpi.c, --mca btl self,vader), PyTorch gloo
 # (coll_torch.py under torchrun) and a single-thread memcpy (memcpy_bw.c, the one-core copy

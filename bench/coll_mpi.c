@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* coll_mpi: the MPI peer of `ddpc bench allreduce|broadcast|all_gather|reduce_scatter` — the same
  * sweep, timing rule and table with MPI_Allreduce, MPI_Bcast, MPI_Allgather and
  * MPI_Reduce_scatter_block. Per size: a barrier, `warmup` untimed calls, a barrier, `iters` timed

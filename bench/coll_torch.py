@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """PyTorch gloo peer of `ddpc bench allreduce|broadcast|all_gather|reduce_scatter`: the same size
 sweep, timing rule and table (or JSON lines) with torch.distributed on the gloo backend. Per size:
 a barrier, `warmup` untimed calls, a barrier, the timed calls back to back; the figure is the max

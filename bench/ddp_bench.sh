@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # ddp_bench.sh DDPC_BIN: data-parallel training throughput of ddpc (`ddpc run` + `ddpc bench step`,
 # shm backend) vs PyTorch 1.13 DDP (torchrun + bench/torch_ddp.py, gloo) on the same models, at 1
 # and 2 ranks of 1 thread each, all in one run. Prints a Markdown table on stdout (bench/README.md,

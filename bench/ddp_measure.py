@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Runs one benchmark command of bench/ddp_bench.sh and appends its JSON line to OUTFILE (and
 stderr), adding how busy the rest of the machine was meanwhile:
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Table of bench/ddp_bench.sh: reads DIR/{ddpc,torch}_MODEL_{1,2}.jsonl (one JSON line per
 repeat) and prints the Markdown table of bench/README.md, "Data-parallel training", then the
 issue's two GPT targets. Each figure is the median over the repeats of its cell, leaving out runs

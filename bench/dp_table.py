@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Tables of bench/dp_vs_ddp.sh: reads DIR/{dp,ddp}_MODEL_N.jsonl (one `ddpc bench step` JSON line
 per repeat, with other_cpu from ddp_measure.py) and prints, per model, the throughput table and
 the step breakdown of bench/README.md, "DataParallel vs DDP". Every figure is the median over the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # dp_vs_ddp.sh DDPC_BIN: DataParallel (parallel.mode: dp, one process, one thread per replica) vs
 # DDP (`ddpc run --nproc-per-node N`, one process per rank) on the same models and machine, at 1,
 # 2 and 4 replicas/ranks (4 oversubscribes a 2-core machine), every replica/rank computing on one

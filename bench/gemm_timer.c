@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* gemm_timer.c: an LD_PRELOAD shim that times every single-precision GEMM a process hands to
  * the BLAS, through either entry point: cblas_sgemm (ddpc) or the Fortran sgemm_ (PyTorch's
  * at::native::cpublas). At exit it appends one JSON line to the file named by GEMM_TIMER_OUT:

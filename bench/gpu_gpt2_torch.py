@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """PyTorch peer for ddpc's GPU benchmark: GPT-2 124M (12 layers, 12 heads, 768 wide, T 1024,
 vocabulary 50257, tied embeddings, tanh GELU, LayerNorm) trained as nanoGPT trains it: bf16
 autocast, F.scaled_dot_product_attention(is_causal=True), fused AdamW (lr 6e-4, betas 0.9/0.95,

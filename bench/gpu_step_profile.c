@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* gpu_step_profile: where one GPT-2 124M training step's time goes on the GPU (bf16 products,
  * batch B x 1024, AdamW). Part 1 times the step's phases through the public API (median of 5 warm
  * steps); part 2 times every kernel-table member the step calls at the step's exact shapes, on

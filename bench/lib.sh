@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # bench/lib.sh: helpers the benchmark scripts share; source it after setting PY (the Python with
 # PyTorch, used to read JSON lines).
 

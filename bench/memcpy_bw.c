@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* memcpy_bw: single-thread memcpy bandwidth (bytes copied per second) at the sizes of the
  * collective sweep, the ceiling a one-copy shared-memory transport can approach on one core.
  * Both buffers are allocated once at the largest size, page aligned, and touched before timing;

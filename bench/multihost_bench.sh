@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # multihost_bench.sh DDPC_BIN [--min-bytes A] [--max-bytes B] [--step-factor F] [--iters N]
 #   [--warmup W] [--min-ms T] [--max-ms T]
 # all_reduce (f32 sum) across 2 "hosts" x 2 ranks of the namespace test bed

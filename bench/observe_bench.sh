@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # bench/observe_bench.sh: what the default observability costs per training step (issue #13): the
 # defaults (phase timers, TensorBoard writer, hang recorder files; profile.steps off) against all
 # three off (log.phases: false, log.tensorboard: false, flight.enabled: false; the recorder's ring

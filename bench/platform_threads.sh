@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # platform_threads.sh DDPC_BIN: the same small job (configs/fmnist_mlp.yaml on synthetic images,
 # STEPS steps of batch 8 per rank) as 2 ranks started by hand with only a platform's variables
 # (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT: ddpc counts the ranks on this host

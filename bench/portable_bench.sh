@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # bench/portable_bench.sh: the portable default build (hot loops compiled per ISA, chosen at run
 # time) against a -march=native build of the same source, on the GPT and CNN training steps.
 # Builds both into temporary directories (or takes NATIVE_BIN / PORTABLE_BIN), then runs

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # precision_bench.sh DDPC_BIN: the GPT training step (bench/configs/gpt.yaml, the model of
 # bench/torch_step.py gpt) at fp32 and bf16 in ddpc (`precision=`) and in PyTorch 1.13 (fp32, and
 # torch.autocast("cpu", dtype=torch.bfloat16)), at 1 and 2 threads, all in one run. Prints the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* seq2seq_decode_bench.c: ddpc_model_translate (incremental decoding with a key/value cache)
  * against the same search driven by full teacher-forced forwards over every whole prefix (what
  * decoding costs without a cache), on one random model; prints both times and whether the outputs

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Times ddpc_model_translate's incremental decoding (key/value cache) against full-prefix
 # recomputation on one random seq2seq model, greedy and beam 4 (bench/seq2seq_decode_bench.c).
 # usage: bench/seq2seq_decode_bench.sh [BUILD_DIR (default build)]

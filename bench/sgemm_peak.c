@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* sgemm_peak: the machine's practical fp32 matmul ceiling, OpenBLAS (OpenMP build) cblas_sgemm
  * on square sizes, best of 5 after one warm-up; the denominator for ddpc's GFLOP/s.
  * Prints one JSON line. Build (as bench/step_bench.sh does):

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # step_bench.sh DDPC_BIN: fp32 training-step throughput of ddpc vs PyTorch 1.13 (same models,
 # same batch, same optimizer) at 1 and 2 threads, next to OpenBLAS's sgemm peak.
 # Every peer gets the environment /work/shared/PEERS.md asks for, in the same run as ddpc.

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """PyTorch DistributedDataParallel peer for `ddpc run ... ddpc bench step`: times full fp32
 data-parallel training steps of bench/torch_step.py's models (imported from it, so both
 benchmarks run the same model) over gloo, and rank 0 prints one JSON line.

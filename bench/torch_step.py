@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """PyTorch peer for `ddpc bench step`: times full fp32 (or --amp bf16: autocast) training steps (zero_grad, forward,
 cross-entropy, backward, optimizer step) of the same models ddpc benchmarks and prints one
 JSON line. The models here must stay identical to ddpc's (src/nn/gpt.c, mlp.c, cnn.c).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # zero_bench.sh DDPC_BIN: ZeRO stages 0-3 of ddpc on the GPT step (bench/configs/gpt.yaml) at 2
 # ranks of 1 thread each (`ddpc run` + `ddpc bench step`, shm backend), in one run. Prints a
 # Markdown table on stdout: the median step time and throughput of each stage, its ratio to stage

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # CUDA in the build: DDPC_CUDA=AUTO (default) builds it when nvcc is found (CUDACXX, PATH or
 # /usr/local/cuda), ON requires it (one clear line when absent), OFF leaves it out. The kernels run
 # on sm_80 and sm_90 machine code plus sm_90 PTX for newer GPUs; the runtime is linked statically,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Installing ddpc: libddpc.so beside libddpc.a, `cmake --install` of the program, both libraries,
 # the headers, ddpc.pc (shared) and ddpc-static.pc, the CMake package (ddpc::ddpc,
 # ddpc::ddpc_static), the configs and the docs; then the .deb (cmake/package.cmake).
@@ -101,4 +102,5 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/embed ${PROJECT_SOURCE_DIR}/examples/resmlp
     DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
 
+include(${PROJECT_SOURCE_DIR}/cmake/man.cmake)
 include(${PROJECT_SOURCE_DIR}/cmake/package.cmake)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Run-time ISA selection for ddpc's own loops (include/ddpc/simd.h, src/core/simd_dispatch.h).
 # Each file of DDPC_SIMD_SOURCES is compiled three times: baseline x86-64 (inside ddpc_lib),
 # x86-64-v3 and x86-64-v4 (object libraries whose objects, DDPC_SIMD_OBJECTS, go into libddpc.a

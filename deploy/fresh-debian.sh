@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # deploy/fresh-debian.sh WORKDIR: deploy/Dockerfile's stages without a container runtime, each in
 # a fresh Debian 12 root made by debootstrap (minbase, like the debian:12 image):
 #   1. build:   the source tree copied in, then README.md's ./scripts/setup and make deb;

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """English -> German word pairs from Debian's dict-freedict-eng-deu, for configs/translate_demo.yaml.
 
     scripts/freedict_pairs.py OUT_DIR [--dict PREFIX] [--max-len N]

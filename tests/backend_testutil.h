@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Helpers for the CUDA-against-CPU kernel tests (tests/test_cuda_*.c): the CUDA table or a skip
  * (exit 77 with the reason when this build or machine has no GPU), device copies of host arrays,
  * poisoned device outputs, and the relative error of a device result against the CPU's.

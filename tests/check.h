@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Minimal test harness: each tests/test_*.c is one process holding several test functions.
  * Assertions print both expressions and their values; main ends with check_summary(), which
  * prints "N passed, N failed" and returns the exit status. */

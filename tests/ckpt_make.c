@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Test helper for tests/cli_ckpt.sh: `ckpt_make DIR` trains a small mlp with AdamW and saves
  * three checkpoints (steps 10, 20, 30; epochs 0, 1, 2) into DIR with keep = 0. */
 #include <ddpc/checkpoint.h>

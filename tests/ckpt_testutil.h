@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Helpers of the checkpoint tests: a small real mlp on 1x4x4 images and a real optimizer after a
  * few training steps on fixed pseudo-random data, and byte-level comparisons of their buffers. */
 #ifndef DDPC_TESTS_CKPT_TESTUTIL_H

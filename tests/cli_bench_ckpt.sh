@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # bench/ckpt_bench.sh end to end on a few steps: it prints the CPU, one table row per round with
 # the saving share, the ddpc save times, PyTorch's torch.save of the same tensors and the ratio.
 # No time is asserted, only that every figure is there and consistent.

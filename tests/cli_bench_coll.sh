@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # `ddpc bench <collective>` end to end: the nccl-tests table has its shape (one row per size,
 # count = size / type size, busbw = algbw x the collective's factor) and --check finds 0 wrong
 # elements, with 1 rank and with 2 ranks on the shm backend (started with torchrun's variables,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # `ddpc bench step` under `ddpc run`: data-parallel steps go through the reducer (buckets and
 # communication reported, following ddp.bucket_cap_mb), only rank 0 prints, global throughput is
 # world x per-rank; one process reports world 1 and no communication. Then bench/ddp_bench.sh's

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # bench/dp_vs_ddp.sh end to end on 2 steps of the MLP at 1 and 2 replicas: it prints the CPU line,
 # every cell of the throughput and breakdown tables (no "n/a"), and `ddpc bench step` under
 # parallel.mode dp reports its replicas and the parts of its step.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # `ddpc ckpt ls|show|verify|export` on three checkpoints made by tests/ckpt_make: the listing,
 # the latest's state, verify passing and then naming the torn file with exit 1, the fallback of
 # show to the previous checkpoint, export loading back, and usage errors (exit 2).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # `make deb`'s package, built with the build directory's CPack configuration into a scratch
 # directory (no root needed): its control fields and files (tests/deb/check_contents.sh). Installing
 # it is `make test-deb`'s job (tests/deb/test_deb.sh, root). In a build with CUDA: cpack's
@@ -31,5 +32,7 @@ cpack --config "$build/CPackConfig.cmake" -G DEB -B "$tmp/pkg" >"$tmp/cpack.log"
 check_status "cpack -G DEB builds the package" $? "$tmp/cpack.log"
 deb=$(ls "$tmp"/pkg/ddpc_*.deb 2>/dev/null | head -1)
 check "it is named ddpc_VERSION_ARCH.deb" test -n "$deb"
-[ -n "$deb" ] && deb_contents "$deb" "$src"
+# The libraries' directory is this build's (make deb's, installed under /usr, is lib/<triplet>).
+libdir=$(sed -n 's/^CMAKE_INSTALL_LIBDIR:[A-Z]*=//p' "$build/CMakeCache.txt")
+[ -n "$deb" ] && deb_contents "$deb" "$src" "$libdir" && deb_man_pages "$deb" "$ddpc"
 summary

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # deploy/: the Kubernetes manifests parse with the kinds and fields deploy/README.md describes,
 # the Dockerfile's steps are README.md's Install commands (tests/deploy_check.py), and every
 # ddpc command the manifests run is accepted by `ddpc plan` at the job's world size (an unknown

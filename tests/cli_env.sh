@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # `ddpc env`: the report's key lines, the rank it resolves from each launcher's variables (and
 # under a real mpirun when one is installed), and a malformed variable: exit 1, one stderr line.
 # Every run starts from an empty environment (env -i) so the caller's variables cannot leak in.

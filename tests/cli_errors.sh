@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Bad input through the command line: each case must print exactly one error line on stderr,
 # exit non-zero (not by a signal), and leave no crash behind. And --help / -h of every command is
 # its usage on stdout with exit 0, never a path.

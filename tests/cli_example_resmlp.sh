@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The model and dataset seams as a user outside the tree meets them (issue 21's acceptance):
 # examples/resmlp, built against the installed library through pkg-config and find_package,
 # registers its own residual MLP (its own forward and backward over the public kernel table) and

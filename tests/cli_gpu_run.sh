@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/gpu/run.sh, the lent GPU machine's script, run here against a fake .gpu/: stand-in
 # programs for ddpc, llm.c, the CUDA kernel tests and nvidia-smi print what the real ones print,
 # so the parts' order, timeouts, verdicts, log parsing and the table are checked without a GPU.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The installed library, as a user outside the tree meets it: `cmake --install` into a scratch
 # prefix puts the program, libddpc.a and libddpc.so.MAJOR (SONAME, only the public API exported),
 # the headers, ddpc.pc / ddpc-static.pc and the CMake package in place; examples/embed, copied out

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # What a job writes is its own, through `ddpc train`, `ddpc run`, `ddpc ckpt export` and
 # `ddpc report`: a second job on the same checkpoint.dir or weights_out is refused at start with
 # one line naming the path and the holder, and changes nothing; a killed holder leaves no lock

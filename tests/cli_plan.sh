@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The memory plan through the real CLI (docs/memory.md, "Memory plan"): `ddpc plan --bytes` for
 # configs/fmnist_mlp.yaml at 1, 2 and 4 ranks equals the formulas, computed here from the layer
 # sizes alone, at every zero.stage (SGD and AdamW, f32 and bf16 communication); the default limit

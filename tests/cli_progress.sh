@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The progress bar (log.progress), through a pseudo-terminal: on a terminal rank 0 redraws one
 # line in place with \r and clear-to-end-of-line — steps done/total, epoch, loss, throughput, ETA —
 # instead of the plain progress lines, and its final state ends with a newline; evaluation lines

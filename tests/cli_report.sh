@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # `ddpc report` end to end: a 2-rank run's metrics.jsonl becomes report.html whose SVG paths hold
 # one point per logged step (loss, lr, throughput) and per evaluation, with no script and no URL;
 # its summary table holds the run's final losses, accuracy, wall time, world size, precision,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Fault tests of `ddpc run` with small shell workers: the worker environment, a killed or failing
 # rank stopping the others within 5 s, restarts, Ctrl-C leaving no process behind, nested launch
 # refused, two jobs at once, log files and --tee, bad options, and the mpirun hand-off.

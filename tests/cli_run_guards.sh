@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The launcher's guards through the CLI: nothing a worker started outlives the job (a worker's
 # background child is gone when `ddpc run` returns, after a failure or a success; a SIGKILLed
 # launcher takes every worker and its children with it, also after its guard process was killed

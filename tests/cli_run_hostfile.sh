@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Host names through `ddpc run`: every hostfile entry and --master-addr is checked before anything
 # starts. A 5,000-character name, a name starting with '-' ('-oProxyCommand=...', which ssh would
 # take for an option), a bad character, slots out of range or an unknown key are refused with one

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # A per-node launch with both "hosts" on this machine: two `ddpc run --nnodes 2 --node-rank R`
 # launchers meeting at 127.0.0.1 (no root needed). The same cases run across network namespaces
 # in tests/multihost/run_nodes.sh; they are in tests/multihost/launch_cases.sh.

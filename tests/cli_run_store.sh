@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The job's store under `ddpc run` (docs/launcher.md, "The store's token"): two launchers as two
 # nodes on 127.0.0.1 train while a stranger (tests/lib/store_abuser.py) forges a key without the
 # token, replays nothing it could use, hangs 20 half-greetings and 300 idle connections and

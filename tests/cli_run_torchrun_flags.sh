@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # torchrun's rendezvous flags on `ddpc run`, so that copied torchrun lines work: --standalone
 # trains the weights of a plain `ddpc run` job; two "nodes" on 127.0.0.1 meeting through
 # --rdzv-endpoint/--rdzv-backend c10d/--rdzv-id train them too; the flags map onto ddpc's own

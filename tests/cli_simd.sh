@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The portable build's run-time ISA choice (include/ddpc/simd.h) where users meet it: `ddpc env`
 # names the variant in use and the best one here, DDPC_CPU_ISA caps it (a cap above the CPU is
 # lowered, a typo is an error), the default build carries no -march=native, and training under

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # A real SLURM (Debian's slurm-wlm + munge) on this machine: scripts/slurm-cluster starts munged,
 # slurmctld and slurmd in a scratch directory, then examples/slurm/train.sbatch runs as a 2-task
 # job under `sbatch --wait`. Checks: its ranks come from SLURM's step variables and use the mpi

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # End-to-end trainer runs on small synthetic data: metrics.jsonl fields, weights_out/init_from
 # round trip (test loss from the saved weights equals the final test loss), determinism, predict.
 # usage: cli_train.sh DDPC_BIN SOURCE_DIR

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Gradient accumulation through `ddpc train`: k = 2 micro-batches of b train like one batch of 2b
 # (same samples, same losses and weights up to summation order) on 1 and 2 ranks with shuffle on
 # and 0, 1 or 4 loader workers, and a rerun is bitwise identical. An earlier trainer kept pointers

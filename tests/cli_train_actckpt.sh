@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Activation checkpointing through `ddpc train`: configs/gpt_fortunes.yaml (dropout on, a few
 # steps of a small batch) writes bit-identical weights with model.activation_checkpointing true and
 # false, at fp32 and bf16, on 1 rank and on 2 (DDP, whose bucket all-reduces start from the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # BatchNorm and SyncBatchNorm through `ddpc train` and `ddpc run`: 2 ranks x 16 with
 # model.sync_batchnorm match 1 rank x 32 with plain BatchNorm (weights and running statistics
 # within 1e-5; cnn's BatchNorm2d and mlp's BatchNorm1d), while without sync they do not; the running statistics are in weights_out and

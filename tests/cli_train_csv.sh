@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # data.type csv and the losses besides cross-entropy through `ddpc train` (docs/data.md,
 # docs/losses.md): linear regression (loss mse, model.hidden: []) on a CSV of a known linear
 # function plus noise recovers its coefficients within 1e-2; 2 ranks x 16 equal 1 rank x 32;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # `device: cpu|cuda|auto` where the user meets it. Without a GPU (this machine, CI): device=cuda
 # exits 1 with one stderr line saying why (no GPU, or a build without CUDA, as `ddpc env` tells)
 # and writes nothing into the run directory; device=auto trains on the CPU and says why; cpu says

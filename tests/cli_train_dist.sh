@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Data-parallel training end to end through `ddpc run`: 2 ranks x batch 8 reach the same test
 # loss as 1 rank x batch 16 (same global batches), a repeat of the 2-rank job writes byte-identical
 # weights, only rank 0 writes metrics and prints, grad accumulation and lr scaling are reported.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # DataParallel (parallel.mode: dp) through `ddpc train`: 2 replicas x batch 8 end with the weights
 # of 2 DDP ranks x 8 (`ddpc run`, dropout on; bit for bit when the ranks have the replicas' one
 # kernel thread; the seq2seq model's padded pairs too) and of 1 process x 16 (dropout off) to 1e-5; 4

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Faults of a training job that must not pass silently, each tried through `ddpc train`:
 # a second job on a locked run_dir is refused with the holder's pid; a loss that turns NaN stops
 # the run (on_nonfinite: stop) or is skipped and counted (skip), and metrics.jsonl stays valid

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # A new user's first runs through `ddpc train` (tiny models, each run a second or so): a warm-up
 # longer than a short run (the shipped configs with max_steps=6) ends with the run, one notice
 # saying so, and the run is the one asked with warmup_steps = its length; a data set smaller than

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The guides' command lines through `ddpc train` on configs/translate_demo.yaml (tiny data, a few
 # steps each): every flag the seq2seq guides spell lands in the effective config.yaml (by last
 # name, or by the aliases --max_len, --use_checkpoint and --mode) and trains to the losses of the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The hang recorder through `ddpc run`: rank 1 of 3 is SIGSTOPped while training; the others time
 # out in their next all_reduce, the message says where rank 1 stopped (its phase and its last
 # collective) and where ranks 0 and 2 wait, and both write flight/rank<k>.json: valid JSON, their

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # data.type imagefolder through `ddpc train` and `ddpc run`: a folder of 3-channel 32x32 PNGs of
 # 4 classes (written by tests/lib/write_images.py, also in 16-bit, RGBA, palette and grey forms)
 # trains a CNN on 2 ranks as on 1 (N x b == 1 x N*b); the same pixels as .npy train the same

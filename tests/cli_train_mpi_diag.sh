@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # A collective mismatch reached through `ddpc train`: two ranks whose configs are identical but
 # whose copies of the data differ (a host with a stale copy; here each rank runs in its own
 # directory holding a Fashion-MNIST cut to 1024 or 768 training images) run out of batches at

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Multi-task training end to end on synthetic data: two tasks (a 10-class label and a 5-group
 # label_map over the same images, different batch sizes and loss weights) train on 1 rank and on
 # 2 ranks through `ddpc run` with the same global batches and reach the same per-task test losses;

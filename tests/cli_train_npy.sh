@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # data.type npy through `ddpc train`: NumPy arrays saved with numpy.save (Debian's python3-numpy)
 # train the MLP and the CNN; float32, float64 and uint8 samples (uint8 scaled to [0, 1] as
 # torchvision's ToTensor) and uint8, int32 and int64 labels train the same weights bit for bit;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The per-step phase breakdown and per-rank records in metrics.jsonl (issue #13), through
 # `ddpc train` on 1 rank and `ddpc run` on 2: every progress record has the phase/* keys, step_s
 # and comm_s, the phases add up to step_s within 5%, a rank_step_s/<k> record follows it for

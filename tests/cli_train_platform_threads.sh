@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Ranks started without `ddpc run` (a platform setting only RANK, LOCAL_RANK, WORLD_SIZE,
 # MASTER_ADDR, MASTER_PORT; srun's SLURM_* variables; mpirun's OMPI_COMM_WORLD_*) split the usable
 # cores among the ranks on their host as `ddpc run` does, say so in one start-up line naming where

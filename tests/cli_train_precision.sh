@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # precision: bf16 and fp16 through `ddpc train` and `ddpc run`: the start line says what runs the
 # products; a low-precision run differs from fp32 (the rounding happens) but stays close; data
 # parallel equivalence (2 ranks x batch 8 = 1 rank x batch 16) holds at the tolerance of the

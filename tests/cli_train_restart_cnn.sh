@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The issue's acceptance run: `ddpc run --nproc-per-node 2 --max-restarts 3 -- ddpc train
 # configs/fmnist_cnn.yaml checkpoint.every_steps=100` (300 steps of the real CNN on Fashion-MNIST)
 # with a worker SIGKILLed twice at random moments reaches the same final weights as an undisturbed

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Checkpoints and bit-exact auto-resume through `ddpc train` and `ddpc run`: a worker SIGKILLed
 # mid-epoch or between the micro-batches of an accumulation (fault.kill_at_*), then the same
 # command again, ends with final weights byte-identical to an uninterrupted run — 1 and 2 ranks,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # A rerun into an existing run directory never silently continues a different experiment
 # (issue 23), through `ddpc train` and `ddpc run`: resume: auto compares this run's effective
 # configuration with the checkpoint's. A changed learning rate, seed or model size is refused in

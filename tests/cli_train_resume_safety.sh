@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Resume never silently starts over, and never on disagreeing ranks (issue 22), through
 # `ddpc train` and `ddpc run`: checkpoints that exist but none verifies (torn, unreadable) are
 # refused, naming each and why, and nothing is changed; falling back past a corrupt newest

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Crash-safety of checkpoints: a training run that saves every step is SIGKILLed at random moments
 # (mostly while it writes a checkpoint) 20 times; after every kill `ddpc ckpt verify` accepts the
 # checkpoint `latest` names, the next run resumes from exactly that one, and the run finally ends

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The training samplers through `ddpc train` and `ddpc run --nproc-per-node 2`: data.sampler
 # (distributed, rank_split, case), data.drop_last, rank_split in ddpc's forms and the seed's
 # (scalar left_index/right_index, integer down_sample_ratio, interleave streaming), checked on the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Task sharding (data.task_sharding, the PI0-RIPT seed's rule) through
 # `ddpc run --nproc-per-node 2 -- ddpc train` on a three-task config: the assignment printed at
 # start; each rank trains only its own tasks (data.log_indices shows which) over a whole epoch of

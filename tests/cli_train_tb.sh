@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # TensorBoard event files, decoded independently of ddpc's writer (tests/tb/: Debian's protoc
 # compiles tb_event.proto, python3-protobuf parses the events, crcmod checks both CRC-32Cs of
 # every record): a 2-rank run with evaluation, and a run killed on rank 1 and restarted by

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # data.type tokens through `ddpc train` and `ddpc run`: llm.c token shards (uint16 version 1 and
 # uint32 version 2) and nanoGPT's raw uint16 files, written here from the fortunes corpus by
 # tests/lib/token_shards.py. A GPT on shards of the corpus's bytes trains to the same weights, bit

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # profile.steps (issue #13): `ddpc run` on 2 ranks with profile.steps=[20,24] writes one Chrome
 # trace <run_dir>/trace.json: valid JSON, both ranks' pids named "rank k" with named threads
 # (compute, comm, loader), "X" events ordered by ts and properly nested within each thread, steps

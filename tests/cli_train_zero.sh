@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # ZeRO stages 1, 2 and 3 through `ddpc run`. Stage 1: each rank keeps the optimizer state of its
 # chunk of every gradient bucket and the updated chunks are all-gathered, so the weights are
 # byte-identical to stage 0's. Stage 2: the buckets are reduce-scattered instead of all-reduced,

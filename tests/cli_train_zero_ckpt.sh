@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Checkpoints under ZeRO through `ddpc run`: (a) at stages 1 to 3 every rank writes its shard
 # (shard-<rank>-of-<world>.safetensors, state.json with zero_stage, world and the manifest), and a
 # worker SIGKILLed mid-run then the same command again ends byte-identical to the uninterrupted

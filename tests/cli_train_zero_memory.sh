@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # ZeRO's memory, measured through `ddpc run` + `ddpc train`: after the first step rank 0 reports
 # (metrics.jsonl) the bytes of its parameter and gradient buffers resident in physical memory
 # (mincore: the parts outside its chunks hold none under ZeRO 2 and 3) and of its optimizer

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The translation demo end to end (issue #14): scripts/freedict_pairs.py extracts the FreeDict
 # English-German pairs with the documented split; configs/translate_demo.yaml (shortened) trains
 # on 2 ranks through `ddpc run`, and its test record's BLEU and exact match beat both trivial

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Awkward inputs of data.type translation through `ddpc train` (one process, a tiny seq2seq, each
 # run well under a second): CRLF files and a missing final newline give the same vocabularies;
 # empty lines, /dev/stdin and an empty file translate; a missing or directory predict.input,

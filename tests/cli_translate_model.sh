@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The seq2seq model's options where the user meets them, `ddpc run` with 2 ranks on a small
 # string-reversal task (char tokens, dropout 0.1): activation checkpointing gives the same losses,
 # test metrics and final weights bit for bit and a smaller activation figure; precision bf16

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Checks deploy/ against what deploy/README.md and README.md say (run by tests/cli_deploy.sh).
 
 usage: deploy_check.py SOURCE_DIR
@@ -119,9 +120,11 @@ install = re.search(r"^## Install\n\n```sh\n(.*?)```", readme, re.S | re.M)
 check("README.md has an Install section with a command block", install is not None)
 steps = [re.sub(r"\s+#.*$", "", l).strip() for l in install.group(1).splitlines()]
 steps = [s for s in steps if s]
+# Instructions with their continuation lines joined ("a && \\\n    b" is "a && b").
+dockerfile = re.sub(r"\s*\\\n\s*", " ", open(os.path.join(src, "deploy/Dockerfile")).read())
 stages = {}
 stage = None
-for line in open(os.path.join(src, "deploy/Dockerfile")):
+for line in dockerfile.splitlines():
     line = line.strip()
     if line.startswith("FROM "):
         words = line.split()
@@ -133,9 +136,21 @@ check("Dockerfile: stages build, runtime, mpi", list(stages) == ["build", "runti
       list(stages))
 check("Dockerfile: build and runtime start from debian:12",
       stages["build"]["from"] == stages["runtime"]["from"] == "debian:12")
+# A step that ran apt removes apt's package lists after it, which the image need not carry.
+CLEAN = " && rm -rf /var/lib/apt/lists/*"
 runs = stages["build"]["run"] + stages["runtime"]["run"]
+for r in runs + stages["mpi"]["run"]:
+    if "apt-get" in r or "scripts/setup" in r:
+        check("Dockerfile: '%s' removes apt's lists" % r[:40], CLEAN in r, r)
+runs = [r.replace(CLEAN, "") for r in runs]
 check("Dockerfile: its build and runtime RUN steps are README.md's Install commands",
       runs == steps, "Dockerfile %s\n    README %s" % (runs, steps))
+check("Dockerfile: the build stage installs the build's packages only (no --test)",
+      stages["build"]["run"][0].startswith("./scripts/setup ") and
+      "--test" not in stages["build"]["run"][0], stages["build"]["run"])
+check("Dockerfile: the runtime stage installs only the package (no scripts/setup, no compiler)",
+      not any("scripts/setup" in r or "build-essential" in r or "make" in r.split()
+              for r in stages["runtime"]["run"]), stages["runtime"]["run"])
 deploy_readme = open(os.path.join(src, "deploy/README.md")).read()
 check("Dockerfile: the mpi stage's one RUN is the step deploy/README.md states",
       len(stages["mpi"]["run"]) == 1 and "`%s`" % stages["mpi"]["run"][0] in deploy_readme,

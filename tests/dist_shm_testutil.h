@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Test helpers for the shm backend tests (tests/test_dist_shm*.c): forked ranks that each build a
  * process group from a hand-filled env (rank, world, MASTER_PORT or run id), reference inputs and
  * results for the collectives, and the /dev/shm leftover check. A rank reports by its exit status

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Helpers for the kernel tests: seeded random arrays and a central finite-difference gradient
  * checker. Invariant: the scalar loss is L = sum(y * r) for a fixed random r, accumulated in
  * double, so the analytic gradient of an input is exactly what backward computes from dy = r. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Test helper: runs a command (usually this test under `mpirun`, as the ranks of a small job) in
  * its own process group with a time limit, its stdout and stderr read back into `output`, and
  * finds lines in that output. Header-only, for the tests that re-run themselves as ranks. */

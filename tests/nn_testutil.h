@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Finite-difference gradient check of a whole model, shared by the model tests: the analytic
  * gradient of a sample of every tensor's parameters against central differences of the training
  * loss. A sample where the differences at eps and eps/2 disagree sits on a kink (ReLU, max-pool)

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """safetensors interop for tests/test_safetensors.c and tests/test_train_checkpoint.c, parsing by
 hand with struct + json + numpy (the `safetensors` package is not installed).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Helpers for the sampler tests: build a sampler, compare one rank's list with an expected one,
  * and gather every rank's list back into torch's padded (strided) order. */
 #ifndef DDPC_TESTS_SAMPLER_TESTUTIL_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Test helper: forks N ranks of a multi-process test, each with torchrun-style variables (RANK,
  * WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, a free MASTER_PORT), as a platform would
  * start them; kills the others as soon as one fails, and fails the whole after timeout_s.

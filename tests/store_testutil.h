@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Raw store peers for tests: a socket to 127.0.0.1:port that speaks as much of the store's
  * protocol (src/comm/store_wire.h) as a test wants, to play strangers, stalled clients and
  * replays against the real server. */

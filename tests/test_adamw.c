@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Hand-computed AdamW steps (src/optim/adamw.c): bias correction at steps 1 and 2 and after a
  * restored step count, decoupled weight decay and the decay mask, following torch.optim.AdamW. */
 #include <ddpc/kernels.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for the --check of `ddpc bench <collective>` (src/cli/bench_coll_check.c, compiled in
  * here since src/cli is not part of libddpc): the inputs have the documented values and bit
  * patterns, a correct result counts 0 wrong, and every kind of wrong result is counted. The

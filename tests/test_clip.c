@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Gradient clipping (src/optim/clip.c): sum of squares, no-op under the max norm, exact
  * torch-style scaling over it, the split sumsq/scale path a distributed caller uses. */
 #include <ddpc/optim.h>

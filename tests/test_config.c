@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for src/core/config*.c: YAML subset, overrides, typed getters with exact error messages,
  * unknown-key detection with suggestions, dump, and parsing under a failing allocator. */
 #include <ddpc/alloc.h>

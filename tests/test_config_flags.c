@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for src/core/config_flags.c: flags by a key's last name applied as the getters ask, an
  * ambiguous name refused naming every key (present in the file or asked for later), bare flags
  * for bool keys only, argument order against key=value, unknown flags with a suggestion, and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for src/core: status table, error messages, allocator hooks, counter-based RNG. */
 #include <ddpc/alloc.h>
 #include <ddpc/rng.h>

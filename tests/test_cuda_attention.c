@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The CUDA causal attention against the CPU table on the same random inputs: out, att (exactly 0
  * above the diagonal) and dqkv, at fp32 (1e-4 relative) and bf16 (1e-2); backward reruns give the
  * same bits; a second call with the same shapes allocates nothing on the device.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The CUDA table's CNN, dropout and optimizer kernels against the CPU's: relu, conv2d (fp32 and
  * bf16), maxpool2d with ties, every batchnorm step, dropout masks (bit for bit), AdamW and SGD
  * against the CPU optimizer (ddpc_optim_step) over one and three steps, sumsq, unscale with a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The CUDA table's memory, elementwise, GEMM, linear and LayerNorm kernels against the CPU table on
  * the same random inputs: outputs poisoned with NaN first, accumulating outputs seeded with the
  * same values on both sides, sizes that are not multiples of 32 plus GPT-2's (4096, 768) rows.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The CUDA cross-entropy, argmax accuracy, row softmax and embedding kernels against the CPU table
  * on the same random inputs: GPT-2's 50257-wide rows with ignored and out-of-range targets, ties in
  * argmax, embedding backward with repeated tokens (and ids past 65535); reruns of embedding

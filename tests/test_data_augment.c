@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for src/data/augment.c through the loader: every augmented row is its sample mirrored or
  * not and shifted by at most random_shift pixels (uncovered pixels = the plane's minimum); about
  * half are mirrored; a sample's transform depends on (seed, epoch, index) only, so 2 ranks' rows

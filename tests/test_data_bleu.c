@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for src/data/bleu.c: statistics and scores against tests/golden/bleu_golden.h (sacrebleu's
  * corpus_bleu computation transcribed in Python), a hand-computed corpus, unknown hypothesis
  * tokens, sums of shares equal to the whole, and the degenerate corpora. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for src/data/dataset_callbacks.c and data_registry.c: a dataset from callbacks copies what
  * its callbacks give (per sample and per batch), checks indices before calling them, feeds the
  * loader's workers under a rank's distributed sampler like a built-in dataset, surfaces a

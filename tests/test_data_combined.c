@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for src/data/combined_loader.c on the example of Lightning's CombinedLoader docstring
  * (loaders over range(6) with batch 4 and range(15) with batch 5) in all four modes, cycling of
  * several short loaders, epochs, empty loaders, error pass-through and argument errors. Loaders

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for src/data/csv.c and csv_dataset.c: RFC 4180 quoting (commas, "" and a line break
  * inside quotes, which moves later line numbers on), CRLF and lone-CR line ends, blank lines,
  * spaces around numbers; the dataset's features in column order without the label columns, class labels, float

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for src/data/fmnist.c and src/data/idx.c: the real Fashion-MNIST (loaded once), and
  * malformed copies in a mkdtemp directory: truncated gzip, corrupt gzip, bad magic, bad dims,
  * count mismatch, label > 9, missing directory. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for src/data/image_*.c and imagefolder*.c: the resize and the luma against hand
  * computations, the decoders on tests/fuzz/seeds/fuzz_image (a palette PNG, a 16-bit PNG, RGB
  * and grey JPEGs), refusals (a truncated JPEG, an oversized PNG header, bytes of neither format),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for src/data/loader*.c: batches equal the synchronous order for 0, 1 and 3 workers,
  * drop_last and the partial last batch, token batches, several datasets behind one sampler,
  * restarting an epoch mid-way, destroying mid-epoch, recorded data-wait time, no allocation

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for src/data/sampler_rank_split.c: the hand-computed examples of docs/data.md for
  * bounds, down-sampling and streaming order, a seeded subset per epoch, equality with the
  * distributed sampler in the plain case, and single-source equal-count batches for many shapes. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for the seed's forms of the rank_split sampler (LeapAI's RankSplitSampler; src/data/
  * sampler_rank_split.c and sampler_interleave.c): the worked examples of docs/data.md for its
  * bounds, integer down-sampling and interleaved streaming order, then every sequence of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for src/data/relabel.c: a relabelled view returns its base's pixels bit for bit with
  * label = map[base label], for fp32 (synthetic) and u8 (Fashion-MNIST) pixels; the Fashion-MNIST
  * coarse grouping of configs/fmnist_multitask.yaml gives the hand-counted group sizes of the

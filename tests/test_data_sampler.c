@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for src/data/sampler.c, sampler_distributed.c and sampler_task_shard.c: torch's padding,
  * drop_last and striding rules (against torch 1.13's own lists), coverage and equal counts,
  * epoch dependence and determinism, the case and task_shard examples of docs/data.md, queries,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for src/data/synthetic.c and src/data/dataset.c: determinism by seed, shapes, label
  * learnability (labels are a function of the pixels), token rule, the test split sharing the train
  * split's rule with samples of its own, bounds and argument checks. */

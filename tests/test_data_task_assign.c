@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for src/data/task_assign.c: the PI0-RIPT seed's rule (task t on rank t mod world), the
  * refusals with their numbers, and the sharing of tasks when replicate is on (docs/data.md). */
 #include <ddpc/sampler.h>

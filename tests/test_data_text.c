@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for src/data/text.c: a mkdtemp directory of text files plus a *.dat file, a symlink and a
  * subdirectory that must be skipped; split sizes, window contents, held-out split, errors; and
  * the installed fortunes directory as a smoke test. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for src/data/token_shards.c: shards of a known stream in all three layouts (llm.c
  * version 1 uint16, version 2 uint32, raw uint16), cut into pieces of uneven lengths (some shorter
  * than a window) so that many windows cross shard boundaries; every sample of every layout must

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for src/data/translation.c and pair batches in the loader: ids with <eos>/<bos>, the
  * dataset shape, per-batch padding (the loader's widths are the batch's longest rows, with 0 and 2
  * workers), max_len (error naming file and line, or dropping), line-count mismatch, CRLF and empty

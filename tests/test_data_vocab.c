@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for src/data/vocab*.c: word and character tokenization (UTF-8, white space, bad bytes),
  * frequency order with byte-order ties, min_freq and max_size, specials, encode and decode,
  * save/load round trips, malformed files, argument errors. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for rank discovery (src/comm/env.c) and SLURM's list syntax (src/comm/slurm_lists.c):
  * each launcher family, the precedence between every pair, the sbatch trap, explicit variables,
  * and every malformed or contradictory case with the message it must give. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for the hang recorder (src/comm/flight.c) through the process-group front end over a fake
  * backend: the ring keeps the last DDPC_FLIGHT_ENTRIES collectives across wraparound, each with
  * its op, dtype, count and the caller's phase when it was issued (also for async work, which runs

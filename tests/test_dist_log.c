@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for rank-aware logging (src/comm/log.c): which ranks print for each scope, the
  * "[rank r/w] " prefix on every line, ordering with the stream's buffer, write errors, and that
  * lines from concurrent processes sharing a pipe or an O_APPEND file never interleave. */

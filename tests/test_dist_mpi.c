@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for the mpi backend (src/comm/mpi*.c). As a ctest this program re-runs itself as the
  * ranks of small jobs under `mpirun` and checks what they report: results bitwise equal to a
  * rank-order reduction (what shm computes) on the three all_reduce paths (inline, gather,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests that the mpi backend diagnoses failures as the shm backend does (src/comm/mpi_check.c,
  * mpi_progress.c). As a ctest this program re-runs itself as the ranks of small jobs, under
  * `mpirun` and as forked shm ranks, and checks what every rank reports:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for the process-group front-end (src/comm/pg*.c): world-1 semantics of every collective,
  * argument errors, config/env precedence, async work handles and ordering, and the sticky failed
  * state. Multi-rank behaviour here runs over a fake in-process backend (ddpc__pg_create_with)

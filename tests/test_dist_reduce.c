@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for src/comm/reduce.c: the chunked/vectorised reductions against a scalar reference for
  * every dtype x op x input count x size, the left-to-right order and single rounding of bf16/f16,
  * and the bf16/f16 conversions against brute-force round-to-nearest-even references. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for the shm backend's collectives: forked ranks (see dist_shm_testutil.h) check every
  * collective against a local reference (small and pipelined, in place or not, for 2-4 ranks),
  * bitwise repeatability with two groups at once, async work completing in order, the forced

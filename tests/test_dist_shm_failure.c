@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for the shm backend's failure paths: forked ranks (see dist_shm_testutil.h) that disagree
  * on the world size or claim the same rank, a rank that joins but never calls the collective (the
  * others time out naming it), a rank that dies (detected at once, not at the timeout), ranks that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for the shm backend's rendezvous: forked ranks (see dist_shm_testutil.h) meeting by
  * MASTER_PORT and by run id, a stale segment replaced and a live one refused, a port in use, a rank
  * that never arrives (the timeout names it), a stranger's bytes and a hello from another host,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The key-value store (include/ddpc/store.h): set/get/try_get/add round trips, values up to the
  * limit, overwrites, a counter incremented by many processes at once (every value seen once),
  * a get that waits for a later set, deadlines with messages naming the key and the address, a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The store under abuse (src/comm/store_server.c): 20 half-sent greetings do not delay a real
  * client; 300 idle connections neither lock it out nor make the server spin, and are dropped
  * after the handshake timeout; running out of descriptors rests the listener instead of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The store's token (include/ddpc/store.h): a client with another token or none is refused at
  * once with a message naming the address, and its requests never reach the table; a recorded
  * greeting replayed, or the server's own proof reflected back, is dropped; a server without a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for src/core/fs.c: the whole-file reader every module uses (config, checkpoints, report)
  * — contents, the empty file, a file that does not exist with and without `missing`, the size
  * limit, a directory, a pipe read to its end (and over the limit), a failing allocator, a scanner

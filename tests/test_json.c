@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for src/core/json.c: values, escapes and surrogates, integer limits, strictness (each
  * invalid document is rejected with a byte position), depth bound, duplicate keys, failing
  * allocator, and a seeded mutation fuzz loop that must never crash or leak (run under ASan). */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for attention.c: forward against a naive double causal MHA, causality (outputs at t ignore
  * inputs after t), saved probabilities, backward against central finite differences (T = 1, 5 and
  * T = 70, which crosses a causal row block), and that backward overwrites dqkv. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for batchnorm.c: forward against a double reference (batch statistics, running statistics
  * with torch's unbiased update, evaluation mode), backward against central finite differences of
  * the whole training-mode BatchNorm, and SyncBatchNorm's identity: statistics summed over two

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for conv2d.c (+ im2col.c) and maxpool2d.c: forward against naive loops, backward against
  * central finite differences (stride 2, padding, non-square kernels, 1x1, batch 1), equal results
  * at 1 and 2 threads, accumulation; pooling ties, odd sizes and overlapping windows. */

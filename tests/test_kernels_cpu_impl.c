@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for src/kernels/cpu/cpu_impl.h: the vectorisable expf (accuracy over its whole range,
  * clamping at the ends), the bit-mask select, and the row max / exp-sum helpers. */
 #include "kernels/cpu/cpu_impl.h"

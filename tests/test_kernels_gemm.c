@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for src/kernels/cpu gemm.c, elementwise.c, threads.c: sgemm in all four transpose
  * combinations with padded leading dimensions against a naive double reference. */
 #include "kernels_testutil.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for layernorm.c and embedding.c: forward against double references, backward against
  * central finite differences, accumulation, NULL gradients, token scatter with repeated tokens. */
 #include "kernels_testutil.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for linear.c and activation.c: forward against naive references, backward against
  * central finite differences of L = sum(y * r), accumulation (+=) and NULL-gradient skipping, the
  * fused residual forward, and GELU backward's overwrite / in-place form. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for cross_entropy.c and dropout.c: softmax/loss against double references with
  * ignore_index and out-of-range targets, n_valid, gradient by finite differences, accumulation;
  * dropout masks equal to ddpc_rng_uniform_at, reproducible, keep fraction ~ 1 - p. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for low-precision matrix products (src/kernels/cpu/gemm_lowp.c, onednn.c) and the 16-bit
  * round trip in src/core/half.c: ddpc_gemm at bf16/fp16 equals an fp32 product of the rounded
  * inputs, oneDNN's matmul wrapper equals sgemm in fp32 on every CPU (so the primitive cache, the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for mha.c: forward against a naive double multi-head attention with a key padding mask,
  * causal or not, tq != tk (cross-attention) and strided q/k/v views of packed buffers; masked keys
  * get probability exactly 0 and changing them changes nothing; a query with every key masked gives

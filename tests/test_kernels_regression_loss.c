@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for regression_loss.c and nn/loss.c: each elementwise loss against a double reference,
  * its gradient by finite differences, accumulation (+=), smooth_l1's beta = 0 being L1, the
  * numerically stable BCE at huge logits; the mlp and cnn ending in each loss (finite differences

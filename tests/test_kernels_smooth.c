@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for cross_entropy_smooth.c and positional.c: the label-smoothed loss against a double
  * reference (ignored rows, eps 0 equal to the plain kernel), its gradient by central finite
  * differences and accumulation; sinusoidal positions against the formula; the scaled embedding's

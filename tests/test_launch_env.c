@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for the launcher's pure parts: worker environments (torchrun's contract), the nested-launch
  * check, OMP_NUM_THREADS, run ids, program lookup, port reservation, wait-status names, hostfiles
  * and the mpirun command line. */

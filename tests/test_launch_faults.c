@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Faults of `ddpc run` that must leave nothing behind: this program is both the test and its
  * worker (`test_launch_faults --worker MODE DIR`), started by the ddpc binary in $DDPC_BIN. A
  * SIGKILLed launcher takes its workers and their children with it; a worker failing or killed

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for src/launch/options.c: `ddpc run` arguments into a ddpc_launch_config, and the one-line
  * errors bad arguments give. */
 #include <ddpc/launch.h>

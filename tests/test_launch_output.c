@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for src/launch/output.c: the ring of recent lines and line assembly from pipe chunks
  * (whole lines only, prefixes on the console, long lines cut, a partial last line completed). */
 #include <ddpc/alloc.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for ddpc_launch_run with small /bin/sh workers: success, a failing or killed rank stopping
  * the others, restarts, SIGKILL after the grace, stragglers killed, the launcher's own signals,
  * log files. Console streams are temporary files so the tests read what a user would see. */

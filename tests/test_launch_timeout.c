@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Fault tests of `ddpc run` with real collectives: this program is both the test and its worker
  * (`test_launch_timeout --worker MODE`), started by the ddpc binary in $DDPC_BIN. A worker stopped
  * with SIGSTOP must make every other rank fail with the timeout message (collective, sequence

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Activation checkpointing: a gpt (dropout on, 3 blocks) and a cnn (3 stages; one head and two)
  * built with and without it from one seed give the same bits over two training steps — losses,
  * probabilities, gradients and the order of the grad-ready reports — at fp32, bf16 and fp16 and

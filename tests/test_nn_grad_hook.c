@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The gradient-ready hook that DDP's bucketed overlap stands on: during one backward every tensor
  * is reported exactly once, and at the moment it is reported its gradient already has its final
  * value (a snapshot taken in the hook equals the buffer after backward, bit for bit). A multi-head

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for src/nn/model_seam.c and model_registry.c, the public model seam: a type registered by
  * name is built by ddpc_model_create from its own copied config, runs forward and backward
  * through the accessors with the DDP/ZeRO hooks seen (grad-ready for every tensor, param-use and

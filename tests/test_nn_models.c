@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Model tests: parameter layout, whole-model gradients against central finite differences
  * (small mlp, cnn and gpt, dropout off and on; multi-head mlp and cnn through each head),
  * determinism, and no allocation after warm-up (gpt; cnn and mlp with BatchNorm). */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* seq2seq model tests: torch.nn.Transformer's parameter names in forward order; the loss's
  * gradient w.r.t. every tensor against central finite differences (padding in source and target,
  * label smoothing, dropout off and on); padding columns change nothing; activation checkpointing

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* seq2seq decoding: the searches on a hand-made next-token table (beam search finds the sequence of
  * higher length-normalised log-probability that greedy misses; beam 1 is greedy); on a random
  * model, ddpc_model_translate (incremental, with a key/value cache that follows beam search's

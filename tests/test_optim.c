@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The optimizer object (src/optim/optim.c): defaults, names, config validation, allocation
  * failure without leaks, state buffers for checkpoints, reset, and the parallel update path
  * giving the same bits as the serial one. */

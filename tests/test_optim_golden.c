@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ddpc optimizers and clipping against PyTorch 1.13 reference values (tests/golden/optim_golden.h,
  * made by tests/golden/make_optim_golden.py): 5 steps of SGD (momentum, nesterov, weight decay)
  * and AdamW (decoupled decay on a mask, as torch's two param groups), within 1e-6 relative. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Dynamic loss scaling (src/optim/loss_scale.c) and its use by the step engine.
  * The scaler is driven through a scripted sequence of overflows and clean steps and must follow
  * GradScaler's documented rule (torch._amp_update_scale_) value by value; the expected values

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* DataParallel through the engine (cfg.dp_replicas): N replicas x batch N*b train the parameters
  * N DDP ranks x b train (forked shm ranks, dropout on: replica k draws rank k's rows and masks)
  * and one process x N*b trains (no dropout), to a relative difference <= 1e-5 after STEPS AdamW

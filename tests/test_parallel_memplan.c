@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for the memory plan (src/parallel/memplan.c): the ZeRO paper's per-stage totals for fp32
  * AdamW, ceil-division shards, communication buffers, one rank, activations both ways, the
  * refusal message and its suggested fix, and the bucket assignment it is fed with. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* DDP equivalence: N ranks with per-rank batch b train the same parameters as one process with
  * batch N*b (relative difference <= 1e-5 after 20 steps), for SGD and AdamW, with gradient
  * accumulation, with bf16 compression (looser), with tiny buckets (many in flight); two runs of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The seq2seq model under data parallelism, through the engine and the reducer on forked shm
  * ranks: 2 ranks x 2 sentence pairs train the same parameters as one process x 4 (relative
  * difference <= 1e-5 after 6 SGD steps with momentum) at ZeRO stages 0 (DDP all-reduce, tiny

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* DDP with a dead branch: a 2-head mlp where a step runs one head (always head 0, or heads
  * alternating per step alike on every rank), so the other head's tensors are never reported ready.
  * Without find_unused_parameters every rank's ddpc_reducer_finish fails naming them, on every

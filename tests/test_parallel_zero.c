@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ZeRO in the reducer, on forked shm ranks: the shards of all ranks cover every parameter exactly
  * once; at stage 2 each rank's chunks of the gradient hold exactly the bits a stage-0 all-reduce
  * leaves there, the rest of the gradient buffer reads zero and holds no physical memory (mincore);

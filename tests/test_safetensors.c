@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for src/ckpt/safetensors_{write,read}.c: round trip, metadata, header padding, every
  * malformed-header case, a torn file, the failing allocator over open, and interop with a
  * hand-written Python reader/writer (tests/safetensors_interop.py, needs numpy). */

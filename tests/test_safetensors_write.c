@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ddpc_safetensors_write from several processes at once: two writers replace the same path over
  * and over while a reader opens it. Each writer's file carries its identity and a sequence number
  * in __metadata__ and data derived from them, so a file mixing two writers' bytes is caught.

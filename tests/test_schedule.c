@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* LR schedules (src/optim/schedule.c): warm-up, then constant, cosine and linear decay, at the
  * start, middle, end and past the end; names, parsing and validation. */
 #include <ddpc/optim.h>

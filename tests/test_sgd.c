@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Hand-computed single and double steps of SGD (src/optim/sgd.c): plain, momentum, dampening,
  * Nesterov, L2 weight decay with and without a mask, following torch.optim.SGD's formulas. */
 #include <ddpc/optim.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for ddpc_sysinfo_collect (src/core/sysinfo_*.c) and ddpc_dist_report_collect
  * (src/comm/report.c, mpi_info.c): every field is filled and terminated, host facts are
  * plausible, and the distributed part follows the process environment (variables listed, rank

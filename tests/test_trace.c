@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The process-wide trace recorder (src/core/trace.c): nothing is recorded unless open and
  * recording; events serialize sorted by thread and start with a parent before a child that starts
  * with it, in exact microseconds; a full array drops and counts; threads record concurrently. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Checkpoints (src/ckpt/checkpoint_*.c): bitwise round trips for SGD with momentum and AdamW and
  * a bit-exact step after resume, latest and keep pruning, torn files (each file truncated, flipped
  * or missing in turn), leftover temporaries, re-saving a step, all-or-nothing load, export, the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Checkpoints under SIGKILL: a child saves over and over (re-saving steps, pruning to 2) while the
  * parent kills it after a random number of microseconds, 30 times. After each kill the latest
  * checkpoint must verify and hold exactly one save's contents: every parameter and optimizer

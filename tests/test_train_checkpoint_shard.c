@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Sharded checkpoints (src/ckpt/checkpoint_shard_save.c, checkpoint_reshard.c,
  * checkpoint_manifest.c) on a small real mlp and optimizer: 3 forked ranks each save their chunk
  * of two "buckets" (the reducer's partition) with ddpc_ckpt_save_sharded, and the loader gives

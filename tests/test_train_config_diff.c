@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for src/train/config_diff.c: the classification table (exact keys, prefixes, "*"
  * components, the refusing default), the differences between two dump texts (numbers equal by
  * value, keys on one side only, the order, the cap and the total), values cut with "...", and

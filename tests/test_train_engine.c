@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The step engine on a small MLP with dropout: a step equals the same model driven by hand
  * (forward, backward, clip, torch-rule optimizer) bit for bit; two micro-batches of b train like
  * one batch of 2b; a replayed step (counters and optimizer state restored) draws the same dropout

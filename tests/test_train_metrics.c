@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The typed metrics sink and its JSONL writer: today's line format for finite values, nested
  * "group/name" keys, null for NaN and infinities (the line still parses as JSON), escaped strings,
  * append versus truncate, a write error (/dev/full) reported with the path and sticky, and no

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for src/metrics/report_*.c: a series keeps increasing steps (a replayed step supersedes),
  * nulls are gaps; metrics.jsonl with malformed and torn lines is read around them; the page has
  * one path point per logged value and stacked bars per phase record; a missing run directory or

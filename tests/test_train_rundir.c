@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Run directory guards: a second job (process) cannot lock a held run directory and is told the
  * holder's pid; the lock is free once the holder is SIGKILLed; config.yaml is nested YAML that the
  * config parser reads back with the same values (sequences of mappings included); writability

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tests for the TensorBoard writer's pieces that the event files depend on: CRC-32C (published
  * check values), TFRecord framing (lengths, masked CRCs, refusal when it does not fit), and the
  * hand-encoded Event bytes of a version, a START and a one-scalar summary (protobuf wire format,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Model <-> safetensors (src/ckpt/weights.c): strict loading refuses with one message naming the
  * missing, unexpected and mismatched tensors; non-strict loading copies the matching tensors,
  * leaves the others and reports the rest; a checkpoint directory is accepted as the source. */

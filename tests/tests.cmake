@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Every tests/test_*.c is its own executable and its own ctest, in its own process with a timeout,
 # so a hung test fails instead of hanging the suite.
 file(GLOB DDPC_TEST_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/test_*.c)

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Reference figures for tests/cli_translate.sh, computed from the text files alone (no ddpc code):
 
     translate_ref.py bleu HYP REF VOCAB     -> "BLEU EXACT_COUNT LINES"

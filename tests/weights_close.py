@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Compares two safetensors weight files written by ddpc, tensor by tensor, parsing by hand
 (struct + json + numpy).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* A program outside ddpc's tree that trains with the installed library through its public API
  * only: a Fashion-MNIST dataset (Debian's dataset-fashion-mnist, or synthetic images), a sampler
  * and a prefetching loader, an MLP, and the step engine with SGD. It prints the loss as it falls

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* "arrays": samples held in two arrays, x (n, D) standard-normal features and y (n) labels
  * y = argmax(W x) for a W drawn from the seed alone, so both splits share one learnable rule.
  * The loader's workers call get_sample concurrently: it only reads the arrays. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* resmlp_train: a program outside ddpc's tree that registers its own model type ("resmlp") and
  * data type ("arrays") and hands them to ddpc's trainer, so a config's `model.type: resmlp` and
  * `data.type: arrays` train with DDP, ZeRO, checkpoints and resume like the built-ins.

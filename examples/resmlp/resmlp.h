@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* A residual MLP and a dataset from arrays, defined outside ddpc through its public seams
  * (ddpc/model_ops.h, ddpc/dataset_ops.h) and trained by ddpc's own trainer. */
 #ifndef RESMLP_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* "resmlp": x (n, D) -> h = relu(fc1(x)) (n, H) -> y = x + fc2(h) (n, D) -> logits = head(y)
  * (n, C), softmax cross-entropy. Every pass calls the model's kernel table (ddpc/device.h), never
  * a device's functions, and reaches weights only through ddpc_model_param_ptr/grad_ptr, so DDP and

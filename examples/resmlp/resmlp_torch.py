@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """resmlp's twin in PyTorch: the same architecture as resmlp_model.c, whose parameter names are
 this module's state_dict keys. `resmlp_torch.py WEIGHTS OUT` loads an exported checkpoint
 (`ddpc ckpt export DIR WEIGHTS`) with load_state_dict(strict=True), runs it on OUT.x.npy (written

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ddpc allocation: every buffer goes through ddpc_malloc/ddpc_free, 64-byte aligned.
  * Tests can count live allocations and bytes (with their peak) and make the n-th future
  * allocation fail. Thread safe. */

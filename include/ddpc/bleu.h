@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ddpc BLEU: corpus BLEU-4 (Papineni et al. 2002) over token ids, as sacrebleu's corpus_bleu
  * computes it from its n-gram statistics (default smooth_method 'exp'): clipped n-gram matches and
  * hypothesis n-grams per order 1..4 summed over the corpus, the geometric mean of the precisions,

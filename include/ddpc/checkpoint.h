@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Training checkpoints: <dir>/step-<8 digits>/ {model.safetensors, optimizer.safetensors,
  * state.json} plus <dir>/latest naming the newest; under ZeRO (stage >= 1 on several ranks) one
  * shard-<rank>-of-<world>.safetensors per rank instead of the first two, with a manifest of the

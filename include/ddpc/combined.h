@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ddpc combined loader: several named per-task loaders stepped together for multi-task training,
  * with the modes of Lightning's CombinedLoader (lightning.pytorch.utilities.combined_loader):
  *   max_size_cycle  steps = the longest loader's length; shorter loaders start over when they run

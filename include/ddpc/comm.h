@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ddpc process groups: rank discovery from the environment, collectives with timeouts, async work.
  * Every rank of a group issues the same collectives in the same order; a collective that cannot
  * finish within the group's timeout fails on every surviving rank, and a group that failed once

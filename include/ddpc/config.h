@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The configuration tree: a YAML file (a subset, see docs/config.md) plus `key=value` overrides,
  * read through typed getters on dotted keys ("optim.lr", "tasks.1.weight").
  * Invariant: every value remembers where it came from (file:line or the command-line argument), so

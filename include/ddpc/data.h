@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ddpc datasets: an immutable, in-memory collection of samples addressed by index.
  * Three kinds: images (c, h, w) fp32 pixels with a class label, token windows (block_size
  * inputs, block_size next-token targets), and translation pairs (a source and a target sequence

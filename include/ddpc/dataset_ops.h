@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The dataset seam: a dataset whose samples come from a program's own C callbacks, accepted by
  * every sampler, the loader and its workers and the combined loader like a built-in one, and a
  * registry of data types so a config's `data.type: NAME` reaches the program's own factory.

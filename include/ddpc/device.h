@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The kernel table: one per device, filled by kernels/cpu (the functions of kernels.h) and, in a
  * build with CUDA, by kernels/cuda (cuBLAS/cuBLASLt products and ddpc's own CUDA kernels). Models,
  * the optimizer and the engine call a table, never a device's functions, so one model file runs on

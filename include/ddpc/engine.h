@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ddpc engine: one training step as one object. A step is zero_grad, then per micro-batch one or
  * more forward/backward passes (one per task that has a batch), gradient synchronisation (the DDP
  * reducer: all-reduce, or ZeRO's reduce-scatter with zero_stage), the non-finite check,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ddpc file-system helpers shared by every layer that reads or writes files (configs, run
  * directories, checkpoints, metrics, launcher logs). */
 #ifndef DDPC_FS_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* 16-bit floating point storage: bfloat16 (8-bit exponent, 7-bit mantissa) and IEEE binary16,
  * held as uint16_t bits. Conversions from f32 round to nearest even; NaN stays NaN, overflow
  * becomes infinity, f16 keeps subnormals. Reentrant. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* CPU kernels: math on flat fp32 arrays, row-major, no knowledge of layers or ranks.
  * Conventions: every *_backward ACCUMULATES (+=) into its gradient outputs (dx, dw, db...), so the
  * caller zeroes them once per step, except the two that say they OVERWRITE (gelu and attention

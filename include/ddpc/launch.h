@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ddpc launch: the process supervisor behind `ddpc run`, modelled on torchrun. It starts
  * nproc_per_node workers with torchrun's environment, forwards their output line by line, stops the
  * whole group when one fails, restarts it up to max_restarts times, and hands several-machine or

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ddpc loader: batches of a rank's samples, in the sampler's order, prefetched by background
  * workers into a bounded ring of preallocated batch buffers (torch's DataLoader with
  * num_workers and prefetch_factor, threads instead of processes). Batch k of an epoch holds the

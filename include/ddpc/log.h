@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Rank-aware logging: print a line on every rank, only on each host's local rank 0, or only on
  * global rank 0, with a "[rank r/w] " prefix when the job has more than one rank. A message goes
  * out in one write(2), so lines from concurrent ranks sharing a terminal, pipe or O_APPEND file

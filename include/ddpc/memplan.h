@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Memory plan (issue #11): the bytes one rank needs for a data-parallel training run, item by
  * item, from the model's shapes alone — before anything is allocated — at any ZeRO stage and
  * world size. Master weights and gradients are fp32 at every precision. Under ZeRO every gradient

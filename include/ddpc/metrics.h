@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ddpc metrics: one typed sink for everything a run reports. A record is a step and up to
  * DDPC_METRICS_MAX_FIELDS typed (key, value) fields; ddpc_metrics_end hands it to every sink
  * (metrics.jsonl, TensorBoard event files). Keys "group/name" are one level

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The model seam: the table of operations behind every model type, public so that a program can
  * bring its own network and get ddpc's trainer, DDP buckets, ZeRO shards, checkpoints and export
  * unchanged. ddpc's mlp, cnn, gpt and seq2seq are tables of this kind too. Invariant: a type's

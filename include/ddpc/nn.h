@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Models: named layers over the CPU kernels, selected by name ("mlp", "cnn", "gpt", "seq2seq").
  * A model owns ONE contiguous fp32 parameter buffer and ONE gradient buffer of the same layout;
  * each parameter is a named view {name, shape, offset}, registered in forward order, so backward

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Optimizers (SGD, AdamW), learning-rate schedules and global-norm gradient clipping over flat fp32
  * buffers. An optimizer owns only its state (n floats per state buffer) and borrows the caller's
  * parameter and gradient buffers for the duration of each call. Updates follow torch.optim.SGD and

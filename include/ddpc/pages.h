@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ddpc pages: giving the physical memory of part of a buffer back to the OS while keeping its
  * addresses, and measuring what is resident. ZeRO stages 2 and 3 release the parts of the flat
  * gradient and parameter buffers a rank does not own, so their memory falls to the shard. */

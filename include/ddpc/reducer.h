@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The DDP gradient reducer: keeps N model replicas equal by averaging their gradients, as
  * PyTorch's DistributedDataParallel does. Buckets are contiguous ranges of the model's flat
  * gradient buffer in the order backward produces them (last tensors first); each bucket's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ddpc report: a run directory's metrics.jsonl as one self-contained HTML page (inline SVG, no
  * scripts, no network): a summary table of the run, loss and evaluation curves, learning rate,
  * throughput, the per-step phase breakdown, per-rank step times and memory. A chart whose keys no record carries is left out

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Counter-based random numbers: value i of stream s under seed k is a pure function of (k, s, i),
  * so any rank or thread can reproduce any stream without sharing state (as Philox is used in
  * PyTorch and JAX). The generator is SplitMix64's finaliser over a mixed counter. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ddpc run directory guards: one job per run directory (an advisory lock the kernel drops when the
  * holder dies, so a SIGKILLed job never leaves a stale lock), the effective configuration saved
  * next to the outputs as loadable YAML, and checks at start that outputs written at the end can be

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* safetensors files (the Hugging Face format): an 8-byte little-endian u64 header length N, N bytes
  * of UTF-8 JSON {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]}, ...,
  * "__metadata__": {"k": "v"}} (may be padded with spaces), then the data buffer. Invariant of a

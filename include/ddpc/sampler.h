@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ddpc samplers: which sample indices one rank visits in one epoch, as a pure function of
  * (config, rank, world, seed, epoch) so every rank computes its share without communication.
  * Kinds: `distributed` (PyTorch's DistributedSampler), `rank_split` (bounded, down-sampled,

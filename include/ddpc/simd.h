@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Which instruction set ddpc's own loops run with (GEMMs go to OpenBLAS and oneDNN, which choose
  * for themselves). A portable build compiles the hot kernels three times — x86-64 baseline,
  * x86-64-v3 (AVX2, FMA) and x86-64-v4 (AVX-512) — and picks one per call from what this CPU

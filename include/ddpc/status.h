@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ddpc status codes and the thread-local last-error message.
  * Every function that can fail returns ddpc_status; DDPC_OK is 0 and every error is negative.
  * The message is one sentence naming the culprit; a caller never overwrites a callee's message. */

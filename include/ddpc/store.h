@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ddpc key-value store over TCP: the rendezvous point of a job that spans hosts, as torch's
  * TCPStore is for torchrun. One process serves it at MASTER_ADDR:MASTER_PORT (the node-0 launcher
  * under `ddpc run --nnodes`, else global rank 0); every worker and launcher connects as a client.

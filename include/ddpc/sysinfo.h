@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* What `ddpc env` reports from the core layer: the host (OS, CPU, SIMD), the build (compiler,
  * flags, BLAS, OpenMP) and the GPU libraries (CUDA driver and GPUs, NCCL); MPI and the launch
  * variables are the comm layer's half (ddpc_dist_report, comm.h). Every field is filled; what

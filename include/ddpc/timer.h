@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Wall-clock timing for progress lines and benchmarks. */
 #ifndef DDPC_TIMER_H
 #define DDPC_TIMER_H

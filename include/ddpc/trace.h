@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ddpc trace: a process-wide recorder of timed events for Chrome's trace-event format (issue #13),
  * like the allocator's counters one per process. Events go into one array preallocated by
  * ddpc_trace_open and are recorded only between ddpc_trace_record(true) and (false); a full array

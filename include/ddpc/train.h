@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The trainer: builds data, model and optimizer from a config tree and runs one state
  * (train / val / test / predict), writing metrics.jsonl and weights under its run directory.
  * It reads every key it understands from the config; the caller then rejects unused keys. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ddpc's version: the one place it is defined. CMake reads the three numbers below for the
  * project VERSION (the shared library's SONAME, ddpc.pc, ddpcConfigVersion.cmake, the .deb), so
  * the headers, the library and the packages cannot disagree. Bump them here only. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ddpc vocabularies for sequence-to-sequence data: a table of token strings <-> ids built from a
  * text file, or loaded from the file it was saved to. Ids 0..3 are the special tokens <pad>, <bos>,
  * <eos>, <unk> in every vocabulary; real tokens follow from id 4, most frequent first (ties in

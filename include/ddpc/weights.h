@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* A model's tensors as a safetensors file: names and shapes are the model's parameter views.
  * Loading is strict by default, like PyTorch's load_state_dict(strict=True); the non-strict load
  * is load_state_dict(strict=False) that also skips tensors of another shape. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* A run's checkpoint directory as readers see it: verification of one checkpoint, the latest
  * verifiable one, listings, pruning and removal of stale temporaries. Verification is the same
  * for both formats: every file state.json lists (model and optimizer, or one shard per rank)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* File-system steps of the checkpoint commit protocol: durable writes (write, fsync, close),
  * directory fsync, checksums, tree removal and the names the protocol uses. Invariant: nothing
  * here renames into a final name; callers do that after these helpers have made data durable. */

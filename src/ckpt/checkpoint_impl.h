@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Internals shared by the checkpoint_*.c files: file-system steps of the commit protocol, the
  * state.json codec and the names of a checkpoint's parts. Invariant kept by every writer here:
  * data reaches its final name only by rename after an fsync, and the directory is fsynced after. */

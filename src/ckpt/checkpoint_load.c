@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Reading a checkpoint back: ddpc_ckpt_load_shard (model, the optimizer state of any flat ranges,
  * counters; either format, any world size and ZeRO stage), ddpc_ckpt_load (all of it) and
  * ddpc_ckpt_export (the parameters as one safetensors file). Invariant: load is all-or-nothing:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The layout part of state.json: which files a checkpoint has and, for a sharded one, the ZeRO
  * stage, the model's tensor table and the manifest of the flat ranges each shard file holds.
  * Invariant: a manifest that passes ddpc__ckpt_manifest_check names only plain file names of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Reading a checkpoint of either format by flat ranges: every parameter, and the optimizer state
  * of any list of ranges (this rank's shard under the current partition), whatever world size and
  * ZeRO stage wrote it. A full checkpoint holds parameter p's flat range [offset, offset + numel)

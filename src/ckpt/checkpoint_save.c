@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ddpc_ckpt_save (the full format) and the commit protocol every format shares: a checkpoint
  * is written into a fresh mkdtemp directory inside the run's checkpoint directory and committed
  * with renames. Invariant: step-<N> and latest change only by rename

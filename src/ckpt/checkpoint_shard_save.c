@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ddpc_ckpt_save_sharded: the collective save of a ZeRO run. Rank 0 creates the temporary
  * directory and broadcasts its path, every rank writes and fsyncs its own shard file there, the
  * ranks' (status, size, CRC-32, ranges) records are all-gathered, rank 0 writes state.json with

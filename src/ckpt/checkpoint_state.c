@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* state.json of a checkpoint: the training counters, the effective config, the model and
  * optimizer types, each file's size and CRC-32 and, for a sharded checkpoint, the ZeRO stage,
  * the model's tensor table and the manifest of each shard file's flat ranges. Written by hand

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* safetensors reader: loads the whole file, parses the JSON header strictly (json.c) and checks
  * the format's invariant before handing out any tensor.
  * Invariant: an open handle's entries are sorted by data offset, tile the data buffer exactly,

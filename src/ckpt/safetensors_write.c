@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* safetensors writer for F32 tensors: builds the JSON header, pads it with spaces to a multiple
  * of 8 bytes (as the reference implementation does, so the data starts 8-aligned), and replaces
  * the file atomically through ddpc_fs_out (a uniquely named <path>.tmp-XXXXXX, fsync, rename,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Model tensors (parameters, then buffers) <-> safetensors. Load validates the whole file against
  * the model before it copies anything, so a refused file leaves the parameters untouched; a
  * non-strict load copies exactly the tensors whose name, dtype (F32) and shape match, and reports

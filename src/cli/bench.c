@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* `ddpc bench step CONFIG [key=value ...]`: times training steps after warm-up and prints one
  * JSON line. bench.warmup and bench.steps are config keys like any other. Under `ddpc run` every
  * rank benchmarks data-parallel steps and only rank 0 prints (the figures cover the whole job).

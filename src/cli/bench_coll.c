@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* `ddpc bench allreduce|broadcast|all_gather|reduce_scatter [options]`: the collective benchmark,
  * run as one worker of a job (under `ddpc run`, mpirun or torchrun --no-python). Rank 0 prints an
  * nccl-tests table: per size S (total bytes of one call) the max over ranks of the mean time per

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Private to `ddpc bench <collective>` (bench_coll.c, bench_coll_check.c): the sweep options and
  * the input/reference functions of --check. Inputs are small integers, exact in every dtype, so
  * sums, minima and maxima have one right answer whatever the reduction order. */

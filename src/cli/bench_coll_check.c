@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Inputs and the reference of `ddpc bench <collective> --check`. Rank r's element i is
  * ((7 i + 13 r) mod 17) - 8, a small integer that every dtype holds exactly; the reference is
  * computed here in double, independently of src/comm's reduction kernels and conversions, and

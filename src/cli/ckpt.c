@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* `ddpc ckpt ls|show|verify|export DIR [OUT]`: inspects a run's checkpoint directory or one
  * checkpoint. Only argument handling and printing live here; the checkpoint module does the rest.
  * Exit status: 0 ok, 1 a corrupt or missing checkpoint or another runtime error, 2 usage. */

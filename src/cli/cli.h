@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Subcommands of the ddpc program. Each returns the process exit status: 0 on success, 1 on a
  * runtime error, 2 on a usage error; errors are printed as one line on stderr. */
 #ifndef DDPC_CLI_CLI_H

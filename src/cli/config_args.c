@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Shared by the subcommands that take CONFIG [key=value ...]. */
 #include "cli/cli.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* `ddpc env`: prints what ddpc_sysinfo_collect (core: host, build, GPUs),
  * ddpc_dist_report_collect (comm: MPI, launch variables) and ddpc_cli_env_cuda (the build's CUDA)
  * found, in the spirit of PyTorch's collect_env, for bug reports and for checking what a launcher

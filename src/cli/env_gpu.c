@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* What `ddpc env` asks the kernels layer about CUDA: the runtime and cuBLAS this build carries and
  * the device `device: auto` picks for a rank. Nothing here fails: a machine without a driver, or a
  * build without CUDA, gets lines saying so. */

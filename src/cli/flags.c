@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Argparse-style flags after CONFIG: `--epochs 5 --batch_size 32` (the seeds' and the guides'
  * spellings) are the overrides `epochs=5 data.batch_size=32`. A flag is, in this order: an alias of
  * the table below (docs/config.md lists it, `ddpc train --help` prints it), a dotted key

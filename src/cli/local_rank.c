@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* torch.distributed.launch's `--local-rank N` (`--local_rank`, `=N` too): the legacy launcher
  * passes it to every worker, and ddpc train takes it out of its arguments. Rank discovery stays in
  * src/comm: when the environment has LOCAL_RANK they must agree; when a launcher set RANK but not

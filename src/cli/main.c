@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ddpc command line: dispatches subcommands. Parsing, printing and exit codes live in src/cli and
  * nowhere else. */
 #include "cli/cli.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* `ddpc plan CONFIG [--nproc N] [--bytes] [key=value ...]`: the memory plan of a config at N
  * ranks (default: the launcher's world size, or 1), for every zero.stage; exits 1 with the
  * refusal message when the configured plan does not fit its limit. Options may come anywhere

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* `ddpc report RUN_DIR [--out FILE]`: writes RUN_DIR/report.html (or FILE) from the run's
  * metrics.jsonl and says what it wrote; skipped lines are a note on stderr, not an error. */
 #include "cli/cli.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* `ddpc run [options] -- PROGRAM [ARGS...]`: parses the options, refuses a nested launch, and hands
  * the job to the launch layer (include/ddpc/launch.h), whose exit code becomes ours. Usage errors
  * and a nested launch exit 2 with one line on stderr. */

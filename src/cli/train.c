@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* `ddpc train CONFIG [key=value ...]`: builds the trainer, rejects unknown keys, runs. */
 #include "cli/cli.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Collective descriptors (coll_desc.h): built the same way on every rank, compared bytewise by
  * the backends, and printed in the one wording every backend uses for a mismatch. */
 #include "comm/coll_desc.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Private to src/comm: what a rank says it is running, so that every backend can check that all
  * ranks issued the same collective before moving a byte, and word a mismatch the same way. The
  * descriptor is plain data of fixed layout (32 bytes), copied between processes as it is; fields

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Rank discovery: which launcher started this process and where it sits in the job, from the
  * launchers' environment variables (docs/distributed.md, "Rank discovery"). The first family
  * present wins, innermost launcher first: torchrun/ddpc run > Open MPI > MPICH/PMI > SLURM step.

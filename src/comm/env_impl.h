@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Private to src/comm: the parsers behind rank discovery (env.c) that read SLURM's compressed
  * host and task lists, and the list of launcher variables rank discovery knows. The parsers read
  * untrusted bytes: they accept the whole string or reject it, and never write past `cap`. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The environment as rank discovery sees it: the library's one lookup in an envp array (the
  * launcher uses it too), the SLURM allocation's host count, the list of launcher variables it
  * knows (for `ddpc env`), and the process environment. This file holds the only reference to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The hang recorder (include/ddpc/comm.h): every process group keeps its last collectives, and
  * the first failure writes them as JSON for a post-mortem, on by default (PyTorch's recorder is
  * opt-in, and its users learn of it after the hang). Recording costs a few stores per collective;

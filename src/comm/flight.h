@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Private to src/comm: the hang recorder's ring of a process group's last collectives
  * (flight.c). Invariant: entries are written only by the thread running the backend, one
  * collective at a time, so the ring needs no lock; it is read on that thread's failure path. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The gloo backend's join and teardown: the job's key-value store at MASTER_ADDR:MASTER_PORT
  * (served by global rank 0, or by a launcher agent when TORCHELASTIC_USE_AGENT_STORE=True), which
  * ranks share a host (each publishes hostname, network namespace and boot id: hosts may share a

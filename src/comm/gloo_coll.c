@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The gloo backend's collectives: shared memory within a host, gloo between hosts, ddpc's own
  * reductions. all_reduce is hierarchical and pipelined in shm-slot-sized blocks; local rank l owns
  * share l of every block: it gathers that share from its host's ranks over shm, continues the

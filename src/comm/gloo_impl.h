@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Private to the gloo backend (gloo.c joins, gloo_coll.c runs collectives): ranks of one host form
  * a host-local shm group, and ranks with the same local rank on different hosts form a gloo link
  * (member index = host index). Ranks are node-major: rank = host * locals + local, the same number

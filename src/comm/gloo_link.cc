@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The C shim over gloo's TCP transport (see gloo_link.h): a full mesh joined through ddpc's
 // key-value store (a gloo::rendezvous::Store implemented on ddpc_store, so no FileStore or Redis),
 // staging buffers registered once as gloo unbound buffers, and sends/receives whose waits end at

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Private to src/comm: a C interface to gloo's TCP transport (gloo_link.cc, the only C++ file),
  * used by the gloo backend to move bytes between hosts; ddpc does every reduction itself.
  * A link is a full mesh of TCP pairs among `size` members, joined through ddpc's key-value store,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Rank-aware logging (include/ddpc/log.h). Invariant: a message is formatted and prefixed into one
  * buffer and leaves the process in a single write(2) (looping only on a short write), after the
  * stream's own buffer was flushed, so lines keep their order and never interleave mid-line. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The mpi backend (Open MPI or MPICH): joins MPI_COMM_WORLD as a ddpc group, polls non-blocking
  * MPI against each collective's deadline, and on a timeout names the ranks that never arrived or
  * stopped mid-transfer from what they published in shared memory (mpi_progress.c). ddpc initialises

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The descriptor exchange that opens every mpi collective: one MPI_Iallgather of a fixed-size
  * block per rank, the same size on every rank whatever it called, so it always matches and MPI
  * never sees two ranks' differing sizes (which it reports as MPI_ERR_TRUNCATE or worse). Each block

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The mpi backend's collectives, each opened by the descriptor exchange (mpi_check.c), which
  * completes barriers and small collectives itself. MPI only moves bytes; every reduction runs
  * locally through ddpc__reduce_many in rank order, so results are bitwise identical on every rank,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Private to src/comm: what the mpi backend's files share. mpi.h itself is included only by
  * src/comm/mpi*.c, so this header stays free of MPI types. */
 #ifndef DDPC_DIST_MPI_IMPL_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The MPI library's identity for `ddpc env`, asked of the library without initialising it
  * (MPI_Get_library_version and MPI_Get_version may be called before MPI_Init, MPI-3.0 8.1.1).
  * Compiled in every build; without DDPC_HAVE_MPI it says so. */

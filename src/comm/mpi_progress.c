@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The mpi backend's progress words and timeout diagnosis. Each rank publishes where it is (entered
  * or left collective #seq) and a heartbeat that ticks while it waits or reduces; a timed-out rank
  * reads its peers' words twice, a second apart, and names the peers that never arrived and those

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Private to src/comm/mpi*.c (the only files that see mpi.h): the mpi backend's per-group state,
  * shared by mpi.c (joining, waiting, teardown), mpi_progress.c (the progress window and the
  * timeout diagnosis), mpi_check.c (the descriptor exchange that opens every collective) and

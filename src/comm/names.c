@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Names and sizes of the comm enums (dtype, reduce op, backend, rank source, collective kind), the
  * backend parser and availability, and the process-group config default. Every table is indexed
  * by its enum and has exactly COUNT entries; values outside the enum map to "?" or 0. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Process-group front-end: checks the env, picks the backend and timeout, joins, answers queries,
  * and runs one collective (ddpc__pg_execute) with its deadline and the sticky failed state.
  * Invariant: once `failed` is set, no collective reaches the backend again and every call says

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The comm thread and work handles. One thread per group, started by the first async call, takes
  * work from a FIFO (mutex + condvar) and runs it with ddpc__pg_execute; a blocking call runs on
  * the caller's thread when nothing is pending and otherwise queues behind the async work, so

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The public collectives, blocking and async: argument checks, then one ddpc__coll with the next
  * sequence number, run in issue order. Invariant: a call that fails its argument checks touches
  * nothing and consumes no sequence number, so every rank still agrees on the numbering. */

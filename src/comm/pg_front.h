@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Private to src/comm: the process-group object shared by pg.c (create, queries, running one
  * collective, the failed state), pg_coll.c (argument checks, public collectives) and pg_async.c
  * (comm thread, queue, work handles). Invariants: `seq` and the queue's tail are touched only by

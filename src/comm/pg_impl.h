@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Private to src/comm: the backend function table behind ddpc_pg, and the reduction kernels the
  * backends share. pg.c owns argument checks, sequence numbers, the comm thread and the failed
  * state; a backend only moves and reduces bytes, and honours the deadline it is given. */

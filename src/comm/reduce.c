@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Reduction kernels shared by the backends (16-bit floats convert through core/half.c).
  * Invariant: a reduction of n inputs is evaluated strictly left to right, srcs[0] op srcs[1] op
  * ... op srcs[n-1], element by element, so every rank that reduces the same inputs gets the same

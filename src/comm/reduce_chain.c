@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* A rank-order reduction split across hosts: host 0 starts the running value from its ranks'
  * inputs, every next host continues it with its own ranks' inputs, and the last one finishes it
  * (AVG divides, bf16/f16 round once). Invariant: the chain performs exactly the operations of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ddpc_dist_report_collect: the communication half of `ddpc env` (the cli prints it beside core's
  * ddpc_sysinfo): the MPI library from mpi_info.c and the distributed launch as rank discovery
  * sees it. Every field is filled even when something is missing or malformed. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Single-copy large collectives with cross-memory attach (process_vm_readv): each rank posts its
  * buffer addresses in its control block, and peers copy straight out of them, once. All-reduce
  * splits the message into one contiguous share per rank: each rank pulls its share of every

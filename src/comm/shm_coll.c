@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The five collectives over the shm segment, built from steps (shm_wait.c). Small messages take
  * one step: copy in, arrive, every rank reduces everything itself, in rank order. Large ones are
  * pipelined through the areas in slot-sized blocks, one step per block: each rank copies its

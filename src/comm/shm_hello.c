@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The shm rendezvous messages, one '\n'-terminated ASCII line each:
  *   hello: "ddpc-shm-hello VERSION rank=R world=W pid=P host=H\n"
  *   reply: "ddpc-shm-ok SEGMENT\n" or "ddpc-shm-error MESSAGE\n"

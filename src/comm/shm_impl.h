@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Private to the shm backend: the shared segment's layout, the per-process state, and the
  * functions its files share (rendezvous, segment, hello protocol, waiting, collectives).
  * Segment = header page | per-rank control blocks | per-rank data areas (in[2], out[2]).

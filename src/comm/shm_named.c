@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The shm rendezvous by run id (TORCHELASTIC_RUN_ID, a SLURM step, an mpirun job id): the
  * segment is named from the user id, the sanitised run id, MASTER_PORT (torchrun's agent already
  * listens there, so it only tells jobs apart) and the restart count, plus a hash of the raw run

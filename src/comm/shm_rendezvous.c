@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The shm backend's constructor and destructor: checks that every rank is on this host, finds the
  * peers, waits until all joined, and fills the per-process state. With a run id (torchrun and
  * `ddpc run` always give one) the segment is named from it (shm_named.c): torchrun's agent already

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The shm segment as a file in /dev/shm: geometry, create/open/map, claiming a rank's slot, and
  * process liveness from /proc. Invariant: a segment is used only after its header says `ready`
  * (set last by its creator), and its size and world size are checked before any other access. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The shm rendezvous over TCP (MASTER_ADDR:MASTER_PORT, no run id): rank 0 listens, creates a
  * segment under a private unique name and answers each rank's hello with that name or with an
  * error (world-size mismatch, duplicate rank, other host, other protocol version), which then

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Waiting for peers in the shm segment: one step = publish my arrival counter (release), then
  * wait until every peer's counter reaches it (acquire). Spins with a pause first (microsecond
  * latency when every rank has a core), then yields (ranks outnumber cores), and every ~20 ms looks

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Strict parsers for SLURM's compressed lists: host lists ("node[01-04,07],gpu7") and
  * tasks-per-node lists ("2(x3),1"), as SLURM writes them into SLURM_JOB_NODELIST and
  * SLURM_STEP_TASKS_PER_NODE. Invariant: the cursor never passes the terminating NUL, numbers have

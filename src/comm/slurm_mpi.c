@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Whether Open MPI can start inside this srun step. Open MPI's ranks meet through a PMI server
  * that srun's MPI plugin runs (PMIx with `srun --mpi=pmix`); a step started without one (SLURM's
  * default MpiDefault=none) makes every rank's MPI_Init abort with a page of Open MPI text. This

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The store's secret: the job's token (from the environment or a file, or freshly generated) and
  * the handshake's MACs and nonces, all from libcrypto (HMAC-SHA256, RAND_bytes, CRYPTO_memcmp)
  * rather than anything of our own. Invariant: a token never leaves this process except as the

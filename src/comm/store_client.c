@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The store's client: one blocking TCP connection, one request in flight, opened by the mutual
  * proof of the token (store_wire.h). A request that gets no answer within IO_SECONDS means the
  * server (or the link to it) is gone: DDPC_EPEER naming the address, and the connection is

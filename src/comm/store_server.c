@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The store's server: one thread drives every connection from one poll loop. Sockets are
  * non-blocking and each connection is a state machine with its own input and output, so a peer
  * that stalls mid-greeting or mid-request delays nobody. Until it has proved the token a peer

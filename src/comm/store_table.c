@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The store server's table (store_table.h): an array of entries with a hash index over it, so a
  * big job's tens of thousands of keys cost no more per request than a small job's few hundred;
  * capped in keys and bytes so that no client can grow the server without bound. */

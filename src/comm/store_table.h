@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Private to the store's server: its table of keys and values. Values are reference-counted
  * blobs, so an answer being sent keeps the bytes it answers with while a later SET replaces them.
  * The table holds at most DDPC_STORE_KEYS_MAX keys and DDPC_STORE_BYTES_MAX bytes of keys and

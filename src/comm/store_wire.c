@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Deadline-bounded reads and writes of whole buffers on a (blocking) socket, for the store. */
 #include "comm/store_wire.h"
 

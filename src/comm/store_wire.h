@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Private to the store: the bytes on the wire between store_server.c and store_client.c.
  * A connection opens with the handshake: the client sends GREETING + its nonce; the server
  * answers GREETING + its nonce + MAC("server"); the client checks it and sends MAC("client"),

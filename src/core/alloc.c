@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Aligned allocation with counters and failure injection for tests.
  * Every block carries a DDPC_ALIGNMENT-byte header holding its requested size, so ddpc_free can
  * take it off the live byte count; the caller sees the aligned address just past the header.

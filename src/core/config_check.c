@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Unknown-key detection: the first value no getter used, with a "did you mean" hint drawn from the
  * keys the modules asked for. Read-only over the tree; suggestions use fixed stack buffers, so
  * checking never allocates and cannot fail for lack of memory. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The effective configuration as "dotted.key: value" lines, one per key a getter asked for.
  * Invariant: output is bounded by the caller's buffer (always NUL-terminated when cap > 0) while
  * the returned length counts everything, like snprintf; strings that would not read back as the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Command-line flags over the config tree: `--optim.lr 0.1` sets its key at once; `--d_model 64`
  * names a key by its last component and waits until a getter asks for a key ending in it.
  * Invariant: a waiting flag is applied to at most one key; a second key with its last name, asked

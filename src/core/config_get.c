@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Typed getters over the config tree: int, float, bool, string, choice and number lists.
  * Invariant: every call records its key (and default, as YAML text) as known before looking it
  * up; a value is marked used only when it converted and passed the range check, and *out is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Private to src/core/config*.c: the node tree behind ddpc_config.
  * Invariant: the root is always a mapping; a map's keys are unique, non-empty and contain no '.';
  * every node's `origin` points at a string owned by the config's origin list, and `line` is the

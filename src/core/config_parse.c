@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* YAML text to config tree, through libyaml's event parser (one document, no anchors or tags).
  * Invariant: every yaml_event_t fetched is deleted exactly once, and a node is owned either by
  * the local variable that built it or by its parent, never both, so every error path frees all. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Command-line overrides: "dotted.key=value" assignments applied to the config tree.
  * Invariant: an assignment either fully applies (its value replaces or joins the tree, with the
  * argument as its origin) or leaves the tree exactly as it was. */

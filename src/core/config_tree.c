@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The config node tree: creation, destruction, map/sequence growth and dotted-path lookup.
  * Invariant: the root is always a mapping; every child belongs to exactly one parent, so freeing
  * the root frees everything; origins and known keys are owned by the config, not by nodes. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The one loop that writes a whole buffer to a descriptor: files, pipes and sockets alike. Every
  * layer that writes raw bytes (checkpoint files, the rank-prefixed log, the shm rendezvous, the
  * metrics lines) goes through here, so short writes, EINTR and SIGPIPE are handled once. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* File-system helpers. mkdir -p walks the path's components from the root; an existing component
  * must be a directory (a regular file in the way is reported as such, not as EEXIST). The
  * whole-file reader is the one every module uses (config, checkpoints, report): it reads to end of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Private to src/core: how the file helpers (fs.c, fs_out.c) name a file and what is in its
  * place in their messages, so every door words them alike. */
 #ifndef DDPC_CORE_FS_IMPL_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Job locks on files: flock(2), which the kernel releases when the holder's descriptor closes (at
  * exit or death), so a lock is never stale, a restarted or rerun job takes it again, and it also
  * works over NFS (emulated with byte-range locks). The "pid host" written into the file is only

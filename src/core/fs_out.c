@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The one atomic-replace door for output files. Invariant: only a regular file (or nothing) is
  * ever replaced, and always by rename of a complete, fsynced temporary in the same directory; a
  * symbolic link is followed to the file it names, which is replaced while the link stays. A rename

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Strict recursive-descent JSON parser over untrusted bytes (see json.h).
  * Invariant: every node reachable through a parent's `count` is fully initialised (possibly
  * partially filled), so one ddpc__json_free of the root releases any half-built tree; the cursor

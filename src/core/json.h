@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* A small strict JSON (RFC 8259) parser for headers read from outside bytes (safetensors).
  * Invariant: parsing never reads outside [text, text+len), never recurses deeper than
  * DDPC__JSON_MAX_DEPTH, and on any failure frees everything it built; strings are validated

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Page release and residency over ordinary heap buffers. Only whole pages strictly inside the
  * range are released, so a neighbour sharing an edge page (another buffer, the allocator's
  * header) is never touched; the partial edges are zeroed with memset instead. */

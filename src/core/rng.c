@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Counter-based RNG: SplitMix64 finaliser applied to (seed, stream, position).
  * Invariant: a value depends only on its three inputs, never on call history. */
 #include <ddpc/rng.h>

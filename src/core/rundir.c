@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Run directory guards: the job lock, config.yaml, writability probes. The lock is a ddpc_fs_lock
  * (flock(2)) on <dir>/.lock: the kernel releases it when the holder's descriptor closes, at exit or
  * death, so it is never stale; the pid in the file is only for the message. config.yaml is rebuilt

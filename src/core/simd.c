@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The active kernel variant: detected once (first call), from the CPU and DDPC_CPU_ISA. Racing
  * first calls compute the same value, so a relaxed atomic is enough. */
 #include <ddpc/simd.h>

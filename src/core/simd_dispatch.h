@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Private: how a kernel source becomes three variants. CMake compiles each file listed in
  * DDPC_SIMD_SOURCES once more per extra ISA with DDPC_SIMD_VARIANT=avx2 or avx512 (and the
  * matching -march); the base compile gets baseline here. In such a file:

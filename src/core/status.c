@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Status names and the thread-local last-error message (one per thread, overwritten by each error). */
 #include <ddpc/status.h>
 

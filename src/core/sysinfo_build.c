@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Build facts for `ddpc env`: compiler, flags and how this library was compiled, the BLAS linked
  * (OpenBLAS's config string and thread count, asked of the library itself), and OpenMP. The BLAS
  * entry points are declared here rather than through cblas.h, which public code never includes. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* CUDA driver, GPUs and NCCL for `ddpc env`, found at run time through dlopen of libcuda.so.1 and
  * libnccl.so.2 so that ddpc neither links nor needs them. An absent library, driver or GPU is a
  * "not found (why)" line, never an error; each library is closed again before returning. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Host facts for `ddpc env`: uname, /etc/os-release, /proc/cpuinfo (model, cores, SIMD flags),
  * the CPUs this process may use, and which SIMD extensions the build itself relies on; and
  * ddpc_sysinfo_collect, which adds the build and GPU parts. Reads only files; every field ends

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Private to src/core: the parts of ddpc_sysinfo_collect (sysinfo_host.c), one file each.
  * Each fills its fields of a ddpc_sysinfo and never fails; what it cannot find reads "unknown"
  * or "not found (why)". */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Memory figures from /proc: the machine's MemAvailable (/proc/meminfo) and this process's
  * resident set and its high-water mark (VmRSS, VmHWM of /proc/self/status). Both files give
  * "Key:   <n> kB" lines; a missing file or key is DDPC_EIO naming it. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Monotonic clock in seconds. */
 #include <ddpc/timer.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The process-wide trace recorder. Invariant: a slot below `n` belongs to the thread that reserved
  * it; its `ready` flag is set (release) after its fields, so serialize reads only finished ones.
  * Times are kept as integer nanoseconds, so a child's [ts, ts + dur] printed in microseconds stays

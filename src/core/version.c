@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The version of the library itself (include/ddpc/version.h's numbers as compiled in here), so a
  * program can tell which libddpc it runs against. */
 #include <ddpc/version.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Training-time image augmentation inside the loader, as torchvision's RandomHorizontalFlip and
  * RandomCrop(size, padding=shift) do. Invariant: a sample's transform is a pure function of
  * (seed, epoch, global index), so it does not depend on the rank, the batch, the loader's worker

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Corpus BLEU-4 over token ids (see ddpc/bleu.h for the definition it follows: sacrebleu's
  * corpus_bleu statistics and 'exp' smoothing). Counting is quadratic in the sentence length and
  * allocates nothing: sentences here are short (at most a model's max_len). */

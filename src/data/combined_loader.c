@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The combined multi-task loader (Lightning CombinedLoader's four modes, see combined.h).
  * Invariant: pos[t] counts the batches taken from loader t since its last start_epoch, so a
  * loader is asked for a batch only while pos[t] < its length, and the step count is fixed by the

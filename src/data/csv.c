@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* RFC 4180 records: fields separated by commas, a field optionally in double quotes (then it may
  * hold commas, line breaks and "" for one quote), records ending in LF or CRLF (a lone CR too);
  * an empty line is skipped, so a trailing newline or blank lines between records are fine.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* An RFC 4180 record reader over a file's bytes in memory (csv.c), for the CSV dataset.
  * Invariant: after a successful ddpc__csv_next, cell i of the record is the NUL-terminated text
  * at text + cell[i] (quotes removed, "" unescaped), valid until the next call; `line` is the line

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The CSV dataset: a header row naming the columns, then one sample per record; the label columns
  * are the targets (class labels, or float targets for regression and multi-label), every other
  * column a feature. Invariant: every cell is checked while the file is read, so the dataset holds

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The process-wide registry of data types a program adds for the trainer (`data.type: NAME`).
  * Invariant: entries are only appended, under the lock, so a factory looked up stays valid. */
 #include <ddpc/dataset_ops.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Dataset accessors and batch copies, common to every dataset kind.
  * Invariant: these only read the dataset, so any number of threads may call them at once;
  * get_batch validates every index before writing any output. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Datasets from a program's callbacks (ddpc/dataset_ops.h): the one kind whose samples ddpc does
  * not hold. Invariant: the callbacks are only called with indices get_batch has checked and with
  * buffers of the caller's, laid out as ddpc_dataset_get_batch's. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The dataset struct shared by the dataset constructors (fmnist.c, text.c, synthetic.c) and the
  * accessors in dataset.c. Invariant: after a constructor returns, nothing in it changes, and it
  * owns every buffer it points to. Images keep either u8 pixels normalised through `lut` on copy

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Fashion-MNIST (Xiao et al. 2017) from its four gzip'd idx files.
  * Invariant: images (n, 1, 28, 28) stay as raw bytes and are normalised on copy through the
  * dataset's 256-entry table with the train set's mean and std, for both splits; every label < 10. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* idx file reading through zlib's gz* functions, which also read uncompressed files as they are.
  * Invariant: we read exactly the bytes the header promises and then demand end of file, which
  * also makes zlib verify the gzip trailer's CRC and length. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Reader for the idx format of (Fashion-)MNIST, gzip'd or plain: a big-endian magic
  * 0x0000 08 <ndim>, ndim big-endian u32 dims, then prod(dims) unsigned bytes and nothing else.
  * Invariant: every failure names the file and leaves no allocation behind. */

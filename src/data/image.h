@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Private to src/data: PNG (libpng) and JPEG (libjpeg-turbo) decoding of outside bytes into 8-bit
  * pixels, and the two conversions an image folder needs (ITU-R 601 grey, bilinear resize).
  * Invariant: a decoder never writes past the size its probe reported, and refuses an image whose

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* JPEG decoding with libjpeg-turbo from a buffer in memory. libjpeg's default error handler exits
  * the process and its warnings (a premature end of the file, corrupt entropy data) only print and
  * go on with grey blocks: both are replaced, so either jumps back to the setjmp here with the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The format switch in front of the decoders (by magic bytes, as Pillow's Image.open) and the
  * conversion of a decoded image to planar pixels of the folder's channels and size.
  * Invariant: a grey or RGB value that needs no resize is copied exactly, so an image already of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* PNG decoding with libpng's classic interface, from a buffer in memory. libpng reports errors by
  * calling an error function that must not return: ours keeps the message and jumps back to the
  * setjmp in png_run, which then destroys the read struct. Warnings (an unknown sRGB profile, a bad

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* data.type imagefolder: torchvision's ImageFolder decoded once into memory. Pass 1 reads every
  * file's header (size, colour), pass 2 decodes each into its slot of one (n, c, h, w) u8 buffer;
  * both run in parallel, and a failure is reported for the first failing file in sample order,

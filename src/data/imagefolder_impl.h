@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Private to src/data: an image folder's listing, as torchvision's find_classes and make_dataset
  * build it. Invariant: classes are sorted by name, files by (class, name), and every class has at
  * least one file; the listing owns every string. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Listing an image folder: root/<class>/<file>, classes sorted by name and files by (class, name),
  * byte-wise as Python's sorted() orders UTF-8 names. Hidden entries (a leading '.') are skipped
  * silently, as torchvision's find_classes does for classes; a file counts as an image by its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The prefetching loader: persistent worker threads claim batch numbers in order and fill the
  * ring slot seq % num_slots; the consumer takes batches strictly in order, so worker timing never
  * changes what a batch holds (see loader_impl.h for the ring invariant). With num_workers = 0 the

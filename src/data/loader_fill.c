@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Gathers one batch for the loader: the sampler's indices of the batch, split into runs of
  * consecutive rows from one dataset, each copied by one ddpc_dataset_get_batch call (pairs: by
  * ddpc_dataset_get_pairs, at the widths of the batch's longest rows).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The loader struct shared by loader.c (threads, ring, epochs) and loader_fill.c (gathering one
  * batch). Invariant: slot s holds batch number seq with seq % num_slots == s; a worker may fill
  * batch b only once b < released + num_slots, i.e. once batch b - num_slots was handed back, so

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The .npy parser (numpy/lib/format.py). The header is a Python literal written by NumPy's own
  * repr, so the parser accepts exactly what NumPy writes: the three keys in any order, quoted with
  * ' or ", spaces anywhere between tokens, a trailing comma. Invariant: on DDPC_OK the data range

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Private to src/data: NumPy's .npy format (numpy/lib/format.py, versions 1.0, 2.0 and 3.0): the
  * magic "\x93NUMPY", a version, a header length, a Python dict literal
  * {'descr': '<f4', 'fortran_order': False, 'shape': (N, ...), } padded with spaces to a newline,

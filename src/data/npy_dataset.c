@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Images (or feature vectors) and class labels from two .npy files, as a Python user saves them
  * with numpy.save: x of shape (N, D), (N, H, W) or (N, C, H, W) and y of shape (N,).
  * Invariant: the dataset owns fp32 pixels (uint8 scaled to [0, 1] as torchvision's ToTensor

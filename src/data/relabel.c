@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Relabelled views: an images dataset that borrows another's pixels and carries its own labels,
  * label = map[base label]. Invariant: the view owns only its labels; its pixels are always read
  * from the base, which must outlive it (ddpc_dataset_destroy never touches the base). */

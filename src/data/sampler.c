@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Sampler lifecycle and queries common to every kind: config checks, the source table
  * (sizes and offsets of the concatenated global index space), epoch changes and torch's strided
  * split. Invariant: after create, nothing allocates; set_epoch only rewrites `out`. */

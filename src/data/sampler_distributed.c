@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The `distributed` sampler (torch.utils.data.distributed.DistributedSampler's rules) and the
  * `case` sampler (exact, unpadded evaluation shards).
  * distributed: a seeded Fisher-Yates permutation of [0, size) from ddpc_rng(seed + epoch) (not

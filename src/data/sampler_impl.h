@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The sampler struct shared by sampler.c (validation, queries) and the per-kind files
  * sampler_distributed.c, sampler_rank_split.c and sampler_task_shard.c.
  * Invariant: every buffer is sized at create for the largest list any epoch can produce, so a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* rank_split's `interleave` streaming order, the one of LeapAI's RankSplitSampler ("the seed"):
  * sources are taken in groups of batch_size (sources 0 .. b-1, then b .. 2b-1, ...); within a
  * group one sample of each source in turn, in order, until the group runs dry, so that with

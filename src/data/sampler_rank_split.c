@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The `rank_split` sampler over a concatenation of sources (docs/data.md has worked examples).
  * Per source i only local indices [lo_i, hi_i) are used, of which keep_i = ceil(n_i * ratio)
  * survive down-sampling (n_i = hi_i - lo_i): positions floor(j / ratio), j < keep_i, in order; with

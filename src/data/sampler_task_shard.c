@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The `task_shard` sampler: whole tasks (sources) assigned to ranks, balanced by size.
  * Assignment: tasks by decreasing size (ties: lower task first), each to the rank with the least
  * load so far (ties: lower rank), the longest-processing-time rule. A rank visits the global

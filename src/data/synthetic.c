@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Seeded synthetic datasets for tests: normal-pixel images labelled by a random linear map, and
  * token streams following an affine recurrence with 10% noise.
  * Invariant: each is a pure function of its arguments (counter-based RNG streams below), so any

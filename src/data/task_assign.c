@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Task sharding: which ranks train which tasks (the PI0-RIPT seed's rule, task t on rank
  * t mod world, with a floor of tasks per rank met by refusing or by sharing tasks). Invariant on
  * success: every rank holds at least min_per_rank distinct tasks and every task has a holder. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Byte-level text dataset: one file, or a directory's regular files sorted by name (skipping
  * *.dat index files, symlinks and subdirectories) concatenated, split into train | held-out.
  * Invariant: the dataset keeps only its split's bytes as a u8 stream; vocabulary is 256. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Whole text files in memory, walked line by line (see textfile.h). */
 #include "data/textfile.h"
 

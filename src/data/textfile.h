@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Whole text files in memory, walked line by line: the vocabulary and the translation dataset read
  * their files through this. Invariant: the buffer is NUL-terminated, so a line can be scanned up
  * to '\n' or NUL without a length. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Token shards: llm.c's .bin files (a 1 KiB header of 256 int32, then uint16 or uint32 tokens)
  * and nanoGPT's raw uint16 .bin, matched by a glob, mapped read-only and read as one stream.
  * Invariant: every shard's size agrees with its header and every id is below the vocabulary,

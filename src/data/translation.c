@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Translation pairs from two line-aligned text files, encoded with fixed vocabularies, and their
  * padded batches. Invariant: every kept sample fits max_len (source ids + <eos>, target ids + 1
  * decoder positions), and d->shape holds the longest of each, so a batch padded to its own longest

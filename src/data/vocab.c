@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Vocabulary tables: building from a corpus (count, sort by frequency, cut at min_freq and
  * max_size), the id lookup and the accessors. Invariant: see vocab_impl.h; building allocates a
  * counting table that is freed before it returns. */

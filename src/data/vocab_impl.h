@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The vocabulary struct shared by vocab.c (tables and lookup), vocab_io.c (save, load) and
  * vocab_text.c (tokenizer, encode, decode). Invariant: tokens[0..3] are the specials, every token
  * is distinct, and slots is an open-addressing table (power-of-two cap, at most half full) of the

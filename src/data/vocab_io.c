@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Saving and loading vocabularies: a header line, then "<token>\t<count>" per id. A token never
  * holds a tab or a newline (both are white space to the tokenizer), so the last tab of a line
  * separates the token from its count. */

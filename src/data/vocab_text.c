@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Tokenization, encoding and decoding of lines. Invariant: the same line always gives the same
  * tokens, whatever vocabulary looks them up, so the build and every later encode agree. */
 #include "data/vocab_impl.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Choosing a kernel table as the guides choose a device: cpu, cuda (GPU local_rank mod visible,
  * torch.cuda.set_device(local_rank)), or auto. Builds without CUDA answer through cuda_absent.c. */
 #include <ddpc/device.h>

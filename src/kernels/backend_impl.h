@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Private to kernels/: what backend.c asks of the CUDA side (kernels/cuda/device.cu in a build
  * with CUDA, cuda_absent.c otherwise). */
 #ifndef DDPC_KERNELS_BACKEND_IMPL_H

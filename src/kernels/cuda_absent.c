@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* A build without CUDA: no GPU table, and one reason why. */
 #ifndef DDPC_HAVE_CUDA
 #include <ddpc/device.h>

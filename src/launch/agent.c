@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The agents of a per-node launch: one `ddpc run` per host, joined through the key-value store
  * that the node-0 launcher serves at MASTER_ADDR:MASTER_PORT (include/ddpc/store.h). Their keys
  * live under "agent/" (workers use "<run id>/<restart>/..."): the rendezvous records

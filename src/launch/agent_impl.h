@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Private to src/launch: the agent of a per-node launch (agent.c, agent_rdzv.c), the part of one
  * `ddpc run` that talks to the other hosts' launchers through node 0's key-value store. The
  * launcher is single-threaded; only node 0's store server runs on a thread of its own. */

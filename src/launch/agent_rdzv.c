@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The agents' rendezvous: node 0 serves the store, every node connects, claims its node rank with
  * an atomic add (a rank claimed twice is named), publishes what it was started with, and waits
  * for every other node's record, checking that all agree. Any agent that finds a problem writes

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* One attempt of the worker group: spawn every local worker, forward output, watch for exits and
  * for the launcher's own signals, and stop the group (SIGTERM + SIGCONT, SIGKILL after the grace)
  * at the first failure or signal. Invariant: when ddpc__attempt_run returns, every worker of the

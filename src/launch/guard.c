@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The guard: a process forked from the launcher before its first worker, so that a launcher that
  * dies without cleaning up (SIGKILL, OOM killer) still takes its workers with it. Each worker dies
  * with the launcher by PR_SET_PDEATHSIG (worker.c), but what a worker started itself does not; the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Host names as `ddpc run` accepts them, in a hostfile or in --master-addr: an IPv4 or IPv6
  * literal, or a DNS name of at most 253 characters whose labels are 1 to 63 letters, digits and
  * '-' (RFC 1123) and do not start or end with '-'. Such a name can never reach ssh or mpirun as an

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* A job's identities on this host: its rendezvous port, its run id and the program it runs.
  * Invariant: a port returned by ddpc__port_reserve stays bound by the launcher until the job ends,
  * so no other job's bind to port 0 can be given it; rank 0 can still listen on it (SO_REUSEADDR,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ddpc_launch_run: the job as a sequence of attempts. It resolves the program, fixes the job's
  * identities (run id, reserved master port, OMP_NUM_THREADS) once, blocks the signals it watches,
  * and runs attempts until one succeeds, the launcher is interrupted, or restarts run out.

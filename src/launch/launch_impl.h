@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Private to src/launch: the pieces of the supervisor, split so each can be unit-tested.
  * Environment arrays are NULL-terminated "KEY=VALUE" vectors from ddpc_malloc; a worker owns two
  * pipes (stdout, stderr) whose bytes become whole lines before they reach a ring, a log or the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The several-machine path: `ddpc run --hostfile FILE` (or --nnodes N inside a SLURM allocation, or
  * --backend mpi) becomes one Open MPI mpirun command that starts every rank with the mpi backend.
  * MPI worlds only form under mpirun, so this path replaces the launcher process with mpirun, which

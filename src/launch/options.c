@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* `ddpc run` options into a ddpc_launch_config. Every option takes `--name VALUE` or `--name=VALUE`
  * and accepts '_' for '-' (torchrun spells them both ways); PROGRAM starts after `--` or at the
  * first argument that is not an option. Invariant: on success every field is in range. */

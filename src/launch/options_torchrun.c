@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* torchrun's rendezvous options on `ddpc run`, so that copied torchrun lines work: --standalone,
  * --rdzv-endpoint HOST[:PORT], --rdzv-backend, --rdzv-id and --nnodes MIN:MAX. ddpc's rendezvous
  * is its own store at the master address, so each maps onto a ddpc option with torchrun's meaning

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Worker output as whole lines: bytes from a pipe wait in a line buffer until their newline, then
  * go to the rank's log file, the console (prefixed when --tee) and the ring of recent lines that a
  * failure report quotes. Invariant: a sink never receives part of a line, except that a line

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Node 0's token file: across hosts with no token given, node 0's launcher makes the job's token
  * and writes it where the other nodes can read it (a shared file system) or the platform can copy
  * it from; a node given that file's name waits for it to appear. Invariant: the file is mode 0600

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* How a worker ended, in words and as a shell exit code: "exit code 3" / 3, "signal SIGKILL" /
  * 137. Signal names come from a fixed table of the POSIX signals, since strsignal() gives
  * descriptions ("Killed"), not names. */

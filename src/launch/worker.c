@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* One worker process: forked into its own process group (so a signal to the group reaches every
  * process it started), killed by the kernel when the launcher dies (PR_SET_PDEATHSIG; the guard
  * takes the rest of its group), stdout and stderr on pipes, stdin from /dev/null (a background

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Worker environments: torchrun's contract (RANK, LOCAL_RANK, WORLD_SIZE, ... see docs/launcher.md)
  * layered over the launcher's own environment. Invariant: a variable the launcher owns appears
  * exactly once in a worker's vector, with the launcher's value, whatever the base held. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Private to the metrics sink: the record being built and the sink function table. Invariant:
  * every string a record points to lives in the record itself (keys and str values are copied),
  * so a sink may read it only during its record call. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* metrics.jsonl: one JSON object per record and line, {"step": N, "key": value, ...}, in the
  * order recorded; consecutive "group/name" keys nest as "group": {"name": value}. Invariants: a
  * line is valid JSON whatever the values (NaN and infinities are null, strings escaped), and it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The typed metrics sink: builds one record in place (no allocation) and hands it to each sink.
  * Invariant: between begin and end the record holds only copied keys and strings. */
 #include "metrics/metrics_impl.h"

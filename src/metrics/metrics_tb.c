@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The TensorBoard sink: every numeric field of a record becomes a scalar at the record's step in
  * `<dir>/events.out.tfevents.<time>.<host>.<pid>` (TFRecord-framed Event protobufs, tb_record.c and
  * tb_event.c). Tags: the field's key ("loss", "phase/data_s"); an evaluation record's keys go under

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The page of `ddpc report`: the summary table (report_summary.c), then which charts, from which
  * keys, in what order, on one shared step axis with the resumes marked, and the notes for what is
  * missing. Invariant: the page is self-contained — inline CSS and SVG, no script, no URL —

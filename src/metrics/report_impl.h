@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Private pieces of `ddpc report`: the records of metrics.jsonl (report_read.c), series pulled
  * out of them (report_series.c), SVG charts (report_svg.c) and the page (report_html.c).
  * Invariant: a series' x (the step) strictly increases — a record whose step is not past the

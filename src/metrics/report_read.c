@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* metrics.jsonl into records for `ddpc report`. Invariant: every line that is not a JSON object
  * with a numeric "step" is counted in `skipped` and left out, never fatal — a killed run leaves
  * its last line torn, and a report of everything before it is what is wanted. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Series for `ddpc report`: (step, value) pairs pulled from records by key path. Invariant (see
  * report_impl.h): x strictly increases — a step at or before the last one (a resumed run
  * replaying steps after its checkpoint) replaces the points from that step on, and a "rerun"

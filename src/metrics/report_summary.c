@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The summary table at the top of `ddpc report`'s page: how the run ended (final training and
  * evaluation loss and accuracy), how long it took, and how it ran (the last "run" record: ranks,
  * precision, ZeRO stage, device, config file), and where it resumed. Invariant: every value comes

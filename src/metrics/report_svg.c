@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* SVG charts for `ddpc report`: line charts, stacked bars and horizontal bars, each one <svg>
  * element with its axes, ticks and legend and no script, so the page renders offline anywhere.
  * Invariant: only finite numbers reach the output (a gap or an empty series draws nothing), and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The Event protobuf of TensorBoard's event files, encoded by hand. Field numbers, from
  * tensorboard/compat/proto/event.proto and summary.proto:
  *   Event:      wall_time 1 (double), step 2 (int64), file_version 3 (string), summary 5,

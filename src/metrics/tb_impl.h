@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Private to the TensorBoard writer (tb_record.c: TFRecord framing and CRC-32C; tb_event.c: the
  * Event protobuf; metrics_tb.c: the metrics sink). Nothing here depends on protobuf: the few
  * fields of event.proto and summary.proto that ddpc writes are encoded by hand. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* TFRecord framing, the container of TensorBoard's event files: per record the length (uint64,
  * little-endian), the masked CRC-32C of those 8 bytes, the data, the masked CRC-32C of the data
  * (all CRCs little-endian uint32). CRC-32C is the Castagnoli polynomial, reflected (0x82F63B78);

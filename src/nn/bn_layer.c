@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* BatchNorm layer over the batchnorm kernels: registration, torch's reset, forward with the
  * stat-sync hook in training, backward with the local parameter gradients and the synced input
  * gradient. Invariant: mean/invstd/count hold what the last forward normalised with. */

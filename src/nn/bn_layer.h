@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* One BatchNorm layer inside a model (torch's BatchNorm1d/2d over (n, c, hw)): its parameters
  * "<prefix>.<i>.weight/bias" (c), its buffers "<prefix>.<i>.running_mean/running_var" (c), and
  * the statistics forward used, which backward reads. Training statistics pass through the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* "cnn": per entry of channels, Conv2d(k x k, stride 1, pad k/2) -> ReLU -> MaxPool2d(2), then the
  * flattened features go through the fully connected stack (hidden sizes, then classes). With
  * batchnorm a stage is Conv2d (no bias) -> BatchNorm2d -> ReLU -> MaxPool2d(2), parameters

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Fully connected stack: Linear [+ BatchNorm1d] + ReLU (+ Dropout) layers and a final Linear, on
  * the model's flat buffers. Backward ping-pongs between two arena buffers; nothing is allocated per step. */
 #include "nn/fc_stack.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* A stack of fully connected layers, Linear -> ReLU [-> Dropout] ... -> Linear, ending in the
  * model's loss (softmax cross-entropy, or nn/loss.h's elementwise ones); the mlp and the cnn's
  * classifier. Hidden activations are stored

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* "gpt": a GPT-2 style decoder (Radford et al. 2019): token + learned position embeddings,
  * n_layer pre-LayerNorm blocks (causal multi-head attention, GELU MLP of 4x), a final LayerNorm
  * and an output projection tied to the token embedding. Activations per layer are kept for

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Private to the gpt model: parameter indices and the activation pointers that forward saves
  * for backward. Shapes: B batch, T block_size, C n_embd, NH n_head, V vocabulary. With activation
  * checkpointing every acts[l] but res3 views one shared set (acts[0]'s), which holds the last

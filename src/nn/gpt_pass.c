@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* gpt forward and backward passes over the arena. Forward carves the activations in a fixed
  * order, so arena_floats() and forward() must agree: both walk carve_all(). Backward keeps one
  * running residual gradient `dres` and accumulates each branch's input gradient into it. With

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The losses a model can end in besides softmax cross-entropy: names, the model-level checks, and
  * the forward/backward of the elementwise losses on a model's outputs (n, k) and float targets.
  * Invariant: m->probs is what ddpc_model_probs shows: the raw outputs for a regression loss (the

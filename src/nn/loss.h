@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Model-level losses other than softmax cross-entropy (loss.c): the config check every model
  * runs, and the forward/backward on a batch's outputs, called by the fully connected stack. */
 #ifndef DDPC_NN_LOSS_H

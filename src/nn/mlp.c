@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* "mlp": images flattened to (n, c*h*w), then Linear+ReLU per hidden size (with batchnorm,
  * Linear -> BatchNorm1d "fc_bn.<i>" -> ReLU, as torch's nn.BatchNorm1d), then Linear to the
  * classes. Parameters "fc.<i>.weight" (out, in) and "fc.<i>.bias" (out); a multi-head mlp ends

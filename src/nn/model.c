@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The model registry and the parts every model shares: parameter registration into one flat
  * buffer, the activation arena (grown only when a larger batch arrives), forward/backward
  * dispatch. Invariant: tensors[i].offset increases with i and views never overlap. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Private model machinery shared by the model files: the model struct behind the public
  * operation table (ddpc/model_ops.h), parameter registration while building, and the arena. A
  * model type registers its parameters in forward order from build(), then model.c allocates the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The process-wide registry of model types: ddpc's four built-ins, then the types a program
  * registers (ddpc_model_register). Invariant: entries are only appended, under the lock, and an
  * entry's table outlives the process, so a pointer handed out stays valid. */

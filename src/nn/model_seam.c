@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The accessors a model type's members use (ddpc/model_ops.h): registration with the checks a
  * user's names and shapes need, and the hook-honouring parameter and gradient pointers. The
  * built-in types reach the same fields through model_impl.h's inline forms. */

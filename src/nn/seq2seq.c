@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* "seq2seq": an encoder-decoder Transformer (Vaswani et al. 2017) laid out as torch.nn.Transformer
  * (batch_first, post-LayerNorm, ReLU feed-forward, final encoder and decoder norms), with token
  * embeddings scaled by sqrt(d_model) plus sinusoidal positions and an output projection

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Greedy and beam search over a next-token step function (the model's decoder, or a table in the
  * tests). Neither generates <pad> or <bos>. Beam search follows fairseq's rule: per source, the
  * 2k best (hypothesis, token) extensions by summed log-probability are ranked; an <eos> among the

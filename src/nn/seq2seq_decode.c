@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ddpc_model_translate: incremental decoding with a key/value cache. The encoder runs once (on
  * each source repeated beam_size times, one row per hypothesis); each decoder layer's
  * cross-attention keys/values are projected from its output once; every search step then runs the

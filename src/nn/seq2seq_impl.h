@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Private to the seq2seq model: parameter indices and the activations forward saves for backward.
  * Shapes: B batch, S source length, T target length (each <= max_len), C d_model, H num_heads,
  * F d_ff, V target vocabulary. Layers are post-LayerNorm as torch.nn.Transformer's default. With

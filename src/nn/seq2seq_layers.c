@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* seq2seq encoder and decoder layers, forward and backward: torch.nn.TransformerEncoderLayer and
  * TransformerDecoderLayer with norm_first=False (x = norm(x + dropout(sublayer(x))) per sublayer),
  * ReLU feed-forward with dropout inside, no dropout on attention probabilities. Backward walks the

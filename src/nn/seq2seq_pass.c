@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* seq2seq forward and backward over the arena. carve() lays the buffers out in a fixed order for a
  * batch of (B, S, T); the arena is sized for S = T = max_len, so any shorter batch fits. Forward:
  * masks from the <pad> tokens, the encoder into `memory`, the decoder into logits, the

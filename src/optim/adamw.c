@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* AdamW (Loshchilov & Hutter, "Decoupled Weight Decay Regularization", 2019) as torch.optim.AdamW
  * (PyTorch 1.13, _single_tensor_adamw, amsgrad off). Scalars are computed in double like Python's
  * and rounded to float where torch hands them to an fp32 kernel; add/addcmul are fused on CPU.

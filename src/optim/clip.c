@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Global-norm gradient clipping, torch.nn.utils.clip_grad_norm_ semantics, split so that a
  * distributed caller can all-reduce the sum of squares between measuring and scaling.
  * Invariant: the sum of squares uses a partition fixed by n alone (not by the thread count), so

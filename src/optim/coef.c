@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The per-step scalars of AdamW and SGD, computed in double like Python's and rounded to float
  * where torch hands them to an fp32 kernel (adamw.c and sgd.c say why each is what it is). Shared
  * by the host loops and the device kernels, so both apply the same update. */

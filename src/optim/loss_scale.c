@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Dynamic loss scaling with torch.cuda.amp.GradScaler's rules (torch._amp_update_scale_ and
  * _amp_foreach_non_finite_check_and_unscale_). fp16 gradients underflow unless the loss is
  * scaled up; the scale backs off when a step overflows (that step is skipped) and grows again

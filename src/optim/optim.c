@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The optimizer object: config defaults and validation, state allocation, the step dispatch and the
  * checkpoint accessors. The update math lives in sgd.c and adamw.c.
  * Invariant: a created optimizer always has a valid config and all its state buffers allocated. */

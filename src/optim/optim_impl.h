@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Private to src/optim: the optimizer struct and the per-algorithm update loops.
  * Invariant: state[0..nstate) each hold n floats from ddpc_calloc; step counts calls to
  * ddpc_optim_step (or what set_step_count restored) and is 0 exactly when no update has happened. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Learning-rate schedules: nanoGPT-style linear warm-up, then constant, cosine or linear decay to
  * min_lr at total_steps. Pure functions of (schedule, step), computed in double and rounded once,
  * so every rank and a resumed run see the same LR for the same step. */

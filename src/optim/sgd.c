@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* SGD with momentum, dampening, Nesterov and L2 weight decay, as torch.optim.SGD (PyTorch 1.13,
  * _single_tensor_sgd). Each torch op is reproduced with its fp32 rounding: Tensor.add(x, alpha=a)
  * is one fused multiply-add on CPU (fmaf), scalars from Python doubles are rounded to float once.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Bucket assignment for the reducer, after PyTorch's compute_bucket_assignment_by_size: tensors
  * in reverse registration order (the order backward finishes them) fill buckets up to a byte cap,
  * with a smaller first bucket so the first all-reduce starts early in backward. Because the model

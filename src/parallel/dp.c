@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* DataParallel replicas (dp_impl.h): torch.nn.DataParallel's replicate / scatter / parallel_apply /
  * gather / reduce_add, with one OpenMP thread per replica in place of one GPU per replica. As in
  * torch, the caller's thread does the serial parts (replicate, scatter, gather, reduce) and only

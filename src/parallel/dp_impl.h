@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* DataParallel in one process: torch.nn.DataParallel's step, with CPU threads in place of GPUs.
  * N replicas of one model, replica 0 being the engine's own. Per step: replicate (replica 0's
  * parameters copied into the others), per pass scatter (replica r copies rows r, r + N, ... of the

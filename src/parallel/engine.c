@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The training step engine. Invariant: between ddpc_engine_zero_grad and ddpc_engine_update the
  * gradient buffer holds the sum over this step's passes of d(loss x weight / accum_steps); after
  * update it is the rank average (what the optimizer consumed). The optimizer math follows torch

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Cross-rank agreement check run when the reducer is created: every rank describes its model
  * (one entry per tensor: name and shape) and the caller's fingerprint text (one entry per line),
  * hashes each entry, and all ranks gather all hashes. Every rank finds the same first mismatch,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The memory plan's arithmetic and the refusal of a plan that does not fit. Invariant: total is
  * the sum of the items, and every figure is per rank and a function of the input alone, so every
  * rank (and `ddpc plan` on a laptop) computes the same plan for the same config. */

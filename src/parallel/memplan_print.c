@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The memory plan as text: the comparison table of `ddpc plan` (every ZeRO stage, with and
  * without activation checkpointing) and the one-line summary a training run starts with. Sizes
  * are binary units with 3 significant digits, or exact byte counts when asked (for scripts). */

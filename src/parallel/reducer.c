@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* DDP reducer: buckets over the flat gradient buffer, launched from the model's gradient-ready
  * hook. Invariant: buckets are launched strictly in index order (bucket 0 holds the last
  * registered tensors, which backward finishes first), so every rank issues the same collectives

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ZeRO stages 2 and 3: the gradient pool. In a synchronised backward the model's grad-use hook
  * points each bucket's gradients at one of DDPC__GPOOL buffers, where backward sums them and the
  * bucket is then reduce-scattered in place; only this rank's averaged chunk is copied into the

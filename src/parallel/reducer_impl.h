@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Private to the reducer: the bucket table and the per-step readiness state. A bucket is the
  * gradient range [lo, hi) holding whole tensors; bucket_of maps a tensor to its bucket. */
 #ifndef DDPC_PARALLEL_REDUCER_IMPL_H

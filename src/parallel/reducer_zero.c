@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ZeRO's side of the reducer: the partition of every bucket into world equal chunks (rank r owns
  * chunk r), the reduce-scatter of each bucket during backward (stage 1 and up; 2Ψ per step with
  * the gather, as DDP's all-reduce), and the gather of the updated parameters. Invariant: a staging

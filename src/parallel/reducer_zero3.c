@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ZeRO stage 3: parameters gathered when used, from the model's param-use hook. A gathered
  * bucket lives in one of three slots and the hook points the model's reads there, so the flat
  * parameter buffer only ever holds this rank's own chunks: nothing is faulted in or given back

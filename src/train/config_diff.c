@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* What a changed key does to a resumed run (the one table), and the differences between two
  * effective configurations. Invariant: rules are matched first to last and a key no rule names is
  * DDPC__CHANGE_TRAINING, so a new key is refused on resume, never silently accepted; the dump texts

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Differences between two effective configurations (ddpc_config_dump text: "dotted.key: value"
  * lines), each key classified by what changing it does to a run that resumes a checkpoint.
  * Invariant: the classification is one table (config_diff.c); a key no rule of it names counts

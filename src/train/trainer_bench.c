@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* `ddpc bench step`: times full training steps through the engine on gathered batches (the data
  * path is not benchmarked): the median step of the slowest rank, throughput, achieved GFLOP/s,
  * the reducer's exposed and total communication time, and the activation arena's bytes. Sentence

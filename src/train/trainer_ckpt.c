@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Checkpoints in the trainer: the checkpoint.* and resume keys, saving at step and epoch
  * boundaries (rank 0 writes the replicated state; under ZeRO every rank writes its shard,
  * ddpc_ckpt_save_sharded; both commit atomically), and resuming from the newest committed

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The ranks' agreement on checkpoints, one small collective each: at resume every rank
  * all-gathers what it loaded (its status, step, the checkpoint's name, state.json's own CRC and
  * the position it placed the run at), and after this run's first save every rank checks that it

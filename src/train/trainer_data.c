@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Datasets and tasks. A dataset is built from a table of {name, keys, create}: `data.*` (one task)
  * and `tasks.<i>.data.*` read the same keys through the same builder. Tasks whose datasets have the
  * same type and keys share one copy; a label_map is a relabelled view over it. Invariant: every

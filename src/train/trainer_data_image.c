@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* data.type imagefolder's keys and splits: data.train (required), data.val and data.test roots
  * (one of them at least), data.image_size, data.channels, data.mean and data.std. The held-out
  * splits take the train split's classes, channels and size. Invariant: every split built is

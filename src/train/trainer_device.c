@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* `device: cpu|cuda|auto`, as Lightning's accelerator: the kernel table a run's model lives on,
  * chosen once while the model is built and kept only in the model's config (backend). Refusals
  * come before anything is written to the run directory. auto takes a GPU when one is visible and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Private to train/: the `device` key and the kernel table it picks (trainer_device.c). */
 #ifndef DDPC_TRAIN_TRAINER_DEVICE_H
 #define DDPC_TRAIN_TRAINER_DEVICE_H

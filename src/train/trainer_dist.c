@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The trainer's distributed side: the process group (from the launcher's environment and the
  * `dist` keys), the DDP reducer (the `ddp` keys) and cross-rank statistics. With one process the
  * group is trivial and no reducer exists, so single-process runs take the same code path. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Evaluation. Each task's test split is split into contiguous per-rank shares (the `case`
  * sampler: no padding) and read through the combined loader in sequential mode — every task's
  * batches, one task after another, the last batch partial; the sums of every task are added over

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The fit loop, the one for every config: epochs of the combined loader over the tasks (one task
  * for a `data.*` config), grad_accum_steps combined steps per optimizer step, every task with a
  * batch runs one pass through the engine; progress every log_every steps, evaluation every

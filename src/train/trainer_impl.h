@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Private trainer state shared by setup, fit, evaluation, prediction and checkpoints. A config
  * is a list of tasks — `tasks:` — or one task spelled with the `data.*` keys; both are the same
  * task table and the same loop. Invariants: task k always runs head k of a multi-task model (head

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The trainer's memory plan (issue #11): built from the shapes-only model, the ddp.* bucket caps,
  * the optimizer and zero.stage before the parameter and gradient buffers and the optimizer are
  * allocated, so a config that cannot fit is refused while nothing large exists; then the plan line

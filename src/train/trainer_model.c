@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The model, its optimizer and the step engine from the config. Models come from a table of
  * {name, keys, dataset kind}: only the chosen type's keys are read, so a key of another type is
  * reported unused. The optimizer keys (optim.*) and the step keys (grad_clip, on_nonfinite) become

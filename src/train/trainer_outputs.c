@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The run's outputs, opened before anything is trained: rank 0 locks, for the whole job, the run
  * directory, the checkpoint directory and weights_out (one job each: a second one is refused at
  * start), refuses a weights_out or predict.output that is not a regular file (so that is not

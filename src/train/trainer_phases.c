@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The per-step phase breakdown (log.phases) and the per-rank records of metrics.jsonl. Each rank
  * times its own steps with a handful of clock reads; rank 0's window means go into the progress
  * record, and one small all-reduce per logging window (each rank fills its own slots of a zeroed

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Prediction, on rank 0 only: class predictions per task (predictions.csv, or
  * predictions_<task>.csv with tasks), for a language model text sampled from a prompt, for a
  * translation model the translations of a file (trainer_translate_predict.c). */

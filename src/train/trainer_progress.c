@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The progress bar (log.progress): on a terminal, rank 0 redraws one line in place — steps
  * done/total, epoch, loss, throughput, ETA — instead of printing a progress line every log_every
  * steps; anywhere else (a file, a pipe, `ddpc run`'s workers) the plain lines stay as they are.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* A resume compares the checkpoint's effective configuration with this run's, so that rerunning
  * into a run directory with other hyper-parameters never silently continues the old experiment:
  * changes that alter the training (config_diff.c's table, and the global batch world x batch x

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The training samplers' keys: data.sampler (distributed, rank_split or case), data.drop_last,
  * rank_split's bounds, down-sampling and streaming in ddpc's forms and in the seed's (LeapAI's
  * RankSplitSampler: a scalar left_index/right_index, an integer down_sample_ratio, the interleave

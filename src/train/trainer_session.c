@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The records that frame one training session in metrics.jsonl: a "rerun" record when a run that
  * continues nothing (no checkpoint resumed, no restart) finds an earlier run's metrics in its
  * run directory — it appends to them, and TensorBoard gets a session_log START at the step it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The trainer's top-level keys: every one it reads outside the data, model and optimizer tables,
  * with its default and range, so docs/config.md and this file list the same keys. */
 #include "train/trainer_impl.h"

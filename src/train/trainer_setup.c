@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Trainer construction and teardown: settings, process group, tasks and their data, model, the
  * reducer (which broadcasts rank 0's parameters, so it comes after init_from) and the engine. */
 #include "train/trainer_impl.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Which tasks are trained, and by which ranks: data.task_names_to_use keeps the tasks it names, in
  * its order (head k is the k-th name), and data.task_sharding gives each rank its own tasks by the
  * PI0-RIPT seed's rule (ddpc_task_assign: task i on rank i mod world), with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* How many kernel threads each rank runs. A count the user set (num_threads, else OMP_NUM_THREADS,
  * which `ddpc run` and torchrun set for their workers) is left alone; otherwise the usable CPUs
  * are split among the ranks on this host as `ddpc run` splits them, so that ranks a platform,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* profile.steps: a Chrome trace (trace-event JSON, "X" events in microseconds) of steps a..b.
  * Every rank records into ddpc_trace's array, allocated before step a, only while those steps
  * run; after step b the ranks' serialized events are all-gathered through the process group (so

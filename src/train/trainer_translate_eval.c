@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Translation quality at evaluation: each evaluated row is decoded by the model (greedy or beam)
  * and scored against its reference (the target ids of the batch, up to <eos>) with corpus BLEU-4
  * and exact match, next to two trivial baselines on the same rows: copying the source (its text

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* state: predict for data.type translation: rank 0 reads predict.input (one source sentence per
  * line), encodes each with the saved source vocabulary and <eos>, translates batches of
  * eval_batch_size lines (each padded to its longest line) with beam predict.beam_size, and writes

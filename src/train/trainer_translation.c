@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* data.type translation: the keys, the vocabularies and the three splits. A training run builds
  * the vocabularies from the train split and rank 0 saves them in the vocabulary directory (the
  * run directory unless data.vocab_dir says otherwise); when that directory already holds them

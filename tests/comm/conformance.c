@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Collective conformance suite, run unchanged on every backend and world size: every collective x
  * dtype x op at sizes 0, 1, 7, 4099 (and >= 16 MiB for one dtype per element width, SUM and AVG),
  * in place and out of place, against a reference each rank computes locally (every rank can

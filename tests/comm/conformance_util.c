@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Inputs and reference reductions of the conformance suite. The reference
  * uses compiler conversions (_Float16) and its own bf16 rounding, not src/comm's code. */
 #include "conformance_util.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Helpers of the collective conformance suite: deterministic inputs every rank can regenerate for
  * every other rank, a reference reduction computed independently of src/comm (exact sums in
  * double, then the dtype's rounding), and a forking spawner that starts N ranks with

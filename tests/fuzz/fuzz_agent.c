@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* libFuzzer harness for the records launchers read from each other through the store
  * (src/launch/agent.c, agent_rdzv.c): a node's rendezvous record and a failure record. Built by
  * tests/fuzz/run.sh. The input, cut at its first NUL, is parsed as both; an accepted node record

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* libFuzzer harness for a checkpoint's state.json (src/ckpt/checkpoint_state.c and the sharded
  * manifest of checkpoint_manifest.c). Built and run by tests/fuzz/run.sh. The input's
  * "state_crc32" (its last occurrence) is set to the right value first, so mutations reach the

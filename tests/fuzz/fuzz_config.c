@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* libFuzzer harness for the YAML config parser (src/core/config_parse.c): every input must parse
  * or fail with a status, and the getters, flags by last name (config_flags.c: they walk the tree
  * for keys of the same name) and unused-key check must then work on what parsed.

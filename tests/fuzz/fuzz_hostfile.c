@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* libFuzzer harness for `ddpc run --hostfile`'s parser (src/launch/mpirun.c) and the host-name
  * check it and --master-addr share (src/launch/hostname.c). Built and run by tests/fuzz/run.sh.
  * The input is written as a hostfile and parsed; then each of its lines, cut at a NUL, is checked

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* libFuzzer harness for SLURM's list parsers (src/comm/slurm_lists.c). Not part of the CMake build:
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_POSIX_C_SOURCE=200809L -Iinclude -Isrc \
  *     tests/fuzz/fuzz_hostlist.c src/comm/slurm_lists.c src/core/status.c -o fuzz_hostlist

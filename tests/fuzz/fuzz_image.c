@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* libFuzzer harness for the image decoders (src/data/image_png.c, image_jpeg.c behind
  * image_ops.c's probe). Built by tests/fuzz/run.sh with the library; seeds in
  * tests/fuzz/seeds/fuzz_image (PNG: palette, 16-bit RGB; JPEG: RGB, grey). An image that probes

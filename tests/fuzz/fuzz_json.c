@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* libFuzzer harness for the JSON header parser (src/core/json.c). Not part of the CMake build:
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_POSIX_C_SOURCE=200809L -Iinclude -Isrc \
  *     tests/fuzz/fuzz_json.c src/core/json.c src/core/alloc.c src/core/status.c -o fuzz_json

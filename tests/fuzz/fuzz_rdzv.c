@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* libFuzzer harness for the shm rendezvous messages (src/comm/shm_hello.c), the only bytes the
  * shm backend takes from the network. Built and run by tests/fuzz/run.sh. Every input is parsed
  * as a hello and as a reply; whatever parses must survive a format/parse round trip unchanged,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* libFuzzer harness for `ddpc report` (src/metrics/report_*.c): each input is a run directory's
  * metrics.jsonl, and a page is built from it. Not part of the CMake build:
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_POSIX_C_SOURCE=200809L -Iinclude -Isrc \

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* libFuzzer harness for the rendezvous store's server (src/comm/store_server.c): its handshake
  * and request parsing, the only bytes it takes from strangers. Built and run by tests/fuzz/run.sh.
  * One server per process (127.0.0.1, a free port, a known token). Per input, a raw TCP client

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* libFuzzer harness for the token-shard reader (src/data/token_shards.c): llm.c's header and
  * raw uint16 files. Built and run by tests/fuzz/run.sh. The first two bytes choose the block
  * size, the vocabulary and where the rest is cut into two shards (or none, one file); the shards

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* libFuzzer harness for the vocabulary files and the tokenizer (src/data/vocab*.c). Built by
  * tests/fuzz/run.sh. The input is written to a temporary file and (1) loaded as a vocabulary: an
  * accepted one has its specials at ids 0..3, every id's token maps back to its id, and a save and

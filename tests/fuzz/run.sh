@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds every tests/fuzz/fuzz_*.c harness with clang's libFuzzer (+ ASan/UBSan) against the
 # library sources and runs each for SECONDS (default 30). Exits non-zero when a harness does not
 # build or finds a crash, after running all of them; a crash leaves its input in build-fuzz/

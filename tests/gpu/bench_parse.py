@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Reads the benchmark logs of tests/gpu/run.sh into one JSON row each, and prints the table.
 
     bench_parse.py ddpc NAME METRICS_JSONL [--skip-steps S] [--tokens-per-step N]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Pre-included into llm.c's train_gpt2.cu when tests/gpu/prepare.sh builds it (nvcc -include):
  * CUDA 13 dropped cudaMemAdvise's int-device overload that llm.c still calls, so this restores it
  * on top of the cudaMemLocation form. Nothing of ddpc includes this file. */

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Runs HERE (no GPU needed): builds everything the lent GPU machine runs and packs it into the
 # ignored folder .gpu/, which a device call carries (carry: [".gpu"]) and tests/gpu/run.sh unpacks
 # there. .gpu/ stays under about 55 MiB, so that with the tracked tree it fits the 64 MiB a call

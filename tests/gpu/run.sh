@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Runs ON the lent GPU machine, from the repo root, after tests/gpu/prepare.sh packed .gpu/ here
 # and the device call carried it. Each part runs under its own timeout and a global deadline, and
 # one failing part prints FAILED and the script goes on; the benchmark table is printed LAST.

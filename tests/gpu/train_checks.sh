@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Training on the GPU against the CPU, through `ddpc train` (run by tests/gpu/run.sh on the lent
 # GPU machine; skipped with 77 where no GPU is visible). Issue 19's acceptance:
 #   - the GPT (4 layers, 256 wide), the MLP and the CNN with BatchNorm, dropout off: 200 steps on

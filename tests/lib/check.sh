@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Shared preamble of the tests/cli_*.sh scripts, sourced (never run) right after their arguments:
 #     . "$(dirname "${BASH_SOURCE[0]}")/lib/check.sh"
 # It makes $tmp, a scratch directory removed on exit, and the counters behind ok/fail/check.

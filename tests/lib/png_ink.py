@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """png_ink.py FILE: prints "W H INK COLOUR RIGHT" for an 8-bit non-interlaced PNG (what
 Chromium's --screenshot writes): INK counts pixels darker than light grey, COLOUR those whose
 channels differ by more than 60 (chart lines, bars, legends: never the page's greys), RIGHT the

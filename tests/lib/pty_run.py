@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """pty_run.py OUT PROGRAM [ARGS...]: runs PROGRAM with a pseudo-terminal as its stdin, stdout and
 stderr (so isatty() is true, as in an interactive shell), writes every byte it printed to OUT
 unchanged (the terminal turns "\\n" into "\\r\\n") and exits with PROGRAM's status. Only the

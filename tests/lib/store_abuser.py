@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """A stranger at a ddpc job's store, for tests/cli_run_store.sh: it knows the protocol but not the
 token. Waits (at most 120 s) for the store to listen at 127.0.0.1:PORT, then checks it does not
 answer on 127.0.0.2, opens 300 idle connections and 20 half-greetings, forges SETs of

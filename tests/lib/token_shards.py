@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Writes token shards as llm.c's dev/data/data_common.py write_datafile does (a header of 256
 little-endian int32: magic 20240520, version, token count; then the tokens), or raw uint16 as
 nanoGPT's prepare.py does, from the bytes of a text file or directory (one token per byte).

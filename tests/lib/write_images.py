@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Test data for tests/cli_train_imagefolder.sh, written with numpy, zlib and struct only (no PIL):
 PNG files by hand (grey, RGB, RGBA, 16-bit, palette; one IDAT, filter 0), and the same samples as
 .npy arrays in the order an image folder reads them (class folders by name, then file names).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The collective conformance suite on the gloo backend across network-namespace hosts, ranks
 # started platform-style: 2 hosts x 2 ranks (every size), then 2 x 1, 1 x 2 and 3 x 1 (--quick).
 # Every result is compared bitwise with the rank-order reduction the shm backend defines. Then

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Failures across hosts on the gloo backend, 2 hosts x 2 ranks started platform-style, each rank
 # running all_reduce in a loop (`ddpc bench allreduce`):
 #  1. host 1's link is cut (`ip link set down`): every rank fails, and its message names host 1

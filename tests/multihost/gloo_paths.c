@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Both all_reduce paths of the gloo backend, bitwise against the rank-order reduction, on the test
  * bed (gloo_conformance.sh starts it as ranks with a platform's variables): the per-block shm
  * pipeline, which large messages take only where cross-memory attach is unavailable, and the

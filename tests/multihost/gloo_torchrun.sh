@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # torchrun on every host, as the seeds deploy it (`--nnodes 2 --node_rank R --master_addr A`,
 # static rendezvous: torchrun's agent serves torch's own store at MASTER_PORT and says so with
 # TORCHELASTIC_USE_AGENT_STORE=True): 2 hosts x 2 workers of `ddpc bench allreduce --check` pick

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Platform-injected training across hosts: 2 hosts x 2 ranks, each process started directly with
 # only RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT (no launcher, no backend named),
 # train the MLP a few steps; the final weights are byte-identical to `ddpc run --nproc-per-node 4`

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The cases of a per-node launch (`ddpc run --nnodes 2 --node-rank R ...` on each of two hosts),
 # sourced by a driver that defines where the "hosts" are:
 #   on_host I CMD...   runs CMD on host I (in the foreground; drivers background it themselves)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Open MPI's mpirun across two network namespaces of the test bed: mpirun runs on host 0 and
 # starts its daemon on host 1 through tests/multihost/netns_rsh.sh (`ip netns exec` as the rsh
 # agent); ranks talk over TCP on the bed's link only. Checks: 2 hosts x 2 ranks with the mpi

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # An rsh agent for Open MPI's mpirun on the multi-host test bed (testbed.sh): mpirun runs
 # `netns_rsh.sh [ssh options] HOST COMMAND...` to start its daemon on HOST; HOST is a bed
 # address (10.77.0.(i+1)) or name (h<i>), and the command runs in that host's network namespace

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Starting ranks on the test bed the way a platform does: each process gets RANK, LOCAL_RANK,
 # WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR (host 0) and MASTER_PORT, and runs in its host's
 # network namespace. Sourced after testbed.sh:

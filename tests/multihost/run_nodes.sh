@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # A per-node launch across two network namespaces of the multi-host test bed (testbed.sh): host i
 # is 10.77.0.(i+1), node 0's launcher serves the agents' store there. The cases are those of
 # tests/cli_run_nodes.sh (tests/multihost/launch_cases.sh), now over a real link between two

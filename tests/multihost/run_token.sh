@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The job's token across hosts with nothing given (docs/launcher.md, "The store's token"): on the
 # test bed (testbed.sh; host i is 10.77.0.(i+1), the file system shared), node 1 starts first with
 # DDPC_STORE_TOKEN_FILE naming node 0's not-yet-written token file and waits for it; node 0, given

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Training through `ddpc run --nnodes 2` (one launcher per host, torchrun's way) across two
 # network namespaces of the test bed: 2 hosts x 2 ranks train the MLP to weights byte-identical to
 # `ddpc run --nproc-per-node 4` on one host (auto picks the gloo backend: shm within a host, gloo

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # A multi-host test bed on one machine: N network namespaces ("hosts") joined by veth pairs to a
 # bridge that lives in a namespace of its own, so nothing of the machine's own network changes.
 # Host i is namespace ${bed}-h$i with interface eth0 at 10.77.0.$((i+1))/24 and lo up; the bridge

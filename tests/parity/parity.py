@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """PyTorch half of the parity test: replays ddpc's model (gpt or cnn) in PyTorch 1.13 from the
 initial weights ddpc saved, on the same batches, and compares step 1's output probabilities and
 gradients and the losses of every AdamW step.

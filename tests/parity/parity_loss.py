@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """PyTorch half of the loss parity test: for each case parity_loss_run wrote (mse, l1, smooth_l1
 at beta 1, 0.3 and 0, bce_logits on {0, 1} and on probability targets), recomputes in PyTorch
 1.13, in fp32, with reduction='mean':

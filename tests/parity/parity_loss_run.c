@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The ddpc half of the loss parity test (tests/parity/parity_loss.py): for each case (a loss and
  * its beta or kind of target) writes <case>.safetensors under OUT_DIR with the inputs, the value
  * and the gradient w.r.t. the predictions that the CPU kernel table computes, and the same loss at

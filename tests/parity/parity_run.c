@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The ddpc half of the PyTorch parity test: builds a gpt or cnn at a precision, saves its initial
  * weights, deterministic batches, the output probabilities and gradients of step 1 and the losses
  * of STEPS AdamW steps under OUT_DIR; tests/parity/parity.py replays the same steps in PyTorch

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """PyTorch half of the seq2seq parity test: torch.nn.Transformer (batch_first, post-LN, ReLU,
 dropout 0) with ddpc's embeddings (scaled by sqrt(d_model), plus sinusoidal positions) and output
 projection, loaded with the initial weights ddpc saved (ddpc's names are the state_dict's, the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The ddpc half of the seq2seq parity test: builds a small seq2seq model (d_model 32, 4 heads, 2+2
  * layers, d_ff 64, label smoothing 0.1, dropout 0) at a precision, saves its initial weights, the
  * batches (sources and targets padded with 0 to different lengths), step 1's output probabilities

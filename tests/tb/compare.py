@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Checks decoded TensorBoard events (decode_events.py's output on stdin) against metrics.jsonl:
 record for record, in order, every numeric value of every record is the scalar of the same tag
 at the same step (null is NaN; TensorBoard holds float32 of the full value, metrics.jsonl the value

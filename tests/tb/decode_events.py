@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Decodes TensorBoard event files independently of ddpc: TFRecord framing read here, both CRCs
 checked with crcmod's CRC-32C, events parsed by protoc-generated classes of tb_event.proto.
 usage: decode_events.py PB2_DIR FILE...   (PB2_DIR holds tb_event_pb2.py from protoc)

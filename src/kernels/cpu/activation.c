@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Pointwise activations: ReLU, and GELU in its tanh form (Hendrycks & Gimpel 2016, PyTorch's
  * approximate='tanh'). Invariant: 0.5 (1 + tanh(u)) is evaluated as the logistic sigmoid(2u)
  * through ddpc__expf, which is branch-free (loops vectorise) and has no cancellation near 0. */

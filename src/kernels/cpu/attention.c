@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Causal multi-head self-attention (Vaswani et al. 2017) in GPT-2's layout: qkv (B, T, 3C) holds
  * q | k | v and head h owns columns h*hs .. (h+1)*hs of each. Every matmul is an sgemm on strided
  * views of qkv/out (no gathers); one OpenMP job per (batch, head) runs its sgemms serially.

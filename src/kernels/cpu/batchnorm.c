@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* BatchNorm over (n, c, hw) per channel (Ioffe & Szegedy 2015), PyTorch's BatchNorm1d/2d/
  * SyncBatchNorm semantics: biased variance to normalise, unbiased variance into running_var.
  * Invariant: statistics go through double sums that the caller may add up across ranks before

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Conv2d (NCHW, cross-correlation as in PyTorch) by im2col + sgemm, one OpenMP job per sample.
  * Workspace: per thread slot (ddpc__kernel_slots) one column matrix (c*r*s, oh*ow) and one
  * private dw partial (k, c*r*s); partials are summed in slot order, so results are deterministic

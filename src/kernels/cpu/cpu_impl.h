@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Private helpers shared by the CPU kernels: a vectorisable expf and the thread-slot rule.
  * Invariant: ddpc__expf is branch-free, so loops calling it vectorise (AVX2/AVX-512), and is
  * accurate to a few ulp on [-87, 88] (inputs outside are clamped, so it never returns inf).

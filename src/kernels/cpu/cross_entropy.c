@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Softmax cross-entropy with PyTorch's defaults: mean over rows whose target is valid, where
  * ignore_index (and any target outside [0, v)) marks a row as ignored.
  * Invariant: the loss sum runs serially over the per-row losses in row order, so the mean is

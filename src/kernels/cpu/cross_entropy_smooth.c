@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Label-smoothed softmax cross-entropy (Szegedy et al. 2016) with PyTorch's semantics:
  * CrossEntropyLoss(ignore_index, label_smoothing=eps) = mean over valid rows of
  * (1 - eps) * nll + eps/v * sum_j -log p_j. Invariant: as in cross_entropy.c, the mean sums the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Inverted dropout whose mask is recomputed, never stored: keep_i = uniform(seed, stream, i) >= p.
  * Invariant: mask_uniform below is bit-identical to ddpc_rng_uniform_at (a test checks it); it is
  * inlined here, with the per-(seed, stream) key hoisted, so the mask loop vectorises. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Elementwise fp32 helpers: fill, add, axpy over flat arrays.
  * Invariant: each element is computed independently, so any aliasing of output with input
  * element-for-element is safe and the loops split across threads without synchronisation. */

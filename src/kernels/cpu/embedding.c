@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Token + learned position embedding (GPT-2): y[b, t] = wte[tokens[b, t]] + wpe[t].
  * Invariant: backward splits work by channel ranges, never by token, so rows of dwte that many
  * tokens share are updated by one thread each and need no atomics, in token order. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ddpc_gemm_f32: the one matrix multiply, row-major, forwarded to CBLAS sgemm (OpenBLAS).
  * Invariant: every matmul in the kernels goes through here or straight to cblas_sgemm, so the
  * BLAS decides blocking and threading (it runs single-threaded inside our parallel regions). */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ddpc_gemm: matrix products at a precision (autocast's rule: low-precision inputs, fp32
  * accumulation and output). bf16 goes to oneDNN's matmul where the CPU multiplies bf16 itself;
  * otherwise both operands are rounded into the calling thread's scratch and multiplied by sgemm.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* im2col / col2im for one NCHW image (Chellapilla et al. 2006): row (ci, ri, si) of col holds the
  * input pixels that kernel tap (ri, si) of channel ci sees at every output position (oy, ox).
  * Invariant: col2im is the exact adjoint of im2col (padding taps are dropped), so conv backward

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* LayerNorm over the last dimension (Ba et al. 2016) with PyTorch's eps = 1e-5 and biased variance.
  * Invariant: mean and rstd (rows) saved by forward are exactly what backward uses, so backward
  * never recomputes statistics; w or b may be NULL (treated as ones / zeros). */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Linear layer y = x @ w^T + b (+ r) with PyTorch's weight layout w (out, in).
  * Invariant: forward and all three backward products are single sgemm calls over the whole
  * batch (so the BLAS threads them); only the bias (+ residual) seeding and column sums are our

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* MaxPool2d without padding, NCHW, as PyTorch's nn.MaxPool2d(k, stride).
  * Invariant: idx holds each maximum's flat position inside its own (h, w) plane, the first one on
  * ties (strict '>'), so backward routes each dy to exactly one input and planes are independent. */

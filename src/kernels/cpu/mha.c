@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Multi-head attention with a key padding mask, optional causality and different query and key
  * lengths: the core of torch.nn.MultiheadAttention after its input projections (Vaswani et al.
  * 2017), for the encoder's self-attention, the decoder's causal self-attention and its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ddpc_gemm_onednn: row-major products on oneDNN's matmul primitive (fp32, or bf16 inputs with
  * fp32 accumulation and output).
  * Invariant: each thread keeps its own table of primitives keyed by everything a primitive bakes

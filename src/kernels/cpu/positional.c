@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Transformer input embeddings (Vaswani et al. 2017, 3.4-3.5): token embeddings scaled by a
  * constant (sqrt(d_model)) plus fixed sinusoidal positions. Invariant: as in embedding.c, backward
  * splits work by channel ranges, never by token, so rows many tokens share need no atomics and are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Elementwise losses between predictions and float targets with PyTorch's reduction='mean' (the
  * mean over every element): MSELoss, L1Loss, SmoothL1Loss(beta), BCEWithLogitsLoss.
  * Invariant: every sum runs serially in double in element order, so a value is the same whatever

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The CPU kernel table: the functions of kernels.h, on host memory. The optimizer members stay
  * NULL: optim/ runs its own vectorised loops on the host. */
 #include <ddpc/alloc.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Thread control for the CPU kernels and a description of the BLAS behind ddpc_gemm_f32.
  * Invariant: our OpenMP loops and OpenBLAS (its OpenMP build) share one pool, so setting the
  * OpenMP thread count and OpenBLAS's count together keeps them from oversubscribing cores. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Causal multi-head self-attention (Vaswani et al. 2017) in GPT-2's layout on the GPU, with the
  * CPU kernel's contract (kernels/cpu/attention.c): qkv (B, T, 3C) = q | k | v, head h owns columns
  * h*hs .. (h+1)*hs of each; att (B, NH, T, T) holds the softmax probabilities, exactly 0 above the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* BatchNorm over (n, c, hw) per channel on the device, with the formulas of
  * src/kernels/cpu/batchnorm.c (PyTorch's BatchNorm/SyncBatchNorm semantics). The `sums` of the
  * table are HOST doubles so that ranks can add them up: the per-channel sums are reduced on the

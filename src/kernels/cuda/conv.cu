@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Conv2d (NCHW, cross-correlation as in PyTorch) on the device, with the contract of
  * src/kernels/cpu/conv2d.c: im2col over a chunk of nb samples into col (c*r*s, nb*oh*ow), one
  * ddpc__cuda_gemm per chunk, and a permutation between the GEMM's (k, nb, oh*ow) layout and y's

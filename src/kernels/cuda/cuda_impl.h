@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Private to kernels/cuda: the one stream and cuBLAS handle every kernel uses, error checking, and
  * the functions table.cu puts into the CUDA kernel table (each named ddpc__cuda_<member>, with the
  * meaning of the ddpc_kernel_table member of that name, on device memory).

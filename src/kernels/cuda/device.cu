@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The CUDA runtime core: which GPU this process uses, its one non-blocking stream, its cuBLAS
  * handle (TF32 off, a workspace set once so cuBLAS never allocates during steps), error checks and
  * the grow-only scratch slots. Invariant: a process opens at most one GPU and never closes it, so

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Inverted dropout on the device with the CPU's masks: keep_i = uniform(seed, stream, i) >= p,
  * where uniform is src/core/rng.c's counter-based SplitMix64 generator ported bit for bit (64-bit
  * integer arithmetic wraps the same way on both sides; the 24-bit value and the power-of-two scale

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Elementwise fp32 kernels: fill, add, axpy, and GELU in its tanh form exactly as
  * kernels/cpu/activation.c computes it (x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3)).
  * Invariant: each element is computed independently by grid-stride loops with 64-bit indices, so

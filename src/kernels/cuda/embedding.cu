@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Token + learned position embedding (GPT-2) on the GPU: y[b, t] = wte[tokens[b, t]] + wpe[t].
  * Invariant: backward adds into each row of dwte and dwpe in ascending flat position (b * T + t),
  * one thread per element summing serially: the CPU kernel's order, so results are bitwise

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Matrix products on cuBLAS with ddpc_gemm's row-major contract, and the linear layer on them.
  * A row-major (r, c) matrix with leading dimension ld is the column-major (c, r) one, so row-major
  * C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: B goes first, with the same transpose

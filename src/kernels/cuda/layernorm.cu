@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* LayerNorm over the last dimension (Ba et al. 2016) on the GPU, with kernels/cpu/layernorm.c's
  * formulas: eps 1e-5, biased two-pass variance, rstd = 1 / sqrt(var + eps); w or b may be NULL
  * (ones / zeros). One warp per row for the row kernels; dw and db are fixed-order column sums

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Softmax cross-entropy (PyTorch's mean over valid targets), argmax accuracy and row softmax on
  * the GPU, one block per row (rows up to GPT-2's 50257 logits) with fixed-order block reductions.
  * Invariant: as in kernels/cpu/cross_entropy.c, a target is valid when it is not ignore_index and

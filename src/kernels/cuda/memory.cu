@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The CUDA table's memory: device buffers (zeroed, 256-byte aligned by cudaMalloc, so the table's
  * 64-byte promise holds) and copies, all ordered on ddpc__cuda_stream(). Invariant: the stream is
  * non-blocking, so every copy and memset here is the *Async form on that stream (a plain cudaMemcpy

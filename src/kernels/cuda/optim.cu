@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Optimizer and gradient arithmetic on flat device ranges: AdamW and SGD updates with the scalars
  * of include/ddpc/device.h (ddpc_adamw_coef, ddpc_sgd_coef), the sum of squares for clipping, and
  * loss-scale unscale/scale. Every float operation is an explicit round-to-nearest intrinsic

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* MaxPool2d without padding, NCHW, on the device, as src/kernels/cpu/maxpool2d.c: idx holds each
  * maximum's flat position inside its own (h, w) plane, the first one on ties (strict '>' over the
  * window in row-major order). Backward needs no atomics: with stride >= k no two windows share an

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Fixed-order reductions shared by the CUDA kernels (no float atomics, so a rerun gives the same
  * bits): a warp's butterfly sum, and the row chunking of two-pass column sums (pass 1 writes one
  * partial per (chunk, column) summing its rows in order, pass 2 adds the chunks in order).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ReLU on the device (kernels.h: y = max(x, 0), dx += dy * (y > 0)). Elementwise, one thread per
  * element in grid-stride loops; y may alias x, so forward reads each element before writing it. */
 #include "kernels/cuda/cuda_impl.h"

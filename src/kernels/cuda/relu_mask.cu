@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ReLU's backward in place (ddpc_relu_mask): x = y > 0 ? x : 0, elementwise. */
 #include "kernels/cuda/cuda_impl.h"
 

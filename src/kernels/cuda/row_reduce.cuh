@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Block-wide reductions for the row kernels (one block per row: softmax, cross-entropy, argmax,
  * causal attention). Invariant: the combining order depends only on blockDim.x (a butterfly in
  * each warp, then the same butterfly over the warps' results), never on timing, so a rerun gives

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The CUDA kernel table: every member points at its kernels/cuda implementation. */
 #include "kernels/cuda/cuda_impl.h"
 

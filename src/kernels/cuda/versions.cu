@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The CUDA libraries of this build, for `ddpc env`. Neither call needs a driver or a GPU (the
  * runtime is linked statically; cublasGetProperty reads the loaded library), and a failure is an
  * answer of 0, never an abort: the report must work on any machine. */
