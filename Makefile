@@ -30,7 +30,7 @@ test: setup-test build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 # Unit tests under AddressSanitizer + UBSan (Debug build in its own directory). Open MPI's own
-# allocations show as leaks at exit, so tests that run the mpi backend (dist_mpi, mpirun across
+# allocations show as leaks at exit, so tests that run the mpi backend (comm_mpi, mpirun across
 # the namespace hosts) are left to the other builds. The sanitizer builds, like the .deb's, leave
 # CUDA out (-DDDPC_CUDA=OFF): CUDA's static runtime is not built for them, and CI so keeps building
 # ddpc without CUDA as well as with it.
@@ -38,12 +38,12 @@ test-sanitize: setup-test
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DDDPC_SANITIZE=ON $(CMAKE_FLAGS) -DDDPC_CUDA=OFF
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-		DDPC_SANITIZE=1 ctest --output-on-failure -j $(JOBS) -E 'parity|cli_|dist_mpi|multihost_mpirun'
+		DDPC_SANITIZE=1 ctest --output-on-failure -j $(JOBS) -E 'parity|cli_|comm_mpi|multihost_mpirun'
 
 # Threaded code (process groups, comm thread, loaders, node 0's store in `ddpc run --nnodes`)
 # under ThreadSanitizer. TSan does not know Open MPI's internals, so the mpi backend's tests are
 # left to the other builds.
-TSAN_TESTS ?= dist_shm|test_dist|test_data_loader|test_data_augment|test_data_combined|cli_run_nodes|multihost_gloo_conformance
+TSAN_TESTS ?= comm_shm|test_dist|test_data_loader|test_data_augment|test_data_combined|cli_run_nodes|multihost_gloo_conformance
 test-tsan: setup-test
 	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DDDPC_TSAN=ON $(CMAKE_FLAGS) -DDDPC_CUDA=OFF
 	cmake --build build-tsan -j $(JOBS)

@@ -49,7 +49,7 @@ want1="$head 1 issued all_reduce #([0-9]+) $eval but rank 0 issued all_reduce #\
 
 # expect NAME LOG RC SECONDS: a failure status in time, no MPI error, and the sentence of the
 # first rank to fail (both launchers stop the other rank at once, maybe before it printed its own;
-# that every rank reports is checked by test_dist_mpi_diag).
+# that every rank reports is checked by test_comm_mpi_diag).
 expect() {
     if [ "$3" -ne 0 ] && [ "$4" -lt 60 ] && { grep -qE "$want0" "$2" || grep -qE "$want1" "$2"; } &&
         ! grep -q "MPI_ERR\|NBC" "$2"; then

@@ -13,8 +13,8 @@
 # checkpoints written and read whole, the store under abuse, ranks forked or started by mpiexec,
 # the launcher's timeouts and faults, Fashion-MNIST.
 set(DDPC_NOT_UNIT_TESTS test_train_checkpoint test_train_checkpoint_crash
-    test_train_checkpoint_shard test_safetensors test_safetensors_write test_dist_store_abuse
-    test_dist_shm_rdzv test_dist_shm test_dist_mpi test_dist_mpi_diag test_launch_timeout
+    test_train_checkpoint_shard test_safetensors test_safetensors_write test_comm_store_abuse
+    test_comm_shm_rdzv test_comm_shm test_comm_mpi test_comm_mpi_diag test_launch_timeout
     test_launch_faults test_parallel_zero test_data_fmnist test_kernels_lowp)
 
 get_property(ddpc_all_tests DIRECTORY PROPERTY TESTS)

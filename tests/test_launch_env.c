@@ -27,7 +27,7 @@ static int count_key(char **env, const char *key)
 
 static const char *get(char **env, const char *key)
 {
-    return ddpc_dist_env_lookup((const char *const *)env, key);
+    return ddpc_comm_env_lookup((const char *const *)env, key);
 }
 
 static void test_worker_env_contract(void)
@@ -119,10 +119,10 @@ static void test_strv_grows(void)
     CHECK_EQ_INT(n, 100);
     CHECK(v[100] == NULL);
     CHECK(strcmp(v[0], "K0=0") == 0 && strcmp(v[99], "K99=9801") == 0);
-    CHECK(strcmp(ddpc_dist_env_lookup((const char *const *)v, "K57"), "3249") == 0);
-    CHECK(ddpc_dist_env_lookup((const char *const *)v, "K5") != NULL);
-    CHECK(ddpc_dist_env_lookup((const char *const *)v, "K") == NULL);
-    CHECK(ddpc_dist_env_lookup(NULL, "K") == NULL);
+    CHECK(strcmp(ddpc_comm_env_lookup((const char *const *)v, "K57"), "3249") == 0);
+    CHECK(ddpc_comm_env_lookup((const char *const *)v, "K5") != NULL);
+    CHECK(ddpc_comm_env_lookup((const char *const *)v, "K") == NULL);
+    CHECK(ddpc_comm_env_lookup(NULL, "K") == NULL);
     ddpc__strv_free(v);
 }
 

@@ -43,8 +43,8 @@ static void write_pid(const char *dir, const char *what, int rank, pid_t pid)
 static int worker(const char *mode, const char *dir)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    ddpc_dist_env env;
-    if (ddpc_dist_env_discover(&env) != DDPC_OK) {
+    ddpc_comm_env env;
+    if (ddpc_comm_env_discover(&env) != DDPC_OK) {
         printf("worker setup failed: %s\n", ddpc_last_error());
         return 2;
     }

@@ -52,10 +52,10 @@ static int sum_worker(ddpc_pg *pg)
 static int worker(const char *mode)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    ddpc_dist_env env;
+    ddpc_comm_env env;
     ddpc_pg_config pc = ddpc_pg_config_default();
     ddpc_pg *pg = NULL;
-    if (ddpc_dist_env_discover(&env) != DDPC_OK || ddpc_pg_create(&env, &pc, &pg) != DDPC_OK) {
+    if (ddpc_comm_env_discover(&env) != DDPC_OK || ddpc_pg_create(&env, &pc, &pg) != DDPC_OK) {
         printf("worker setup failed: %s\n", ddpc_last_error());
         return 2;
     }

@@ -121,7 +121,7 @@ static float ref[MAX_PARAMS], got[MAX_PARAMS];
 static int ddp_rank(int rank, int world, void *ctx)
 {
     const char *path = ctx;
-    ddpc_dist_env env;
+    ddpc_comm_env env;
     ddpc_pg *pg = NULL;
     ddpc_pg_config pc = ddpc_pg_config_default();
     pc.timeout_s = 30;
@@ -131,7 +131,7 @@ static int ddp_rank(int rank, int world, void *ctx)
     ddpc_engine_config cfg = engine_config(0, 1);
     ddpc_reducer_config rcfg = ddpc_reducer_config_default();
     int rc = 1;
-    if (ddpc_dist_env_discover(&env) == DDPC_OK && ddpc_pg_create(&env, &pc, &pg) == DDPC_OK &&
+    if (ddpc_comm_env_discover(&env) == DDPC_OK && ddpc_pg_create(&env, &pc, &pg) == DDPC_OK &&
         ddpc_reducer_create(pg, m, &rcfg, &red) == DDPC_OK &&
         ddpc_engine_create(m, red, rank, world, &cfg, &e) == DDPC_OK)
         rc = train(e, (int64_t)world * B, rank, world, 1);

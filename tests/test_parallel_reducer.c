@@ -136,11 +136,11 @@ static double max_rel_diff(const float *a, const float *b, size_t n)
 static int rank_main(int rank, int world, void *ctx)
 {
     job *j = ctx;
-    ddpc_dist_env env;
+    ddpc_comm_env env;
     ddpc_pg *pg = NULL;
     ddpc_pg_config pc = ddpc_pg_config_default();
     pc.timeout_s = 30;
-    if (ddpc_dist_env_discover(&env) != DDPC_OK || ddpc_pg_create(&env, &pc, &pg) != DDPC_OK) {
+    if (ddpc_comm_env_discover(&env) != DDPC_OK || ddpc_pg_create(&env, &pc, &pg) != DDPC_OK) {
         fprintf(stderr, "rank %d: %s\n", rank, ddpc_last_error());
         return 1;
     }
@@ -261,7 +261,7 @@ static void test_repeat_is_bitwise_identical(void)
 static int rank_no_alloc(int rank, int world, void *ctx)
 {
     bool sync_bn = ctx != NULL;
-    ddpc_dist_env env;
+    ddpc_comm_env env;
     ddpc_pg *pg = NULL;
     ddpc_reducer *red = NULL;
     ddpc_dataset *ds = NULL;
@@ -270,7 +270,7 @@ static int rank_no_alloc(int rank, int world, void *ctx)
     ddpc_reducer_config rc = ddpc_reducer_config_default();
     rc.bucket_cap_mb = rc.first_bucket_mb = 1e-4; /* one bucket per tensor: many handles */
     rc.sync_batchnorm = sync_bn;
-    if (ddpc_dist_env_discover(&env) != DDPC_OK || ddpc_pg_create(&env, NULL, &pg) != DDPC_OK ||
+    if (ddpc_comm_env_discover(&env) != DDPC_OK || ddpc_pg_create(&env, NULL, &pg) != DDPC_OK ||
         ddpc_reducer_create(pg, m, &rc, &red) != DDPC_OK ||
         ddpc_dataset_synthetic_images_create(&ds, SAMPLES, 1, 6, 6, 5, 3, true) != DDPC_OK) {
         fprintf(stderr, "rank %d: %s\n", rank, ddpc_last_error());

@@ -215,11 +215,11 @@ static int compare_with_reference(job *j, ddpc_model *m, int rank)
 static int rank_main(int rank, int world, void *ctx)
 {
     job *j = ctx;
-    ddpc_dist_env env;
+    ddpc_comm_env env;
     ddpc_pg *pg = NULL;
     ddpc_pg_config pc = ddpc_pg_config_default();
     pc.timeout_s = 30;
-    if (ddpc_dist_env_discover(&env) != DDPC_OK || ddpc_pg_create(&env, &pc, &pg) != DDPC_OK) {
+    if (ddpc_comm_env_discover(&env) != DDPC_OK || ddpc_pg_create(&env, &pc, &pg) != DDPC_OK) {
         fprintf(stderr, "rank %d: %s\n", rank, ddpc_last_error());
         return 1;
     }

@@ -147,11 +147,11 @@ static int check_gather(ddpc_model *m, ddpc_reducer *r, int rank)
 static int rank_main(int rank, int world, void *ctx)
 {
     const job *j = ctx;
-    ddpc_dist_env env;
+    ddpc_comm_env env;
     ddpc_pg *pg = NULL;
     ddpc_pg_config pc = ddpc_pg_config_default();
     pc.timeout_s = 30;
-    if (ddpc_dist_env_discover(&env) != DDPC_OK || ddpc_pg_create(&env, &pc, &pg) != DDPC_OK ||
+    if (ddpc_comm_env_discover(&env) != DDPC_OK || ddpc_pg_create(&env, &pc, &pg) != DDPC_OK ||
         ddpc_pg_world_size(pg) != world)
         return 1;
     ddpc_dataset *ds = NULL;

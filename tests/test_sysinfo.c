@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Tests for ddpc_sysinfo_collect (src/core/sysinfo_*.c) and ddpc_dist_report_collect
+/* Tests for ddpc_sysinfo_collect (src/core/sysinfo_*.c) and ddpc_comm_report_collect
  * (src/comm/report.c, mpi_info.c): every field is filled and terminated, host facts are
  * plausible, and the distributed part follows the process environment (variables listed, rank
  * resolved, backend choice, parse errors). */
@@ -21,11 +21,11 @@ static ddpc_sysinfo *collect(void)
     return s;
 }
 
-static ddpc_dist_report *report(void)
+static ddpc_comm_report *report(void)
 {
-    ddpc_dist_report *d = ddpc_malloc(sizeof *d);
+    ddpc_comm_report *d = ddpc_malloc(sizeof *d);
     memset(d, 0x7f, sizeof *d);
-    ddpc_dist_report_collect(d);
+    ddpc_comm_report_collect(d);
     return d;
 }
 
@@ -60,7 +60,7 @@ static void test_fields_filled(void)
     CHECK(s->blas_threads >= 1);
     CHECK_STR_CONTAINS(s->openmp, "OpenMP ");
     CHECK(s->omp_max_threads >= 1);
-    ddpc_dist_report *d = report();
+    ddpc_comm_report *d = report();
     TERMINATED(d->mpi_library);
     TERMINATED(d->vars);
     TERMINATED(d->error);
@@ -80,15 +80,15 @@ static void test_fields_filled(void)
     ddpc_free(s);
 }
 
-static void test_dist_part_follows_environment(void)
+static void test_comm_part_follows_environment(void)
 {
     setenv("RANK", "1", 1);
     setenv("WORLD_SIZE", "2", 1);
-    ddpc_dist_report *s = report();
+    ddpc_comm_report *s = report();
     CHECK_EQ_INT(s->status, DDPC_OK);
     CHECK_STR_CONTAINS(s->vars, "RANK=1\n");
     CHECK_STR_CONTAINS(s->vars, "WORLD_SIZE=2\n");
-    CHECK_EQ_INT(s->env.source, DDPC_DIST_SOURCE_TORCHRUN);
+    CHECK_EQ_INT(s->env.source, DDPC_COMM_SOURCE_TORCHRUN);
     CHECK_EQ_INT(s->env.rank, 1);
     CHECK_EQ_INT(s->backend, DDPC_BACKEND_SHM);
     ddpc_free(s);
@@ -104,7 +104,7 @@ static void test_dist_part_follows_environment(void)
     setenv("OMPI_COMM_WORLD_RANK", "0", 1);
     setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
     s = report();
-    CHECK_EQ_INT(s->env.source, DDPC_DIST_SOURCE_OPENMPI);
+    CHECK_EQ_INT(s->env.source, DDPC_COMM_SOURCE_OPENMPI);
     CHECK_EQ_INT(s->backend,
                  ddpc_backend_available(DDPC_BACKEND_MPI) ? DDPC_BACKEND_MPI : DDPC_BACKEND_SHM);
     ddpc_free(s);
@@ -123,7 +123,7 @@ static void test_dist_part_follows_environment(void)
 
     s = report();
     CHECK_EQ_INT(s->status, DDPC_OK);
-    CHECK_EQ_INT(s->env.source, DDPC_DIST_SOURCE_NONE);
+    CHECK_EQ_INT(s->env.source, DDPC_COMM_SOURCE_NONE);
     CHECK_EQ_INT(s->env.world_size, 1);
     ddpc_free(s);
 }
@@ -134,7 +134,7 @@ static void test_long_values_are_cut(void)
     memset(v, 'x', sizeof v - 1);
     v[sizeof v - 1] = '\0';
     setenv("SLURM_JOB_NODELIST", v, 1);
-    ddpc_dist_report *s = report();
+    ddpc_comm_report *s = report();
     CHECK_STR_CONTAINS(s->vars, "SLURM_JOB_NODELIST=xxxx");
     CHECK_STR_CONTAINS(s->vars, "...\n");
     CHECK(strlen(s->vars) < 220);
@@ -164,7 +164,7 @@ int main(void)
 {
     RUN_TEST(test_memory_figures);
     RUN_TEST(test_fields_filled);
-    RUN_TEST(test_dist_part_follows_environment);
+    RUN_TEST(test_comm_part_follows_environment);
     RUN_TEST(test_long_values_are_cut);
     return check_summary();
 }

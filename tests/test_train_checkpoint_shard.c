@@ -71,11 +71,11 @@ typedef struct {
 static int save_rank(int rank, int world, void *ctx)
 {
     const save_job *j = ctx;
-    ddpc_dist_env env;
+    ddpc_comm_env env;
     ddpc_pg *pg = NULL;
     ddpc_pg_config pc = ddpc_pg_config_default();
     pc.timeout_s = j->dead_rank >= 0 ? 3 : 30;
-    if (ddpc_dist_env_discover(&env) != DDPC_OK || ddpc_pg_create(&env, &pc, &pg) != DDPC_OK)
+    if (ddpc_comm_env_discover(&env) != DDPC_OK || ddpc_pg_create(&env, &pc, &pg) != DDPC_OK)
         return 1;
     if (rank == j->dead_rank)
         _exit(0);

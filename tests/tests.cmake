@@ -97,22 +97,22 @@ set_tests_properties(parity_cnn_bn PROPERTIES TIMEOUT 300 ENVIRONMENT "OMP_NUM_T
 # Collective conformance: one suite (tests/comm/conformance.c) run unchanged on every backend at
 # world sizes 1-4 (3 and 4 oversubscribe a 2-core machine). shm ranks are forked by the suite
 # itself with torchrun-style variables; mpi ranks are started by mpiexec.
-add_executable(dist_conformance ${PROJECT_SOURCE_DIR}/tests/comm/conformance.c
+add_executable(comm_conformance ${PROJECT_SOURCE_DIR}/tests/comm/conformance.c
     ${PROJECT_SOURCE_DIR}/tests/comm/conformance_util.c)
-target_include_directories(dist_conformance PRIVATE ${PROJECT_SOURCE_DIR}/tests/comm
+target_include_directories(comm_conformance PRIVATE ${PROJECT_SOURCE_DIR}/tests/comm
     ${PROJECT_SOURCE_DIR}/tests)
-target_link_libraries(dist_conformance PRIVATE ddpc_lib)
-# dist_shm_w4 measured on the 2-core machine with 5 sessions building and testing (load 8-13):
+target_link_libraries(comm_conformance PRIVATE ddpc_lib)
+# comm_shm_w4 measured on the 2-core machine with 5 sessions building and testing (load 8-13):
 # 112 s alone, 125 s beside two `yes` hogs (the full >= 16 MiB matrix ran past 150 s; niced under
 # the hogs even this one takes > 9 minutes, as the ranks then barely run). The suite's spawner gives
 # up at 300 s, a backstop: the collectives' own 60 s timeouts catch a hang; ctest's limit is above.
 foreach(n 1 2 3 4)
-    add_test(NAME dist_shm_w${n} COMMAND dist_conformance --spawn ${n} --backend shm)
-    set_tests_properties(dist_shm_w${n} PROPERTIES TIMEOUT 330 ENVIRONMENT "OMP_NUM_THREADS=1")
+    add_test(NAME comm_shm_w${n} COMMAND comm_conformance --spawn ${n} --backend shm)
+    set_tests_properties(comm_shm_w${n} PROPERTIES TIMEOUT 330 ENVIRONMENT "OMP_NUM_THREADS=1")
     if(MPI_C_FOUND AND MPIEXEC_EXECUTABLE)
-        add_test(NAME dist_mpi_w${n} COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${n}
-            --oversubscribe --mca btl self,vader $<TARGET_FILE:dist_conformance> --backend mpi)
-        set_tests_properties(dist_mpi_w${n} PROPERTIES TIMEOUT 200 ENVIRONMENT
+        add_test(NAME comm_mpi_w${n} COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${n}
+            --oversubscribe --mca btl self,vader $<TARGET_FILE:comm_conformance> --backend mpi)
+        set_tests_properties(comm_mpi_w${n} PROPERTIES TIMEOUT 200 ENVIRONMENT
             "OMP_NUM_THREADS=1;OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
     endif()
 endforeach()
@@ -122,7 +122,7 @@ endforeach()
 foreach(cap baseline avx2)
     foreach(t test_kernels_activation test_kernels_attention test_kernels_cpu_impl
               test_kernels_layernorm test_kernels_linear test_kernels_loss test_nn_models
-              test_adamw test_sgd test_clip test_dist_reduce)
+              test_adamw test_sgd test_clip test_comm_reduce)
         if(TARGET ${t})
             add_test(NAME ${t}_isa_${cap} COMMAND ${t})
             set_tests_properties(${t}_isa_${cap} PROPERTIES TIMEOUT 120 ENVIRONMENT
@@ -131,9 +131,9 @@ foreach(cap baseline avx2)
     endforeach()
 endforeach()
 
-# test_dist_mpi_diag interposes an MPI function (PMPI) to stop a rank mid-transfer.
+# test_comm_mpi_diag interposes an MPI function (PMPI) to stop a rank mid-transfer.
 if(MPI_C_FOUND)
-    target_compile_definitions(test_dist_mpi_diag PRIVATE DDPC_HAVE_MPI=1)
+    target_compile_definitions(test_comm_mpi_diag PRIVATE DDPC_HAVE_MPI=1)
 endif()
 
 # Multi-host tests on network namespaces (tests/multihost/testbed.sh; they need root, as CI has,
@@ -143,7 +143,7 @@ add_executable(gloo_paths ${PROJECT_SOURCE_DIR}/tests/multihost/gloo_paths.c
 target_include_directories(gloo_paths PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests/comm)
 target_link_libraries(gloo_paths PRIVATE ddpc_lib)
 add_test(NAME multihost_gloo_conformance COMMAND bash
-    ${PROJECT_SOURCE_DIR}/tests/multihost/gloo_conformance.sh $<TARGET_FILE:dist_conformance>
+    ${PROJECT_SOURCE_DIR}/tests/multihost/gloo_conformance.sh $<TARGET_FILE:comm_conformance>
     $<TARGET_FILE:gloo_paths>)
 set_tests_properties(multihost_gloo_conformance PROPERTIES TIMEOUT 400 RUN_SERIAL TRUE)
 add_test(NAME multihost_gloo_faults COMMAND bash

@@ -48,19 +48,19 @@ typedef enum {
 
 /* Which launcher's variables gave the rank, in order of precedence (first found wins). */
 typedef enum {
-    DDPC_DIST_SOURCE_NONE,     /* no variables: a single process */
-    DDPC_DIST_SOURCE_TORCHRUN, /* RANK, WORLD_SIZE, ... (torchrun, ddpc run) */
-    DDPC_DIST_SOURCE_OPENMPI,  /* OMPI_COMM_WORLD_* (mpirun) */
-    DDPC_DIST_SOURCE_PMI,      /* PMI_RANK, PMI_SIZE (MPICH, Intel MPI) */
-    DDPC_DIST_SOURCE_SLURM,    /* SLURM_PROCID, SLURM_NTASKS, ... (srun) */
-    DDPC_DIST_SOURCE_COUNT
-} ddpc_dist_source;
+    DDPC_COMM_SOURCE_NONE,     /* no variables: a single process */
+    DDPC_COMM_SOURCE_TORCHRUN, /* RANK, WORLD_SIZE, ... (torchrun, ddpc run) */
+    DDPC_COMM_SOURCE_OPENMPI,  /* OMPI_COMM_WORLD_* (mpirun) */
+    DDPC_COMM_SOURCE_PMI,      /* PMI_RANK, PMI_SIZE (MPICH, Intel MPI) */
+    DDPC_COMM_SOURCE_SLURM,    /* SLURM_PROCID, SLURM_NTASKS, ... (srun) */
+    DDPC_COMM_SOURCE_COUNT
+} ddpc_comm_source;
 
 size_t ddpc_dtype_size(ddpc_dtype dtype);
 const char *ddpc_dtype_name(ddpc_dtype dtype);          /* "f32", "bf16", ... */
 const char *ddpc_reduce_op_name(ddpc_reduce_op op);     /* "sum", "avg", "min", "max" */
 const char *ddpc_backend_name(ddpc_backend backend);    /* "auto", "shm", "mpi", "gloo" */
-const char *ddpc_dist_source_name(ddpc_dist_source src); /* "none", "torchrun", ... */
+const char *ddpc_comm_source_name(ddpc_comm_source src); /* "none", "torchrun", ... */
 /* Parses "auto", "shm", "mpi" or "gloo"; anything else is DDPC_EINVAL naming the value. */
 ddpc_status ddpc_backend_parse(const char *name, ddpc_backend *out);
 /* False for DDPC_BACKEND_MPI in a build without MPI, DDPC_BACKEND_GLOO without libgloo. */
@@ -68,7 +68,7 @@ bool ddpc_backend_available(ddpc_backend backend);
 
 /* What the environment says about this process's place in a job. */
 typedef struct {
-    ddpc_dist_source source;
+    ddpc_comm_source source;
     int rank, world_size;            /* 0 <= rank < world_size */
     int local_rank, local_world_size; /* on this host */
     int node_rank, num_nodes;        /* GROUP_RANK / SLURM_NODEID; num_nodes 1 when unknown */
@@ -91,38 +91,38 @@ typedef struct {
     char store_token[DDPC_STORE_TOKEN_MAX + 1]; /* DDPC_STORE_TOKEN or the file that
                                                    DDPC_STORE_TOKEN_FILE names; "" when neither */
     char store_bind[256]; /* DDPC_STORE_BIND: where rank 0's store listens; "" (MASTER_ADDR) */
-} ddpc_dist_env;
+} ddpc_comm_env;
 
 /* A single process: rank 0 of 1, nothing else set. */
-ddpc_dist_env ddpc_dist_env_single(void);
+ddpc_comm_env ddpc_comm_env_single(void);
 
 /* Reads the variables from `envp` ("KEY=VALUE" strings, NULL-terminated, like environ). Malformed
  * or contradictory values (WORLD_SIZE=abc, RANK >= WORLD_SIZE, negative ranks) are DDPC_EINVAL
- * naming the variable and its value. The precedence is the order of ddpc_dist_source. */
-ddpc_status ddpc_dist_env_parse(const char *const *envp, ddpc_dist_env *out);
-/* ddpc_dist_env_parse on this process's environment. */
-ddpc_status ddpc_dist_env_discover(ddpc_dist_env *out);
+ * naming the variable and its value. The precedence is the order of ddpc_comm_source. */
+ddpc_status ddpc_comm_env_parse(const char *const *envp, ddpc_comm_env *out);
+/* ddpc_comm_env_parse on this process's environment. */
+ddpc_status ddpc_comm_env_discover(ddpc_comm_env *out);
 
 /* The value of `key` in `envp` ("KEY=VALUE" strings, NULL-terminated; NULL reads as empty), or
  * NULL when unset. The library's one environment lookup: the launcher uses it too. */
-const char *ddpc_dist_env_lookup(const char *const *envp, const char *key);
+const char *ddpc_comm_env_lookup(const char *const *envp, const char *key);
 /* Hosts of the SLURM allocation SLURM_JOB_NODELIST in `envp` names (0 when unset). DDPC_EINVAL
  * naming the variable when it is not a valid SLURM host list. */
-ddpc_status ddpc_dist_env_slurm_hosts(const char *const *envp, int *hosts);
+ddpc_status ddpc_comm_env_slurm_hosts(const char *const *envp, int *hosts);
 
 /* What `ddpc env` reports about communication; every field is filled, never an error. */
 typedef struct {
     bool mpi_built;        /* the mpi backend is compiled in */
     char mpi_library[256]; /* first line of MPI_Get_library_version, or "not built with MPI" */
     char vars[2048];       /* "KEY=VALUE\n" for each launcher variable set, in precedence order */
-    ddpc_status status;    /* of ddpc_dist_env_discover */
+    ddpc_status status;    /* of ddpc_comm_env_discover */
     char error[512];       /* its message when status != DDPC_OK */
-    ddpc_dist_env env;     /* what it found (valid when status == DDPC_OK) */
+    ddpc_comm_env env;     /* what it found (valid when status == DDPC_OK) */
     ddpc_backend backend;  /* the backend ddpc_pg_create would choose with backend AUTO */
-} ddpc_dist_report;
+} ddpc_comm_report;
 
 /* Fills *out from this process's environment and the build. Never fails. */
-void ddpc_dist_report_collect(ddpc_dist_report *out);
+void ddpc_comm_report_collect(ddpc_comm_report *out);
 
 typedef struct {
     ddpc_backend backend; /* AUTO: env.backend if set; else mpi when the rank came from mpirun,
@@ -134,7 +134,7 @@ typedef struct {
 ddpc_pg_config ddpc_pg_config_default(void);
 
 /* The backend ddpc_pg_create would use for `asked` (DDPC_BACKEND_AUTO applies the rule above). */
-ddpc_backend ddpc_pg_choose_backend(const ddpc_dist_env *env, ddpc_backend asked);
+ddpc_backend ddpc_pg_choose_backend(const ddpc_comm_env *env, ddpc_backend asked);
 
 typedef struct ddpc_pg ddpc_pg;
 typedef struct ddpc_work ddpc_work;
@@ -144,14 +144,14 @@ typedef struct ddpc_work ddpc_work;
  * a port in use is an error naming it) or, without a port, through env.run_id. World size 1 needs
  * neither. Errors: DDPC_EINVAL (bad env/config), DDPC_EUNSUPPORTED (backend not built in),
  * DDPC_ETIMEOUT (peers missing, named), DDPC_EIO. */
-ddpc_status ddpc_pg_create(const ddpc_dist_env *env, const ddpc_pg_config *cfg, ddpc_pg **out);
+ddpc_status ddpc_pg_create(const ddpc_comm_env *env, const ddpc_pg_config *cfg, ddpc_pg **out);
 /* Leaves the group and frees it; waits for outstanding async work first. NULL is a no-op. */
 void ddpc_pg_destroy(ddpc_pg *pg);
 /* Removes the /dev/shm segment the shm rendezvous of `env` (run id, master port, restart count)
  * names, unless a live process still owns it. Ranks unlink it themselves once all have joined;
  * this is for a launcher after every rank of an attempt exited, since a rank killed during the
  * rendezvous cannot. DDPC_OK when it was absent or removed; DDPC_EIO naming it otherwise. */
-ddpc_status ddpc_pg_shm_remove(const ddpc_dist_env *env);
+ddpc_status ddpc_pg_shm_remove(const ddpc_comm_env *env);
 
 int ddpc_pg_rank(const ddpc_pg *pg);
 int ddpc_pg_world_size(const ddpc_pg *pg);

@@ -53,7 +53,7 @@ ddpc_status ddpc_launch_parse_args(int argc, char *const *argv, ddpc_launch_conf
 
 /* DDPC_EINVAL with one sentence explaining the nested-launch trap when `envp` (NULL-terminated
  * "KEY=VALUE" strings) says this process is itself a worker of a launcher, as rank discovery
- * (ddpc_dist_env_parse) reads it: TORCHELASTIC_RUN_ID or DDPC_LAUNCHER set, or one rank of an
+ * (ddpc_comm_env_parse) reads it: TORCHELASTIC_RUN_ID or DDPC_LAUNCHER set, or one rank of an
  * mpirun, PMI or srun world larger than one. DDPC_OK otherwise. */
 ddpc_status ddpc_launch_check_nested(const char *const *envp);
 

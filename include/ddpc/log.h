@@ -34,7 +34,7 @@ ddpc_log_ranks ddpc_log_ranks_single(void);
 /* The ranks of a process group (pg must be valid). */
 ddpc_log_ranks ddpc_log_ranks_from_pg(const ddpc_pg *pg);
 /* The ranks rank discovery found (before any group exists). */
-ddpc_log_ranks ddpc_log_ranks_from_env(const ddpc_dist_env *env);
+ddpc_log_ranks ddpc_log_ranks_from_env(const ddpc_comm_env *env);
 
 /* Whether a process at `ranks` prints messages of `scope`. */
 bool ddpc_log_enabled(ddpc_log_ranks ranks, ddpc_log_scope scope);

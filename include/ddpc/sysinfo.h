@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* What `ddpc env` reports from the core layer: the host (OS, CPU, SIMD), the build (compiler,
  * flags, BLAS, OpenMP) and the GPU libraries (CUDA driver and GPUs, NCCL); MPI and the launch
- * variables are the comm layer's half (ddpc_dist_report, comm.h). Every field is filled; what
+ * variables are the comm layer's half (ddpc_comm_report, comm.h). Every field is filled; what
  * cannot be found reads "unknown" or "not found (why)", never an error: collecting is a
  * diagnostic that must not fail. */
 #ifndef DDPC_SYSINFO_H

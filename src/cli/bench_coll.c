@@ -339,11 +339,11 @@ int ddpc_cli_bench_coll(const char *coll, int argc, char **argv)
     int rc = parse_options((ddpc__bench_coll)c, argc, argv, &o);
     if (rc)
         return rc == 3 ? 0 : rc;
-    ddpc_dist_env env;
+    ddpc_comm_env env;
     ddpc_pg_config cfg = ddpc_pg_config_default();
     cfg.backend = o.backend;
     ddpc_pg *pg = NULL;
-    if (ddpc_dist_env_discover(&env) != DDPC_OK || ddpc_pg_create(&env, &cfg, &pg) != DDPC_OK)
+    if (ddpc_comm_env_discover(&env) != DDPC_OK || ddpc_pg_create(&env, &cfg, &pg) != DDPC_OK)
         return ddpc_cli_fail("bench");
     if (o.coll == DDPC__BENCH_BROADCAST && o.root >= ddpc_pg_world_size(pg)) {
         fprintf(stderr, "ddpc bench: --root %d is not a rank of this %d-rank group\n", o.root,

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* `ddpc env`: prints what ddpc_sysinfo_collect (core: host, build, GPUs),
- * ddpc_dist_report_collect (comm: MPI, launch variables) and ddpc_cli_env_cuda (the build's CUDA)
+ * ddpc_comm_report_collect (comm: MPI, launch variables) and ddpc_cli_env_cuda (the build's CUDA)
  * found, in the spirit of PyTorch's collect_env, for bug reports and for checking what a launcher
  * handed to a worker. Exit status 1 (with one line on stderr) when the distributed variables do not
  * make sense; the report is printed anyway. */
@@ -74,7 +74,7 @@ static void print_build(const ddpc_sysinfo *s)
     }
 }
 
-static void print_comm(const ddpc_sysinfo *s, const ddpc_dist_report *d)
+static void print_comm(const ddpc_sysinfo *s, const ddpc_comm_report *d)
 {
     printf("Communication\n");
     row("Backends", "shm yes, mpi %s, gloo %s", d->mpi_built ? "yes" : "no (built without MPI)",
@@ -86,7 +86,7 @@ static void print_comm(const ddpc_sysinfo *s, const ddpc_dist_report *d)
 /* The oldest GPUs this build's machine code runs on (cmake/cuda.cmake: sm_80, sm_90, PTX). */
 enum { OLDEST_SM = 80 };
 
-static void print_gpu(const ddpc_sysinfo *s, const ddpc_dist_report *d)
+static void print_gpu(const ddpc_sysinfo *s, const ddpc_comm_report *d)
 {
     ddpc_cli_cuda_report c;
     ddpc_cli_env_cuda(&c, d->status == DDPC_OK ? d->env.local_rank : 0);
@@ -121,7 +121,7 @@ static void print_gpu(const ddpc_sysinfo *s, const ddpc_dist_report *d)
     row("Device (auto)", "%s", c.device);
 }
 
-static void print_dist(const ddpc_dist_report *s)
+static void print_dist(const ddpc_comm_report *s)
 {
     printf("Distributed launch\n");
     if (!s->vars[0])
@@ -136,8 +136,8 @@ static void print_dist(const ddpc_dist_report *s)
         row("Resolves to", "error: %s", s->error);
         return;
     }
-    const ddpc_dist_env *e = &s->env;
-    row("Source", "%s", ddpc_dist_source_name(e->source));
+    const ddpc_comm_env *e = &s->env;
+    row("Source", "%s", ddpc_comm_source_name(e->source));
     row("Rank", "%d of %d", e->rank, e->world_size);
     row("Local rank", "%d of %d", e->local_rank, e->local_world_size);
     row("Node", "%d of %d", e->node_rank, e->num_nodes);
@@ -171,7 +171,7 @@ int ddpc_cli_env(int argc, char **argv)
         return help ? 0 : 2;
     }
     ddpc_sysinfo *s = ddpc_malloc(sizeof *s);
-    ddpc_dist_report *d = ddpc_malloc(sizeof *d);
+    ddpc_comm_report *d = ddpc_malloc(sizeof *d);
     if (!s || !d) {
         fprintf(stderr, "ddpc env: out of memory\n");
         ddpc_free(s);
@@ -179,7 +179,7 @@ int ddpc_cli_env(int argc, char **argv)
         return 1;
     }
     ddpc_sysinfo_collect(s);
-    ddpc_dist_report_collect(d);
+    ddpc_comm_report_collect(d);
     print_system(s);
     print_build(s);
     print_gpu(s, d);

@@ -60,7 +60,7 @@ static int agree(const char *text)
         return 2;
     }
     const char *const *envp = (const char *const *)environ;
-    const char *env = ddpc_dist_env_lookup(envp, "LOCAL_RANK");
+    const char *env = ddpc_comm_env_lookup(envp, "LOCAL_RANK");
     if (env) {
         char *e_end;
         long e = strtol(env, &e_end, 10);
@@ -73,7 +73,7 @@ static int agree(const char *text)
         }
         return 0;
     }
-    if (ddpc_dist_env_lookup(envp, "RANK")) { /* a legacy launcher: the flag is the local rank */
+    if (ddpc_comm_env_lookup(envp, "RANK")) { /* a legacy launcher: the flag is the local rank */
         char buf[24];
         snprintf(buf, sizeof buf, "%ld", v);
         if (setenv("LOCAL_RANK", buf, 1) != 0) {

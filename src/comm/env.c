@@ -22,7 +22,7 @@ typedef struct {
     bool set;
 } field;
 
-/* What a family says; resolve() turns it into a ddpc_dist_env. */
+/* What a family says; resolve() turns it into a ddpc_comm_env. */
 typedef struct {
     field rank, world, local_rank, local_world, node_rank, num_nodes;
 } ranks;
@@ -60,7 +60,7 @@ static ddpc_status read_int(const char *const *envp, const char *const *names, i
 {
     *f = (field){.name = names[0]};
     for (; *names; names++) {
-        const char *s = ddpc_dist_env_lookup(envp, *names);
+        const char *s = ddpc_comm_env_lookup(envp, *names);
         if (s) {
             f->name = *names;
             f->text = s;
@@ -74,7 +74,7 @@ static ddpc_status read_int(const char *const *envp, const char *const *names, i
 static const char *first_set(const char *const *envp, const char *const *names, const char **which)
 {
     for (; *names; names++) {
-        const char *s = ddpc_dist_env_lookup(envp, *names);
+        const char *s = ddpc_comm_env_lookup(envp, *names);
         if (s) {
             if (which)
                 *which = *names;
@@ -111,7 +111,7 @@ static ddpc_status derive_local_world(const ranks *r, int *local_world)
     return DDPC_OK;
 }
 
-static ddpc_status resolve_local(const ranks *r, ddpc_dist_env *e)
+static ddpc_status resolve_local(const ranks *r, ddpc_comm_env *e)
 {
     e->layout_known = r->local_world.set || r->num_nodes.set;
     if (r->local_world.set) {
@@ -144,7 +144,7 @@ static ddpc_status resolve_local(const ranks *r, ddpc_dist_env *e)
     return DDPC_OK;
 }
 
-static ddpc_status resolve_nodes(const ranks *r, ddpc_dist_env *e)
+static ddpc_status resolve_nodes(const ranks *r, ddpc_comm_env *e)
 {
     int w = e->world_size, lw = e->local_world_size;
     e->num_nodes = r->num_nodes.set ? r->num_nodes.v : (w % lw == 0 ? w / lw : 1);
@@ -161,7 +161,7 @@ static ddpc_status resolve_nodes(const ranks *r, ddpc_dist_env *e)
 }
 
 /* Turns a family's fields into rank, world, local and node numbers, rejecting contradictions. */
-static ddpc_status resolve(const ranks *r, ddpc_dist_env *e)
+static ddpc_status resolve(const ranks *r, ddpc_comm_env *e)
 {
     if (!r->world.set) {
         const field *f = r->rank.set         ? &r->rank
@@ -181,7 +181,7 @@ static ddpc_status resolve(const ranks *r, ddpc_dist_env *e)
     return resolve_nodes(r, e);
 }
 
-static ddpc_status torchrun(const char *const *envp, ddpc_dist_env *e)
+static ddpc_status torchrun(const char *const *envp, ddpc_comm_env *e)
 {
     ranks r;
     DDPC_TRY(read_int(envp, NAMES("RANK"), 0, &r.rank));
@@ -193,7 +193,7 @@ static ddpc_status torchrun(const char *const *envp, ddpc_dist_env *e)
     return resolve(&r, e);
 }
 
-static ddpc_status openmpi(const char *const *envp, ddpc_dist_env *e)
+static ddpc_status openmpi(const char *const *envp, ddpc_comm_env *e)
 {
     ranks r;
     DDPC_TRY(read_int(envp, NAMES("OMPI_COMM_WORLD_RANK"), 0, &r.rank));
@@ -215,7 +215,7 @@ static ddpc_status openmpi(const char *const *envp, ddpc_dist_env *e)
  * and must run as one process rather than wait for N-1 peers that will never come. */
 static bool slurm_step_present(const char *const *envp, const char **step)
 {
-    if (!ddpc_dist_env_lookup(envp, "SLURM_PROCID"))
+    if (!ddpc_comm_env_lookup(envp, "SLURM_PROCID"))
         return false;
     const char *s = first_set(envp, NAMES("SLURM_STEP_ID", "SLURM_STEPID"), NULL);
     if (!s)
@@ -251,7 +251,7 @@ static ddpc_status slurm_ranks(const char *const *envp, ranks *r)
 }
 
 /* "job.step" from SLURM_JOB_ID and the step id. */
-static ddpc_status slurm_run_id(const char *const *envp, const char *step, ddpc_dist_env *e)
+static ddpc_status slurm_run_id(const char *const *envp, const char *step, ddpc_comm_env *e)
 {
     const char *which = "SLURM_JOB_ID";
     const char *job = first_set(envp, NAMES("SLURM_JOB_ID", "SLURM_JOBID"), &which);
@@ -264,12 +264,12 @@ static ddpc_status slurm_run_id(const char *const *envp, const char *step, ddpc_
     return DDPC_OK;
 }
 
-static ddpc_status slurm(const char *const *envp, ddpc_dist_env *e)
+static ddpc_status slurm(const char *const *envp, ddpc_comm_env *e)
 {
     const char *step = NULL;
     slurm_step_present(envp, &step);
     const char *which =
-        ddpc_dist_env_lookup(envp, "SLURM_STEP_ID") ? "SLURM_STEP_ID" : "SLURM_STEPID";
+        ddpc_comm_env_lookup(envp, "SLURM_STEP_ID") ? "SLURM_STEP_ID" : "SLURM_STEPID";
     size_t digits = strspn(step, "0123456789");
     if (digits == 0 || step[digits] != '\0') /* ids are unsigned 32-bit: above INT_MAX is fine */
         return ddpc_errorf(DDPC_EINVAL, "%s=%s is not a number", which, step);
@@ -277,7 +277,7 @@ static ddpc_status slurm(const char *const *envp, ddpc_dist_env *e)
     DDPC_TRY(slurm_ranks(envp, &r));
     DDPC_TRY(resolve(&r, e));
     DDPC_TRY(slurm_run_id(envp, step, e));
-    if (ddpc_dist_env_lookup(envp, "MASTER_ADDR"))
+    if (ddpc_comm_env_lookup(envp, "MASTER_ADDR"))
         return DDPC_OK; /* given explicitly; read with the other common variables */
     const char *list = first_set(
         envp, NAMES("SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"), &which);
@@ -287,7 +287,7 @@ static ddpc_status slurm(const char *const *envp, ddpc_dist_env *e)
 
 /* MPICH's Hydra, Intel MPI and Cray PALS give the local layout; srun --mpi=pmi2 gives only
  * PMI_RANK/PMI_SIZE, so the layout then comes from the SLURM step describing the same task. */
-static ddpc_status pmi(const char *const *envp, ddpc_dist_env *e)
+static ddpc_status pmi(const char *const *envp, ddpc_comm_env *e)
 {
     ranks r;
     DDPC_TRY(read_int(envp, NAMES("PMI_RANK"), 0, &r.rank));
@@ -309,7 +309,7 @@ static ddpc_status pmi(const char *const *envp, ddpc_dist_env *e)
         }
     }
     DDPC_TRY(resolve(&r, e));
-    const char *id = ddpc_dist_env_lookup(envp, "PMI_JOBID");
+    const char *id = ddpc_comm_env_lookup(envp, "PMI_JOBID");
     if (id)
         return copy_str("PMI_JOBID", id, e->run_id, sizeof e->run_id);
     return in_step ? slurm_run_id(envp, step, e) : DDPC_OK;
@@ -341,11 +341,11 @@ static ddpc_status parse_timeout(const char *s, double *out)
 }
 
 /* Variables honoured whichever family gave the rank. */
-static ddpc_status common(const char *const *envp, ddpc_dist_env *e)
+static ddpc_status common(const char *const *envp, ddpc_comm_env *e)
 {
     const char *s;
     field f;
-    if ((s = ddpc_dist_env_lookup(envp, "MASTER_ADDR")))
+    if ((s = ddpc_comm_env_lookup(envp, "MASTER_ADDR")))
         DDPC_TRY(copy_str("MASTER_ADDR", s, e->master_addr, sizeof e->master_addr));
     DDPC_TRY(read_int(envp, NAMES("MASTER_PORT"), 0, &f));
     if (f.set && (f.v < 1 || f.v > 65535))
@@ -355,25 +355,25 @@ static ddpc_status common(const char *const *envp, ddpc_dist_env *e)
     e->restart_count = f.v;
     DDPC_TRY(read_int(envp, NAMES("TORCHELASTIC_MAX_RESTARTS"), 0, &f));
     e->max_restarts = f.v;
-    if ((s = ddpc_dist_env_lookup(envp, "TORCHELASTIC_RUN_ID")))
+    if ((s = ddpc_comm_env_lookup(envp, "TORCHELASTIC_RUN_ID")))
         DDPC_TRY(copy_str("TORCHELASTIC_RUN_ID", s, e->run_id, sizeof e->run_id));
     /* read here so that rank discovery stays the one reader of the environment; the trainer
      * leaves a thread count the user (or the launcher) set alone */
-    if ((s = ddpc_dist_env_lookup(envp, "OMP_NUM_THREADS")))
+    if ((s = ddpc_comm_env_lookup(envp, "OMP_NUM_THREADS")))
         snprintf(e->omp_num_threads, sizeof e->omp_num_threads, "%s", s);
-    if ((s = ddpc_dist_env_lookup(envp, "DDPC_BACKEND")))
+    if ((s = ddpc_comm_env_lookup(envp, "DDPC_BACKEND")))
         DDPC_TRY(parse_backend(s, &e->backend));
-    if ((s = ddpc_dist_env_lookup(envp, "DDPC_COLLECTIVE_TIMEOUT")))
+    if ((s = ddpc_comm_env_lookup(envp, "DDPC_COLLECTIVE_TIMEOUT")))
         DDPC_TRY(parse_timeout(s, &e->timeout_s));
-    e->nested_launcher = ddpc_dist_env_lookup(envp, "TORCHELASTIC_RUN_ID") != NULL ||
-                         ddpc_dist_env_lookup(envp, "DDPC_LAUNCHER") != NULL;
+    e->nested_launcher = ddpc_comm_env_lookup(envp, "TORCHELASTIC_RUN_ID") != NULL ||
+                         ddpc_comm_env_lookup(envp, "DDPC_LAUNCHER") != NULL;
     /* torchrun's agent serves the store itself and says so to its workers (as torch reads it) */
-    s = ddpc_dist_env_lookup(envp, "TORCHELASTIC_USE_AGENT_STORE");
+    s = ddpc_comm_env_lookup(envp, "TORCHELASTIC_USE_AGENT_STORE");
     e->agent_store = s && (strcmp(s, "True") == 0 || strcmp(s, "true") == 0 || strcmp(s, "1") == 0);
-    e->ddpc_launcher = ddpc_dist_env_lookup(envp, "DDPC_LAUNCHER") != NULL;
+    e->ddpc_launcher = ddpc_comm_env_lookup(envp, "DDPC_LAUNCHER") != NULL;
     bool found;
     DDPC_TRY(ddpc_store_token_load(envp, e->store_token, sizeof e->store_token, &found));
-    if ((s = ddpc_dist_env_lookup(envp, "DDPC_STORE_BIND")))
+    if ((s = ddpc_comm_env_lookup(envp, "DDPC_STORE_BIND")))
         DDPC_TRY(copy_str("DDPC_STORE_BIND", s, e->store_bind, sizeof e->store_bind));
     return DDPC_OK;
 }
@@ -383,9 +383,9 @@ static bool any_set(const char *const *envp, const char *const *names)
     return first_set(envp, names, NULL) != NULL;
 }
 
-ddpc_dist_env ddpc_dist_env_single(void)
+ddpc_comm_env ddpc_comm_env_single(void)
 {
-    return (ddpc_dist_env){.source = DDPC_DIST_SOURCE_NONE,
+    return (ddpc_comm_env){.source = DDPC_COMM_SOURCE_NONE,
                            .world_size = 1,
                            .local_world_size = 1,
                            .num_nodes = 1,
@@ -394,22 +394,22 @@ ddpc_dist_env ddpc_dist_env_single(void)
 
 /* How a family names its rank and world size, and who sets them, for the families check. */
 typedef struct {
-    ddpc_dist_source source;
+    ddpc_comm_source source;
     const char *rank_var, *world_var, *who;
 } family_desc;
 
-static family_desc describe(const char *const *envp, ddpc_dist_source src)
+static family_desc describe(const char *const *envp, ddpc_comm_source src)
 {
     switch (src) {
-    case DDPC_DIST_SOURCE_TORCHRUN:
+    case DDPC_COMM_SOURCE_TORCHRUN:
         return (family_desc){src, "RANK", "WORLD_SIZE", "torchrun style"};
-    case DDPC_DIST_SOURCE_OPENMPI:
+    case DDPC_COMM_SOURCE_OPENMPI:
         return (family_desc){src, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "mpirun"};
-    case DDPC_DIST_SOURCE_PMI:
+    case DDPC_COMM_SOURCE_PMI:
         return (family_desc){src, "PMI_RANK", "PMI_SIZE", "an MPI launcher's PMI"};
     default:
         return (family_desc){src, "SLURM_PROCID",
-                             ddpc_dist_env_lookup(envp, "SLURM_STEP_NUM_TASKS")
+                             ddpc_comm_env_lookup(envp, "SLURM_STEP_NUM_TASKS")
                                  ? "SLURM_STEP_NUM_TASKS"
                                  : "SLURM_NTASKS",
                              "srun"};
@@ -424,24 +424,24 @@ static family_desc describe(const char *const *envp, ddpc_dist_source src)
  * (torchrun inside srun; mpirun's remote daemons are an srun step of their own), so marked
  * variables and the MPI families are not compared. A losing family whose values do not parse is
  * ignored, as before. */
-static ddpc_status check_families(const char *const *envp, const ddpc_dist_env *w)
+static ddpc_status check_families(const char *const *envp, const ddpc_comm_env *w)
 {
-    static const ddpc_dist_source order[] = {DDPC_DIST_SOURCE_OPENMPI, DDPC_DIST_SOURCE_PMI,
-                                             DDPC_DIST_SOURCE_SLURM};
-    if (w->source != DDPC_DIST_SOURCE_TORCHRUN ||
-        ddpc_dist_env_lookup(envp, "TORCHELASTIC_RUN_ID") != NULL)
+    static const ddpc_comm_source order[] = {DDPC_COMM_SOURCE_OPENMPI, DDPC_COMM_SOURCE_PMI,
+                                             DDPC_COMM_SOURCE_SLURM};
+    if (w->source != DDPC_COMM_SOURCE_TORCHRUN ||
+        ddpc_comm_env_lookup(envp, "TORCHELASTIC_RUN_ID") != NULL)
         return DDPC_OK;
     for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
-        ddpc_dist_source src = order[i];
-        bool present = src == DDPC_DIST_SOURCE_OPENMPI
+        ddpc_comm_source src = order[i];
+        bool present = src == DDPC_COMM_SOURCE_OPENMPI
                            ? any_set(envp, NAMES("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"))
-                       : src == DDPC_DIST_SOURCE_PMI ? any_set(envp, NAMES("PMI_RANK", "PMI_SIZE"))
+                       : src == DDPC_COMM_SOURCE_PMI ? any_set(envp, NAMES("PMI_RANK", "PMI_SIZE"))
                                                      : slurm_step_present(envp, NULL);
         if (!present)
             continue;
-        ddpc_dist_env o = ddpc_dist_env_single();
-        ddpc_status st = src == DDPC_DIST_SOURCE_OPENMPI ? openmpi(envp, &o)
-                         : src == DDPC_DIST_SOURCE_PMI   ? pmi(envp, &o)
+        ddpc_comm_env o = ddpc_comm_env_single();
+        ddpc_status st = src == DDPC_COMM_SOURCE_OPENMPI ? openmpi(envp, &o)
+                         : src == DDPC_COMM_SOURCE_PMI   ? pmi(envp, &o)
                                                          : slurm(envp, &o);
         if (st != DDPC_OK) {
             ddpc_clear_error();
@@ -461,30 +461,30 @@ static ddpc_status check_families(const char *const *envp, const ddpc_dist_env *
     return DDPC_OK;
 }
 
-ddpc_status ddpc_dist_env_parse(const char *const *envp, ddpc_dist_env *out)
+ddpc_status ddpc_comm_env_parse(const char *const *envp, ddpc_comm_env *out)
 {
-    ddpc_dist_env e = ddpc_dist_env_single();
+    ddpc_comm_env e = ddpc_comm_env_single();
     if (any_set(envp, NAMES("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"))) {
-        e.source = DDPC_DIST_SOURCE_TORCHRUN;
+        e.source = DDPC_COMM_SOURCE_TORCHRUN;
         DDPC_TRY(torchrun(envp, &e));
     } else if (any_set(envp, NAMES("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"))) {
-        e.source = DDPC_DIST_SOURCE_OPENMPI;
+        e.source = DDPC_COMM_SOURCE_OPENMPI;
         DDPC_TRY(openmpi(envp, &e));
     } else if (any_set(envp, NAMES("PMI_RANK", "PMI_SIZE"))) {
-        e.source = DDPC_DIST_SOURCE_PMI;
+        e.source = DDPC_COMM_SOURCE_PMI;
         DDPC_TRY(pmi(envp, &e));
     } else if (slurm_step_present(envp, NULL)) {
-        e.source = DDPC_DIST_SOURCE_SLURM;
+        e.source = DDPC_COMM_SOURCE_SLURM;
         DDPC_TRY(slurm(envp, &e));
     }
-    if (e.source != DDPC_DIST_SOURCE_NONE)
+    if (e.source != DDPC_COMM_SOURCE_NONE)
         DDPC_TRY(check_families(envp, &e));
     DDPC_TRY(common(envp, &e));
     *out = e;
     return DDPC_OK;
 }
 
-ddpc_status ddpc_dist_env_discover(ddpc_dist_env *out)
+ddpc_status ddpc_comm_env_discover(ddpc_comm_env *out)
 {
-    return ddpc_dist_env_parse(ddpc__env_process(), out);
+    return ddpc_comm_env_parse(ddpc__env_process(), out);
 }

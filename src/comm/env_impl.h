@@ -2,8 +2,8 @@
 /* Private to src/comm: the parsers behind rank discovery (env.c) that read SLURM's compressed
  * host and task lists, and the list of launcher variables rank discovery knows. The parsers read
  * untrusted bytes: they accept the whole string or reject it, and never write past `cap`. */
-#ifndef DDPC_DIST_ENV_IMPL_H
-#define DDPC_DIST_ENV_IMPL_H
+#ifndef DDPC_COMM_ENV_IMPL_H
+#define DDPC_COMM_ENV_IMPL_H
 
 #include <ddpc/comm.h>
 #include <ddpc/status.h>
@@ -31,7 +31,7 @@ ddpc_status ddpc__slurm_tasks_on_node(const char *var, const char *spec, int nod
  * more than one task that has no MPI plugin (no PMIx server, SLURM_MPI_TYPE unset or "none") and
  * the MPI library is Open MPI (`open_mpi`), which cannot start there; the message names
  * 'srun --mpi=pmix'. DDPC_OK otherwise, including for MPI libraries that use SLURM's PMI-1. */
-ddpc_status ddpc__slurm_mpi_check(const char *const *envp, const ddpc_dist_env *e, bool open_mpi);
+ddpc_status ddpc__slurm_mpi_check(const char *const *envp, const ddpc_comm_env *e, bool open_mpi);
 
 /* NULL-terminated list of every variable name rank discovery reads, in precedence order. */
 const char *const *ddpc__dist_env_var_names(void);

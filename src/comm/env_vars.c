@@ -41,7 +41,7 @@ const char *const *ddpc__dist_env_var_names(void)
     return var_names;
 }
 
-const char *ddpc_dist_env_lookup(const char *const *envp, const char *key)
+const char *ddpc_comm_env_lookup(const char *const *envp, const char *key)
 {
     if (!envp)
         return NULL;
@@ -53,9 +53,9 @@ const char *ddpc_dist_env_lookup(const char *const *envp, const char *key)
     return NULL;
 }
 
-ddpc_status ddpc_dist_env_slurm_hosts(const char *const *envp, int *hosts)
+ddpc_status ddpc_comm_env_slurm_hosts(const char *const *envp, int *hosts)
 {
-    const char *list = ddpc_dist_env_lookup(envp, "SLURM_JOB_NODELIST");
+    const char *list = ddpc_comm_env_lookup(envp, "SLURM_JOB_NODELIST");
     *hosts = 0;
     return list ? ddpc__slurm_hostlist_count("SLURM_JOB_NODELIST", list, hosts) : DDPC_OK;
 }

@@ -9,7 +9,7 @@
 
 #ifndef DDPC_HAVE_GLOO
 
-ddpc_status ddpc__gloo_create(const ddpc_dist_env *env, double deadline,
+ddpc_status ddpc__gloo_create(const ddpc_comm_env *env, double deadline,
                               const ddpc__pg_backend **ops, void **state)
 {
     (void)env;
@@ -49,7 +49,7 @@ void ddpc__gloo_host_text(const ddpc__gloo_state *st, int h, char *out, size_t c
 }
 
 /* The IPv4 address this host uses to reach MASTER_ADDR: the one its peers can reach it at. */
-static ddpc_status local_address(const ddpc_dist_env *env, char *out, size_t cap)
+static ddpc_status local_address(const ddpc_comm_env *env, char *out, size_t cap)
 {
     struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_DGRAM}, *res = NULL;
     int rc = getaddrinfo(env->master_addr, NULL, &hints, &res);
@@ -108,7 +108,7 @@ static ddpc_status key_set(ddpc__gloo_state *st, const char *suffix, const char 
 }
 
 /* Every rank publishes "identity address"; hosts are numbered in order of their lowest rank. */
-static ddpc_status find_hosts(ddpc__gloo_state *st, const ddpc_dist_env *env, double deadline)
+static ddpc_status find_hosts(ddpc__gloo_state *st, const ddpc_comm_env *env, double deadline)
 {
     char me[ID_CAP], addr[DDPC__GLOO_ADDR_CAP], key[32], (*ids)[ID_CAP] = NULL;
     DDPC_TRY(local_address(env, addr, sizeof addr));
@@ -165,7 +165,7 @@ static ddpc_status find_hosts(ddpc__gloo_state *st, const ddpc_dist_env *env, do
  * unless a launcher's agent does; everyone connects to it, proving the job's token. torchrun's
  * agent (static rendezvous) serves torch's own store there, whose protocol is not ddpc's: then rank
  * 0 serves ddpc's store on the next port. */
-static ddpc_status open_store(ddpc__gloo_state *st, const ddpc_dist_env *env, double deadline)
+static ddpc_status open_store(ddpc__gloo_state *st, const ddpc_comm_env *env, double deadline)
 {
     if (env->master_port <= 0 || env->master_addr[0] == '\0')
         return ddpc_errorf(DDPC_EINVAL, "the gloo backend needs MASTER_ADDR and MASTER_PORT (where "
@@ -197,7 +197,7 @@ static ddpc_status open_store(ddpc__gloo_state *st, const ddpc_dist_env *env, do
 
 /* The host-local shm group, named from a nonce of this attempt and the host index: /dev/shm may
  * be shared by "hosts" that are only network namespaces. */
-static ddpc_status open_host_group(ddpc__gloo_state *st, const ddpc_dist_env *env, double deadline)
+static ddpc_status open_host_group(ddpc__gloo_state *st, const ddpc_comm_env *env, double deadline)
 {
     char nonce[64], key[DDPC_STORE_KEY_MAX + 1];
     int64_t n = 0;
@@ -209,7 +209,7 @@ static ddpc_status open_host_group(ddpc__gloo_state *st, const ddpc_dist_env *en
         DDPC_TRY(key_set(st, "nonce", nonce));
     }
     DDPC_TRY(key_get(st, "nonce", nonce, sizeof nonce, deadline));
-    ddpc_dist_env le = *env;
+    ddpc_comm_env le = *env;
     le.rank = st->local;
     le.world_size = le.local_world_size = st->locals;
     le.local_rank = st->local;
@@ -274,7 +274,7 @@ static void gloo_layout(const void *state, int *local_rank, int *local_world)
 static const ddpc__pg_backend gloo_ops = {"gloo", ddpc__gloo_run, gloo_destroy, gloo_set_phase,
                                           gloo_layout};
 
-ddpc_status ddpc__gloo_create(const ddpc_dist_env *env, double deadline,
+ddpc_status ddpc__gloo_create(const ddpc_comm_env *env, double deadline,
                               const ddpc__pg_backend **ops, void **state)
 {
     *ops = NULL;

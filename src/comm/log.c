@@ -25,7 +25,7 @@ ddpc_log_ranks ddpc_log_ranks_from_pg(const ddpc_pg *pg)
                             .local_rank = ddpc_pg_local_rank(pg)};
 }
 
-ddpc_log_ranks ddpc_log_ranks_from_env(const ddpc_dist_env *env)
+ddpc_log_ranks ddpc_log_ranks_from_env(const ddpc_comm_env *env)
 {
     return (ddpc_log_ranks){
         .rank = env->rank, .world_size = env->world_size, .local_rank = env->local_rank};

@@ -10,7 +10,7 @@
 
 #ifndef DDPC_HAVE_MPI
 
-ddpc_status ddpc__mpi_create(const ddpc_dist_env *env, double deadline,
+ddpc_status ddpc__mpi_create(const ddpc_comm_env *env, double deadline,
                              const ddpc__pg_backend **ops, void **state)
 {
     (void)env;
@@ -82,7 +82,7 @@ static ddpc_status ensure_init(void)
     return DDPC_OK;
 }
 
-static ddpc_status check_place(const ddpc_dist_env *env)
+static ddpc_status check_place(const ddpc_comm_env *env)
 {
     int rank = -1, size = -1;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -92,7 +92,7 @@ static ddpc_status check_place(const ddpc_dist_env *env)
                            "mpi backend: MPI says this process is rank %d of %d, but the "
                            "environment (%s variables) says rank %d of %d; start every rank with "
                            "mpirun or srun, or use backend shm",
-                           rank, size, ddpc_dist_source_name(env->source), env->rank,
+                           rank, size, ddpc_comm_source_name(env->source), env->rank,
                            env->world_size);
     return DDPC_OK;
 }
@@ -257,7 +257,7 @@ static ddpc_status alloc_state(int world, ddpc__mpi_state **out)
     return DDPC_OK;
 }
 
-ddpc_status ddpc__mpi_create(const ddpc_dist_env *env, double deadline,
+ddpc_status ddpc__mpi_create(const ddpc_comm_env *env, double deadline,
                              const ddpc__pg_backend **ops, void **state)
 {
     *ops = NULL;

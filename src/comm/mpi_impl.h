@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* Private to src/comm: what the mpi backend's files share. mpi.h itself is included only by
  * src/comm/mpi*.c, so this header stays free of MPI types. */
-#ifndef DDPC_DIST_MPI_IMPL_H
-#define DDPC_DIST_MPI_IMPL_H
+#ifndef DDPC_COMM_MPI_IMPL_H
+#define DDPC_COMM_MPI_IMPL_H
 
 #include <stdbool.h>
 #include <stddef.h>

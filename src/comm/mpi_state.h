@@ -5,8 +5,8 @@
  * mpi_coll.c (the data paths). Invariant: once `failed` is set no MPI call touches this group
  * again, and nothing MPI might still write into (scratch, exchange blocks, the progress window)
  * is ever freed. */
-#ifndef DDPC_DIST_MPI_STATE_H
-#define DDPC_DIST_MPI_STATE_H
+#ifndef DDPC_COMM_MPI_STATE_H
+#define DDPC_COMM_MPI_STATE_H
 
 #include "comm/pg_impl.h"
 

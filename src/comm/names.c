@@ -30,11 +30,11 @@ const char *ddpc_backend_name(ddpc_backend backend)
     return (unsigned)backend < DDPC_BACKEND_COUNT ? names[backend] : "?";
 }
 
-const char *ddpc_dist_source_name(ddpc_dist_source src)
+const char *ddpc_comm_source_name(ddpc_comm_source src)
 {
-    static const char *const names[DDPC_DIST_SOURCE_COUNT] = {"none", "torchrun", "openmpi", "pmi",
+    static const char *const names[DDPC_COMM_SOURCE_COUNT] = {"none", "torchrun", "openmpi", "pmi",
                                                               "slurm"};
-    return (unsigned)src < DDPC_DIST_SOURCE_COUNT ? names[src] : "?";
+    return (unsigned)src < DDPC_COMM_SOURCE_COUNT ? names[src] : "?";
 }
 
 const char *ddpc__coll_name(ddpc__coll_kind kind)

@@ -18,7 +18,7 @@
 
 enum { DEFAULT_TIMEOUT_S = 300 };
 
-static ddpc_status check_env(const ddpc_dist_env *e)
+static ddpc_status check_env(const ddpc_comm_env *e)
 {
     if (e->world_size < 1)
         return ddpc_errorf(DDPC_EINVAL, "world size %d must be at least 1", e->world_size);
@@ -45,20 +45,20 @@ static ddpc_status check_env(const ddpc_dist_env *e)
 
 /* AUTO: the env's choice; mpi under mpirun/PMI/SLURM when built; gloo when torchrun-style
  * variables (ddpc run per node, torchrun, a platform) put ranks on several hosts; else shm. */
-ddpc_backend ddpc_pg_choose_backend(const ddpc_dist_env *e, ddpc_backend asked)
+ddpc_backend ddpc_pg_choose_backend(const ddpc_comm_env *e, ddpc_backend asked)
 {
     if (asked != DDPC_BACKEND_AUTO)
         return asked;
     if (e->backend != DDPC_BACKEND_AUTO)
         return e->backend;
-    bool mpi_launched = e->source == DDPC_DIST_SOURCE_OPENMPI ||
-                        e->source == DDPC_DIST_SOURCE_PMI || e->source == DDPC_DIST_SOURCE_SLURM;
+    bool mpi_launched = e->source == DDPC_COMM_SOURCE_OPENMPI ||
+                        e->source == DDPC_COMM_SOURCE_PMI || e->source == DDPC_COMM_SOURCE_SLURM;
     bool many_hosts = e->num_nodes > 1 || e->local_world_size < e->world_size;
     if (mpi_launched && ddpc_backend_available(DDPC_BACKEND_MPI))
         return DDPC_BACKEND_MPI;
     /* A platform that sets only RANK, LOCAL_RANK, WORLD_SIZE and MASTER_*: whether ranks share a
      * host is unknown, and every rank must choose alike; gloo finds out through the store. */
-    bool layout_unknown = e->source == DDPC_DIST_SOURCE_TORCHRUN && !e->layout_known &&
+    bool layout_unknown = e->source == DDPC_COMM_SOURCE_TORCHRUN && !e->layout_known &&
                           e->world_size > 1 && e->master_addr[0] != '\0' && e->master_port > 0;
     if (!mpi_launched && (many_hosts || layout_unknown) &&
         ddpc_backend_available(DDPC_BACKEND_GLOO))
@@ -68,7 +68,7 @@ ddpc_backend ddpc_pg_choose_backend(const ddpc_dist_env *e, ddpc_backend asked)
     return DDPC_BACKEND_SHM;
 }
 
-ddpc_status ddpc__pg_create_with(const ddpc_dist_env *env, ddpc_backend backend, double timeout_s,
+ddpc_status ddpc__pg_create_with(const ddpc_comm_env *env, ddpc_backend backend, double timeout_s,
                                  const ddpc__pg_backend *ops, void *state, ddpc_pg **out)
 {
     ddpc_pg *pg = ddpc_calloc(1, sizeof *pg);
@@ -101,7 +101,7 @@ ddpc_status ddpc__pg_create_with(const ddpc_dist_env *env, ddpc_backend backend,
     return DDPC_OK;
 }
 
-ddpc_status ddpc_pg_create(const ddpc_dist_env *env, const ddpc_pg_config *cfg, ddpc_pg **out)
+ddpc_status ddpc_pg_create(const ddpc_comm_env *env, const ddpc_pg_config *cfg, ddpc_pg **out)
 {
     if (!env || !out)
         return ddpc_errorf(DDPC_EINVAL, "ddpc_pg_create: %s is NULL", env ? "out" : "env");

@@ -4,8 +4,8 @@
  * (comm thread, queue, work handles). Invariants: `seq` and the queue's tail are touched only by
  * the caller's thread; the backend runs on one thread at a time (the caller's when nothing is
  * pending, else the comm thread); `error` is written once, before `failed` is set (release). */
-#ifndef DDPC_DIST_PG_FRONT_H
-#define DDPC_DIST_PG_FRONT_H
+#ifndef DDPC_COMM_PG_FRONT_H
+#define DDPC_COMM_PG_FRONT_H
 
 #include "comm/flight.h"
 #include "comm/pg_impl.h"
@@ -55,7 +55,7 @@ struct ddpc_pg {
 
 /* Test hook and common tail of ddpc_pg_create: a group over an already-joined backend (ops NULL
  * only for world size 1). Takes ownership of `state` even on failure. */
-ddpc_status ddpc__pg_create_with(const ddpc_dist_env *env, ddpc_backend backend, double timeout_s,
+ddpc_status ddpc__pg_create_with(const ddpc_comm_env *env, ddpc_backend backend, double timeout_s,
                                  const ddpc__pg_backend *ops, void *state, ddpc_pg **out);
 
 /* Runs one collective on the current thread: fails at once if the group failed earlier, sets the

@@ -2,8 +2,8 @@
 /* Private to src/comm: the backend function table behind ddpc_pg, and the reduction kernels the
  * backends share. pg.c owns argument checks, sequence numbers, the comm thread and the failed
  * state; a backend only moves and reduces bytes, and honours the deadline it is given. */
-#ifndef DDPC_DIST_PG_IMPL_H
-#define DDPC_DIST_PG_IMPL_H
+#ifndef DDPC_COMM_PG_IMPL_H
+#define DDPC_COMM_PG_IMPL_H
 
 #include <ddpc/comm.h>
 
@@ -52,13 +52,13 @@ typedef struct {
 } ddpc__pg_backend;
 
 /* Backend constructors: join the group (blocking until every rank joined or `deadline`). */
-ddpc_status ddpc__shm_create(const ddpc_dist_env *env, double deadline,
+ddpc_status ddpc__shm_create(const ddpc_comm_env *env, double deadline,
                              const ddpc__pg_backend **ops, void **state);
 /* Returns DDPC_EUNSUPPORTED with a clear message in builds without gloo (gloo.c). */
-ddpc_status ddpc__gloo_create(const ddpc_dist_env *env, double deadline,
+ddpc_status ddpc__gloo_create(const ddpc_comm_env *env, double deadline,
                               const ddpc__pg_backend **ops, void **state);
 /* Returns DDPC_EUNSUPPORTED with a clear message in builds without MPI. */
-ddpc_status ddpc__mpi_create(const ddpc_dist_env *env, double deadline,
+ddpc_status ddpc__mpi_create(const ddpc_comm_env *env, double deadline,
                              const ddpc__pg_backend **ops, void **state);
 
 /* dst[i] = dst[i] (op) src[i] for i < count, accumulating as the public header says (bf16/f16:

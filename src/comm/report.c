@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* ddpc_dist_report_collect: the communication half of `ddpc env` (the cli prints it beside core's
+/* ddpc_comm_report_collect: the communication half of `ddpc env` (the cli prints it beside core's
  * ddpc_sysinfo): the MPI library from mpi_info.c and the distributed launch as rank discovery
  * sees it. Every field is filled even when something is missing or malformed. */
 #include <ddpc/comm.h>
@@ -16,7 +16,7 @@ static void launcher_vars(const char *const *envp, char *buf, size_t cap)
     size_t len = 0;
     buf[0] = '\0';
     for (const char *const *name = ddpc__dist_env_var_names(); *name && len < cap; name++) {
-        const char *v = ddpc_dist_env_lookup(envp, *name);
+        const char *v = ddpc_comm_env_lookup(envp, *name);
         if (!v)
             continue;
         int n =
@@ -27,14 +27,14 @@ static void launcher_vars(const char *const *envp, char *buf, size_t cap)
     }
 }
 
-void ddpc_dist_report_collect(ddpc_dist_report *out)
+void ddpc_comm_report_collect(ddpc_comm_report *out)
 {
     memset(out, 0, sizeof *out);
     out->mpi_built = ddpc__mpi_library_version(out->mpi_library, sizeof out->mpi_library);
     const char *const *envp = ddpc__env_process();
     launcher_vars(envp, out->vars, sizeof out->vars);
-    out->env = ddpc_dist_env_single();
-    out->status = ddpc_dist_env_parse(envp, &out->env);
+    out->env = ddpc_comm_env_single();
+    out->status = ddpc_comm_env_parse(envp, &out->env);
     if (out->status != DDPC_OK)
         snprintf(out->error, sizeof out->error, "%s", ddpc_last_error());
     out->backend = ddpc_pg_choose_backend(&out->env, DDPC_BACKEND_AUTO);

@@ -5,8 +5,8 @@
  * Invariant (one synchronisation per step): every rank runs the same sequence of steps; at step t
  * a rank writes only its own in[t&1] before arriving and reads others' areas only after all have
  * arrived at t, so an area of parity p is rewritten only after everyone finished reading it. */
-#ifndef DDPC_DIST_SHM_IMPL_H
-#define DDPC_DIST_SHM_IMPL_H
+#ifndef DDPC_COMM_SHM_IMPL_H
+#define DDPC_COMM_SHM_IMPL_H
 
 #include "comm/coll_desc.h"
 #include "comm/pg_impl.h"
@@ -133,10 +133,10 @@ int ddpc__shm_reply_format(char *out, size_t cap, bool ok, const char *text);
 ddpc_status ddpc__shm_reply_parse(const char *buf, size_t len, bool *ok, char *text, size_t cap);
 
 /* shm_tcp.c / shm_named.c: the two rendezvous; on success `s` is mapped and every rank joined. */
-ddpc_status ddpc__shm_rdzv_tcp(ddpc__shm_state *s, const ddpc_dist_env *env, double deadline);
-ddpc_status ddpc__shm_rdzv_named(ddpc__shm_state *s, const ddpc_dist_env *env, double deadline);
+ddpc_status ddpc__shm_rdzv_tcp(ddpc__shm_state *s, const ddpc_comm_env *env, double deadline);
+ddpc_status ddpc__shm_rdzv_named(ddpc__shm_state *s, const ddpc_comm_env *env, double deadline);
 /* The /dev/shm name the run-id rendezvous uses for `env`. */
-void ddpc__shm_segment_name(const ddpc_dist_env *env, char *out, size_t cap);
+void ddpc__shm_segment_name(const ddpc_comm_env *env, char *out, size_t cap);
 /* Waits until every rank attached (rank 0 then unlinks `name` and sets joined) or the deadline;
  * names the missing ranks. */
 ddpc_status ddpc__shm_wait_joined(ddpc__shm_state *s, const char *name, double deadline,

@@ -22,7 +22,7 @@
 enum { RUN_ID_CHARS = 40 };
 static const double UNINIT_GRACE_S = 1.0; /* a creator takes far less to write its header */
 
-void ddpc__shm_segment_name(const ddpc_dist_env *env, char *out, size_t cap)
+void ddpc__shm_segment_name(const ddpc_comm_env *env, char *out, size_t cap)
 {
     char clean[RUN_ID_CHARS + 1];
     uint64_t hash = 1469598103934665603ull; /* FNV-1a over the raw id */
@@ -66,7 +66,7 @@ static bool segment_owner(const char *name, int32_t *owner, uint64_t *start)
     return true;
 }
 
-ddpc_status ddpc_pg_shm_remove(const ddpc_dist_env *env)
+ddpc_status ddpc_pg_shm_remove(const ddpc_comm_env *env)
 {
     if (env->run_id[0] == '\0')
         return DDPC_OK;
@@ -84,7 +84,7 @@ ddpc_status ddpc_pg_shm_remove(const ddpc_dist_env *env)
 
 /* An existing segment under our name: DDPC_OK after removing a stale one, DDPC_EINVAL to look
  * again later (its creator is still writing it), or an error if a live job owns it. */
-static ddpc_status judge_existing(const char *name, const ddpc_dist_env *env, double *first_seen)
+static ddpc_status judge_existing(const char *name, const ddpc_comm_env *env, double *first_seen)
 {
     int32_t owner = 0;
     uint64_t start = 0;
@@ -104,7 +104,7 @@ static ddpc_status judge_existing(const char *name, const ddpc_dist_env *env, do
     return DDPC_OK;
 }
 
-static ddpc_status rank0(ddpc__shm_state *s, const ddpc_dist_env *env, const char *name,
+static ddpc_status rank0(ddpc__shm_state *s, const ddpc_comm_env *env, const char *name,
                          double deadline)
 {
     char host[DDPC__SHM_HOST_CAP];
@@ -142,7 +142,7 @@ static ddpc_status rank0(ddpc__shm_state *s, const ddpc_dist_env *env, const cha
     return st;
 }
 
-static ddpc_status rank_n(ddpc__shm_state *s, const ddpc_dist_env *env, const char *name,
+static ddpc_status rank_n(ddpc__shm_state *s, const ddpc_comm_env *env, const char *name,
                           double deadline)
 {
     void *base = NULL;
@@ -175,7 +175,7 @@ static ddpc_status rank_n(ddpc__shm_state *s, const ddpc_dist_env *env, const ch
     return ddpc__shm_wait_joined(s, name, deadline, where);
 }
 
-ddpc_status ddpc__shm_rdzv_named(ddpc__shm_state *s, const ddpc_dist_env *env, double deadline)
+ddpc_status ddpc__shm_rdzv_named(ddpc__shm_state *s, const ddpc_comm_env *env, double deadline)
 {
     char name[DDPC__SHM_NAME_CAP + 64];
     ddpc__shm_segment_name(env, name, sizeof name);

@@ -118,7 +118,7 @@ static ddpc_status finish(ddpc__shm_state *s, double deadline)
     return ddpc__shm_cma_probe(s, deadline);
 }
 
-ddpc_status ddpc__shm_create(const ddpc_dist_env *env, double deadline,
+ddpc_status ddpc__shm_create(const ddpc_comm_env *env, double deadline,
                              const ddpc__pg_backend **ops, void **state)
 {
     *ops = NULL;

@@ -29,7 +29,7 @@ typedef struct {
     int port;
 } endpoint;
 
-static ddpc_status resolve(const ddpc_dist_env *env, endpoint *ep)
+static ddpc_status resolve(const ddpc_comm_env *env, endpoint *ep)
 {
     snprintf(ep->addr, sizeof ep->addr, "%s", env->master_addr[0] ? env->master_addr : "127.0.0.1");
     ep->port = env->master_port;
@@ -299,7 +299,7 @@ static ddpc_status rank_n(ddpc__shm_state *s, const endpoint *ep, double deadlin
     return ddpc__shm_wait_joined(s, text, deadline, ep->at);
 }
 
-ddpc_status ddpc__shm_rdzv_tcp(ddpc__shm_state *s, const ddpc_dist_env *env, double deadline)
+ddpc_status ddpc__shm_rdzv_tcp(ddpc__shm_state *s, const ddpc_comm_env *env, double deadline)
 {
     endpoint ep;
     DDPC_TRY(resolve(env, &ep));

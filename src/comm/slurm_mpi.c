@@ -11,16 +11,16 @@
  * library) needs; its clients find it through these variables. */
 static bool pmix_present(const char *const *envp)
 {
-    return ddpc_dist_env_lookup(envp, "PMIX_NAMESPACE") || ddpc_dist_env_lookup(envp, "PMIX_RANK");
+    return ddpc_comm_env_lookup(envp, "PMIX_NAMESPACE") || ddpc_comm_env_lookup(envp, "PMIX_RANK");
 }
 
-ddpc_status ddpc__slurm_mpi_check(const char *const *envp, const ddpc_dist_env *e, bool open_mpi)
+ddpc_status ddpc__slurm_mpi_check(const char *const *envp, const ddpc_comm_env *e, bool open_mpi)
 {
     /* only a rank that SLURM's own step variables placed: under pmi2 the PMI family wins, and
      * Open MPI's mpirun inside an allocation sets OMPI_COMM_WORLD_* */
-    if (!open_mpi || e->source != DDPC_DIST_SOURCE_SLURM || e->world_size < 2 || pmix_present(envp))
+    if (!open_mpi || e->source != DDPC_COMM_SOURCE_SLURM || e->world_size < 2 || pmix_present(envp))
         return DDPC_OK;
-    const char *type = ddpc_dist_env_lookup(envp, "SLURM_MPI_TYPE");
+    const char *type = ddpc_comm_env_lookup(envp, "SLURM_MPI_TYPE");
     if (type && type[0] && strcmp(type, "none") != 0)
         return DDPC_OK; /* a plugin ddpc does not know (cray_shasta, ...): let MPI try */
     return ddpc_errorf(DDPC_EINVAL,

@@ -123,8 +123,8 @@ ddpc_status ddpc_store_token_load(const char *const *envp, char *out, size_t cap
     if (cap <= DDPC_STORE_TOKEN_MAX)
         return ddpc_errorf(DDPC_EINVAL, "a store token needs %d bytes, the buffer has %zu",
                            DDPC_STORE_TOKEN_MAX + 1, cap);
-    const char *tok = ddpc_dist_env_lookup(envp, "DDPC_STORE_TOKEN");
-    const char *file = ddpc_dist_env_lookup(envp, "DDPC_STORE_TOKEN_FILE");
+    const char *tok = ddpc_comm_env_lookup(envp, "DDPC_STORE_TOKEN");
+    const char *file = ddpc_comm_env_lookup(envp, "DDPC_STORE_TOKEN_FILE");
     if (tok && file)
         return ddpc_errorf(DDPC_EINVAL, "DDPC_STORE_TOKEN and DDPC_STORE_TOKEN_FILE are both set; "
                                         "give the job's token one way");

@@ -2,7 +2,7 @@
 /* bf16 and f16 conversions in portable bit arithmetic (no _Float16, so every compiler builds it).
  * bf16 is the top half of an f32 rounded to nearest even; f16 rebiases the exponent and rounds the
  * 13 dropped mantissa bits to even, with subnormals, infinities and quiet NaNs. The exhaustive
- * checks are in tests/test_dist_reduce.c. */
+ * checks are in tests/test_comm_reduce.c. */
 #include <ddpc/half.h>
 
 #include "core/simd_dispatch.h"

@@ -26,7 +26,7 @@ enum { GUARD_DONE = 0, GUARD_MAX_GROUPS = 4096 };
 
 void ddpc__job_shm_remove(const ddpc__job_ids *ids, int restart_count)
 {
-    ddpc_dist_env e = ddpc_dist_env_single();
+    ddpc_comm_env e = ddpc_comm_env_single();
     snprintf(e.run_id, sizeof e.run_id, "%s", ids->run_id);
     e.master_port = ids->master_port;
     e.restart_count = restart_count;

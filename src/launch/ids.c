@@ -104,7 +104,7 @@ ddpc_status ddpc__find_program(const char *name, const char *const *envp, char *
         memcpy(out, name, strlen(name) + 1);
         return DDPC_OK;
     }
-    const char *path = ddpc_dist_env_lookup(envp, "PATH");
+    const char *path = ddpc_comm_env_lookup(envp, "PATH");
     if (!path)
         path = "/usr/local/bin:/usr/bin:/bin";
     const char *p = path;

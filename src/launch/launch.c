@@ -204,14 +204,14 @@ static ddpc_status run_attempts(const ddpc_launch_config *cfg, const char *progr
 static ddpc_status store_secret(const ddpc_launch_config *cfg, const char *const *envp,
                                 ddpc__job_ids *ids, ddpc__token_file *tf)
 {
-    const char *bind = ddpc_dist_env_lookup(envp, "DDPC_STORE_BIND");
+    const char *bind = ddpc_comm_env_lookup(envp, "DDPC_STORE_BIND");
     if (bind && strlen(bind) >= sizeof ids->store_bind)
         return ddpc_errorf(DDPC_EINVAL, "DDPC_STORE_BIND=%.40s... is longer than %zu bytes", bind,
                            sizeof ids->store_bind - 1);
     snprintf(ids->store_bind, sizeof ids->store_bind, "%s", bind ? bind : "");
-    const char *file = ddpc_dist_env_lookup(envp, "DDPC_STORE_TOKEN_FILE");
+    const char *file = ddpc_comm_env_lookup(envp, "DDPC_STORE_TOKEN_FILE");
     if (ddpc_launch_per_node(cfg) && cfg->node_rank > 0 && file &&
-        !ddpc_dist_env_lookup(envp, "DDPC_STORE_TOKEN"))
+        !ddpc_comm_env_lookup(envp, "DDPC_STORE_TOKEN"))
         DDPC_TRY(ddpc__token_file_await(cfg, file));
     bool found;
     DDPC_TRY(ddpc_store_token_load(envp, ids->store_token, sizeof ids->store_token, &found));
@@ -342,25 +342,25 @@ ddpc_status ddpc_launch_run(const ddpc_launch_config *cfg, const char *const *en
  * it rejects a malformed environment, the launcher markers alone still count. */
 static const char *nested_reason(const char *const *envp, char *buf, size_t cap)
 {
-    ddpc_dist_env e;
-    ddpc_status s = ddpc_dist_env_parse(envp, &e);
+    ddpc_comm_env e;
+    ddpc_status s = ddpc_comm_env_parse(envp, &e);
     ddpc_clear_error();
-    bool torchrun_marks = ddpc_dist_env_lookup(envp, "TORCHELASTIC_RUN_ID") ||
-                          ddpc_dist_env_lookup(envp, "DDPC_LAUNCHER");
+    bool torchrun_marks = ddpc_comm_env_lookup(envp, "TORCHELASTIC_RUN_ID") ||
+                          ddpc_comm_env_lookup(envp, "DDPC_LAUNCHER");
     if (s != DDPC_OK)
         return torchrun_marks ? "TORCHELASTIC_RUN_ID or DDPC_LAUNCHER is set" : NULL;
     if (e.nested_launcher) {
         snprintf(buf, cap, "%s is set",
-                 ddpc_dist_env_lookup(envp, "TORCHELASTIC_RUN_ID") ? "TORCHELASTIC_RUN_ID"
+                 ddpc_comm_env_lookup(envp, "TORCHELASTIC_RUN_ID") ? "TORCHELASTIC_RUN_ID"
                                                                    : "DDPC_LAUNCHER");
         return buf;
     }
-    bool mpi_like = e.source == DDPC_DIST_SOURCE_OPENMPI || e.source == DDPC_DIST_SOURCE_PMI ||
-                    e.source == DDPC_DIST_SOURCE_SLURM;
+    bool mpi_like = e.source == DDPC_COMM_SOURCE_OPENMPI || e.source == DDPC_COMM_SOURCE_PMI ||
+                    e.source == DDPC_COMM_SOURCE_SLURM;
     if (mpi_like && e.world_size > 1) {
         snprintf(buf, cap, "it is rank %d of %d started by %s", e.rank, e.world_size,
-                 e.source == DDPC_DIST_SOURCE_OPENMPI ? "mpirun"
-                 : e.source == DDPC_DIST_SOURCE_PMI   ? "an MPI launcher (PMI)"
+                 e.source == DDPC_COMM_SOURCE_OPENMPI ? "mpirun"
+                 : e.source == DDPC_COMM_SOURCE_PMI   ? "an MPI launcher (PMI)"
                                                       : "srun");
         return buf;
     }
@@ -371,8 +371,8 @@ static const char *nested_reason(const char *const *envp, char *buf, size_t cap)
  * a cloud job service) started this process as one worker of the job and injected its place. */
 static bool platform_worker(const char *const *envp)
 {
-    return ddpc_dist_env_lookup(envp, "RANK") && ddpc_dist_env_lookup(envp, "LOCAL_RANK") &&
-           ddpc_dist_env_lookup(envp, "WORLD_SIZE");
+    return ddpc_comm_env_lookup(envp, "RANK") && ddpc_comm_env_lookup(envp, "LOCAL_RANK") &&
+           ddpc_comm_env_lookup(envp, "WORLD_SIZE");
 }
 
 ddpc_status ddpc_launch_check_nested(const char *const *envp)
@@ -388,8 +388,8 @@ ddpc_status ddpc_launch_check_nested(const char *const *envp)
             "the job; 'ddpc run' would start a second level of workers and multiply the world "
             "size; run the program directly instead (e.g. 'ddpc train CONFIG'), which reads "
             "these variables and joins the job",
-            ddpc_dist_env_lookup(envp, "RANK"), ddpc_dist_env_lookup(envp, "LOCAL_RANK"),
-            ddpc_dist_env_lookup(envp, "WORLD_SIZE"));
+            ddpc_comm_env_lookup(envp, "RANK"), ddpc_comm_env_lookup(envp, "LOCAL_RANK"),
+            ddpc_comm_env_lookup(envp, "WORLD_SIZE"));
     if (!why)
         return DDPC_OK;
     return ddpc_errorf(DDPC_EINVAL,

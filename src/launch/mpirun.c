@@ -201,7 +201,7 @@ ddpc_status ddpc__mpirun_nodes(const ddpc_launch_config *cfg, const char *const 
     }
     /* Inside a SLURM allocation Open MPI's mpirun takes the hosts from SLURM itself; we only
      * check that the allocation has enough of them. */
-    const char *nodelist = ddpc_dist_env_lookup(envp, "SLURM_JOB_NODELIST");
+    const char *nodelist = ddpc_comm_env_lookup(envp, "SLURM_JOB_NODELIST");
     if (cfg->nnodes > 1 && !nodelist)
         return ddpc_errorf(DDPC_EINVAL,
                            "--nnodes %d needs the hosts: run 'ddpc run --nnodes %d --node-rank R "
@@ -211,7 +211,7 @@ ddpc_status ddpc__mpirun_nodes(const ddpc_launch_config *cfg, const char *const 
                            cfg->nnodes, cfg->nnodes);
     if (cfg->nnodes > 1) {
         int hosts = 0;
-        DDPC_TRY(ddpc_dist_env_slurm_hosts(envp, &hosts));
+        DDPC_TRY(ddpc_comm_env_slurm_hosts(envp, &hosts));
         if (cfg->nnodes > hosts)
             return ddpc_errorf(DDPC_EINVAL,
                                "--nnodes %d but the SLURM allocation "

@@ -93,7 +93,7 @@ ddpc_status ddpc__strv_pushf(char ***v, int *n, const char *fmt, ...)
 
 int ddpc__omp_threads(const char *const *base, int nproc, int cpus)
 {
-    if (nproc <= 1 || ddpc_dist_env_lookup(base, "OMP_NUM_THREADS"))
+    if (nproc <= 1 || ddpc_comm_env_lookup(base, "OMP_NUM_THREADS"))
         return 0;
     return ddpc_sysinfo_threads_per_rank(cpus, nproc);
 }

@@ -17,7 +17,7 @@ static const char *const parallel_modes[] = {"ddp", "dp", NULL};
 /* parallel.mode and parallel.replicas. dp is one process by definition: launched as one of
  * several ranks it is refused, since the ranks would each run their own replicas of a job that
  * was asked to be a single process. */
-static ddpc_status read_parallel(ddpc_trainer *t, int world, const ddpc_dist_env *env)
+static ddpc_status read_parallel(ddpc_trainer *t, int world, const ddpc_comm_env *env)
 {
     ddpc_config *c = t->cfg;
     int mode;
@@ -43,7 +43,7 @@ static ddpc_status read_parallel(ddpc_trainer *t, int world, const ddpc_dist_env
                            "this is rank %d of %d started by a launcher (%s variables); run `ddpc "
                            "train` without one, or "
                            "use parallel.mode: ddp for several processes",
-                           env->rank, world, ddpc_dist_source_name(env->source));
+                           env->rank, world, ddpc_comm_source_name(env->source));
     /* Default: one replica per kernel thread (num_threads, else OMP_NUM_THREADS, else cores). */
     t->dp_replicas = replicas > 0 ? (int)replicas : ddpc_kernels_threads();
     return DDPC_OK;
@@ -54,8 +54,8 @@ static const char *const comm_dtypes[] = {"f32", "bf16", "f16", NULL};
 ddpc_status ddpc__trainer_init_dist(ddpc_trainer *t)
 {
     ddpc_config *c = t->cfg;
-    ddpc_dist_env env;
-    DDPC_TRY(ddpc_dist_env_discover(&env));
+    ddpc_comm_env env;
+    DDPC_TRY(ddpc_comm_env_discover(&env));
     ddpc_pg_config pc = ddpc_pg_config_default();
     int backend;
     DDPC_TRY(ddpc_config_choice(c, "dist.backend", "auto", backends, &backend));

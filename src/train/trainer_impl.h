@@ -401,7 +401,7 @@ extern const char *const ddpc__loss_choices[DDPC_LOSS_COUNT + 1];
 ddpc_status ddpc__trainer_init_dist(ddpc_trainer *t);
 /* trainer_threads.c: once the group exists, the kernel threads of this rank (the user's count,
  * else the usable CPUs split among the ranks on this host), and a start-up note saying why. */
-void ddpc__trainer_split_threads(ddpc_trainer *t, const ddpc_dist_env *env);
+void ddpc__trainer_split_threads(ddpc_trainer *t, const ddpc_comm_env *env);
 /* The ddp.* keys into t->reducer_cfg (before the model is allocated: the memory plan needs them). */
 ddpc_status ddpc__trainer_read_ddp(ddpc_trainer *t);
 ddpc_status ddpc__trainer_init_ddp(ddpc_trainer *t);

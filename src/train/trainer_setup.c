@@ -71,8 +71,8 @@ ddpc_status ddpc_trainer_create_plan(ddpc_trainer **out, ddpc_config *cfg,
                                      const char *config_name, int world)
 {
     if (world < 1) {
-        ddpc_dist_env env;
-        DDPC_TRY(ddpc_dist_env_discover(&env));
+        ddpc_comm_env env;
+        DDPC_TRY(ddpc_comm_env_discover(&env));
         world = env.world_size > 0 ? env.world_size : 1;
     }
     return create(out, cfg, config_name, world);

@@ -25,7 +25,7 @@ static void note(ddpc_trainer *t, const char *fmt, ...)
 }
 
 /* What told this rank how many ranks share its host. */
-static const char *local_source(const ddpc_trainer *t, const ddpc_dist_env *env)
+static const char *local_source(const ddpc_trainer *t, const ddpc_comm_env *env)
 {
     if (env->local_world_from[0])
         return env->local_world_from;
@@ -39,7 +39,7 @@ static const char *local_source(const ddpc_trainer *t, const ddpc_dist_env *env)
     }
 }
 
-void ddpc__trainer_split_threads(ddpc_trainer *t, const ddpc_dist_env *env)
+void ddpc__trainer_split_threads(ddpc_trainer *t, const ddpc_comm_env *env)
 {
     if (t->world <= 1)
         return; /* a single process keeps every core, or the count it was given */

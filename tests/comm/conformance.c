@@ -6,8 +6,8 @@
  * dtype and the order of reduction cannot matter: any difference is a bug. Determinism on
  * non-exact data is checked across ranks and repeats.
  *
- *   dist_conformance [--backend B] [--quick]           one rank; its place comes from the env
- *   dist_conformance --spawn N [--backend B] [--quick] forks N ranks with torchrun-style env
+ *   comm_conformance [--backend B] [--quick]           one rank; its place comes from the env
+ *   comm_conformance --spawn N [--backend B] [--quick] forks N ranks with torchrun-style env
  * --quick (implied under the sanitizers) leaves out the >= 16 MiB cases. */
 #include "conformance_util.h"
 #include "spawn.h"
@@ -289,9 +289,9 @@ static void run_determinism(suite *s)
 
 static int run_rank(ddpc_backend backend, bool quick)
 {
-    ddpc_dist_env env;
-    if (ddpc_dist_env_discover(&env) != DDPC_OK) {
-        fprintf(stderr, "dist_conformance: %s\n", ddpc_last_error());
+    ddpc_comm_env env;
+    if (ddpc_comm_env_discover(&env) != DDPC_OK) {
+        fprintf(stderr, "comm_conformance: %s\n", ddpc_last_error());
         return 1;
     }
     ddpc_pg_config cfg = ddpc_pg_config_default();
@@ -332,7 +332,7 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
             if (ddpc_backend_parse(argv[++i], &backend) != DDPC_OK) {
-                fprintf(stderr, "dist_conformance: %s\n", ddpc_last_error());
+                fprintf(stderr, "comm_conformance: %s\n", ddpc_last_error());
                 return 2;
             }
         } else if (strcmp(argv[i], "--spawn") == 0 && i + 1 < argc) {
@@ -340,7 +340,7 @@ int main(int argc, char **argv)
         } else if (strcmp(argv[i], "--quick") == 0) {
             quick = true;
         } else {
-            fprintf(stderr, "usage: dist_conformance [--backend B] [--spawn N] [--quick]\n");
+            fprintf(stderr, "usage: comm_conformance [--backend B] [--spawn N] [--quick]\n");
             return 2;
         }
     }

@@ -44,8 +44,8 @@ static void reference(void *want, size_t n, ddpc_dtype dt, ddpc_reduce_op op, in
 
 int main(void)
 {
-    ddpc_dist_env env;
-    if (ddpc_dist_env_discover(&env) != DDPC_OK) {
+    ddpc_comm_env env;
+    if (ddpc_comm_env_discover(&env) != DDPC_OK) {
         fprintf(stderr, "gloo_paths: %s\n", ddpc_last_error());
         return 1;
     }

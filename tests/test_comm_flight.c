@@ -45,7 +45,7 @@ static ddpc_pg *fake_pg(fake_state *f, int rank)
 {
     memset(f, 0, sizeof *f);
     f->fail_at_seq = -1;
-    ddpc_dist_env e;
+    ddpc_comm_env e;
     memset(&e, 0, sizeof e);
     e.world_size = e.local_world_size = 2;
     e.num_nodes = 1;

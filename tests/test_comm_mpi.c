@@ -5,8 +5,8 @@
  * chunks), async work, a second group in one process, a stopped rank (SIGSTOP) that makes the
  * others time out naming it, a rank that never joins, and an environment that contradicts MPI.
  * In a build without MPI it checks instead that asking for the backend is a clear error.
- *   test_dist_mpi                      the ctest: runs the jobs below and checks their output
- *   test_dist_mpi --rank MODE          one rank of a job (basic, timeout, join, mismatch) */
+ *   test_comm_mpi                      the ctest: runs the jobs below and checks their output
+ *   test_comm_mpi --rank MODE          one rank of a job (basic, timeout, join, mismatch) */
 #include <ddpc/alloc.h>
 #include <ddpc/comm.h>
 #include <ddpc/half.h>
@@ -66,11 +66,11 @@ static int check_against_rank_order(ddpc_pg *pg, ddpc_dtype dt, ddpc_reduce_op o
 
 static ddpc_pg *join(double timeout_s)
 {
-    ddpc_dist_env env;
+    ddpc_comm_env env;
     ddpc_pg *pg = NULL;
     ddpc_pg_config cfg = ddpc_pg_config_default();
     cfg.timeout_s = timeout_s;
-    if (ddpc_dist_env_discover(&env) != DDPC_OK || ddpc_pg_create(&env, &cfg, &pg) != DDPC_OK) {
+    if (ddpc_comm_env_discover(&env) != DDPC_OK || ddpc_pg_create(&env, &cfg, &pg) != DDPC_OK) {
         printf("join failed: %s\n", ddpc_last_error());
         return NULL;
     }
@@ -165,8 +165,8 @@ static int rank_join(void)
 /* Not under mpirun: the torchrun variables say 2 ranks, MPI says 1. */
 static int rank_mismatch(void)
 {
-    ddpc_dist_env env;
-    if (ddpc_dist_env_discover(&env) != DDPC_OK)
+    ddpc_comm_env env;
+    if (ddpc_comm_env_discover(&env) != DDPC_OK)
         return 1;
     ddpc_pg_config cfg = ddpc_pg_config_default();
     cfg.backend = DDPC_BACKEND_MPI;
@@ -252,7 +252,7 @@ static void test_env_contradicting_mpi(void)
 /* Without MPI: the backend constructor and ddpc_pg_create both say so. */
 static void test_built_without_mpi(void)
 {
-    ddpc_dist_env env = ddpc_dist_env_single();
+    ddpc_comm_env env = ddpc_comm_env_single();
     env.world_size = 2;
     const ddpc__pg_backend *ops = (const ddpc__pg_backend *)1;
     void *state = (void *)1;

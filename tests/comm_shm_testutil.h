@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Test helpers for the shm backend tests (tests/test_dist_shm*.c): forked ranks that each build a
+/* Test helpers for the shm backend tests (tests/test_comm_shm*.c): forked ranks that each build a
  * process group from a hand-filled env (rank, world, MASTER_PORT or run id), reference inputs and
  * results for the collectives, and the /dev/shm leftover check. A rank reports by its exit status
  * (0 = all its checks passed); the parent reaps with a limit. Every rank 0 forked by run_ranks is
@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-typedef void (*rank_fn)(const ddpc_dist_env *env, void *arg);
+typedef void (*rank_fn)(const ddpc_comm_env *env, void *arg);
 
 /* Every rank 0 this process forked, for the /dev/shm check at the end. */
 static struct {
@@ -33,9 +33,9 @@ static struct {
     int n;
 } rank0_pids;
 
-static inline ddpc_dist_env base_env(int world)
+static inline ddpc_comm_env base_env(int world)
 {
-    ddpc_dist_env e;
+    ddpc_comm_env e;
     memset(&e, 0, sizeof e);
     e.world_size = e.local_world_size = world;
     e.num_nodes = 1;
@@ -56,7 +56,7 @@ static inline int free_port(void)
 }
 
 /* A run id no other test or job uses (odd characters on purpose: the backend sanitises them). */
-static inline void set_run_id(ddpc_dist_env *e, const char *tag)
+static inline void set_run_id(ddpc_comm_env *e, const char *tag)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -65,7 +65,7 @@ static inline void set_run_id(ddpc_dist_env *e, const char *tag)
 
 /* Forks one process per rank running fn; returns each rank's exit status in codes[] (-1 if it had
  * to be killed after `limit_s`). */
-static inline void run_ranks(int world, const ddpc_dist_env *base, rank_fn fn, void *arg,
+static inline void run_ranks(int world, const ddpc_comm_env *base, rank_fn fn, void *arg,
                              double limit_s, int *codes)
 {
     pid_t pids[16];
@@ -73,7 +73,7 @@ static inline void run_ranks(int world, const ddpc_dist_env *base, rank_fn fn, v
     for (int r = 0; r < world; r++) {
         pids[r] = fork();
         if (pids[r] == 0) {
-            ddpc_dist_env e = *base;
+            ddpc_comm_env e = *base;
             e.rank = e.local_rank = r;
             check_failures_in_test = 0;
             fn(&e, arg);
@@ -160,7 +160,7 @@ static inline void *expected_reduce(int world, size_t count, ddpc_dtype t, ddpc_
     return out;
 }
 
-static inline ddpc_pg *join(const ddpc_dist_env *e)
+static inline ddpc_pg *join(const ddpc_comm_env *e)
 {
     ddpc_pg *pg = NULL;
     ddpc_status s = ddpc_pg_create(e, NULL, &pg);

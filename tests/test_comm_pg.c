@@ -11,9 +11,9 @@
 
 #include <time.h>
 
-static ddpc_dist_env env1(void)
+static ddpc_comm_env env1(void)
 {
-    ddpc_dist_env e;
+    ddpc_comm_env e;
     memset(&e, 0, sizeof e);
     e.world_size = e.local_world_size = e.num_nodes = 1;
     return e;
@@ -56,7 +56,7 @@ static ddpc_pg *fake_pg(fake_state *f, int rank)
 {
     memset(f, 0, sizeof *f);
     f->fail_at_seq = -1;
-    ddpc_dist_env e = env1();
+    ddpc_comm_env e = env1();
     e.world_size = e.local_world_size = 2;
     e.rank = e.local_rank = rank;
     ddpc_pg *pg = NULL;
@@ -68,7 +68,7 @@ static ddpc_pg *fake_pg(fake_state *f, int rank)
 
 static void test_world1_collectives(void)
 {
-    ddpc_dist_env e = env1();
+    ddpc_comm_env e = env1();
     ddpc_pg *pg = NULL;
     CHECK_EQ_INT(ddpc_pg_create(&e, NULL, &pg), DDPC_OK);
     CHECK_EQ_INT(ddpc_pg_rank(pg), 0);
@@ -112,7 +112,7 @@ static void test_world1_collectives(void)
 
 static void test_argument_errors(void)
 {
-    ddpc_dist_env e = env1();
+    ddpc_comm_env e = env1();
     ddpc_pg *pg = NULL;
     CHECK_EQ_INT(ddpc_pg_create(&e, NULL, &pg), DDPC_OK);
     float buf[16] = {0}, out[16];
@@ -156,7 +156,7 @@ static void test_argument_errors(void)
 static void test_create_errors_and_precedence(void)
 {
     ddpc_pg *pg = (ddpc_pg *)&pg;
-    ddpc_dist_env e = env1();
+    ddpc_comm_env e = env1();
     e.world_size = 0;
     CHECK_EQ_INT(ddpc_pg_create(&e, NULL, &pg), DDPC_EINVAL);
     CHECK(pg == NULL);
@@ -186,7 +186,7 @@ static void test_create_errors_and_precedence(void)
     ddpc_pg_destroy(pg);
 
     e = env1(); /* AUTO: mpi under mpirun when built in, else shm; env and config override */
-    e.source = DDPC_DIST_SOURCE_OPENMPI;
+    e.source = DDPC_COMM_SOURCE_OPENMPI;
     bool mpi = ddpc_backend_available(DDPC_BACKEND_MPI);
     CHECK_EQ_INT(ddpc_pg_create(&e, NULL, &pg), DDPC_OK);
     CHECK_EQ_INT(ddpc_pg_backend(pg), mpi ? DDPC_BACKEND_MPI : DDPC_BACKEND_SHM);
@@ -210,8 +210,8 @@ static void test_choose_backend(void)
     bool mpi = ddpc_backend_available(DDPC_BACKEND_MPI);
     bool gloo = ddpc_backend_available(DDPC_BACKEND_GLOO);
     ddpc_backend across = gloo ? DDPC_BACKEND_GLOO : mpi ? DDPC_BACKEND_MPI : DDPC_BACKEND_SHM;
-    ddpc_dist_env e = env1();
-    e.source = DDPC_DIST_SOURCE_TORCHRUN; /* ddpc run / torchrun on one host */
+    ddpc_comm_env e = env1();
+    e.source = DDPC_COMM_SOURCE_TORCHRUN; /* ddpc run / torchrun on one host */
     e.world_size = e.local_world_size = 4;
     e.layout_known = true;
     snprintf(e.master_addr, sizeof e.master_addr, "10.0.0.1");
@@ -227,7 +227,7 @@ static void test_choose_backend(void)
                  gloo ? DDPC_BACKEND_GLOO : DDPC_BACKEND_SHM);
     e.master_addr[0] = '\0'; /* no master: nowhere to meet but /dev/shm */
     CHECK_EQ_INT(ddpc_pg_choose_backend(&e, DDPC_BACKEND_AUTO), DDPC_BACKEND_SHM);
-    e.source = DDPC_DIST_SOURCE_SLURM; /* srun / mpirun: mpi, across hosts or not */
+    e.source = DDPC_COMM_SOURCE_SLURM; /* srun / mpirun: mpi, across hosts or not */
     CHECK_EQ_INT(ddpc_pg_choose_backend(&e, DDPC_BACKEND_AUTO),
                  mpi ? DDPC_BACKEND_MPI : DDPC_BACKEND_SHM);
     e.backend = DDPC_BACKEND_GLOO; /* DDPC_BACKEND / --backend, then the config, win */
@@ -247,7 +247,7 @@ static void test_names(void)
     CHECK_STR_CONTAINS(ddpc_last_error(), "'nccl'");
     CHECK(strcmp(ddpc_dtype_name(DDPC_DTYPE_BF16), "bf16") == 0);
     CHECK(strcmp(ddpc_reduce_op_name(DDPC_REDUCE_AVG), "avg") == 0);
-    CHECK(strcmp(ddpc_dist_source_name(DDPC_DIST_SOURCE_SLURM), "slurm") == 0);
+    CHECK(strcmp(ddpc_comm_source_name(DDPC_COMM_SOURCE_SLURM), "slurm") == 0);
     CHECK(strcmp(ddpc__coll_name(DDPC__COLL_REDUCE_SCATTER), "reduce_scatter") == 0);
     CHECK_EQ_INT(ddpc_dtype_size(DDPC_DTYPE_I64), 8);
     CHECK_EQ_INT(ddpc_dtype_size((ddpc_dtype)42), 0);
@@ -258,7 +258,7 @@ static void test_names(void)
 
 static void test_async_world1(void)
 {
-    ddpc_dist_env e = env1();
+    ddpc_comm_env e = env1();
     ddpc_pg *pg = NULL;
     CHECK_EQ_INT(ddpc_pg_create(&e, NULL, &pg), DDPC_OK);
     double a[8] = {1, 2, 3, 4, 5, 6, 7, 8}, b[8] = {0};

@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: MIT
-/* Tests for the shm backend's rendezvous: forked ranks (see dist_shm_testutil.h) meeting by
+/* Tests for the shm backend's rendezvous: forked ranks (see comm_shm_testutil.h) meeting by
  * MASTER_PORT and by run id, a stale segment replaced and a live one refused, a port in use, a rank
  * that never arrives (the timeout names it), a stranger's bytes and a hello from another host,
  * configuration errors, the strict parsers of the rendezvous messages, and nothing left in
  * /dev/shm afterwards. */
-#include "dist_shm_testutil.h"
+#include "comm_shm_testutil.h"
 
 #include <sys/mman.h>
 
 /* ---- rendezvous ---- */
 
-static void rank_small_sum(const ddpc_dist_env *e, void *arg)
+static void rank_small_sum(const ddpc_comm_env *e, void *arg)
 {
     (void)arg;
     ddpc_pg *pg = join(e);
@@ -23,7 +23,7 @@ static void rank_small_sum(const ddpc_dist_env *e, void *arg)
 
 static void test_rendezvous_by_run_id(void)
 {
-    ddpc_dist_env e = base_env(3);
+    ddpc_comm_env e = base_env(3);
     set_run_id(&e, "rid");
     int codes[16];
     run_ranks(3, &e, rank_small_sum, NULL, 30, codes);
@@ -37,7 +37,7 @@ static void test_rendezvous_by_run_id(void)
 /* A segment left by a job whose rank 0 died is replaced; one whose creator lives is an error. */
 static void test_run_id_stale_and_in_use(void)
 {
-    ddpc_dist_env e = base_env(2);
+    ddpc_comm_env e = base_env(2);
     set_run_id(&e, "stale");
     char name[256];
     ddpc__shm_segment_name(&e, name, sizeof name);
@@ -69,7 +69,7 @@ static void test_run_id_stale_and_in_use(void)
 }
 
 /* Ranks 0 and 1 of 3 join; rank 2 never starts: both fail at the deadline naming rank 2. */
-static void rank_join_without_2(const ddpc_dist_env *e, void *arg)
+static void rank_join_without_2(const ddpc_comm_env *e, void *arg)
 {
     (void)arg;
     if (e->rank == 2)
@@ -87,7 +87,7 @@ static void rank_join_without_2(const ddpc_dist_env *e, void *arg)
 
 static void test_rendezvous_timeout_names_missing_rank(void)
 {
-    ddpc_dist_env e = base_env(3);
+    ddpc_comm_env e = base_env(3);
     e.timeout_s = 1;
     e.master_port = free_port();
     int codes[16];
@@ -118,7 +118,7 @@ static int connect_retry(int port)
 
 static void test_hello_from_another_host_is_refused(void)
 {
-    ddpc_dist_env e = base_env(2);
+    ddpc_comm_env e = base_env(2);
     e.master_port = free_port();
     e.timeout_s = 10;
     fflush(NULL);
@@ -164,7 +164,7 @@ static void test_port_in_use(void)
     socklen_t len = sizeof sa;
     CHECK(bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 && listen(fd, 1) == 0);
     getsockname(fd, (struct sockaddr *)&sa, &len);
-    ddpc_dist_env e = base_env(2);
+    ddpc_comm_env e = base_env(2);
     e.master_port = ntohs(sa.sin_port);
     ddpc_pg *pg = NULL;
     CHECK_EQ_INT(ddpc_pg_create(&e, NULL, &pg), DDPC_EIO);
@@ -176,7 +176,7 @@ static void test_port_in_use(void)
 
 static void test_config_errors(void)
 {
-    ddpc_dist_env e = base_env(2);
+    ddpc_comm_env e = base_env(2);
     ddpc_pg *pg = NULL;
     CHECK_EQ_INT(ddpc_pg_create(&e, NULL, &pg), DDPC_EINVAL);
     CHECK_STR_CONTAINS(ddpc_last_error(), "MASTER_ADDR/MASTER_PORT or a run id");

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
-/* Tests for the shm backend's failure paths: forked ranks (see dist_shm_testutil.h) that disagree
+/* Tests for the shm backend's failure paths: forked ranks (see comm_shm_testutil.h) that disagree
  * on the world size or claim the same rank, a rank that joins but never calls the collective (the
  * others time out naming it), a rank that dies (detected at once, not at the timeout), ranks that
  * call different collectives; the group stays failed and says why, and nothing is left in
  * /dev/shm afterwards. */
-#include "dist_shm_testutil.h"
+#include "comm_shm_testutil.h"
 
 /* ---- failures while joining ---- */
 
@@ -14,10 +14,10 @@ typedef struct {
 } mismatch_arg;
 
 /* Every rank must fail to join with a message containing arg->want. */
-static void rank_mismatch(const ddpc_dist_env *e, void *arg)
+static void rank_mismatch(const ddpc_comm_env *e, void *arg)
 {
     const mismatch_arg *m = arg;
-    ddpc_dist_env mine = *e;
+    ddpc_comm_env mine = *e;
     if (e->rank == m->wrong_rank)
         mine.world_size = mine.local_world_size = m->wrong_world;
     if (e->rank == m->dup_of + 1 && m->dup_of >= 0)
@@ -36,7 +36,7 @@ static void test_world_size_mismatch_and_duplicate_rank(void)
 {
     int codes[16];
     mismatch_arg m = {1, 3, -1, "world size mismatch"};
-    ddpc_dist_env e = base_env(2);
+    ddpc_comm_env e = base_env(2);
     e.timeout_s = 5;
     e.master_port = free_port();
     double t0 = ddpc_time_now();
@@ -64,7 +64,7 @@ typedef struct {
     double limit; /* the others must fail within this many seconds */
 } fault_arg;
 
-static void rank_fault(const ddpc_dist_env *e, void *arg)
+static void rank_fault(const ddpc_comm_env *e, void *arg)
 {
     const fault_arg *f = arg;
     ddpc_pg *pg = join(e);
@@ -103,7 +103,7 @@ static void rank_fault(const ddpc_dist_env *e, void *arg)
 
 static void test_timeout_names_missing_rank(void)
 {
-    ddpc_dist_env e = base_env(3);
+    ddpc_comm_env e = base_env(3);
     e.master_port = free_port();
     e.timeout_s = 1;
     fault_arg f = {2, false, 2.5};
@@ -114,7 +114,7 @@ static void test_timeout_names_missing_rank(void)
 
 static void test_dead_peer_detected(void)
 {
-    ddpc_dist_env e = base_env(3);
+    ddpc_comm_env e = base_env(3);
     set_run_id(&e, "dead");
     e.timeout_s = 30; /* detection must not wait for the timeout */
     fault_arg f = {1, true, 1.0};
@@ -124,7 +124,7 @@ static void test_dead_peer_detected(void)
 }
 
 /* Ranks that disagree on the collective fail at once with both sides named (no garbage). */
-static void rank_mismatch_coll(const ddpc_dist_env *e, void *arg)
+static void rank_mismatch_coll(const ddpc_comm_env *e, void *arg)
 {
     (void)arg;
     ddpc_pg *pg = join(e);
@@ -144,7 +144,7 @@ static void rank_mismatch_coll(const ddpc_dist_env *e, void *arg)
 
 static void test_collective_mismatch_is_an_error(void)
 {
-    ddpc_dist_env e = base_env(3);
+    ddpc_comm_env e = base_env(3);
     e.master_port = free_port();
     int codes[16];
     run_ranks(3, &e, rank_mismatch_coll, NULL, 30, codes);

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
-/* Tests for the shm backend's collectives: forked ranks (see dist_shm_testutil.h) check every
+/* Tests for the shm backend's collectives: forked ranks (see comm_shm_testutil.h) check every
  * collective against a local reference (small and pipelined, in place or not, for 2-4 ranks),
  * bitwise repeatability with two groups at once, async work completing in order, the forced
  * cross-memory-attach paths, and nothing left in /dev/shm afterwards.
- * Rendezvous is in test_dist_shm_rdzv.c, failures in test_dist_shm_failure.c. */
-#include "dist_shm_testutil.h"
+ * Rendezvous is in test_comm_shm_rdzv.c, failures in test_comm_shm_failure.c. */
+#include "comm_shm_testutil.h"
 
 /* Sanitizer builds run the same paths on smaller "large" messages (still many pipeline blocks). */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -14,7 +14,7 @@ enum { BIG_SHIFT = 3 };
 #endif
 #define BIG(n) ((size_t)(n) << BIG_SHIFT)
 
-static void rank_collectives(const ddpc_dist_env *e, void *arg)
+static void rank_collectives(const ddpc_comm_env *e, void *arg)
 {
     (void)arg;
     ddpc_pg *pg = join(e);
@@ -42,7 +42,7 @@ static void rank_collectives(const ddpc_dist_env *e, void *arg)
 static void test_collectives_by_port(void)
 {
     for (int w = 2; w <= 4; w++) {
-        ddpc_dist_env e = base_env(w);
+        ddpc_comm_env e = base_env(w);
         e.master_port = free_port();
         int codes[16];
         run_ranks(w, &e, rank_collectives, NULL, 60, codes);
@@ -52,7 +52,7 @@ static void test_collectives_by_port(void)
 
 /* ---- determinism, isolation, async ---- */
 
-static void rank_repeatable(const ddpc_dist_env *e, void *arg)
+static void rank_repeatable(const ddpc_comm_env *e, void *arg)
 {
     int salt = *(const int *)arg;
     ddpc_pg *pg = join(e);
@@ -90,7 +90,7 @@ static void rank_repeatable(const ddpc_dist_env *e, void *arg)
 
 static void test_two_groups_at_once_are_bitwise_repeatable(void)
 {
-    ddpc_dist_env e1 = base_env(2), e2 = base_env(2);
+    ddpc_comm_env e1 = base_env(2), e2 = base_env(2);
     e1.master_port = free_port();
     e2.master_port = free_port();
     int salt1 = 1, salt2 = 2, c1[16], c2[16];
@@ -108,7 +108,7 @@ static void test_two_groups_at_once_are_bitwise_repeatable(void)
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
-static void rank_async(const ddpc_dist_env *e, void *arg)
+static void rank_async(const ddpc_comm_env *e, void *arg)
 {
     (void)arg;
     ddpc_pg *pg = join(e);
@@ -144,7 +144,7 @@ static void rank_async(const ddpc_dist_env *e, void *arg)
 
 static void test_async_in_order(void)
 {
-    ddpc_dist_env e = base_env(3);
+    ddpc_comm_env e = base_env(3);
     set_run_id(&e, "async");
     int codes[16];
     run_ranks(3, &e, rank_async, NULL, 30, codes);
@@ -152,7 +152,7 @@ static void test_async_in_order(void)
 }
 
 /* The cross-memory-attach paths (off by default, see shm_rendezvous.c), forced on. */
-static void rank_cma(const ddpc_dist_env *e, void *arg)
+static void rank_cma(const ddpc_comm_env *e, void *arg)
 {
     (void)arg;
     ddpc_pg *pg = join(e);
@@ -177,7 +177,7 @@ static void rank_cma(const ddpc_dist_env *e, void *arg)
 
 static void test_cross_memory_attach_paths(void)
 {
-    ddpc_dist_env e = base_env(3);
+    ddpc_comm_env e = base_env(3);
     e.master_port = free_port();
     int codes[16];
     run_ranks(3, &e, rank_cma, NULL, 60, codes);

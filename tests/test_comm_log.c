@@ -47,7 +47,7 @@ static void test_enabled_by_scope(void)
 
 static void test_ranks_from_env(void)
 {
-    ddpc_dist_env e = ddpc_dist_env_single();
+    ddpc_comm_env e = ddpc_comm_env_single();
     e.rank = 5;
     e.world_size = 8;
     e.local_rank = 1;
@@ -61,7 +61,7 @@ static void test_ranks_from_env(void)
 /* A world-size-1 group (needs no peers) gives rank 0 of 1. */
 static void test_ranks_from_pg(void)
 {
-    ddpc_dist_env e = ddpc_dist_env_single();
+    ddpc_comm_env e = ddpc_comm_env_single();
     ddpc_pg_config cfg = ddpc_pg_config_default();
     cfg.backend = DDPC_BACKEND_SHM;
     ddpc_pg *pg = NULL;

@@ -12,11 +12,11 @@
 #define ENV(...) ((const char *const[]){__VA_ARGS__, NULL})
 
 /* Parses envp, expecting success. */
-static ddpc_dist_env ok_env(const char *const *envp)
+static ddpc_comm_env ok_env(const char *const *envp)
 {
-    ddpc_dist_env e;
+    ddpc_comm_env e;
     memset(&e, 0x5a, sizeof e);
-    ddpc_status s = ddpc_dist_env_parse(envp, &e);
+    ddpc_status s = ddpc_comm_env_parse(envp, &e);
     if (s != DDPC_OK) {
         fprintf(stderr, "unexpected error: %s\n", ddpc_last_error());
         CHECK_EQ_INT(s, DDPC_OK);
@@ -27,15 +27,15 @@ static ddpc_dist_env ok_env(const char *const *envp)
 /* Parses envp, expecting DDPC_EINVAL whose message contains `want`, and *out untouched. */
 static void bad_env(const char *const *envp, const char *want)
 {
-    ddpc_dist_env e = ddpc_dist_env_single();
+    ddpc_comm_env e = ddpc_comm_env_single();
     e.rank = 77;
     ddpc_clear_error();
-    CHECK_EQ_INT(ddpc_dist_env_parse(envp, &e), DDPC_EINVAL);
+    CHECK_EQ_INT(ddpc_comm_env_parse(envp, &e), DDPC_EINVAL);
     CHECK_STR_CONTAINS(ddpc_last_error(), want);
     CHECK_EQ_INT(e.rank, 77);
 }
 
-static void check_layout(ddpc_dist_env e, int rank, int world, int lrank, int lworld, int node,
+static void check_layout(ddpc_comm_env e, int rank, int world, int lrank, int lworld, int node,
                          int nodes)
 {
     CHECK_EQ_INT(e.rank, rank);
@@ -48,8 +48,8 @@ static void check_layout(ddpc_dist_env e, int rank, int world, int lrank, int lw
 
 static void test_single_process_defaults(void)
 {
-    ddpc_dist_env s = ddpc_dist_env_single();
-    CHECK_EQ_INT(s.source, DDPC_DIST_SOURCE_NONE);
+    ddpc_comm_env s = ddpc_comm_env_single();
+    CHECK_EQ_INT(s.source, DDPC_COMM_SOURCE_NONE);
     check_layout(s, 0, 1, 0, 1, 0, 1);
     CHECK_EQ_INT(s.master_port, 0);
     CHECK(s.master_addr[0] == '\0' && s.run_id[0] == '\0');
@@ -58,24 +58,24 @@ static void test_single_process_defaults(void)
     CHECK_EQ_INT(s.restart_count, 0);
     CHECK_EQ_INT(s.max_restarts, 0);
 
-    ddpc_dist_env e = ok_env(ENV("PATH=/usr/bin", "HOME=/root", "RANKING=3"));
-    CHECK_EQ_INT(e.source, DDPC_DIST_SOURCE_NONE);
+    ddpc_comm_env e = ok_env(ENV("PATH=/usr/bin", "HOME=/root", "RANKING=3"));
+    CHECK_EQ_INT(e.source, DDPC_COMM_SOURCE_NONE);
     check_layout(e, 0, 1, 0, 1, 0, 1);
     e = ok_env((const char *const[]){NULL});
     check_layout(e, 0, 1, 0, 1, 0, 1);
 
     e = ok_env(ENV("WORLD_SIZE=1"));
-    CHECK_EQ_INT(e.source, DDPC_DIST_SOURCE_TORCHRUN);
+    CHECK_EQ_INT(e.source, DDPC_COMM_SOURCE_TORCHRUN);
     check_layout(e, 0, 1, 0, 1, 0, 1);
 }
 
 static void test_torchrun_family(void)
 {
-    ddpc_dist_env e = ok_env(ENV("RANK=3", "LOCAL_RANK=1", "WORLD_SIZE=8", "LOCAL_WORLD_SIZE=2",
+    ddpc_comm_env e = ok_env(ENV("RANK=3", "LOCAL_RANK=1", "WORLD_SIZE=8", "LOCAL_WORLD_SIZE=2",
                                  "GROUP_RANK=1", "GROUP_WORLD_SIZE=4", "MASTER_ADDR=10.0.0.1",
                                  "MASTER_PORT=29500", "TORCHELASTIC_RESTART_COUNT=1",
                                  "TORCHELASTIC_MAX_RESTARTS=3", "TORCHELASTIC_RUN_ID=job-7"));
-    CHECK_EQ_INT(e.source, DDPC_DIST_SOURCE_TORCHRUN);
+    CHECK_EQ_INT(e.source, DDPC_COMM_SOURCE_TORCHRUN);
     check_layout(e, 3, 8, 1, 2, 1, 4);
     CHECK(strcmp(e.master_addr, "10.0.0.1") == 0);
     CHECK_EQ_INT(e.master_port, 29500);
@@ -99,11 +99,11 @@ static void test_torchrun_family(void)
 static void test_openmpi_family(void)
 {
     /* as Open MPI 4.1's mpirun -np 4 exports them (two nodes of two) */
-    ddpc_dist_env e = ok_env(ENV(
+    ddpc_comm_env e = ok_env(ENV(
         "OMPI_COMM_WORLD_RANK=3", "OMPI_COMM_WORLD_SIZE=4", "OMPI_COMM_WORLD_LOCAL_RANK=1",
         "OMPI_COMM_WORLD_LOCAL_SIZE=2", "OMPI_COMM_WORLD_NODE_RANK=1", "OMPI_MCA_orte_num_nodes=2",
         "OMPI_MCA_ess_base_jobid=1086521345", "PMIX_NAMESPACE=1086521345", "PMIX_RANK=3"));
-    CHECK_EQ_INT(e.source, DDPC_DIST_SOURCE_OPENMPI);
+    CHECK_EQ_INT(e.source, DDPC_COMM_SOURCE_OPENMPI);
     check_layout(e, 3, 4, 1, 2, 1, 2);
     CHECK(strcmp(e.run_id, "1086521345") == 0);
     CHECK(!e.nested_launcher);
@@ -117,9 +117,9 @@ static void test_openmpi_family(void)
 static void test_pmi_family(void)
 {
     /* MPICH's Hydra */
-    ddpc_dist_env e = ok_env(
+    ddpc_comm_env e = ok_env(
         ENV("PMI_RANK=2", "PMI_SIZE=4", "MPI_LOCALRANKID=0", "MPI_LOCALNRANKS=2", "PMI_FD=5"));
-    CHECK_EQ_INT(e.source, DDPC_DIST_SOURCE_PMI);
+    CHECK_EQ_INT(e.source, DDPC_COMM_SOURCE_PMI);
     check_layout(e, 2, 4, 0, 2, 1, 2);
     CHECK(e.run_id[0] == '\0');
     /* Cray PALS names */
@@ -129,19 +129,19 @@ static void test_pmi_family(void)
     e = ok_env(ENV("PMI_RANK=3", "PMI_SIZE=4", "PMI_JOBID=77.0", "SLURM_PROCID=3",
                    "SLURM_STEP_ID=0", "SLURM_STEP_NUM_TASKS=4", "SLURM_LOCALID=1", "SLURM_NODEID=1",
                    "SLURM_STEP_NUM_NODES=2", "SLURM_STEP_TASKS_PER_NODE=2(x2)", "SLURM_JOB_ID=77"));
-    CHECK_EQ_INT(e.source, DDPC_DIST_SOURCE_PMI);
+    CHECK_EQ_INT(e.source, DDPC_COMM_SOURCE_PMI);
     check_layout(e, 3, 4, 1, 2, 1, 2);
     CHECK(strcmp(e.run_id, "77.0") == 0);
 }
 
 static void test_slurm_family(void)
 {
-    ddpc_dist_env e = ok_env(ENV(
+    ddpc_comm_env e = ok_env(ENV(
         "SLURM_PROCID=5", "SLURM_STEP_ID=0", "SLURM_STEPID=0", "SLURM_STEP_NUM_TASKS=6",
         "SLURM_NTASKS=6", "SLURM_LOCALID=1", "SLURM_NODEID=2", "SLURM_STEP_NUM_NODES=3",
         "SLURM_JOB_NUM_NODES=4", "SLURM_STEP_TASKS_PER_NODE=2(x3)",
         "SLURM_STEP_NODELIST=node[07-09]", "SLURM_JOB_NODELIST=node[06-09]", "SLURM_JOB_ID=1234"));
-    CHECK_EQ_INT(e.source, DDPC_DIST_SOURCE_SLURM);
+    CHECK_EQ_INT(e.source, DDPC_COMM_SOURCE_SLURM);
     check_layout(e, 5, 6, 1, 2, 2, 3);
     CHECK(strcmp(e.master_addr, "node07") == 0);
     CHECK(strcmp(e.run_id, "1234.0") == 0);
@@ -169,11 +169,11 @@ static void test_slurm_family(void)
  * it must be a single process, not rank 0 of a job whose peers never start. */
 static void test_sbatch_trap(void)
 {
-    ddpc_dist_env e = ok_env(ENV(
+    ddpc_comm_env e = ok_env(ENV(
         "SLURM_PROCID=0", "SLURM_NTASKS=4", "SLURM_NPROCS=4", "SLURM_LOCALID=0", "SLURM_NODEID=0",
         "SLURM_JOB_ID=200505", "SLURM_JOB_NODELIST=gnode[10,20,25,37]", "SLURM_NNODES=4",
         "SLURM_JOB_NUM_NODES=4", "SLURM_TASKS_PER_NODE=1(x4)", "ENVIRONMENT=BATCH"));
-    CHECK_EQ_INT(e.source, DDPC_DIST_SOURCE_NONE);
+    CHECK_EQ_INT(e.source, DDPC_COMM_SOURCE_NONE);
     check_layout(e, 0, 1, 0, 1, 0, 1);
     CHECK(e.master_addr[0] == '\0' && e.run_id[0] == '\0');
     /* the special step ids of the batch (0xfffffffb), extern and interactive steps */
@@ -181,17 +181,17 @@ static void test_sbatch_trap(void)
                              "SLURM_STEP_ID=4294967290"};
     for (int i = 0; i < 3; i++) {
         e = ok_env(ENV("SLURM_PROCID=0", "SLURM_NTASKS=4", special[i]));
-        CHECK_EQ_INT(e.source, DDPC_DIST_SOURCE_NONE);
+        CHECK_EQ_INT(e.source, DDPC_COMM_SOURCE_NONE);
         CHECK_EQ_INT(e.world_size, 1);
     }
     /* the largest normal step id is a step */
     e = ok_env(ENV("SLURM_PROCID=1", "SLURM_NTASKS=4", "SLURM_STEP_ID=4294967280"));
-    CHECK_EQ_INT(e.source, DDPC_DIST_SOURCE_SLURM);
+    CHECK_EQ_INT(e.source, DDPC_COMM_SOURCE_SLURM);
     CHECK_EQ_INT(e.world_size, 4);
     /* mpirun inside the batch script: Open MPI wins over the inherited batch variables */
     e = ok_env(ENV("SLURM_PROCID=0", "SLURM_NTASKS=4", "SLURM_STEP_ID=0", "OMPI_COMM_WORLD_RANK=2",
                    "OMPI_COMM_WORLD_SIZE=3"));
-    CHECK_EQ_INT(e.source, DDPC_DIST_SOURCE_OPENMPI);
+    CHECK_EQ_INT(e.source, DDPC_COMM_SOURCE_OPENMPI);
     check_layout(e, 2, 3, 2, 3, 0, 1);
 }
 
@@ -202,9 +202,9 @@ static void test_sbatch_trap(void)
 #define PMI "PMI_RANK=2", "PMI_SIZE=6"
 #define SLURM "SLURM_PROCID=1", "SLURM_STEP_ID=0", "SLURM_NTASKS=5"
 
-static void check_winner(const char *const *envp, ddpc_dist_source src, int rank, int world)
+static void check_winner(const char *const *envp, ddpc_comm_source src, int rank, int world)
 {
-    ddpc_dist_env e = ok_env(envp);
+    ddpc_comm_env e = ok_env(envp);
     CHECK_EQ_INT(e.source, src);
     CHECK_EQ_INT(e.rank, rank);
     CHECK_EQ_INT(e.world_size, world);
@@ -212,17 +212,17 @@ static void check_winner(const char *const *envp, ddpc_dist_source src, int rank
 
 static void test_precedence_every_pair(void)
 {
-    check_winner(ENV(OMPI, TORCH), DDPC_DIST_SOURCE_TORCHRUN, 4, 8);
-    check_winner(ENV(PMI, TORCH), DDPC_DIST_SOURCE_TORCHRUN, 4, 8);
-    check_winner(ENV(SLURM, TORCH), DDPC_DIST_SOURCE_TORCHRUN, 4, 8);
-    check_winner(ENV(PMI, OMPI), DDPC_DIST_SOURCE_OPENMPI, 3, 7);
-    check_winner(ENV(SLURM, OMPI), DDPC_DIST_SOURCE_OPENMPI, 3, 7);
-    check_winner(ENV(SLURM, PMI), DDPC_DIST_SOURCE_PMI, 2, 6);
-    check_winner(ENV(SLURM, PMI, OMPI, TORCH), DDPC_DIST_SOURCE_TORCHRUN, 4, 8);
-    check_winner(ENV(SLURM), DDPC_DIST_SOURCE_SLURM, 1, 5);
+    check_winner(ENV(OMPI, TORCH), DDPC_COMM_SOURCE_TORCHRUN, 4, 8);
+    check_winner(ENV(PMI, TORCH), DDPC_COMM_SOURCE_TORCHRUN, 4, 8);
+    check_winner(ENV(SLURM, TORCH), DDPC_COMM_SOURCE_TORCHRUN, 4, 8);
+    check_winner(ENV(PMI, OMPI), DDPC_COMM_SOURCE_OPENMPI, 3, 7);
+    check_winner(ENV(SLURM, OMPI), DDPC_COMM_SOURCE_OPENMPI, 3, 7);
+    check_winner(ENV(SLURM, PMI), DDPC_COMM_SOURCE_PMI, 2, 6);
+    check_winner(ENV(SLURM, PMI, OMPI, TORCH), DDPC_COMM_SOURCE_TORCHRUN, 4, 8);
+    check_winner(ENV(SLURM), DDPC_COMM_SOURCE_SLURM, 1, 5);
     /* a losing family's variables are not read, even malformed */
     check_winner(ENV(TORCH, "OMPI_COMM_WORLD_RANK=abc", "PMI_SIZE=-1", "SLURM_STEP_ID=x"),
-                 DDPC_DIST_SOURCE_TORCHRUN, 4, 8);
+                 DDPC_COMM_SOURCE_TORCHRUN, 4, 8);
 }
 
 /* Launcher families that disagree: the issue's case (a stale RANK=0 WORLD_SIZE=1 under mpirun
@@ -246,36 +246,36 @@ static void test_families_disagree(void)
      * compared (mpirun -np 2 in a 4-node allocation: its remote daemons are a 4-task srun step) */
     check_winner(ENV("RANK=0", "WORLD_SIZE=1", "TORCHELASTIC_RUN_ID=x", "SLURM_PROCID=0",
                      "SLURM_STEP_ID=0", "SLURM_NTASKS=2"),
-                 DDPC_DIST_SOURCE_TORCHRUN, 0, 1);
+                 DDPC_COMM_SOURCE_TORCHRUN, 0, 1);
     check_winner(ENV("OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=2", "SLURM_PROCID=3",
                      "SLURM_STEP_ID=1", "SLURM_NTASKS=4"),
-                 DDPC_DIST_SOURCE_OPENMPI, 0, 2);
+                 DDPC_COMM_SOURCE_OPENMPI, 0, 2);
     /* agreeing families are fine: a launcher that sets both, srun --mpi=pmi2 */
     check_winner(ENV("RANK=1", "WORLD_SIZE=2", "OMPI_COMM_WORLD_RANK=1", "OMPI_COMM_WORLD_SIZE=2"),
-                 DDPC_DIST_SOURCE_TORCHRUN, 1, 2);
+                 DDPC_COMM_SOURCE_TORCHRUN, 1, 2);
     check_winner(
         ENV("PMI_RANK=1", "PMI_SIZE=2", "SLURM_PROCID=1", "SLURM_STEP_ID=0", "SLURM_NTASKS=2"),
-        DDPC_DIST_SOURCE_PMI, 1, 2);
+        DDPC_COMM_SOURCE_PMI, 1, 2);
     /* legitimate nesting: torchrun in each of 2 srun tasks, 4 workers each; mpirun in one task */
     check_winner(ENV("RANK=5", "WORLD_SIZE=8", "TORCHELASTIC_RUN_ID=j", "SLURM_PROCID=1",
                      "SLURM_STEP_ID=0", "SLURM_NTASKS=2"),
-                 DDPC_DIST_SOURCE_TORCHRUN, 5, 8);
+                 DDPC_COMM_SOURCE_TORCHRUN, 5, 8);
     check_winner(ENV("OMPI_COMM_WORLD_RANK=3", "OMPI_COMM_WORLD_SIZE=4", "SLURM_PROCID=0",
                      "SLURM_STEP_ID=0", "SLURM_NTASKS=1"),
-                 DDPC_DIST_SOURCE_OPENMPI, 3, 4);
+                 DDPC_COMM_SOURCE_OPENMPI, 3, 4);
     /* an outer launcher of one process cannot split a job: injected variables under it are fine */
     check_winner(ENV("RANK=1", "WORLD_SIZE=2", "OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=1"),
-                 DDPC_DIST_SOURCE_TORCHRUN, 1, 2);
+                 DDPC_COMM_SOURCE_TORCHRUN, 1, 2);
     /* an sbatch script (no step) is not a launcher of the job */
     check_winner(ENV("RANK=0", "WORLD_SIZE=1", "SLURM_PROCID=0", "SLURM_NTASKS=4"),
-                 DDPC_DIST_SOURCE_TORCHRUN, 0, 1);
+                 DDPC_COMM_SOURCE_TORCHRUN, 0, 1);
 }
 
 static void test_explicit_variables(void)
 {
-    ddpc_dist_env e = ok_env(ENV("DDPC_BACKEND=mpi", "DDPC_COLLECTIVE_TIMEOUT=2.5",
+    ddpc_comm_env e = ok_env(ENV("DDPC_BACKEND=mpi", "DDPC_COLLECTIVE_TIMEOUT=2.5",
                                  "DDPC_LAUNCHER=1", "MASTER_ADDR=localhost", "MASTER_PORT=65535"));
-    CHECK_EQ_INT(e.source, DDPC_DIST_SOURCE_NONE);
+    CHECK_EQ_INT(e.source, DDPC_COMM_SOURCE_NONE);
     CHECK_EQ_INT(e.backend, DDPC_BACKEND_MPI);
     CHECK(e.timeout_s == 2.5);
     CHECK(e.nested_launcher);
@@ -442,13 +442,13 @@ static void test_discover_reads_process_environment(void)
 {
     setenv("RANK", "2", 1);
     setenv("WORLD_SIZE", "3", 1);
-    ddpc_dist_env e;
-    CHECK_EQ_INT(ddpc_dist_env_discover(&e), DDPC_OK);
-    CHECK_EQ_INT(e.source, DDPC_DIST_SOURCE_TORCHRUN);
+    ddpc_comm_env e;
+    CHECK_EQ_INT(ddpc_comm_env_discover(&e), DDPC_OK);
+    CHECK_EQ_INT(e.source, DDPC_COMM_SOURCE_TORCHRUN);
     CHECK_EQ_INT(e.rank, 2);
     CHECK_EQ_INT(e.world_size, 3);
     setenv("WORLD_SIZE", "abc", 1);
-    CHECK_EQ_INT(ddpc_dist_env_discover(&e), DDPC_EINVAL);
+    CHECK_EQ_INT(ddpc_comm_env_discover(&e), DDPC_EINVAL);
     CHECK_STR_CONTAINS(ddpc_last_error(), "WORLD_SIZE=abc is not a number");
     unsetenv("RANK");
     unsetenv("WORLD_SIZE");
@@ -461,8 +461,8 @@ static void test_discover_reads_process_environment(void)
 static void test_slurm_mpi_check(void)
 {
 #define STEP "SLURM_PROCID=1", "SLURM_STEP_ID=0", "SLURM_NTASKS=2", "SLURM_JOB_ID=7"
-    ddpc_dist_env e = ok_env(ENV(STEP));
-    CHECK_EQ_INT(e.source, DDPC_DIST_SOURCE_SLURM);
+    ddpc_comm_env e = ok_env(ENV(STEP));
+    CHECK_EQ_INT(e.source, DDPC_COMM_SOURCE_SLURM);
     ddpc_clear_error();
     CHECK_EQ_INT(ddpc__slurm_mpi_check(ENV(STEP), &e, true), DDPC_EINVAL);
     CHECK_STR_CONTAINS(ddpc_last_error(), "this srun step started its 2 tasks without an MPI "
@@ -483,17 +483,17 @@ static void test_slurm_mpi_check(void)
     /* MPICH and others may use SLURM's PMI-1 library, which needs no plugin */
     CHECK_EQ_INT(ddpc__slurm_mpi_check(ENV(STEP), &e, false), DDPC_OK);
     /* a single task needs no peers; pmi2 (PMI_RANK) and mpirun are other families */
-    ddpc_dist_env one = ok_env(ENV("SLURM_PROCID=0", "SLURM_STEP_ID=0", "SLURM_NTASKS=1"));
+    ddpc_comm_env one = ok_env(ENV("SLURM_PROCID=0", "SLURM_STEP_ID=0", "SLURM_NTASKS=1"));
     CHECK_EQ_INT(ddpc__slurm_mpi_check(ENV("SLURM_PROCID=0"), &one, true), DDPC_OK);
     const char *const *pmi2 = ENV(STEP, "PMI_RANK=1", "PMI_SIZE=2", "SLURM_MPI_TYPE=pmi2");
-    ddpc_dist_env p = ok_env(pmi2);
+    ddpc_comm_env p = ok_env(pmi2);
     CHECK_EQ_INT(ddpc__slurm_mpi_check(pmi2, &p, true), DDPC_OK);
     const char *const *ompi = ENV(STEP, "OMPI_COMM_WORLD_RANK=1", "OMPI_COMM_WORLD_SIZE=2");
-    ddpc_dist_env o = ok_env(ompi);
+    ddpc_comm_env o = ok_env(ompi);
     CHECK_EQ_INT(ddpc__slurm_mpi_check(ompi, &o, true), DDPC_OK);
     /* torchrun variables inside the step (ddpc run refuses there, torchrun does not): shm */
     const char *const *torch = ENV(STEP, "RANK=1", "WORLD_SIZE=2");
-    ddpc_dist_env t = ok_env(torch);
+    ddpc_comm_env t = ok_env(torch);
     CHECK_EQ_INT(ddpc__slurm_mpi_check(torch, &t, true), DDPC_OK);
 #undef STEP
 }
@@ -508,16 +508,16 @@ static void test_known_variable_list(void)
                  strcmp(names[n], "PMI_RANK") == 0 || strcmp(names[n], "DDPC_BACKEND") == 0;
     CHECK(n > 30);
     CHECK_EQ_INT(found, 5);
-    CHECK(ddpc_dist_env_lookup(ENV("A=1", "AB=2"), "AB") != NULL);
-    CHECK(strcmp(ddpc_dist_env_lookup(ENV("A=1", "AB=2"), "AB"), "2") == 0);
-    CHECK(ddpc_dist_env_lookup(ENV("AB=2"), "A") == NULL);
-    CHECK(ddpc_dist_env_lookup(NULL, "A") == NULL);
+    CHECK(ddpc_comm_env_lookup(ENV("A=1", "AB=2"), "AB") != NULL);
+    CHECK(strcmp(ddpc_comm_env_lookup(ENV("A=1", "AB=2"), "AB"), "2") == 0);
+    CHECK(ddpc_comm_env_lookup(ENV("AB=2"), "A") == NULL);
+    CHECK(ddpc_comm_env_lookup(NULL, "A") == NULL);
     int hosts = -1;
-    CHECK_EQ_INT(ddpc_dist_env_slurm_hosts(ENV("A=1"), &hosts), DDPC_OK);
+    CHECK_EQ_INT(ddpc_comm_env_slurm_hosts(ENV("A=1"), &hosts), DDPC_OK);
     CHECK_EQ_INT(hosts, 0);
-    CHECK_EQ_INT(ddpc_dist_env_slurm_hosts(ENV("SLURM_JOB_NODELIST=n[1-3],g"), &hosts), DDPC_OK);
+    CHECK_EQ_INT(ddpc_comm_env_slurm_hosts(ENV("SLURM_JOB_NODELIST=n[1-3],g"), &hosts), DDPC_OK);
     CHECK_EQ_INT(hosts, 4);
-    CHECK_EQ_INT(ddpc_dist_env_slurm_hosts(ENV("SLURM_JOB_NODELIST=n[3-1]"), &hosts), DDPC_EINVAL);
+    CHECK_EQ_INT(ddpc_comm_env_slurm_hosts(ENV("SLURM_JOB_NODELIST=n[3-1]"), &hosts), DDPC_EINVAL);
     CHECK_STR_CONTAINS(ddpc_last_error(), "SLURM_JOB_NODELIST");
 }
 
@@ -525,7 +525,7 @@ static void test_known_variable_list(void)
  * OMP_NUM_THREADS it must leave alone. */
 static void test_local_world_source(void)
 {
-    ddpc_dist_env e = ok_env(ENV("RANK=1", "WORLD_SIZE=2", "LOCAL_WORLD_SIZE=2"));
+    ddpc_comm_env e = ok_env(ENV("RANK=1", "WORLD_SIZE=2", "LOCAL_WORLD_SIZE=2"));
     CHECK(e.layout_known);
     CHECK(strcmp(e.local_world_from, "LOCAL_WORLD_SIZE") == 0);
     CHECK(strcmp(e.omp_num_threads, "") == 0);

@@ -8,9 +8,9 @@
  *  - a rank that skips the last of identical collectives is named by the others' timeouts;
  *  - a rank stopped (SIGSTOP) mid-transfer in a 64 MiB all_reduce, after its first half went out,
  *    is named as having stopped responding mid-transfer, not as "every rank arrived".
- *   test_dist_mpi_diag                   the ctest
- *   test_dist_mpi_diag --rank CASE       one mpi rank of a job (a mismatch case, tail, stall)
- *   test_dist_mpi_diag --shm CASE        forks 3 shm ranks running a mismatch case */
+ *   test_comm_mpi_diag                   the ctest
+ *   test_comm_mpi_diag --rank CASE       one mpi rank of a job (a mismatch case, tail, stall)
+ *   test_comm_mpi_diag --shm CASE        forks 3 shm ranks running a mismatch case */
 #include <ddpc/alloc.h>
 #include <ddpc/comm.h>
 #include <ddpc/timer.h>
@@ -49,12 +49,12 @@ enum { ODD = 1 }; /* the rank that issues something else */
 
 static ddpc_pg *join(ddpc_backend backend, double timeout_s)
 {
-    ddpc_dist_env env;
+    ddpc_comm_env env;
     ddpc_pg *pg = NULL;
     ddpc_pg_config cfg = ddpc_pg_config_default();
     cfg.backend = backend;
     cfg.timeout_s = timeout_s;
-    if (ddpc_dist_env_discover(&env) != DDPC_OK || ddpc_pg_create(&env, &cfg, &pg) != DDPC_OK) {
+    if (ddpc_comm_env_discover(&env) != DDPC_OK || ddpc_pg_create(&env, &cfg, &pg) != DDPC_OK) {
         printf("join failed: %s\n", ddpc_last_error());
         return NULL;
     }
@@ -321,7 +321,7 @@ int main(int argc, char **argv)
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     self[n > 0 ? n : 0] = '\0';
     if (!ddpc_backend_available(DDPC_BACKEND_MPI)) {
-        printf("built without MPI: nothing to test here (test_dist_mpi checks the error)\n");
+        printf("built without MPI: nothing to test here (test_comm_mpi checks the error)\n");
         return 0;
     }
     RUN_TEST(test_mismatch_fails_every_rank_in_shm_words);
