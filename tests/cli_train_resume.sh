@@ -74,6 +74,16 @@ test_loss() { grep '"split": "test"' "$1" | tail -1 | sed 's/.*"eval_loss": \([0
     run_dir="$tmp/init" >"$tmp/init.log" 2>&1
 check "init_from a checkpoint reproduces the test loss" \
     test "$(test_loss "$tmp/init/metrics.jsonl")" = "$(test_loss "$tmp/ref/metrics.jsonl")"
+# init_from a run's checkpoint root follows `latest` (step 48 here), as resuming picks it.
+"$ddpc" train "$cfg" "${common[@]}" state=test init_from="$tmp/ref/checkpoints" \
+    run_dir="$tmp/init_root" >"$tmp/init_root.log" 2>&1
+check "init_from a checkpoint root takes its latest checkpoint" \
+    test "$(test_loss "$tmp/init_root/metrics.jsonl")" = "$(test_loss "$tmp/ref/metrics.jsonl")"
+mkdir -p "$tmp/empty_root" && : >"$tmp/empty_root/latest"
+"$ddpc" train "$cfg" "${common[@]}" state=test init_from="$tmp/empty_root" \
+    run_dir="$tmp/init_empty" >"$tmp/init_empty.log" 2>&1
+check "a root without a complete checkpoint is refused" test $? -ne 0
+check "saying so" grep -q "empty_root: no complete checkpoint to initialise from" "$tmp/init_empty.log"
 "$ddpc" train "$cfg" "${common[@]}" state=test 'model.hidden=[32,16]' run_dir="$tmp/strict" \
     init_from="$tmp/ref/checkpoints/step-00000048" >"$tmp/strict.log" 2>&1
 check "init_strict (default) refuses another model" test $? -ne 0

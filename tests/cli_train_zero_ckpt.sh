@@ -118,6 +118,9 @@ ck=$tmp/d1/checkpoints/step-00000030
     >"$tmp/init_sharded.log" 2>&1
 check "init_from a sharded checkpoint is refused naming model.safetensors" \
     grep -q "step-00000030/model.safetensors" "$tmp/init_sharded.log"
+check "and the ddpc ckpt export command that consolidates it" \
+    grep -q "ZeRO-sharded checkpoint; consolidate it first with .ddpc ckpt export $ck OUT.safetensors" \
+    "$tmp/init_sharded.log"
 "$ddpc" train "${common[@]}" state=test init_from="$tmp/d1.export.st" run_dir="$tmp/init_export" \
     >"$tmp/init_export.log" 2>&1
 check "init_from its export works" test $? -eq 0

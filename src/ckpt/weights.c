@@ -3,7 +3,10 @@
  * the model before it copies anything, so a refused file leaves the parameters untouched; a
  * non-strict load copies exactly the tensors whose name, dtype (F32) and shape match, and reports
  * the rest. A seq2seq model's vocabulary digests travel in __metadata__, so ids keep meaning. */
+#include "ckpt/checkpoint_impl.h"
+
 #include <ddpc/alloc.h>
+#include <ddpc/checkpoint.h>
 #include <ddpc/safetensors.h>
 #include <ddpc/weights.h>
 
@@ -92,12 +95,37 @@ static ddpc_status check_vocab(const ddpc_model *m, const ddpc_safetensors *f, c
 }
 
 /* path itself, or a checkpoint directory's model.safetensors. */
+static bool exists(const char *dir, const char *name)
+{
+    char p[DDPC__CKPT_PATH_MAX];
+    return (size_t)snprintf(p, sizeof p, "%s/%s", dir, name) < sizeof p && access(p, F_OK) == 0;
+}
+
+/* The weights file a path names: a safetensors file itself; a checkpoint directory's
+ * model.safetensors; a run's checkpoint root (it holds `latest`): its newest complete
+ * checkpoint's, as resuming picks it. A ZeRO-sharded checkpoint has no model.safetensors: refused
+ * with the command that consolidates it. */
 static ddpc_status file_of(const char *path, char *file, size_t cap)
 {
     struct stat st;
-    int w = stat(path, &st) == 0 && S_ISDIR(st.st_mode)
-                ? snprintf(file, cap, "%s/model.safetensors", path)
-                : snprintf(file, cap, "%s", path);
+    char dir[DDPC__CKPT_PATH_MAX];
+    int w = snprintf(dir, sizeof dir, "%s", path);
+    if (w < 0 || (size_t)w >= sizeof dir)
+        return ddpc_errorf(DDPC_EINVAL, "%s: path too long", path);
+    bool is_dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+    if (is_dir && exists(path, DDPC__CKPT_LATEST)) {
+        bool found = false;
+        DDPC_TRY(ddpc_ckpt_find_latest(path, dir, sizeof dir, &found));
+        if (!found)
+            return ddpc_errorf(DDPC_EIO, "%s: no complete checkpoint to initialise from "
+                               "(`ddpc ckpt ls %s` shows why)", path, path);
+    }
+    if (is_dir && !exists(dir, DDPC__CKPT_MODEL) && exists(dir, DDPC__CKPT_STATE))
+        return ddpc_errorf(DDPC_EINVAL, "%s/%s: not there: %s is a ZeRO-sharded checkpoint; "
+                           "consolidate it first with `ddpc ckpt export %s OUT.safetensors`, then "
+                           "init_from=OUT.safetensors", dir, DDPC__CKPT_MODEL, dir, dir);
+    w = is_dir ? snprintf(file, cap, "%s/%s", dir, DDPC__CKPT_MODEL)
+               : snprintf(file, cap, "%s", path);
     if (w < 0 || (size_t)w >= cap)
         return ddpc_errorf(DDPC_EINVAL, "%s: path too long", path);
     return DDPC_OK;
