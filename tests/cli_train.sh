@@ -17,7 +17,7 @@ check "weights saved" test -s "$tmp/a.safetensors"
 check "images log no tokens_per_s (it would repeat samples_per_s)" test "$(grep -c tokens_per_s "$tmp/a/metrics.jsonl")" -eq 0
 check "and their progress lines count samples/s" grep -Eq '^step +4/32 .* [0-9]+ samples/s' "$tmp/a.log"
 "$ddpc" train "$src/configs/fmnist_mlp.yaml" "${common[@]}" run_dir="$tmp/b" >"$tmp/b.log" 2>&1
-strip() { grep -v -e time_s -e mem_plan_bytes -e rank_step_s -e '"mem": ' "$1" | sed 's/"samples_per_s": [0-9.]*, //; s/"tokens_per_s": [0-9.]*, //'; }
+strip() { grep -v -e time_s -e wall_s -e mem_plan_bytes -e rank_step_s -e '"mem": ' "$1" | sed 's/"samples_per_s": [0-9.]*, //; s/"tokens_per_s": [0-9.]*, //'; }
 check "two runs give the same metrics" diff <(strip "$tmp/a/metrics.jsonl") <(strip "$tmp/b/metrics.jsonl")
 "$ddpc" train "$src/configs/fmnist_mlp.yaml" "${common[@]}" run_dir="$tmp/c" state=test init_from="$tmp/a.safetensors" >"$tmp/c.log" 2>&1
 final=$(grep '"split": "test"' "$tmp/a/metrics.jsonl" | tail -1 | sed 's/.*"eval_loss": \([0-9.]*\).*/\1/')

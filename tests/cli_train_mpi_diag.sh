@@ -43,7 +43,7 @@ worker() {
 head="ddpc train: collective mismatch: rank"
 same="\\(every rank must issue the same collectives in the same order\\)"
 grad="of 235146 f32 \\(avg\\)"
-eval="of 4 f64 \\(sum\\)"
+eval="of 6 f64 \\(sum\\)"
 want0="$head 0 issued all_reduce #([0-9]+) $grad but rank 1 issued all_reduce #\\1 $eval $same"
 want1="$head 1 issued all_reduce #([0-9]+) $eval but rank 0 issued all_reduce #\\1 $grad $same"
 
