@@ -43,7 +43,7 @@ test-sanitize: setup-test
 # Threaded code (process groups, comm thread, loaders, node 0's store in `ddpc run --nnodes`)
 # under ThreadSanitizer. TSan does not know Open MPI's internals, so the mpi backend's tests are
 # left to the other builds.
-TSAN_TESTS ?= comm_shm|test_dist|test_data_loader|test_data_augment|test_data_combined|cli_run_nodes|multihost_gloo_conformance
+TSAN_TESTS ?= comm_shm|test_comm|test_data_loader|test_data_augment|test_data_combined|cli_run_nodes|multihost_gloo_conformance
 test-tsan: setup-test
 	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DDDPC_TSAN=ON $(CMAKE_FLAGS) -DDDPC_CUDA=OFF
 	cmake --build build-tsan -j $(JOBS)
