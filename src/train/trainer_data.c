@@ -411,8 +411,7 @@ static ddpc_status load_builtin(ddpc_trainer *t, ddpc__task *k, const char *pref
             if (made[j])
                 DDPC_TRY(own(t, made[j]));
         DDPC_TRY(st);
-        size_t len = strlen(t->notes);
-        snprintf(t->notes + len, sizeof t->notes - len, "%s", d->splits.note);
+        ddpc__trainer_add_note(t, "%s", d->splits.note);
     }
     k->train = d->splits.train;
     k->test = d->splits.test;

@@ -357,6 +357,10 @@ int64_t ddpc__trainer_global_batch(const ddpc_trainer *t);
  * writes the "rerun" record of a run that continues nothing there (a TensorBoard START) and the
  * "run" record (world, precision, ZeRO stage, device, config); record_end the wall time. */
 void ddpc__trainer_note_metrics(ddpc_trainer *t);
+/* Appends to t->notes, the lines printed when the run starts (a config changed to fit the run,
+ * the threads each rank got, what the data reader skipped). */
+void ddpc__trainer_add_note(ddpc_trainer *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 bool ddpc__trainer_appends_metrics(const ddpc_trainer *t);
 ddpc_status ddpc__trainer_record_session(ddpc_trainer *t);
 ddpc_status ddpc__trainer_record_end(ddpc_trainer *t, double wall_s);

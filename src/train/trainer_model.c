@@ -279,8 +279,7 @@ static ddpc_status read_loss_scale(ddpc_trainer *t, ddpc_engine_config *ec)
     return DDPC_OK;
 }
 
-/* Appends one line to the notes printed when the run starts. */
-static void add_note(ddpc_trainer *t, const char *fmt, ...)
+void ddpc__trainer_add_note(ddpc_trainer *t, const char *fmt, ...)
 {
     size_t len = strlen(t->notes);
     va_list ap;
@@ -316,7 +315,7 @@ static ddpc_status read_engine_config(ddpc_trainer *t, int64_t total_steps, ddpc
      * refusal would stop a short trial of a long config (max_steps=50 on a 100-step warm-up). The
      * decay span is then 0 steps, which ddpc_lr_at treats as finished. */
     if (t->set.state == STATE_TRAIN && total_steps > 0 && warmup > total_steps) {
-        add_note(t,
+        ddpc__trainer_add_note(t,
                  "optim.warmup_steps %lld is more than the run's %lld steps: warm-up takes the "
                  "whole run\n",
                  (long long)warmup, (long long)total_steps);
@@ -384,14 +383,14 @@ static ddpc_status build_loader(ddpc_trainer *t, int i)
                    t->samp.kind == DDPC_SAMPLER_DISTRIBUTED && share > 0 && share < lc.batch_size;
     lc.drop_last = !partial;
     if (partial && t->world > 1)
-        add_note(t,
+        ddpc__trainer_add_note(t,
                  "data: %lld training samples, %lld on each of %d ranks, are fewer than "
                  "data.batch_size %lld: each epoch is one step on a partial batch of %lld per "
                  "rank (data.drop_last: true refuses instead)\n",
                  (long long)size, (long long)share, t->world, (long long)lc.batch_size,
                  (long long)share);
     else if (partial)
-        add_note(t,
+        ddpc__trainer_add_note(t,
                  "data: %lld training samples are fewer than data.batch_size %lld: each epoch "
                  "is one step on a partial batch of %lld (data.drop_last: true refuses "
                  "instead)\n",

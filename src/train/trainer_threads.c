@@ -9,20 +9,8 @@
 #include <ddpc/kernels.h>
 #include <ddpc/sysinfo.h>
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-
-/* Appends one line to the notes printed when the run starts. */
-static void note(ddpc_trainer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void note(ddpc_trainer *t, const char *fmt, ...)
-{
-    size_t len = strlen(t->notes);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(t->notes + len, sizeof t->notes - len, fmt, ap);
-    va_end(ap);
-}
 
 /* What told this rank how many ranks share its host. */
 static const char *local_source(const ddpc_trainer *t, const ddpc_comm_env *env)
@@ -51,14 +39,15 @@ void ddpc__trainer_split_threads(ddpc_trainer *t, const ddpc_comm_env *env)
             snprintf(why, sizeof why, "num_threads");
         else
             snprintf(why, sizeof why, "OMP_NUM_THREADS=%s", env->omp_num_threads);
-        note(t, "threads: %d per rank (%s, left as set; %d rank%s on this host, %d core%s)%s\n", n,
-             why, local, local == 1 ? "" : "s", cpus, cpus == 1 ? "" : "s",
-             (long long)n * local > cpus ? ": more threads than cores, which slows every rank"
-                                         : "");
+        ddpc__trainer_add_note(
+            t, "threads: %d per rank (%s, left as set; %d rank%s on this host, %d core%s)%s\n", n,
+            why, local, local == 1 ? "" : "s", cpus, cpus == 1 ? "" : "s",
+            (long long)n * local > cpus ? ": more threads than cores, which slows every rank" : "");
         return;
     }
     int n = ddpc_sysinfo_threads_per_rank(cpus, local);
     ddpc_kernels_set_threads(n);
-    note(t, "threads: %d per rank (%d core%s / %d rank%s on this host, %s)\n", n, cpus,
-         cpus == 1 ? "" : "s", local, local == 1 ? "" : "s", local_source(t, env));
+    ddpc__trainer_add_note(t, "threads: %d per rank (%d core%s / %d rank%s on this host, %s)\n", n,
+                           cpus, cpus == 1 ? "" : "s", local, local == 1 ? "" : "s",
+                           local_source(t, env));
 }
