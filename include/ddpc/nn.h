@@ -43,6 +43,8 @@ typedef enum {
     DDPC_LOSS_COUNT
 } ddpc_loss;
 
+/* The losses' names in ddpc_loss order, then NULL (a config key's choices). */
+const char *const *ddpc_loss_names(void);
 /* "cross_entropy" / "mse" / "l1" / "smooth_l1" / "bce_logits"; "unknown" outside the enum. */
 const char *ddpc_loss_name(ddpc_loss l);
 /* The loss named s (as above); false for any other string. */

@@ -7,18 +7,20 @@
 
 #include <string.h>
 
-static const char *const loss_names[DDPC_LOSS_COUNT] = {"cross_entropy", "mse", "l1", "smooth_l1",
-                                                        "bce_logits"};
+static const char *const names[DDPC_LOSS_COUNT + 1] = {"cross_entropy", "mse", "l1",
+                                                       "smooth_l1", "bce_logits", NULL};
+
+const char *const *ddpc_loss_names(void) { return names; }
 
 const char *ddpc_loss_name(ddpc_loss l)
 {
-    return (unsigned)l < DDPC_LOSS_COUNT ? loss_names[l] : "unknown";
+    return (unsigned)l < DDPC_LOSS_COUNT ? names[l] : "unknown";
 }
 
 bool ddpc_loss_from_name(const char *s, ddpc_loss *out)
 {
     for (int i = 0; s && i < DDPC_LOSS_COUNT; i++)
-        if (strcmp(s, loss_names[i]) == 0) {
+        if (strcmp(s, names[i]) == 0) {
             *out = (ddpc_loss)i;
             return true;
         }

@@ -227,7 +227,7 @@ static ddpc_status read_csv(ddpc_trainer *t, const char *prefix, data_spec *s)
         return ddpc_errorf(DDPC_EINVAL, "data.type csv needs a held-out split: key '%s.val' or "
                            "'%s.test'", prefix, prefix);
     int loss;
-    DDPC_TRY(ddpc_config_choice(t->cfg, "loss", "cross_entropy", ddpc__loss_choices, &loss));
+    DDPC_TRY(ddpc_config_choice(t->cfg, "loss", "cross_entropy", ddpc_loss_names(), &loss));
     s->format = loss == DDPC_LOSS_CROSS_ENTROPY ? DDPC_CSV_CLASSES
                 : loss == DDPC_LOSS_BCE_LOGITS ? DDPC_CSV_PROBABILITIES
                                                : DDPC_CSV_VALUES;

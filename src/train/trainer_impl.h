@@ -398,8 +398,6 @@ static inline ddpc_model_input ddpc__trainer_input_of(const ddpc_batch *b, int t
                               .task = task};
 }
 
-/* The `loss` key's choices, in ddpc_loss order (trainer_model.c). */
-extern const char *const ddpc__loss_choices[DDPC_LOSS_COUNT + 1];
 
 /* trainer_dist.c */
 ddpc_status ddpc__trainer_init_dist(ddpc_trainer *t);

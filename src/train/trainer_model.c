@@ -153,14 +153,11 @@ static ddpc_status task_heads(const ddpc_trainer *t, ddpc_model_config *mc)
 /* `loss` and `loss_beta` (top level: they belong to the run, not the network's shape). A loss
  * other than cross_entropy needs float targets (data.type csv), one task and DDP rather than
  * parallel.mode dp; the model refuses it on gpt, seq2seq and a GPU. */
-const char *const ddpc__loss_choices[DDPC_LOSS_COUNT + 1] = {"cross_entropy", "mse", "l1",
-                                                            "smooth_l1", "bce_logits", NULL};
-
 static ddpc_status read_loss(ddpc_trainer *t, ddpc_model_config *mc)
 {
     int loss;
     double beta;
-    DDPC_TRY(ddpc_config_choice(t->cfg, "loss", "cross_entropy", ddpc__loss_choices, &loss));
+    DDPC_TRY(ddpc_config_choice(t->cfg, "loss", "cross_entropy", ddpc_loss_names(), &loss));
     mc->loss = (ddpc_loss)loss;
     if (mc->loss == DDPC_LOSS_SMOOTH_L1)
         DDPC_TRY(ddpc_config_float(t->cfg, "loss_beta", 1.0, 0.0, 1e30, &beta));
