@@ -184,7 +184,6 @@ static phases step_phases(int64_t B, size_t *n_params)
     ec.optim.beta1 = 0.9f;
     ec.optim.beta2 = 0.95f;
     ec.optim.eps = 1e-8f;
-    ec.schedule.base_lr = 6e-4f;
     ec.grad_clip = 1.0f;
     ddpc_engine *e = NULL;
     if (ddpc_engine_create(m, NULL, 0, 1, &ec, &e) != DDPC_OK)

@@ -124,7 +124,6 @@ static ddpc_engine *make_engine(ddpc_model *m, bool scaling, float init, int64_t
     ddpc_engine_config c = ddpc_engine_config_default();
     c.optim.type = DDPC_OPTIM_ADAMW;
     c.optim.lr = 0.01f;
-    c.schedule.base_lr = 0.01f;
     c.grad_clip = 0.5f;
     c.loss_scaling = scaling;
     c.loss_scale.init_scale = init;

@@ -35,7 +35,7 @@ static ddpc_engine_config engine_config(int replicas, int64_t accum)
 {
     ddpc_engine_config c = ddpc_engine_config_default();
     c.optim.type = DDPC_OPTIM_ADAMW;
-    c.optim.lr = c.schedule.base_lr = 0.01f;
+    c.optim.lr = 0.01f;
     c.optim.weight_decay = 0.01f;
     c.accum_steps = accum;
     c.dp_replicas = replicas;

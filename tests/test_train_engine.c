@@ -46,7 +46,6 @@ static ddpc_engine_config adamw_config(int64_t accum)
     c.optim.type = DDPC_OPTIM_ADAMW;
     c.optim.lr = 0.01f;
     c.optim.weight_decay = 0.1f;
-    c.schedule.base_lr = 0.01f;
     c.grad_clip = 0.05f;
     c.accum_steps = accum;
     return c;
@@ -85,7 +84,7 @@ static void test_step_matches_manual(void)
         float norm = ddpc_clip_grad_norm(ddpc_model_grads(b), n, c.grad_clip);
         CHECK_NEAR(info.grad_norm, norm, 1e-6);
         ddpc_optim_step(o, ddpc_model_params(b), ddpc_model_grads(b), ddpc_model_decay_mask(b),
-                        ddpc_lr_at(&c.schedule, s));
+                        ddpc_lr_at(&c.schedule, c.optim.lr, s));
     }
     CHECK(memcmp(ddpc_model_params(a), ddpc_model_params(b), n * sizeof(float)) == 0);
     CHECK_EQ_INT(ddpc_engine_step(e), 3);

@@ -50,7 +50,7 @@ static int train(ddpc_dataset *ds, long steps)
     mc.num_classes = ddpc_dataset_num_classes(ds);
     mc.hidden[0] = 128, mc.n_hidden = 1;
     ddpc_engine_config ec = ddpc_engine_config_default();
-    ec.optim.lr = ec.schedule.base_lr = 0.05f;
+    ec.optim.lr = 0.05f;
     ec.optim.momentum = 0.9f;
 
     const ddpc_dataset *sets[1] = {ds};

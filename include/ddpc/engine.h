@@ -32,7 +32,7 @@ const char *ddpc_nonfinite_policy_name(ddpc_nonfinite_policy p);
 
 typedef struct {
     ddpc_optim_config optim;
-    ddpc_lr_schedule schedule; /* the LR of step s is ddpc_lr_at(&schedule, s) x lr_scale */
+    ddpc_lr_schedule schedule; /* the LR of step s is ddpc_lr_at(&schedule, optim.lr, s) x lr_scale */
     float lr_scale;            /* 1 */
     float grad_clip;           /* max global gradient norm; 0 = no clipping */
     int64_t accum_steps;       /* micro-batches per optimizer step, >= 1; 1 */

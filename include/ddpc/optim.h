@@ -98,15 +98,16 @@ float *ddpc_optim_state(ddpc_optim *o, size_t i, const char **name);
 
 typedef enum { DDPC_LR_CONSTANT, DDPC_LR_COSINE, DDPC_LR_LINEAR } ddpc_lr_kind;
 
+/* The shape of the LR over the steps; the base LR it scales is the optimizer's (ddpc_optim_config
+ * lr), kept there only. */
 typedef struct {
     ddpc_lr_kind kind;
-    float base_lr;
     int64_t warmup_steps; /* 0 = no warm-up */
     int64_t total_steps;  /* the decay reaches min_lr here (COSINE, LINEAR) */
     float min_lr;         /* COSINE, LINEAR */
 } ddpc_lr_schedule;
 
-/* CONSTANT at 0.01 with no warm-up. */
+/* CONSTANT with no warm-up. */
 ddpc_lr_schedule ddpc_lr_schedule_default(void);
 
 /* "constant" / "cosine" / "linear"; "unknown" outside the enum. */
@@ -114,15 +115,15 @@ const char *ddpc_lr_kind_name(ddpc_lr_kind k);
 /* Parses a kind name (case-insensitive) into *out; DDPC_EINVAL naming the string otherwise. */
 ddpc_status ddpc_lr_kind_from_name(const char *name, ddpc_lr_kind *out);
 
-/* DDPC_EINVAL naming the field if base_lr or min_lr is negative, warmup_steps is negative, or a
+/* DDPC_EINVAL naming the field if min_lr is negative, warmup_steps is negative, or a
  * decaying schedule has total_steps < warmup_steps. */
 ddpc_status ddpc_lr_schedule_check(const ddpc_lr_schedule *s);
 
-/* LR for 0-based step. Warm-up for every kind, like nanoGPT: base*(step+1)/warmup for step <
+/* LR for 0-based step at base LR `base`. Warm-up for every kind, like nanoGPT: base*(step+1)/warmup for step <
  * warmup. Then CONSTANT stays at base; COSINE goes min + (base-min)*(1+cos(pi*r))/2 and LINEAR
  * base + (min-base)*r, with r = (step-warmup)/(total-warmup) clamped to [0, 1] (min_lr at and past
  * total_steps). Negative steps count as 0. Pure. */
-float ddpc_lr_at(const ddpc_lr_schedule *s, int64_t step);
+float ddpc_lr_at(const ddpc_lr_schedule *s, float base, int64_t step);
 
 /* ---- gradient clipping ----------------------------------------------------------------- */
 

@@ -13,7 +13,6 @@ ddpc_lr_schedule ddpc_lr_schedule_default(void)
 {
     return (ddpc_lr_schedule){
         .kind = DDPC_LR_CONSTANT,
-        .base_lr = 0.01f,
         .warmup_steps = 0,
         .total_steps = 0,
         .min_lr = 0.0f,
@@ -52,9 +51,6 @@ ddpc_status ddpc_lr_schedule_check(const ddpc_lr_schedule *s)
 {
     if (!s)
         return ddpc_errorf(DDPC_EINVAL, "ddpc_lr_schedule_check: schedule must be non-NULL");
-    if (!(s->base_lr >= 0.0f && isfinite(s->base_lr)))
-        return ddpc_errorf(DDPC_EINVAL, "LR schedule base_lr %g must be finite and >= 0",
-                           (double)s->base_lr);
     if (!(s->min_lr >= 0.0f && isfinite(s->min_lr)))
         return ddpc_errorf(DDPC_EINVAL, "LR schedule min_lr %g must be finite and >= 0",
                            (double)s->min_lr);
@@ -70,15 +66,15 @@ ddpc_status ddpc_lr_schedule_check(const ddpc_lr_schedule *s)
     return DDPC_OK;
 }
 
-float ddpc_lr_at(const ddpc_lr_schedule *s, int64_t step)
+float ddpc_lr_at(const ddpc_lr_schedule *s, float base_lr, int64_t step)
 {
-    const double base = s->base_lr, lo = s->min_lr;
+    const double base = base_lr, lo = s->min_lr;
     if (step < 0)
         step = 0;
     if (step < s->warmup_steps)
         return (float)(base * (double)(step + 1) / (double)s->warmup_steps);
     if (s->kind != DDPC_LR_COSINE && s->kind != DDPC_LR_LINEAR)
-        return s->base_lr;
+        return base_lr;
     const int64_t span = s->total_steps - s->warmup_steps;
     double r = span <= 0 ? 1.0 : (double)(step - s->warmup_steps) / (double)span;
     if (r > 1.0)

@@ -84,7 +84,6 @@ ddpc_engine_config ddpc_engine_config_default(void)
         .loss_scaling = false,
         .loss_scale = ddpc_loss_scale_config_default(),
     };
-    c.schedule.base_lr = c.optim.lr;
     return c;
 }
 
@@ -428,7 +427,7 @@ int64_t ddpc_engine_skipped(const ddpc_engine *e)
 
 float ddpc_engine_lr(const ddpc_engine *e, int64_t step)
 {
-    return ddpc_lr_at(&e->cfg.schedule, step) * e->cfg.lr_scale;
+    return ddpc_lr_at(&e->cfg.schedule, e->cfg.optim.lr, step) * e->cfg.lr_scale;
 }
 
 ddpc_optim *ddpc_engine_optim(ddpc_engine *e)

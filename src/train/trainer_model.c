@@ -325,7 +325,6 @@ static ddpc_status read_engine_config(ddpc_trainer *t, int64_t total_steps, ddpc
     ec->schedule = (ddpc_lr_schedule){.kind = sched == 0   ? DDPC_LR_CONSTANT
                                               : sched == 1 ? DDPC_LR_COSINE
                                                            : DDPC_LR_LINEAR,
-                                      .base_lr = (float)lr,
                                       .warmup_steps = warmup,
                                       .total_steps = total_steps,
                                       .min_lr = (float)min_lr};
