@@ -41,13 +41,13 @@ extern "C" {
 DDPC_PLUGIN_EXPORT ddpc_status ddpc_plugin_init(void);
 
 /* Loads the plugin at `path` (dlopen RTLD_NOW | RTLD_LOCAL): checks its ddpc_plugin_abi, then
- * calls its ddpc_plugin_init. A library this process has loaded already (the same file, by any
- * path) is not initialised again: DDPC_OK. Errors name `path`: DDPC_EIO when it does not exist
- * or cannot be read; DDPC_EFORMAT for a file that is not a shared library (dlerror's reason,
- * an unresolved symbol included), no ddpc_plugin_abi or ddpc_plugin_init, or another ABI; the
- * init's own status and message otherwise (a type name already registered is DDPC_EINVAL).
- * Symbols ddpc's headers declare must be exported by the loading program: libddpc.so's, or the
- * `ddpc` program's own. One thread at a time, before trainers are created. */
+ * calls its ddpc_plugin_init. A plugin this process has loaded already (the same file, by any
+ * path) is checked but not initialised again: DDPC_OK. Errors name `path`: DDPC_EIO when it does
+ * not exist or cannot be read; DDPC_EFORMAT for a file that is not a shared library (dlerror's
+ * reason, an unresolved symbol included), no ddpc_plugin_abi or ddpc_plugin_init, or another
+ * ABI; the init's own status and message otherwise (a type name already registered is
+ * DDPC_EINVAL). Symbols ddpc's headers declare must be exported by the loading program:
+ * libddpc.so's, or the `ddpc` program's own. One thread at a time, before trainers are created. */
 ddpc_status ddpc_plugin_load(const char *path);
 
 #ifdef __cplusplus

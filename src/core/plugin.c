@@ -8,6 +8,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -40,14 +41,13 @@ ddpc_status ddpc_plugin_load(const char *path)
             return ddpc_errorf(DDPC_EINVAL, "plugin '%.60s...': path too long", path);
         path = local;
     }
-    /* The same file loaded before (by any path: the loader compares device and inode). */
+    /* The same file loaded before (by any path: the loader compares device and inode) is
+     * checked as a plugin like a new one, but not initialised again. */
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-    if (h) {
-        dlclose(h); /* drops only the reference RTLD_NOLOAD took */
-        return DDPC_OK;
-    }
+    bool loaded_before = h != NULL;
     dlerror();
-    h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h)
         return ddpc_errorf(DDPC_EFORMAT, "plugin '%s' cannot be loaded: %s", path, dl_reason(path));
     const uint32_t *abi = (const uint32_t *)dlsym(h, "ddpc_plugin_abi");
@@ -67,6 +67,10 @@ ddpc_status ddpc_plugin_load(const char *path)
                            "plugin '%s' was built for plugin ABI %u, this ddpc has ABI %u: "
                            "rebuild it against this ddpc's headers",
                            path, (unsigned)got, (unsigned)DDPC_PLUGIN_ABI);
+    }
+    if (loaded_before) {
+        dlclose(h); /* drops only the reference RTLD_NOLOAD took */
+        return DDPC_OK;
     }
     ddpc_clear_error();
     ddpc_status s = init();
