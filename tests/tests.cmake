@@ -60,6 +60,9 @@ set_tests_properties(cli_train_resume_stress PROPERTIES TIMEOUT 900)
 # cli_example_resmlp installs, builds the example twice and runs nine 2-rank jobs: 160 s measured
 # alone on the loaded 2-core machine.
 set_tests_properties(cli_example_resmlp PROPERTIES TIMEOUT 900)
+# cli_train_plugin installs, builds the example and its plugin and runs seven short jobs: 80 s
+# measured on the loaded 2-core machine (load 14).
+set_tests_properties(cli_train_plugin PROPERTIES TIMEOUT 900)
 # cli_train_resume_config starts 25 short runs (3 of them on 2 ranks): 190 s on the loaded 2-core
 # machine while a build ran beside it.
 set_tests_properties(cli_train_resume_config PROPERTIES TIMEOUT 900)

@@ -50,6 +50,17 @@ int ddpc_cli_check_flags(const char *cmd, const ddpc_config *c);
 int ddpc_cli_config_fail(const char *cmd, const ddpc_config *c);
 /* flags.c: the documented flags and the keys they set. */
 void ddpc_cli_print_flags(FILE *f);
+/* plugins.c: the most plugins a command loads, from all three places together. */
+#define DDPC_CLI_MAX_PLUGINS 32
+/* plugins.c: -1 when argv[*i] is not --plugin; else 0 after appending its PATH ("--plugin PATH",
+ * *i moves past it, or "--plugin=PATH") to paths (*n of DDPC_CLI_MAX_PLUGINS used), or 2 after
+ * one line saying why not (no PATH, too many). */
+int ddpc_cli_plugin_flag(int argc, char **argv, int *i, char **paths, size_t *n);
+/* plugins.c: loads the plugins named by c's `plugins` (relative paths against c's file's
+ * directory), then `flags` (n_flags paths), then DDPC_PLUGINS (colon-separated), each file once,
+ * and sets c's `plugins` to the absolute paths loaded, as argument `arg_index` (none named
+ * anywhere: c is left alone). 0, or 1 with the error set, naming the file and where it was named. */
+int ddpc_cli_load_plugins(ddpc_config *c, char **flags, size_t n_flags, int arg_index);
 /* local_rank.c: whether arg is torch.distributed.launch's --local-rank/--local_rank flag. */
 bool ddpc_cli_is_local_rank(const char *arg);
 /* local_rank.c: removes every --local-rank N / --local_rank=N from argv (*argc shrinks), checked

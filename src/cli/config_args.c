@@ -58,16 +58,24 @@ int ddpc_cli_load_config(int argc, char **argv, ddpc_config **out, char *name, s
     ddpc_config *c = NULL;
     if (ddpc_config_load(&c, argv[0]) != DDPC_OK)
         return 1;
-    for (int i = 1; i < argc; i++) {
-        int rc = 0;
-        if (strncmp(argv[i], "--", 2) == 0)
+    char *plugins[DDPC_CLI_MAX_PLUGINS]; /* --plugin PATH, in order; argv's strings */
+    size_t n_plugins = 0;
+    int rc = 0;
+    for (int i = 1; i < argc && rc == 0; i++) {
+        int taken = ddpc_cli_plugin_flag(argc, argv, &i, plugins, &n_plugins);
+        if (taken >= 0)
+            rc = taken;
+        else if (strncmp(argv[i], "--", 2) == 0)
             rc = ddpc_cli_apply_flag(c, argc, argv, &i);
         else if (ddpc_config_set(c, argv[i], i) != DDPC_OK)
             rc = 1;
-        if (rc != 0) {
-            ddpc_config_destroy(c);
-            return rc;
-        }
+    }
+    /* before the trainer resolves model.type and data.type */
+    if (rc == 0)
+        rc = ddpc_cli_load_plugins(c, plugins, n_plugins, argc);
+    if (rc != 0) {
+        ddpc_config_destroy(c);
+        return rc;
     }
     *out = c;
     return 0;

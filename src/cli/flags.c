@@ -67,7 +67,9 @@ void ddpc_cli_print_flags(FILE *f)
                "  --<last name> VALUE             the one key ending in that name "
                "(--d_model 64: model.d_model=64)\n"
                "A flag alone sets a true/false key to true (--use_checkpoint); --flag=VALUE works\n"
-               "too; '-' and '_' are alike.\n");
+               "too; '-' and '_' are alike.\n"
+               "--plugin PATH (repeatable; not a key) loads a plugin's model and data types, after\n"
+               "the config's `plugins` list and before DDPC_PLUGINS's (docs/extending.md).\n");
 }
 
 bool ddpc_cli_flag_takes(const char *next)

@@ -431,3 +431,38 @@ ddpc_status ddpc_config_float_list(ddpc_config *c, const char *key, const double
     num_spec sp = {.is_int = false, .fmin = min, .fmax = max};
     return get_list(c, key, &sp, def, n_def, out, cap, n_out);
 }
+
+ddpc_status ddpc_config_string_list(ddpc_config *c, const char *key, const char **out, size_t cap,
+                                    size_t *n_out)
+{
+    if ((cap && !out) || !n_out)
+        return ddpc_errorf(DDPC_EINVAL, "config key '%s': bad list arguments", key ? key : "");
+    ddpc__cfg_node *n;
+    DDPC_TRY(lookup(c, key, "[]", true, false, &n));
+    if (!n || (n->kind == DDPC__CFG_SCALAR && ddpc__cfg_is_null(n))) {
+        if (n)
+            n->used = true;
+        *n_out = 0;
+        return DDPC_OK;
+    }
+    if (n->kind == DDPC__CFG_MAP)
+        return value_error(n, key, -1, "a list of strings");
+    if (list_len(n) > cap) {
+        char where[320];
+        ddpc__cfg_where(n->origin, n->line, where, sizeof where);
+        return ddpc_errorf(DDPC_EINVAL, "%s: key '%s' must have at most %zu elements, got %zu",
+                           where, key, cap, list_len(n));
+    }
+    for (size_t i = 0; i < list_len(n); i++) {
+        ddpc__cfg_node *e = list_elem(n, i);
+        if (e->kind != DDPC__CFG_SCALAR || ddpc__cfg_is_null(e))
+            return value_error(e, key, n->kind == DDPC__CFG_SEQ ? (ptrdiff_t)i : -1, "a string");
+    }
+    for (size_t i = 0; i < list_len(n); i++) {
+        out[i] = list_elem(n, i)->text;
+        list_elem(n, i)->used = true;
+    }
+    n->used = true;
+    *n_out = list_len(n);
+    return DDPC_OK;
+}

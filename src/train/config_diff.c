@@ -36,6 +36,10 @@ static const struct {
     {"ddp.find_unused_parameters", DDPC__CHANGE_RESHARD},
     {"model.activation_checkpointing", DDPC__CHANGE_RESHARD}, /* recomputes the same values */
     /* Nothing trained depends on these: outputs, logging, evaluation, cadences, speed. */
+    /* Where the plugins' code was loaded from, not what is trained: model.type, data.type and
+     * the types' own keys say that, and the checkpoint's tensor names and shapes are checked on
+     * load. A plugin rebuilt elsewhere (another prefix, another build directory) must resume. */
+    {"plugins", DDPC__CHANGE_COSMETIC},
     {"run_dir", DDPC__CHANGE_COSMETIC},
     {"resume", DDPC__CHANGE_COSMETIC},
     {"state", DDPC__CHANGE_COSMETIC},
