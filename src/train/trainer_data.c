@@ -2,8 +2,8 @@
 /* Datasets and tasks. A dataset is built from a table of {name, keys, create}: `data.*` (one task)
  * and `tasks.<i>.data.*` read the same keys through the same builder. Tasks whose datasets have the
  * same type and keys share one copy; a label_map is a relabelled view over it. Invariant: every
- * dataset a task points to is in t->owned, views after their base, so freeing in reverse order is
- * safe. */
+ * dataset a task points to is in t->data.owned, views after their base, so freeing in reverse order
+ * is safe. */
 #include "train/trainer_impl.h"
 
 #include <ddpc/alloc.h>
@@ -354,11 +354,11 @@ static bool same_spec(const data_spec *a, const data_spec *b)
 
 static ddpc_status own(ddpc_trainer *t, ddpc_dataset *d)
 {
-    if (t->n_owned == DDPC__MAX_OWNED) {
+    if (t->data.n_owned == DDPC__MAX_OWNED) {
         ddpc_dataset_destroy(d);
         return ddpc_errorf(DDPC_EINTERNAL, "tasks: too many datasets");
     }
-    t->owned[t->n_owned++] = d;
+    t->data.owned[t->data.n_owned++] = d;
     return DDPC_OK;
 }
 
@@ -468,10 +468,10 @@ static ddpc_status read_name(ddpc_trainer *t, int i, const char *key)
                            "key '%s' must be 1 to %d letters, digits, '_', '-' or '.', got '%s'",
                            key, DDPC__TASK_NAME_MAX - 1, name ? name : "");
     for (int j = 0; j < i; j++)
-        if (strcmp(t->task[j].name, name) == 0)
+        if (strcmp(t->data.task[j].name, name) == 0)
             return ddpc_errorf(DDPC_EINVAL, "key '%s': '%s' is already the name of tasks.%d", key,
                                name, j);
-    snprintf(t->task[i].name, DDPC__TASK_NAME_MAX, "%s", name);
+    snprintf(t->data.task[i].name, DDPC__TASK_NAME_MAX, "%s", name);
     return DDPC_OK;
 }
 
@@ -479,7 +479,7 @@ static ddpc_status read_name(ddpc_trainer *t, int i, const char *key)
 static ddpc_status read_task(ddpc_trainer *t, int i, loaded_data *loaded, int *n_loaded)
 {
     ddpc_config *c = t->cfg;
-    ddpc__task *k = &t->task[i];
+    ddpc__task *k = &t->data.task[i];
     char prefix[64], key[96];
     double w;
     snprintf(prefix, sizeof prefix, "tasks.%d", i);
@@ -505,10 +505,10 @@ ddpc_status ddpc__trainer_load_tasks(ddpc_trainer *t)
     ddpc_config *c = t->cfg;
     loaded_data loaded[DDPC_MODEL_MAX_HEADS];
     int n_loaded = 0;
-    t->multi = ddpc_config_has(c, "tasks");
-    if (!t->multi) { /* data.* is shorthand for the one task */
-        ddpc__task *k = &t->task[0];
-        t->n_tasks = 1;
+    t->data.multi = ddpc_config_has(c, "tasks");
+    if (!t->data.multi) { /* data.* is shorthand for the one task */
+        ddpc__task *k = &t->data.task[0];
+        t->data.n_tasks = 1;
         snprintf(k->name, sizeof k->name, "default");
         k->batch_size = t->set.batch_size;
         k->eval_batch_size = t->set.eval_batch_size;
@@ -524,9 +524,9 @@ ddpc_status ddpc__trainer_load_tasks(ddpc_trainer *t)
         int mode;
         DDPC_TRY(
             ddpc_config_choice(c, "data.combined_mode", "max_size_cycle", combined_modes, &mode));
-        t->mode = (ddpc_combined_mode)mode; /* the table follows the enum's order */
+        t->data.mode = (ddpc_combined_mode)mode; /* the table follows the enum's order */
         for (int i = 0; i < (int)n; i++) {
-            t->n_tasks = i + 1; /* freeing sees every task begun */
+            t->data.n_tasks = i + 1; /* freeing sees every task begun */
             DDPC_TRY(read_task(t, i, loaded, &n_loaded));
         }
     }
@@ -536,21 +536,21 @@ ddpc_status ddpc__trainer_load_tasks(ddpc_trainer *t)
 
 void ddpc__trainer_free_tasks(ddpc_trainer *t)
 {
-    ddpc_combined_destroy(t->combined);
-    t->combined = NULL;
-    for (int i = 0; i < t->n_tasks; i++) {
-        ddpc_loader_destroy(t->task[i].loader);
-        ddpc_sampler_destroy(t->task[i].sampler);
-        t->task[i].loader = NULL;
-        t->task[i].sampler = NULL;
+    ddpc_combined_destroy(t->data.combined);
+    t->data.combined = NULL;
+    for (int i = 0; i < t->data.n_tasks; i++) {
+        ddpc_loader_destroy(t->data.task[i].loader);
+        ddpc_sampler_destroy(t->data.task[i].sampler);
+        t->data.task[i].loader = NULL;
+        t->data.task[i].sampler = NULL;
     }
-    for (int i = t->n_owned - 1; i >= 0; i--)
-        ddpc_dataset_destroy(t->owned[i]);
-    t->n_owned = 0;
-    ddpc_free(t->holds);
-    t->holds = NULL;
-    if (t->indices_log)
-        fclose(t->indices_log);
-    t->indices_log = NULL;
+    for (int i = t->data.n_owned - 1; i >= 0; i--)
+        ddpc_dataset_destroy(t->data.owned[i]);
+    t->data.n_owned = 0;
+    ddpc_free(t->data.holds);
+    t->data.holds = NULL;
+    if (t->data.indices_log)
+        fclose(t->data.indices_log);
+    t->data.indices_log = NULL;
     ddpc__trainer_free_translation(t); /* after the datasets, which borrow the vocabularies */
 }

@@ -38,12 +38,12 @@ static const ddpc_dataset *split_of(const ddpc__task *k, const char *split)
 static ddpc_status eval_data_build(ddpc_trainer *t, const char *split, eval_data *e)
 {
     const char *names[DDPC_MODEL_MAX_HEADS];
-    for (int i = 0; i < t->n_tasks; i++) {
-        const ddpc__task *k = &t->task[i];
+    for (int i = 0; i < t->data.n_tasks; i++) {
+        const ddpc__task *k = &t->data.task[i];
         ddpc_sampler_config sc = ddpc_sampler_config_default();
         sc.kind = DDPC_SAMPLER_CASE;
-        sc.rank = t->rank;
-        sc.world = t->world;
+        sc.rank = t->dist.rank;
+        sc.world = t->dist.world;
         sc.size = ddpc_dataset_size(split_of(k, split));
         DDPC_TRY(ddpc_sampler_create(&sc, &e->sampler[i]));
         ddpc_loader_config lc = ddpc_loader_config_default();
@@ -54,7 +54,7 @@ static ddpc_status eval_data_build(ddpc_trainer *t, const char *split, eval_data
         DDPC_TRY(ddpc_loader_create(ds, 1, e->sampler[i], &lc, &e->loader[i]));
         names[i] = k->name;
     }
-    return ddpc_combined_create(e->loader, names, t->n_tasks, DDPC_COMBINED_SEQUENTIAL,
+    return ddpc_combined_create(e->loader, names, t->data.n_tasks, DDPC_COMBINED_SEQUENTIAL,
                                 &e->combined);
 }
 
@@ -81,8 +81,8 @@ static ddpc_status evaluate_shares(ddpc_trainer *t, const char *split, int64_t m
         ddpc_model_output out;
         st = ddpc_model_forward(t->model, &in, false, &out);
         if (st == DDPC_OK && t->tr)
-            st = ddpc__translation_eval_batch(t, split_of(&t->task[step->task], split), b,
-                                              sums + SUMS * t->n_tasks);
+            st = ddpc__translation_eval_batch(t, split_of(&t->data.task[step->task], split), b,
+                                              sums + SUMS * t->data.n_tasks);
         if (st != DDPC_OK)
             break;
         double *s = sums + SUMS * step->task;
@@ -93,7 +93,7 @@ static ddpc_status evaluate_shares(ddpc_trainer *t, const char *split, int64_t m
         s[4] += out.sum_abs_err;
         s[5] += out.sum_sq_err;
     }
-    eval_data_free(&e, t->n_tasks);
+    eval_data_free(&e, t->data.n_tasks);
     return st;
 }
 
@@ -105,8 +105,8 @@ static ddpc_status log_result(ddpc_trainer *t, const char *split, int i, const d
     ddpc_metrics *m = t->metrics;
     ddpc_metrics_begin(m, step);
     ddpc_metrics_str(m, "split", split);
-    if (t->multi)
-        ddpc_metrics_str(m, "task", t->task[i].name);
+    if (t->data.multi)
+        ddpc_metrics_str(m, "task", t->data.task[i].name);
     ddpc_metrics_f64(m, "eval_loss", r->loss, 6);
     bool regression = ddpc_loss_is_regression(ddpc_model_config_of(t->model)->loss);
     if (regression) {
@@ -119,10 +119,11 @@ static ddpc_status log_result(ddpc_trainer *t, const char *split, int i, const d
     if (t->tr)
         ddpc__translation_eval_record(t, tr_sums, (double)r->samples, tr_text, sizeof tr_text);
     ddpc__progress_clear(t); /* the line goes above the bar, which the next step redraws */
-    if (t->log && t->multi)
+    if (t->log && t->data.multi)
         fprintf(t->log,
                 "eval %-4s step %6lld | task %-12s | loss %.4f | accuracy %.2f%% | %lld samples\n",
-                split, step, t->task[i].name, r->loss, 100.0 * r->accuracy, (long long)r->samples);
+                split, step, t->data.task[i].name, r->loss, 100.0 * r->accuracy,
+                (long long)r->samples);
     else if (t->log && regression)
         fprintf(t->log, "eval %-4s step %6lld | loss %.6f | rmse %.6f | mae %.6f | %lld samples\n",
                 split, step, r->loss, r->rmse, r->mae, (long long)r->samples);
@@ -134,9 +135,9 @@ static ddpc_status log_result(ddpc_trainer *t, const char *split, int i, const d
 
 ddpc_status ddpc__trainer_evaluate(ddpc_trainer *t, const char *split, int64_t max_batches)
 {
-    ddpc_pg_set_phase(t->pg, DDPC_PHASE_EVAL);
+    ddpc_pg_set_phase(t->dist.pg, DDPC_PHASE_EVAL);
     double sums[SUMS * DDPC_MODEL_MAX_HEADS + DDPC__TR_SUMS] = {0};
-    size_t n_sums = SUMS * (size_t)t->n_tasks + (t->tr ? DDPC__TR_SUMS : 0);
+    size_t n_sums = SUMS * (size_t)t->data.n_tasks + (t->tr ? DDPC__TR_SUMS : 0);
     /* DDP's broadcast_buffers: every rank evaluates with rank 0's BatchNorm statistics. */
     DDPC_TRY(ddpc_engine_sync_buffers(t->engine));
     /* ZeRO-3: ranks run different numbers of batches here, so no gather may happen inside. */
@@ -145,7 +146,7 @@ ddpc_status ddpc__trainer_evaluate(ddpc_trainer *t, const char *split, int64_t m
     ddpc_engine_release_params(t->engine);
     DDPC_TRY(st);
     DDPC_TRY(ddpc__trainer_sum(t, sums, n_sums));
-    for (int i = 0; i < t->n_tasks; i++) {
+    for (int i = 0; i < t->data.n_tasks; i++) {
         const double *s = sums + SUMS * i;
         int64_t valid = (int64_t)s[1], correct = (int64_t)s[2], samples = (int64_t)s[3];
         ddpc_eval_result r = {
@@ -155,10 +156,10 @@ ddpc_status ddpc__trainer_evaluate(ddpc_trainer *t, const char *split, int64_t m
             .rmse = valid ? sqrt(s[5] / (double)valid) : 0.0,
             .samples = samples,
         };
-        t->task[i].last_eval = r;
+        t->data.task[i].last_eval = r;
         if (i == 0)
             t->last_eval = r;
-        DDPC_TRY(log_result(t, split, i, &r, sums + SUMS * t->n_tasks));
+        DDPC_TRY(log_result(t, split, i, &r, sums + SUMS * t->data.n_tasks));
     }
     return DDPC_OK;
 }

@@ -180,18 +180,15 @@ typedef struct {
     ddpc_fs_lock *weights_out; /* "<weights_out's target>.lock", removed on release */
 } ddpc__trainer_locks;
 
-struct ddpc_trainer {
-    ddpc_config *cfg;
-    FILE *log;
-    trainer_settings set;
-    /* Tasks: `multi` when the config declares `tasks:` (heads per task, per-task metrics). */
+/* The task table and its loaders (trainer_data.c, trainer_shard.c, trainer_sampler.c). */
+typedef struct {
+    /* `multi` when the config declares `tasks:` (heads per task, per-task metrics). */
     bool multi;
     int n_tasks;
     int n_tasks_declared; /* in the config's tasks list, before data.task_names_to_use */
     ddpc__task task[DDPC_MODEL_MAX_HEADS];
     ddpc_dataset *owned[DDPC__MAX_OWNED];
     int n_owned;
-    ddpc__translation *tr; /* data.type translation; NULL otherwise */
     ddpc_combined_mode mode; /* training; evaluation is always sequential */
     ddpc_combined *combined; /* over the tasks this rank trains: local_task[j] is loader j's */
     int n_local, local_task[DDPC_MODEL_MAX_HEADS];
@@ -204,12 +201,11 @@ struct ddpc_trainer {
     bool replicate_tasks;
     unsigned char *holds;
     FILE *indices_log; /* data.log_indices */
-    ddpc_model *model;
-    ddpc_engine_config engine_cfg;
-    ddpc_engine *engine;
-    int64_t total_steps;     /* optimizer steps of the whole run */
-    int64_t steps_per_epoch; /* optimizer steps per epoch (training only) */
-    /* Distributed: the group (world 1 without a launcher), the reducer (world > 1 only). */
+} ddpc__task_table;
+
+/* Distributed (trainer_dist.c): the group (world 1 without a launcher), the reducer (world > 1
+ * only) and the shape of the job. */
+typedef struct {
     ddpc_pg *pg;
     ddpc_reducer *reducer;
     ddpc_reducer_config reducer_cfg; /* the ddp.* keys */
@@ -218,48 +214,83 @@ struct ddpc_trainer {
     /* parallel.mode dp: DataParallel replicas in this one process (world 1), each taking
      * data.batch_size rows of a loader batch N times as large; 0 under parallel.mode ddp. */
     int dp_replicas;
-    int plan_world;  /* > 0: `ddpc plan` at this many ranks; nothing is allocated or run */
-    /* Memory plan (trainer_memory.c): its input (bucket lengths owned here), the per-rank limit
-     * and how it was set, and whether the measured peak was reported yet. */
-    ddpc_memplan_input mem_in;
-    size_t *mem_buckets;
-    uint64_t mem_limit;
-    char mem_limit_what[256];
-    bool mem_reported;
-    /* Batch buffers (max_batch samples), for prediction and the step benchmark. */
+    int plan_world; /* > 0: `ddpc plan` at this many ranks; nothing is allocated or run */
+} ddpc__dist;
+
+/* Memory plan (trainer_memory.c): its input (bucket lengths owned here), the per-rank limit and
+ * how it was set, and whether the measured peak was reported yet. */
+typedef struct {
+    ddpc_memplan_input in;
+    size_t *buckets;
+    uint64_t limit;
+    char limit_what[256];
+    bool reported;
+} ddpc__mem;
+
+/* Batch buffers (max_batch samples), for prediction and the step benchmark. */
+typedef struct {
     int64_t max_batch, sample_floats, tokens_per_sample;
-    float *x;
-    int32_t *tokens, *targets;
-    int64_t *perm;          /* (train size) bench order */
+    float *x;                  /* (max_batch, sample_floats) */
+    int32_t *tokens, *targets; /* (max_batch, tokens_per_sample) */
+    int64_t *perm;             /* (train size) bench order */
+} ddpc__buffers;
+
+/* Position: where the next step's data starts (epoch, optimizer steps done in it), and the
+ * run's saving so far. */
+typedef struct {
+    int64_t epoch, epoch_step;
+    int64_t last_saved_step; /* -1: none this run */
+    double ckpt_seconds;     /* spent saving checkpoints this run */
+    int restart_count;       /* of the launcher (TORCHELASTIC_RESTART_COUNT) */
+} ddpc__position;
+
+/* A GPU run: device allocations made by the end of the second step, and steps taken, so the end
+ * of the run can say how many a warm step made (none is the promise). */
+typedef struct {
+    uint64_t allocs_warm, allocs_last;
+    int64_t steps;
+} ddpc__gpu_count;
+
+/* The logging window (trainer_fit.c): what the progress line reports. */
+typedef struct {
+    double time;          /* training seconds since the last progress line */
+    double unsynced_loss; /* local weighted loss sum since the last cross-rank sync */
+    int64_t unsynced_steps;
+    double loss; /* rank-averaged loss sum since the last progress line */
+    int64_t steps;
+    int64_t samples; /* rows this rank trained on since the last progress line */
+    double wait;     /* seconds blocked on the loaders since the last line */
+    double last_train_loss;
+    double last_grad_norm;    /* of the last step, before clipping */
+    uint64_t last_comm_bytes; /* ring bytes this rank's last optimizer step issued */
+} ddpc__window;
+
+struct ddpc_trainer {
+    ddpc_config *cfg;
+    FILE *log;
+    trainer_settings set;
+    ddpc__task_table data;
+    ddpc__translation *tr; /* data.type translation; NULL otherwise */
+    ddpc_model *model;
+    ddpc_engine_config engine_cfg;
+    ddpc_engine *engine;
+    int64_t total_steps;     /* optimizer steps of the whole run */
+    int64_t steps_per_epoch; /* optimizer steps per epoch (training only) */
+    ddpc__dist dist;
+    ddpc__mem mem;
+    ddpc__buffers buf;
     ddpc_metrics *metrics;  /* records of rank 0 reach metrics.jsonl; other ranks' go nowhere */
     ddpc__trainer_locks locks; /* rank 0's, for the job */
     char *config_text; /* the effective configuration (ddpc_config_dump), for config.yaml and
                           checkpoints */
-    int restart_count;      /* of the launcher (TORCHELASTIC_RESTART_COUNT) */
-    /* Position: where the next step's data starts (epoch, optimizer steps done in it). */
-    int64_t epoch, epoch_step;
-    int64_t last_saved_step; /* -1: none this run */
-    double ckpt_seconds;     /* spent saving checkpoints this run */
-    /* A GPU run: device allocations made by the end of the second step, and steps taken, so the
-     * end of the run can say how many a warm step made (none is the promise). */
-    uint64_t device_allocs_warm, device_allocs_last;
-    int64_t device_steps;
+    ddpc__position pos;
+    ddpc__gpu_count gpu;
     char resumed_from[1100]; /* checkpoint this run resumed from, or "" */
     ddpc__resume_notes resume; /* what resuming passed over; the first save's check */
     char init_report[1024];  /* what init_from (init_strict: false) left out, or "" */
     char notes[1024]; /* lines about a config changed to fit the run (warm-up cut to the run,
                          a partial batch kept), decided while building, printed when it runs */
-    /* Logging window. */
-    double window_time;   /* training seconds since the last progress line */
-    double unsynced_loss; /* local weighted loss sum since the last cross-rank sync */
-    int64_t unsynced_steps;
-    double window_loss; /* rank-averaged loss sum since the last progress line */
-    int64_t window_steps;
-    int64_t window_samples; /* rows this rank trained on since the last progress line */
-    double window_wait;     /* seconds blocked on the loaders since the last line */
-    double last_train_loss;
-    double last_grad_norm; /* of the last step, before clipping */
-    uint64_t last_comm_bytes; /* ring bytes this rank's last optimizer step issued */
+    ddpc__window win;
     ddpc_eval_result last_eval;
     ddpc__progress bar;
     ddpc__phases ph;
@@ -275,7 +306,7 @@ ddpc_status ddpc__trainer_load_tasks(ddpc_trainer *t);
 /* Frees loaders, samplers and datasets. */
 void ddpc__trainer_free_tasks(ddpc_trainer *t);
 
-/* trainer_sampler.c: the data.sampler keys into t->samp (before data.shuffle, whose default
+/* trainer_sampler.c: the data.sampler keys into t->data.samp (before data.shuffle, whose default
  * depends on streaming); the training sampler config of task i; data.log_indices' file (open at
  * fit's start, one line per pass: step, micro-step, task, indices). */
 ddpc_status ddpc__trainer_read_sampling(ddpc_trainer *t);
@@ -369,7 +400,7 @@ ddpc_status ddpc__trainer_record_end(ddpc_trainer *t, double wall_s);
  * (cap) gets the lines for rank 0's log: resume=force's warning, reshard, length, cosmetic keys. */
 ddpc_status ddpc__trainer_compare_config(const ddpc_trainer *t, const char *path,
                                          const ddpc_ckpt_state *st, char *report, size_t cap);
-/* trainer_ckpt_agree.c, collectives over t->pg (every rank calls them; world 1: no-ops).
+/* trainer_ckpt_agree.c, collectives over t->dist.pg (every rank calls them; world 1: no-ops).
  * resume_agree: after each rank tried to resume (local: its status; st: what it loaded, NULL if
  * nothing; path: from where), every rank returns the same verdict: a rank's failure, or
  * ranks that loaded different checkpoints (step, state.json's CRC, directory name, position)
@@ -404,13 +435,14 @@ ddpc_status ddpc__trainer_init_dist(ddpc_trainer *t);
 /* trainer_threads.c: once the group exists, the kernel threads of this rank (the user's count,
  * else the usable CPUs split among the ranks on this host), and a start-up note saying why. */
 void ddpc__trainer_split_threads(ddpc_trainer *t, const ddpc_comm_env *env);
-/* The ddp.* keys into t->reducer_cfg (before the model is allocated: the memory plan needs them). */
+/* The ddp.* keys into t->dist.reducer_cfg (before the model is allocated: the memory plan needs
+ * them). */
 ddpc_status ddpc__trainer_read_ddp(ddpc_trainer *t);
 ddpc_status ddpc__trainer_init_ddp(ddpc_trainer *t);
 /* Model copies that each take data.batch_size rows of a step: ranks x DataParallel replicas. */
 static inline int ddpc__trainer_dp_degree(const ddpc_trainer *t)
 {
-    return t->world * (t->dp_replicas > 0 ? t->dp_replicas : 1);
+    return t->dist.world * (t->dist.dp_replicas > 0 ? t->dist.dp_replicas : 1);
 }
 /* values (n) = their sum over ranks (in place; nothing to do on one rank). */
 ddpc_status ddpc__trainer_sum(ddpc_trainer *t, double *values, size_t n);
