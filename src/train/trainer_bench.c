@@ -48,15 +48,15 @@ static double mean_of(const double *v, int64_t n)
 }
 
 /* Gathers rows perm[0..n) of the train split into *batch: images and token streams into the
- * trainer's buffers, sentence pairs into `pairs` (3 arrays of n x max_len ids: source, decoder
+ * trainer's buffers, sentence pairs into `pairs` (3 arrays of n x pair_len ids: source, decoder
  * input, targets) at the widths of their longest rows. */
 static ddpc_status gather(ddpc_trainer *t, const int64_t *perm, int64_t n, int32_t *pairs,
-                          ddpc_batch *batch)
+                          int64_t pair_len, ddpc_batch *batch)
 {
     const ddpc_dataset *d = t->data.task[0].train;
     if (!pairs)
         return ddpc_dataset_get_batch(d, perm, n, t->buf.x, t->buf.tokens, t->buf.targets);
-    int64_t S, T, cap = n * t->tr->max_len;
+    int64_t S, T, cap = n * pair_len;
     DDPC_TRY(ddpc_dataset_pair_lengths(d, perm, n, &S, &T));
     *batch = (ddpc_batch){.n = n,
                           .src_tokens = pairs,
@@ -72,7 +72,7 @@ static ddpc_status gather(ddpc_trainer *t, const int64_t *perm, int64_t n, int32
  * gathered batch, and gathering is not timed: the data path is not benchmarked. */
 static ddpc_status bench_loop(ddpc_trainer *t, int64_t warmup, int64_t steps, double *dt,
                               double *exposed, double *comm, uint64_t *bytes, int32_t *pairs,
-                              double *flops)
+                              int64_t pair_len, double *flops)
 {
     /* parallel.mode dp: one batch for all the replicas, which the engine splits */
     int64_t n = t->data.task[0].batch_size * (t->dist.dp_replicas > 0 ? t->dist.dp_replicas : 1);
@@ -85,7 +85,7 @@ static ddpc_status bench_loop(ddpc_trainer *t, int64_t warmup, int64_t steps, do
     for (int64_t i = 0; i < warmup + steps; i++) {
         /* Ranks take different samples, as they do in training. */
         int64_t off = ((i * t->dist.world + t->dist.rank) * n) % (size - n + 1);
-        DDPC_TRY(gather(t, t->buf.perm + off, n, pairs, &batch));
+        DDPC_TRY(gather(t, t->buf.perm + off, n, pairs, pair_len, &batch));
         ddpc_reducer_stats s0 = {0}, s1 = {0};
         if (t->dist.reducer)
             s0 = ddpc_reducer_stats_of(t->dist.reducer);
@@ -125,7 +125,8 @@ ddpc_status ddpc_trainer_bench(ddpc_trainer *t, int64_t warmup, int64_t steps, d
     /* dt (steps), then exposed and comm (steps each), adjacent so one all-reduce averages both. */
     double *buf = ddpc_malloc(3 * (size_t)steps * sizeof(double));
     /* Sentence pairs: their own batch arrays (the trainer's are sized for one id per sample). */
-    int64_t pair_ids = t->tr ? 3 * t->buf.max_batch * t->tr->max_len : 0;
+    int64_t pair_len = t->kind->pair_len ? t->kind->pair_len(t) : 0;
+    int64_t pair_ids = 3 * t->buf.max_batch * pair_len;
     int32_t *pairs = pair_ids ? ddpc_malloc((size_t)pair_ids * sizeof(int32_t)) : NULL;
     if (!buf || (pair_ids && !pairs)) {
         ddpc_free(buf);
@@ -136,7 +137,8 @@ ddpc_status ddpc_trainer_bench(ddpc_trainer *t, int64_t warmup, int64_t steps, d
     double *dt = buf, *exposed = buf + steps, *comm = buf + 2 * steps;
     uint64_t bytes = 0;
     double flops = 0;
-    ddpc_status st = bench_loop(t, warmup, steps, dt, exposed, comm, &bytes, pairs, &flops);
+    ddpc_status st =
+        bench_loop(t, warmup, steps, dt, exposed, comm, &bytes, pairs, pair_len, &flops);
     ddpc_free(pairs);
     /* A synchronised step lasts as long as its slowest rank; communication is averaged. */
     if (st == DDPC_OK && t->dist.world > 1)

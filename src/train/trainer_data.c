@@ -530,6 +530,10 @@ ddpc_status ddpc__trainer_load_tasks(ddpc_trainer *t)
             DDPC_TRY(read_task(t, i, loaded, &n_loaded));
         }
     }
+    if (!t->kind) /* translation chose its own while loading */
+        t->kind = ddpc_dataset_kind_of(t->data.task[0].train) == DDPC_DATASET_IMAGES
+                      ? &ddpc__kind_classify
+                      : &ddpc__kind_language_model;
     DDPC_TRY(ddpc__trainer_select_tasks(t));
     return ddpc__trainer_shard_tasks(t);
 }

@@ -4,8 +4,8 @@
  * batches, one task after another, the last batch partial; the sums of every task are added over
  * ranks in one collective, so every sample counts exactly once. The loss is the mean over all
  * valid targets (samples, or tokens for text). The "val" split is a task's validation split when
- * it has one (translation), else its test split. A translation task is also decoded and scored
- * (BLEU, exact match, the trivial baselines: trainer_translate_eval.c). */
+ * it has one (translation), else its test split. A task kind may add its own sums (translation
+ * decodes and scores: BLEU, exact match, the trivial baselines: trainer_translate_eval.c). */
 #include "train/trainer_impl.h"
 
 #include <math.h>
@@ -59,8 +59,8 @@ static ddpc_status eval_data_build(ddpc_trainer *t, const char *split, eval_data
 }
 
 /* Runs this rank's shares (at most max_batches batches of each task, 0 = all); sums[SUMS * task +
- * {0..5}] += {loss x targets, targets, correct, rows, |error|, error^2}; a translation task's
- * decoding statistics follow at sums[SUMS * n_tasks]. */
+ * {0..5}] += {loss x targets, targets, correct, rows, |error|, error^2}; the task kind's sums
+ * follow at sums[SUMS * n_tasks]. */
 static ddpc_status evaluate_shares(ddpc_trainer *t, const char *split, int64_t max_batches,
                                    double *sums)
 {
@@ -80,9 +80,9 @@ static ddpc_status evaluate_shares(ddpc_trainer *t, const char *split, int64_t m
         ddpc_model_input in = ddpc__trainer_input_of(b, step->task);
         ddpc_model_output out;
         st = ddpc_model_forward(t->model, &in, false, &out);
-        if (st == DDPC_OK && t->tr)
-            st = ddpc__translation_eval_batch(t, split_of(&t->data.task[step->task], split), b,
-                                              sums + SUMS * t->data.n_tasks);
+        if (st == DDPC_OK && t->kind->eval_batch)
+            st = t->kind->eval_batch(t, split_of(&t->data.task[step->task], split), b,
+                                     sums + SUMS * t->data.n_tasks);
         if (st != DDPC_OK)
             break;
         double *s = sums + SUMS * step->task;
@@ -98,9 +98,9 @@ static ddpc_status evaluate_shares(ddpc_trainer *t, const char *split, int64_t m
 }
 
 static ddpc_status log_result(ddpc_trainer *t, const char *split, int i, const ddpc_eval_result *r,
-                              const double *tr_sums)
+                              const double *kind_sums)
 {
-    char tr_text[160] = "";
+    char kind_text[160] = "";
     long long step = (long long)(t->engine ? ddpc_engine_step(t->engine) : 0);
     ddpc_metrics *m = t->metrics;
     ddpc_metrics_begin(m, step);
@@ -116,8 +116,8 @@ static ddpc_status log_result(ddpc_trainer *t, const char *split, int i, const d
         ddpc_metrics_f64(m, "eval_accuracy", r->accuracy, 6);
     }
     ddpc_metrics_i64(m, "eval_samples", r->samples);
-    if (t->tr)
-        ddpc__translation_eval_record(t, tr_sums, (double)r->samples, tr_text, sizeof tr_text);
+    if (t->kind->eval_record)
+        t->kind->eval_record(t, kind_sums, (double)r->samples, kind_text, sizeof kind_text);
     ddpc__progress_clear(t); /* the line goes above the bar, which the next step redraws */
     if (t->log && t->data.multi)
         fprintf(t->log,
@@ -129,15 +129,15 @@ static ddpc_status log_result(ddpc_trainer *t, const char *split, int i, const d
                 split, step, r->loss, r->rmse, r->mae, (long long)r->samples);
     else if (t->log)
         fprintf(t->log, "eval %-4s step %6lld | loss %.4f | accuracy %.2f%%%s | %lld samples\n",
-                split, step, r->loss, 100.0 * r->accuracy, tr_text, (long long)r->samples);
+                split, step, r->loss, 100.0 * r->accuracy, kind_text, (long long)r->samples);
     return ddpc_metrics_end(m);
 }
 
 ddpc_status ddpc__trainer_evaluate(ddpc_trainer *t, const char *split, int64_t max_batches)
 {
     ddpc_pg_set_phase(t->dist.pg, DDPC_PHASE_EVAL);
-    double sums[SUMS * DDPC_MODEL_MAX_HEADS + DDPC__TR_SUMS] = {0};
-    size_t n_sums = SUMS * (size_t)t->data.n_tasks + (t->tr ? DDPC__TR_SUMS : 0);
+    double sums[SUMS * DDPC_MODEL_MAX_HEADS + DDPC__KIND_MAX_SUMS] = {0};
+    size_t n_sums = SUMS * (size_t)t->data.n_tasks + t->kind->eval_sums;
     /* DDP's broadcast_buffers: every rank evaluates with rank 0's BatchNorm statistics. */
     DDPC_TRY(ddpc_engine_sync_buffers(t->engine));
     /* ZeRO-3: ranks run different numbers of batches here, so no gather may happen inside. */

@@ -265,15 +265,8 @@ static void log_start(ddpc_trainer *t)
                 (long long)s->max_steps, (long long)s->epochs, (long long)per_epoch,
                 (long long)s->max_steps, (double)s->max_steps / (double)per_epoch);
     fputs(t->notes, t->log);
-    if (t->tr)
-        fprintf(t->log,
-                "translation: vocabularies of %lld source and %lld target %ss (min_freq %lld) in "
-                "%s; %lld train pairs longer than data.max_len %lld left out\n",
-                (long long)ddpc_vocab_size(t->tr->src_vocab),
-                (long long)ddpc_vocab_size(t->tr->tgt_vocab),
-                ddpc_tokenize_name(ddpc_vocab_tokenize(t->tr->src_vocab)),
-                (long long)ddpc_vocab_min_freq(t->tr->src_vocab), t->tr->vocab_dir,
-                (long long)t->tr->train_dropped, (long long)t->tr->max_len);
+    if (t->kind->log_start)
+        t->kind->log_start(t);
     for (int i = 0; i < t->data.n_tasks; i++) {
         const ddpc__task *k = &t->data.task[i];
         if (t->data.multi)
@@ -448,9 +441,8 @@ ddpc_status ddpc_trainer_run(ddpc_trainer *t)
     ddpc__trainer_note_metrics(t);            /* before any rank writes them */
     if (t->set.state == STATE_TRAIN)
         DDPC_TRY(ddpc__trainer_resume(t));
-    if (t->tr && t->resumed_from[0]) /* ids must mean what they meant when it was saved */
-        DDPC_TRY(ddpc__translation_name_vocabs(
-            t, ddpc_weights_check_vocab(t->model, t->resumed_from)));
+    if (t->kind->check_resumed && t->resumed_from[0])
+        DDPC_TRY(t->kind->check_resumed(t));
     DDPC_TRY(ddpc__trainer_open_outputs(t));
     switch (t->set.state) {
     case STATE_TRAIN: {

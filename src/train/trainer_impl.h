@@ -28,6 +28,7 @@
 #include <ddpc/vocab.h>
 
 #include "train/trainer_device.h"
+#include "train/trainer_kind.h"
 
 #include <stdbool.h>
 
@@ -270,7 +271,8 @@ struct ddpc_trainer {
     FILE *log;
     trainer_settings set;
     ddpc__task_table data;
-    ddpc__translation *tr; /* data.type translation; NULL otherwise */
+    const ddpc__task_kind *kind; /* chosen by the tasks' data (trainer_kind.h) */
+    ddpc__translation *tr;       /* data.type translation's state; NULL otherwise */
     ddpc_model *model;
     ddpc_engine_config engine_cfg;
     ddpc_engine *engine;

@@ -227,15 +227,8 @@ static ddpc_status read_model_config(ddpc_trainer *t, ddpc_model_config *mc, voi
     if (b->data_kind == DDPC_DATASET_TOKENS) /* wider than the data's, as llm.c pads 50257 */
         DDPC_TRY(ddpc_config_int(c, "model.vocab_size", mc->num_classes, mc->num_classes,
                                  INT32_MAX, &mc->num_classes));
-    if (s2s) { /* the vocabularies and the longest sequence come from the data */
-        mc->src_vocab = ddpc_vocab_size(t->tr->src_vocab);
-        mc->tgt_vocab = ddpc_vocab_size(t->tr->tgt_vocab);
-        mc->vocab_digests = true;
-        mc->src_vocab_digest = ddpc_vocab_digest(t->tr->src_vocab);
-        mc->tgt_vocab_digest = ddpc_vocab_digest(t->tr->tgt_vocab);
-        DDPC_TRY(ddpc_config_int(c, "model.max_len", t->tr->max_len, t->tr->max_len, 1 << 16,
-                                 &mc->max_len));
-    }
+    if (t->kind->model_config) /* translation: vocabularies and longest sequence */
+        DDPC_TRY(t->kind->model_config(t, mc));
     if (b->data_kind == DDPC_DATASET_IMAGES)
         mc->in_channels = shape[0], mc->in_height = shape[1], mc->in_width = shape[2];
     if (t->data.multi)

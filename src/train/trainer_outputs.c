@@ -87,10 +87,8 @@ ddpc_status ddpc__trainer_lock_outputs(ddpc_trainer *t)
     if (t->dist.rank != 0)
         return DDPC_OK;
     DDPC_TRY(ddpc_rundir_lock_acquire(s->run_dir, &t->locks.run_dir));
-    if (s->state == STATE_PREDICT && t->tr) { /* written at the end of the translations */
-        char target[DDPC_FS_PATH_MAX];
-        return ddpc_fs_out_target(t->tr->predict_output, "predict.output", target, sizeof target);
-    }
+    if (s->state == STATE_PREDICT && t->kind->check_predict_output)
+        return t->kind->check_predict_output(t);
     if (s->state != STATE_TRAIN)
         return DDPC_OK;
     DDPC_TRY(lock_ckpt_dir(t));
@@ -117,7 +115,8 @@ ddpc_status ddpc__trainer_open_outputs(ddpc_trainer *t)
     if (t->dist.rank != 0)
         return s->tensorboard && s->tensorboard_per_rank ? record_start(t) : DDPC_OK;
     DDPC_TRY(ddpc_rundir_write_config(s->run_dir, t->config_text));
-    DDPC_TRY(ddpc__trainer_save_vocab(t));
+    if (t->kind->write_outputs)
+        DDPC_TRY(t->kind->write_outputs(t));
     if (s->state == STATE_TRAIN && ddpc__trainer_checkpoints_on(t))
         DDPC_TRY(ddpc_dir_check_writable(s->ckpt_dir));
     snprintf(path, sizeof path, "%s/metrics.jsonl", s->run_dir);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* Prediction, on rank 0 only: class predictions per task (predictions.csv, or
- * predictions_<task>.csv with tasks), for a language model text sampled from a prompt, for a
+/* Prediction, on rank 0 only, through the task kind: class predictions per task (predictions.csv,
+ * or predictions_<task>.csv with tasks), for a language model text sampled from a prompt, for a
  * translation model the translations of a file (trainer_translate_predict.c). */
 #include "train/trainer_impl.h"
 
@@ -153,14 +153,9 @@ static ddpc_status write_file(ddpc_trainer *t, const char *file, const ddpc_data
     return s != DDPC_OK ? s : c;
 }
 
-static ddpc_status predict_rank0(ddpc_trainer *t)
+/* Classes or values per task: predictions.csv, or predictions_<task>.csv with tasks. */
+static ddpc_status predict_tasks(ddpc_trainer *t)
 {
-    if (t->dist.rank != 0)
-        return DDPC_OK;
-    if (t->tr)
-        return ddpc__translation_predict(t);
-    if (ddpc_dataset_kind_of(t->data.task[0].train) != DDPC_DATASET_IMAGES)
-        return write_file(t, "samples.txt", NULL, 0);
     if (!t->data.multi)
         return write_file(t, "predictions.csv", t->data.task[0].test, 0);
     for (int i = 0; i < t->data.n_tasks; i++) {
@@ -171,11 +166,20 @@ static ddpc_status predict_rank0(ddpc_trainer *t)
     return DDPC_OK;
 }
 
+static ddpc_status predict_text(ddpc_trainer *t)
+{
+    return write_file(t, "samples.txt", NULL, 0);
+}
+
+const ddpc__task_kind ddpc__kind_classify = {.name = "classification", .predict = predict_tasks};
+const ddpc__task_kind ddpc__kind_language_model = {.name = "language model",
+                                                   .predict = predict_text};
+
 ddpc_status ddpc__trainer_predict(ddpc_trainer *t)
 {
     /* ZeRO-3: rank 0 alone reads the parameters, so they are gathered first. */
     DDPC_TRY(ddpc_engine_gather_params(t->engine));
-    ddpc_status st = predict_rank0(t);
+    ddpc_status st = t->dist.rank == 0 ? t->kind->predict(t) : DDPC_OK;
     ddpc_engine_release_params(t->engine);
     return st;
 }

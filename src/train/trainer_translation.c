@@ -219,6 +219,7 @@ ddpc_status ddpc__trainer_load_translation(ddpc_trainer *t, ddpc__task *k, const
     t->tr = ddpc_calloc(1, sizeof *t->tr);
     if (!t->tr)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory");
+    t->kind = &ddpc__kind_translation;
     tr_keys keys;
     DDPC_TRY(read_keys(t, prefix, &keys));
     DDPC_TRY(load_vocabs(t, &keys));
