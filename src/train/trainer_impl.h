@@ -8,7 +8,6 @@
 #define DDPC_TRAIN_TRAINER_IMPL_H
 
 #include <ddpc/combined.h>
-#include <ddpc/bleu.h>
 #include <ddpc/checkpoint.h>
 #include <ddpc/comm.h>
 #include <ddpc/data.h>
@@ -25,10 +24,11 @@
 #include <ddpc/timer.h>
 #include <ddpc/trace.h>
 #include <ddpc/train.h>
-#include <ddpc/vocab.h>
 
 #include "train/trainer_device.h"
 #include "train/trainer_kind.h"
+#include "train/trainer_progress.h"
+#include "train/trainer_settings.h"
 
 #include <stdbool.h>
 
@@ -36,48 +36,6 @@
 #define DDPC__FORTUNES_DIR "/usr/share/games/fortunes"
 #define DDPC__TASK_NAME_MAX 32
 #define DDPC_TRAIN_MAX_ACCUM 1024
-
-typedef enum { STATE_TRAIN, STATE_VAL, STATE_TEST, STATE_PREDICT } trainer_state;
-typedef enum { LR_SCALE_NONE, LR_SCALE_LINEAR, LR_SCALE_SQRT } lr_scale_kind;
-/* log.progress, in the config's order. */
-typedef enum { PROGRESS_AUTO, PROGRESS_BAR, PROGRESS_PLAIN } progress_mode;
-
-typedef struct {
-    uint64_t seed;
-    int threads;
-    trainer_state state;
-    int64_t epochs, max_steps, eval_every, log_every;
-    int64_t eval_batches, test_batches; /* per rank and task, val / test evaluations; 0 = all */
-    int64_t batch_size, eval_batch_size; /* per rank; the tasks' defaults */
-    int64_t accum_steps;                 /* micro-batches per optimizer step */
-    ddpc_precision precision;            /* of the model's matrix products */
-    int device;                          /* device: a ddpc_device_kind (trainer_device.c) */
-    int64_t stats_sync_every;            /* steps between cross-rank loss averages */
-    progress_mode progress;              /* log.progress: a bar on a terminal, or plain lines */
-    bool tensorboard;                    /* log.tensorboard: rank 0 writes <run_dir>/tb/ */
-    bool tensorboard_per_rank;           /* log.tensorboard_per_rank: every rank, tb/rank<k>/ */
-    lr_scale_kind lr_scale;              /* base LR x (world * accum_steps)^{0, 1, 1/2} */
-    int num_workers, prefetch_factor;    /* training loaders */
-    bool hflip;                          /* data.hflip: training images mirrored at random */
-    int random_shift;                    /* data.random_shift: pixels, 0 = off */
-    bool shuffle;
-    char run_dir[512];
-    const char *weights_out, *init_from;
-    bool init_strict; /* init_from must match every tensor */
-    /* checkpoints (trainer_ckpt.c) */
-    int64_t ckpt_every_steps, ckpt_every_epochs, ckpt_keep;
-    char ckpt_dir[1024];
-    const char *resume; /* "auto", "force", "never" or a checkpoint path */
-    /* fault injection for resume tests: SIGKILL this process in step kill_at_step (1-based; 0 =
-     * off) before micro-batch kill_at_micro, on rank kill_rank, in a run that did not resume */
-    int64_t kill_at_step, kill_at_micro, kill_rank;
-    /* predict */
-    int64_t predict_samples, predict_tokens;
-    const char *prompt;
-    float temperature;
-    bool phases;                         /* log.phases: per-step phase timers (trainer_phases.c) */
-    int64_t profile_first, profile_last; /* profile.steps [a, b] (1-based, inclusive); 0 = off */
-} trainer_settings;
 
 /* The logging window's phase breakdown (trainer_phases.c): seconds summed over its steps. A step's
  * period runs from the end of the previous step's update to the end of its own, so logging,
@@ -127,38 +85,8 @@ typedef struct {
 
 #define DDPC__MAX_OWNED (4 * DDPC_MODEL_MAX_HEADS)
 
-/* data.type translation (trainer_translation.c): the vocabularies (built from the train split, or
- * loaded from vocab_dir), decoding settings and, per evaluation split, the trivial baselines'
- * hypotheses. */
-typedef struct {
-    ddpc_vocab *src_vocab, *tgt_vocab;
-    char vocab_dir[512];
-    bool save_vocab; /* built by a training run: rank 0 writes them into vocab_dir */
-    int64_t max_len; /* positions of a source (with <eos>) or a decoder input (with <bos>) */
-    int eval_beam, predict_beam;
-    const char *predict_input;
-    char predict_output[1100];
-    const char *train_src, *train_tgt;
-    int64_t train_dropped; /* train pairs longer than max_len, left out */
-    /* Most-frequent-translation baseline (trainer_translate_eval.c), built at the first
-     * evaluation: the train sources' hashes, sorted, each with the train sample holding its most
-     * frequent target; and the sample of the most frequent target overall. */
-    uint64_t *mf_src;  /* (n_mf) */
-    int64_t *mf_pick;  /* (n_mf) */
-    int64_t n_mf, mf_overall;
-    int32_t *out;      /* (out_rows, max_len) decoded ids */
-    int64_t out_rows;
-} ddpc__translation;
-
-/* The progress bar's state (trainer_progress.c). */
-typedef struct {
-    bool decided, on, drawn;
-    double start, last_draw; /* ddpc_time_now() of the first call and of the last redraw */
-    int64_t start_step;      /* the engine's step at the first call (a resumed run's start) */
-    int64_t epoch;
-    double loss, rate; /* of the last logging window; loss NaN before the first */
-    bool tokens;       /* rate counts tokens, not samples */
-} ddpc__progress;
+/* data.type translation's state (trainer_translation.h). */
+typedef struct ddpc__translation ddpc__translation;
 
 /* trainer_ckpt.c: the newer checkpoints resume passed over because they did not verify (the
  * first DDPC__RESUME_NOTES of n_skipped, newest first), for rank 0's log and metrics.jsonl's
@@ -252,7 +180,7 @@ typedef struct {
     int64_t steps;
 } ddpc__gpu_count;
 
-/* The logging window (trainer_fit.c): what the progress line reports. */
+/* The logging window (trainer_window.c): what the progress line reports. */
 typedef struct {
     double time;          /* training seconds since the last progress line */
     double unsynced_loss; /* local weighted loss sum since the last cross-rank sync */
@@ -324,40 +252,6 @@ ddpc_status ddpc__trainer_select_tasks(ddpc_trainer *t);
 ddpc_status ddpc__trainer_shard_tasks(ddpc_trainer *t);
 void ddpc__trainer_log_task_sharding(ddpc_trainer *t);
 
-/* trainer_data_image.c: data.type imagefolder under `prefix`: reads the keys into roots (train,
- * val, test; a held-out one may be NULL) and c; builds out (train, val, test; NULL where no root),
- * appending a line per split (images, shape, bytes, skipped entries) to note. */
-ddpc_status ddpc__trainer_read_imagefolder(ddpc_trainer *t, const char *prefix,
-                                           const char *roots[3], ddpc_imagefolder_config *c);
-ddpc_status ddpc__trainer_create_imagefolder(const char *const roots[3],
-                                             const ddpc_imagefolder_config *c,
-                                             ddpc_dataset *out[3], char *note, size_t cap);
-
-/* trainer_translation.c: data.type translation for task k (`prefix` = "data"): reads its keys,
- * builds or loads the vocabularies into t->tr and loads the train, valid and test splits. */
-ddpc_status ddpc__trainer_load_translation(ddpc_trainer *t, ddpc__task *k, const char *prefix);
-/* Rank 0 of a training run: writes vocab.src.txt and vocab.tgt.txt into the vocabulary directory. */
-ddpc_status ddpc__trainer_save_vocab(ddpc_trainer *t);
-void ddpc__trainer_free_translation(ddpc_trainer *t);
-/* s, the status of loading weights into a translation model: DDPC_EINVAL (their vocabulary
- * digests are not the model's, weights.h) comes back with the vocabulary files in use named. */
-ddpc_status ddpc__translation_name_vocabs(const ddpc_trainer *t, ddpc_status s);
-
-/* trainer_translate_eval.c: BLEU and exact match of the model's decoded translations (beam
- * eval_beam_size) and of the two trivial baselines (copy the source; the most frequent
- * translation of the source in the train split, else the most frequent target overall) on the
- * same rows. sums holds DDPC__TR_SUMS values per evaluation (plain sums: ranks add theirs). */
-#define DDPC__TR_FIELDS (2 * DDPC_BLEU_ORDER + 3) /* BLEU statistics, then exact matches */
-#define DDPC__TR_SUMS (3 * DDPC__TR_FIELDS)       /* model, copy, most frequent */
-ddpc_status ddpc__translation_eval_batch(ddpc_trainer *t, const ddpc_dataset *d,
-                                         const ddpc_batch *b, double *sums);
-/* Adds the fields to the open metrics record (exact matches over `rows`) and a summary for the
- * log line into text. */
-void ddpc__translation_eval_record(ddpc_trainer *t, const double *sums, double rows, char *text,
-                                   size_t cap);
-/* trainer_translate_predict.c: rank 0 translates predict.input into predict.output. */
-ddpc_status ddpc__translation_predict(ddpc_trainer *t);
-
 /* trainer_model.c: the model table (keys per model.type), the optimizer keys and the engine. */
 ddpc_status ddpc__trainer_build_model(ddpc_trainer *t);
 /* Per task a distributed sampler + loader (drop_last), the combined loader over them;
@@ -366,16 +260,13 @@ ddpc_status ddpc__trainer_build_loaders(ddpc_trainer *t, int64_t *per_epoch);
 
 /* trainer_fit.c: the fit loop. */
 ddpc_status ddpc__trainer_fit(ddpc_trainer *t);
-
-/* trainer_progress.c: the bar drawn on rank 0 in place of the progress lines when log.progress
- * is bar, or auto and the log is a terminal. on: whether it is drawn (decided at the first call);
- * update: the window's loss and rate, redrawn now; tick: after a step, redrawn at most 10 times a
- * second; clear: erases it before another line is printed; finish: its last state and a newline. */
-bool ddpc__progress_on(ddpc_trainer *t);
-void ddpc__progress_update(ddpc_trainer *t, int64_t epoch, double loss, double rate, bool tokens);
-void ddpc__progress_tick(ddpc_trainer *t, int64_t epoch);
-void ddpc__progress_clear(ddpc_trainer *t);
-void ddpc__progress_finish(ddpc_trainer *t);
+/* trainer_fit_log.c: rank 0's lines before the first step and, on a GPU, after the last. */
+void ddpc__trainer_log_start(ddpc_trainer *t);
+void ddpc__trainer_log_device_allocs(const ddpc_trainer *t);
+/* trainer_window.c: sync_stats (collective) averages the losses since the last sync over ranks
+ * into the window; log_progress writes the window's record and line, then resets it. */
+ddpc_status ddpc__trainer_sync_stats(ddpc_trainer *t);
+ddpc_status ddpc__trainer_log_progress(ddpc_trainer *t, int64_t epoch, double elapsed);
 
 /* trainer_ckpt.c: checkpoint keys, saving and resuming. */
 ddpc_status ddpc__trainer_read_ckpt_settings(ddpc_trainer *t);

@@ -31,14 +31,16 @@ typedef struct {
     ddpc_status (*model_config)(ddpc_trainer *t, ddpc_model_config *mc);
     /* Optional: checks the weights of the checkpoint resumed from against the data. */
     ddpc_status (*check_resumed)(ddpc_trainer *t);
+    /* Optional: s, the failed status of loading weights (init_from), with what the kind knows of
+     * why they do not fit its data added to the message. */
+    ddpc_status (*explain_weights)(const ddpc_trainer *t, ddpc_status s);
     /* Optional, with eval_sums > 0: eval_batch adds a batch of dataset d (the model just ran it)
      * into sums (eval_sums plain sums that ranks add); eval_record adds them to the open metrics
      * record (`rows` evaluated) and a summary for the log line into text. */
     size_t eval_sums;
     ddpc_status (*eval_batch)(ddpc_trainer *t, const ddpc_dataset *d, const ddpc_batch *b,
                               double *sums);
-    void (*eval_record)(ddpc_trainer *t, const double *sums, double rows, char *text,
-                        size_t cap);
+    void (*eval_record)(ddpc_trainer *t, const double *sums, double rows, char *text, size_t cap);
     /* Optional: the longest row, in ids, of a sentence-pair batch, for which the step benchmark
      * gathers pairs; NULL: batches go through the trainer's buffers. */
     int64_t (*pair_len)(const ddpc_trainer *t);

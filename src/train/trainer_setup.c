@@ -13,9 +13,11 @@
  * matches and says what did not. */
 static ddpc_status load_init(ddpc_trainer *t)
 {
-    DDPC_TRY(ddpc__translation_name_vocabs(
-        t, ddpc_weights_load_opts(t->model, t->set.init_from, t->set.init_strict, t->init_report,
-                                  sizeof t->init_report)));
+    ddpc_status s = ddpc_weights_load_opts(t->model, t->set.init_from, t->set.init_strict,
+                                           t->init_report, sizeof t->init_report);
+    if (s != DDPC_OK && t->kind->explain_weights)
+        s = t->kind->explain_weights(t, s);
+    DDPC_TRY(s);
     ddpc_model_to_device(t->model); /* the loaded host copy is what a GPU run trains */
     return DDPC_OK;
 }

@@ -6,6 +6,7 @@
  * often with the same source in the train split, else the most frequent train target; ties go to
  * the earliest train pair). A hypothesis <unk> is scored as matching nothing. */
 #include "train/trainer_impl.h"
+#include "train/trainer_translation.h"
 
 #include <ddpc/alloc.h>
 

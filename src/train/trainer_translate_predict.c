@@ -5,6 +5,7 @@
  * one decoded translation per line to predict.output, in input order. */
 #include "data/textfile.h"
 #include "train/trainer_impl.h"
+#include "train/trainer_translation.h"
 
 #include <ddpc/alloc.h>
 #include <ddpc/fs.h>

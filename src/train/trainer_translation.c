@@ -6,6 +6,7 @@
  * settings give (rank 0 checks; every rank builds the same ones). Evaluation and prediction runs
  * load them from there, so ids always mean what they meant when the weights were trained. */
 #include "train/trainer_impl.h"
+#include "train/trainer_translation.h"
 
 #include <ddpc/alloc.h>
 #include <ddpc/fs.h>

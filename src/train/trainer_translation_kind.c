@@ -3,6 +3,7 @@
  * loop, evaluation, prediction and bench (trainer_kind.h). Every member reads t->tr, which
  * ddpc__trainer_load_translation filled when it selected this kind. */
 #include "train/trainer_impl.h"
+#include "train/trainer_translation.h"
 
 #include <ddpc/weights.h>
 
@@ -62,6 +63,7 @@ const ddpc__task_kind ddpc__kind_translation = {
     .log_start = log_start,
     .model_config = model_config,
     .check_resumed = check_resumed,
+    .explain_weights = ddpc__translation_name_vocabs,
     .eval_sums = DDPC__TR_SUMS,
     .eval_batch = ddpc__translation_eval_batch,
     .eval_record = ddpc__translation_eval_record,
