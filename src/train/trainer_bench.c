@@ -20,7 +20,7 @@ static ddpc_status bench_step(ddpc_trainer *t, const ddpc_batch *batch)
     for (int64_t k = 0; k < accum; k++) {
         ddpc_model_input in = ddpc__trainer_input_of(batch, 0);
         ddpc_model_output out;
-        DDPC_TRY(ddpc_engine_pass(t->engine, &in, k, 1.0f, !t->multi && k == accum - 1, &out));
+        DDPC_TRY(ddpc_engine_pass(t->engine, &in, k, 1.0f, !t->data.multi && k == accum - 1, &out));
     }
     ddpc_engine_step_info info;
     return ddpc_engine_update(t->engine, &info);
@@ -48,15 +48,15 @@ static double mean_of(const double *v, int64_t n)
 }
 
 /* Gathers rows perm[0..n) of the train split into *batch: images and token streams into the
- * trainer's buffers, sentence pairs into `pairs` (3 arrays of n x max_len ids: source, decoder
+ * trainer's buffers, sentence pairs into `pairs` (3 arrays of n x pair_len ids: source, decoder
  * input, targets) at the widths of their longest rows. */
 static ddpc_status gather(ddpc_trainer *t, const int64_t *perm, int64_t n, int32_t *pairs,
-                          ddpc_batch *batch)
+                          int64_t pair_len, ddpc_batch *batch)
 {
-    const ddpc_dataset *d = t->task[0].train;
+    const ddpc_dataset *d = t->data.task[0].train;
     if (!pairs)
-        return ddpc_dataset_get_batch(d, perm, n, t->x, t->tokens, t->targets);
-    int64_t S, T, cap = n * t->tr->max_len;
+        return ddpc_dataset_get_batch(d, perm, n, t->buf.x, t->buf.tokens, t->buf.targets);
+    int64_t S, T, cap = n * pair_len;
     DDPC_TRY(ddpc_dataset_pair_lengths(d, perm, n, &S, &T));
     *batch = (ddpc_batch){.n = n,
                           .src_tokens = pairs,
@@ -72,29 +72,29 @@ static ddpc_status gather(ddpc_trainer *t, const int64_t *perm, int64_t n, int32
  * gathered batch, and gathering is not timed: the data path is not benchmarked. */
 static ddpc_status bench_loop(ddpc_trainer *t, int64_t warmup, int64_t steps, double *dt,
                               double *exposed, double *comm, uint64_t *bytes, int32_t *pairs,
-                              double *flops)
+                              int64_t pair_len, double *flops)
 {
     /* parallel.mode dp: one batch for all the replicas, which the engine splits */
-    int64_t n = t->task[0].batch_size * (t->dp_replicas > 0 ? t->dp_replicas : 1);
-    int64_t size = ddpc_dataset_size(t->task[0].train);
+    int64_t n = t->data.task[0].batch_size * (t->dist.dp_replicas > 0 ? t->dist.dp_replicas : 1);
+    int64_t size = ddpc_dataset_size(t->data.task[0].train);
     for (int64_t i = 0; i < size; i++)
-        t->perm[i] = i;
+        t->buf.perm[i] = i;
     ddpc_rng order = ddpc_rng_make(t->set.seed, 1000);
-    ddpc_rng_shuffle(&order, t->perm, size);
-    ddpc_batch batch = {.n = n, .x = t->x, .tokens = t->tokens, .targets = t->targets};
+    ddpc_rng_shuffle(&order, t->buf.perm, size);
+    ddpc_batch batch = {.n = n, .x = t->buf.x, .tokens = t->buf.tokens, .targets = t->buf.targets};
     for (int64_t i = 0; i < warmup + steps; i++) {
         /* Ranks take different samples, as they do in training. */
-        int64_t off = ((i * t->world + t->rank) * n) % (size - n + 1);
-        DDPC_TRY(gather(t, t->perm + off, n, pairs, &batch));
+        int64_t off = ((i * t->dist.world + t->dist.rank) * n) % (size - n + 1);
+        DDPC_TRY(gather(t, t->buf.perm + off, n, pairs, pair_len, &batch));
         ddpc_reducer_stats s0 = {0}, s1 = {0};
-        if (t->reducer)
-            s0 = ddpc_reducer_stats_of(t->reducer);
-        uint64_t b0 = ddpc_pg_ring_bytes(t->pg);
+        if (t->dist.reducer)
+            s0 = ddpc_reducer_stats_of(t->dist.reducer);
+        uint64_t b0 = ddpc_pg_ring_bytes(t->dist.pg);
         double t0 = ddpc_time_now();
         DDPC_TRY(bench_step(t, &batch));
         double t1 = ddpc_time_now();
         if (i >= warmup) {
-            *bytes += ddpc_pg_ring_bytes(t->pg) - b0;
+            *bytes += ddpc_pg_ring_bytes(t->dist.pg) - b0;
             /* A pair batch costs what its widths cost, not max_len's. */
             *flops += (double)(n * t->set.accum_steps) *
                       (pairs ? ddpc_model_train_flops_pair(t->model, batch.src_len, batch.tgt_len)
@@ -102,8 +102,8 @@ static ddpc_status bench_loop(ddpc_trainer *t, int64_t warmup, int64_t steps, do
         }
         if (i + 1 == warmup) /* the timed steps' phases only */
             (void)ddpc_engine_take_timing(t->engine);
-        if (t->reducer)
-            s1 = ddpc_reducer_stats_of(t->reducer);
+        if (t->dist.reducer)
+            s1 = ddpc_reducer_stats_of(t->dist.reducer);
         if (i >= warmup) {
             dt[i - warmup] = t1 - t0;
             exposed[i - warmup] = s1.exposed_s - s0.exposed_s;
@@ -125,7 +125,8 @@ ddpc_status ddpc_trainer_bench(ddpc_trainer *t, int64_t warmup, int64_t steps, d
     /* dt (steps), then exposed and comm (steps each), adjacent so one all-reduce averages both. */
     double *buf = ddpc_malloc(3 * (size_t)steps * sizeof(double));
     /* Sentence pairs: their own batch arrays (the trainer's are sized for one id per sample). */
-    int64_t pair_ids = t->tr ? 3 * t->max_batch * t->tr->max_len : 0;
+    int64_t pair_len = t->kind->pair_len ? t->kind->pair_len(t) : 0;
+    int64_t pair_ids = 3 * t->buf.max_batch * pair_len;
     int32_t *pairs = pair_ids ? ddpc_malloc((size_t)pair_ids * sizeof(int32_t)) : NULL;
     if (!buf || (pair_ids && !pairs)) {
         ddpc_free(buf);
@@ -136,27 +137,28 @@ ddpc_status ddpc_trainer_bench(ddpc_trainer *t, int64_t warmup, int64_t steps, d
     double *dt = buf, *exposed = buf + steps, *comm = buf + 2 * steps;
     uint64_t bytes = 0;
     double flops = 0;
-    ddpc_status st = bench_loop(t, warmup, steps, dt, exposed, comm, &bytes, pairs, &flops);
+    ddpc_status st =
+        bench_loop(t, warmup, steps, dt, exposed, comm, &bytes, pairs, pair_len, &flops);
     ddpc_free(pairs);
     /* A synchronised step lasts as long as its slowest rank; communication is averaged. */
-    if (st == DDPC_OK && t->world > 1)
-        st = ddpc_pg_all_reduce(t->pg, dt, dt, (size_t)steps, DDPC_DTYPE_F64, DDPC_REDUCE_MAX);
-    if (st == DDPC_OK && t->world > 1)
-        st = ddpc_pg_all_reduce(t->pg, exposed, exposed, 2 * (size_t)steps, DDPC_DTYPE_F64,
+    if (st == DDPC_OK && t->dist.world > 1)
+        st = ddpc_pg_all_reduce(t->dist.pg, dt, dt, (size_t)steps, DDPC_DTYPE_F64, DDPC_REDUCE_MAX);
+    if (st == DDPC_OK && t->dist.world > 1)
+        st = ddpc_pg_all_reduce(t->dist.pg, exposed, exposed, 2 * (size_t)steps, DDPC_DTYPE_F64,
                                 DDPC_REDUCE_AVG);
     if (st == DDPC_OK) {
-        int64_t replicas = t->dp_replicas > 0 ? t->dp_replicas : 1;
-        int64_t n = t->task[0].batch_size * replicas * t->set.accum_steps;
-        int64_t tok = t->tokens_per_sample;
-        double med = median_of(dt, steps), w = (double)t->world;
-        int64_t micro = t->task[0].batch_size;
+        int64_t replicas = t->dist.dp_replicas > 0 ? t->dist.dp_replicas : 1;
+        int64_t n = t->data.task[0].batch_size * replicas * t->set.accum_steps;
+        int64_t tok = t->buf.tokens_per_sample;
+        double med = median_of(dt, steps), w = (double)t->dist.world;
+        int64_t micro = t->data.task[0].batch_size;
         bool ckpt = ddpc_model_config_of(t->model)->activation_checkpointing;
         /* Means before medians: median_of sorts in place. */
         double exposed_mean = mean_of(exposed, steps), comm_mean = mean_of(comm, steps);
         *r = (ddpc_bench_result){
             .threads = ddpc_kernels_threads(),
-            .rank = t->rank,
-            .world = t->world,
+            .rank = t->dist.rank,
+            .world = t->dist.world,
             .batch = n,
             .steps = steps,
             .median_step_s = med,
@@ -169,15 +171,15 @@ ddpc_status ddpc_trainer_bench(ddpc_trainer *t, int64_t warmup, int64_t steps, d
             .activation_checkpointing = ckpt,
             .activation_bytes = ddpc_model_activation_bytes(t->model, micro, ckpt),
             .activation_bytes_no_ckpt = ddpc_model_activation_bytes(t->model, micro, false),
-            .num_buckets = t->reducer ? ddpc_reducer_stats_of(t->reducer).num_buckets : 0,
+            .num_buckets = t->dist.reducer ? ddpc_reducer_stats_of(t->dist.reducer).num_buckets : 0,
             .exposed_mean_s = exposed_mean,
             .comm_mean_s = comm_mean,
             .exposed_median_s = median_of(exposed, steps),
             .comm_median_s = median_of(comm, steps),
-            .zero_stage = t->world > 1 ? ddpc_engine_config_of(t->engine)->zero_stage : 0,
+            .zero_stage = t->dist.world > 1 ? ddpc_engine_config_of(t->engine)->zero_stage : 0,
             .comm_bytes = (double)bytes / (double)steps,
             .num_params = ddpc_model_num_params(t->model),
-            .replicas = t->dp_replicas,
+            .replicas = t->dist.dp_replicas,
             .phases = ddpc_engine_take_timing(t->engine),
         };
         ddpc_engine_timing *p = &r->phases;

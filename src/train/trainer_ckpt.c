@@ -43,8 +43,8 @@ bool ddpc__trainer_checkpoints_on(const ddpc_trainer *t)
 int64_t ddpc__trainer_global_batch(const ddpc_trainer *t)
 {
     int64_t per_rank = 0;
-    for (int i = 0; i < t->n_tasks; i++)
-        per_rank += t->task[i].batch_size;
+    for (int i = 0; i < t->data.n_tasks; i++)
+        per_rank += t->data.task[i].batch_size;
     return per_rank * ddpc__trainer_dp_degree(t) * t->set.accum_steps;
 }
 
@@ -109,51 +109,52 @@ static ddpc_status pick(ddpc_trainer *t, char *path, size_t cap, bool *found)
  * with the same global batch and no padding (its dataset size a multiple of both world sizes). */
 static bool same_samples(const ddpc_trainer *t, const ddpc_ckpt_state *st)
 {
-    if (t->n_tasks != 1 || st->global_batch != ddpc__trainer_global_batch(t) || st->world < 1 ||
-        t->samp.kind != DDPC_SAMPLER_DISTRIBUTED || t->sharding)
+    if (t->data.n_tasks != 1 || st->global_batch != ddpc__trainer_global_batch(t) ||
+        st->world < 1 || t->data.samp.kind != DDPC_SAMPLER_DISTRIBUTED || t->data.sharding)
         return false;
-    int64_t n = ddpc_dataset_size(t->task[0].train);
-    return n % st->world == 0 && n % t->world == 0;
+    int64_t n = ddpc_dataset_size(t->data.task[0].train);
+    return n % st->world == 0 && n % t->dist.world == 0;
 }
 
 /* The position of the checkpoint in this run's epochs. At another world size the same global
  * sample position is kept (rounded down to a step). */
 static void place(ddpc_trainer *t, const ddpc_ckpt_state *st)
 {
-    t->epoch = st->epoch;
-    t->epoch_step = st->epoch_step;
-    bool moved = st->world != t->world || st->global_batch != ddpc__trainer_global_batch(t);
+    t->pos.epoch = st->epoch;
+    t->pos.epoch_step = st->epoch_step;
+    bool moved = st->world != t->dist.world || st->global_batch != ddpc__trainer_global_batch(t);
     if (moved && same_samples(t, st)) {
         if (t->log)
             fprintf(t->log,
                     "the checkpoint was written by %d rank%s with the same global batch of %lld; "
                     "at %d rank%s every step takes the same samples as in the original run, "
                     "split over the ranks differently\n",
-                    st->world, st->world == 1 ? "" : "s", (long long)st->global_batch, t->world,
-                    t->world == 1 ? "" : "s");
+                    st->world, st->world == 1 ? "" : "s", (long long)st->global_batch,
+                    t->dist.world, t->dist.world == 1 ? "" : "s");
     } else if (moved) {
         int64_t samples = st->epoch_step * st->global_batch;
-        t->epoch_step = samples / ddpc__trainer_global_batch(t);
+        t->pos.epoch_step = samples / ddpc__trainer_global_batch(t);
         if (t->log)
             fprintf(t->log,
                     "the checkpoint was written by %d rank%s with a global batch of %lld; at %d "
                     "rank%s (global batch %lld) training continues from sample %lld of epoch "
                     "%lld, and the data order from there on differs from the original run's\n",
-                    st->world, st->world == 1 ? "" : "s", (long long)st->global_batch, t->world,
-                    t->world == 1 ? "" : "s", (long long)ddpc__trainer_global_batch(t),
-                    (long long)(t->epoch_step * ddpc__trainer_global_batch(t)),
-                    (long long)t->epoch);
+                    st->world, st->world == 1 ? "" : "s", (long long)st->global_batch,
+                    t->dist.world, t->dist.world == 1 ? "" : "s",
+                    (long long)ddpc__trainer_global_batch(t),
+                    (long long)(t->pos.epoch_step * ddpc__trainer_global_batch(t)),
+                    (long long)t->pos.epoch);
     }
-    if (t->steps_per_epoch > 0 && t->epoch_step >= t->steps_per_epoch) {
-        t->epoch++;
-        t->epoch_step = 0;
+    if (t->steps_per_epoch > 0 && t->pos.epoch_step >= t->steps_per_epoch) {
+        t->pos.epoch++;
+        t->pos.epoch_step = 0;
     }
 }
 
 /* The ZeRO stage in effect: the configured one on several ranks, 0 on one (the engine's rule). */
 static int stage_in_effect(const ddpc_trainer *t)
 {
-    return t->world > 1 ? ddpc_engine_config_of(t->engine)->zero_stage : 0;
+    return t->dist.world > 1 ? ddpc_engine_config_of(t->engine)->zero_stage : 0;
 }
 
 /* "resuming from P: ..." and, when the optimizer state is resharded (the checkpoint's stage
@@ -163,19 +164,19 @@ static void log_resume(const ddpc_trainer *t, const char *path, const ddpc_ckpt_
     if (!t->log)
         return;
     int stage = stage_in_effect(t);
-    bool reshard =
-        st->zero_stage != stage || (st->world != t->world && (stage > 0 || st->zero_stage > 0));
+    bool reshard = st->zero_stage != stage ||
+                   (st->world != t->dist.world && (stage > 0 || st->zero_stage > 0));
     if (reshard)
         fprintf(t->log,
                 "resuming from %s (zero stage %d, %d rank%s) at zero stage %d on %d "
                 "rank%s, resharding the optimizer state: step %lld, epoch %lld, step %lld of the "
                 "epoch\n",
-                path, st->zero_stage, st->world, st->world == 1 ? "" : "s", stage, t->world,
-                t->world == 1 ? "" : "s", (long long)st->step, (long long)t->epoch,
-                (long long)t->epoch_step);
+                path, st->zero_stage, st->world, st->world == 1 ? "" : "s", stage, t->dist.world,
+                t->dist.world == 1 ? "" : "s", (long long)st->step, (long long)t->pos.epoch,
+                (long long)t->pos.epoch_step);
     else
         fprintf(t->log, "resuming from %s: step %lld, epoch %lld, step %lld of the epoch\n", path,
-                (long long)st->step, (long long)t->epoch, (long long)t->epoch_step);
+                (long long)st->step, (long long)t->pos.epoch, (long long)t->pos.epoch_step);
 }
 
 /* Loads checkpoint path into this rank's model, optimizer shard and counters. */
@@ -197,7 +198,7 @@ static ddpc_status load(ddpc_trainer *t, const char *path, ddpc_ckpt_state *st)
             t->engine, (ddpc_loss_scale_state){.scale = st->loss_scale,
                                                .growth_tracker = st->loss_scale_growth_tracker});
     place(t, st);
-    t->last_saved_step = st->step;
+    t->pos.last_saved_step = st->step;
     snprintf(t->resumed_from, sizeof t->resumed_from, "%s", path);
     return DDPC_OK;
 }
@@ -242,11 +243,11 @@ static ddpc_status write_ckpt(ddpc_trainer *t, int stage, const ddpc_ckpt_state 
         const ddpc_range *ranges;
         size_t n_ranges;
         ddpc_engine_shard(t->engine, &ranges, &n_ranges);
-        return ddpc_ckpt_save_sharded(t->set.ckpt_dir, t->pg, t->model,
+        return ddpc_ckpt_save_sharded(t->set.ckpt_dir, t->dist.pg, t->model,
                                       ddpc_engine_optim(t->engine), ranges, n_ranges, st,
                                       t->set.ckpt_keep, path, cap);
     }
-    if (t->rank != 0) /* the state is replicated: rank 0 writes it */
+    if (t->dist.rank != 0) /* the state is replicated: rank 0 writes it */
         return DDPC_OK;
     /* A GPU run's state is on the device: bring the host copies up to date first. */
     ddpc_model_to_host(t->model);
@@ -257,17 +258,17 @@ static ddpc_status write_ckpt(ddpc_trainer *t, int stage, const ddpc_ckpt_state 
 
 static ddpc_status save(ddpc_trainer *t)
 {
-    ddpc_pg_set_phase(t->pg, DDPC_PHASE_CHECKPOINT);
+    ddpc_pg_set_phase(t->dist.pg, DDPC_PHASE_CHECKPOINT);
     int64_t step = ddpc_engine_step(t->engine);
-    t->last_saved_step = step;
+    t->pos.last_saved_step = step;
     int stage = stage_in_effect(t);
     ddpc_ckpt_state st = {
         .step = step,
-        .epoch = t->epoch,
-        .epoch_step = t->epoch_step,
+        .epoch = t->pos.epoch,
+        .epoch_step = t->pos.epoch_step,
         .samples_seen = step * ddpc__trainer_global_batch(t),
         .global_batch = ddpc__trainer_global_batch(t),
-        .world = t->world,
+        .world = t->dist.world,
         .seed = t->set.seed,
         .skipped_steps = ddpc_engine_skipped(t->engine),
         .loss_scaling = ddpc_engine_config_of(t->engine)->loss_scaling,
@@ -285,8 +286,8 @@ static ddpc_status save(ddpc_trainer *t)
     }
     DDPC_TRY(s);
     double seconds = ddpc_time_now() - t0;
-    t->ckpt_seconds += seconds;
-    if (t->rank != 0) /* rank 0 logs and records it */
+    t->pos.ckpt_seconds += seconds;
+    if (t->dist.rank != 0) /* rank 0 logs and records it */
         return DDPC_OK;
     ddpc__progress_clear(t);
     if (t->log)
@@ -303,15 +304,15 @@ ddpc_status ddpc__trainer_after_step_save(ddpc_trainer *t, bool epoch_end)
     const trainer_settings *s = &t->set;
     int64_t step = ddpc_engine_step(t->engine);
     bool by_steps = s->ckpt_every_steps > 0 && step % s->ckpt_every_steps == 0;
-    /* t->epoch is already the next step's epoch: the epoch just finished is t->epoch - 1. */
-    bool by_epochs = s->ckpt_every_epochs > 0 && epoch_end && t->epoch_step == 0 &&
-                     t->epoch % s->ckpt_every_epochs == 0;
+    /* t->pos.epoch is already the next step's epoch: the one just finished is t->pos.epoch - 1. */
+    bool by_epochs = s->ckpt_every_epochs > 0 && epoch_end && t->pos.epoch_step == 0 &&
+                     t->pos.epoch % s->ckpt_every_epochs == 0;
     return by_steps || by_epochs ? save(t) : DDPC_OK;
 }
 
 ddpc_status ddpc__trainer_final_save(ddpc_trainer *t)
 {
-    if (!ddpc__trainer_checkpoints_on(t) || t->last_saved_step == ddpc_engine_step(t->engine))
+    if (!ddpc__trainer_checkpoints_on(t) || t->pos.last_saved_step == ddpc_engine_step(t->engine))
         return DDPC_OK;
     return save(t);
 }

@@ -40,7 +40,7 @@ static const char *base_name(const char *path)
  * every file's CRC and every counter) and where this rank placed the run. */
 static int64_t digest_of(const ddpc_trainer *t, const ddpc_ckpt_state *st, const char *name)
 {
-    int64_t pos[4] = {ddpc_engine_step(t->engine), t->epoch, t->epoch_step, st->state_crc};
+    int64_t pos[4] = {ddpc_engine_step(t->engine), t->pos.epoch, t->pos.epoch_step, st->state_crc};
     uLong c = crc32(0L, Z_NULL, 0);
     c = crc32(c, (const Bytef *)pos, (uInt)sizeof pos);
     c = crc32(c, (const Bytef *)name, (uInt)strlen(name));
@@ -60,7 +60,7 @@ static void describe(char *buf, size_t cap, int rank, const vote *v)
  * rank 0. */
 static ddpc_status verdict(const ddpc_trainer *t, ddpc_status local, const vote *all)
 {
-    for (int r = 0; r < t->world; r++) {
+    for (int r = 0; r < t->dist.world; r++) {
         const vote *v = &all[r];
         if (v->status == DDPC_OK)
             continue;
@@ -72,7 +72,7 @@ static ddpc_status verdict(const ddpc_trainer *t, ddpc_status local, const vote 
     char list[700] = "", one[160];
     size_t at = 0;
     int differ = 0;
-    for (int r = 1; r < t->world; r++) {
+    for (int r = 1; r < t->dist.world; r++) {
         const vote *v = &all[r];
         if (v->step == all[0].step && v->digest == all[0].digest &&
             strcmp(v->name, all[0].name) == 0)
@@ -98,7 +98,7 @@ static ddpc_status verdict(const ddpc_trainer *t, ddpc_status local, const vote 
 ddpc_status ddpc__trainer_resume_agree(ddpc_trainer *t, ddpc_status local,
                                        const ddpc_ckpt_state *st, const char *path)
 {
-    if (t->world <= 1)
+    if (t->dist.world <= 1)
         return local;
     vote mine;
     memset(&mine, 0, sizeof mine);
@@ -110,10 +110,11 @@ ddpc_status ddpc__trainer_resume_agree(ddpc_trainer *t, ddpc_status local,
         mine.step = ddpc_engine_step(t->engine);
         mine.digest = digest_of(t, st, mine.name);
     }
-    vote *all = ddpc_calloc((size_t)t->world, sizeof *all);
+    vote *all = ddpc_calloc((size_t)t->dist.world, sizeof *all);
     if (!all) /* the others then fail at the group's timeout, as for a dead rank */
-        return ddpc_errorf(DDPC_ENOMEM, "out of memory for %d ranks' resume records", t->world);
-    ddpc_status s = ddpc_pg_all_gather(t->pg, &mine, all, VOTE_WORDS, DDPC_DTYPE_I64);
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory for %d ranks' resume records",
+                           t->dist.world);
+    ddpc_status s = ddpc_pg_all_gather(t->dist.pg, &mine, all, VOTE_WORDS, DDPC_DTYPE_I64);
     if (s == DDPC_OK)
         s = verdict(t, local, all);
     else if (local != DDPC_OK)
@@ -133,12 +134,12 @@ static_assert(sizeof(commit_note) % sizeof(int64_t) == 0, "a note is sent as int
 
 ddpc_status ddpc__trainer_save_seen(ddpc_trainer *t, ddpc_status local, const char *path)
 {
-    if (t->world <= 1)
+    if (t->dist.world <= 1)
         return local;
     commit_note n;
     memset(&n, 0, sizeof n);
     ddpc_ckpt_state st = {0};
-    if (t->rank == 0) {
+    if (t->dist.rank == 0) {
         if (local == DDPC_OK)
             local = ddpc_ckpt_read_state(path, &st);
         ddpc_ckpt_state_fini(&st);
@@ -148,7 +149,7 @@ ddpc_status ddpc__trainer_save_seen(ddpc_trainer *t, ddpc_status local, const ch
         if (local != DDPC_OK)
             snprintf(n.msg, sizeof n.msg, "%s", ddpc_last_error());
     }
-    DDPC_TRY(ddpc_pg_broadcast(t->pg, &n, sizeof n / sizeof(int64_t), DDPC_DTYPE_I64, 0));
+    DDPC_TRY(ddpc_pg_broadcast(t->dist.pg, &n, sizeof n / sizeof(int64_t), DDPC_DTYPE_I64, 0));
     if (n.status != DDPC_OK) /* the same failure everywhere: no rank checks */
         return local != DDPC_OK ? local
                                 : ddpc_errorf((ddpc_status)n.status,
@@ -157,7 +158,7 @@ ddpc_status ddpc__trainer_save_seen(ddpc_trainer *t, ddpc_status local, const ch
     /* Whatever this rank's save said (ZeRO: the same as rank 0's), can it see the commit? */
     int64_t seen = 1;
     char why[MSG_BYTES] = "";
-    if (t->rank != 0) {
+    if (t->dist.rank != 0) {
         ddpc_status r = ddpc_ckpt_read_state(n.path, &st);
         ddpc_ckpt_state_fini(&st);
         if (r != DDPC_OK)
@@ -168,10 +169,10 @@ ddpc_status ddpc__trainer_save_seen(ddpc_trainer *t, ddpc_status local, const ch
                      (unsigned)st.state_crc, (unsigned)n.state_crc);
         seen = r == DDPC_OK && st.state_crc == (uint32_t)n.state_crc;
     }
-    int64_t *all = ddpc_calloc((size_t)t->world, sizeof *all);
+    int64_t *all = ddpc_calloc((size_t)t->dist.world, sizeof *all);
     if (!all) /* the others then fail at the group's timeout, as for a dead rank */
         return ddpc_errorf(DDPC_ENOMEM, "out of memory checking checkpoint %s", n.path);
-    ddpc_status s = ddpc_pg_all_gather(t->pg, &seen, all, 1, DDPC_DTYPE_I64);
+    ddpc_status s = ddpc_pg_all_gather(t->dist.pg, &seen, all, 1, DDPC_DTYPE_I64);
     if (s != DDPC_OK) {
         ddpc_free(all);
         return s;
@@ -179,7 +180,7 @@ ddpc_status ddpc__trainer_save_seen(ddpc_trainer *t, ddpc_status local, const ch
     char ranks[160] = "";
     size_t at = 0;
     int blind = 0;
-    for (int r = 0; r < t->world; r++) {
+    for (int r = 0; r < t->dist.world; r++) {
         if (all[r] || ++blind > MAX_NAMED)
             continue;
         int w = snprintf(ranks + at, sizeof ranks - at, "%s%d", at ? ", " : "", r);

@@ -3,6 +3,7 @@
  * (one of them at least), data.image_size, data.channels, data.mean and data.std. The held-out
  * splits take the train split's classes, channels and size. Invariant: every split built is
  * handed to the caller, even when a later one fails, so the caller frees it. */
+#include "train/trainer_data.h"
 #include "train/trainer_impl.h"
 
 #include <stdio.h>

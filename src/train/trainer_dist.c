@@ -45,7 +45,7 @@ static ddpc_status read_parallel(ddpc_trainer *t, int world, const ddpc_comm_env
                            "use parallel.mode: ddp for several processes",
                            env->rank, world, ddpc_comm_source_name(env->source));
     /* Default: one replica per kernel thread (num_threads, else OMP_NUM_THREADS, else cores). */
-    t->dp_replicas = replicas > 0 ? (int)replicas : ddpc_kernels_threads();
+    t->dist.dp_replicas = replicas > 0 ? (int)replicas : ddpc_kernels_threads();
     return DDPC_OK;
 }
 
@@ -64,22 +64,22 @@ ddpc_status ddpc__trainer_init_dist(ddpc_trainer *t)
     DDPC_TRY(ddpc_config_float(c, "dist.timeout_s", 0.0, 0.0, 1e7, &pc.timeout_s));
     bool flight; /* the hang recorder's files: on by default, the ring itself always */
     DDPC_TRY(ddpc_config_bool(c, "flight.enabled", true, &flight));
-    if (t->plan_world > 0) { /* `ddpc plan`: a job of plan_world ranks, seen from rank 0 */
-        t->world = t->plan_world;
-        t->local_world = t->plan_world;
-        return read_parallel(t, t->plan_world, NULL);
+    if (t->dist.plan_world > 0) { /* `ddpc plan`: a job of plan_world ranks, seen from rank 0 */
+        t->dist.world = t->dist.plan_world;
+        t->dist.local_world = t->dist.plan_world;
+        return read_parallel(t, t->dist.plan_world, NULL);
     }
     DDPC_TRY(read_parallel(t, env.world_size > 0 ? env.world_size : 1, &env));
-    DDPC_TRY(ddpc_pg_create(&env, &pc, &t->pg));
+    DDPC_TRY(ddpc_pg_create(&env, &pc, &t->dist.pg));
     if (flight) {
         char dir[1100];
         snprintf(dir, sizeof dir, "%s/flight", t->set.run_dir);
-        DDPC_TRY(ddpc_pg_set_flight_dir(t->pg, dir));
+        DDPC_TRY(ddpc_pg_set_flight_dir(t->dist.pg, dir));
     }
-    t->rank = ddpc_pg_rank(t->pg);
-    t->world = ddpc_pg_world_size(t->pg);
-    t->local_world = ddpc_pg_local_world_size(t->pg); /* gloo may have counted them */
-    t->restart_count = env.restart_count;
+    t->dist.rank = ddpc_pg_rank(t->dist.pg);
+    t->dist.world = ddpc_pg_world_size(t->dist.pg);
+    t->dist.local_world = ddpc_pg_local_world_size(t->dist.pg); /* gloo may have counted them */
+    t->pos.restart_count = env.restart_count;
     ddpc__trainer_split_threads(t, &env);
     return DDPC_OK;
 }
@@ -87,7 +87,7 @@ ddpc_status ddpc__trainer_init_dist(ddpc_trainer *t)
 ddpc_status ddpc__trainer_read_ddp(ddpc_trainer *t)
 {
     ddpc_config *c = t->cfg;
-    ddpc_reducer_config *rc = &t->reducer_cfg;
+    ddpc_reducer_config *rc = &t->dist.reducer_cfg;
     int dtype;
     bool sync_bn = rc->sync_batchnorm; /* model.sync_batchnorm, read with the model */
     *rc = ddpc_reducer_config_default();
@@ -104,9 +104,9 @@ ddpc_status ddpc__trainer_read_ddp(ddpc_trainer *t)
 ddpc_status ddpc__trainer_init_ddp(ddpc_trainer *t)
 {
     ddpc_config *c = t->cfg;
-    ddpc_reducer_config rc = t->reducer_cfg;
+    ddpc_reducer_config rc = t->dist.reducer_cfg;
     rc.zero_stage = t->engine_cfg.zero_stage;
-    if (t->world == 1)
+    if (t->dist.world == 1)
         return DDPC_OK;
     /* Every rank must run the same config: compare it line by line (the dump is canonical). */
     size_t need = ddpc_config_dump(c, NULL, 0) + 1;
@@ -115,16 +115,16 @@ ddpc_status ddpc__trainer_init_ddp(ddpc_trainer *t)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory for the config fingerprint");
     ddpc_config_dump(c, dump, need);
     rc.fingerprint = dump;
-    ddpc_status st = ddpc_reducer_create(t->pg, t->model, &rc, &t->reducer);
+    ddpc_status st = ddpc_reducer_create(t->dist.pg, t->model, &rc, &t->dist.reducer);
     ddpc_free(dump);
     return st;
 }
 
 ddpc_status ddpc__trainer_sum(ddpc_trainer *t, double *values, size_t n)
 {
-    if (t->world == 1)
+    if (t->dist.world == 1)
         return DDPC_OK;
-    return ddpc_pg_all_reduce(t->pg, values, values, n, DDPC_DTYPE_F64, DDPC_REDUCE_SUM);
+    return ddpc_pg_all_reduce(t->dist.pg, values, values, n, DDPC_DTYPE_F64, DDPC_REDUCE_SUM);
 }
 
 float ddpc__trainer_lr_scale(const ddpc_trainer *t)
@@ -142,8 +142,8 @@ float ddpc__trainer_lr_scale(const ddpc_trainer *t)
 
 void ddpc__trainer_fini_dist(ddpc_trainer *t)
 {
-    ddpc_reducer_destroy(t->reducer);
-    t->reducer = NULL;
-    ddpc_pg_destroy(t->pg);
-    t->pg = NULL;
+    ddpc_reducer_destroy(t->dist.reducer);
+    t->dist.reducer = NULL;
+    ddpc_pg_destroy(t->dist.pg);
+    t->dist.pg = NULL;
 }

@@ -8,7 +8,6 @@
 #define DDPC_TRAIN_TRAINER_IMPL_H
 
 #include <ddpc/combined.h>
-#include <ddpc/bleu.h>
 #include <ddpc/checkpoint.h>
 #include <ddpc/comm.h>
 #include <ddpc/data.h>
@@ -25,9 +24,11 @@
 #include <ddpc/timer.h>
 #include <ddpc/trace.h>
 #include <ddpc/train.h>
-#include <ddpc/vocab.h>
 
 #include "train/trainer_device.h"
+#include "train/trainer_kind.h"
+#include "train/trainer_progress.h"
+#include "train/trainer_settings.h"
 
 #include <stdbool.h>
 
@@ -35,48 +36,6 @@
 #define DDPC__FORTUNES_DIR "/usr/share/games/fortunes"
 #define DDPC__TASK_NAME_MAX 32
 #define DDPC_TRAIN_MAX_ACCUM 1024
-
-typedef enum { STATE_TRAIN, STATE_VAL, STATE_TEST, STATE_PREDICT } trainer_state;
-typedef enum { LR_SCALE_NONE, LR_SCALE_LINEAR, LR_SCALE_SQRT } lr_scale_kind;
-/* log.progress, in the config's order. */
-typedef enum { PROGRESS_AUTO, PROGRESS_BAR, PROGRESS_PLAIN } progress_mode;
-
-typedef struct {
-    uint64_t seed;
-    int threads;
-    trainer_state state;
-    int64_t epochs, max_steps, eval_every, log_every;
-    int64_t eval_batches, test_batches; /* per rank and task, val / test evaluations; 0 = all */
-    int64_t batch_size, eval_batch_size; /* per rank; the tasks' defaults */
-    int64_t accum_steps;                 /* micro-batches per optimizer step */
-    ddpc_precision precision;            /* of the model's matrix products */
-    int device;                          /* device: a ddpc_device_kind (trainer_device.c) */
-    int64_t stats_sync_every;            /* steps between cross-rank loss averages */
-    progress_mode progress;              /* log.progress: a bar on a terminal, or plain lines */
-    bool tensorboard;                    /* log.tensorboard: rank 0 writes <run_dir>/tb/ */
-    bool tensorboard_per_rank;           /* log.tensorboard_per_rank: every rank, tb/rank<k>/ */
-    lr_scale_kind lr_scale;              /* base LR x (world * accum_steps)^{0, 1, 1/2} */
-    int num_workers, prefetch_factor;    /* training loaders */
-    bool hflip;                          /* data.hflip: training images mirrored at random */
-    int random_shift;                    /* data.random_shift: pixels, 0 = off */
-    bool shuffle;
-    char run_dir[512];
-    const char *weights_out, *init_from;
-    bool init_strict; /* init_from must match every tensor */
-    /* checkpoints (trainer_ckpt.c) */
-    int64_t ckpt_every_steps, ckpt_every_epochs, ckpt_keep;
-    char ckpt_dir[1024];
-    const char *resume; /* "auto", "force", "never" or a checkpoint path */
-    /* fault injection for resume tests: SIGKILL this process in step kill_at_step (1-based; 0 =
-     * off) before micro-batch kill_at_micro, on rank kill_rank, in a run that did not resume */
-    int64_t kill_at_step, kill_at_micro, kill_rank;
-    /* predict */
-    int64_t predict_samples, predict_tokens;
-    const char *prompt;
-    float temperature;
-    bool phases;                         /* log.phases: per-step phase timers (trainer_phases.c) */
-    int64_t profile_first, profile_last; /* profile.steps [a, b] (1-based, inclusive); 0 = off */
-} trainer_settings;
 
 /* The logging window's phase breakdown (trainer_phases.c): seconds summed over its steps. A step's
  * period runs from the end of the previous step's update to the end of its own, so logging,
@@ -126,38 +85,8 @@ typedef struct {
 
 #define DDPC__MAX_OWNED (4 * DDPC_MODEL_MAX_HEADS)
 
-/* data.type translation (trainer_translation.c): the vocabularies (built from the train split, or
- * loaded from vocab_dir), decoding settings and, per evaluation split, the trivial baselines'
- * hypotheses. */
-typedef struct {
-    ddpc_vocab *src_vocab, *tgt_vocab;
-    char vocab_dir[512];
-    bool save_vocab; /* built by a training run: rank 0 writes them into vocab_dir */
-    int64_t max_len; /* positions of a source (with <eos>) or a decoder input (with <bos>) */
-    int eval_beam, predict_beam;
-    const char *predict_input;
-    char predict_output[1100];
-    const char *train_src, *train_tgt;
-    int64_t train_dropped; /* train pairs longer than max_len, left out */
-    /* Most-frequent-translation baseline (trainer_translate_eval.c), built at the first
-     * evaluation: the train sources' hashes, sorted, each with the train sample holding its most
-     * frequent target; and the sample of the most frequent target overall. */
-    uint64_t *mf_src;  /* (n_mf) */
-    int64_t *mf_pick;  /* (n_mf) */
-    int64_t n_mf, mf_overall;
-    int32_t *out;      /* (out_rows, max_len) decoded ids */
-    int64_t out_rows;
-} ddpc__translation;
-
-/* The progress bar's state (trainer_progress.c). */
-typedef struct {
-    bool decided, on, drawn;
-    double start, last_draw; /* ddpc_time_now() of the first call and of the last redraw */
-    int64_t start_step;      /* the engine's step at the first call (a resumed run's start) */
-    int64_t epoch;
-    double loss, rate; /* of the last logging window; loss NaN before the first */
-    bool tokens;       /* rate counts tokens, not samples */
-} ddpc__progress;
+/* data.type translation's state (trainer_translation.h). */
+typedef struct ddpc__translation ddpc__translation;
 
 /* trainer_ckpt.c: the newer checkpoints resume passed over because they did not verify (the
  * first DDPC__RESUME_NOTES of n_skipped, newest first), for rank 0's log and metrics.jsonl's
@@ -180,18 +109,15 @@ typedef struct {
     ddpc_fs_lock *weights_out; /* "<weights_out's target>.lock", removed on release */
 } ddpc__trainer_locks;
 
-struct ddpc_trainer {
-    ddpc_config *cfg;
-    FILE *log;
-    trainer_settings set;
-    /* Tasks: `multi` when the config declares `tasks:` (heads per task, per-task metrics). */
+/* The task table and its loaders (trainer_data.c, trainer_shard.c, trainer_sampler.c). */
+typedef struct {
+    /* `multi` when the config declares `tasks:` (heads per task, per-task metrics). */
     bool multi;
     int n_tasks;
     int n_tasks_declared; /* in the config's tasks list, before data.task_names_to_use */
     ddpc__task task[DDPC_MODEL_MAX_HEADS];
     ddpc_dataset *owned[DDPC__MAX_OWNED];
     int n_owned;
-    ddpc__translation *tr; /* data.type translation; NULL otherwise */
     ddpc_combined_mode mode; /* training; evaluation is always sequential */
     ddpc_combined *combined; /* over the tasks this rank trains: local_task[j] is loader j's */
     int n_local, local_task[DDPC_MODEL_MAX_HEADS];
@@ -204,12 +130,11 @@ struct ddpc_trainer {
     bool replicate_tasks;
     unsigned char *holds;
     FILE *indices_log; /* data.log_indices */
-    ddpc_model *model;
-    ddpc_engine_config engine_cfg;
-    ddpc_engine *engine;
-    int64_t total_steps;     /* optimizer steps of the whole run */
-    int64_t steps_per_epoch; /* optimizer steps per epoch (training only) */
-    /* Distributed: the group (world 1 without a launcher), the reducer (world > 1 only). */
+} ddpc__task_table;
+
+/* Distributed (trainer_dist.c): the group (world 1 without a launcher), the reducer (world > 1
+ * only) and the shape of the job. */
+typedef struct {
     ddpc_pg *pg;
     ddpc_reducer *reducer;
     ddpc_reducer_config reducer_cfg; /* the ddp.* keys */
@@ -218,48 +143,84 @@ struct ddpc_trainer {
     /* parallel.mode dp: DataParallel replicas in this one process (world 1), each taking
      * data.batch_size rows of a loader batch N times as large; 0 under parallel.mode ddp. */
     int dp_replicas;
-    int plan_world;  /* > 0: `ddpc plan` at this many ranks; nothing is allocated or run */
-    /* Memory plan (trainer_memory.c): its input (bucket lengths owned here), the per-rank limit
-     * and how it was set, and whether the measured peak was reported yet. */
-    ddpc_memplan_input mem_in;
-    size_t *mem_buckets;
-    uint64_t mem_limit;
-    char mem_limit_what[256];
-    bool mem_reported;
-    /* Batch buffers (max_batch samples), for prediction and the step benchmark. */
+    int plan_world; /* > 0: `ddpc plan` at this many ranks; nothing is allocated or run */
+} ddpc__dist;
+
+/* Memory plan (trainer_memory.c): its input (bucket lengths owned here), the per-rank limit and
+ * how it was set, and whether the measured peak was reported yet. */
+typedef struct {
+    ddpc_memplan_input in;
+    size_t *buckets;
+    uint64_t limit;
+    char limit_what[256];
+    bool reported;
+} ddpc__mem;
+
+/* Batch buffers (max_batch samples), for prediction and the step benchmark. */
+typedef struct {
     int64_t max_batch, sample_floats, tokens_per_sample;
-    float *x;
-    int32_t *tokens, *targets;
-    int64_t *perm;          /* (train size) bench order */
+    float *x;                  /* (max_batch, sample_floats) */
+    int32_t *tokens, *targets; /* (max_batch, tokens_per_sample) */
+    int64_t *perm;             /* (train size) bench order */
+} ddpc__buffers;
+
+/* Position: where the next step's data starts (epoch, optimizer steps done in it), and the
+ * run's saving so far. */
+typedef struct {
+    int64_t epoch, epoch_step;
+    int64_t last_saved_step; /* -1: none this run */
+    double ckpt_seconds;     /* spent saving checkpoints this run */
+    int restart_count;       /* of the launcher (TORCHELASTIC_RESTART_COUNT) */
+} ddpc__position;
+
+/* A GPU run: device allocations made by the end of the second step, and steps taken, so the end
+ * of the run can say how many a warm step made (none is the promise). */
+typedef struct {
+    uint64_t allocs_warm, allocs_last;
+    int64_t steps;
+} ddpc__gpu_count;
+
+/* The logging window (trainer_window.c): what the progress line reports. */
+typedef struct {
+    double time;          /* training seconds since the last progress line */
+    double unsynced_loss; /* local weighted loss sum since the last cross-rank sync */
+    int64_t unsynced_steps;
+    double loss; /* rank-averaged loss sum since the last progress line */
+    int64_t steps;
+    int64_t samples; /* rows this rank trained on since the last progress line */
+    double wait;     /* seconds blocked on the loaders since the last line */
+    double last_train_loss;
+    double last_grad_norm;    /* of the last step, before clipping */
+    uint64_t last_comm_bytes; /* ring bytes this rank's last optimizer step issued */
+} ddpc__window;
+
+struct ddpc_trainer {
+    ddpc_config *cfg;
+    FILE *log;
+    trainer_settings set;
+    ddpc__task_table data;
+    const ddpc__task_kind *kind; /* chosen by the tasks' data (trainer_kind.h) */
+    ddpc__translation *tr;       /* data.type translation's state; NULL otherwise */
+    ddpc_model *model;
+    ddpc_engine_config engine_cfg;
+    ddpc_engine *engine;
+    int64_t total_steps;     /* optimizer steps of the whole run */
+    int64_t steps_per_epoch; /* optimizer steps per epoch (training only) */
+    ddpc__dist dist;
+    ddpc__mem mem;
+    ddpc__buffers buf;
     ddpc_metrics *metrics;  /* records of rank 0 reach metrics.jsonl; other ranks' go nowhere */
     ddpc__trainer_locks locks; /* rank 0's, for the job */
     char *config_text; /* the effective configuration (ddpc_config_dump), for config.yaml and
                           checkpoints */
-    int restart_count;      /* of the launcher (TORCHELASTIC_RESTART_COUNT) */
-    /* Position: where the next step's data starts (epoch, optimizer steps done in it). */
-    int64_t epoch, epoch_step;
-    int64_t last_saved_step; /* -1: none this run */
-    double ckpt_seconds;     /* spent saving checkpoints this run */
-    /* A GPU run: device allocations made by the end of the second step, and steps taken, so the
-     * end of the run can say how many a warm step made (none is the promise). */
-    uint64_t device_allocs_warm, device_allocs_last;
-    int64_t device_steps;
+    ddpc__position pos;
+    ddpc__gpu_count gpu;
     char resumed_from[1100]; /* checkpoint this run resumed from, or "" */
     ddpc__resume_notes resume; /* what resuming passed over; the first save's check */
     char init_report[1024];  /* what init_from (init_strict: false) left out, or "" */
     char notes[1024]; /* lines about a config changed to fit the run (warm-up cut to the run,
                          a partial batch kept), decided while building, printed when it runs */
-    /* Logging window. */
-    double window_time;   /* training seconds since the last progress line */
-    double unsynced_loss; /* local weighted loss sum since the last cross-rank sync */
-    int64_t unsynced_steps;
-    double window_loss; /* rank-averaged loss sum since the last progress line */
-    int64_t window_steps;
-    int64_t window_samples; /* rows this rank trained on since the last progress line */
-    double window_wait;     /* seconds blocked on the loaders since the last line */
-    double last_train_loss;
-    double last_grad_norm; /* of the last step, before clipping */
-    uint64_t last_comm_bytes; /* ring bytes this rank's last optimizer step issued */
+    ddpc__window win;
     ddpc_eval_result last_eval;
     ddpc__progress bar;
     ddpc__phases ph;
@@ -275,7 +236,7 @@ ddpc_status ddpc__trainer_load_tasks(ddpc_trainer *t);
 /* Frees loaders, samplers and datasets. */
 void ddpc__trainer_free_tasks(ddpc_trainer *t);
 
-/* trainer_sampler.c: the data.sampler keys into t->samp (before data.shuffle, whose default
+/* trainer_sampler.c: the data.sampler keys into t->data.samp (before data.shuffle, whose default
  * depends on streaming); the training sampler config of task i; data.log_indices' file (open at
  * fit's start, one line per pass: step, micro-step, task, indices). */
 ddpc_status ddpc__trainer_read_sampling(ddpc_trainer *t);
@@ -291,40 +252,6 @@ ddpc_status ddpc__trainer_select_tasks(ddpc_trainer *t);
 ddpc_status ddpc__trainer_shard_tasks(ddpc_trainer *t);
 void ddpc__trainer_log_task_sharding(ddpc_trainer *t);
 
-/* trainer_data_image.c: data.type imagefolder under `prefix`: reads the keys into roots (train,
- * val, test; a held-out one may be NULL) and c; builds out (train, val, test; NULL where no root),
- * appending a line per split (images, shape, bytes, skipped entries) to note. */
-ddpc_status ddpc__trainer_read_imagefolder(ddpc_trainer *t, const char *prefix,
-                                           const char *roots[3], ddpc_imagefolder_config *c);
-ddpc_status ddpc__trainer_create_imagefolder(const char *const roots[3],
-                                             const ddpc_imagefolder_config *c,
-                                             ddpc_dataset *out[3], char *note, size_t cap);
-
-/* trainer_translation.c: data.type translation for task k (`prefix` = "data"): reads its keys,
- * builds or loads the vocabularies into t->tr and loads the train, valid and test splits. */
-ddpc_status ddpc__trainer_load_translation(ddpc_trainer *t, ddpc__task *k, const char *prefix);
-/* Rank 0 of a training run: writes vocab.src.txt and vocab.tgt.txt into the vocabulary directory. */
-ddpc_status ddpc__trainer_save_vocab(ddpc_trainer *t);
-void ddpc__trainer_free_translation(ddpc_trainer *t);
-/* s, the status of loading weights into a translation model: DDPC_EINVAL (their vocabulary
- * digests are not the model's, weights.h) comes back with the vocabulary files in use named. */
-ddpc_status ddpc__translation_name_vocabs(const ddpc_trainer *t, ddpc_status s);
-
-/* trainer_translate_eval.c: BLEU and exact match of the model's decoded translations (beam
- * eval_beam_size) and of the two trivial baselines (copy the source; the most frequent
- * translation of the source in the train split, else the most frequent target overall) on the
- * same rows. sums holds DDPC__TR_SUMS values per evaluation (plain sums: ranks add theirs). */
-#define DDPC__TR_FIELDS (2 * DDPC_BLEU_ORDER + 3) /* BLEU statistics, then exact matches */
-#define DDPC__TR_SUMS (3 * DDPC__TR_FIELDS)       /* model, copy, most frequent */
-ddpc_status ddpc__translation_eval_batch(ddpc_trainer *t, const ddpc_dataset *d,
-                                         const ddpc_batch *b, double *sums);
-/* Adds the fields to the open metrics record (exact matches over `rows`) and a summary for the
- * log line into text. */
-void ddpc__translation_eval_record(ddpc_trainer *t, const double *sums, double rows, char *text,
-                                   size_t cap);
-/* trainer_translate_predict.c: rank 0 translates predict.input into predict.output. */
-ddpc_status ddpc__translation_predict(ddpc_trainer *t);
-
 /* trainer_model.c: the model table (keys per model.type), the optimizer keys and the engine. */
 ddpc_status ddpc__trainer_build_model(ddpc_trainer *t);
 /* Per task a distributed sampler + loader (drop_last), the combined loader over them;
@@ -333,16 +260,13 @@ ddpc_status ddpc__trainer_build_loaders(ddpc_trainer *t, int64_t *per_epoch);
 
 /* trainer_fit.c: the fit loop. */
 ddpc_status ddpc__trainer_fit(ddpc_trainer *t);
-
-/* trainer_progress.c: the bar drawn on rank 0 in place of the progress lines when log.progress
- * is bar, or auto and the log is a terminal. on: whether it is drawn (decided at the first call);
- * update: the window's loss and rate, redrawn now; tick: after a step, redrawn at most 10 times a
- * second; clear: erases it before another line is printed; finish: its last state and a newline. */
-bool ddpc__progress_on(ddpc_trainer *t);
-void ddpc__progress_update(ddpc_trainer *t, int64_t epoch, double loss, double rate, bool tokens);
-void ddpc__progress_tick(ddpc_trainer *t, int64_t epoch);
-void ddpc__progress_clear(ddpc_trainer *t);
-void ddpc__progress_finish(ddpc_trainer *t);
+/* trainer_fit_log.c: rank 0's lines before the first step and, on a GPU, after the last. */
+void ddpc__trainer_log_start(ddpc_trainer *t);
+void ddpc__trainer_log_device_allocs(const ddpc_trainer *t);
+/* trainer_window.c: sync_stats (collective) averages the losses since the last sync over ranks
+ * into the window; log_progress writes the window's record and line, then resets it. */
+ddpc_status ddpc__trainer_sync_stats(ddpc_trainer *t);
+ddpc_status ddpc__trainer_log_progress(ddpc_trainer *t, int64_t epoch, double elapsed);
 
 /* trainer_ckpt.c: checkpoint keys, saving and resuming. */
 ddpc_status ddpc__trainer_read_ckpt_settings(ddpc_trainer *t);
@@ -369,7 +293,7 @@ ddpc_status ddpc__trainer_record_end(ddpc_trainer *t, double wall_s);
  * (cap) gets the lines for rank 0's log: resume=force's warning, reshard, length, cosmetic keys. */
 ddpc_status ddpc__trainer_compare_config(const ddpc_trainer *t, const char *path,
                                          const ddpc_ckpt_state *st, char *report, size_t cap);
-/* trainer_ckpt_agree.c, collectives over t->pg (every rank calls them; world 1: no-ops).
+/* trainer_ckpt_agree.c, collectives over t->dist.pg (every rank calls them; world 1: no-ops).
  * resume_agree: after each rank tried to resume (local: its status; st: what it loaded, NULL if
  * nothing; path: from where), every rank returns the same verdict: a rank's failure, or
  * ranks that loaded different checkpoints (step, state.json's CRC, directory name, position)
@@ -404,13 +328,14 @@ ddpc_status ddpc__trainer_init_dist(ddpc_trainer *t);
 /* trainer_threads.c: once the group exists, the kernel threads of this rank (the user's count,
  * else the usable CPUs split among the ranks on this host), and a start-up note saying why. */
 void ddpc__trainer_split_threads(ddpc_trainer *t, const ddpc_comm_env *env);
-/* The ddp.* keys into t->reducer_cfg (before the model is allocated: the memory plan needs them). */
+/* The ddp.* keys into t->dist.reducer_cfg (before the model is allocated: the memory plan needs
+ * them). */
 ddpc_status ddpc__trainer_read_ddp(ddpc_trainer *t);
 ddpc_status ddpc__trainer_init_ddp(ddpc_trainer *t);
 /* Model copies that each take data.batch_size rows of a step: ranks x DataParallel replicas. */
 static inline int ddpc__trainer_dp_degree(const ddpc_trainer *t)
 {
-    return t->world * (t->dp_replicas > 0 ? t->dp_replicas : 1);
+    return t->dist.world * (t->dist.dp_replicas > 0 ? t->dist.dp_replicas : 1);
 }
 /* values (n) = their sum over ranks (in place; nothing to do on one rank). */
 ddpc_status ddpc__trainer_sum(ddpc_trainer *t, double *values, size_t n);

@@ -18,8 +18,8 @@ static ddpc_status read_limit(ddpc_trainer *t)
     double gb;
     DDPC_TRY(ddpc_config_float(t->cfg, "memory.limit_gb", 0.0, 0.0, 1e9, &gb));
     if (gb > 0.0) {
-        t->mem_limit = (uint64_t)(gb * 1073741824.0);
-        snprintf(t->mem_limit_what, sizeof t->mem_limit_what, "memory.limit_gb is %g", gb);
+        t->mem.limit = (uint64_t)(gb * 1073741824.0);
+        snprintf(t->mem.limit_what, sizeof t->mem.limit_what, "memory.limit_gb is %g", gb);
         return DDPC_OK;
     }
     /* A model on a GPU keeps parameters, gradients, optimizer state and activations there: the
@@ -27,50 +27,50 @@ static ddpc_status read_limit(ddpc_trainer *t)
     const ddpc_kernel_table *k = ddpc_model_backend(t->model);
     if (k->kind != DDPC_DEVICE_CPU) {
         char a[32];
-        t->mem_limit = k->memory_total();
-        snprintf(t->mem_limit_what, sizeof t->mem_limit_what,
+        t->mem.limit = k->memory_total();
+        snprintf(t->mem.limit_what, sizeof t->mem.limit_what,
                  "the GPU's memory (memory.limit_gb is unset) is %s",
-                 ddpc_memplan_format_bytes(t->mem_limit, a, sizeof a));
+                 ddpc_memplan_format_bytes(t->mem.limit, a, sizeof a));
         return DDPC_OK;
     }
     uint64_t avail;
     if (ddpc_sysinfo_mem_available(&avail) != DDPC_OK) { /* not Linux: no limit to enforce */
-        t->mem_limit = UINT64_MAX;
-        snprintf(t->mem_limit_what, sizeof t->mem_limit_what,
+        t->mem.limit = UINT64_MAX;
+        snprintf(t->mem.limit_what, sizeof t->mem.limit_what,
                  "none: memory.limit_gb is unset and %s", ddpc_last_error());
         return DDPC_OK;
     }
-    int local = t->local_world > 0 ? t->local_world : 1;
-    t->mem_limit = avail / (uint64_t)local;
+    int local = t->dist.local_world > 0 ? t->dist.local_world : 1;
+    t->mem.limit = avail / (uint64_t)local;
     char a[32], b[32];
     ddpc_memplan_format_bytes(avail, a, sizeof a);
-    size_t len = (size_t)snprintf(t->mem_limit_what, sizeof t->mem_limit_what,
+    size_t len = (size_t)snprintf(t->mem.limit_what, sizeof t->mem.limit_what,
                                   "this machine's available memory (MemAvailable, as "
                                   "memory.limit_gb is unset) is %s",
                                   a);
-    if (local > 1 && len < sizeof t->mem_limit_what)
-        snprintf(t->mem_limit_what + len, sizeof t->mem_limit_what - len,
+    if (local > 1 && len < sizeof t->mem.limit_what)
+        snprintf(t->mem.limit_what + len, sizeof t->mem.limit_what - len,
                  ", %s for each of its %d ranks",
-                 ddpc_memplan_format_bytes(t->mem_limit, b, sizeof b), local);
+                 ddpc_memplan_format_bytes(t->mem.limit, b, sizeof b), local);
     return DDPC_OK;
 }
 
 /* All ranks refuse or none does: the limit is the smallest any rank saw. */
 static ddpc_status agree_on_limit(ddpc_trainer *t)
 {
-    if (!t->pg || t->world == 1)
+    if (!t->dist.pg || t->dist.world == 1)
         return DDPC_OK;
-    double v = (double)t->mem_limit;
-    DDPC_TRY(ddpc_pg_all_reduce(t->pg, &v, &v, 1, DDPC_DTYPE_F64, DDPC_REDUCE_MIN));
-    t->mem_limit = v >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)v;
+    double v = (double)t->mem.limit;
+    DDPC_TRY(ddpc_pg_all_reduce(t->dist.pg, &v, &v, 1, DDPC_DTYPE_F64, DDPC_REDUCE_MIN));
+    t->mem.limit = v >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)v;
     return DDPC_OK;
 }
 
 static int64_t largest_batch(const ddpc_trainer *t)
 {
     int64_t batch = 1;
-    for (int i = 0; i < t->n_tasks; i++)
-        batch = t->task[i].batch_size > batch ? t->task[i].batch_size : batch;
+    for (int i = 0; i < t->data.n_tasks; i++)
+        batch = t->data.task[i].batch_size > batch ? t->data.task[i].batch_size : batch;
     return batch;
 }
 
@@ -78,55 +78,55 @@ ddpc_status ddpc__trainer_plan_memory(ddpc_trainer *t)
 {
     size_t nt = ddpc_model_num_tensors(t->model);
     size_t *of = ddpc_malloc((nt ? nt : 1) * sizeof *of);
-    t->mem_buckets = ddpc_malloc((nt ? nt : 1) * sizeof *t->mem_buckets);
-    if (!of || !t->mem_buckets) {
+    t->mem.buckets = ddpc_malloc((nt ? nt : 1) * sizeof *t->mem.buckets);
+    if (!of || !t->mem.buckets) {
         ddpc_free(of);
         return ddpc_errorf(DDPC_ENOMEM, "out of memory for the memory plan's bucket table");
     }
-    size_t nb = ddpc_reducer_assign_buckets(t->model, &t->reducer_cfg, of, t->mem_buckets);
+    size_t nb = ddpc_reducer_assign_buckets(t->model, &t->dist.reducer_cfg, of, t->mem.buckets);
     ddpc_free(of);
     const ddpc_model_config *mc = ddpc_model_config_of(t->model);
     int64_t batch = largest_batch(t);
-    ddpc_memplan_input *in = &t->mem_in;
+    ddpc_memplan_input *in = &t->mem.in;
     *in = (ddpc_memplan_input){
         .n = ddpc_model_num_params(t->model),
-        .bucket_len = t->mem_buckets,
+        .bucket_len = t->mem.buckets,
         .n_buckets = nb,
-        .world = t->world,
+        .world = t->dist.world,
         .stage = t->engine_cfg.zero_stage,
         .optim_states = (int)ddpc_optim_state_buffers(t->engine_cfg.optim.type),
-        .comm_dtype = t->reducer_cfg.comm_dtype,
+        .comm_dtype = t->dist.reducer_cfg.comm_dtype,
         .act_bytes = {ddpc_model_activation_bytes(t->model, batch, false),
                       ddpc_model_activation_bytes(t->model, batch, true)},
         .checkpointing = mc->activation_checkpointing,
-        .replicas = t->dp_replicas,
+        .replicas = t->dist.dp_replicas,
     };
     in->can_checkpoint = ddpc_model_can_checkpoint(t->model);
     DDPC_TRY(read_limit(t));
     DDPC_TRY(agree_on_limit(t));
-    if (t->plan_world > 0 || t->set.state != STATE_TRAIN)
+    if (t->dist.plan_world > 0 || t->set.state != STATE_TRAIN)
         return DDPC_OK; /* `ddpc plan` checks after printing; evaluation allocates no optimizer */
-    return ddpc_memplan_check(in, t->mem_limit, t->mem_limit_what);
+    return ddpc_memplan_check(in, t->mem.limit, t->mem.limit_what);
 }
 
 void ddpc__trainer_log_memory_plan(ddpc_trainer *t)
 {
     ddpc_memplan p;
-    if (!t->log || ddpc_memplan_compute(&t->mem_in, &p) != DDPC_OK)
+    if (!t->log || ddpc_memplan_compute(&t->mem.in, &p) != DDPC_OK)
         return;
     char b[32];
-    ddpc_memplan_print_line(t->log, &p, t->world);
+    ddpc_memplan_print_line(t->log, &p, t->dist.world);
     fprintf(t->log, "memory limit %s per rank: %s\n",
-            ddpc_memplan_format_bytes(t->mem_limit, b, sizeof b), t->mem_limit_what);
+            ddpc_memplan_format_bytes(t->mem.limit, b, sizeof b), t->mem.limit_what);
 }
 
 ddpc_status ddpc__trainer_report_memory(ddpc_trainer *t)
 {
-    if (t->mem_reported)
+    if (t->mem.reported)
         return DDPC_OK;
-    t->mem_reported = true;
+    t->mem.reported = true;
     ddpc_memplan p;
-    DDPC_TRY(ddpc_memplan_compute(&t->mem_in, &p));
+    DDPC_TRY(ddpc_memplan_compute(&t->mem.in, &p));
     uint64_t rss = 0, rss_peak = 0;
     DDPC_TRY(ddpc_sysinfo_process_memory(&rss, &rss_peak));
     int64_t peak = ddpc_alloc_peak_bytes(), live = ddpc_alloc_live_bytes();
@@ -176,16 +176,16 @@ ddpc_status ddpc__trainer_report_memory(ddpc_trainer *t)
 ddpc_status ddpc_trainer_print_plan(ddpc_trainer *t, FILE *f, bool exact)
 {
     const ddpc_model_config *mc = ddpc_model_config_of(t->model);
-    int replicas = t->mem_in.replicas;
+    int replicas = t->mem.in.replicas;
     long long batch = (long long)largest_batch(t);
     fprintf(f, "%s model, batch %lld per %s", mc->type, batch, replicas > 1 ? "replica" : "rank");
     if (replicas > 1)
         fprintf(f, " (%lld per step)", batch * replicas);
     fprintf(f, ", optimizer %s, zero.stage %d, ddp.comm_dtype %s\n",
-            ddpc_optim_type_name(t->engine_cfg.optim.type), t->mem_in.stage,
-            ddpc_dtype_name(t->mem_in.comm_dtype));
-    ddpc_memplan_print_table(f, &t->mem_in, t->mem_limit, t->mem_limit_what, exact);
-    DDPC_TRY(ddpc_memplan_check(&t->mem_in, t->mem_limit, t->mem_limit_what));
+            ddpc_optim_type_name(t->engine_cfg.optim.type), t->mem.in.stage,
+            ddpc_dtype_name(t->mem.in.comm_dtype));
+    ddpc_memplan_print_table(f, &t->mem.in, t->mem.limit, t->mem.limit_what, exact);
+    DDPC_TRY(ddpc_memplan_check(&t->mem.in, t->mem.limit, t->mem.limit_what));
     fprintf(f, "fits\n");
     return DDPC_OK;
 }

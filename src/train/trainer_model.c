@@ -133,20 +133,20 @@ static const char *const kind_needs[] = {
 static ddpc_status task_heads(const ddpc_trainer *t, ddpc_model_config *mc)
 {
     int64_t shape0[3];
-    ddpc_dataset_sample_shape(t->task[0].train, shape0);
-    for (int i = 0; i < t->n_tasks; i++) {
+    ddpc_dataset_sample_shape(t->data.task[0].train, shape0);
+    for (int i = 0; i < t->data.n_tasks; i++) {
         int64_t shape[3];
-        ddpc_dataset_sample_shape(t->task[i].train, shape);
+        ddpc_dataset_sample_shape(t->data.task[i].train, shape);
         if (memcmp(shape, shape0, sizeof shape) != 0)
             return ddpc_errorf(DDPC_EINVAL,
                                "tasks.%d ('%s') has samples of shape (%lld, %lld, %lld), tasks.0 "
                                "of (%lld, %lld, %lld): the trunk is shared",
-                               i, t->task[i].name, (long long)shape[0], (long long)shape[1],
+                               i, t->data.task[i].name, (long long)shape[0], (long long)shape[1],
                                (long long)shape[2], (long long)shape0[0], (long long)shape0[1],
                                (long long)shape0[2]);
-        mc->head_classes[i] = t->task[i].num_classes;
+        mc->head_classes[i] = t->data.task[i].num_classes;
     }
-    mc->n_heads = (size_t)t->n_tasks;
+    mc->n_heads = (size_t)t->data.n_tasks;
     return DDPC_OK;
 }
 
@@ -167,11 +167,12 @@ static ddpc_status read_loss(ddpc_trainer *t, ddpc_model_config *mc)
     if (strcmp(mc->type, "mlp") != 0 && strcmp(mc->type, "cnn") != 0) /* as the model says */
         return ddpc_errorf(DDPC_EINVAL, "loss '%s' needs model type mlp or cnn; '%s' trains with "
                            "cross_entropy only", ddpc_loss_name(mc->loss), mc->type);
-    if (ddpc_dataset_target_width(t->task[0].train) == 0)
-        return ddpc_errorf(DDPC_EINVAL, "loss '%s' needs float targets (data.type csv with "
-                           "data.label); data.type %s has class labels", ddpc_loss_name(mc->loss),
-                           t->task[0].data_type);
-    if (t->dp_replicas > 0)
+    if (ddpc_dataset_target_width(t->data.task[0].train) == 0)
+        return ddpc_errorf(DDPC_EINVAL,
+                           "loss '%s' needs float targets (data.type csv with "
+                           "data.label); data.type %s has class labels",
+                           ddpc_loss_name(mc->loss), t->data.task[0].data_type);
+    if (t->dist.dp_replicas > 0)
         return ddpc_errorf(DDPC_EINVAL, "loss '%s' needs DDP; parallel.mode: dp splits class "
                            "labels only", ddpc_loss_name(mc->loss));
     return DDPC_OK;
@@ -204,12 +205,12 @@ static ddpc_status read_model_config(ddpc_trainer *t, ddpc_model_config *mc, voi
                            "recompute (gpt, cnn and seq2seq support it)",
                            b->name);
     if (b->batchnorm) /* torch.nn.SyncBatchNorm.convert_sync_batchnorm */
-        DDPC_TRY(
-            ddpc_config_bool(c, "model.sync_batchnorm", false, &t->reducer_cfg.sync_batchnorm));
-    if (t->reducer_cfg.sync_batchnorm && !mc->batchnorm)
+        DDPC_TRY(ddpc_config_bool(c, "model.sync_batchnorm", false,
+                                  &t->dist.reducer_cfg.sync_batchnorm));
+    if (t->dist.reducer_cfg.sync_batchnorm && !mc->batchnorm)
         return ddpc_errorf(DDPC_EINVAL, "model.sync_batchnorm: true needs model.batchnorm: true "
                                         "(there is no BatchNorm layer to synchronise)");
-    if (t->reducer_cfg.sync_batchnorm && t->dp_replicas > 0) /* torch's is DDP-only too */
+    if (t->dist.reducer_cfg.sync_batchnorm && t->dist.dp_replicas > 0) /* torch's is DDP-only too */
         return ddpc_errorf(DDPC_EINVAL,
                            "model.sync_batchnorm synchronises batch statistics "
                            "across DDP ranks; parallel.mode: dp has none (its replicas normalise "
@@ -218,34 +219,27 @@ static ddpc_status read_model_config(ddpc_trainer *t, ddpc_model_config *mc, voi
     mc->seed = t->set.seed;
     mc->precision = t->set.precision;
     int64_t shape[3];
-    ddpc_dataset_sample_shape(t->task[0].train, shape);
-    mc->num_classes = ddpc_dataset_num_classes(t->task[0].train);
-    if (ddpc_dataset_kind_of(t->task[0].train) != b->data_kind)
+    ddpc_dataset_sample_shape(t->data.task[0].train, shape);
+    mc->num_classes = ddpc_dataset_num_classes(t->data.task[0].train);
+    if (ddpc_dataset_kind_of(t->data.task[0].train) != b->data_kind)
         return ddpc_errorf(DDPC_EINVAL, "model.type '%s' needs %s, not data.type %s", b->name,
-                           kind_needs[b->data_kind], t->task[0].data_type);
+                           kind_needs[b->data_kind], t->data.task[0].data_type);
     if (b->data_kind == DDPC_DATASET_TOKENS) /* wider than the data's, as llm.c pads 50257 */
         DDPC_TRY(ddpc_config_int(c, "model.vocab_size", mc->num_classes, mc->num_classes,
                                  INT32_MAX, &mc->num_classes));
-    if (s2s) { /* the vocabularies and the longest sequence come from the data */
-        mc->src_vocab = ddpc_vocab_size(t->tr->src_vocab);
-        mc->tgt_vocab = ddpc_vocab_size(t->tr->tgt_vocab);
-        mc->vocab_digests = true;
-        mc->src_vocab_digest = ddpc_vocab_digest(t->tr->src_vocab);
-        mc->tgt_vocab_digest = ddpc_vocab_digest(t->tr->tgt_vocab);
-        DDPC_TRY(ddpc_config_int(c, "model.max_len", t->tr->max_len, t->tr->max_len, 1 << 16,
-                                 &mc->max_len));
-    }
+    if (t->kind->model_config) /* translation: vocabularies and longest sequence */
+        DDPC_TRY(t->kind->model_config(t, mc));
     if (b->data_kind == DDPC_DATASET_IMAGES)
         mc->in_channels = shape[0], mc->in_height = shape[1], mc->in_width = shape[2];
-    if (t->multi)
+    if (t->data.multi)
         DDPC_TRY(task_heads(t, mc));
     /* Last, once the config is known good: cuda opens the GPU. */
     ddpc__device_ask ask = {.kind = t->set.device,
                             .model_type = b->name,
                             .model_on_gpu = b->gpu,
-                            .world = t->world,
-                            .dp_replicas = t->dp_replicas,
-                            .local_rank = t->pg ? ddpc_pg_local_rank(t->pg) : 0};
+                            .world = t->dist.world,
+                            .dp_replicas = t->dist.dp_replicas,
+                            .local_rank = t->dist.pg ? ddpc_pg_local_rank(t->dist.pg) : 0};
     return ddpc__device_select(&ask, &mc->backend, t->notes, sizeof t->notes);
 }
 
@@ -335,24 +329,24 @@ static ddpc_status read_engine_config(ddpc_trainer *t, int64_t total_steps, ddpc
     ec->lr_scale = ddpc__trainer_lr_scale(t);
     ec->grad_clip = (float)clip;
     ec->accum_steps = t->set.accum_steps;
-    ec->num_tasks = t->n_tasks;
+    ec->num_tasks = t->data.n_tasks;
     ec->on_nonfinite = (ddpc_nonfinite_policy)policy; /* the table follows the enum's order */
     int64_t stage;
     DDPC_TRY(ddpc_config_int(c, "zero.stage", 0, 0, 3, &stage));
     ec->zero_stage = (int)stage;
-    if (stage > 0 && t->dp_replicas > 0)
+    if (stage > 0 && t->dist.dp_replicas > 0)
         return ddpc_errorf(DDPC_EINVAL,
                            "zero.stage %lld shards across processes; parallel.mode: "
                            "dp is one process, whose replicas each hold the whole model",
                            (long long)stage);
-    ec->dp_replicas = t->dp_replicas;
+    ec->dp_replicas = t->dist.dp_replicas;
     return read_loss_scale(t, ec);
 }
 
 /* The training sampler and loader of task i, on the ranks that train it. */
 static ddpc_status build_loader(ddpc_trainer *t, int i)
 {
-    ddpc__task *k = &t->task[i];
+    ddpc__task *k = &t->data.task[i];
     if (k->shard_rank < 0)
         return DDPC_OK; /* task sharding gave it to other ranks */
     int64_t size;
@@ -360,14 +354,14 @@ static ddpc_status build_loader(ddpc_trainer *t, int i)
     if (ddpc_sampler_create(&sc, &k->sampler) != DDPC_OK) {
         char why[512];
         snprintf(why, sizeof why, "%s", ddpc_last_error());
-        if (t->multi)
+        if (t->data.multi)
             return ddpc_errorf(DDPC_EINVAL, "tasks.%d ('%s'), %lld training samples: %s", i,
                                k->name, (long long)size, why);
         return ddpc_errorf(DDPC_EINVAL, "data (%lld training samples): %s", (long long)size, why);
     }
     ddpc_loader_config lc = ddpc_loader_config_default();
-    lc.batch_size =
-        k->batch_size * (t->dp_replicas > 0 ? t->dp_replicas : 1); /* dp: every replica's */
+    lc.batch_size = k->batch_size *
+                    (t->dist.dp_replicas > 0 ? t->dist.dp_replicas : 1); /* dp: every replica's */
     lc.num_workers = t->set.num_workers;
     lc.prefetch_factor = t->set.prefetch_factor;
     /* Every rank runs the same steps, so partial last batches are dropped; but where this rank's
@@ -375,16 +369,18 @@ static ddpc_status build_loader(ddpc_trainer *t, int i)
      * DataLoader(drop_last=False) would train it, unless data.drop_last says drop. Under the
      * distributed sampler every rank's share is the same size, so the ranks still agree. */
     int64_t share = ddpc_sampler_len(k->sampler);
-    bool partial = !t->multi && t->dp_replicas == 0 && !t->samp.drop_last &&
-                   t->samp.kind == DDPC_SAMPLER_DISTRIBUTED && share > 0 && share < lc.batch_size;
+    bool partial = !t->data.multi && t->dist.dp_replicas == 0 && !t->data.samp.drop_last &&
+                   t->data.samp.kind == DDPC_SAMPLER_DISTRIBUTED && share > 0 &&
+                   share < lc.batch_size;
     lc.drop_last = !partial;
-    if (partial && t->world > 1)
-        ddpc__trainer_add_note(t,
-                 "data: %lld training samples, %lld on each of %d ranks, are fewer than "
-                 "data.batch_size %lld: each epoch is one step on a partial batch of %lld per "
-                 "rank (data.drop_last: true refuses instead)\n",
-                 (long long)size, (long long)share, t->world, (long long)lc.batch_size,
-                 (long long)share);
+    if (partial && t->dist.world > 1)
+        ddpc__trainer_add_note(
+            t,
+            "data: %lld training samples, %lld on each of %d ranks, are fewer than "
+            "data.batch_size %lld: each epoch is one step on a partial batch of %lld per "
+            "rank (data.drop_last: true refuses instead)\n",
+            (long long)size, (long long)share, t->dist.world, (long long)lc.batch_size,
+            (long long)share);
     else if (partial)
         ddpc__trainer_add_note(t,
                  "data: %lld training samples are fewer than data.batch_size %lld: each epoch "
@@ -400,12 +396,12 @@ static ddpc_status build_loader(ddpc_trainer *t, int i)
     lc.augment_seed = t->set.seed;
     const ddpc_dataset *ds[1] = {k->train};
     DDPC_TRY(ddpc_loader_create(ds, 1, k->sampler, &lc, &k->loader));
-    if (ddpc_loader_len(k->loader) == 0 && t->multi)
+    if (ddpc_loader_len(k->loader) == 0 && t->data.multi)
         return ddpc_errorf(DDPC_EINVAL,
                            "tasks.%d ('%s'): batch_size %lld on each of %d ranks/replicas is more "
                            "than its %lld training samples",
                            i, k->name, (long long)k->batch_size,
-                           k->shard_world * (t->dp_replicas > 0 ? t->dp_replicas : 1),
+                           k->shard_world * (t->dist.dp_replicas > 0 ? t->dist.dp_replicas : 1),
                            (long long)ddpc_sampler_len(k->sampler) * k->shard_world);
     return DDPC_OK;
 }
@@ -416,13 +412,14 @@ static ddpc_status build_loader(ddpc_trainer *t, int i)
  * `case`, the shortest. *len is this rank's and becomes the agreed one. */
 static ddpc_status agree_epoch(ddpc_trainer *t, int64_t *len)
 {
-    bool shortest = t->mode == DDPC_COMBINED_MIN_SIZE || t->samp.kind == DDPC_SAMPLER_CASE;
-    if (t->world == 1 || (!t->sharding && t->samp.kind != DDPC_SAMPLER_CASE))
+    bool shortest =
+        t->data.mode == DDPC_COMBINED_MIN_SIZE || t->data.samp.kind == DDPC_SAMPLER_CASE;
+    if (t->dist.world == 1 || (!t->data.sharding && t->data.samp.kind != DDPC_SAMPLER_CASE))
         return DDPC_OK;
     int64_t mine = *len;
-    DDPC_TRY(ddpc_pg_all_reduce(t->pg, len, len, 1, DDPC_DTYPE_I64,
+    DDPC_TRY(ddpc_pg_all_reduce(t->dist.pg, len, len, 1, DDPC_DTYPE_I64,
                                 shortest ? DDPC_REDUCE_MIN : DDPC_REDUCE_MAX));
-    t->cycle = *len > mine;
+    t->data.cycle = *len > mine;
     return DDPC_OK;
 }
 
@@ -430,34 +427,35 @@ ddpc_status ddpc__trainer_build_loaders(ddpc_trainer *t, int64_t *per_epoch)
 {
     ddpc_loader *loaders[DDPC_MODEL_MAX_HEADS];
     const char *names[DDPC_MODEL_MAX_HEADS];
-    t->n_local = 0;
-    for (int i = 0; i < t->n_tasks; i++) {
+    t->data.n_local = 0;
+    for (int i = 0; i < t->data.n_tasks; i++) {
         DDPC_TRY(build_loader(t, i));
-        if (!t->task[i].loader)
+        if (!t->data.task[i].loader)
             continue;
-        loaders[t->n_local] = t->task[i].loader;
-        names[t->n_local] = t->task[i].name;
-        t->local_task[t->n_local++] = i;
+        loaders[t->data.n_local] = t->data.task[i].loader;
+        names[t->data.n_local] = t->data.task[i].name;
+        t->data.local_task[t->data.n_local++] = i;
     }
-    DDPC_TRY(ddpc_combined_create(loaders, names, t->n_local, t->mode, &t->combined));
-    int64_t len = ddpc_combined_len(t->combined);
+    DDPC_TRY(
+        ddpc_combined_create(loaders, names, t->data.n_local, t->data.mode, &t->data.combined));
+    int64_t len = ddpc_combined_len(t->data.combined);
     DDPC_TRY(agree_epoch(t, &len));
     *per_epoch = len / t->set.accum_steps;
     if (*per_epoch > 0)
         return DDPC_OK;
-    if (!t->multi)
-        return ddpc_errorf(DDPC_EINVAL,
-                           "one step takes data.batch_size %lld x optim.grad_accum_steps %lld "
-                           "samples on each of %d %s, more than the %lld training samples%s",
-                           (long long)t->set.batch_size, (long long)t->set.accum_steps,
-                           ddpc__trainer_dp_degree(t), t->dp_replicas > 0 ? "replicas" : "ranks",
-                           (long long)ddpc_dataset_size(t->task[0].train),
-                           t->samp.drop_last ? " (data.drop_last: true drops a partial batch)"
-                                             : "");
+    if (!t->data.multi)
+        return ddpc_errorf(
+            DDPC_EINVAL,
+            "one step takes data.batch_size %lld x optim.grad_accum_steps %lld "
+            "samples on each of %d %s, more than the %lld training samples%s",
+            (long long)t->set.batch_size, (long long)t->set.accum_steps, ddpc__trainer_dp_degree(t),
+            t->dist.dp_replicas > 0 ? "replicas" : "ranks",
+            (long long)ddpc_dataset_size(t->data.task[0].train),
+            t->data.samp.drop_last ? " (data.drop_last: true drops a partial batch)" : "");
     return ddpc_errorf(DDPC_EINVAL,
                        "an epoch of %lld combined steps (data.combined_mode %s) is shorter than "
                        "optim.grad_accum_steps %lld",
-                       (long long)len, ddpc_combined_mode_name(t->mode),
+                       (long long)len, ddpc_combined_mode_name(t->data.mode),
                        (long long)t->set.accum_steps);
 }
 
@@ -469,9 +467,9 @@ static ddpc_status reserve_batches(ddpc_trainer *t)
     if (ddpc_model_backend(t->model)->kind == DDPC_DEVICE_CPU)
         return DDPC_OK;
     int64_t n = 0;
-    for (int i = 0; i < t->n_tasks; i++) {
-        n = t->task[i].batch_size > n ? t->task[i].batch_size : n;
-        n = t->task[i].eval_batch_size > n ? t->task[i].eval_batch_size : n;
+    for (int i = 0; i < t->data.n_tasks; i++) {
+        n = t->data.task[i].batch_size > n ? t->data.task[i].batch_size : n;
+        n = t->data.task[i].eval_batch_size > n ? t->data.task[i].eval_batch_size : n;
     }
     return ddpc_model_reserve(t->model, n, 0);
 }
@@ -479,24 +477,25 @@ static ddpc_status reserve_batches(ddpc_trainer *t)
 static ddpc_status alloc_buffers(ddpc_trainer *t)
 {
     int64_t shape[3];
-    ddpc_dataset_sample_shape(t->task[0].train, shape);
-    bool images = ddpc_dataset_kind_of(t->task[0].train) == DDPC_DATASET_IMAGES;
-    t->sample_floats = images ? shape[0] * shape[1] * shape[2] : 0;
+    ddpc_dataset_sample_shape(t->data.task[0].train, shape);
+    bool images = ddpc_dataset_kind_of(t->data.task[0].train) == DDPC_DATASET_IMAGES;
+    t->buf.sample_floats = images ? shape[0] * shape[1] * shape[2] : 0;
     /* pairs vary in length: their rates count samples */
-    bool pairs = ddpc_dataset_kind_of(t->task[0].train) == DDPC_DATASET_PAIRS;
-    t->tokens_per_sample = images || pairs ? 1 : shape[0];
-    int64_t n = 1, replicas = t->dp_replicas > 0 ? t->dp_replicas : 1;
-    for (int i = 0; i < t->n_tasks; i++) {
-        int64_t train = t->task[i].batch_size * replicas; /* dp: the step benchmark's batch */
+    bool pairs = ddpc_dataset_kind_of(t->data.task[0].train) == DDPC_DATASET_PAIRS;
+    t->buf.tokens_per_sample = images || pairs ? 1 : shape[0];
+    int64_t n = 1, replicas = t->dist.dp_replicas > 0 ? t->dist.dp_replicas : 1;
+    for (int i = 0; i < t->data.n_tasks; i++) {
+        int64_t train = t->data.task[i].batch_size * replicas; /* dp: the step benchmark's batch */
         n = train > n ? train : n;
-        n = t->task[i].eval_batch_size > n ? t->task[i].eval_batch_size : n;
+        n = t->data.task[i].eval_batch_size > n ? t->data.task[i].eval_batch_size : n;
     }
-    t->max_batch = n;
-    t->x = images ? ddpc_malloc((size_t)(n * t->sample_floats) * sizeof(float)) : NULL;
-    t->tokens = images ? NULL : ddpc_malloc((size_t)(n * t->tokens_per_sample) * sizeof(int32_t));
-    t->targets = ddpc_malloc((size_t)(n * t->tokens_per_sample) * sizeof(int32_t));
-    t->perm = ddpc_malloc((size_t)ddpc_dataset_size(t->task[0].train) * sizeof(int64_t));
-    if ((images && !t->x) || (!images && !t->tokens) || !t->targets || !t->perm)
+    t->buf.max_batch = n;
+    t->buf.x = images ? ddpc_malloc((size_t)(n * t->buf.sample_floats) * sizeof(float)) : NULL;
+    t->buf.tokens =
+        images ? NULL : ddpc_malloc((size_t)(n * t->buf.tokens_per_sample) * sizeof(int32_t));
+    t->buf.targets = ddpc_malloc((size_t)(n * t->buf.tokens_per_sample) * sizeof(int32_t));
+    t->buf.perm = ddpc_malloc((size_t)ddpc_dataset_size(t->data.task[0].train) * sizeof(int64_t));
+    if ((images && !t->buf.x) || (!images && !t->buf.tokens) || !t->buf.targets || !t->buf.perm)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory for batch buffers of %lld samples",
                            (long long)n);
     return DDPC_OK;
@@ -514,7 +513,7 @@ ddpc_status ddpc__trainer_build_model(ddpc_trainer *t)
     ddpc_free(own);
     DDPC_TRY(s);
     int64_t per_epoch = 0;
-    if (t->set.state == STATE_TRAIN && t->plan_world == 0)
+    if (t->set.state == STATE_TRAIN && t->dist.plan_world == 0)
         DDPC_TRY(ddpc__trainer_build_loaders(t, &per_epoch));
     /* max_steps, when set, is the run's length whatever `epochs` says (more epochs, the last one
      * partial, or fewer): Hugging Face's max_steps, Lightning's max_steps without max_epochs. */
@@ -525,7 +524,7 @@ ddpc_status ddpc__trainer_build_model(ddpc_trainer *t)
     DDPC_TRY(read_engine_config(t, total, &t->engine_cfg));
     DDPC_TRY(ddpc__trainer_read_ddp(t));
     DDPC_TRY(ddpc__trainer_plan_memory(t));
-    if (t->plan_world > 0)
+    if (t->dist.plan_world > 0)
         return DDPC_OK;
     DDPC_TRY(ddpc_model_allocate(t->model));
     DDPC_TRY(reserve_batches(t));

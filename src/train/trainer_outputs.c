@@ -16,11 +16,11 @@
 
 static ddpc_status record_start(ddpc_trainer *t)
 {
-    if (!t->resumed_from[0] && t->restart_count == 0)
+    if (!t->resumed_from[0] && t->pos.restart_count == 0)
         return ddpc__trainer_record_session(t);
     ddpc_metrics_begin(t->metrics, ddpc_engine_step(t->engine));
     ddpc_metrics_str(t->metrics, "event", t->resumed_from[0] ? "resume" : "restart");
-    ddpc_metrics_i64(t->metrics, "restart", t->restart_count);
+    ddpc_metrics_i64(t->metrics, "restart", t->pos.restart_count);
     ddpc_metrics_str(t->metrics, "checkpoint", t->resumed_from);
     const ddpc__resume_notes *n = &t->resume;
     if (t->resumed_from[0])
@@ -84,13 +84,11 @@ static ddpc_status lock_weights_out(ddpc_trainer *t)
 ddpc_status ddpc__trainer_lock_outputs(ddpc_trainer *t)
 {
     const trainer_settings *s = &t->set;
-    if (t->rank != 0)
+    if (t->dist.rank != 0)
         return DDPC_OK;
     DDPC_TRY(ddpc_rundir_lock_acquire(s->run_dir, &t->locks.run_dir));
-    if (s->state == STATE_PREDICT && t->tr) { /* written at the end of the translations */
-        char target[DDPC_FS_PATH_MAX];
-        return ddpc_fs_out_target(t->tr->predict_output, "predict.output", target, sizeof target);
-    }
+    if (s->state == STATE_PREDICT && t->kind->check_predict_output)
+        return t->kind->check_predict_output(t);
     if (s->state != STATE_TRAIN)
         return DDPC_OK;
     DDPC_TRY(lock_ckpt_dir(t));
@@ -111,13 +109,14 @@ ddpc_status ddpc__trainer_open_outputs(ddpc_trainer *t)
     const trainer_settings *s = &t->set;
     char path[1100];
     if (s->tensorboard && s->tensorboard_per_rank) { /* each rank's own view, tb/rank<k>/ */
-        snprintf(path, sizeof path, "%s/tb/rank%d", s->run_dir, t->rank);
+        snprintf(path, sizeof path, "%s/tb/rank%d", s->run_dir, t->dist.rank);
         DDPC_TRY(ddpc_metrics_add_tensorboard(t->metrics, path));
     }
-    if (t->rank != 0)
+    if (t->dist.rank != 0)
         return s->tensorboard && s->tensorboard_per_rank ? record_start(t) : DDPC_OK;
     DDPC_TRY(ddpc_rundir_write_config(s->run_dir, t->config_text));
-    DDPC_TRY(ddpc__trainer_save_vocab(t));
+    if (t->kind->write_outputs)
+        DDPC_TRY(t->kind->write_outputs(t));
     if (s->state == STATE_TRAIN && ddpc__trainer_checkpoints_on(t))
         DDPC_TRY(ddpc_dir_check_writable(s->ckpt_dir));
     snprintf(path, sizeof path, "%s/metrics.jsonl", s->run_dir);

@@ -16,13 +16,13 @@ ddpc_status ddpc__trainer_phases_start(ddpc_trainer *t, double start)
 {
     ddpc__phases *p = &t->ph;
     if (!p->ranks) {
-        p->ranks = ddpc_calloc(3 * (size_t)t->world, sizeof *p->ranks);
+        p->ranks = ddpc_calloc(3 * (size_t)t->dist.world, sizeof *p->ranks);
         if (!p->ranks)
             return ddpc_errorf(DDPC_ENOMEM, "out of memory for the per-rank metrics of %d ranks",
-                               t->world);
+                               t->dist.world);
     }
     p->mark = start;
-    p->busy_mark = ddpc_pg_busy_seconds(t->pg);
+    p->busy_mark = ddpc_pg_busy_seconds(t->dist.pg);
     return DDPC_OK;
 }
 
@@ -50,7 +50,7 @@ void ddpc__trainer_phases_fields(ddpc_trainer *t)
     ddpc__phases *p = &t->ph;
     if (!t->set.phases || p->steps == 0)
         return;
-    double n = (double)p->steps, busy = ddpc_pg_busy_seconds(t->pg);
+    double n = (double)p->steps, busy = ddpc_pg_busy_seconds(t->dist.pg);
     const ddpc_engine_timing *e = &p->eng;
     double dp = e->replicate_s + e->scatter_s + e->replica_wait_s + e->reduce_s;
     double other = p->step - p->data - e->forward_s - e->backward_s - e->comm_wait_s -
@@ -62,7 +62,7 @@ void ddpc__trainer_phases_fields(ddpc_trainer *t)
     ddpc_metrics_f64(m, "phase/comm_exposed_s", e->comm_wait_s / n, -1);
     ddpc_metrics_f64(m, "phase/optimizer_s", e->optimizer_s / n, -1);
     ddpc_metrics_f64(m, "phase/checkpoint_s", p->ckpt / n, -1);
-    if (t->dp_replicas > 0) { /* DataParallel's serial parts and its wait for the replicas */
+    if (t->dist.dp_replicas > 0) { /* DataParallel's serial parts and its wait for the replicas */
         ddpc_metrics_f64(m, "phase/dp_replicate_s", e->replicate_s / n, -1);
         ddpc_metrics_f64(m, "phase/dp_scatter_s", e->scatter_s / n, -1);
         ddpc_metrics_f64(m, "phase/dp_wait_s", e->replica_wait_s / n, -1);
@@ -79,10 +79,10 @@ static ddpc_status rank_record(ddpc_trainer *t, int64_t step, const char *const 
 {
     const double *v = t->ph.ranks;
     size_t per = 60 / n_prefix;
-    for (size_t k0 = 0; k0 < (size_t)t->world; k0 += per) {
+    for (size_t k0 = 0; k0 < (size_t)t->dist.world; k0 += per) {
         ddpc_metrics_begin(t->metrics, step);
         for (size_t i = 0; i < n_prefix; i++)
-            for (size_t k = k0; k < k0 + per && k < (size_t)t->world; k++) {
+            for (size_t k = k0; k < k0 + per && k < (size_t)t->dist.world; k++) {
                 char key[64];
                 snprintf(key, sizeof key, "%s%zu", prefix[i], k);
                 double x = v[k * n_prefix + i];
@@ -100,15 +100,16 @@ ddpc_status ddpc__trainer_phases_ranks(ddpc_trainer *t, int64_t step)
 {
     ddpc__phases *p = &t->ph;
     if (t->set.phases && p->steps > 0) {
-        memset(p->ranks, 0, (size_t)t->world * sizeof *p->ranks);
-        p->ranks[t->rank] = p->step / (double)p->steps;
-        DDPC_TRY(ddpc__trainer_sum(t, p->ranks, (size_t)t->world));
+        memset(p->ranks, 0, (size_t)t->dist.world * sizeof *p->ranks);
+        p->ranks[t->dist.rank] = p->step / (double)p->steps;
+        DDPC_TRY(ddpc__trainer_sum(t, p->ranks, (size_t)t->dist.world));
         static const char *const prefix[] = {"rank_step_s/"};
         DDPC_TRY(rank_record(t, step, prefix, 1, false));
     }
     double mark = p->mark;
     double *ranks = p->ranks;
-    *p = (ddpc__phases){.mark = mark, .busy_mark = ddpc_pg_busy_seconds(t->pg), .ranks = ranks};
+    *p =
+        (ddpc__phases){.mark = mark, .busy_mark = ddpc_pg_busy_seconds(t->dist.pg), .ranks = ranks};
     return DDPC_OK;
 }
 
@@ -117,11 +118,11 @@ ddpc_status ddpc__trainer_rank_memory(ddpc_trainer *t, int64_t step)
     uint64_t rss = 0, rss_peak = 0;
     DDPC_TRY(ddpc_sysinfo_process_memory(&rss, &rss_peak));
     double *v = t->ph.ranks;
-    memset(v, 0, 3 * (size_t)t->world * sizeof *v);
-    v[3 * t->rank] = (double)ddpc_alloc_peak_bytes();
-    v[3 * t->rank + 1] = (double)rss;
-    v[3 * t->rank + 2] = (double)rss_peak;
-    DDPC_TRY(ddpc__trainer_sum(t, v, 3 * (size_t)t->world));
+    memset(v, 0, 3 * (size_t)t->dist.world * sizeof *v);
+    v[3 * t->dist.rank] = (double)ddpc_alloc_peak_bytes();
+    v[3 * t->dist.rank + 1] = (double)rss;
+    v[3 * t->dist.rank + 2] = (double)rss_peak;
+    DDPC_TRY(ddpc__trainer_sum(t, v, 3 * (size_t)t->dist.world));
     static const char *const prefix[] = {"mem/peak_alloc_bytes/", "mem/rss_bytes/",
                                          "mem/rss_peak_bytes/"};
     return rank_record(t, step, prefix, 3, true);

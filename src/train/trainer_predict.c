@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* Prediction, on rank 0 only: class predictions per task (predictions.csv, or
- * predictions_<task>.csv with tasks), for a language model text sampled from a prompt, for a
+/* Prediction, on rank 0 only, through the task kind: class predictions per task (predictions.csv,
+ * or predictions_<task>.csv with tasks), for a language model text sampled from a prompt, for a
  * translation model the translations of a file (trainer_translate_predict.c). */
 #include "train/trainer_impl.h"
 
@@ -16,9 +16,9 @@
 static ddpc_status forward_samples(ddpc_trainer *t, const ddpc_dataset *d, const int64_t *idx,
                                    int64_t n, int task, ddpc_model_output *out)
 {
-    DDPC_TRY(ddpc_dataset_get_batch(d, idx, n, t->x, t->tokens, t->targets));
+    DDPC_TRY(ddpc_dataset_get_batch(d, idx, n, t->buf.x, t->buf.tokens, t->buf.targets));
     ddpc_model_input in = {
-        .n = n, .x = t->x, .tokens = t->tokens, .targets = t->targets, .task = task};
+        .n = n, .x = t->buf.x, .tokens = t->buf.tokens, .targets = t->buf.targets, .task = task};
     return ddpc_model_forward(t->model, &in, false, out);
 }
 
@@ -40,8 +40,9 @@ static ddpc_status predict_classes(ddpc_trainer *t, const ddpc_dataset *d, int t
         int64_t best = 0;
         for (int64_t j = 1; j < k; j++)
             best = p[j] > p[best] ? j : best;
-        correct += best == t->targets[0];
-        fprintf(f, "%lld,%d,%lld,%.4f\n", (long long)i, t->targets[0], (long long)best, p[best]);
+        correct += best == t->buf.targets[0];
+        fprintf(f, "%lld,%d,%lld,%.4f\n", (long long)i, t->buf.targets[0], (long long)best,
+                p[best]);
     }
     if (t->log)
         fprintf(t->log, "predicted %lld test samples (%.2f%% correct) into %s/%s\n",
@@ -69,9 +70,9 @@ static ddpc_status predict_values(ddpc_trainer *t, const ddpc_dataset *d, FILE *
     fprintf(f, "\n");
     for (int64_t i = 0; i < size; i++) {
         ddpc_model_output out;
-        DDPC_TRY(ddpc_dataset_get_batch(d, &i, 1, t->x, NULL, NULL));
+        DDPC_TRY(ddpc_dataset_get_batch(d, &i, 1, t->buf.x, NULL, NULL));
         DDPC_TRY(ddpc_dataset_get_float_targets(d, &i, 1, y));
-        ddpc_model_input in = {.n = 1, .x = t->x, .float_targets = y};
+        ddpc_model_input in = {.n = 1, .x = t->buf.x, .float_targets = y};
         DDPC_TRY(ddpc_model_forward(t->model, &in, false, &out));
         const float *p = ddpc_model_probs(t->model);
         fprintf(f, "%lld", (long long)i);
@@ -110,7 +111,7 @@ static int32_t sample_token(const float *p, int64_t v, float temperature, ddpc_r
  * rest padded; causal attention makes the padding invisible to the last real position. */
 static ddpc_status generate_text(ddpc_trainer *t, FILE *f)
 {
-    int64_t T = t->tokens_per_sample, v = ddpc_dataset_num_classes(t->task[0].train);
+    int64_t T = t->buf.tokens_per_sample, v = ddpc_dataset_num_classes(t->data.task[0].train);
     int64_t len = (int64_t)strlen(t->set.prompt), total = len + t->set.predict_tokens;
     unsigned char *text = ddpc_malloc((size_t)total + 1);
     if (!text)
@@ -121,8 +122,8 @@ static ddpc_status generate_text(ddpc_trainer *t, FILE *f)
     for (int64_t pos = len; pos < total && s == DDPC_OK; pos++) {
         int64_t start = pos > T ? pos - T : 0, ctx = pos - start;
         for (int64_t i = 0; i < T; i++)
-            t->tokens[i] = i < ctx ? text[start + i] : 0;
-        ddpc_model_input in = {.n = 1, .tokens = t->tokens};
+            t->buf.tokens[i] = i < ctx ? text[start + i] : 0;
+        ddpc_model_input in = {.n = 1, .tokens = t->buf.tokens};
         s = ddpc_model_forward(t->model, &in, false, NULL);
         if (s == DDPC_OK)
             text[pos] = (unsigned char)sample_token(ddpc_model_probs(t->model) + (ctx - 1) * v, v,
@@ -152,29 +153,33 @@ static ddpc_status write_file(ddpc_trainer *t, const char *file, const ddpc_data
     return s != DDPC_OK ? s : c;
 }
 
-static ddpc_status predict_rank0(ddpc_trainer *t)
+/* Classes or values per task: predictions.csv, or predictions_<task>.csv with tasks. */
+static ddpc_status predict_tasks(ddpc_trainer *t)
 {
-    if (t->rank != 0)
-        return DDPC_OK;
-    if (t->tr)
-        return ddpc__translation_predict(t);
-    if (ddpc_dataset_kind_of(t->task[0].train) != DDPC_DATASET_IMAGES)
-        return write_file(t, "samples.txt", NULL, 0);
-    if (!t->multi)
-        return write_file(t, "predictions.csv", t->task[0].test, 0);
-    for (int i = 0; i < t->n_tasks; i++) {
+    if (!t->data.multi)
+        return write_file(t, "predictions.csv", t->data.task[0].test, 0);
+    for (int i = 0; i < t->data.n_tasks; i++) {
         char file[64];
-        snprintf(file, sizeof file, "predictions_%s.csv", t->task[i].name);
-        DDPC_TRY(write_file(t, file, t->task[i].test, i));
+        snprintf(file, sizeof file, "predictions_%s.csv", t->data.task[i].name);
+        DDPC_TRY(write_file(t, file, t->data.task[i].test, i));
     }
     return DDPC_OK;
 }
+
+static ddpc_status predict_text(ddpc_trainer *t)
+{
+    return write_file(t, "samples.txt", NULL, 0);
+}
+
+const ddpc__task_kind ddpc__kind_classify = {.name = "classification", .predict = predict_tasks};
+const ddpc__task_kind ddpc__kind_language_model = {.name = "language model",
+                                                   .predict = predict_text};
 
 ddpc_status ddpc__trainer_predict(ddpc_trainer *t)
 {
     /* ZeRO-3: rank 0 alone reads the parameters, so they are gathered first. */
     DDPC_TRY(ddpc_engine_gather_params(t->engine));
-    ddpc_status st = predict_rank0(t);
+    ddpc_status st = t->dist.rank == 0 ? t->kind->predict(t) : DDPC_OK;
     ddpc_engine_release_params(t->engine);
     return st;
 }

@@ -77,8 +77,8 @@ static void classify(const ddpc_trainer *t, const ddpc_ckpt_state *st, const ddp
     int64_t gb_old = st->global_batch, gb_new = ddpc__trainer_global_batch(t);
     bool batch_changed = gb_old > 0 && gb_old != gb_new;
     list batch = {0};
-    if (st->world != t->world)
-        list_add(&batch, "world %d -> %d", st->world, t->world);
+    if (st->world != t->dist.world)
+        list_add(&batch, "world %d -> %d", st->world, t->dist.world);
     for (size_t i = 0; i < n && i < MAX_CHANGES; i++) {
         if (c[i].one_sided) { /* only one run read it: another key or the device decided that */
             add_change(&v->cosmetic, &c[i]);

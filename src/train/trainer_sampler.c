@@ -52,7 +52,7 @@ static ddpc_status read_ratio(ddpc_config *c, ddpc__sampling *s)
 ddpc_status ddpc__trainer_read_sampling(ddpc_trainer *t)
 {
     ddpc_config *c = t->cfg;
-    ddpc__sampling *s = &t->samp;
+    ddpc__sampling *s = &t->data.samp;
     int kind, streaming;
     DDPC_TRY(ddpc_config_choice(c, "data.sampler", "distributed", sampler_names, &kind));
     s->kind = sampler_kinds[kind];
@@ -94,8 +94,8 @@ ddpc_status ddpc__trainer_read_sampling(ddpc_trainer *t)
 
 ddpc_sampler_config ddpc__trainer_sampler_config(const ddpc_trainer *t, int i, int64_t *size)
 {
-    const ddpc__task *k = &t->task[i];
-    const ddpc__sampling *s = &t->samp;
+    const ddpc__task *k = &t->data.task[i];
+    const ddpc__sampling *s = &t->data.samp;
     ddpc_sampler_config sc = ddpc_sampler_config_default();
     sc.kind = s->kind;
     sc.rank = k->shard_rank;
@@ -124,14 +124,14 @@ ddpc_sampler_config ddpc__trainer_sampler_config(const ddpc_trainer *t, int i, i
 
 ddpc_status ddpc__trainer_open_indices_log(ddpc_trainer *t)
 {
-    if (!t->samp.log_indices || t->indices_log)
+    if (!t->data.samp.log_indices || t->data.indices_log)
         return DDPC_OK;
     char path[600];
     DDPC_TRY(ddpc_mkdirs(t->set.run_dir));
-    snprintf(path, sizeof path, "%s/indices_rank%d.txt", t->set.run_dir, t->rank);
+    snprintf(path, sizeof path, "%s/indices_rank%d.txt", t->set.run_dir, t->dist.rank);
     /* Appending: a resumed run continues the record of the steps it did not redo. */
-    t->indices_log = fopen(path, "a");
-    if (!t->indices_log)
+    t->data.indices_log = fopen(path, "a");
+    if (!t->data.indices_log)
         return ddpc_errorf(DDPC_EIO, "data.log_indices: cannot open '%s' for writing", path);
     return DDPC_OK;
 }
@@ -139,10 +139,11 @@ ddpc_status ddpc__trainer_open_indices_log(ddpc_trainer *t)
 void ddpc__trainer_log_indices(ddpc_trainer *t, int64_t step, int64_t micro, int task,
                                const ddpc_batch *b)
 {
-    if (!t->indices_log)
+    if (!t->data.indices_log)
         return;
-    fprintf(t->indices_log, "%lld %lld %s", (long long)step, (long long)micro, t->task[task].name);
+    fprintf(t->data.indices_log, "%lld %lld %s", (long long)step, (long long)micro,
+            t->data.task[task].name);
     for (int64_t j = 0; j < b->n; j++)
-        fprintf(t->indices_log, " %lld", (long long)b->idx[j]);
-    fputc('\n', t->indices_log);
+        fprintf(t->data.indices_log, " %lld", (long long)b->idx[j]);
+    fputc('\n', t->data.indices_log);
 }

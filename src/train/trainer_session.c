@@ -24,7 +24,7 @@ void ddpc__trainer_note_metrics(ddpc_trainer *t)
 
 bool ddpc__trainer_appends_metrics(const ddpc_trainer *t)
 {
-    return t->resumed_from[0] || t->restart_count > 0 || t->resume.had_metrics;
+    return t->resumed_from[0] || t->pos.restart_count > 0 || t->resume.had_metrics;
 }
 
 /* An earlier run's metrics, continued by nothing: said, and a new TensorBoard session. */
@@ -48,7 +48,7 @@ static ddpc_status record_rerun(ddpc_trainer *t)
 
 ddpc_status ddpc__trainer_record_session(ddpc_trainer *t)
 {
-    if (!t->resumed_from[0] && t->restart_count == 0 && t->resume.had_metrics)
+    if (!t->resumed_from[0] && t->pos.restart_count == 0 && t->resume.had_metrics)
         DDPC_TRY(record_rerun(t));
     if (t->set.state != STATE_TRAIN)
         return DDPC_OK;
@@ -59,8 +59,9 @@ ddpc_status ddpc__trainer_record_session(ddpc_trainer *t)
     ddpc_metrics *m = t->metrics;
     ddpc_metrics_begin(m, ddpc_engine_step(t->engine));
     ddpc_metrics_str(m, "event", "run");
-    ddpc_metrics_i64(m, "world", t->world);
-    ddpc_metrics_i64(m, "zero_stage", t->world > 1 ? ec->zero_stage : 0); /* the one in effect */
+    ddpc_metrics_i64(m, "world", t->dist.world);
+    ddpc_metrics_i64(m, "zero_stage",
+                     t->dist.world > 1 ? ec->zero_stage : 0); /* the one in effect */
     ddpc_metrics_str(m, "precision", ddpc_precision_name(t->set.precision));
     ddpc_metrics_str(m, "device", ddpc__device_describe(ddpc_model_config_of(t->model)->backend));
     ddpc_metrics_str(m, "config", source ? source : written);

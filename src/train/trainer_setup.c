@@ -13,9 +13,11 @@
  * matches and says what did not. */
 static ddpc_status load_init(ddpc_trainer *t)
 {
-    DDPC_TRY(ddpc__translation_name_vocabs(
-        t, ddpc_weights_load_opts(t->model, t->set.init_from, t->set.init_strict, t->init_report,
-                                  sizeof t->init_report)));
+    ddpc_status s = ddpc_weights_load_opts(t->model, t->set.init_from, t->set.init_strict,
+                                           t->init_report, sizeof t->init_report);
+    if (s != DDPC_OK && t->kind->explain_weights)
+        s = t->kind->explain_weights(t, s);
+    DDPC_TRY(s);
     ddpc_model_to_device(t->model); /* the loaded host copy is what a GPU run trains */
     return DDPC_OK;
 }
@@ -27,7 +29,7 @@ static ddpc_status build(ddpc_trainer *t, const char *config_name)
     DDPC_TRY(ddpc__trainer_init_dist(t));
     DDPC_TRY(ddpc__trainer_load_tasks(t));
     DDPC_TRY(ddpc__trainer_build_model(t));
-    if (t->plan_world > 0)
+    if (t->dist.plan_world > 0)
         return DDPC_OK; /* a plan only: nothing else is built */
     if (t->set.init_from)
         DDPC_TRY(load_init(t));
@@ -38,7 +40,8 @@ static ddpc_status build(ddpc_trainer *t, const char *config_name)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory for the configuration text");
     ddpc_config_dump(t->cfg, t->config_text, need);
     t->engine_cfg.timing = t->set.phases;
-    return ddpc_engine_create(t->model, t->reducer, t->rank, t->world, &t->engine_cfg, &t->engine);
+    return ddpc_engine_create(t->model, t->dist.reducer, t->dist.rank, t->dist.world,
+                              &t->engine_cfg, &t->engine);
 }
 
 static ddpc_status create(ddpc_trainer **out, ddpc_config *cfg, const char *config_name,
@@ -49,10 +52,10 @@ static ddpc_status create(ddpc_trainer **out, ddpc_config *cfg, const char *conf
     if (!t)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory creating the trainer");
     t->cfg = cfg;
-    t->world = 1;
-    t->local_world = 1;
-    t->plan_world = plan_world;
-    t->last_saved_step = -1;
+    t->dist.world = 1;
+    t->dist.local_world = 1;
+    t->dist.plan_world = plan_world;
+    t->pos.last_saved_step = -1;
     ddpc_status s = build(t, config_name);
     if (s != DDPC_OK) {
         ddpc_trainer_destroy(t);
@@ -88,12 +91,12 @@ void ddpc_trainer_destroy(ddpc_trainer *t)
     ddpc__trainer_free_tasks(t);
     ddpc__trainer_fini_dist(t);
     ddpc_trace_close(); /* profile.steps: no loader or comm thread can be recording now */
-    ddpc_free(t->x);
-    ddpc_free(t->tokens);
-    ddpc_free(t->targets);
-    ddpc_free(t->perm);
+    ddpc_free(t->buf.x);
+    ddpc_free(t->buf.tokens);
+    ddpc_free(t->buf.targets);
+    ddpc_free(t->buf.perm);
     ddpc_free(t->config_text);
-    ddpc_free(t->mem_buckets);
+    ddpc_free(t->mem.buckets);
     ddpc_free(t->ph.ranks);
     ddpc_model_destroy(t->model);
     ddpc_free(t);
@@ -101,7 +104,7 @@ void ddpc_trainer_destroy(ddpc_trainer *t)
 
 void ddpc_trainer_set_log(ddpc_trainer *t, FILE *log)
 {
-    t->log = t->rank == 0 ? log : NULL; /* progress comes from global rank 0 only */
+    t->log = t->dist.rank == 0 ? log : NULL; /* progress comes from global rank 0 only */
 }
 
 ddpc_eval_result ddpc_trainer_last_eval(const ddpc_trainer *t)
@@ -111,5 +114,5 @@ ddpc_eval_result ddpc_trainer_last_eval(const ddpc_trainer *t)
 
 double ddpc_trainer_last_train_loss(const ddpc_trainer *t)
 {
-    return t->last_train_loss;
+    return t->win.last_train_loss;
 }

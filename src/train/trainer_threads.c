@@ -17,7 +17,7 @@ static const char *local_source(const ddpc_trainer *t, const ddpc_comm_env *env)
 {
     if (env->local_world_from[0])
         return env->local_world_from;
-    switch (ddpc_pg_backend(t->pg)) {
+    switch (ddpc_pg_backend(t->dist.pg)) {
     case DDPC_BACKEND_GLOO:
         return "counted through the store";
     case DDPC_BACKEND_SHM:
@@ -29,9 +29,9 @@ static const char *local_source(const ddpc_trainer *t, const ddpc_comm_env *env)
 
 void ddpc__trainer_split_threads(ddpc_trainer *t, const ddpc_comm_env *env)
 {
-    if (t->world <= 1)
+    if (t->dist.world <= 1)
         return; /* a single process keeps every core, or the count it was given */
-    int cpus = ddpc_sysinfo_cpus_usable(), local = ddpc_pg_local_world_size(t->pg);
+    int cpus = ddpc_sysinfo_cpus_usable(), local = ddpc_pg_local_world_size(t->dist.pg);
     if (t->set.threads > 0 || env->omp_num_threads[0]) {
         int n = ddpc_kernels_threads();
         char why[64];

@@ -51,7 +51,7 @@ static ddpc_status write_trace(ddpc_trainer *t, const char *all, size_t stride, 
     DDPC_TRY(ddpc_fs_out_open(&o, path, NULL));
     FILE *f = o.f;
     fputs("{\"displayTimeUnit\": \"ms\", \"traceEvents\": [", f);
-    for (int r = 0; r < t->world; r++) {
+    for (int r = 0; r < t->dist.world; r++) {
         const char *blob = all + (size_t)r * stride;
         fputs(r == 0 && blob[0] == ',' ? blob + 1 : blob, f);
     }
@@ -64,24 +64,24 @@ static ddpc_status gather_and_write(ddpc_trainer *t)
 {
     char *blob = NULL, *all = NULL;
     size_t len = 0, dropped = 0, bytes = 0;
-    DDPC_TRY(ddpc_trace_serialize(t->rank, &blob, &len, &dropped));
+    DDPC_TRY(ddpc_trace_serialize(t->dist.rank, &blob, &len, &dropped));
     double longest = (double)len + 1.0; /* with its NUL */
-    ddpc_status st = t->world > 1 ? ddpc_pg_all_reduce(t->pg, &longest, &longest, 1, DDPC_DTYPE_F64,
-                                                       DDPC_REDUCE_MAX)
-                                  : DDPC_OK;
+    ddpc_status st = t->dist.world > 1 ? ddpc_pg_all_reduce(t->dist.pg, &longest, &longest, 1,
+                                                            DDPC_DTYPE_F64, DDPC_REDUCE_MAX)
+                                       : DDPC_OK;
     size_t words = ((size_t)longest + 3) / 4, stride = 4 * words;
-    if (st == DDPC_OK && !(all = ddpc_calloc((size_t)t->world, stride)))
+    if (st == DDPC_OK && !(all = ddpc_calloc((size_t)t->dist.world, stride)))
         st = ddpc_errorf(DDPC_ENOMEM, "out of memory gathering the trace (%zu bytes per rank)",
                          stride);
     if (st == DDPC_OK) {
-        char *mine = all + (size_t)t->rank * stride;
+        char *mine = all + (size_t)t->dist.rank * stride;
         memcpy(mine, blob, len + 1);
-        if (t->world > 1) /* in place: rank r's words are already at r x words */
-            st = ddpc_pg_all_gather(t->pg, mine, all, words, DDPC_DTYPE_I32);
+        if (t->dist.world > 1) /* in place: rank r's words are already at r x words */
+            st = ddpc_pg_all_gather(t->dist.pg, mine, all, words, DDPC_DTYPE_I32);
     }
-    if (st == DDPC_OK && t->rank == 0)
+    if (st == DDPC_OK && t->dist.rank == 0)
         st = write_trace(t, all, stride, &bytes);
-    if (st == DDPC_OK && t->rank == 0 && t->log)
+    if (st == DDPC_OK && t->dist.rank == 0 && t->log)
         fprintf(t->log, "trace of steps %lld..%lld: %s/trace.json (%zu bytes%s)\n",
                 (long long)t->set.profile_first, (long long)ddpc_engine_step(t->engine),
                 t->set.run_dir, bytes, dropped ? ", some events dropped: array full" : "");

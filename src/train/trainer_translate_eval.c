@@ -6,6 +6,7 @@
  * often with the same source in the train split, else the most frequent train target; ties go to
  * the earliest train pair). A hypothesis <unk> is scored as matching nothing. */
 #include "train/trainer_impl.h"
+#include "train/trainer_translation.h"
 
 #include <ddpc/alloc.h>
 
@@ -67,7 +68,7 @@ static int64_t most_frequent(const pair_key *k, int64_t a, int64_t e)
 static ddpc_status build_mf(ddpc_trainer *t)
 {
     ddpc__translation *tr = t->tr;
-    const ddpc_dataset *train = t->task[0].train;
+    const ddpc_dataset *train = t->data.task[0].train;
     int64_t n = ddpc_dataset_size(train);
     pair_key *k = ddpc_malloc((size_t)n * sizeof *k);
     tr->mf_src = ddpc_malloc((size_t)n * sizeof *tr->mf_src);
@@ -197,7 +198,7 @@ ddpc_status ddpc__translation_eval_batch(ddpc_trainer *t, const ddpc_dataset *d,
         DDPC_TRY(ddpc_dataset_pair(d, b->idx[r], &s, &ls, &y, &ly));
         int64_t lc = copy_hyp(tr, s, ls, hyp, tr->max_len);
         score(sums + DDPC__TR_FIELDS, hyp, lc, ref, lr, scratch);
-        DDPC_TRY(ddpc_dataset_pair(t->task[0].train, mf_lookup(tr, s, ls), &s, &ls, &y, &ly));
+        DDPC_TRY(ddpc_dataset_pair(t->data.task[0].train, mf_lookup(tr, s, ls), &s, &ls, &y, &ly));
         score(sums + 2 * DDPC__TR_FIELDS, y, ly < tr->max_len ? ly : tr->max_len, ref, lr, scratch);
     }
     return DDPC_OK;

@@ -5,6 +5,7 @@
  * one decoded translation per line to predict.output, in input order. */
 #include "data/textfile.h"
 #include "train/trainer_impl.h"
+#include "train/trainer_translation.h"
 
 #include <ddpc/alloc.h>
 #include <ddpc/fs.h>
@@ -70,7 +71,7 @@ static ddpc_status translate_file(ddpc_trainer *t, ddpc__textfile *in, predict_b
                                   int64_t *lines)
 {
     ddpc__translation *tr = t->tr;
-    int64_t rows = t->task[0].eval_batch_size, n = 0;
+    int64_t rows = t->data.task[0].eval_batch_size, n = 0;
     const char *s;
     size_t len;
     while (ddpc__textfile_next(in, &s, &len)) {
@@ -101,7 +102,7 @@ static ddpc_status translate_file(ddpc_trainer *t, ddpc__textfile *in, predict_b
 ddpc_status ddpc__translation_predict(ddpc_trainer *t)
 {
     ddpc__translation *tr = t->tr;
-    int64_t rows = t->task[0].eval_batch_size, lines = 0;
+    int64_t rows = t->data.task[0].eval_batch_size, lines = 0;
     ddpc__textfile in;
     DDPC_TRY(ddpc__textfile_read(&in, tr->predict_input));
     predict_buf b = {.text_cap = (size_t)tr->max_len * 16 + 64};

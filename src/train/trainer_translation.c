@@ -6,6 +6,7 @@
  * settings give (rank 0 checks; every rank builds the same ones). Evaluation and prediction runs
  * load them from there, so ids always mean what they meant when the weights were trained. */
 #include "train/trainer_impl.h"
+#include "train/trainer_translation.h"
 
 #include <ddpc/alloc.h>
 #include <ddpc/fs.h>
@@ -176,7 +177,7 @@ static ddpc_status load_vocabs(ddpc_trainer *t, const tr_keys *k)
     vocab_path(t, "tgt", pt, sizeof pt);
     /* Training, rank 0 alone compares with saved files: it is the one writing them, so another
      * rank could find one file renamed into place and not yet the other. */
-    bool look = t->set.state != STATE_TRAIN || t->rank == 0;
+    bool look = t->set.state != STATE_TRAIN || t->dist.rank == 0;
     bool hs = look && access(ps, F_OK) == 0, ht = look && access(pt, F_OK) == 0;
     if (hs != ht)
         return ddpc_errorf(DDPC_EIO, "%s exists but %s does not: the vocabularies go in pairs",
@@ -189,11 +190,11 @@ static ddpc_status load_vocabs(ddpc_trainer *t, const tr_keys *k)
 
 static ddpc_status own(ddpc_trainer *t, ddpc_dataset *d)
 {
-    if (t->n_owned == DDPC__MAX_OWNED) {
+    if (t->data.n_owned == DDPC__MAX_OWNED) {
         ddpc_dataset_destroy(d);
         return ddpc_errorf(DDPC_EINTERNAL, "tasks: too many datasets");
     }
-    t->owned[t->n_owned++] = d;
+    t->data.owned[t->data.n_owned++] = d;
     return DDPC_OK;
 }
 
@@ -213,12 +214,13 @@ static ddpc_status load_split(ddpc_trainer *t, const char *const paths[2], bool 
 
 ddpc_status ddpc__trainer_load_translation(ddpc_trainer *t, ddpc__task *k, const char *prefix)
 {
-    if (t->multi)
+    if (t->data.multi)
         return ddpc_errorf(DDPC_EINVAL,
                            "data.type translation is single-task: use the data.* keys, not tasks");
     t->tr = ddpc_calloc(1, sizeof *t->tr);
     if (!t->tr)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory");
+    t->kind = &ddpc__kind_translation;
     tr_keys keys;
     DDPC_TRY(read_keys(t, prefix, &keys));
     DDPC_TRY(load_vocabs(t, &keys));
@@ -231,7 +233,7 @@ ddpc_status ddpc__trainer_load_translation(ddpc_trainer *t, ddpc__task *k, const
 
 ddpc_status ddpc__trainer_save_vocab(ddpc_trainer *t)
 {
-    if (!t->tr || !t->tr->save_vocab || t->rank != 0)
+    if (!t->tr || !t->tr->save_vocab || t->dist.rank != 0)
         return DDPC_OK;
     char path[600];
     DDPC_TRY(ddpc_mkdirs(t->tr->vocab_dir));
