@@ -325,10 +325,10 @@ void ddpc__translation_eval_record(ddpc_trainer *t, const double *sums, double r
 /* trainer_translate_predict.c: rank 0 translates predict.input into predict.output. */
 ddpc_status ddpc__translation_predict(ddpc_trainer *t);
 
-/* trainer_model.c: the model table (keys per model.type), the optimizer keys and the engine. */
+/* trainer_model.c: the model (each type reads its own keys), the optimizer keys and the engine. */
 ddpc_status ddpc__trainer_build_model(ddpc_trainer *t);
-/* Per task a distributed sampler + loader (drop_last), the combined loader over them;
- * *per_epoch = optimizer steps per epoch. */
+/* trainer_loaders.c: per task a distributed sampler + loader (drop_last), the combined loader over
+ * them; *per_epoch = optimizer steps per epoch. */
 ddpc_status ddpc__trainer_build_loaders(ddpc_trainer *t, int64_t *per_epoch);
 
 /* trainer_fit.c: the fit loop. */
