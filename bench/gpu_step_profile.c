@@ -10,6 +10,7 @@
 #include <ddpc/device.h>
 #include <ddpc/engine.h>
 #include <ddpc/half.h>
+#include <ddpc/models.h>
 #include <ddpc/nn.h>
 #include <ddpc/rng.h>
 #include <ddpc/status.h>
@@ -163,11 +164,13 @@ typedef struct {
 static phases step_phases(int64_t B, size_t *n_params)
 {
     ddpc_model_config cfg = ddpc_model_config_default();
+    ddpc_gpt_config own = ddpc_gpt_config_default();
+    cfg.type_config = &own;
     snprintf(cfg.type, sizeof cfg.type, "gpt");
-    cfg.n_layer = L;
-    cfg.n_head = NH;
-    cfg.n_embd = C;
-    cfg.block_size = T;
+    own.n_layer = L;
+    own.n_head = NH;
+    own.n_embd = C;
+    own.block_size = T;
     cfg.num_classes = V;
     cfg.precision = DDPC_PREC_BF16;
     cfg.dropout = 0.0f;

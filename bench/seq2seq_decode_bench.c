@@ -5,6 +5,7 @@
  * agree. A random model never emits <eos>, so every source runs the full max_out steps.
  * Built and run by bench/seq2seq_decode_bench.sh. */
 #include <ddpc/kernels.h>
+#include <ddpc/models.h>
 #include <ddpc/nn.h>
 
 #include "nn/seq2seq_impl.h"
@@ -51,9 +52,11 @@ int main(void)
 {
     ddpc_kernels_set_threads(1);
     ddpc_model_config c = ddpc_model_config_default();
+    ddpc_seq2seq_config own = ddpc_seq2seq_config_default();
+    c.type_config = &own;
     strcpy(c.type, "seq2seq");
-    c.d_model = 256, c.num_heads = 4, c.num_encoder_layers = 3, c.num_decoder_layers = 3;
-    c.d_ff = 1024, c.max_len = 64, c.src_vocab = c.tgt_vocab = V;
+    own.d_model = 256, own.num_heads = 4, own.num_encoder_layers = 3, own.num_decoder_layers = 3;
+    own.d_ff = 1024, own.max_len = 64, own.src_vocab = own.tgt_vocab = V;
     ddpc_model *m = NULL;
     if (ddpc_model_create(&m, &c) != DDPC_OK) {
         fprintf(stderr, "seq2seq_decode_bench: %s\n", ddpc_last_error());

@@ -5,6 +5,7 @@
 #define DDPC_TESTS_CKPT_TESTUTIL_H
 
 #include <ddpc/checkpoint.h>
+#include <ddpc/models.h>
 #include <ddpc/nn.h>
 #include <ddpc/optim.h>
 
@@ -18,14 +19,16 @@ static inline ddpc_model *ckpt_make_model(const int64_t *hidden, size_t n_hidden
                                           const int64_t *heads, size_t n_heads, uint64_t seed)
 {
     ddpc_model_config c = ddpc_model_config_default();
+    ddpc_mlp_config own = ddpc_mlp_config_default();
+    c.type_config = &own;
     snprintf(c.type, sizeof c.type, "mlp");
     c.in_channels = 1;
     c.in_height = 4;
     c.in_width = 4;
     c.num_classes = classes;
     for (size_t i = 0; i < n_hidden; i++)
-        c.hidden[i] = hidden[i];
-    c.n_hidden = n_hidden;
+        own.hidden[i] = hidden[i];
+    own.n_hidden = n_hidden;
     for (size_t i = 0; i < n_heads; i++)
         c.head_classes[i] = heads[i];
     c.n_heads = n_heads;

@@ -5,6 +5,7 @@
  * strides, alpha and beta are exercised everywhere), and its bf16 path, where the CPU has one,
  * agrees with the rounded sgemm. The layers take the precision through to every product. */
 #include <ddpc/half.h>
+#include <ddpc/models.h>
 #include <ddpc/nn.h>
 
 #include <stdio.h>
@@ -173,8 +174,10 @@ static void test_conv_rounds_its_products(void)
 static void test_warm_step_sets_nothing_up(void)
 {
     ddpc_model_config c = ddpc_model_config_default();
+    ddpc_gpt_config own = ddpc_gpt_config_default();
+    c.type_config = &own;
     snprintf(c.type, sizeof c.type, "gpt");
-    c.num_classes = 64, c.n_layer = 2, c.n_head = 2, c.n_embd = 32, c.block_size = 16;
+    c.num_classes = 64, own.n_layer = 2, own.n_head = 2, own.n_embd = 32, own.block_size = 16;
     c.precision = DDPC_PREC_BF16;
     ddpc_model *m = NULL;
     CHECK(ddpc_model_create(&m, &c) == DDPC_OK);

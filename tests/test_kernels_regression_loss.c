@@ -6,6 +6,7 @@
 #include "kernels_testutil.h"
 #include "nn_testutil.h"
 
+#include <ddpc/models.h>
 #include <ddpc/nn.h>
 
 #include "nn/loss.h"
@@ -157,8 +158,11 @@ static void check_model(const char *type, ddpc_loss loss, int64_t k)
     c.loss = loss;
     c.loss_beta = 0.5f;
     c.num_classes = k;
-    c.hidden[0] = 8, c.n_hidden = 1;
-    c.channels[0] = 3, c.n_channels = 1;
+    ddpc_mlp_config mlp = ddpc_mlp_config_default();
+    ddpc_cnn_config cnn = ddpc_cnn_config_default();
+    mlp.hidden[0] = cnn.hidden[0] = 8, mlp.n_hidden = cnn.n_hidden = 1;
+    cnn.channels[0] = 3, cnn.n_channels = 1;
+    c.type_config = strcmp(type, "cnn") == 0 ? (const void *)&cnn : (const void *)&mlp;
     c.in_height = c.in_width = strcmp(type, "cnn") == 0 ? 6 : 1;
     c.in_channels = strcmp(type, "cnn") == 0 ? 1 : 5;
     ddpc_model *m;
@@ -210,7 +214,8 @@ static void test_refusals(void)
     ddpc_model_config c = ddpc_model_config_default();
     ddpc_model *m = NULL;
     snprintf(c.type, sizeof c.type, "gpt");
-    c.num_classes = 256, c.n_layer = 1, c.n_embd = 16, c.n_head = 2, c.block_size = 8;
+    ddpc_gpt_config gpt = {.n_layer = 1, .n_head = 2, .n_embd = 16, .block_size = 8};
+    c.num_classes = 256, c.type_config = &gpt;
     c.loss = DDPC_LOSS_MSE;
     CHECK_EQ_INT(ddpc_model_create(&m, &c), DDPC_EINVAL);
     CHECK_STR_CONTAINS(ddpc_last_error(), "loss 'mse' needs model type mlp or cnn");

@@ -6,6 +6,7 @@
  * shape); mlp rejects the setting. */
 #include <ddpc/alloc.h>
 #include <ddpc/kernels.h>
+#include <ddpc/models.h>
 #include <ddpc/nn.h>
 #include <ddpc/rng.h>
 
@@ -98,11 +99,13 @@ static void check_same_bits(ddpc_model_config c, const ddpc_model_input in[2])
     ddpc_model_destroy(m[1]);
 }
 
+static const ddpc_gpt_config small_gpt = {.n_layer = 3, .n_head = 2, .n_embd = 16, .block_size = 8};
+
 static ddpc_model_config gpt_config(ddpc_precision prec)
 {
     ddpc_model_config c = ddpc_model_config_default();
     strcpy(c.type, "gpt");
-    c.num_classes = 13, c.n_layer = 3, c.n_head = 2, c.n_embd = 16, c.block_size = 8;
+    c.num_classes = 13, c.type_config = &small_gpt;
     c.dropout = 0.2f;
     c.precision = prec;
     return c;
@@ -140,13 +143,15 @@ static void fill_images(float *x, int32_t *y, int64_t n, int64_t d, int64_t clas
         y[i] = (int32_t)ddpc_rng_below(&r, (uint64_t)classes);
 }
 
+static const ddpc_cnn_config small_cnn = {.channels = {3, 4, 6}, .n_channels = 3, .kernel_size = 3,
+                                          .hidden = {7}, .n_hidden = 1};
+
 static ddpc_model_config cnn_config(ddpc_precision prec)
 {
     ddpc_model_config c = ddpc_model_config_default();
     strcpy(c.type, "cnn");
     c.in_channels = 2, c.in_height = 16, c.in_width = 12, c.num_classes = 5;
-    c.channels[0] = 3, c.channels[1] = 4, c.channels[2] = 6, c.n_channels = 3, c.kernel_size = 3;
-    c.hidden[0] = 7, c.n_hidden = 1;
+    c.type_config = &small_cnn;
     c.dropout = 0.1f;
     c.precision = prec;
     return c;
@@ -182,8 +187,10 @@ static void test_cnn_same_bits(void)
 static void test_gpt_fortunes_shape_halves_activations(void)
 {
     ddpc_model_config c = ddpc_model_config_default();
+    ddpc_gpt_config own = ddpc_gpt_config_default();
+    c.type_config = &own;
     strcpy(c.type, "gpt");
-    c.num_classes = 256, c.n_layer = 4, c.n_head = 4, c.n_embd = 256, c.block_size = 128;
+    c.num_classes = 256, own.n_layer = 4, own.n_head = 4, own.n_embd = 256, own.block_size = 128;
     ddpc_model *m = make(c, true);
     if (!m)
         return;

@@ -6,6 +6,7 @@
 #include "check.h"
 
 #include <ddpc/alloc.h>
+#include <ddpc/models.h>
 #include <ddpc/nn.h>
 
 #include <string.h>
@@ -72,9 +73,11 @@ static void check_model(ddpc_model_config c, int64_t n, int64_t in_floats)
 static void test_mlp_reports_every_tensor_once(void)
 {
     ddpc_model_config c = ddpc_model_config_default();
+    ddpc_mlp_config own = ddpc_mlp_config_default();
+    c.type_config = &own;
     strcpy(c.type, "mlp");
     c.in_channels = 1, c.in_height = 4, c.in_width = 4, c.num_classes = 3;
-    c.hidden[0] = 8, c.hidden[1] = 6, c.n_hidden = 2;
+    own.hidden[0] = 8, own.hidden[1] = 6, own.n_hidden = 2;
     c.dropout = 0.2f;
     check_model(c, 5, 16);
 }
@@ -82,18 +85,22 @@ static void test_mlp_reports_every_tensor_once(void)
 static void test_cnn_reports_every_tensor_once(void)
 {
     ddpc_model_config c = ddpc_model_config_default();
+    ddpc_cnn_config own = ddpc_cnn_config_default();
+    c.type_config = &own;
     strcpy(c.type, "cnn");
     c.in_channels = 1, c.in_height = 8, c.in_width = 8, c.num_classes = 4;
-    c.channels[0] = 3, c.channels[1] = 4, c.n_channels = 2, c.kernel_size = 3;
-    c.hidden[0] = 6, c.n_hidden = 1;
+    own.channels[0] = 3, own.channels[1] = 4, own.n_channels = 2, own.kernel_size = 3;
+    own.hidden[0] = 6, own.n_hidden = 1;
     check_model(c, 3, 64);
 }
 
 static void test_gpt_reports_every_tensor_once(void)
 {
     ddpc_model_config c = ddpc_model_config_default();
+    ddpc_gpt_config own = ddpc_gpt_config_default();
+    c.type_config = &own;
     strcpy(c.type, "gpt");
-    c.num_classes = 13, c.n_layer = 2, c.n_head = 2, c.n_embd = 8, c.block_size = 6;
+    c.num_classes = 13, own.n_layer = 2, own.n_head = 2, own.n_embd = 8, own.block_size = 6;
     check_model(c, 2, 6);
 }
 
@@ -146,8 +153,10 @@ static void check_heads(ddpc_model_config c, int64_t n, int64_t in_floats, size_
 static void test_multi_head_mlp_reports_trunk_and_one_head(void)
 {
     ddpc_model_config c = ddpc_model_config_default();
+    ddpc_mlp_config own = ddpc_mlp_config_default();
+    c.type_config = &own;
     c.in_channels = 1, c.in_height = 4, c.in_width = 4;
-    c.hidden[0] = 8, c.hidden[1] = 6, c.n_hidden = 2;
+    own.hidden[0] = 8, own.hidden[1] = 6, own.n_hidden = 2;
     c.head_classes[0] = 3, c.head_classes[1] = 2, c.head_classes[2] = 4, c.n_heads = 3;
     check_heads(c, 5, 16, 4);
 }
@@ -155,10 +164,12 @@ static void test_multi_head_mlp_reports_trunk_and_one_head(void)
 static void test_multi_head_cnn_reports_trunk_and_one_head(void)
 {
     ddpc_model_config c = ddpc_model_config_default();
+    ddpc_cnn_config own = ddpc_cnn_config_default();
+    c.type_config = &own;
     strcpy(c.type, "cnn");
     c.in_channels = 1, c.in_height = 8, c.in_width = 8;
-    c.channels[0] = 3, c.n_channels = 1, c.kernel_size = 3;
-    c.hidden[0] = 6, c.n_hidden = 1;
+    own.channels[0] = 3, own.n_channels = 1, own.kernel_size = 3;
+    own.hidden[0] = 6, own.n_hidden = 1;
     c.head_classes[0] = 10, c.head_classes[1] = 4, c.n_heads = 2;
     check_heads(c, 3, 64, 4);
 }

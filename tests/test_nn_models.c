@@ -4,6 +4,7 @@
  * determinism, and no allocation after warm-up (gpt; cnn and mlp with BatchNorm). */
 #include <ddpc/alloc.h>
 #include <ddpc/kernels.h>
+#include <ddpc/models.h>
 #include <ddpc/nn.h>
 #include <ddpc/rng.h>
 
@@ -37,8 +38,10 @@ static void fill_images(float *x, int32_t *y, int64_t n, int64_t d, int64_t clas
 static void test_mlp_layout_and_gradients(void)
 {
     ddpc_model_config c = ddpc_model_config_default();
+    ddpc_mlp_config own = ddpc_mlp_config_default();
+    c.type_config = &own;
     c.in_channels = 1, c.in_height = 3, c.in_width = 5, c.num_classes = 7;
-    c.hidden[0] = 9, c.hidden[1] = 6, c.n_hidden = 2;
+    own.hidden[0] = 9, own.hidden[1] = 6, own.n_hidden = 2;
     ddpc_model *m = make(c);
     CHECK(m != NULL);
     if (!m)
@@ -62,8 +65,10 @@ static void test_mlp_layout_and_gradients(void)
 static void test_mlp_dropout_gradients(void)
 {
     ddpc_model_config c = ddpc_model_config_default();
+    ddpc_mlp_config own = ddpc_mlp_config_default();
+    c.type_config = &own;
     c.in_channels = 1, c.in_height = 2, c.in_width = 4, c.num_classes = 3;
-    c.hidden[0] = 11, c.n_hidden = 1, c.dropout = 0.3f;
+    own.hidden[0] = 11, own.n_hidden = 1, c.dropout = 0.3f;
     ddpc_model *m = make(c);
     if (!m)
         return;
@@ -78,10 +83,12 @@ static void test_mlp_dropout_gradients(void)
 static void test_cnn_gradients(void)
 {
     ddpc_model_config c = ddpc_model_config_default();
+    ddpc_cnn_config own = ddpc_cnn_config_default();
+    c.type_config = &own;
     strcpy(c.type, "cnn");
     c.in_channels = 2, c.in_height = 9, c.in_width = 7, c.num_classes = 4;
-    c.channels[0] = 3, c.channels[1] = 5, c.n_channels = 2, c.kernel_size = 3;
-    c.hidden[0] = 6, c.n_hidden = 1;
+    own.channels[0] = 3, own.channels[1] = 5, own.n_channels = 2, own.kernel_size = 3;
+    own.hidden[0] = 6, own.n_hidden = 1;
     ddpc_model *m = make(c);
     CHECK(m != NULL);
     if (!m)
@@ -104,10 +111,12 @@ static void test_cnn_gradients(void)
 static void test_cnn_batchnorm_gradients(void)
 {
     ddpc_model_config c = ddpc_model_config_default();
+    ddpc_cnn_config own = ddpc_cnn_config_default();
+    c.type_config = &own;
     strcpy(c.type, "cnn");
     c.in_channels = 2, c.in_height = 9, c.in_width = 7, c.num_classes = 4;
-    c.channels[0] = 3, c.channels[1] = 5, c.n_channels = 2, c.kernel_size = 3;
-    c.hidden[0] = 6, c.n_hidden = 1, c.batchnorm = true;
+    own.channels[0] = 3, own.channels[1] = 5, own.n_channels = 2, own.kernel_size = 3;
+    own.hidden[0] = 6, own.n_hidden = 1, own.batchnorm = true;
     ddpc_model *m = make(c);
     CHECK(m != NULL);
     if (!m)
@@ -143,8 +152,10 @@ static void test_cnn_batchnorm_gradients(void)
 static void test_mlp_batchnorm_gradients(void)
 {
     ddpc_model_config c = ddpc_model_config_default();
+    ddpc_mlp_config own = ddpc_mlp_config_default();
+    c.type_config = &own;
     c.in_channels = 1, c.in_height = 3, c.in_width = 5, c.num_classes = 4;
-    c.hidden[0] = 7, c.hidden[1] = 6, c.n_hidden = 2, c.batchnorm = true;
+    own.hidden[0] = 7, own.hidden[1] = 6, own.n_hidden = 2, own.batchnorm = true;
     ddpc_model *m = make(c);
     CHECK(m != NULL);
     if (!m)
@@ -225,8 +236,10 @@ static void check_heads(ddpc_model_config c, int64_t n, int64_t in_floats, size_
 static void test_multi_head_mlp_gradients(void)
 {
     ddpc_model_config c = ddpc_model_config_default();
+    ddpc_mlp_config own = ddpc_mlp_config_default();
+    c.type_config = &own;
     c.in_channels = 1, c.in_height = 3, c.in_width = 4, c.num_classes = 99;
-    c.hidden[0] = 9, c.hidden[1] = 7, c.n_hidden = 2, c.dropout = 0.2f;
+    own.hidden[0] = 9, own.hidden[1] = 7, own.n_hidden = 2, c.dropout = 0.2f;
     c.head_classes[0] = 5, c.head_classes[1] = 3, c.head_classes[2] = 2, c.n_heads = 3;
     check_heads(c, 4, 12, 4);
 }
@@ -234,10 +247,12 @@ static void test_multi_head_mlp_gradients(void)
 static void test_multi_head_cnn_gradients(void)
 {
     ddpc_model_config c = ddpc_model_config_default();
+    ddpc_cnn_config own = ddpc_cnn_config_default();
+    c.type_config = &own;
     strcpy(c.type, "cnn");
     c.in_channels = 1, c.in_height = 6, c.in_width = 6, c.num_classes = 99;
-    c.channels[0] = 3, c.n_channels = 1, c.kernel_size = 3;
-    c.hidden[0] = 6, c.n_hidden = 1;
+    own.channels[0] = 3, own.n_channels = 1, own.kernel_size = 3;
+    own.hidden[0] = 6, own.n_hidden = 1;
     c.head_classes[0] = 4, c.head_classes[1] = 3, c.n_heads = 2;
     check_heads(c, 3, 36, 4);
 }
@@ -246,8 +261,10 @@ static void test_multi_head_cnn_gradients(void)
 static void test_one_head_equals_single_head(void)
 {
     ddpc_model_config c = ddpc_model_config_default();
+    ddpc_mlp_config own = ddpc_mlp_config_default();
+    c.type_config = &own;
     c.in_channels = 1, c.in_height = 2, c.in_width = 5, c.num_classes = 4;
-    c.hidden[0] = 6, c.n_hidden = 1;
+    own.hidden[0] = 6, own.n_hidden = 1;
     ddpc_model *single = make(c);
     c.head_classes[0] = 4, c.n_heads = 1;
     ddpc_model *headed = make(c);
@@ -273,6 +290,8 @@ static void test_one_head_equals_single_head(void)
 static void test_bad_heads_are_rejected(void)
 {
     ddpc_model_config c = ddpc_model_config_default();
+    ddpc_gpt_config own = ddpc_gpt_config_default();
+    c.type_config = &own;
     c.head_classes[0] = 4, c.head_classes[1] = 1, c.n_heads = 2;
     ddpc_model *m = NULL;
     CHECK_EQ_INT(ddpc_model_create(&m, &c), DDPC_EINVAL);
@@ -281,7 +300,7 @@ static void test_bad_heads_are_rejected(void)
     CHECK_EQ_INT(ddpc_model_create(&m, &c), DDPC_EINVAL);
     CHECK_STR_CONTAINS(ddpc_last_error(), "heads");
     strcpy(c.type, "gpt");
-    c.num_classes = 11, c.n_layer = 1, c.n_head = 2, c.n_embd = 8, c.block_size = 5;
+    c.num_classes = 11, own.n_layer = 1, own.n_head = 2, own.n_embd = 8, own.block_size = 5;
     c.n_heads = 2, c.head_classes[1] = 3;
     CHECK_EQ_INT(ddpc_model_create(&m, &c), DDPC_EINVAL);
     CHECK_STR_CONTAINS(ddpc_last_error(), "gpt has one output head");
@@ -291,8 +310,10 @@ static void test_bad_heads_are_rejected(void)
 static ddpc_model *small_gpt(float dropout)
 {
     ddpc_model_config c = ddpc_model_config_default();
+    ddpc_gpt_config own = ddpc_gpt_config_default();
+    c.type_config = &own;
     strcpy(c.type, "gpt");
-    c.num_classes = 11, c.n_layer = 2, c.n_head = 2, c.n_embd = 8, c.block_size = 5;
+    c.num_classes = 11, own.n_layer = 2, own.n_head = 2, own.n_embd = 8, own.block_size = 5;
     c.dropout = dropout;
     return make(c);
 }
@@ -336,8 +357,10 @@ static void test_gpt_rejects_bad_tokens_and_config(void)
     CHECK_STR_CONTAINS(ddpc_last_error(), "outside the vocabulary");
     ddpc_model_destroy(m);
     ddpc_model_config c = ddpc_model_config_default();
+    ddpc_gpt_config own = ddpc_gpt_config_default();
+    c.type_config = &own;
     strcpy(c.type, "gpt");
-    c.n_embd = 10, c.n_head = 4;
+    own.n_embd = 10, own.n_head = 4;
     ddpc_model *bad = NULL;
     CHECK_EQ_INT(ddpc_model_create(&bad, &c), DDPC_EINVAL);
     CHECK_STR_CONTAINS(ddpc_last_error(), "n_head");
@@ -381,10 +404,14 @@ static void test_step_allocates_nothing_after_warmup(void)
     ddpc_model_input in = {.n = 4, .x = x, .targets = y};
     for (int cnn = 0; cnn < 2; cnn++) {
         ddpc_model_config c = ddpc_model_config_default();
+        ddpc_cnn_config conv = ddpc_cnn_config_default();
+        ddpc_mlp_config fc = ddpc_mlp_config_default();
+        c.type_config = cnn ? (const void *)&conv : (const void *)&fc;
         strcpy(c.type, cnn ? "cnn" : "mlp");
         c.in_channels = 2, c.in_height = 9, c.in_width = 7, c.num_classes = 4;
-        c.channels[0] = 3, c.channels[1] = 5, c.n_channels = 2, c.kernel_size = 3;
-        c.hidden[0] = 6, c.n_hidden = 1, c.batchnorm = true;
+        conv.channels[0] = 3, conv.channels[1] = 5, conv.n_channels = 2, conv.kernel_size = 3;
+        conv.hidden[0] = fc.hidden[0] = 6, conv.n_hidden = fc.n_hidden = 1;
+        conv.batchnorm = fc.batchnorm = true;
         m = make(c);
         CHECK(m != NULL);
         if (!m)
@@ -412,8 +439,10 @@ static void test_create_fails_cleanly_without_memory(void)
 static void test_shapes_only_then_allocate(void)
 {
     ddpc_model_config c = ddpc_model_config_default();
+    ddpc_gpt_config own = ddpc_gpt_config_default();
+    c.type_config = &own;
     snprintf(c.type, sizeof c.type, "gpt");
-    c.n_layer = 2, c.n_embd = 32, c.n_head = 4, c.block_size = 16, c.num_classes = 50;
+    own.n_layer = 2, own.n_embd = 32, own.n_head = 4, own.block_size = 16, c.num_classes = 50;
     ddpc_model *full = make(c), *lazy = NULL;
     int64_t live_bytes = ddpc_alloc_live_bytes();
     CHECK_EQ_INT(ddpc_model_create_shapes(&lazy, &c), DDPC_OK);

@@ -6,6 +6,7 @@
  * generator first; no allocation after warm-up; bad inputs and configs are refused. */
 #include <ddpc/alloc.h>
 #include <ddpc/kernels.h>
+#include <ddpc/models.h>
 #include <ddpc/nn.h>
 #include <ddpc/rng.h>
 
@@ -14,12 +15,19 @@
 
 enum { B = 3, S = 5, T = 6 };
 
+/* The seq2seq config small_config's result points at: reset by every call (tests run one at a
+ * time), changed in place by the tests of bad configs. */
+static ddpc_seq2seq_config own;
+
 static ddpc_model_config small_config(float dropout)
 {
     ddpc_model_config c = ddpc_model_config_default();
+    own = ddpc_seq2seq_config_default();
+    c.type_config = &own;
     strcpy(c.type, "seq2seq");
-    c.d_model = 8, c.num_heads = 2, c.num_encoder_layers = 2, c.num_decoder_layers = 2;
-    c.d_ff = 12, c.max_len = 8, c.src_vocab = 9, c.tgt_vocab = 11, c.label_smoothing = 0.1f;
+    own.d_model = 8, own.num_heads = 2, own.num_encoder_layers = 2, own.num_decoder_layers = 2;
+    own.d_ff = 12, own.max_len = 8, own.src_vocab = 9, own.tgt_vocab = 11;
+    own.label_smoothing = 0.1f;
     c.dropout = dropout;
     return c;
 }
@@ -80,7 +88,7 @@ static void check_gradients(ddpc_model *m, const ddpc_model_input *in, int sampl
  * width, and max_len's are the per-sample figure. */
 static void check_flops(ddpc_model *m)
 {
-    const ddpc_model_config *c = ddpc_model_config_of(m);
+    const ddpc_seq2seq_config *c = ddpc_seq2seq_config_of(m);
     double matrix = 0;
     for (size_t i = 0; i < ddpc_model_num_tensors(m); i++) {
         const ddpc_param *p = ddpc_model_tensor(m, i);
@@ -249,7 +257,7 @@ static void check_checkpointing_and_hook(ddpc_precision prec)
 {
     ddpc_model_config c = small_config(0.1f);
     c.precision = prec;
-    c.num_encoder_layers = 3, c.num_decoder_layers = 3;
+    own.num_encoder_layers = 3, own.num_decoder_layers = 3;
     ddpc_model *m[2];
     c.activation_checkpointing = false;
     m[0] = make(c);
@@ -373,20 +381,20 @@ static void test_rejects_bad_inputs_and_config(void)
     CHECK_STR_CONTAINS(ddpc_last_error(), "target token 11 at position 4");
     ddpc_model_destroy(m);
     ddpc_model_config c = small_config(0);
-    c.d_model = 10, c.num_heads = 4;
+    own.d_model = 10, own.num_heads = 4;
     ddpc_model *bad = NULL;
     CHECK_EQ_INT(ddpc_model_create(&bad, &c), DDPC_EINVAL);
     CHECK_STR_CONTAINS(ddpc_last_error(), "num_heads");
     c = small_config(0);
-    c.tgt_vocab = 3;
+    own.tgt_vocab = 3;
     CHECK_EQ_INT(ddpc_model_create(&bad, &c), DDPC_EINVAL);
     CHECK_STR_CONTAINS(ddpc_last_error(), "tgt_vocab 3");
     c = small_config(0);
-    c.num_decoder_layers = 0;
+    own.num_decoder_layers = 0;
     CHECK_EQ_INT(ddpc_model_create(&bad, &c), DDPC_EINVAL);
     CHECK_STR_CONTAINS(ddpc_last_error(), "num_decoder_layers");
     c = small_config(0);
-    c.label_smoothing = 1.5f;
+    own.label_smoothing = 1.5f;
     CHECK_EQ_INT(ddpc_model_create(&bad, &c), DDPC_EINVAL);
     CHECK_STR_CONTAINS(ddpc_last_error(), "label_smoothing");
     CHECK(bad == NULL);

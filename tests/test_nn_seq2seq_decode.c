@@ -8,6 +8,7 @@
  * arguments and non-seq2seq models are refused. */
 #include <ddpc/alloc.h>
 #include <ddpc/kernels.h>
+#include <ddpc/models.h>
 #include <ddpc/nn.h>
 #include <ddpc/optim.h>
 #include <ddpc/rng.h>
@@ -107,10 +108,12 @@ static ddpc_model *small_model(int64_t c, int64_t layers, int64_t vocab, int64_t
                                uint64_t seed)
 {
     ddpc_model_config cfg = ddpc_model_config_default();
+    ddpc_seq2seq_config own = ddpc_seq2seq_config_default();
+    cfg.type_config = &own;
     strcpy(cfg.type, "seq2seq");
-    cfg.d_model = c, cfg.num_heads = 4, cfg.num_encoder_layers = layers;
-    cfg.num_decoder_layers = layers, cfg.d_ff = 2 * c, cfg.max_len = max_len;
-    cfg.src_vocab = cfg.tgt_vocab = vocab, cfg.dropout = 0.0f, cfg.seed = seed;
+    own.d_model = c, own.num_heads = 4, own.num_encoder_layers = layers;
+    own.num_decoder_layers = layers, own.d_ff = 2 * c, own.max_len = max_len;
+    own.src_vocab = own.tgt_vocab = vocab, cfg.dropout = 0.0f, cfg.seed = seed;
     ddpc_model *m = NULL;
     if (ddpc_model_create(&m, &cfg) != DDPC_OK)
         fprintf(stderr, "create failed: %s\n", ddpc_last_error());
@@ -130,7 +133,7 @@ static ddpc_status forward_step(void *p, const int32_t *prefix, const int64_t *p
 {
     (void)parent; /* recomputes from the whole prefix */
     fwd_ctx *c = p;
-    int64_t V = ddpc_model_config_of(c->m)->tgt_vocab;
+    int64_t V = ddpc_seq2seq_config_of(c->m)->tgt_vocab;
     for (int64_t r = 0; r < rows; r++)
         memcpy(c->rep + r * c->S, c->src + (r / c->k) * c->S, (size_t)c->S * sizeof(int32_t));
     ddpc_model_input in = {

@@ -9,6 +9,7 @@
 #include "check.h"
 
 #include <ddpc/engine.h>
+#include <ddpc/models.h>
 #include <ddpc/rng.h>
 
 #include <math.h>
@@ -110,9 +111,11 @@ static int32_t y[N];
 static ddpc_model *make_model(void)
 {
     ddpc_model_config c = ddpc_model_config_default();
+    ddpc_mlp_config own = ddpc_mlp_config_default();
+    c.type_config = &own;
     strcpy(c.type, "mlp");
     c.in_channels = 1, c.in_height = 4, c.in_width = 4, c.num_classes = CLASSES;
-    c.hidden[0] = 8, c.n_hidden = 1;
+    own.hidden[0] = 8, own.n_hidden = 1;
     c.seed = 5;
     ddpc_model *m = NULL;
     CHECK_EQ_INT(ddpc_model_create(&m, &c), DDPC_OK);

@@ -13,6 +13,7 @@
 #include <ddpc/comm.h>
 #include <ddpc/data.h>
 #include <ddpc/engine.h>
+#include <ddpc/models.h>
 #include <ddpc/reducer.h>
 
 #include <string.h>
@@ -22,9 +23,11 @@ enum { STEPS = 6, B = 4, MAX_N = 4, SAMPLES = 256, PIX = 36, CLASSES = 5 };
 static ddpc_model *make_model(float dropout)
 {
     ddpc_model_config c = ddpc_model_config_default();
+    ddpc_mlp_config own = ddpc_mlp_config_default();
+    c.type_config = &own;
     strcpy(c.type, "mlp");
     c.in_channels = 1, c.in_height = 6, c.in_width = 6, c.num_classes = CLASSES;
-    c.hidden[0] = 16, c.hidden[1] = 8, c.n_hidden = 2;
+    own.hidden[0] = 16, own.hidden[1] = 8, own.n_hidden = 2;
     c.dropout = dropout;
     c.seed = 11;
     ddpc_model *m = NULL;

@@ -10,6 +10,7 @@
 #include <ddpc/alloc.h>
 #include <ddpc/data.h>
 #include <ddpc/comm.h>
+#include <ddpc/models.h>
 #include <ddpc/nn.h>
 #include <ddpc/optim.h>
 #include <ddpc/reducer.h>
@@ -31,10 +32,12 @@ typedef struct {
 static ddpc_model *make_model_bn(int hidden, bool batchnorm)
 {
     ddpc_model_config c = ddpc_model_config_default();
+    ddpc_mlp_config own = ddpc_mlp_config_default();
+    c.type_config = &own;
     strcpy(c.type, "mlp");
     c.in_channels = 1, c.in_height = 6, c.in_width = 6, c.num_classes = 5;
-    c.hidden[0] = hidden, c.n_hidden = 1;
-    c.batchnorm = batchnorm;
+    own.hidden[0] = hidden, own.n_hidden = 1;
+    own.batchnorm = batchnorm;
     c.seed = 7;
     ddpc_model *m = NULL;
     return ddpc_model_create(&m, &c) == DDPC_OK ? m : NULL;

@@ -13,6 +13,7 @@
 #include <ddpc/alloc.h>
 #include <ddpc/comm.h>
 #include <ddpc/engine.h>
+#include <ddpc/models.h>
 #include <ddpc/nn.h>
 #include <ddpc/reducer.h>
 #include <ddpc/rng.h>
@@ -31,9 +32,11 @@ typedef struct {
 static ddpc_model *make_model(bool ckpt)
 {
     ddpc_model_config c = ddpc_model_config_default();
+    ddpc_seq2seq_config own = ddpc_seq2seq_config_default();
+    c.type_config = &own;
     strcpy(c.type, "seq2seq");
-    c.d_model = 16, c.num_heads = 2, c.num_encoder_layers = 2, c.num_decoder_layers = 2;
-    c.d_ff = 32, c.max_len = 8, c.src_vocab = 15, c.tgt_vocab = 13, c.dropout = 0.0f;
+    own.d_model = 16, own.num_heads = 2, own.num_encoder_layers = 2, own.num_decoder_layers = 2;
+    own.d_ff = 32, own.max_len = 8, own.src_vocab = 15, own.tgt_vocab = 13, c.dropout = 0.0f;
     c.activation_checkpointing = ckpt, c.seed = 3;
     ddpc_model *m = NULL;
     if (ddpc_model_create(&m, &c) != DDPC_OK)

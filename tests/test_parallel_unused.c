@@ -12,6 +12,7 @@
 #include <ddpc/alloc.h>
 #include <ddpc/data.h>
 #include <ddpc/comm.h>
+#include <ddpc/models.h>
 #include <ddpc/nn.h>
 #include <ddpc/optim.h>
 #include <ddpc/reducer.h>
@@ -39,9 +40,11 @@ typedef struct {
 static ddpc_model *make_model(void)
 {
     ddpc_model_config c = ddpc_model_config_default();
+    ddpc_mlp_config own = ddpc_mlp_config_default();
+    c.type_config = &own;
     strcpy(c.type, "mlp");
     c.in_channels = 1, c.in_height = 6, c.in_width = 6;
-    c.hidden[0] = 7, c.n_hidden = 1;
+    own.hidden[0] = 7, own.n_hidden = 1;
     c.head_classes[0] = 5, c.head_classes[1] = 3, c.n_heads = 2;
     c.seed = 11;
     ddpc_model *m = NULL;

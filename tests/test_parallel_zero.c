@@ -11,6 +11,7 @@
 #include <ddpc/alloc.h>
 #include <ddpc/comm.h>
 #include <ddpc/data.h>
+#include <ddpc/models.h>
 #include <ddpc/nn.h>
 #include <ddpc/optim.h>
 #include <ddpc/pages.h>
@@ -27,9 +28,11 @@ typedef struct {
 static ddpc_model *make_model(void)
 {
     ddpc_model_config c = ddpc_model_config_default();
+    ddpc_mlp_config own = ddpc_mlp_config_default();
+    c.type_config = &own;
     strcpy(c.type, "mlp");
     c.in_channels = 1, c.in_height = 16, c.in_width = 16, c.num_classes = 10;
-    c.hidden[0] = 300, c.n_hidden = 1; /* ~80k parameters: 80 pages of gradients */
+    own.hidden[0] = 300, own.n_hidden = 1; /* ~80k parameters: 80 pages of gradients */
     c.seed = 3;
     ddpc_model *m = NULL;
     return ddpc_model_create(&m, &c) == DDPC_OK ? m : NULL;

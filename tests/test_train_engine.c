@@ -8,6 +8,7 @@
 
 #include <ddpc/alloc.h>
 #include <ddpc/engine.h>
+#include <ddpc/models.h>
 #include <ddpc/rng.h>
 
 #include <math.h>
@@ -18,9 +19,11 @@ enum { N = 8, PIX = 16, CLASSES = 3 };
 static ddpc_model *make_model(float dropout)
 {
     ddpc_model_config c = ddpc_model_config_default();
+    ddpc_mlp_config own = ddpc_mlp_config_default();
+    c.type_config = &own;
     strcpy(c.type, "mlp");
     c.in_channels = 1, c.in_height = 4, c.in_width = 4, c.num_classes = CLASSES;
-    c.hidden[0] = 8, c.n_hidden = 1;
+    own.hidden[0] = 8, own.n_hidden = 1;
     c.dropout = dropout;
     c.seed = 5;
     ddpc_model *m = NULL;

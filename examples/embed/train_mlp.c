@@ -9,6 +9,7 @@
 #include <ddpc/data.h>
 #include <ddpc/engine.h>
 #include <ddpc/loader.h>
+#include <ddpc/models.h>
 #include <ddpc/nn.h>
 #include <ddpc/sampler.h>
 #include <ddpc/version.h>
@@ -43,12 +44,14 @@ static int train(ddpc_dataset *ds, long steps)
     lc.num_workers = 1;
     lc.drop_last = true;
     ddpc_model_config mc = ddpc_model_config_default();
+    ddpc_mlp_config own = ddpc_mlp_config_default();
+    mc.type_config = &own;
     strcpy(mc.type, "mlp");
     int64_t shape[3];
     ddpc_dataset_sample_shape(ds, shape);
     mc.in_channels = shape[0], mc.in_height = shape[1], mc.in_width = shape[2];
     mc.num_classes = ddpc_dataset_num_classes(ds);
-    mc.hidden[0] = 128, mc.n_hidden = 1;
+    own.hidden[0] = 128, own.n_hidden = 1;
     ddpc_engine_config ec = ddpc_engine_config_default();
     ec.optim.lr = 0.05f;
     ec.optim.momentum = 0.9f;

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 /* The model seam: the table of operations behind every model type, public so that a program can
  * bring its own network and get ddpc's trainer, DDP buckets, ZeRO shards, checkpoints and export
- * unchanged. ddpc's mlp, cnn, gpt and seq2seq are tables of this kind too. Invariant: a type's
- * build registers every parameter and buffer (by name and shape) into the model's flat buffers
- * before anything is allocated, and its passes reach them only through the accessors below, so
- * the hooks DDP and ZeRO install see every read and every gradient. See docs/extending.md. */
+ * unchanged. ddpc's mlp, cnn, gpt and seq2seq are tables of this kind too (their own configs are
+ * in ddpc/models.h). Invariant: a type's build registers every parameter and buffer (by name and
+ * shape) into the model's flat buffers before anything is allocated, and its passes reach them
+ * only through the accessors below, so the hooks DDP and ZeRO install see every read and every
+ * gradient. See docs/extending.md. */
 #ifndef DDPC_MODEL_OPS_H
 #define DDPC_MODEL_OPS_H
 
@@ -34,10 +35,13 @@ typedef struct ddpc_model_ops {
      * ddpc_model_config.type_config into the model (ddpc_model_type_config reads the copy), so
      * the struct must be plain data (no pointers the model would borrow). 0: none. */
     size_t config_size;
+    /* Optional: config_size bytes of defaults, what a model gets when type_config is NULL and
+     * what read_config starts from (ddpc's types point at their _default() values). NULL: zeros. */
+    const void *default_config;
     /* Optional: reads the type's own keys from the trainer's config tree, under `prefix`
-     * ("model"), into `type_cfg` (config_size bytes, zeroed) with ddpc_config_int and the other
-     * getters, which name file and line in errors and mark the keys read (a key nobody reads is
-     * an error). NULL: the type has no keys of its own (config_size bytes of zeros). */
+     * ("model"), into `type_cfg` (config_size bytes holding default_config, or zeros) with
+     * ddpc_config_int and the other getters, which name file and line in errors and mark the
+     * keys read (a key nobody reads is an error). NULL: the type has no keys of its own. */
     ddpc_status (*read_config)(ddpc_config *cfg, const char *prefix, void *type_cfg);
     /* Checks the configs and registers the parameters and buffers in forward order
      * (ddpc_model_add_param, ddpc_model_add_buffer); may set ddpc_model_set_impl,
@@ -71,7 +75,7 @@ typedef struct ddpc_model_ops {
 } ddpc_model_ops;
 
 /* Builds and initialises a model of the type `ops` (borrowed for the model's life) without
- * registering it: type_cfg (ops->config_size bytes, copied; NULL: zeros) is the type's own
+ * registering it: type_cfg (ops->config_size bytes, copied; NULL: ops->default_config) is its own
  * config, common the shared one (seed, backend, precision, dropout, input shape and classes;
  * common->type is ignored). Errors as ddpc_model_create's. */
 ddpc_status ddpc_model_create_custom(ddpc_model **out, const ddpc_model_ops *ops,

@@ -56,38 +56,19 @@ static inline bool ddpc_loss_is_regression(ddpc_loss l)
     return l >= DDPC_LOSS_MSE && l <= DDPC_LOSS_SMOOTH_L1;
 }
 
+/* What every model type shares; a type's own sizes are in its config struct (type_config). */
 typedef struct {
-    char type[16]; /* "mlp" | "cnn" | "gpt" | "seq2seq" */
+    char type[16]; /* "mlp" | "cnn" | "gpt" | "seq2seq" | a registered type */
     /* Inputs, usually taken from the dataset. */
     int64_t in_channels, in_height, in_width; /* images (mlp flattens them) */
     int64_t num_classes; /* classes, the vocabulary for gpt, or outputs (the width of the float
                             targets) for a loss other than cross-entropy */
-    /* mlp: hidden sizes. cnn: conv channels (each conv k x k, pad k/2, then ReLU and 2x2 max-pool)
-     * followed by hidden fully connected sizes. */
-    int64_t hidden[DDPC_MODEL_MAX_LAYERS];
-    size_t n_hidden;
-    int64_t channels[DDPC_MODEL_MAX_LAYERS];
-    size_t n_channels;
-    int64_t kernel_size;
     /* Multi-task (mlp, cnn): n_heads > 0 replaces the classifier "fc.<n_hidden>" by heads
      * "heads.<k>.weight" (head_classes[k], trunk width) and "heads.<k>.bias" over the shared trunk
      * (every hidden layer, ReLU included); num_classes is then unused. 0: one head of num_classes,
      * the single-task layout. */
     int64_t head_classes[DDPC_MODEL_MAX_HEADS];
     size_t n_heads;
-    /* gpt */
-    int64_t n_layer, n_head, n_embd, block_size;
-    /* seq2seq: an encoder-decoder Transformer (Vaswani et al. 2017) laid out as torch.nn.Transformer
-     * (post-LayerNorm, ReLU feed-forward of d_ff), with sinusoidal positions, embeddings scaled by
-     * sqrt(d_model) and an output projection; source and target sequences of at most max_len.
-     * Token ids 0 <pad>, 1 <bos>, 2 <eos> in both vocabularies; targets 0 are ignored. */
-    int64_t d_model, num_heads, num_encoder_layers, num_decoder_layers, d_ff, max_len;
-    int64_t src_vocab, tgt_vocab; /* set from the dataset's vocabularies */
-    /* What the ids mean: the vocabularies' ddpc_vocab_digest, recorded with the weights (and
-     * checked when they are loaded) when vocab_digests is set. */
-    bool vocab_digests;
-    uint32_t src_vocab_digest, tgt_vocab_digest;
-    float label_smoothing;        /* seq2seq loss: torch CrossEntropyLoss(label_smoothing=) */
     /* mlp and cnn: the loss (cross-entropy, the default; gpt and seq2seq refuse any other) and
      * smooth_l1's beta (1.0, torch's default; >= 0). A loss other than cross-entropy needs one
      * head and runs on the CPU only (the CUDA table has no kernels for it yet). */
@@ -99,19 +80,14 @@ typedef struct {
      * activation buffers. Same kernels, order and dropout streams: the gradients are bitwise those
      * of the run without it. Not supported by mlp (DDPC_EINVAL). */
     bool activation_checkpointing;
-    /* cnn: BatchNorm2d after every convolution (conv -> BN -> ReLU -> pool; the convolutions then
-     * have no bias, as torch models written for BN do), with torch's momentum and eps. Its
-     * running_mean/running_var are buffers (ddpc_model_buffers). */
-    bool batchnorm;
-    float bn_momentum; /* 0.1 */
-    float bn_eps;      /* 1e-5 */
     ddpc_precision precision; /* of the matrix products (linear, attention, conv); fp32 */
     /* The kernel table the model runs on (ddpc_backend_select): its parameters, gradients,
      * buffers and activations live in that device's memory. NULL: the CPU's. */
     const struct ddpc_kernel_table *backend;
     uint64_t seed; /* initialisation */
-    /* A type's own config (ddpc/model_ops.h: its config_size bytes, copied by create; NULL:
-     * zeros). The built-in types have none yet and read the fields above. */
+    /* The type's own config (ddpc/model_ops.h: its config_size bytes, copied by create; NULL:
+     * the type's defaults). The built-in types' are ddpc/models.h's ddpc_mlp_config and the like;
+     * every field above is shared by all types. */
     const void *type_config;
 } ddpc_model_config;
 

@@ -7,6 +7,7 @@
 
 #include <ddpc/alloc.h>
 #include <ddpc/checkpoint.h>
+#include <ddpc/models.h>
 #include <ddpc/safetensors.h>
 #include <ddpc/weights.h>
 
@@ -51,14 +52,15 @@ static ddpc_status save(const ddpc_model *m, const float *buffer, bool with_buff
         /* entry_data only reads here: the cast does not let anything write m. */
         ts[i].data = entry_data((ddpc_model *)m, (float *)buffer, i);
     }
-    const ddpc_model_config *mc = ddpc_model_config_of(m);
+    const ddpc_seq2seq_config *s2s = ddpc_seq2seq_config_of(m); /* NULL: no vocabularies */
+    bool digests = s2s && s2s->vocab_digests;
     char src[16], tgt[16];
-    snprintf(src, sizeof src, "%08" PRIx32, mc->src_vocab_digest);
-    snprintf(tgt, sizeof tgt, "%08" PRIx32, mc->tgt_vocab_digest);
+    snprintf(src, sizeof src, "%08" PRIx32, digests ? s2s->src_vocab_digest : 0);
+    snprintf(tgt, sizeof tgt, "%08" PRIx32, digests ? s2s->tgt_vocab_digest : 0);
     const char *keys[] = {"format", "model", DDPC_WEIGHTS_META_SRC_VOCAB,
                           DDPC_WEIGHTS_META_TGT_VOCAB};
-    const char *values[] = {"pt", mc->type, src, tgt};
-    ddpc_status s = ddpc_safetensors_write(path, ts, n, keys, values, mc->vocab_digests ? 4 : 2);
+    const char *values[] = {"pt", ddpc_model_config_of(m)->type, src, tgt};
+    ddpc_status s = ddpc_safetensors_write(path, ts, n, keys, values, digests ? 4 : 2);
     ddpc_free(ts);
     return s;
 }
@@ -77,11 +79,13 @@ ddpc_status ddpc_weights_save_model(const ddpc_model *m, const char *path)
 /* The vocabulary digests f records must be the model's; a file without them passes. */
 static ddpc_status check_vocab(const ddpc_model *m, const ddpc_safetensors *f, const char *file)
 {
-    const ddpc_model_config *mc = ddpc_model_config_of(m);
+    const ddpc_seq2seq_config *s2s = ddpc_seq2seq_config_of(m); /* NULL: no vocabularies */
+    if (!s2s || !s2s->vocab_digests)
+        return DDPC_OK;
     static const char *const side[2] = {"source", "target"};
     const char *key[2] = {DDPC_WEIGHTS_META_SRC_VOCAB, DDPC_WEIGHTS_META_TGT_VOCAB};
-    uint32_t mine[2] = {mc->src_vocab_digest, mc->tgt_vocab_digest};
-    for (int i = 0; i < 2 && mc->vocab_digests; i++) {
+    uint32_t mine[2] = {s2s->src_vocab_digest, s2s->tgt_vocab_digest};
+    for (int i = 0; i < 2; i++) {
         const char *v = ddpc_safetensors_metadata(f, key[i]);
         char want[16];
         snprintf(want, sizeof want, "%08" PRIx32, mine[i]);
@@ -135,7 +139,8 @@ ddpc_status ddpc_weights_check_vocab(const ddpc_model *m, const char *path)
 {
     char file[4096];
     DDPC_TRY(file_of(path, file, sizeof file));
-    if (!ddpc_model_config_of(m)->vocab_digests || access(file, F_OK) != 0)
+    const ddpc_seq2seq_config *s2s = ddpc_seq2seq_config_of(m);
+    if (!s2s || !s2s->vocab_digests || access(file, F_OK) != 0)
         return DDPC_OK;
     ddpc_safetensors *f = NULL;
     DDPC_TRY(ddpc_safetensors_open(&f, file));

@@ -10,11 +10,28 @@
 #include <stdio.h>
 #include <string.h>
 
+ddpc_status ddpc__bn_read_config(ddpc_config *cfg, const char *prefix, bool *on, float *momentum,
+                                 float *eps)
+{
+    char key[DDPC__MODEL_KEY_MAX];
+    double mom, e; /* doubles: 0.1f widened would be written 0.10000000149011612 in config.yaml */
+    DDPC_TRY(ddpc_config_bool(cfg, ddpc__model_key(key, sizeof key, prefix, "batchnorm"), false,
+                              on));
+    DDPC_TRY(ddpc_config_float(cfg, ddpc__model_key(key, sizeof key, prefix, "bn_momentum"), 0.1,
+                               0.0, 1.0, &mom));
+    DDPC_TRY(ddpc_config_float(cfg, ddpc__model_key(key, sizeof key, prefix, "bn_eps"), 1e-5,
+                               1e-12, 1.0, &e));
+    *momentum = (float)mom;
+    *eps = (float)e;
+    return DDPC_OK;
+}
+
 ddpc_status ddpc__bn_layer_add(ddpc__bn_layer *l, ddpc_model *m, const char *prefix, int i,
-                               int64_t c)
+                               int64_t c, ddpc__bn_opts opts)
 {
     char name[DDPC_PARAM_NAME_MAX];
     l->c = c;
+    l->opts = opts;
     snprintf(name, sizeof name, "%s.%d.weight", prefix, i);
     l->w_idx = ddpc__model_add_param(m, name, 1, &c, false);
     snprintf(name, sizeof name, "%s.%d.bias", prefix, i);
@@ -64,10 +81,10 @@ ddpc_status ddpc__bn_layer_forward(ddpc__bn_layer *l, ddpc_model *m, float *y, c
                                (int)(strlen(w) - strlen(".weight")), w, l->count, (long long)n,
                                (long long)hw, hw == 1 ? "" : "s");
         }
-        m->k->batchnorm_stats(l->mean, l->invstd, rmean, rvar, l->sums, c, m->cfg.bn_momentum,
-                             m->cfg.bn_eps);
+        m->k->batchnorm_stats(l->mean, l->invstd, rmean, rvar, l->sums, c, l->opts.momentum,
+                             l->opts.eps);
     } else {
-        m->k->batchnorm_eval_stats(l->mean, l->invstd, rmean, rvar, c, m->cfg.bn_eps);
+        m->k->batchnorm_eval_stats(l->mean, l->invstd, rmean, rvar, c, l->opts.eps);
     }
     m->k->batchnorm_apply(y, x, l->mean, l->invstd, ddpc__param_ptr(m, l->w_idx),
                          ddpc__param_ptr(m, l->b_idx), n, c, hw);

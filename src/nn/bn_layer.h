@@ -8,18 +8,28 @@
 
 #include "nn/model_impl.h"
 
+/* torch's BatchNorm momentum and eps (the type's config holds them). */
+typedef struct {
+    float momentum, eps;
+} ddpc__bn_opts;
+
 typedef struct {
     int w_idx, b_idx, rmean_idx, rvar_idx;
     int64_t c;
+    ddpc__bn_opts opts;
     const ddpc_kernel_table *k; /* the model's table, which allocated mean and invstd */
     float *mean, *invstd;  /* (c) of the last forward, in k's memory */
     double *sums;         /* (2c + 1) scratch for the sums and their all-reduce */
     double count;         /* elements per channel behind the last training forward's statistics */
 } ddpc__bn_layer;
 
+/* Reads `<prefix>.batchnorm` (false), `.bn_momentum` (0.1) and `.bn_eps` (1e-5), torch's
+ * defaults, for the types that offer BatchNorm (mlp, cnn). Errors name file, line and key. */
+ddpc_status ddpc__bn_read_config(ddpc_config *cfg, const char *prefix, bool *on, float *momentum,
+                                 float *eps);
 /* Registers the parameters and buffers and allocates the statistics; DDPC_ENOMEM. */
 ddpc_status ddpc__bn_layer_add(ddpc__bn_layer *l, ddpc_model *m, const char *prefix, int i,
-                               int64_t c);
+                               int64_t c, ddpc__bn_opts opts);
 /* torch's reset: weight 1, bias 0, running mean 0, running variance 1. */
 void ddpc__bn_layer_init(const ddpc__bn_layer *l, ddpc_model *m);
 /* y (n, c, hw) = BN(x); training: batch statistics (synced) and a running-statistics update;

@@ -41,45 +41,73 @@ typedef struct {
     bool ckpt;
 } cnn_impl;
 
+static const ddpc_cnn_config defaults = {.channels = {32, 64}, .n_channels = 2, .kernel_size = 3,
+                                         .hidden = {128}, .n_hidden = 1, .bn_momentum = 0.1f,
+                                         .bn_eps = 1e-5f};
+
+ddpc_cnn_config ddpc_cnn_config_default(void) { return defaults; }
+
+const ddpc_cnn_config *ddpc_cnn_config_of(const ddpc_model *m)
+{
+    return m->ops == &ddpc__cnn_ops ? m->type_cfg : NULL;
+}
+
+/* model.hidden, model.channels, model.batchnorm (bn_momentum, bn_eps), model.kernel_size. */
+static ddpc_status cnn_read_config(ddpc_config *cfg, const char *prefix, void *type_cfg)
+{
+    ddpc_cnn_config *o = type_cfg;
+    char key[DDPC__MODEL_KEY_MAX];
+    DDPC_TRY(ddpc_config_int_list(cfg, ddpc__model_key(key, sizeof key, prefix, "hidden"),
+                                  defaults.hidden, defaults.n_hidden, 1, 1 << 20, o->hidden,
+                                  DDPC_MODEL_MAX_LAYERS, &o->n_hidden));
+    DDPC_TRY(ddpc_config_int_list(cfg, ddpc__model_key(key, sizeof key, prefix, "channels"),
+                                  defaults.channels, defaults.n_channels, 1, 1 << 16, o->channels,
+                                  DDPC_MODEL_MAX_LAYERS, &o->n_channels));
+    DDPC_TRY(ddpc__bn_read_config(cfg, prefix, &o->batchnorm, &o->bn_momentum, &o->bn_eps));
+    return ddpc_config_int(cfg, ddpc__model_key(key, sizeof key, prefix, "kernel_size"),
+                           defaults.kernel_size, 1, 31, &o->kernel_size);
+}
+
 static ddpc_status cnn_build(ddpc_model *m)
 {
     const ddpc_model_config *c = &m->cfg;
-    if (c->n_channels < 1 || c->n_channels > DDPC_MODEL_MAX_LAYERS)
+    const ddpc_cnn_config *o = m->type_cfg;
+    if (o->n_channels < 1 || o->n_channels > DDPC_MODEL_MAX_LAYERS)
         return ddpc_errorf(DDPC_EINVAL, "cnn needs 1 to %d conv layers, got %zu",
-                           DDPC_MODEL_MAX_LAYERS, c->n_channels);
-    if (c->kernel_size < 1 || c->kernel_size % 2 == 0)
+                           DDPC_MODEL_MAX_LAYERS, o->n_channels);
+    if (o->kernel_size < 1 || o->kernel_size % 2 == 0)
         return ddpc_errorf(DDPC_EINVAL, "cnn kernel_size must be odd and positive, got %lld",
-                           (long long)c->kernel_size);
+                           (long long)o->kernel_size);
     cnn_impl *impl = ddpc_calloc(1, sizeof *impl);
     if (!impl)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory building cnn");
     m->impl = impl;
-    impl->n_conv = (int)c->n_channels;
-    impl->bn = c->batchnorm;
+    impl->n_conv = (int)o->n_channels;
+    impl->bn = o->batchnorm;
     if (impl->bn && c->activation_checkpointing)
         return ddpc_errorf(DDPC_EINVAL, "cnn batchnorm does not support activation checkpointing "
                            "(a recomputed stage would update the running statistics twice)");
-    if (impl->bn && (!(c->bn_momentum >= 0.0f && c->bn_momentum <= 1.0f) || !(c->bn_eps > 0.0f)))
+    if (impl->bn && (!(o->bn_momentum >= 0.0f && o->bn_momentum <= 1.0f) || !(o->bn_eps > 0.0f)))
         return ddpc_errorf(DDPC_EINVAL, "cnn batchnorm needs momentum in [0, 1] and eps > 0, got "
-                           "%g and %g", c->bn_momentum, c->bn_eps);
+                           "%g and %g", o->bn_momentum, o->bn_eps);
     int64_t ch = c->in_channels, h = c->in_height, w = c->in_width;
     double flops = 0;
     for (int i = 0; i < impl->n_conv; i++) {
-        if (c->channels[i] <= 0 || h < 2 || w < 2)
+        if (o->channels[i] <= 0 || h < 2 || w < 2)
             return ddpc_errorf(DDPC_EINVAL,
                                "cnn conv layer %d: %lld channels on a %lldx%lld input "
                                "cannot be pooled",
-                               i, (long long)c->channels[i], (long long)h, (long long)w);
+                               i, (long long)o->channels[i], (long long)h, (long long)w);
         impl->conv[i] = (ddpc_conv2d_shape){.c = ch,
                                             .h = h,
                                             .w = w,
-                                            .k = c->channels[i],
-                                            .r = c->kernel_size,
-                                            .s = c->kernel_size,
+                                            .k = o->channels[i],
+                                            .r = o->kernel_size,
+                                            .s = o->kernel_size,
                                             .stride = 1,
-                                            .pad = c->kernel_size / 2};
+                                            .pad = o->kernel_size / 2};
         char name[DDPC_PARAM_NAME_MAX];
-        int64_t shape[4] = {c->channels[i], ch, c->kernel_size, c->kernel_size};
+        int64_t shape[4] = {o->channels[i], ch, o->kernel_size, o->kernel_size};
         snprintf(name, sizeof name, "conv.%d.weight", i);
         impl->w_idx[i] = ddpc__model_add_param(m, name, 4, shape, true);
         impl->b_idx[i] = -1;
@@ -87,19 +115,20 @@ static ddpc_status cnn_build(ddpc_model *m)
             snprintf(name, sizeof name, "conv.%d.bias", i);
             impl->b_idx[i] = ddpc__model_add_param(m, name, 1, shape, false);
         } else {
-            DDPC_TRY(ddpc__bn_layer_add(&impl->bnl[i], m, "bn", i, shape[0]));
+            ddpc__bn_opts bn = {o->bn_momentum, o->bn_eps};
+            DDPC_TRY(ddpc__bn_layer_add(&impl->bnl[i], m, "bn", i, shape[0], bn));
         }
         if (impl->w_idx[i] < 0 || (!impl->bn && impl->b_idx[i] < 0))
             return ddpc_errorf(DDPC_ENOMEM, "out of memory registering cnn parameters");
         flops += 6.0 * (double)(h * w) * (double)(shape[0] * shape[1] * shape[2] * shape[3]);
-        ch = c->channels[i];
+        ch = o->channels[i];
         h /= 2;
         w /= 2;
         impl->pool_h[i] = h;
         impl->pool_w[i] = w;
     }
-    DDPC_TRY(ddpc__fc_stack_build(&impl->fc, m, "fc", ch * h * w, c->hidden, c->n_hidden,
-                                  c->num_classes, c->head_classes, c->n_heads, false));
+    DDPC_TRY(ddpc__fc_stack_build(&impl->fc, m, "fc", ch * h * w, o->hidden, o->n_hidden,
+                                  c->num_classes, c->head_classes, c->n_heads, NULL));
     m->train_flops_per_sample = flops + ddpc__fc_stack_flops(&impl->fc);
     m->outputs_per_sample = impl->fc.dims[impl->fc.n_layers];
     return DDPC_OK;
@@ -280,6 +309,9 @@ static void cnn_destroy(ddpc_model *m)
 
 const ddpc_model_ops ddpc__cnn_ops = {
     .name = "cnn",
+    .config_size = sizeof(ddpc_cnn_config),
+    .default_config = &defaults,
+    .read_config = cnn_read_config,
     .build = cnn_build,
     .init = cnn_init,
     .arena_floats = cnn_arena_floats,

@@ -25,7 +25,7 @@ static ddpc_status add_layer(ddpc_model *m, const char *prefix, int i, int64_t i
 
 ddpc_status ddpc__fc_stack_build(ddpc__fc_stack *s, ddpc_model *m, const char *prefix, int64_t in,
                                  const int64_t *hidden, size_t n_hidden, int64_t out,
-                                 const int64_t *heads, size_t n_heads, bool batchnorm)
+                                 const int64_t *heads, size_t n_heads, const ddpc__bn_opts *bn)
 {
     if (n_hidden > DDPC_MODEL_MAX_LAYERS)
         return ddpc_errorf(DDPC_EINVAL, "at most %d hidden layers, got %zu", DDPC_MODEL_MAX_LAYERS,
@@ -47,13 +47,13 @@ ddpc_status ddpc__fc_stack_build(ddpc__fc_stack *s, ddpc_model *m, const char *p
                                (long long)heads[k]);
     s->dims[s->n_layers] = n_heads ? heads[0] : out;
     int last = n_heads ? s->n_layers - 1 : s->n_layers;
-    s->bn = batchnorm;
+    s->bn = bn != NULL;
     char bn_prefix[DDPC_PARAM_NAME_MAX];
     snprintf(bn_prefix, sizeof bn_prefix, "%s_bn", prefix);
     for (int i = 0; i < last; i++) {
         DDPC_TRY(add_layer(m, prefix, i, s->dims[i], s->dims[i + 1], &s->w_idx[i], &s->b_idx[i]));
-        if (batchnorm && i + 1 < s->n_layers)
-            DDPC_TRY(ddpc__bn_layer_add(&s->bnl[i], m, bn_prefix, i, s->dims[i + 1]));
+        if (bn && i + 1 < s->n_layers)
+            DDPC_TRY(ddpc__bn_layer_add(&s->bnl[i], m, bn_prefix, i, s->dims[i + 1], *bn));
     }
     for (int k = 0; k < s->n_heads; k++) {
         s->head_out[k] = heads[k];

@@ -38,11 +38,11 @@ typedef struct {
 
 /* Registers "<prefix>.<i>.weight/bias" for in -> hidden[0..n_hidden) -> out; with n_heads > 0,
  * the last layer is instead "heads.<k>.weight/bias" to heads[k] outputs for each k (out unused).
- * With batchnorm, each hidden Linear is followed by a BatchNorm1d "<prefix>_bn.<i>". Head 0 is
- * selected. Errors name the bad size. */
+ * With bn (NULL: none), each hidden Linear is followed by a BatchNorm1d "<prefix>_bn.<i>". Head 0
+ * is selected. Errors name the bad size. */
 ddpc_status ddpc__fc_stack_build(ddpc__fc_stack *s, ddpc_model *m, const char *prefix, int64_t in,
                                  const int64_t *hidden, size_t n_hidden, int64_t out,
-                                 const int64_t *heads, size_t n_heads, bool batchnorm);
+                                 const int64_t *heads, size_t n_heads, const ddpc__bn_opts *bn);
 /* Frees what build allocated besides the model's tensors (the BatchNorm statistics). */
 void ddpc__fc_stack_free(ddpc__fc_stack *s);
 /* Makes head `task` the last layer (0 for a single head; the caller checks the range). */

@@ -21,16 +21,42 @@ static int add(ddpc_model *m, const char *fmt, int layer, int ndim, int64_t a, i
     return ddpc__model_add_param(m, name, ndim, shape, decay);
 }
 
+static const ddpc_gpt_config defaults = {
+    .n_layer = 4, .n_head = 4, .n_embd = 256, .block_size = 128};
+
+ddpc_gpt_config ddpc_gpt_config_default(void) { return defaults; }
+
+const ddpc_gpt_config *ddpc_gpt_config_of(const ddpc_model *m)
+{
+    return m->ops == &ddpc__gpt_ops ? m->type_cfg : NULL;
+}
+
+/* model.n_layer, model.n_head, model.n_embd, model.block_size (which the token data reads too). */
+static ddpc_status gpt_read_config(ddpc_config *cfg, const char *prefix, void *type_cfg)
+{
+    ddpc_gpt_config *o = type_cfg;
+    char key[DDPC__MODEL_KEY_MAX];
+    DDPC_TRY(ddpc_config_int(cfg, ddpc__model_key(key, sizeof key, prefix, "n_layer"),
+                             defaults.n_layer, 1, DDPC_MODEL_MAX_LAYERS, &o->n_layer));
+    DDPC_TRY(ddpc_config_int(cfg, ddpc__model_key(key, sizeof key, prefix, "n_head"),
+                             defaults.n_head, 1, 1024, &o->n_head));
+    DDPC_TRY(ddpc_config_int(cfg, ddpc__model_key(key, sizeof key, prefix, "n_embd"),
+                             defaults.n_embd, 1, 1 << 16, &o->n_embd));
+    return ddpc_config_int(cfg, ddpc__model_key(key, sizeof key, prefix, "block_size"),
+                           defaults.block_size, 1, 1 << 16, &o->block_size);
+}
+
 static ddpc_status gpt_build(ddpc_model *m)
 {
     const ddpc_model_config *c = &m->cfg;
-    if (c->n_layer < 1 || c->n_layer > DDPC_MODEL_MAX_LAYERS)
+    const ddpc_gpt_config *o = ddpc__gpt_cfg(m);
+    if (o->n_layer < 1 || o->n_layer > DDPC_MODEL_MAX_LAYERS)
         return ddpc_errorf(DDPC_EINVAL, "gpt n_layer must be in [1, %d], got %lld",
-                           DDPC_MODEL_MAX_LAYERS, (long long)c->n_layer);
-    if (c->n_head < 1 || c->n_embd < 1 || c->n_embd % c->n_head != 0)
+                           DDPC_MODEL_MAX_LAYERS, (long long)o->n_layer);
+    if (o->n_head < 1 || o->n_embd < 1 || o->n_embd % o->n_head != 0)
         return ddpc_errorf(DDPC_EINVAL, "gpt n_embd (%lld) must be a positive multiple of n_head (%lld)",
-                           (long long)c->n_embd, (long long)c->n_head);
-    if (c->block_size < 1 || c->num_classes < 2)
+                           (long long)o->n_embd, (long long)o->n_head);
+    if (o->block_size < 1 || c->num_classes < 2)
         return ddpc_errorf(DDPC_EINVAL, "gpt needs block_size >= 1 and a vocabulary of at least 2");
     if (c->n_heads > 0)
         return ddpc_errorf(DDPC_EINVAL, "gpt has one output head (its tied embedding); model heads "
@@ -39,11 +65,11 @@ static ddpc_status gpt_build(ddpc_model *m)
     if (!g)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory building gpt");
     m->impl = g;
-    int64_t C = c->n_embd, V = c->num_classes, T = c->block_size;
+    int64_t C = o->n_embd, V = c->num_classes, T = o->block_size;
     g->wte = add(m, "wte.weight", 0, 2, V, C, true);
     g->wpe = add(m, "wpe.weight", 0, 2, T, C, true);
     int bad = g->wte < 0 || g->wpe < 0;
-    for (int l = 0; l < c->n_layer; l++) {
+    for (int l = 0; l < o->n_layer; l++) {
         gpt_layer_params *p = &g->layer[l];
         p->ln1w = add(m, "blocks.%d.ln1.weight", l, 1, C, 0, false);
         p->ln1b = add(m, "blocks.%d.ln1.bias", l, 1, C, 0, false);
@@ -67,8 +93,8 @@ static ddpc_status gpt_build(ddpc_model *m)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory registering gpt parameters");
     /* Per token: 6 FLOPs per matrix weight (12 C^2 per layer + the tied V x C head), plus
      * attention's QK^T and PV, 4 T C forward per layer (counted as if not causal), times 3. */
-    double per_token = 6.0 * (double)(12 * C * C * c->n_layer + V * C) +
-                       12.0 * (double)(T * C * c->n_layer);
+    double per_token = 6.0 * (double)(12 * C * C * o->n_layer + V * C) +
+                       12.0 * (double)(T * C * o->n_layer);
     m->train_flops_per_sample = per_token * (double)T;
     m->outputs_per_sample = T * V;
     return DDPC_OK;
@@ -84,7 +110,7 @@ static void gpt_init(ddpc_model *m)
         float *w = m->params + p->offset;
         if (p->ndim == 2) {
             bool residual = strstr(p->name, ".proj.weight") != NULL;
-            float std = residual ? 0.02f / sqrtf(2.0f * (float)m->cfg.n_layer) : 0.02f;
+            float std = residual ? 0.02f / sqrtf(2.0f * (float)ddpc__gpt_cfg(m)->n_layer) : 0.02f;
             ddpc__init_normal(w, p->numel, std, seed, i);
         } else {
             bool ln_weight = strstr(p->name, "ln") && strstr(p->name, ".weight");
@@ -100,6 +126,9 @@ static void gpt_destroy(ddpc_model *m)
 
 const ddpc_model_ops ddpc__gpt_ops = {
     .name = "gpt",
+    .config_size = sizeof(ddpc_gpt_config),
+    .default_config = &defaults,
+    .read_config = gpt_read_config,
     .build = gpt_build,
     .init = gpt_init,
     .arena_floats = ddpc__gpt_arena_floats,

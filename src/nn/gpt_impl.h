@@ -45,6 +45,12 @@ typedef struct {
     uint64_t rng_stream;
 } gpt_impl;
 
+/* The model's own gpt config (ddpc/models.h). */
+static inline const ddpc_gpt_config *ddpc__gpt_cfg(const ddpc_model *m)
+{
+    return (const ddpc_gpt_config *)m->type_cfg;
+}
+
 ddpc_status ddpc__gpt_check_input(const ddpc_model *m, const ddpc_model_input *in);
 size_t ddpc__gpt_arena_floats(const ddpc_model *m, int64_t n, bool ckpt);
 ddpc_status ddpc__gpt_forward(ddpc_model *m, const ddpc_model_input *in, bool training,

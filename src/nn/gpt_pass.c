@@ -16,8 +16,9 @@
 static size_t carve_all(const ddpc_model *m, gpt_impl *g, int64_t B, bool ckpt, float *base)
 {
     const ddpc_model_config *c = &m->cfg;
-    size_t T = (size_t)c->block_size, C = (size_t)c->n_embd, V = (size_t)c->num_classes;
-    size_t NH = (size_t)c->n_head, BT = (size_t)B * T;
+    const ddpc_gpt_config *o = ddpc__gpt_cfg(m);
+    size_t T = (size_t)o->block_size, C = (size_t)o->n_embd, V = (size_t)c->num_classes;
+    size_t NH = (size_t)o->n_head, BT = (size_t)B * T;
     float *p = base;
 #define TAKE(field, count)                                                                         \
     do {                                                                                           \
@@ -26,7 +27,7 @@ static size_t carve_all(const ddpc_model *m, gpt_impl *g, int64_t B, bool ckpt, 
             g->field = t_;                                                                         \
     } while (0)
     TAKE(encoded, BT * C);
-    for (int l = 0; l < c->n_layer; l++) {
+    for (int l = 0; l < o->n_layer; l++) {
         if (ckpt && l > 0) {
             if (g)
                 g->acts[l] = g->acts[0];
@@ -51,7 +52,7 @@ static size_t carve_all(const ddpc_model *m, gpt_impl *g, int64_t B, bool ckpt, 
     TAKE(lnf_rstd, BT);
     TAKE(logits, BT * V);
     TAKE(losses, BT);
-    TAKE(ws, m->k->attention_workspace_floats(B, c->block_size, c->n_embd, c->n_head));
+    TAKE(ws, m->k->attention_workspace_floats(B, o->block_size, o->n_embd, o->n_head));
     TAKE(dlogits, BT * V);
     TAKE(dres, BT * C);
     TAKE(dbranch, BT * C);
@@ -74,14 +75,15 @@ static void residual_out(ddpc_model *m, const gpt_impl *g, float *y, const float
                          const float *r, int64_t BT, int64_t in, uint64_t site)
 {
     const ddpc_model_config *c = &m->cfg;
+    const ddpc_gpt_config *o = ddpc__gpt_cfg(m);
     float drop = g->training ? c->dropout : 0.0f;
     if (drop <= 0.0f) {
-        m->k->linear_residual_forward(m->cfg.precision, y, xin, P(w), P(b), r, BT, in, c->n_embd);
+        m->k->linear_residual_forward(m->cfg.precision, y, xin, P(w), P(b), r, BT, in, o->n_embd);
         return;
     }
-    m->k->linear_forward(m->cfg.precision, y, xin, P(w), P(b), BT, in, c->n_embd);
-    m->k->dropout_forward(y, y, BT * c->n_embd, drop, c->seed, g->rng_stream * 64 + site);
-    m->k->add_f32(y, y, r, BT * c->n_embd);
+    m->k->linear_forward(m->cfg.precision, y, xin, P(w), P(b), BT, in, o->n_embd);
+    m->k->dropout_forward(y, y, BT * o->n_embd, drop, c->seed, g->rng_stream * 64 + site);
+    m->k->add_f32(y, y, r, BT * o->n_embd);
 }
 
 /* Block l on its input x (BT, C) up to the MLP's GELU: every activation its backward reads. The
@@ -89,13 +91,13 @@ static void residual_out(ddpc_model *m, const gpt_impl *g, float *y, const float
 static void block_activations(ddpc_model *m, gpt_impl *g, int l, const float *x, int64_t BT,
                               int64_t B)
 {
-    const ddpc_model_config *c = &m->cfg;
-    int64_t C = c->n_embd, T = c->block_size;
+    const ddpc_gpt_config *o = ddpc__gpt_cfg(m);
+    int64_t C = o->n_embd, T = o->block_size;
     const gpt_layer_params *p = &g->layer[l];
     gpt_layer_acts *a = &g->acts[l];
     m->k->layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, x, P(p->ln1w), P(p->ln1b), BT, C);
     m->k->linear_forward(m->cfg.precision, a->qkv, a->ln1, P(p->qkvw), P(p->qkvb), BT, C, 3 * C);
-    m->k->attention_forward(m->cfg.precision, a->atty, a->att, a->qkv, B, T, C, c->n_head, g->ws);
+    m->k->attention_forward(m->cfg.precision, a->atty, a->att, a->qkv, B, T, C, o->n_head, g->ws);
     residual_out(m, g, a->res2, a->atty, p->projw, p->projb, x, BT, C, 2 * (uint64_t)l);
     m->k->layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, P(p->ln2w), P(p->ln2b), BT,
                            C);
@@ -109,12 +111,12 @@ static void block_forward(ddpc_model *m, gpt_impl *g, int l, const float *x, int
     gpt_layer_acts *a = &g->acts[l];
     block_activations(m, g, l, x, BT, B);
     residual_out(m, g, a->res3, a->fch_gelu, p->fcprojw, p->fcprojb, a->res2, BT,
-                 4 * m->cfg.n_embd, 2 * (uint64_t)l + 1);
+                 4 * ddpc__gpt_cfg(m)->n_embd, 2 * (uint64_t)l + 1);
 }
 
 ddpc_status ddpc__gpt_check_input(const ddpc_model *m, const ddpc_model_input *in)
 {
-    int64_t BT = in->n * m->cfg.block_size, V = m->cfg.num_classes;
+    int64_t BT = in->n * ddpc__gpt_cfg(m)->block_size, V = m->cfg.num_classes;
     if (!in->tokens)
         return ddpc_errorf(DDPC_EINVAL, "gpt forward needs token inputs");
     for (int64_t i = 0; i < BT; i++)
@@ -130,7 +132,8 @@ ddpc_status ddpc__gpt_forward(ddpc_model *m, const ddpc_model_input *in, bool tr
 {
     gpt_impl *g = m->impl;
     const ddpc_model_config *c = &m->cfg;
-    int64_t B = in->n, T = c->block_size, C = c->n_embd, V = c->num_classes, BT = B * T;
+    const ddpc_gpt_config *o = ddpc__gpt_cfg(m);
+    int64_t B = in->n, T = o->block_size, C = o->n_embd, V = c->num_classes, BT = B * T;
     g->ckpt = c->activation_checkpointing;
     carve_all(m, g, B, g->ckpt, m->arena);
     g->B = B;
@@ -140,7 +143,7 @@ ddpc_status ddpc__gpt_forward(ddpc_model *m, const ddpc_model_input *in, bool tr
     g->targets = in->targets;
     m->k->embedding_forward(g->encoded, in->tokens, P(g->wte), P(g->wpe), B, T, C);
     const float *x = g->encoded;
-    for (int l = 0; l < c->n_layer; l++) {
+    for (int l = 0; l < o->n_layer; l++) {
         block_forward(m, g, l, x, BT, B);
         x = g->acts[l].res3;
     }
@@ -181,8 +184,8 @@ static void ready(ddpc_model *m, int a, int b)
 
 static void block_backward(ddpc_model *m, gpt_impl *g, int l, const float *x, int64_t BT, int64_t B)
 {
-    const ddpc_model_config *c = &m->cfg;
-    int64_t C = c->n_embd, T = c->block_size;
+    const ddpc_gpt_config *o = ddpc__gpt_cfg(m);
+    int64_t C = o->n_embd, T = o->block_size;
     const gpt_layer_params *p = &g->layer[l];
     const gpt_layer_acts *a = &g->acts[l];
     /* res3 = res2 + mlp(ln2(res2)): dres passes through and gains the MLP branch's gradient. */
@@ -206,8 +209,8 @@ static void block_backward(ddpc_model *m, gpt_impl *g, int l, const float *x, in
     m->k->linear_backward(m->cfg.precision, g->datty, G(p->projw), G(p->projb), dproj, a->atty,
                          P(p->projw), BT, C, C);
     ready(m, p->projw, p->projb);
-    m->k->attention_backward(m->cfg.precision, g->dqkv, g->datty, a->qkv, a->att, B, T, C, c->n_head,
-                            g->ws);
+    m->k->attention_backward(m->cfg.precision, g->dqkv, g->datty, a->qkv, a->att, B, T, C,
+                             o->n_head, g->ws);
     m->k->fill_f32(g->dln, 0.0f, BT * C);
     m->k->linear_backward(m->cfg.precision, g->dln, G(p->qkvw), G(p->qkvb), g->dqkv, a->ln1,
                          P(p->qkvw), BT, C, 3 * C);
@@ -221,22 +224,23 @@ void ddpc__gpt_backward(ddpc_model *m, float dloss)
 {
     gpt_impl *g = m->impl;
     const ddpc_model_config *c = &m->cfg;
-    int64_t B = g->B, T = c->block_size, C = c->n_embd, V = c->num_classes, BT = B * T;
+    const ddpc_gpt_config *o = ddpc__gpt_cfg(m);
+    int64_t B = g->B, T = o->block_size, C = o->n_embd, V = c->num_classes, BT = B * T;
     m->k->fill_f32(g->dlogits, 0.0f, BT * V);
     m->k->cross_entropy_backward(g->dlogits, g->logits, g->targets, BT, V, -1, g->n_valid, dloss);
     m->k->fill_f32(g->dln, 0.0f, BT * C);
     m->k->linear_backward(m->cfg.precision, g->dln, G(g->wte), NULL, g->dlogits, g->lnf, P(g->wte),
                          BT, C, V);
-    const float *last = c->n_layer > 0 ? g->acts[c->n_layer - 1].res3 : g->encoded;
+    const float *last = o->n_layer > 0 ? g->acts[o->n_layer - 1].res3 : g->encoded;
     m->k->fill_f32(g->dres, 0.0f, BT * C);
     m->k->layernorm_backward(g->dres, G(g->lnfw), G(g->lnfb), g->dln, last, P(g->lnfw), g->lnf_mean,
                             g->lnf_rstd, BT, C);
     ready(m, g->lnfw, g->lnfb);
-    for (int l = (int)c->n_layer - 1; l >= 0; l--) {
+    for (int l = (int)o->n_layer - 1; l >= 0; l--) {
         const float *x = l > 0 ? g->acts[l - 1].res3 : g->encoded;
         /* The shared set still holds the last block's activations from forward. Backward never
          * reads res3, so the recomputation stops before the MLP's output projection. */
-        if (g->ckpt && l < (int)c->n_layer - 1)
+        if (g->ckpt && l < (int)o->n_layer - 1)
             block_activations(m, g, l, x, BT, B);
         block_backward(m, g, l, x, BT, B);
     }

@@ -8,6 +8,7 @@
 #include <ddpc/alloc.h>
 #include <ddpc/device.h>
 #include <ddpc/kernels.h>
+#include <ddpc/models.h>
 #include <ddpc/rng.h>
 
 #include <stdio.h>
@@ -19,12 +20,7 @@ ddpc_model_config ddpc_model_config_default(void)
     return (ddpc_model_config){
         .type = "mlp",
         .in_channels = 1, .in_height = 28, .in_width = 28, .num_classes = 10,
-        .hidden = {256, 128}, .n_hidden = 2,
-        .channels = {32, 64}, .n_channels = 2, .kernel_size = 3,
-        .n_layer = 4, .n_head = 4, .n_embd = 256, .block_size = 128,
-        .d_model = 512, .num_heads = 8, .num_encoder_layers = 6, .num_decoder_layers = 6,
-        .d_ff = 2048, .max_len = 256, .label_smoothing = 0.1f, .loss_beta = 1.0f,
-        .dropout = 0.0f, .bn_momentum = 0.1f, .bn_eps = 1e-5f, .seed = 1337,
+        .loss_beta = 1.0f, .dropout = 0.0f, .seed = 1337,
     };
 }
 
@@ -170,8 +166,9 @@ static ddpc_status create_shapes(ddpc_model **out, const ddpc_model_ops *ops,
             ddpc_model_destroy(m);
             return ddpc_errorf(DDPC_ENOMEM, "out of memory creating a %s model", ops->name);
         }
-        if (cfg->type_config)
-            memcpy(m->type_cfg, cfg->type_config, ops->config_size);
+        const void *own = cfg->type_config ? cfg->type_config : ops->default_config;
+        if (own)
+            memcpy(m->type_cfg, own, ops->config_size);
         m->cfg.type_config = m->type_cfg;
     }
     ddpc_status s = ops->build(m);
@@ -319,8 +316,10 @@ void ddpc_model_set_stat_sync_hook(ddpc_model *m, ddpc_stat_sync_fn fn, void *ct
 ddpc_sample_sizes ddpc_model_sample_sizes(const ddpc_model *m, const ddpc_model_input *in)
 {
     const ddpc_model_config *c = &m->cfg;
-    if (m->ops == &ddpc__gpt_ops)
-        return (ddpc_sample_sizes){.tokens = c->block_size, .targets = c->block_size};
+    if (m->ops == &ddpc__gpt_ops) {
+        int64_t block = ddpc_gpt_config_of(m)->block_size;
+        return (ddpc_sample_sizes){.tokens = block, .targets = block};
+    }
     if (m->ops == &ddpc__seq2seq_ops)
         return (ddpc_sample_sizes){
             .tokens = in->tgt_len, .targets = in->tgt_len, .src_tokens = in->src_len};

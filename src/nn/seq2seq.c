@@ -54,7 +54,57 @@ static void add_ffn(reg *r, const char *prefix, s2s_layer_params *p, int64_t C, 
     p->l2b = add(r, prefix, "linear2.bias", 1, C, 0, false);
 }
 
-static ddpc_status check_config(const ddpc_model_config *c)
+static const ddpc_seq2seq_config defaults = {
+    .d_model = 512, .num_heads = 8, .num_encoder_layers = 6, .num_decoder_layers = 6,
+    .d_ff = 2048, .max_len = 256, .label_smoothing = 0.1f};
+
+ddpc_seq2seq_config ddpc_seq2seq_config_default(void) { return defaults; }
+
+const ddpc_seq2seq_config *ddpc_seq2seq_config_of(const ddpc_model *m)
+{
+    return m->ops == &ddpc__seq2seq_ops ? m->type_cfg : NULL;
+}
+
+/* The network's keys; the vocabularies and max_len come from the data (read_data below). */
+static ddpc_status s2s_read_config(ddpc_config *cfg, const char *prefix, void *type_cfg)
+{
+    ddpc_seq2seq_config *o = type_cfg;
+    char key[DDPC__MODEL_KEY_MAX];
+    double ls;
+    DDPC_TRY(ddpc_config_int(cfg, ddpc__model_key(key, sizeof key, prefix, "d_model"),
+                             defaults.d_model, 1, 1 << 16, &o->d_model));
+    DDPC_TRY(ddpc_config_int(cfg, ddpc__model_key(key, sizeof key, prefix, "num_heads"),
+                             defaults.num_heads, 1, 1024, &o->num_heads));
+    DDPC_TRY(ddpc_config_int(cfg, ddpc__model_key(key, sizeof key, prefix, "num_encoder_layers"),
+                             defaults.num_encoder_layers, 1, DDPC_MODEL_MAX_LAYERS,
+                             &o->num_encoder_layers));
+    DDPC_TRY(ddpc_config_int(cfg, ddpc__model_key(key, sizeof key, prefix, "num_decoder_layers"),
+                             defaults.num_decoder_layers, 1, DDPC_MODEL_MAX_LAYERS,
+                             &o->num_decoder_layers));
+    DDPC_TRY(ddpc_config_int(cfg, ddpc__model_key(key, sizeof key, prefix, "d_ff"), defaults.d_ff,
+                             1, 1 << 20, &o->d_ff));
+    /* 0.1 written as a double: the float default widened would be 0.10000000149011612 in
+     * config.yaml. */
+    DDPC_TRY(ddpc_config_float(cfg, ddpc__model_key(key, sizeof key, prefix, "label_smoothing"),
+                               0.1, 0.0, 1.0, &ls));
+    o->label_smoothing = (float)ls;
+    return DDPC_OK;
+}
+
+ddpc_status ddpc_seq2seq_config_read_data(ddpc_config *cfg, const char *prefix,
+                                          const ddpc_seq2seq_data *d, ddpc_seq2seq_config *c)
+{
+    char key[DDPC__MODEL_KEY_MAX];
+    c->src_vocab = d->src_vocab;
+    c->tgt_vocab = d->tgt_vocab;
+    c->vocab_digests = true;
+    c->src_vocab_digest = d->src_digest;
+    c->tgt_vocab_digest = d->tgt_digest;
+    return ddpc_config_int(cfg, ddpc__model_key(key, sizeof key, prefix, "max_len"), d->max_len,
+                           d->max_len, 1 << 16, &c->max_len);
+}
+
+static ddpc_status check_config(const ddpc_model_config *common, const ddpc_seq2seq_config *c)
 {
     if (c->num_encoder_layers < 1 || c->num_encoder_layers > DDPC_MODEL_MAX_LAYERS ||
         c->num_decoder_layers < 1 || c->num_decoder_layers > DDPC_MODEL_MAX_LAYERS)
@@ -81,11 +131,11 @@ static ddpc_status check_config(const ddpc_model_config *c)
     if (!(c->label_smoothing >= 0.0f && c->label_smoothing <= 1.0f))
         return ddpc_errorf(DDPC_EINVAL, "seq2seq label_smoothing must be in [0, 1], got %g",
                            c->label_smoothing);
-    if (c->n_heads > 0)
+    if (common->n_heads > 0)
         return ddpc_errorf(DDPC_EINVAL,
                            "seq2seq has one output head (its generator); model heads "
                            "are for mlp and cnn, got %zu",
-                           c->n_heads);
+                           common->n_heads);
     return DDPC_OK;
 }
 
@@ -94,7 +144,7 @@ static ddpc_status check_config(const ddpc_model_config *c)
  * query and output, 2CF per target token, and the cross-attention keys/values 2C^2 per source
  * token; generator CV per target token), plus attention's score and value products, 4 C per key
  * forward, times 3. */
-static double s2s_train_flops(const ddpc_model_config *c, int64_t S, int64_t T)
+static double s2s_train_flops(const ddpc_seq2seq_config *c, int64_t S, int64_t T)
 {
     double Sd = (double)S, Td = (double)T, C = (double)c->d_model, F = (double)c->d_ff;
     double enc = Sd * (6.0 * (4 * C * C + 2 * C * F) + 12.0 * Sd * C);
@@ -105,23 +155,24 @@ static double s2s_train_flops(const ddpc_model_config *c, int64_t S, int64_t T)
 
 double ddpc_model_train_flops_pair(const ddpc_model *m, int64_t src_len, int64_t tgt_len)
 {
-    return strcmp(m->cfg.type, "seq2seq") == 0 ? s2s_train_flops(&m->cfg, src_len, tgt_len)
-                                               : m->train_flops_per_sample;
+    return m->ops == &ddpc__seq2seq_ops ? s2s_train_flops(ddpc__s2s_cfg(m), src_len, tgt_len)
+                                        : m->train_flops_per_sample;
 }
 
 static ddpc_status s2s_build(ddpc_model *m)
 {
     const ddpc_model_config *c = &m->cfg;
-    DDPC_TRY(check_config(c));
+    const ddpc_seq2seq_config *o = ddpc__s2s_cfg(m);
+    DDPC_TRY(check_config(c, o));
     s2s_impl *g = ddpc_calloc(1, sizeof *g);
     if (!g)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory building seq2seq");
     m->impl = g;
-    int64_t C = c->d_model, F = c->d_ff, V = c->tgt_vocab;
+    int64_t C = o->d_model, F = o->d_ff, V = o->tgt_vocab;
     reg r = {m, false};
     char prefix[DDPC_PARAM_NAME_MAX];
-    g->src_embed = add(&r, "", "src_embed.weight", 2, c->src_vocab, C, true);
-    for (int l = 0; l < c->num_encoder_layers; l++) {
+    g->src_embed = add(&r, "", "src_embed.weight", 2, o->src_vocab, C, true);
+    for (int l = 0; l < o->num_encoder_layers; l++) {
         s2s_layer_params *p = &g->enc_p[l];
         snprintf(prefix, sizeof prefix, "encoder.layers.%d.self_attn.", l);
         add_attn(&r, prefix, &p->self, C);
@@ -132,7 +183,7 @@ static ddpc_status s2s_build(ddpc_model *m)
     }
     add_norm(&r, "encoder.", "norm", &g->enc_nw, &g->enc_nb, C);
     g->tgt_embed = add(&r, "", "tgt_embed.weight", 2, V, C, true);
-    for (int l = 0; l < c->num_decoder_layers; l++) {
+    for (int l = 0; l < o->num_decoder_layers; l++) {
         s2s_layer_params *p = &g->dec_p[l];
         snprintf(prefix, sizeof prefix, "decoder.layers.%d.self_attn.", l);
         add_attn(&r, prefix, &p->self, C);
@@ -150,8 +201,8 @@ static ddpc_status s2s_build(ddpc_model *m)
     g->gen_b = add(&r, "", "generator.bias", 1, V, 0, false);
     if (r.bad)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory registering seq2seq parameters");
-    m->train_flops_per_sample = s2s_train_flops(c, c->max_len, c->max_len);
-    m->outputs_per_sample = c->max_len * V;
+    m->train_flops_per_sample = s2s_train_flops(o, o->max_len, o->max_len);
+    m->outputs_per_sample = o->max_len * V;
     return DDPC_OK;
 }
 
@@ -179,6 +230,9 @@ static void s2s_destroy(ddpc_model *m)
 
 const ddpc_model_ops ddpc__seq2seq_ops = {
     .name = "seq2seq",
+    .config_size = sizeof(ddpc_seq2seq_config),
+    .default_config = &defaults,
+    .read_config = s2s_read_config,
     .build = s2s_build,
     .init = s2s_init,
     .arena_floats = ddpc__s2s_arena_floats,

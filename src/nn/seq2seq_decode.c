@@ -40,8 +40,9 @@ static ddpc_status cache_create(kv_cache *c, ddpc_model *m, s2s_impl *g, int64_t
                                 int64_t max_out)
 {
     const ddpc_model_config *cfg = &m->cfg;
-    size_t C = (size_t)cfg->d_model, F = (size_t)cfg->d_ff, V = (size_t)cfg->tgt_vocab;
-    size_t H = (size_t)cfg->num_heads, R = (size_t)rows, L = (size_t)cfg->num_decoder_layers;
+    const ddpc_seq2seq_config *o = ddpc__s2s_cfg(m);
+    size_t C = (size_t)o->d_model, F = (size_t)o->d_ff, V = (size_t)o->tgt_vocab;
+    size_t H = (size_t)o->num_heads, R = (size_t)rows, L = (size_t)o->num_decoder_layers;
     size_t Tk = (size_t)(max_out > S ? max_out : S);
     size_t sizes[] = {L * R * (size_t)max_out * 2 * C,
                       L * R * (size_t)S * 2 * C,
@@ -105,8 +106,8 @@ static ddpc_status cache_create(kv_cache *c, ddpc_model *m, s2s_impl *g, int64_t
 /* Row r of every self-attention cache takes row parent[r]'s first `len` positions. */
 static void cache_reorder(kv_cache *c, const int64_t *parent, int64_t len)
 {
-    int64_t C2 = 2 * c->m->cfg.d_model, row = c->max_out * C2;
-    for (int l = 0; l < c->m->cfg.num_decoder_layers; l++) {
+    int64_t C2 = 2 * ddpc__s2s_cfg(c->m)->d_model, row = c->max_out * C2;
+    for (int l = 0; l < ddpc__s2s_cfg(c->m)->num_decoder_layers; l++) {
         float *kv = c->kv_self[l];
         memcpy(c->gather, kv, (size_t)(c->rows * row) * sizeof(float));
         for (int64_t r = 0; r < c->rows; r++)
@@ -122,9 +123,10 @@ static void layer_step(kv_cache *c, int l, int64_t pos)
     ddpc_model *m = c->m;
     s2s_impl *g = c->g;
     const ddpc_model_config *cfg = &m->cfg;
+    const ddpc_seq2seq_config *o = ddpc__s2s_cfg(m);
     const s2s_layer_params *p = &g->dec_p[l];
     ddpc_precision prec = cfg->precision;
-    int64_t C = cfg->d_model, F = cfg->d_ff, R = c->rows, t = pos + 1;
+    int64_t C = o->d_model, F = o->d_ff, R = c->rows, t = pos + 1;
     ddpc_linear_forward(prec, c->qkv, c->x, P(p->self.inw), P(p->self.inb), R, C, 3 * C);
     float *kv = c->kv_self[l];
     for (int64_t r = 0; r < R; r++)
@@ -134,7 +136,7 @@ static void layer_step(kv_cache *c, int l, int64_t pos)
                         .tq = 1,
                         .tk = t,
                         .c = C,
-                        .nh = cfg->num_heads,
+                        .nh = o->num_heads,
                         .ldq = 3 * C,
                         .ldk = 2 * C,
                         .bsq = 3 * C,
@@ -145,7 +147,7 @@ static void layer_step(kv_cache *c, int l, int64_t pos)
     ddpc_layernorm_forward(c->h1, c->mean, c->rstd, c->res, P(p->n1w), P(p->n1b), R, C);
     ddpc_linear_forward(prec, c->q2, c->h1, P(p->cross.inw), P(p->cross.inb), R, C, C);
     ddpc_mha_shape x = {
-        .b = R, .tq = 1, .tk = c->S, .c = C, .nh = cfg->num_heads, .ldq = C, .ldk = 2 * C};
+        .b = R, .tq = 1, .tk = c->S, .c = C, .nh = o->num_heads, .ldq = C, .ldk = 2 * C};
     ddpc_mha_forward(prec, c->atty, c->att, c->q2, c->kv_cross[l], c->kv_cross[l] + C, g->src_pad,
                      &x);
     ddpc_linear_residual_forward(prec, c->res, c->atty, P(p->cross.outw), P(p->cross.outb), c->h1,
@@ -165,7 +167,8 @@ static ddpc_status cached_step(void *ctx, const int32_t *prefix, const int64_t *
     ddpc_model *m = c->m;
     s2s_impl *g = c->g;
     const ddpc_model_config *cfg = &m->cfg;
-    int64_t C = cfg->d_model, V = cfg->tgt_vocab, pos = t - 1;
+    const ddpc_seq2seq_config *o = ddpc__s2s_cfg(m);
+    int64_t C = o->d_model, V = o->tgt_vocab, pos = t - 1;
     if (parent && pos > 0)
         cache_reorder(c, parent, pos);
     for (int64_t r = 0; r < rows; r++) {
@@ -175,7 +178,7 @@ static ddpc_status cached_step(void *ctx, const int32_t *prefix, const int64_t *
     }
     ddpc_embedding_scaled_forward(c->x, c->tok, P(g->tgt_embed), sqrtf((float)C), c->pe + pos * C,
                                   rows, 1, C);
-    for (int l = 0; l < cfg->num_decoder_layers; l++)
+    for (int l = 0; l < o->num_decoder_layers; l++)
         layer_step(c, l, pos);
     ddpc_layernorm_forward(c->h1, c->mean, c->rstd, c->x, P(g->dec_nw), P(g->dec_nb), rows, C);
     ddpc_linear_forward(cfg->precision, c->logits, c->h1, P(g->gen_w), P(g->gen_b), rows, C, V);
@@ -200,23 +203,23 @@ ddpc_status ddpc_model_translate(ddpc_model *m, const int32_t *src, int64_t n, i
 {
     if (strcmp(m->cfg.type, "seq2seq") != 0)
         return ddpc_errorf(DDPC_EINVAL, "translate needs a seq2seq model, not '%s'", m->cfg.type);
-    const ddpc_model_config *c = &m->cfg;
-    if (n < 1 || beam_size < 1 || src_len < 1 || src_len > c->max_len || max_out < 1 ||
-        max_out > c->max_len)
+    const ddpc_seq2seq_config *o = ddpc__s2s_cfg(m);
+    if (n < 1 || beam_size < 1 || src_len < 1 || src_len > o->max_len || max_out < 1 ||
+        max_out > o->max_len)
         return ddpc_errorf(DDPC_EINVAL,
                            "translate needs n >= 1 and beam_size >= 1, and src_len "
                            "and max_out in [1, max_len %lld], got n %lld, beam %d, src_len %lld, "
                            "max_out %lld",
-                           (long long)c->max_len, (long long)n, beam_size, (long long)src_len,
+                           (long long)o->max_len, (long long)n, beam_size, (long long)src_len,
                            (long long)max_out);
     if (!m->params)
         return ddpc_errorf(DDPC_EINVAL, "translate needs an allocated model");
     for (int64_t i = 0; i < n * src_len; i++)
-        if (src[i] < 0 || src[i] >= c->src_vocab)
+        if (src[i] < 0 || src[i] >= o->src_vocab)
             return ddpc_errorf(DDPC_EINVAL,
                                "translate: source token %d at position %lld is "
                                "outside the vocabulary of %lld",
-                               src[i], (long long)i, (long long)c->src_vocab);
+                               src[i], (long long)i, (long long)o->src_vocab);
     s2s_impl *g = m->impl;
     int64_t rows = n * beam_size;
     m->last_n = 0;
@@ -240,8 +243,8 @@ ddpc_status ddpc_model_translate(ddpc_model *m, const int32_t *src, int64_t n, i
     DDPC_TRY(cache_create(&cache, m, g, rows, src_len, max_out));
     ddpc_status s =
         beam_size == 1
-            ? ddpc__s2s_greedy(cached_step, &cache, n, c->tgt_vocab, max_out, out)
-            : ddpc__s2s_beam(cached_step, &cache, n, beam_size, c->tgt_vocab, max_out, out);
+            ? ddpc__s2s_greedy(cached_step, &cache, n, o->tgt_vocab, max_out, out)
+            : ddpc__s2s_beam(cached_step, &cache, n, beam_size, o->tgt_vocab, max_out, out);
     ddpc_free(cache.block);
     return s;
 }

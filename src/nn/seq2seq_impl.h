@@ -85,6 +85,11 @@ void ddpc__s2s_enc_layer_forward(ddpc_model *m, s2s_impl *g, int l, const float 
 void ddpc__s2s_dec_layer_forward(ddpc_model *m, s2s_impl *g, int l, const float *x);
 void ddpc__s2s_enc_layer_backward(ddpc_model *m, s2s_impl *g, int l, const float *x);
 void ddpc__s2s_dec_layer_backward(ddpc_model *m, s2s_impl *g, int l, const float *x);
+/* The model's own seq2seq config (ddpc/models.h). */
+static inline const ddpc_seq2seq_config *ddpc__s2s_cfg(const ddpc_model *m)
+{
+    return (const ddpc_seq2seq_config *)m->type_cfg;
+}
 /* Dropout sites: distinct streams per step (rng_stream) and place. */
 static inline uint64_t ddpc__s2s_site(const s2s_impl *g, uint64_t site)
 {

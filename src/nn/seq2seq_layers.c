@@ -21,7 +21,7 @@ static float drop_p(const ddpc_model *m, const s2s_impl *g)
 static void residual_out(ddpc_model *m, const s2s_impl *g, float *y, const float *xin, int w, int b,
                          const float *r, int64_t rows, int64_t in, uint64_t site)
 {
-    int64_t C = m->cfg.d_model;
+    int64_t C = ddpc__s2s_cfg(m)->d_model;
     float drop = drop_p(m, g);
     if (drop <= 0.0f) {
         ddpc_linear_residual_forward(m->cfg.precision, y, xin, P(w), P(b), r, rows, in, C);
@@ -52,12 +52,12 @@ static void ready(ddpc_model *m, int a, int b)
 
 static ddpc_mha_shape self_shape(const ddpc_model *m, const s2s_impl *g, int64_t L, bool causal)
 {
-    int64_t C = m->cfg.d_model;
+    int64_t C = ddpc__s2s_cfg(m)->d_model;
     return (ddpc_mha_shape){.b = g->B,
                             .tq = L,
                             .tk = L,
                             .c = C,
-                            .nh = m->cfg.num_heads,
+                            .nh = ddpc__s2s_cfg(m)->num_heads,
                             .ldq = 3 * C,
                             .ldk = 3 * C,
                             .causal = causal};
@@ -65,12 +65,12 @@ static ddpc_mha_shape self_shape(const ddpc_model *m, const s2s_impl *g, int64_t
 
 static ddpc_mha_shape cross_shape(const ddpc_model *m, const s2s_impl *g)
 {
-    int64_t C = m->cfg.d_model;
+    int64_t C = ddpc__s2s_cfg(m)->d_model;
     return (ddpc_mha_shape){.b = g->B,
                             .tq = g->T,
                             .tk = g->S,
                             .c = C,
-                            .nh = m->cfg.num_heads,
+                            .nh = ddpc__s2s_cfg(m)->num_heads,
                             .ldq = C,
                             .ldk = 2 * C,
                             .causal = false};
@@ -80,7 +80,7 @@ static ddpc_mha_shape cross_shape(const ddpc_model *m, const s2s_impl *g)
 static void self_block(ddpc_model *m, s2s_impl *g, const s2s_layer_params *p, s2s_layer_acts *a,
                        const float *x, int64_t L, const uint8_t *pad, bool causal, uint64_t site)
 {
-    int64_t C = m->cfg.d_model, rows = g->B * L;
+    int64_t C = ddpc__s2s_cfg(m)->d_model, rows = g->B * L;
     ddpc_mha_shape s = self_shape(m, g, L, causal);
     ddpc_linear_forward(m->cfg.precision, a->qkv, x, P(p->self.inw), P(p->self.inb), rows, C,
                         3 * C);
@@ -94,7 +94,7 @@ static void self_block(ddpc_model *m, s2s_impl *g, const s2s_layer_params *p, s2
 static void ffn_block(ddpc_model *m, s2s_impl *g, const s2s_layer_params *p, s2s_layer_acts *a,
                       const float *h, int64_t L, int nw, int nb, uint64_t site)
 {
-    int64_t C = m->cfg.d_model, F = m->cfg.d_ff, rows = g->B * L;
+    int64_t C = ddpc__s2s_cfg(m)->d_model, F = ddpc__s2s_cfg(m)->d_ff, rows = g->B * L;
     float drop = drop_p(m, g);
     ddpc_linear_forward(m->cfg.precision, a->ff, h, P(p->l1w), P(p->l1b), rows, C, F);
     ddpc_relu_forward(a->ff, a->ff, rows * F);
@@ -116,7 +116,8 @@ void ddpc__s2s_enc_layer_forward(ddpc_model *m, s2s_impl *g, int l, const float 
 void ddpc__s2s_dec_layer_forward(ddpc_model *m, s2s_impl *g, int l, const float *x)
 {
     const ddpc_model_config *c = &m->cfg;
-    int64_t C = c->d_model, rowsT = g->B * g->T, rowsS = g->B * g->S;
+    const ddpc_seq2seq_config *o = ddpc__s2s_cfg(m);
+    int64_t C = o->d_model, rowsT = g->B * g->T, rowsS = g->B * g->S;
     const s2s_layer_params *p = &g->dec_p[l];
     s2s_layer_acts *a = &g->dec[l];
     uint64_t site = S2S_SITE_DEC + 4 * (uint64_t)l;
@@ -144,7 +145,7 @@ static void ffn_backward(ddpc_model *m, s2s_impl *g, const s2s_layer_params *p,
                          const s2s_layer_acts *a, const float *h, int64_t L, int nw, int nb,
                          uint64_t site)
 {
-    int64_t C = m->cfg.d_model, F = m->cfg.d_ff, rows = g->B * L;
+    int64_t C = ddpc__s2s_cfg(m)->d_model, F = ddpc__s2s_cfg(m)->d_ff, rows = g->B * L;
     ddpc_precision prec = m->cfg.precision;
     float *dres = g->d[1];
     ddpc_fill_f32(dres, 0.0f, rows * C);
@@ -173,7 +174,7 @@ static void self_backward(ddpc_model *m, s2s_impl *g, const s2s_layer_params *p,
                           const s2s_layer_acts *a, const float *x, int64_t L, bool causal,
                           uint64_t site)
 {
-    int64_t C = m->cfg.d_model, rows = g->B * L;
+    int64_t C = ddpc__s2s_cfg(m)->d_model, rows = g->B * L;
     ddpc_precision prec = m->cfg.precision;
     float *dx = g->d[1];
     ddpc_fill_f32(dx, 0.0f, rows * C);
@@ -206,7 +207,8 @@ void ddpc__s2s_enc_layer_backward(ddpc_model *m, s2s_impl *g, int l, const float
 void ddpc__s2s_dec_layer_backward(ddpc_model *m, s2s_impl *g, int l, const float *x)
 {
     const ddpc_model_config *c = &m->cfg;
-    int64_t C = c->d_model, rowsT = g->B * g->T, rowsS = g->B * g->S;
+    const ddpc_seq2seq_config *o = ddpc__s2s_cfg(m);
+    int64_t C = o->d_model, rowsT = g->B * g->T, rowsS = g->B * g->S;
     ddpc_precision prec = c->precision;
     const s2s_layer_params *p = &g->dec_p[l];
     const s2s_layer_acts *a = &g->dec[l];

@@ -18,7 +18,7 @@ enum { PAD = 0 };
 /* One layer's activations over L positions (decoder: with cross-attention on S source rows) into
  * *a (NULL: only counting). shared: *a already views layer 0's set; only its output is its own. */
 static void carve_layer(float **p, s2s_layer_acts *a, int64_t B, int64_t L, int64_t S,
-                        const ddpc_model_config *c, bool decoder, bool shared)
+                        const ddpc_seq2seq_config *c, bool decoder, bool shared)
 {
     size_t C = (size_t)c->d_model, F = (size_t)c->d_ff, H = (size_t)c->num_heads;
     size_t BL = (size_t)(B * L), BS = (size_t)(B * S);
@@ -54,8 +54,8 @@ static void carve_layer(float **p, s2s_layer_acts *a, int64_t B, int64_t L, int6
 size_t ddpc__s2s_carve(const ddpc_model *m, s2s_impl *g, int64_t B, int64_t S, int64_t T, bool ckpt,
                        float *base)
 {
-    const ddpc_model_config *c = &m->cfg;
-    size_t C = (size_t)c->d_model, V = (size_t)c->tgt_vocab, F = (size_t)c->d_ff;
+    const ddpc_seq2seq_config *o = ddpc__s2s_cfg(m);
+    size_t C = (size_t)o->d_model, V = (size_t)o->tgt_vocab, F = (size_t)o->d_ff;
     size_t L = (size_t)(S > T ? S : T), BS = (size_t)(B * S), BT = (size_t)(B * T);
     size_t BL = (size_t)B * L;
     float *p = base;
@@ -71,21 +71,21 @@ size_t ddpc__s2s_carve(const ddpc_model *m, s2s_impl *g, int64_t B, int64_t S, i
     if (n)
         n->src_pad = (uint8_t *)src_pad, n->tgt_pad = (uint8_t *)tgt_pad;
     TAKE(src_x, BS * C);
-    for (int l = 0; l < c->num_encoder_layers; l++) {
+    for (int l = 0; l < o->num_encoder_layers; l++) {
         s2s_layer_acts *a = n ? &n->enc[l] : NULL;
         if (a && ckpt && l > 0)
             *a = n->enc[0];
-        carve_layer(&p, a, B, S, S, c, false, ckpt && l > 0);
+        carve_layer(&p, a, B, S, S, o, false, ckpt && l > 0);
     }
     TAKE(memory, BS * C);
     TAKE(mem_mean, BS);
     TAKE(mem_rstd, BS);
     TAKE(tgt_x, BT * C);
-    for (int l = 0; l < c->num_decoder_layers; l++) {
+    for (int l = 0; l < o->num_decoder_layers; l++) {
         s2s_layer_acts *a = n ? &n->dec[l] : NULL;
         if (a && ckpt && l > 0)
             *a = n->dec[0];
-        carve_layer(&p, a, B, T, S, c, true, ckpt && l > 0);
+        carve_layer(&p, a, B, T, S, o, true, ckpt && l > 0);
     }
     TAKE(dec_y, BT * C);
     TAKE(dec_mean, BT);
@@ -111,13 +111,14 @@ size_t ddpc__s2s_carve(const ddpc_model *m, s2s_impl *g, int64_t B, int64_t S, i
 
 size_t ddpc__s2s_arena_floats(const ddpc_model *m, int64_t n, bool ckpt)
 {
-    return ddpc__s2s_carve(m, NULL, n, m->cfg.max_len, m->cfg.max_len, ckpt, NULL);
+    int64_t L = ddpc__s2s_cfg(m)->max_len;
+    return ddpc__s2s_carve(m, NULL, n, L, L, ckpt, NULL);
 }
 
 static void embed(ddpc_model *m, s2s_impl *g, float *x, const int32_t *tok, int w, int64_t L,
                   uint64_t site)
 {
-    int64_t C = m->cfg.d_model, n = g->B * L;
+    int64_t C = ddpc__s2s_cfg(m)->d_model, n = g->B * L;
     ddpc_embedding_scaled_forward(x, tok, P(w), sqrtf((float)C), g->pe, g->B, L, C);
     if (g->training && m->cfg.dropout > 0.0f)
         ddpc_dropout_forward(x, x, n * C, m->cfg.dropout, m->cfg.seed, ddpc__s2s_site(g, site));
@@ -131,14 +132,14 @@ static void pad_mask(uint8_t *mask, const int32_t *tok, int64_t n)
 
 void ddpc__s2s_encode(ddpc_model *m, s2s_impl *g, const int32_t *src)
 {
-    const ddpc_model_config *c = &m->cfg;
-    int64_t S = g->S, T = g->T, C = c->d_model;
+    const ddpc_seq2seq_config *o = ddpc__s2s_cfg(m);
+    int64_t S = g->S, T = g->T, C = o->d_model;
     g->src = src;
     ddpc_sinusoidal_positions(g->pe, S > T ? S : T, C);
     pad_mask(g->src_pad, src, g->B * S);
     embed(m, g, g->src_x, src, g->src_embed, S, S2S_SITE_SRC);
     const float *x = g->src_x;
-    for (int l = 0; l < c->num_encoder_layers; l++) {
+    for (int l = 0; l < o->num_encoder_layers; l++) {
         ddpc__s2s_enc_layer_forward(m, g, l, x);
         x = g->enc[l].out;
     }
@@ -149,19 +150,20 @@ void ddpc__s2s_encode(ddpc_model *m, s2s_impl *g, const int32_t *src)
 void ddpc__s2s_decode(ddpc_model *m, s2s_impl *g, const int32_t *tgt)
 {
     const ddpc_model_config *c = &m->cfg;
-    int64_t T = g->T, C = c->d_model, BT = g->B * T;
+    const ddpc_seq2seq_config *o = ddpc__s2s_cfg(m);
+    int64_t T = g->T, C = o->d_model, BT = g->B * T;
     g->tgt = tgt;
     pad_mask(g->tgt_pad, tgt, BT);
     embed(m, g, g->tgt_x, tgt, g->tgt_embed, T, S2S_SITE_TGT);
     const float *x = g->tgt_x;
-    for (int l = 0; l < c->num_decoder_layers; l++) {
+    for (int l = 0; l < o->num_decoder_layers; l++) {
         ddpc__s2s_dec_layer_forward(m, g, l, x);
         x = g->dec[l].out;
     }
     ddpc_layernorm_forward(g->dec_y, g->dec_mean, g->dec_rstd, x, P(g->dec_nw), P(g->dec_nb), BT,
                            C);
     ddpc_linear_forward(c->precision, g->logits, g->dec_y, P(g->gen_w), P(g->gen_b), BT, C,
-                        c->tgt_vocab);
+                        o->tgt_vocab);
 }
 
 static ddpc_status check_tokens(const int32_t *tok, int64_t n, int64_t vocab, const char *what)
@@ -182,13 +184,14 @@ ddpc_status ddpc__s2s_forward(ddpc_model *m, const ddpc_model_input *in, bool tr
 {
     s2s_impl *g = m->impl;
     const ddpc_model_config *c = &m->cfg;
-    int64_t B = in->n, S = in->src_len, T = in->tgt_len, V = c->tgt_vocab;
-    if (S < 1 || S > c->max_len || T < 1 || T > c->max_len)
+    const ddpc_seq2seq_config *o = ddpc__s2s_cfg(m);
+    int64_t B = in->n, S = in->src_len, T = in->tgt_len, V = o->tgt_vocab;
+    if (S < 1 || S > o->max_len || T < 1 || T > o->max_len)
         return ddpc_errorf(DDPC_EINVAL,
                            "seq2seq src_len %lld and tgt_len %lld must be in [1, "
                            "max_len %lld]",
-                           (long long)S, (long long)T, (long long)c->max_len);
-    DDPC_TRY(check_tokens(in->src_tokens, B * S, c->src_vocab, "source"));
+                           (long long)S, (long long)T, (long long)o->max_len);
+    DDPC_TRY(check_tokens(in->src_tokens, B * S, o->src_vocab, "source"));
     DDPC_TRY(check_tokens(in->tokens, B * T, V, "target"));
     g->ckpt = c->activation_checkpointing;
     ddpc__s2s_carve(m, g, B, S, T, g->ckpt, m->arena);
@@ -206,7 +209,7 @@ ddpc_status ddpc__s2s_forward(ddpc_model *m, const ddpc_model_input *in, bool tr
     }
     out->n_correct = ddpc_argmax_correct(g->logits, in->targets, B * T, V, PAD);
     out->loss = ddpc_cross_entropy_smooth_forward(g->logits, g->losses, g->logits, in->targets,
-                                                  B * T, V, PAD, c->label_smoothing, &out->n_valid);
+                                                  B * T, V, PAD, o->label_smoothing, &out->n_valid);
     g->n_valid = out->n_valid;
     return DDPC_OK;
 }
@@ -221,7 +224,7 @@ static void ready(ddpc_model *m, int a, int b)
 static void embed_backward(ddpc_model *m, s2s_impl *g, const float *d, const int32_t *tok, int w,
                            int64_t L, uint64_t site)
 {
-    int64_t C = m->cfg.d_model, n = g->B * L * C;
+    int64_t C = ddpc__s2s_cfg(m)->d_model, n = g->B * L * C;
     if (g->training && m->cfg.dropout > 0.0f) {
         ddpc_fill_f32(g->dbranch, 0.0f, n);
         ddpc_dropout_backward(g->dbranch, d, n, m->cfg.dropout, m->cfg.seed,
@@ -236,11 +239,12 @@ void ddpc__s2s_backward(ddpc_model *m, float dloss)
 {
     s2s_impl *g = m->impl;
     const ddpc_model_config *c = &m->cfg;
-    int64_t B = g->B, S = g->S, T = g->T, C = c->d_model, V = c->tgt_vocab, BT = B * T;
-    int Le = (int)c->num_encoder_layers, Ld = (int)c->num_decoder_layers;
+    const ddpc_seq2seq_config *o = ddpc__s2s_cfg(m);
+    int64_t B = g->B, S = g->S, T = g->T, C = o->d_model, V = o->tgt_vocab, BT = B * T;
+    int Le = (int)o->num_encoder_layers, Ld = (int)o->num_decoder_layers;
     ddpc_fill_f32(g->dlogits, 0.0f, BT * V);
     ddpc_cross_entropy_smooth_backward(g->dlogits, g->logits, g->targets, BT, V, PAD,
-                                       c->label_smoothing, g->n_valid, dloss);
+                                       o->label_smoothing, g->n_valid, dloss);
     ddpc_fill_f32(g->d[1], 0.0f, BT * C);
     ddpc_linear_backward(c->precision, g->d[1], G(g->gen_w), G(g->gen_b), g->dlogits, g->dec_y,
                          P(g->gen_w), BT, C, V);

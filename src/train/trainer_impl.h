@@ -252,10 +252,10 @@ ddpc_status ddpc__trainer_select_tasks(ddpc_trainer *t);
 ddpc_status ddpc__trainer_shard_tasks(ddpc_trainer *t);
 void ddpc__trainer_log_task_sharding(ddpc_trainer *t);
 
-/* trainer_model.c: the model table (keys per model.type), the optimizer keys and the engine. */
+/* trainer_model.c: the model (each type reads its own keys), the optimizer keys and the engine. */
 ddpc_status ddpc__trainer_build_model(ddpc_trainer *t);
-/* Per task a distributed sampler + loader (drop_last), the combined loader over them;
- * *per_epoch = optimizer steps per epoch. */
+/* trainer_loaders.c: per task a distributed sampler + loader (drop_last), the combined loader over
+ * them; *per_epoch = optimizer steps per epoch. */
 ddpc_status ddpc__trainer_build_loaders(ddpc_trainer *t, int64_t *per_epoch);
 
 /* trainer_fit.c: the fit loop. */

@@ -27,8 +27,9 @@ typedef struct {
     ddpc_status (*write_outputs)(ddpc_trainer *t);
     /* Optional: lines for fit's start-up log, after the notes. */
     void (*log_start)(ddpc_trainer *t);
-    /* Optional: the model config's fields the data decides beyond its classes and shape. */
-    ddpc_status (*model_config)(ddpc_trainer *t, ddpc_model_config *mc);
+    /* Optional: the model config's fields the data decides beyond its classes and shape; own is
+     * the model type's own config (ddpc_model_ops.config_size bytes). */
+    ddpc_status (*model_config)(ddpc_trainer *t, ddpc_model_config *mc, void *own);
     /* Optional: checks the weights of the checkpoint resumed from against the data. */
     ddpc_status (*check_resumed)(ddpc_trainer *t);
     /* Optional: s, the failed status of loading weights (init_from), with what the kind knows of

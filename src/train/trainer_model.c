@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
-/* The model, its optimizer and the step engine from the config. Models come from a table of
- * {name, keys, dataset kind}: only the chosen type's keys are read, so a key of another type is
- * reported unused. The optimizer keys (optim.*) and the step keys (grad_clip, on_nonfinite) become
- * the engine's config. */
+/* The model, its optimizer and the step engine from the config. Each model type reads its own keys
+ * (its ops' read_config, in its own file): only the chosen type's keys are read, so a key of
+ * another type is reported unused. The optimizer keys (optim.*) and the step keys (grad_clip,
+ * on_nonfinite) become the engine's config. The loaders are trainer_loaders.c's. */
 #include <ddpc/device.h>
 #include <ddpc/model_ops.h>
+#include <ddpc/models.h>
 
 #include "train/trainer_impl.h"
 
@@ -15,101 +16,45 @@
 #include <stdio.h>
 #include <string.h>
 
+/* What the trainer needs to know of a built-in type besides its ops (which read its own keys). */
 typedef struct {
     const char *name;
     ddpc_dataset_kind data_kind; /* the samples it consumes */
-    bool checkpointing;          /* model.activation_checkpointing is supported */
-    bool batchnorm;              /* model.batchnorm (and so model.sync_batchnorm) is read */
+    bool batchnorm;              /* offers model.batchnorm, so model.sync_batchnorm is read */
     bool gpu;                    /* has CUDA kernels: device cuda/auto may put it on a GPU */
-    ddpc_status (*read)(ddpc_config *c, ddpc_model_config *mc);
 } model_builder;
 
-/* model.batchnorm and torch's momentum and eps (mlp: BatchNorm1d, cnn: BatchNorm2d). */
-static ddpc_status read_batchnorm(ddpc_config *c, ddpc_model_config *mc)
-{
-    double momentum, eps;
-    DDPC_TRY(ddpc_config_bool(c, "model.batchnorm", false, &mc->batchnorm));
-    DDPC_TRY(ddpc_config_float(c, "model.bn_momentum", 0.1, 0.0, 1.0, &momentum));
-    DDPC_TRY(ddpc_config_float(c, "model.bn_eps", 1e-5, 1e-12, 1.0, &eps));
-    mc->bn_momentum = (float)momentum;
-    mc->bn_eps = (float)eps;
-    return DDPC_OK;
-}
-
-static ddpc_status read_mlp(ddpc_config *c, ddpc_model_config *mc)
-{
-    static const int64_t hidden[] = {256, 128};
-    DDPC_TRY(read_batchnorm(c, mc));
-    return ddpc_config_int_list(c, "model.hidden", hidden, 2, 1, 1 << 20, mc->hidden,
-                                DDPC_MODEL_MAX_LAYERS, &mc->n_hidden);
-}
-
-static ddpc_status read_cnn(ddpc_config *c, ddpc_model_config *mc)
-{
-    static const int64_t hidden[] = {128}, channels[] = {32, 64};
-    DDPC_TRY(ddpc_config_int_list(c, "model.hidden", hidden, 1, 1, 1 << 20, mc->hidden,
-                                  DDPC_MODEL_MAX_LAYERS, &mc->n_hidden));
-    DDPC_TRY(ddpc_config_int_list(c, "model.channels", channels, 2, 1, 1 << 16, mc->channels,
-                                  DDPC_MODEL_MAX_LAYERS, &mc->n_channels));
-    DDPC_TRY(read_batchnorm(c, mc));
-    return ddpc_config_int(c, "model.kernel_size", 3, 1, 31, &mc->kernel_size);
-}
-
-static ddpc_status read_gpt(ddpc_config *c, ddpc_model_config *mc)
-{
-    DDPC_TRY(ddpc_config_int(c, "model.n_layer", 4, 1, DDPC_MODEL_MAX_LAYERS, &mc->n_layer));
-    DDPC_TRY(ddpc_config_int(c, "model.n_head", 4, 1, 1024, &mc->n_head));
-    DDPC_TRY(ddpc_config_int(c, "model.n_embd", 256, 1, 1 << 16, &mc->n_embd));
-    return ddpc_config_int(c, "model.block_size", 128, 1, 1 << 16, &mc->block_size);
-}
-
-/* seq2seq's vocabulary sizes and max_len come from the translation data (read_model_config). */
-static ddpc_status read_seq2seq(ddpc_config *c, ddpc_model_config *mc)
-{
-    double ls;
-    DDPC_TRY(ddpc_config_int(c, "model.d_model", mc->d_model, 1, 1 << 16, &mc->d_model));
-    DDPC_TRY(ddpc_config_int(c, "model.num_heads", mc->num_heads, 1, 1024, &mc->num_heads));
-    DDPC_TRY(ddpc_config_int(c, "model.num_encoder_layers", mc->num_encoder_layers, 1,
-                             DDPC_MODEL_MAX_LAYERS, &mc->num_encoder_layers));
-    DDPC_TRY(ddpc_config_int(c, "model.num_decoder_layers", mc->num_decoder_layers, 1,
-                             DDPC_MODEL_MAX_LAYERS, &mc->num_decoder_layers));
-    DDPC_TRY(ddpc_config_int(c, "model.d_ff", mc->d_ff, 1, 1 << 20, &mc->d_ff));
-    /* 0.1 written as a double: the float default widened would be 0.10000000149011612 in
-     * config.yaml. */
-    DDPC_TRY(ddpc_config_float(c, "model.label_smoothing", 0.1, 0.0, 1.0, &ls));
-    mc->label_smoothing = (float)ls;
-    return DDPC_OK;
-}
-
 static const model_builder models[] = {
-    {"mlp", DDPC_DATASET_IMAGES, false, true, true, read_mlp},
-    {"cnn", DDPC_DATASET_IMAGES, true, true, true, read_cnn},
-    {"gpt", DDPC_DATASET_TOKENS, true, false, true, read_gpt},
-    {"seq2seq", DDPC_DATASET_PAIRS, true, false, false, read_seq2seq},
+    {"mlp", DDPC_DATASET_IMAGES, true, true},
+    {"cnn", DDPC_DATASET_IMAGES, true, true},
+    {"gpt", DDPC_DATASET_TOKENS, false, true},
+    {"seq2seq", DDPC_DATASET_PAIRS, false, false},
 };
 #define N_BUILTIN (sizeof models / sizeof models[0])
 
 /* A type a program registered (ddpc_model_register): samples (c, h, w) with a class label, like
- * the images; its own keys read by its ops' read_config. */
-static const model_builder registered = {NULL, DDPC_DATASET_IMAGES, false, false, false, NULL};
+ * the images. */
+static const model_builder registered = {NULL, DDPC_DATASET_IMAGES, false, false};
 
-/* model.type among the registered types: *type indexes models[] for a built-in, and *ops is then
- * NULL; for a type a program registered, *ops is its table. */
-static ddpc_status read_model_type(ddpc_config *c, int *type, const ddpc_model_ops **ops)
+/* model.type among the registered types: *ops is its table, *b what the trainer knows of it. */
+static ddpc_status read_model_type(ddpc_config *c, const ddpc_model_ops **ops, model_builder *b)
 {
     const char *names[N_BUILTIN + 33];
     size_t n = ddpc_model_type_names(names, N_BUILTIN + 32);
     names[n] = NULL;
     int chosen;
     DDPC_TRY(ddpc_config_choice(c, "model.type", "mlp", names, &chosen));
-    for (*type = 0; *type < (int)N_BUILTIN; ++*type)
-        if (strcmp(models[*type].name, names[chosen]) == 0)
-            break;
-    *ops = *type == (int)N_BUILTIN ? ddpc_model_lookup(names[chosen]) : NULL;
+    *ops = ddpc_model_lookup(names[chosen]);
+    *b = registered;
+    b->name = (*ops)->name;
+    for (size_t i = 0; i < N_BUILTIN; i++)
+        if (strcmp(models[i].name, names[chosen]) == 0)
+            *b = models[i];
     return DDPC_OK;
 }
 
-/* A registered type's own keys into *own (the caller frees it once the model has copied it). */
+/* The type's own keys into *own, starting from its defaults (the caller frees it once the model
+ * has copied it). */
 static ddpc_status read_type_config(ddpc_trainer *t, const ddpc_model_ops *ops,
                                     ddpc_model_config *mc, void **own)
 {
@@ -118,6 +63,8 @@ static ddpc_status read_type_config(ddpc_trainer *t, const ddpc_model_ops *ops,
     *own = ddpc_calloc(1, ops->config_size);
     if (!*own)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory for model.type %s's config", ops->name);
+    if (ops->default_config)
+        memcpy(*own, ops->default_config, ops->config_size);
     mc->type_config = *own;
     return ops->read_config ? ops->read_config(t->cfg, "model", *own) : DDPC_OK;
 }
@@ -168,10 +115,9 @@ static ddpc_status read_loss(ddpc_trainer *t, ddpc_model_config *mc)
         return ddpc_errorf(DDPC_EINVAL, "loss '%s' needs model type mlp or cnn; '%s' trains with "
                            "cross_entropy only", ddpc_loss_name(mc->loss), mc->type);
     if (ddpc_dataset_target_width(t->data.task[0].train) == 0)
-        return ddpc_errorf(DDPC_EINVAL,
-                           "loss '%s' needs float targets (data.type csv with "
-                           "data.label); data.type %s has class labels",
-                           ddpc_loss_name(mc->loss), t->data.task[0].data_type);
+        return ddpc_errorf(DDPC_EINVAL, "loss '%s' needs float targets (data.type csv with "
+                           "data.label); data.type %s has class labels", ddpc_loss_name(mc->loss),
+                           t->data.task[0].data_type);
     if (t->dist.dp_replicas > 0)
         return ddpc_errorf(DDPC_EINVAL, "loss '%s' needs DDP; parallel.mode: dp splits class "
                            "labels only", ddpc_loss_name(mc->loss));
@@ -181,35 +127,28 @@ static ddpc_status read_loss(ddpc_trainer *t, ddpc_model_config *mc)
 static ddpc_status read_model_config(ddpc_trainer *t, ddpc_model_config *mc, void **own)
 {
     ddpc_config *c = t->cfg;
-    int type;
     double dropout;
     *mc = ddpc_model_config_default();
     const ddpc_model_ops *ops;
-    DDPC_TRY(read_model_type(c, &type, &ops));
-    model_builder user = registered;
-    if (ops) {
-        user.name = ops->name;
-        user.checkpointing = ops->checkpointing;
-    }
-    const model_builder *b = ops ? &user : &models[type];
+    model_builder built;
+    DDPC_TRY(read_model_type(c, &ops, &built));
+    const model_builder *b = &built;
     snprintf(mc->type, sizeof mc->type, "%s", b->name);
-    DDPC_TRY(ops ? read_type_config(t, ops, mc, own) : b->read(c, mc));
+    DDPC_TRY(read_type_config(t, ops, mc, own));
     bool s2s = b->data_kind == DDPC_DATASET_PAIRS;
     DDPC_TRY(ddpc_config_float(c, "model.dropout", s2s ? 0.1 : 0.0, 0.0, 0.99, &dropout));
     mc->dropout = (float)dropout;
     DDPC_TRY(ddpc_config_bool(c, "model.activation_checkpointing", false,
                               &mc->activation_checkpointing));
-    if (mc->activation_checkpointing && !b->checkpointing)
+    if (mc->activation_checkpointing && !ops->checkpointing)
         return ddpc_errorf(DDPC_EINVAL,
                            "model.activation_checkpointing: model.type '%s' has no blocks to "
                            "recompute (gpt, cnn and seq2seq support it)",
                            b->name);
+    /* Whether model.batchnorm is on is the type's own key: build_model checks it on the model. */
     if (b->batchnorm) /* torch.nn.SyncBatchNorm.convert_sync_batchnorm */
-        DDPC_TRY(ddpc_config_bool(c, "model.sync_batchnorm", false,
-                                  &t->dist.reducer_cfg.sync_batchnorm));
-    if (t->dist.reducer_cfg.sync_batchnorm && !mc->batchnorm)
-        return ddpc_errorf(DDPC_EINVAL, "model.sync_batchnorm: true needs model.batchnorm: true "
-                                        "(there is no BatchNorm layer to synchronise)");
+        DDPC_TRY(
+            ddpc_config_bool(c, "model.sync_batchnorm", false, &t->dist.reducer_cfg.sync_batchnorm));
     if (t->dist.reducer_cfg.sync_batchnorm && t->dist.dp_replicas > 0) /* torch's is DDP-only too */
         return ddpc_errorf(DDPC_EINVAL,
                            "model.sync_batchnorm synchronises batch statistics "
@@ -228,7 +167,7 @@ static ddpc_status read_model_config(ddpc_trainer *t, ddpc_model_config *mc, voi
         DDPC_TRY(ddpc_config_int(c, "model.vocab_size", mc->num_classes, mc->num_classes,
                                  INT32_MAX, &mc->num_classes));
     if (t->kind->model_config) /* translation: vocabularies and longest sequence */
-        DDPC_TRY(t->kind->model_config(t, mc));
+        DDPC_TRY(t->kind->model_config(t, mc, *own));
     if (b->data_kind == DDPC_DATASET_IMAGES)
         mc->in_channels = shape[0], mc->in_height = shape[1], mc->in_width = shape[2];
     if (t->data.multi)
@@ -343,122 +282,6 @@ static ddpc_status read_engine_config(ddpc_trainer *t, int64_t total_steps, ddpc
     return read_loss_scale(t, ec);
 }
 
-/* The training sampler and loader of task i, on the ranks that train it. */
-static ddpc_status build_loader(ddpc_trainer *t, int i)
-{
-    ddpc__task *k = &t->data.task[i];
-    if (k->shard_rank < 0)
-        return DDPC_OK; /* task sharding gave it to other ranks */
-    int64_t size;
-    ddpc_sampler_config sc = ddpc__trainer_sampler_config(t, i, &size);
-    if (ddpc_sampler_create(&sc, &k->sampler) != DDPC_OK) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", ddpc_last_error());
-        if (t->data.multi)
-            return ddpc_errorf(DDPC_EINVAL, "tasks.%d ('%s'), %lld training samples: %s", i,
-                               k->name, (long long)size, why);
-        return ddpc_errorf(DDPC_EINVAL, "data (%lld training samples): %s", (long long)size, why);
-    }
-    ddpc_loader_config lc = ddpc_loader_config_default();
-    lc.batch_size = k->batch_size *
-                    (t->dist.dp_replicas > 0 ? t->dist.dp_replicas : 1); /* dp: every replica's */
-    lc.num_workers = t->set.num_workers;
-    lc.prefetch_factor = t->set.prefetch_factor;
-    /* Every rank runs the same steps, so partial last batches are dropped; but where this rank's
-     * share is less than one batch (a tiny data set) the epoch is that partial batch, as torch's
-     * DataLoader(drop_last=False) would train it, unless data.drop_last says drop. Under the
-     * distributed sampler every rank's share is the same size, so the ranks still agree. */
-    int64_t share = ddpc_sampler_len(k->sampler);
-    bool partial = !t->data.multi && t->dist.dp_replicas == 0 && !t->data.samp.drop_last &&
-                   t->data.samp.kind == DDPC_SAMPLER_DISTRIBUTED && share > 0 &&
-                   share < lc.batch_size;
-    lc.drop_last = !partial;
-    if (partial && t->dist.world > 1)
-        ddpc__trainer_add_note(
-            t,
-            "data: %lld training samples, %lld on each of %d ranks, are fewer than "
-            "data.batch_size %lld: each epoch is one step on a partial batch of %lld per "
-            "rank (data.drop_last: true refuses instead)\n",
-            (long long)size, (long long)share, t->dist.world, (long long)lc.batch_size,
-            (long long)share);
-    else if (partial)
-        ddpc__trainer_add_note(t,
-                 "data: %lld training samples are fewer than data.batch_size %lld: each epoch "
-                 "is one step on a partial batch of %lld (data.drop_last: true refuses "
-                 "instead)\n",
-                 (long long)size, (long long)lc.batch_size, (long long)share);
-    if ((t->set.hflip || t->set.random_shift > 0) &&
-        ddpc_dataset_kind_of(k->train) != DDPC_DATASET_IMAGES) /* not silently ignored */
-        return ddpc_errorf(DDPC_EINVAL, "key '%s' augments images; data.type %s has none",
-                           t->set.hflip ? "data.hflip" : "data.random_shift", k->data_type);
-    lc.hflip = t->set.hflip;
-    lc.random_shift = t->set.random_shift;
-    lc.augment_seed = t->set.seed;
-    const ddpc_dataset *ds[1] = {k->train};
-    DDPC_TRY(ddpc_loader_create(ds, 1, k->sampler, &lc, &k->loader));
-    if (ddpc_loader_len(k->loader) == 0 && t->data.multi)
-        return ddpc_errorf(DDPC_EINVAL,
-                           "tasks.%d ('%s'): batch_size %lld on each of %d ranks/replicas is more "
-                           "than its %lld training samples",
-                           i, k->name, (long long)k->batch_size,
-                           k->shard_world * (t->dist.dp_replicas > 0 ? t->dist.dp_replicas : 1),
-                           (long long)ddpc_sampler_len(k->sampler) * k->shard_world);
-    return DDPC_OK;
-}
-
-/* The ranks' epochs (combined steps) agree: with task sharding each rank combines its own tasks,
- * and `case` gives ranks different shares, so every rank takes the longest epoch (shorter ones
- * restart their loaders, as max_size_cycle does within a rank) or, in min_size mode or with
- * `case`, the shortest. *len is this rank's and becomes the agreed one. */
-static ddpc_status agree_epoch(ddpc_trainer *t, int64_t *len)
-{
-    bool shortest =
-        t->data.mode == DDPC_COMBINED_MIN_SIZE || t->data.samp.kind == DDPC_SAMPLER_CASE;
-    if (t->dist.world == 1 || (!t->data.sharding && t->data.samp.kind != DDPC_SAMPLER_CASE))
-        return DDPC_OK;
-    int64_t mine = *len;
-    DDPC_TRY(ddpc_pg_all_reduce(t->dist.pg, len, len, 1, DDPC_DTYPE_I64,
-                                shortest ? DDPC_REDUCE_MIN : DDPC_REDUCE_MAX));
-    t->data.cycle = *len > mine;
-    return DDPC_OK;
-}
-
-ddpc_status ddpc__trainer_build_loaders(ddpc_trainer *t, int64_t *per_epoch)
-{
-    ddpc_loader *loaders[DDPC_MODEL_MAX_HEADS];
-    const char *names[DDPC_MODEL_MAX_HEADS];
-    t->data.n_local = 0;
-    for (int i = 0; i < t->data.n_tasks; i++) {
-        DDPC_TRY(build_loader(t, i));
-        if (!t->data.task[i].loader)
-            continue;
-        loaders[t->data.n_local] = t->data.task[i].loader;
-        names[t->data.n_local] = t->data.task[i].name;
-        t->data.local_task[t->data.n_local++] = i;
-    }
-    DDPC_TRY(
-        ddpc_combined_create(loaders, names, t->data.n_local, t->data.mode, &t->data.combined));
-    int64_t len = ddpc_combined_len(t->data.combined);
-    DDPC_TRY(agree_epoch(t, &len));
-    *per_epoch = len / t->set.accum_steps;
-    if (*per_epoch > 0)
-        return DDPC_OK;
-    if (!t->data.multi)
-        return ddpc_errorf(
-            DDPC_EINVAL,
-            "one step takes data.batch_size %lld x optim.grad_accum_steps %lld "
-            "samples on each of %d %s, more than the %lld training samples%s",
-            (long long)t->set.batch_size, (long long)t->set.accum_steps, ddpc__trainer_dp_degree(t),
-            t->dist.dp_replicas > 0 ? "replicas" : "ranks",
-            (long long)ddpc_dataset_size(t->data.task[0].train),
-            t->data.samp.drop_last ? " (data.drop_last: true drops a partial batch)" : "");
-    return ddpc_errorf(DDPC_EINVAL,
-                       "an epoch of %lld combined steps (data.combined_mode %s) is shorter than "
-                       "optim.grad_accum_steps %lld",
-                       (long long)len, ddpc_combined_mode_name(t->data.mode),
-                       (long long)t->set.accum_steps);
-}
-
 /* Batch buffers for prediction and the step benchmark: the largest batch of any task. */
 /* A model on a GPU makes room for the largest training or evaluation batch at once, so that no
  * step or evaluation allocates device memory later (the arena grows on demand otherwise). */
@@ -491,8 +314,7 @@ static ddpc_status alloc_buffers(ddpc_trainer *t)
     }
     t->buf.max_batch = n;
     t->buf.x = images ? ddpc_malloc((size_t)(n * t->buf.sample_floats) * sizeof(float)) : NULL;
-    t->buf.tokens =
-        images ? NULL : ddpc_malloc((size_t)(n * t->buf.tokens_per_sample) * sizeof(int32_t));
+    t->buf.tokens = images ? NULL : ddpc_malloc((size_t)(n * t->buf.tokens_per_sample) * sizeof(int32_t));
     t->buf.targets = ddpc_malloc((size_t)(n * t->buf.tokens_per_sample) * sizeof(int32_t));
     t->buf.perm = ddpc_malloc((size_t)ddpc_dataset_size(t->data.task[0].train) * sizeof(int64_t));
     if ((images && !t->buf.x) || (!images && !t->buf.tokens) || !t->buf.targets || !t->buf.perm)
@@ -512,6 +334,10 @@ ddpc_status ddpc__trainer_build_model(ddpc_trainer *t)
         s = ddpc_model_create_shapes(&t->model, &mc);
     ddpc_free(own);
     DDPC_TRY(s);
+    /* BatchNorm's running statistics are the only buffers the types with model.batchnorm have. */
+    if (t->dist.reducer_cfg.sync_batchnorm && ddpc_model_num_buffers(t->model) == 0)
+        return ddpc_errorf(DDPC_EINVAL, "model.sync_batchnorm: true needs model.batchnorm: true "
+                                        "(there is no BatchNorm layer to synchronise)");
     int64_t per_epoch = 0;
     if (t->set.state == STATE_TRAIN && t->dist.plan_world == 0)
         DDPC_TRY(ddpc__trainer_build_loaders(t, &per_epoch));

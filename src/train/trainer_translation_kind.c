@@ -5,10 +5,12 @@
 #include "train/trainer_impl.h"
 #include "train/trainer_translation.h"
 
+#include <ddpc/models.h>
 #include <ddpc/weights.h>
 
 #include <assert.h>
 #include <stdio.h>
+#include <string.h>
 
 static_assert(DDPC__TR_SUMS <= DDPC__KIND_MAX_SUMS, "the eval buffer holds translation's sums");
 
@@ -24,17 +26,20 @@ static void log_start(ddpc_trainer *t)
             (long long)tr->train_dropped, (long long)tr->max_len);
 }
 
-/* The vocabularies and the longest sequence come from the data. */
-static ddpc_status model_config(ddpc_trainer *t, ddpc_model_config *mc)
+/* The vocabularies and the longest sequence come from the data; own is the model type's config,
+ * a seq2seq's (the only type that takes translation pairs). */
+static ddpc_status model_config(ddpc_trainer *t, ddpc_model_config *mc, void *own)
 {
     const ddpc__translation *tr = t->tr;
-    mc->src_vocab = ddpc_vocab_size(tr->src_vocab);
-    mc->tgt_vocab = ddpc_vocab_size(tr->tgt_vocab);
-    mc->vocab_digests = true;
-    mc->src_vocab_digest = ddpc_vocab_digest(tr->src_vocab);
-    mc->tgt_vocab_digest = ddpc_vocab_digest(tr->tgt_vocab);
-    return ddpc_config_int(t->cfg, "model.max_len", tr->max_len, tr->max_len, 1 << 16,
-                           &mc->max_len);
+    if (strcmp(mc->type, "seq2seq") != 0)
+        return ddpc_errorf(DDPC_EINVAL, "data.type translation needs model.type seq2seq, not '%s'",
+                           mc->type);
+    ddpc_seq2seq_data d = {.src_vocab = ddpc_vocab_size(tr->src_vocab),
+                           .tgt_vocab = ddpc_vocab_size(tr->tgt_vocab),
+                           .src_digest = ddpc_vocab_digest(tr->src_vocab),
+                           .tgt_digest = ddpc_vocab_digest(tr->tgt_vocab),
+                           .max_len = tr->max_len};
+    return ddpc_seq2seq_config_read_data(t->cfg, "model", &d, own);
 }
 
 /* Ids must mean what they meant when the checkpoint was saved. */

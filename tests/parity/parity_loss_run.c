@@ -7,6 +7,7 @@
  * usage: parity_loss_run OUT_DIR */
 #include <ddpc/alloc.h>
 #include <ddpc/device.h>
+#include <ddpc/models.h>
 #include <ddpc/nn.h>
 #include <ddpc/rng.h>
 #include <ddpc/safetensors.h>
@@ -83,10 +84,12 @@ static ddpc_status run_case(const loss_case *c, const char *dir)
     float value = kernel_pass(ddpc_kernel_table_cpu(), c, p, y, grad);
     /* The same loss ending an mlp. */
     ddpc_model_config mc = ddpc_model_config_default();
+    ddpc_mlp_config own = ddpc_mlp_config_default();
+    mc.type_config = &own;
     mc.loss = c->loss;
     mc.loss_beta = c->beta;
     mc.in_channels = IN, mc.in_height = 1, mc.in_width = 1, mc.num_classes = K;
-    mc.hidden[0] = HID, mc.n_hidden = 1;
+    own.hidden[0] = HID, own.n_hidden = 1;
     mc.seed = 3;
     ddpc_model *m;
     DDPC_TRY(ddpc_model_create(&m, &mc));

@@ -9,6 +9,7 @@
  * usage: parity_run gpt|cnn|cnn_bn OUT_DIR [fp32|bf16|fp16 [STEPS]] */
 #include <ddpc/alloc.h>
 #include <ddpc/kernels.h>
+#include <ddpc/models.h>
 #include <ddpc/nn.h>
 #include <ddpc/optim.h>
 #include <ddpc/rng.h>
@@ -30,16 +31,17 @@ typedef struct {
 static ddpc_status make_model(const char *type, ddpc_precision prec, ddpc_model **m, batch_shape *bs)
 {
     ddpc_model_config c = ddpc_model_config_default();
+    ddpc_gpt_config gpt = {.n_layer = 2, .n_head = 4, .n_embd = 64, .block_size = 32};
+    ddpc_cnn_config cnn = ddpc_cnn_config_default(); /* channels [32, 64], kernel 3, hidden [128] */
     c.precision = prec;
-    c.batchnorm = strcmp(type, "cnn_bn") == 0;
-    snprintf(c.type, sizeof c.type, "%s", c.batchnorm ? "cnn" : type);
+    cnn.batchnorm = strcmp(type, "cnn_bn") == 0;
+    snprintf(c.type, sizeof c.type, "%s", cnn.batchnorm ? "cnn" : type);
     c.seed = 7;
     if (strcmp(type, "gpt") == 0) {
-        c.num_classes = 256, c.n_layer = 2, c.n_head = 4, c.n_embd = 64, c.block_size = 32;
+        c.num_classes = 256, c.type_config = &gpt;
         *bs = (batch_shape){.batch = 4, .in_floats = 4 * 32, .target_count = 4 * 32, .tokens = true, .vocab = 256};
     } else {
-        c.channels[0] = 32, c.channels[1] = 64, c.n_channels = 2, c.kernel_size = 3;
-        c.hidden[0] = 128, c.n_hidden = 1;
+        c.type_config = &cnn;
         *bs = (batch_shape){.batch = 8, .in_floats = 8 * 28 * 28, .target_count = 8, .vocab = 10};
     }
     return ddpc_model_create(m, &c);

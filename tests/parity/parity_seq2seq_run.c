@@ -7,6 +7,7 @@
  * usage: parity_seq2seq_run OUT_DIR [fp32|bf16|fp16 [STEPS]] */
 #include <ddpc/alloc.h>
 #include <ddpc/kernels.h>
+#include <ddpc/models.h>
 #include <ddpc/nn.h>
 #include <ddpc/optim.h>
 #include <ddpc/rng.h>
@@ -75,9 +76,12 @@ static ddpc_status save_batches(int steps, const char *dir)
 static ddpc_status run(ddpc_precision prec, int steps, const char *dir)
 {
     ddpc_model_config c = ddpc_model_config_default();
+    ddpc_seq2seq_config own = ddpc_seq2seq_config_default();
+    c.type_config = &own;
     snprintf(c.type, sizeof c.type, "seq2seq");
-    c.d_model = 32, c.num_heads = 4, c.num_encoder_layers = 2, c.num_decoder_layers = 2;
-    c.d_ff = 64, c.max_len = 16, c.src_vocab = VS, c.tgt_vocab = VT, c.label_smoothing = 0.1f;
+    own.d_model = 32, own.num_heads = 4, own.num_encoder_layers = 2, own.num_decoder_layers = 2;
+    own.d_ff = 64, own.max_len = 16, own.src_vocab = VS, own.tgt_vocab = VT;
+    own.label_smoothing = 0.1f;
     c.dropout = 0.0f, c.precision = prec, c.seed = 7;
     ddpc_model *m = NULL;
     DDPC_TRY(ddpc_model_create(&m, &c));
