@@ -199,7 +199,8 @@ static ncclResult_t enqueue(nccl_state *st, const ddpc__coll *c)
 {
     ncclDataType_t t = nccl_type(c->dtype);
     const ddpc__nccl_api *a = st->api;
-    switch (c->kind) {
+    /* count 0 still synchronises (comm.h), and its buffers may be NULL: a barrier */
+    switch (c->count == 0 ? DDPC__COLL_BARRIER : c->kind) {
     case DDPC__COLL_ALL_REDUCE:
         return a->all_reduce(c->send, c->recv, c->count, t, nccl_op(c->op), st->comm, st->stream);
     case DDPC__COLL_BROADCAST:

@@ -13,13 +13,13 @@
 /* NULL when NCCL can run here for this host's ranks, else why not (into buf). */
 static const char *nccl_blocked(const ddpc_comm_env *env, int gpus, char *buf, size_t cap)
 {
-    if (!ddpc_backend_available(DDPC_BACKEND_NCCL) || ddpc__nccl_available() != DDPC_OK) {
-        snprintf(buf, cap, "%s", ddpc_last_error());
-        return buf;
-    }
     if (env->local_world_size > gpus) {
         snprintf(buf, cap, "%d ranks on this host share %d GPU%s, which NCCL refuses",
                  env->local_world_size, gpus, gpus == 1 ? "" : "s");
+        return buf;
+    }
+    if (!ddpc_backend_available(DDPC_BACKEND_NCCL) || ddpc__nccl_available() != DDPC_OK) {
+        snprintf(buf, cap, "%s", ddpc_last_error());
         return buf;
     }
     return NULL;
