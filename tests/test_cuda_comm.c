@@ -205,6 +205,7 @@ static void run(const char *name, int world, rank_fn fn, const scenario *sc)
 {
     ddpc_comm_env e = base_env(world);
     e.master_port = free_port();
+    snprintf(e.master_addr, sizeof e.master_addr, "127.0.0.1"); /* nccl's store: where to meet */
     e.timeout_s = 60;
     int codes[16];
     printf("   %s\n", name);
