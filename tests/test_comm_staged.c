@@ -62,8 +62,7 @@ static ddpc_pg *staged_pg(const ddpc_comm_env *e, fake_device *dev)
     }
     ddpc__staging_copier c = {host_alloc, host_free, down, up, dev};
     ddpc_pg *pg = NULL;
-    CHECK_EQ_INT(ddpc__staged_create(e->rank, e->world_size, ops, state, c, &ops, &state),
-                 DDPC_OK);
+    CHECK_EQ_INT(ddpc__staged_create(e->rank, e->world_size, ops, state, c, &ops, &state), DDPC_OK);
     CHECK_EQ_INT(ddpc__pg_create_with(e, DDPC_BACKEND_SHM, 20, ops, state, &pg), DDPC_OK);
     return pg;
 }

@@ -127,9 +127,9 @@ static void dev_async(ddpc_pg *pg)
     for (int i = 0; i < N; i++) {
         fill(h, COUNT, DDPC_DTYPE_F32, r, 100 + i);
         d[i] = dev_copy(h, bytes);
-        CHECK_EQ_INT(ddpc_pg_iall_reduce(pg, d[i], d[i], COUNT, DDPC_DTYPE_F32, DDPC_REDUCE_SUM,
-                                         &work[i]),
-                     DDPC_OK);
+        CHECK_EQ_INT(
+            ddpc_pg_iall_reduce(pg, d[i], d[i], COUNT, DDPC_DTYPE_F32, DDPC_REDUCE_SUM, &work[i]),
+            DDPC_OK);
     }
     for (int i = 0; i < N; i++) {
         CHECK_EQ_INT(ddpc_work_wait(work[i]), DDPC_OK);
@@ -178,8 +178,7 @@ static void rank_conformance(const ddpc_comm_env *e, void *arg)
     dev_async(pg);
     if (ddpc_pg_backend(pg) == DDPC_BACKEND_NCCL) { /* last: a refused call fails the group */
         float x[4] = {0};
-        CHECK_EQ_INT(ddpc_pg_all_reduce(pg, x, x, 4, DDPC_DTYPE_F32, DDPC_REDUCE_SUM),
-                     DDPC_EINVAL);
+        CHECK_EQ_INT(ddpc_pg_all_reduce(pg, x, x, 4, DDPC_DTYPE_F32, DDPC_REDUCE_SUM), DDPC_EINVAL);
         CHECK_STR_CONTAINS(ddpc_last_error(), "is not device memory (the nccl backend");
     }
     ddpc_pg_destroy(pg);

@@ -54,8 +54,8 @@ typedef struct {
 
 static ncclDataType_t nccl_type(ddpc_dtype t)
 {
-    static const ncclDataType_t types[DDPC_DTYPE_COUNT] = {
-        ncclFloat32, ncclFloat64, ncclBfloat16, ncclFloat16, ncclInt32, ncclInt64};
+    static const ncclDataType_t types[DDPC_DTYPE_COUNT] = {ncclFloat32, ncclFloat64, ncclBfloat16,
+                                                           ncclFloat16, ncclInt32,   ncclInt64};
     return types[t];
 }
 
@@ -96,6 +96,14 @@ static ddpc_status cuda_failed(const char *what, cudaError_t e)
 
 /* ---- joining ---- */
 
+/* The store key `suffix` of this job attempt (valid until the next call on this thread). */
+static const char *key_of(const nccl_state *st, const char *suffix)
+{
+    static _Thread_local char key[DDPC_STORE_KEY_MAX + 1];
+    snprintf(key, sizeof key, "%s%s", st->prefix, suffix);
+    return key;
+}
+
 static ddpc_status share_id(nccl_state *st, const ddpc_comm_env *env, double deadline,
                             ncclUniqueId *id)
 {
@@ -115,8 +123,9 @@ static ddpc_status share_id(nccl_state *st, const ddpc_comm_env *env, double dea
     size_t len = 0;
     DDPC_TRY(ddpc_store_get(st->store, key, id, sizeof *id, &len, deadline));
     if (len != sizeof *id)
-        return ddpc_errorf(DDPC_EIO, "nccl backend: the unique id in the store has %zu bytes, not "
-                                     "%zu",
+        return ddpc_errorf(DDPC_EIO,
+                           "nccl backend: the unique id in the store has %zu bytes, not "
+                           "%zu",
                            len, sizeof *id);
     return DDPC_OK;
 }
@@ -134,8 +143,8 @@ static ddpc_status settle(nccl_state *st, const char *what, double deadline, dou
         if (err == ncclSuccess)
             return DDPC_OK;
         if (err != ncclInProgress) {
-            ddpc_status s = ddpc_errorf(DDPC_EPEER, "nccl backend: %s failed: %s", what,
-                                        why(st, err));
+            ddpc_status s =
+                ddpc_errorf(DDPC_EPEER, "nccl backend: %s failed: %s", what, why(st, err));
             abort_comm(st);
             return s;
         }
@@ -163,19 +172,31 @@ static ddpc_status join(nccl_state *st, const ddpc_comm_env *env, double deadlin
     ncclUniqueId id;
     memset(&id, 0, sizeof id);
     DDPC_TRY(share_id(st, env, deadline, &id));
+    if (st->store) /* counted, so that a timeout can say how many came */
+        DDPC_TRY(ddpc_store_add(st->store, key_of(st, "nccl/joined"), 1, NULL));
     ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
     cfg.blocking = 0; /* every wait below polls against a deadline */
     ncclResult_t r = st->api->comm_init_rank_config(&st->comm, st->world, id, st->rank, &cfg);
     if (r != ncclSuccess && r != ncclInProgress) {
-        ddpc_status s = ddpc_errorf(DDPC_EIO, "nccl backend: ncclCommInitRankConfig failed on "
-                                              "GPU %d: %s",
+        ddpc_status s = ddpc_errorf(DDPC_EIO,
+                                    "nccl backend: ncclCommInitRankConfig failed on "
+                                    "GPU %d: %s",
                                     st->dev->device, why(st, r));
         if (st->comm)
             abort_comm(st);
         return s;
     }
     double now = ddpc_time_now();
-    return settle(st, "joining the communicator", deadline, deadline - now > 0 ? deadline - now : 0);
+    ddpc_status s =
+        settle(st, "joining the communicator", deadline, deadline - now > 0 ? deadline - now : 0);
+    int64_t joined = 0;
+    if (s == DDPC_ETIMEOUT && st->store &&
+        ddpc_store_add(st->store, key_of(st, "nccl/joined"), 0, &joined) == DDPC_OK)
+        s = ddpc_errorf(DDPC_ETIMEOUT,
+                        "nccl backend: joining the communicator timed out: %lld of "
+                        "%d ranks reached it",
+                        (long long)joined, st->world);
+    return s;
 }
 
 /* ---- one collective ---- */
@@ -247,8 +268,9 @@ static void who_is_missing(nccl_state *st, uint64_t seq, char *out, size_t cap)
         snprintf(list, sizeof list, "%s", out);
         snprintf(out, cap, "rank%s %s never arrived", missing > 1 ? "s" : "", list);
     } else {
-        snprintf(out, cap, "every rank arrived, so NCCL's transfer itself stalled "
-                           "(NCCL_DEBUG=WARN may say why)");
+        snprintf(out, cap,
+                 "every rank arrived, so NCCL's transfer itself stalled "
+                 "(NCCL_DEBUG=WARN may say why)");
     }
 }
 
@@ -256,7 +278,8 @@ static ddpc_status wait_stream(nccl_state *st, const ddpc__coll *c)
 {
     const char *name = ddpc__coll_name(c->kind);
     double start = ddpc_time_now(), timeout = c->deadline - start;
-    double say_at = start + (timeout / 2 < SAY_PROGRESS_AFTER_S ? timeout / 2 : SAY_PROGRESS_AFTER_S);
+    double say_at =
+        start + (timeout / 2 < SAY_PROGRESS_AFTER_S ? timeout / 2 : SAY_PROGRESS_AFTER_S);
     bool said = false;
     int us = 20;
     for (;;) {
@@ -270,8 +293,9 @@ static ddpc_status wait_stream(nccl_state *st, const ddpc__coll *c)
         ncclResult_t err = ncclSuccess;
         if (st->api->comm_get_async_error(st->comm, &err) == ncclSuccess && err != ncclSuccess &&
             err != ncclInProgress) {
-            ddpc_status s = ddpc_errorf(DDPC_EPEER, "%s #%" PRIu64 " failed on the nccl backend: %s",
-                                        name, c->seq, why(st, err));
+            ddpc_status s =
+                ddpc_errorf(DDPC_EPEER, "%s #%" PRIu64 " failed on the nccl backend: %s", name,
+                            c->seq, why(st, err));
             abort_comm(st);
             return s;
         }

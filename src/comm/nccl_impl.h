@@ -28,8 +28,8 @@ typedef struct {
                                ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
     ncclResult_t (*broadcast)(const void *send, void *recv, size_t count, ncclDataType_t type,
                               int root, ncclComm_t comm, cudaStream_t stream);
-    ncclResult_t (*all_gather)(const void *send, void *recv, size_t send_count,
-                               ncclDataType_t type, ncclComm_t comm, cudaStream_t stream);
+    ncclResult_t (*all_gather)(const void *send, void *recv, size_t send_count, ncclDataType_t type,
+                               ncclComm_t comm, cudaStream_t stream);
     ncclResult_t (*reduce_scatter)(const void *send, void *recv, size_t recv_count,
                                    ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
                                    cudaStream_t stream);

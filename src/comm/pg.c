@@ -167,7 +167,7 @@ ddpc_status ddpc_pg_create(const ddpc_comm_env *env, const ddpc_pg_config *cfg, 
     if (staged)
         DDPC_TRY(stage(env, &ops, &state));
     DDPC_TRY(ddpc__pg_create_with(env, backend, timeout, ops, state, out));
-    snprintf((*out)->device_note, sizeof (*out)->device_note, "%s", note);
+    snprintf((*out)->device_note, sizeof(*out)->device_note, "%s", note);
     return DDPC_OK;
 }
 

@@ -57,8 +57,8 @@ ddpc_status ddpc__pg_device_choose(const ddpc_comm_env *env, bool cuda, ddpc_bac
     /* staging: the host rule's choice, as if no GPU were involved */
     ddpc_comm_env host = *env;
     host.backend = DDPC_BACKEND_AUTO;
-    *backend = asked == DDPC_BACKEND_AUTO ? ddpc_pg_choose_backend(&host, DDPC_BACKEND_AUTO)
-                                          : asked;
+    *backend =
+        asked == DDPC_BACKEND_AUTO ? ddpc_pg_choose_backend(&host, DDPC_BACKEND_AUTO) : asked;
     *staged = true;
     const char *b = ddpc_backend_name(*backend);
     if (asked == DDPC_BACKEND_AUTO)

@@ -27,8 +27,7 @@ static ddpc_status reserve(staged *st, size_t bytes)
         return DDPC_OK;
     void *p = st->copier.host_alloc(st->copier.ctx, bytes);
     if (!p)
-        return ddpc_errorf(DDPC_ENOMEM, "host staging: no pinned host memory for %zu bytes",
-                           bytes);
+        return ddpc_errorf(DDPC_ENOMEM, "host staging: no pinned host memory for %zu bytes", bytes);
     if (st->host)
         st->copier.host_free(st->copier.ctx, st->host);
     st->host = p;
@@ -145,8 +144,8 @@ ddpc_status ddpc__staged_create(int rank, int world, const ddpc__pg_backend *inn
             inner->destroy(inner_state);
         return ddpc_errorf(DDPC_ENOMEM, "out of memory for host staging");
     }
-    *st = (staged){.inner = inner, .inner_state = inner_state, .copier = copier, .rank = rank,
-                   .world = world};
+    *st = (staged){
+        .inner = inner, .inner_state = inner_state, .copier = copier, .rank = rank, .world = world};
     *ops = &staged_ops;
     *state = st;
     return DDPC_OK;

@@ -70,8 +70,8 @@ ddpc_status ddpc__staging_copier_cuda(int local_rank, ddpc__staging_copier *out)
     memset(out, 0, sizeof *out);
     const ddpc_kernel_table *t = NULL;
     DDPC_TRY(ddpc_device_select(DDPC_DEVICE_CUDA, local_rank, &t));
-    *out = (ddpc__staging_copier){.host_alloc = host_alloc, .host_free = host_free, .down = down,
-                                  .up = up, .ctx = (void *)t};
+    *out = (ddpc__staging_copier){
+        .host_alloc = host_alloc, .host_free = host_free, .down = down, .up = up, .ctx = (void *)t};
     return DDPC_OK;
 }
 

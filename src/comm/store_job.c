@@ -13,8 +13,9 @@ ddpc_status ddpc__job_store_open(const ddpc_comm_env *env, const char *who, doub
     *server = NULL;
     *store = NULL;
     if (env->master_port <= 0 || env->master_addr[0] == '\0')
-        return ddpc_errorf(DDPC_EINVAL, "%s needs MASTER_ADDR and MASTER_PORT (where the job's "
-                                        "key-value store listens)",
+        return ddpc_errorf(DDPC_EINVAL,
+                           "%s needs MASTER_ADDR and MASTER_PORT (where the job's "
+                           "key-value store listens)",
                            who);
     bool foreign_agent = env->agent_store && !env->ddpc_launcher;
     int port = foreign_agent ? env->master_port + 1 : env->master_port;
