@@ -46,6 +46,17 @@ if(DDPC_HAVE_CUDA)
         $<$<BOOL:${DDPC_WERROR}>:-Werror=all-warnings>)
     target_compile_definitions(ddpc_cuda_objects PRIVATE DDPC_HAVE_CUDA=1)
     target_compile_definitions(ddpc_objects PRIVATE DDPC_HAVE_CUDA=1)
+    # comm/ stages device buffers (cuda_runtime_api.h, C) and drives NCCL, whose header gives the
+    # types only: libnccl.so.2 is dlopen()ed at run time, so the same binary runs without it.
+    # System headers, so that -Werror never sees their warnings.
+    target_include_directories(ddpc_objects SYSTEM PRIVATE ${CUDAToolkit_INCLUDE_DIRS})
+    find_path(DDPC_NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+    if(DDPC_NCCL_INCLUDE_DIR)
+        target_include_directories(ddpc_objects SYSTEM PRIVATE ${DDPC_NCCL_INCLUDE_DIR})
+        target_compile_definitions(ddpc_objects PRIVATE DDPC_HAVE_NCCL=1)
+    else()
+        message(STATUS "ddpc: no nccl.h found, building without the nccl backend")
+    endif()
     set(DDPC_CUDA_OBJECTS $<TARGET_OBJECTS:ddpc_cuda_objects>)
     # Files, not imported targets, so install.cmake can write them into ddpc.pc as they are.
     list(APPEND DDPC_LIB_DEPS ${CUDA_cudart_static_LIBRARY} ${CUDA_cublas_LIBRARY}

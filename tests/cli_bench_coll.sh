@@ -127,7 +127,7 @@ expect_usage "unknown option" "--bogus" allreduce --bogus 1
 expect_usage "option without value" "--iters" allreduce --check --iters
 expect_usage "min above max" "--min-bytes" allreduce --min-bytes 1M --max-bytes 4K
 expect_usage "op on broadcast" "--op" broadcast --op max
-expect_usage "unknown backend" "--backend" allreduce --backend nccl
+expect_usage "unknown backend" "--backend" allreduce --backend ucc
 expect_usage "root outside the group" "--root" broadcast --root 5 --max-bytes 4K
 expect_usage "unknown collective" "usage: ddpc bench" alltoall
 

@@ -41,7 +41,7 @@ expect "plain report has every section" \
     '^  Matmul fp32: +fp32 OpenBLAS sgemm$' \
     '^  Matmul bf16: +(bf16 oneDNN matmul, fp32 accumulation \([a-z0-9_]+\)|bf16-rounded inputs on OpenBLAS sgemm, .*oneDNN has no bf16 matmul for [a-z0-9_]+.*)$' \
     '^  Matmul fp16: +fp16-rounded inputs on OpenBLAS sgemm, fp32 accumulation' \
-    '^  Backends: +shm yes, mpi (yes|no).*, gloo (yes|no)' '^  MPI: +.+' '^  CUDA driver: +.+' '^  NCCL: +.+' \
+    '^  Backends: +shm yes, mpi (yes|no).*, gloo (yes|no).*, nccl (yes|no)' '^  MPI: +.+' '^  CUDA driver: +.+' '^  NCCL: +.+' \
     '^  Variables: +none set$' '^  Source: +none$' '^  Rank: +0 of 1$' \
     '^  Backend: +shm \(chosen automatically\)$' '^  Collective timeout: +300 s \(default\)$'
 

@@ -22,6 +22,17 @@ EOF
 cat >"$fake/bin/ddpc" <<'EOF'
 #!/bin/bash
 [ "$1" = env ] && { echo "GPUs: Fake GPU"; exit 0; }
+# run [options] -- PROGRAM...: the program, once; bench: a one-row table
+if [ "$1" = run ]; then
+    while [ "$1" != -- ]; do shift; done
+    shift
+    exec "$@"
+fi
+if [ "$1" = bench ]; then
+    echo "# GPU buffers: host staging over shm: 2 ranks on this host share 1 GPU, which NCCL refuses"
+    echo "        4096          1024     f32     sum       20.00     0.20     0.20       0"
+    exit 0
+fi
 for a in "$@"; do case $a in run_dir=*) dir=${a#run_dir=} ;; esac; done
 mkdir -p "$dir"
 step=5
@@ -44,6 +55,7 @@ done
 echo "val loss 10.98"
 EOF
 printf '#!/bin/sh\necho "all close"\n' >"$fake/bin/test_cuda_pass"
+printf '#!/bin/sh\necho "1 GPU(s) visible"\necho "ok   test_one_rank_nccl"\n' >"$fake/bin/test_cuda_comm"
 printf '#!/bin/sh\necho "no GPU: skipped"\nexit 77\n' >"$fake/bin/test_cuda_skip"
 printf '#!/bin/sh\necho "gelu: max rel err 3e-2 > 1e-5"\nexit 1\n' >"$fake/bin/test_cuda_fail"
 chmod +x "$tmp/path/nvidia-smi" "$fake/bin"/*
@@ -66,6 +78,14 @@ grep -Eq '^test_cuda_pass +PASS' "$tmp/out/checks.txt" &&
     grep -Eq '^test_cuda_fail +FAILED \(exit 1\)' "$tmp/out/checks.txt" &&
     grep -q 'max rel err 3e-2' "$tmp/log" && ok "kernel tests: verdicts and the failure's lines" ||
     fail "kernel tests: verdicts and the failure's lines" "$tmp/out/checks.txt" "$tmp/log"
+grep -Eq '^test_cuda_comm +PASS' "$tmp/out/checks.txt" &&
+    grep -Eq '^bench_nccl_1rank +PASS' "$tmp/out/checks.txt" &&
+    grep -Eq '^bench_staged_2ranks +PASS' "$tmp/out/checks.txt" &&
+    [ "$(grep -c '^# GPU buffers: host staging' "$tmp/out/comm.txt")" = 2 ] &&
+    [ "$(grep -c '^test_cuda_comm ' "$tmp/out/checks.txt")" = 1 ] &&
+    ok "comm: its test once (not among the kernels), both bench sweeps into comm.txt" ||
+    fail "comm: its test once (not among the kernels), both bench sweeps into comm.txt" \
+        "$tmp/out/checks.txt" "$tmp/log"
 # ddpc 160000 tok/s (102.4 ms), llm.c 128000 (128.0 ms), MFU = 803261952 x tok/s / 989e12.
 grep -Eq '^\| ddpc +\| 160,000 +\| 102.4 +\| 13.0% +\| - +\| 1.25 +\|$' "$tmp/log" &&
     ok "ddpc's row: median window after warm-up, MFU, ratio to llm.c" ||

@@ -351,7 +351,7 @@ static void test_malformed_explicit_variables(void)
     bad_env(ENV("MASTER_PORT=0"), "MASTER_PORT=0 is outside 1..65535");
     bad_env(ENV("MASTER_PORT=65536"), "MASTER_PORT=65536 is outside 1..65535");
     bad_env(ENV("MASTER_PORT=http"), "MASTER_PORT=http is not a number");
-    bad_env(ENV("DDPC_BACKEND=nccl"), "DDPC_BACKEND=nccl: unknown backend 'nccl'");
+    bad_env(ENV("DDPC_BACKEND=ucc"), "DDPC_BACKEND=ucc: unknown backend 'ucc'");
     bad_env(ENV("DDPC_BACKEND="), "DDPC_BACKEND=: unknown backend ''");
     const char *timeouts[] = {"0", "-1", "abc", "inf", "nan", "1e400", " 5", "5s", "0x10", ""};
     for (int i = 0; i < 10; i++) {

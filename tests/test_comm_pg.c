@@ -6,6 +6,7 @@
 #include "comm/pg_front.h"
 
 #include <ddpc/alloc.h>
+#include <ddpc/device.h>
 
 #include "check.h"
 
@@ -243,8 +244,11 @@ static void test_names(void)
     CHECK_EQ_INT(ddpc_backend_parse("gloo", &b), DDPC_OK);
     CHECK_EQ_INT(b, DDPC_BACKEND_GLOO);
     CHECK(strcmp(ddpc_backend_name(DDPC_BACKEND_GLOO), "gloo") == 0);
-    CHECK_EQ_INT(ddpc_backend_parse("nccl", &b), DDPC_EINVAL);
-    CHECK_STR_CONTAINS(ddpc_last_error(), "'nccl'");
+    CHECK_EQ_INT(ddpc_backend_parse("nccl", &b), DDPC_OK);
+    CHECK_EQ_INT(b, DDPC_BACKEND_NCCL);
+    CHECK(strcmp(ddpc_backend_name(DDPC_BACKEND_NCCL), "nccl") == 0);
+    CHECK_EQ_INT(ddpc_backend_parse("rccl", &b), DDPC_EINVAL);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "'rccl'");
     CHECK(strcmp(ddpc_dtype_name(DDPC_DTYPE_BF16), "bf16") == 0);
     CHECK(strcmp(ddpc_reduce_op_name(DDPC_REDUCE_AVG), "avg") == 0);
     CHECK(strcmp(ddpc_comm_source_name(DDPC_COMM_SOURCE_SLURM), "slurm") == 0);
@@ -255,6 +259,40 @@ static void test_names(void)
 }
 
 /* ---- async ---- */
+
+/* backend nccl is for GPU buffers only, and GPU buffers need a GPU: each refused in one line,
+ * nothing created. Where a GPU is visible, the second half is tests/test_cuda_comm.c's. */
+static void test_device_refusals(void)
+{
+    ddpc_comm_env e = env1();
+    ddpc_pg_config c = ddpc_pg_config_default();
+    ddpc_pg *pg = NULL;
+    c.backend = DDPC_BACKEND_NCCL;
+    CHECK_EQ_INT(ddpc_pg_create(&e, &c, &pg), DDPC_EINVAL);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "backend nccl moves GPU buffers only");
+    CHECK(pg == NULL);
+    c.backend = DDPC_BACKEND_AUTO;
+    e.backend = DDPC_BACKEND_NCCL; /* DDPC_BACKEND=nccl, as `ddpc run --backend nccl` sets it */
+    CHECK_EQ_INT(ddpc_pg_create(&e, &c, &pg), DDPC_EINVAL);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "backend nccl moves GPU buffers only");
+    CHECK(strchr(ddpc_last_error(), '\n') == NULL);
+    e.backend = DDPC_BACKEND_AUTO;
+    char why[160];
+    if (ddpc_cuda_devices(why, sizeof why) > 0) {
+        printf("     (a GPU is visible: the no-GPU refusals are not this machine's)\n");
+        return;
+    }
+    c.cuda = true;
+    static const ddpc_backend asked[] = {DDPC_BACKEND_AUTO, DDPC_BACKEND_NCCL, DDPC_BACKEND_SHM};
+    for (int i = 0; i < 3; i++) {
+        c.backend = asked[i];
+        CHECK_EQ_INT(ddpc_pg_create(&e, &c, &pg), DDPC_EINVAL);
+        CHECK_STR_CONTAINS(ddpc_last_error(), "collectives on GPU buffers");
+        CHECK_STR_CONTAINS(ddpc_last_error(), why);
+        CHECK(pg == NULL);
+    }
+    CHECK_STR_CONTAINS(ddpc_last_error(), "need a GPU");
+}
 
 static void test_async_world1(void)
 {
@@ -391,6 +429,7 @@ int main(void)
     RUN_TEST(test_create_errors_and_precedence);
     RUN_TEST(test_choose_backend);
     RUN_TEST(test_names);
+    RUN_TEST(test_device_refusals);
     RUN_TEST(test_async_world1);
     RUN_TEST(test_async_in_order_then_blocking);
     RUN_TEST(test_destroy_drains_and_handles_outlive_group);

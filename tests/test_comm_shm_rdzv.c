@@ -183,7 +183,8 @@ static void test_config_errors(void)
     e.master_port = free_port();
     e.local_world_size = 1;
     e.num_nodes = 2;
-    CHECK_EQ_INT(ddpc_pg_create(&e, &(ddpc_pg_config){DDPC_BACKEND_SHM, 0}, &pg), DDPC_EINVAL);
+    CHECK_EQ_INT(ddpc_pg_create(&e, &(ddpc_pg_config){.backend = DDPC_BACKEND_SHM}, &pg),
+                 DDPC_EINVAL);
     CHECK_STR_CONTAINS(ddpc_last_error(), "use backend gloo or mpi across hosts");
 }
 

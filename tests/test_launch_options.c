@@ -161,8 +161,8 @@ static void test_errors_name_the_culprit(void)
     expect_error("--nproc-per-node: '0'", 3, a1);
     char *a2[] = {"--nproc-per-node", "two", "p", NULL};
     expect_error("'two' is not 'auto'", 3, a2);
-    char *a3[] = {"--backend", "nccl", "p", NULL};
-    expect_error("--backend: 'nccl'", 3, a3);
+    char *a3[] = {"--backend", "ucc", "p", NULL};
+    expect_error("--backend: 'ucc'", 3, a3);
     char *a4[] = {"--bogus", "p", NULL};
     expect_error("unknown option '--bogus'", 2, a4);
     char *a5[] = {"-x", "p", NULL};

@@ -43,6 +43,8 @@ typedef enum {
     DDPC_BACKEND_SHM,  /* embedded POSIX shared memory, one host */
     DDPC_BACKEND_MPI,  /* Open MPI or MPICH, many hosts; absent when built without MPI */
     DDPC_BACKEND_GLOO, /* shm within a host + gloo (TCP) between hosts; absent without libgloo */
+    DDPC_BACKEND_NCCL, /* NCCL on device buffers, one GPU per rank; absent without CUDA, and
+                          libnccl.so.2 is loaded at run time */
     DDPC_BACKEND_COUNT
 } ddpc_backend;
 
@@ -59,11 +61,12 @@ typedef enum {
 size_t ddpc_dtype_size(ddpc_dtype dtype);
 const char *ddpc_dtype_name(ddpc_dtype dtype);          /* "f32", "bf16", ... */
 const char *ddpc_reduce_op_name(ddpc_reduce_op op);     /* "sum", "avg", "min", "max" */
-const char *ddpc_backend_name(ddpc_backend backend);    /* "auto", "shm", "mpi", "gloo" */
+const char *ddpc_backend_name(ddpc_backend backend);    /* "auto", "shm", "mpi", "gloo", "nccl" */
 const char *ddpc_comm_source_name(ddpc_comm_source src); /* "none", "torchrun", ... */
-/* Parses "auto", "shm", "mpi" or "gloo"; anything else is DDPC_EINVAL naming the value. */
+/* Parses "auto", "shm", "mpi", "gloo" or "nccl"; anything else is DDPC_EINVAL naming the value. */
 ddpc_status ddpc_backend_parse(const char *name, ddpc_backend *out);
-/* False for DDPC_BACKEND_MPI in a build without MPI, DDPC_BACKEND_GLOO without libgloo. */
+/* False for DDPC_BACKEND_MPI in a build without MPI, DDPC_BACKEND_GLOO without libgloo,
+ * DDPC_BACKEND_NCCL without CUDA (whether libnccl.so.2 loads is known only at ddpc_pg_create). */
 bool ddpc_backend_available(ddpc_backend backend);
 
 /* What the environment says about this process's place in a job. */
@@ -129,6 +132,12 @@ typedef struct {
                              PMI or SLURM and MPI is built in; else gloo when torchrun-style
                              variables span several nodes; else shm */
     double timeout_s;     /* > 0 overrides env.timeout_s; when both are 0, 300 s */
+    bool cuda;            /* the collectives take device buffers of this rank's GPU (local rank
+                             mod visible GPUs, as ddpc_device_select picks it): AUTO then means
+                             nccl when libnccl.so.2 loads and every rank of the host has a GPU of
+                             its own, else host staging (device buffers copied through pinned
+                             host memory) over the host rule's backend; shm, gloo and mpi are
+                             staged too. false: host buffers, and backend nccl is refused. */
 } ddpc_pg_config;
 
 ddpc_pg_config ddpc_pg_config_default(void);
@@ -160,7 +169,12 @@ int ddpc_pg_world_size(const ddpc_pg *pg);
  * through the store while joining (ranks publishing this host's identity). */
 int ddpc_pg_local_rank(const ddpc_pg *pg);
 int ddpc_pg_local_world_size(const ddpc_pg *pg);
+/* The backend that moves the bytes: nccl, or for a staged group the host backend under it. */
 ddpc_backend ddpc_pg_backend(const ddpc_pg *pg);
+/* NULL, or for a group on device buffers one line saying how they travel, for the caller to print
+ * once at start: "host staging over shm: 2 ranks on this host share 1 GPU, which NCCL refuses".
+ * Valid while the group lives. */
+const char *ddpc_pg_device_note(const ddpc_pg *pg);
 double ddpc_pg_timeout(const ddpc_pg *pg);
 /* Number of collectives issued so far; the next one gets this sequence number. */
 uint64_t ddpc_pg_seq(const ddpc_pg *pg);

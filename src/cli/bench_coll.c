@@ -4,11 +4,15 @@
  * nccl-tests table: per size S (total bytes of one call) the max over ranks of the mean time per
  * call, algbw = S / time and busbw = algbw x 2(n-1)/n (all_reduce), (n-1)/n (all_gather,
  * reduce_scatter) or 1 (broadcast); with --check the wrong elements of every rank, summed.
- * Buffers are allocated once at the largest size and every rank runs the same calls in order. */
+ * Buffers are allocated once at the largest size and every rank runs the same calls in order.
+ * With --device cuda the measured calls move GPU buffers (nccl, or host staging: the header's
+ * note says which); inputs are filled and checked on the host and copied across untimed, and the
+ * bench's own small reductions (times, counts) go through a device scalar of the same group. */
 #include "cli/bench_coll.h"
 #include "cli/cli.h"
 
 #include <ddpc/alloc.h>
+#include <ddpc/device.h>
 #include <ddpc/timer.h>
 
 #include <errno.h>
@@ -23,15 +27,18 @@ static const char *const coll_names[DDPC__BENCH_COUNT] = {"all_reduce", "broadca
 typedef struct {
     ddpc_pg *pg;
     const ddpc__bench_options *o;
-    void *send, *recv; /* (max_bytes) each */
-    int64_t wrong;     /* over every rank and size so far */
+    void *send, *recv;            /* (max_bytes) each, host */
+    const ddpc_kernel_table *dev; /* NULL on the CPU; else the GPU holding the three below */
+    void *dsend, *drecv;          /* (max_bytes) each, device */
+    void *dscalar;                /* (1) 8-byte device scalar for the bench's own reductions */
+    int64_t wrong;                /* over every rank and size so far */
 } sweep;
 
 static const char usage_line[] =
     "usage: ddpc bench allreduce|broadcast|all_gather|reduce_scatter [--iters N] [--warmup W] "
     "[--min-bytes A] [--max-bytes B] [--step-factor F] [--min-ms T] [--max-ms T] "
-    "[--dtype f32|f64|bf16|f16|i32|i64] [--op sum|avg|min|max] [--backend auto|shm|mpi|gloo] "
-    "[--root R] [--check] [--json]\n";
+    "[--dtype f32|f64|bf16|f16|i32|i64] [--op sum|avg|min|max] "
+    "[--backend auto|shm|mpi|gloo|nccl] [--device cpu|cuda] [--root R] [--check] [--json]\n";
 
 static int bad_option(const char *opt, const char *value, const char *why)
 {
@@ -113,7 +120,12 @@ static int parse_value(ddpc__bench_options *o, const char *opt, const char *v)
         o->op = (ddpc_reduce_op)r;
     } else if (strcmp(opt, "--backend") == 0) {
         if (ddpc_backend_parse(v, &o->backend) != DDPC_OK)
-            return bad_option(opt, v, "one of auto, shm, mpi");
+            return bad_option(opt, v, "one of auto, shm, mpi, gloo, nccl");
+        o->cuda = o->cuda || o->backend == DDPC_BACKEND_NCCL;
+    } else if (strcmp(opt, "--device") == 0) {
+        if (strcmp(v, "cpu") != 0 && strcmp(v, "cuda") != 0)
+            return bad_option(opt, v, "cpu or cuda");
+        o->cuda = strcmp(v, "cuda") == 0 || o->backend == DDPC_BACKEND_NCCL;
     } else {
         fprintf(stderr, "ddpc bench: unknown option '%s' (try 'ddpc bench allreduce --help')\n",
                 opt);
@@ -169,21 +181,44 @@ static int parse_options(ddpc__bench_coll coll, int argc, char **argv, ddpc__ben
 static ddpc_status run_once(sweep *s, const ddpc__bench_shape *sh)
 {
     const ddpc__bench_options *o = s->o;
+    void *send = s->dev ? s->dsend : s->send, *recv = s->dev ? s->drecv : s->recv;
     switch (o->coll) {
     case DDPC__BENCH_ALL_REDUCE:
-        return ddpc_pg_all_reduce(s->pg, s->send, s->recv, sh->per, o->dtype, o->op);
+        return ddpc_pg_all_reduce(s->pg, send, recv, sh->per, o->dtype, o->op);
     case DDPC__BENCH_BROADCAST:
-        return ddpc_pg_broadcast(s->pg, s->recv, sh->per, o->dtype, o->root);
+        return ddpc_pg_broadcast(s->pg, recv, sh->per, o->dtype, o->root);
     case DDPC__BENCH_ALL_GATHER:
-        return ddpc_pg_all_gather(s->pg, s->send, s->recv, sh->per, o->dtype);
+        return ddpc_pg_all_gather(s->pg, send, recv, sh->per, o->dtype);
     default:
-        return ddpc_pg_reduce_scatter(s->pg, s->send, s->recv, sh->per, o->dtype, o->op);
+        return ddpc_pg_reduce_scatter(s->pg, send, recv, sh->per, o->dtype, o->op);
     }
 }
 
-static ddpc_status max_over_ranks(ddpc_pg *pg, double *x)
+/* The bench's own one-element reductions, on the group being measured: through the device
+ * scalar when its collectives take GPU buffers. */
+static ddpc_status reduce_scalar(sweep *s, void *x, ddpc_dtype dtype, ddpc_reduce_op op)
 {
-    return ddpc_pg_all_reduce(pg, x, x, 1, DDPC_DTYPE_F64, DDPC_REDUCE_MAX);
+    if (!s->dev)
+        return ddpc_pg_all_reduce(s->pg, x, x, 1, dtype, op);
+    s->dev->to_device(s->dscalar, x, ddpc_dtype_size(dtype));
+    DDPC_TRY(ddpc_pg_all_reduce(s->pg, s->dscalar, s->dscalar, 1, dtype, op));
+    s->dev->to_host(x, s->dscalar, ddpc_dtype_size(dtype));
+    return DDPC_OK;
+}
+
+static ddpc_status max_over_ranks(sweep *s, double *x)
+{
+    return reduce_scalar(s, x, DDPC_DTYPE_F64, DDPC_REDUCE_MAX);
+}
+
+/* Host buffers (send n_send, recv n_recv elements) to the device, untimed. */
+static void upload(sweep *s, const ddpc__bench_shape *sh)
+{
+    size_t es = ddpc_dtype_size(s->o->dtype);
+    if (!s->dev)
+        return;
+    s->dev->to_device(s->dsend, s->send, sh->n_send * es);
+    s->dev->to_device(s->drecv, s->recv, sh->n_recv * es);
 }
 
 /* Timed iterations: --iters, raised to last --min-ms and lowered to fit --max-ms (at least 1),
@@ -208,14 +243,14 @@ static ddpc_status time_size(sweep *s, const ddpc__bench_shape *sh, long *iters,
     for (long i = 0; i < warm; i++)
         DDPC_TRY(run_once(s, sh));
     double est = warm > 0 ? (ddpc_time_now() - t0) / (double)warm : 0.0;
-    DDPC_TRY(max_over_ranks(s->pg, &est));
+    DDPC_TRY(max_over_ranks(s, &est));
     *iters = timed_iters(o, est);
     DDPC_TRY(ddpc_pg_barrier(s->pg));
     t0 = ddpc_time_now();
     for (long i = 0; i < *iters; i++)
         DDPC_TRY(run_once(s, sh));
     *mean_s = (ddpc_time_now() - t0) / (double)*iters;
-    return max_over_ranks(s->pg, mean_s);
+    return max_over_ranks(s, mean_s);
 }
 
 static void print_row(const sweep *s, const ddpc__bench_shape *sh, long iters, double t,
@@ -264,15 +299,19 @@ static ddpc_status bench_size(sweep *s, size_t bytes)
                                                       : sh.per;
     sh.n_recv = o->coll == DDPC__BENCH_ALL_GATHER ? sh.per * blocks : sh.per;
     ddpc__bench_fill(o, &sh, s->send, s->recv);
+    upload(s, &sh);
     long iters = 0;
     double t = 0.0;
     DDPC_TRY(time_size(s, &sh, &iters, &t));
     int64_t wrong = 0;
     if (o->check) {
         ddpc__bench_fill(o, &sh, s->send, s->recv);
+        upload(s, &sh);
         DDPC_TRY(run_once(s, &sh));
+        if (s->dev)
+            s->dev->to_host(s->recv, s->drecv, sh.n_recv * ddpc_dtype_size(o->dtype));
         wrong = ddpc__bench_count_wrong(o, &sh, s->recv);
-        DDPC_TRY(ddpc_pg_all_reduce(s->pg, &wrong, &wrong, 1, DDPC_DTYPE_I64, DDPC_REDUCE_SUM));
+        DDPC_TRY(reduce_scalar(s, &wrong, DDPC_DTYPE_I64, DDPC_REDUCE_SUM));
     }
     s->wrong += wrong;
     if (sh.rank == 0)
@@ -291,25 +330,38 @@ static void print_header(const sweep *s)
     if (o->max_ms > 0)
         printf(", fewer to fit %ld ms", o->max_ms);
     printf(" after %ld warm-up; time = max over ranks of the mean per call\n", o->warmup);
+    if (ddpc_pg_device_note(s->pg))
+        printf("# GPU buffers: %s\n", ddpc_pg_device_note(s->pg));
     printf("# %10s  %12s  %6s  %6s  %10s  %7s  %7s  %6s\n", "size", "count", "type", "redop",
            "time", "algbw", "busbw", "#wrong");
     printf("# %10s  %12s  %6s  %6s  %10s  %7s  %7s  %6s\n", "(B)", "(elements)", "", "", "(us)",
            "(GB/s)", "(GB/s)", "");
 }
 
-/* The sweep on a joined group. Buffers are allocated on every rank before any timing, and a
- * rank that cannot allocate says so through the group so no rank waits for it. */
-static ddpc_status run_sweep(ddpc_pg *pg, const ddpc__bench_options *o, int64_t *wrong)
+/* The sweep on a joined group (`dev`: the GPU of its buffers, or NULL). Buffers are allocated on
+ * every rank before any timing, and a rank that cannot allocate says so through the group so no
+ * rank waits for it. */
+static ddpc_status run_sweep(ddpc_pg *pg, const ddpc_kernel_table *dev,
+                             const ddpc__bench_options *o, int64_t *wrong)
 {
     sweep s = {
         .pg = pg, .o = o, .send = ddpc_malloc(o->max_bytes), .recv = ddpc_malloc(o->max_bytes)};
     int32_t ok = s.send && s.recv;
-    ddpc_status st = ddpc_pg_all_reduce(pg, &ok, &ok, 1, DDPC_DTYPE_I32, DDPC_REDUCE_MIN);
+    if (dev) {
+        s.dev = dev;
+        s.dscalar = dev->alloc(8);
+        s.dsend = dev->alloc(o->max_bytes);
+        s.drecv = dev->alloc(o->max_bytes);
+        ok = ok && s.dsend && s.drecv;
+    }
+    ddpc_status st = dev && !s.dscalar
+                         ? ddpc_errorf(DDPC_ENOMEM, "no GPU memory for an 8-byte scalar")
+                         : reduce_scalar(&s, &ok, DDPC_DTYPE_I32, DDPC_REDUCE_MIN);
     if (st == DDPC_OK && !ok)
         st = ddpc_errorf(DDPC_ENOMEM,
-                         "a rank could not allocate 2 x %zu bytes of buffers "
+                         "a rank could not allocate 2 x %zu bytes of %sbuffers "
                          "(lower --max-bytes)",
-                         o->max_bytes);
+                         o->max_bytes, dev ? "host and GPU " : "");
     if (st == DDPC_OK && ddpc_pg_rank(pg) == 0 && !o->json)
         print_header(&s);
     for (size_t b = o->min_bytes; st == DDPC_OK && b <= o->max_bytes;) {
@@ -317,6 +369,11 @@ static ddpc_status run_sweep(ddpc_pg *pg, const ddpc__bench_options *o, int64_t 
         if (b > o->max_bytes / (size_t)o->factor)
             break;
         b *= (size_t)o->factor;
+    }
+    if (dev) {
+        dev->free(s.dsend);
+        dev->free(s.drecv);
+        dev->free(s.dscalar);
     }
     ddpc_free(s.send);
     ddpc_free(s.recv);
@@ -342,9 +399,16 @@ int ddpc_cli_bench_coll(const char *coll, int argc, char **argv)
     ddpc_comm_env env;
     ddpc_pg_config cfg = ddpc_pg_config_default();
     cfg.backend = o.backend;
+    cfg.cuda = o.cuda;
     ddpc_pg *pg = NULL;
     if (ddpc_comm_env_discover(&env) != DDPC_OK || ddpc_pg_create(&env, &cfg, &pg) != DDPC_OK)
         return ddpc_cli_fail("bench");
+    const ddpc_kernel_table *dev = NULL;
+    if (o.cuda && ddpc_device_select(DDPC_DEVICE_CUDA, ddpc_pg_local_rank(pg), &dev) != DDPC_OK) {
+        rc = ddpc_cli_fail("bench");
+        ddpc_pg_destroy(pg);
+        return rc;
+    }
     if (o.coll == DDPC__BENCH_BROADCAST && o.root >= ddpc_pg_world_size(pg)) {
         fprintf(stderr, "ddpc bench: --root %d is not a rank of this %d-rank group\n", o.root,
                 ddpc_pg_world_size(pg));
@@ -352,7 +416,7 @@ int ddpc_cli_bench_coll(const char *coll, int argc, char **argv)
         return 2;
     }
     int64_t wrong = 0;
-    rc = run_sweep(pg, &o, &wrong) != DDPC_OK ? ddpc_cli_fail("bench") : 0;
+    rc = run_sweep(pg, dev, &o, &wrong) != DDPC_OK ? ddpc_cli_fail("bench") : 0;
     if (rc == 0 && wrong > 0 && ddpc_pg_rank(pg) == 0) {
         fprintf(stderr, "ddpc bench: %lld wrong elements in %s results\n", (long long)wrong,
                 coll_names[o.coll]);

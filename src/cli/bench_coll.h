@@ -29,6 +29,7 @@ typedef struct {
     ddpc_backend backend;
     int root; /* broadcast */
     bool check, json;
+    bool cuda; /* --device cuda (implied by --backend nccl): the collectives on GPU buffers */
 } ddpc__bench_options;
 
 /* One call's shape on a group of `world` ranks: `per` elements per rank block (all_reduce and

@@ -77,8 +77,11 @@ static void print_build(const ddpc_sysinfo *s)
 static void print_comm(const ddpc_sysinfo *s, const ddpc_comm_report *d)
 {
     printf("Communication\n");
-    row("Backends", "shm yes, mpi %s, gloo %s", d->mpi_built ? "yes" : "no (built without MPI)",
-        ddpc_backend_available(DDPC_BACKEND_GLOO) ? "yes" : "no (built without libgloo)");
+    row("Backends", "shm yes, mpi %s, gloo %s, nccl %s",
+        d->mpi_built ? "yes" : "no (built without MPI)",
+        ddpc_backend_available(DDPC_BACKEND_GLOO) ? "yes" : "no (built without libgloo)",
+        ddpc_backend_available(DDPC_BACKEND_NCCL) ? "yes (on GPUs, with libnccl.so.2)"
+                                                  : "no (built without CUDA and nccl.h)");
     row("MPI", "%s", d->mpi_library);
     row("NCCL", "%s", s->nccl);
 }

@@ -161,40 +161,6 @@ static ddpc_status find_hosts(ddpc__gloo_state *st, const ddpc_comm_env *env, do
     return s;
 }
 
-/* Global rank 0 serves the store at MASTER_PORT (listening on MASTER_ADDR, or DDPC_STORE_BIND)
- * unless a launcher's agent does; everyone connects to it, proving the job's token. torchrun's
- * agent (static rendezvous) serves torch's own store there, whose protocol is not ddpc's: then rank
- * 0 serves ddpc's store on the next port. */
-static ddpc_status open_store(ddpc__gloo_state *st, const ddpc_comm_env *env, double deadline)
-{
-    if (env->master_port <= 0 || env->master_addr[0] == '\0')
-        return ddpc_errorf(DDPC_EINVAL, "the gloo backend needs MASTER_ADDR and MASTER_PORT (where "
-                                        "the job's key-value store listens)");
-    bool foreign_agent = env->agent_store && !env->ddpc_launcher;
-    int port = foreign_agent ? env->master_port + 1 : env->master_port;
-    if (foreign_agent && port > 65535)
-        return ddpc_errorf(DDPC_EINVAL,
-                           "MASTER_PORT %d leaves no next port for ddpc's store "
-                           "beside torchrun's",
-                           env->master_port);
-    /* Without a token only a store on this host's loopback is safe to join: across hosts anyone
-     * who reaches the port could read the job's keys and stop it. */
-    if (!env->store_token[0] && !ddpc_store_addr_is_loopback(env->master_addr))
-        return ddpc_errorf(DDPC_EINVAL,
-                           "the gloo backend's store at MASTER_ADDR %s:%d spans hosts but no token "
-                           "was given: set DDPC_STORE_TOKEN (or DDPC_STORE_TOKEN_FILE) to the "
-                           "same secret for every rank (ddpc run does this for its workers)",
-                           env->master_addr, port);
-    if ((!env->agent_store || foreign_agent) && st->rank == 0) {
-        const char *bind = env->store_bind[0] ? env->store_bind : env->master_addr;
-        DDPC_TRY(ddpc_store_server_start(bind, port, env->store_token, &st->server));
-    }
-    DDPC_TRY(ddpc_store_connect(env->master_addr, port, env->store_token, deadline, &st->store));
-    const char *run = env->run_id[0] ? env->run_id : "job";
-    snprintf(st->prefix, sizeof st->prefix, "ddpc/%.120s/%d/", run, env->restart_count);
-    return DDPC_OK;
-}
-
 /* The host-local shm group, named from a nonce of this attempt and the host index: /dev/shm may
  * be shared by "hosts" that are only network namespaces. */
 static ddpc_status open_host_group(ddpc__gloo_state *st, const ddpc_comm_env *env, double deadline)
@@ -284,7 +250,8 @@ ddpc_status ddpc__gloo_create(const ddpc_comm_env *env, double deadline,
         return ddpc_errorf(DDPC_ENOMEM, "out of memory for the gloo backend");
     st->rank = env->rank;
     st->world = env->world_size;
-    ddpc_status s = open_store(st, env, deadline);
+    ddpc_status s = ddpc__job_store_open(env, "the gloo backend", deadline, &st->server,
+                                         &st->store, st->prefix);
     if (s == DDPC_OK)
         s = find_hosts(st, env, deadline);
     if (s == DDPC_OK)

@@ -9,6 +9,7 @@
 
 #include "comm/gloo_link.h"
 #include "comm/shm_impl.h"
+#include "comm/store_job.h"
 
 #include <ddpc/store.h>
 
@@ -34,7 +35,7 @@ typedef struct {
     ddpc__gloo_link *link;     /* NULL with one host, or once the group failed */
     ddpc_store *store;         /* client of the job's store */
     ddpc_store_server *server; /* global rank 0's store, unless a launcher agent serves it */
-    char prefix[200];          /* store keys of this job attempt start with it */
+    char prefix[DDPC__JOB_PREFIX_CAP]; /* store keys of this job attempt start with it */
     char (*addrs)[DDPC__GLOO_ADDR_CAP]; /* (hosts) IPv4 address of each host, for messages */
     size_t payload_cap;                 /* bytes of payload a staging buffer holds */
     int pending[DDPC__GLOO_NBUF];       /* sends started and not yet waited, per staging buffer */

@@ -26,7 +26,7 @@ const char *ddpc_reduce_op_name(ddpc_reduce_op op)
 
 const char *ddpc_backend_name(ddpc_backend backend)
 {
-    static const char *const names[DDPC_BACKEND_COUNT] = {"auto", "shm", "mpi", "gloo"};
+    static const char *const names[DDPC_BACKEND_COUNT] = {"auto", "shm", "mpi", "gloo", "nccl"};
     return (unsigned)backend < DDPC_BACKEND_COUNT ? names[backend] : "?";
 }
 
@@ -47,14 +47,16 @@ const char *ddpc__coll_name(ddpc__coll_kind kind)
 ddpc_status ddpc_backend_parse(const char *name, ddpc_backend *out)
 {
     if (!name)
-        return ddpc_errorf(DDPC_EINVAL, "backend name is NULL (expected auto, shm, mpi or gloo)");
+        return ddpc_errorf(DDPC_EINVAL,
+                           "backend name is NULL (expected auto, shm, mpi, gloo or nccl)");
     for (int b = 0; b < DDPC_BACKEND_COUNT; b++) {
         if (strcmp(name, ddpc_backend_name((ddpc_backend)b)) == 0) {
             *out = (ddpc_backend)b;
             return DDPC_OK;
         }
     }
-    return ddpc_errorf(DDPC_EINVAL, "unknown backend '%s' (expected auto, shm, mpi or gloo)", name);
+    return ddpc_errorf(DDPC_EINVAL, "unknown backend '%s' (expected auto, shm, mpi, gloo or nccl)",
+                       name);
 }
 
 bool ddpc_backend_available(ddpc_backend backend)
@@ -71,6 +73,12 @@ bool ddpc_backend_available(ddpc_backend backend)
 #endif
     case DDPC_BACKEND_GLOO:
 #ifdef DDPC_HAVE_GLOO
+        return true;
+#else
+        return false;
+#endif
+    case DDPC_BACKEND_NCCL:
+#ifdef DDPC_HAVE_NCCL
         return true;
 #else
         return false;

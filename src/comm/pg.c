@@ -4,6 +4,7 @@
  * Invariant: once `failed` is set, no collective reaches the backend again and every call says
  * "process group failed earlier: <first message>". World size 1 has no backend: every collective
  * is a local copy. */
+#include "comm/device_impl.h"
 #include "comm/env_impl.h"
 #include "comm/mpi_impl.h"
 #include "comm/pg_front.h"
@@ -101,6 +102,21 @@ ddpc_status ddpc__pg_create_with(const ddpc_comm_env *env, ddpc_backend backend,
     return DDPC_OK;
 }
 
+/* Wraps the joined host backend (none for world size 1) in host staging on this rank's GPU. */
+static ddpc_status stage(const ddpc_comm_env *env, const ddpc__pg_backend **ops, void **state)
+{
+    ddpc__staging_copier copier;
+    ddpc_status s = ddpc__staging_copier_cuda(env->local_rank, &copier);
+    if (s != DDPC_OK) {
+        if (*ops)
+            (*ops)->destroy(*state);
+        *ops = NULL;
+        *state = NULL;
+        return s;
+    }
+    return ddpc__staged_create(env->rank, env->world_size, *ops, *state, copier, ops, state);
+}
+
 ddpc_status ddpc_pg_create(const ddpc_comm_env *env, const ddpc_pg_config *cfg, ddpc_pg **out)
 {
     if (!env || !out)
@@ -117,16 +133,27 @@ ddpc_status ddpc_pg_create(const ddpc_comm_env *env, const ddpc_pg_config *cfg, 
                      : env->timeout_s > 0 ? env->timeout_s
                                           : DEFAULT_TIMEOUT_S;
     ddpc_backend backend = ddpc_pg_choose_backend(env, c.backend);
+    bool staged = false;
+    char note[DDPC__PG_NOTE_CAP] = "";
+    if (c.cuda || backend == DDPC_BACKEND_NCCL)
+        DDPC_TRY(ddpc__pg_device_choose(env, c.cuda,
+                                        c.backend != DDPC_BACKEND_AUTO ? c.backend : env->backend,
+                                        &backend, &staged, note));
     if (!ddpc_backend_available(backend))
         return ddpc_errorf(DDPC_EUNSUPPORTED,
                            "backend %s is not built into this ddpc (rebuild with %s installed, "
                            "or use backend shm)",
                            ddpc_backend_name(backend),
-                           backend == DDPC_BACKEND_GLOO ? "libgloo-dev" : "an MPI library");
+                           backend == DDPC_BACKEND_GLOO   ? "libgloo-dev"
+                           : backend == DDPC_BACKEND_NCCL ? "the CUDA toolkit and nccl.h"
+                                                          : "an MPI library");
     const ddpc__pg_backend *ops = NULL;
     void *state = NULL;
-    if (env->world_size > 1) {
-        double deadline = ddpc_time_now() + timeout;
+    double deadline = ddpc_time_now() + timeout;
+    if (backend == DDPC_BACKEND_NCCL) {
+        /* even alone: the one-rank group still needs device-to-device copies */
+        DDPC_TRY(ddpc__nccl_create(env, deadline, &ops, &state));
+    } else if (env->world_size > 1) {
         if (backend == DDPC_BACKEND_MPI) {
             /* MPI_Init aborts the process where Open MPI cannot start: say why first */
             DDPC_TRY(ddpc__slurm_mpi_check(ddpc__env_process(), env, ddpc__mpi_is_open_mpi()));
@@ -137,7 +164,11 @@ ddpc_status ddpc_pg_create(const ddpc_comm_env *env, const ddpc_pg_config *cfg, 
             DDPC_TRY(ddpc__shm_create(env, deadline, &ops, &state));
         }
     }
-    return ddpc__pg_create_with(env, backend, timeout, ops, state, out);
+    if (staged)
+        DDPC_TRY(stage(env, &ops, &state));
+    DDPC_TRY(ddpc__pg_create_with(env, backend, timeout, ops, state, out));
+    snprintf((*out)->device_note, sizeof(*out)->device_note, "%s", note);
+    return DDPC_OK;
 }
 
 void ddpc_pg_destroy(ddpc_pg *pg)
@@ -173,6 +204,10 @@ int ddpc_pg_local_world_size(const ddpc_pg *pg)
 ddpc_backend ddpc_pg_backend(const ddpc_pg *pg)
 {
     return pg->backend;
+}
+const char *ddpc_pg_device_note(const ddpc_pg *pg)
+{
+    return pg->device_note[0] ? pg->device_note : NULL;
 }
 double ddpc_pg_timeout(const ddpc_pg *pg)
 {

@@ -29,6 +29,7 @@ struct ddpc_work {
 struct ddpc_pg {
     int rank, world, local_rank, local_world;
     ddpc_backend backend;
+    char device_note[256]; /* see ddpc_pg_device_note; "" for host buffers */
     double timeout_s;
     const ddpc__pg_backend *ops; /* NULL for world size 1 */
     void *state;

@@ -4,6 +4,8 @@
  * first argument that is not an option. Invariant: on success every field is in range. */
 #include "launch/launch_impl.h"
 
+#include <ddpc/device.h>
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,9 +79,17 @@ static ddpc_status parse_nproc(const char *v, int *out)
         *out = n > 0 ? (int)n : 1;
         return DDPC_OK;
     }
+    if (strcmp(v, "gpu") == 0) { /* torchrun's meaning: one worker per visible GPU */
+        char why[200] = "";
+        int n = ddpc_cuda_devices(why, sizeof why);
+        if (n <= 0)
+            return ddpc_errorf(DDPC_EINVAL, "--nproc-per-node gpu: %s", why);
+        *out = n;
+        return DDPC_OK;
+    }
     if (parse_int("--nproc-per-node", v, 1, 4096, out) != DDPC_OK)
         return ddpc_errorf(DDPC_EINVAL,
-                           "--nproc-per-node: '%s' is not 'auto' or an integer in "
+                           "--nproc-per-node: '%s' is not 'auto', 'gpu' or an integer in "
                            "[1, 4096]",
                            v);
     return DDPC_OK;
@@ -93,8 +103,11 @@ static ddpc_status parse_backend(const char *v, ddpc_backend *out)
         *out = DDPC_BACKEND_MPI;
     else if (strcmp(v, "gloo") == 0)
         *out = DDPC_BACKEND_GLOO;
+    else if (strcmp(v, "nccl") == 0)
+        *out = DDPC_BACKEND_NCCL;
     else
-        return ddpc_errorf(DDPC_EINVAL, "--backend: '%s' is not 'shm', 'mpi' or 'gloo'", v);
+        return ddpc_errorf(DDPC_EINVAL, "--backend: '%s' is not 'shm', 'mpi', 'gloo' or 'nccl'",
+                           v);
     return DDPC_OK;
 }
 

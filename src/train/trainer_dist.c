@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const backends[] = {"auto", "shm", "mpi", "gloo", NULL};
+static const char *const backends[] = {"auto", "shm", "mpi", "gloo", "nccl", NULL};
 static const char *const parallel_modes[] = {"ddp", "dp", NULL};
 
 /* parallel.mode and parallel.replicas. dp is one process by definition: launched as one of

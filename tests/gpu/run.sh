@@ -8,8 +8,10 @@
 # FAILED, else 0.
 #
 # usage: tests/gpu/run.sh [--only PARTS] [--skip PARTS] [--deadline SECONDS] [--steps N]
-#   PARTS, comma-separated: env kernels train profile ddpc eager llmc compile (run in this order),
-#   or the groups checks (kernels,train), peers (eager,llmc,compile), bench (ddpc and the peers).
+#   PARTS, comma-separated: env kernels comm train profile ddpc eager llmc compile (run in this
+#   order), or the groups checks (kernels,comm,train), peers (eager,llmc,compile), bench (ddpc and
+#   the peers). comm: test_cuda_comm (collectives on GPU buffers: 1 rank nccl, 2 ranks staged on
+#   GPU 0) and `ddpc bench allreduce --device cuda` for nccl and for staging, into $OUT/comm.txt.
 #   profile (bench/gpu_step_profile: the step's phases and every kernel-table member's time at
 #   GPT-2 124M's shapes; under a minute) runs only when named in --only.
 #   --deadline: seconds for the whole run (default 420); a part never runs past it.
@@ -23,7 +25,7 @@ set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
-all_parts="env kernels train profile ddpc eager llmc compile"
+all_parts="env kernels comm train profile ddpc eager llmc compile"
 only="" skip="" deadline=420 steps=30
 while [ $# -gt 0 ]; do
     case $1 in
@@ -39,10 +41,10 @@ expand() {
     local w
     for w in ${1//,/ }; do
         case $w in
-        checks) echo kernels train ;;
+        checks) echo kernels comm train ;;
         peers) echo eager llmc compile ;;
         bench) echo ddpc eager llmc compile ;;
-        env | kernels | train | profile | ddpc | eager | compile | llmc) echo "$w" ;;
+        env | kernels | comm | train | profile | ddpc | eager | compile | llmc) echo "$w" ;;
         *) echo "run.sh: unknown part '$w' (parts: $all_parts, checks, peers, bench)" >&2
             exit 2 ;;
         esac
@@ -249,8 +251,9 @@ if wants kernels; then
     n=0
     for exe in "$bin"/test_cuda_*; do
         [ -x "$exe" ] || continue
-        n=$((n + 1))
         t=$(basename "$exe")
+        [ "$t" = test_cuda_comm ] && continue # the comm part's
+        n=$((n + 1))
         run_part "$t" 120 "${libenv[@]}" DDPC_SOURCE_DIR="$root" DDPC_BIN="$ddpc" \
             OMP_NUM_THREADS="${OMP_NUM_THREADS:-8}" "$exe"
         v=$(verdict "$part_rc")
@@ -258,6 +261,43 @@ if wants kernels; then
         [ "$v" = PASS ] || tail -n 5 "$logs/$t.log" | cut -c1-200 | sed 's/^/    /'
     done
     [ "$n" = 0 ] && check_line "kernels" "FAILED (no tests)" 0
+fi
+
+# --- comm: collectives on GPU buffers, checked (every op, dtype and reduction against the CPU
+# backends' references) and measured (nccl-tests' columns; busbw is 0 on one rank, whose
+# all-reduce is a device copy). CUDA_VISIBLE_DEVICES=0 makes two ranks share one GPU, which NCCL
+# refuses, so they stage through pinned host memory over shm; with several GPUs, nccl across
+# all of them too. The bench tables go to $OUT/comm.txt. About 40 s.
+if wants comm; then
+    if [ -x "$bin/test_cuda_comm" ]; then
+        run_part test_cuda_comm 150 "${libenv[@]}" OMP_NUM_THREADS=2 "$bin/test_cuda_comm"
+        v=$(verdict "$part_rc")
+        check_line test_cuda_comm "$v" "$part_s"
+        grep -E 'GPU\(s\) visible|rank\(s\), backend|^(ok|FAIL) ' "$logs/test_cuda_comm.log" |
+            cut -c1-200 | sed 's/^/    /'
+        [ "$v" = PASS ] || tail -n 8 "$logs/test_cuda_comm.log" | cut -c1-200 | sed 's/^/    /'
+    else
+        check_line test_cuda_comm "FAILED (absent)" 0
+    fi
+    : >"$out/comm.txt"
+    comm_bench() { # NAME CMD...: one sweep, checked; its table appended to comm.txt
+        local name=$1
+        shift
+        run_part "$name" 90 "${libenv[@]}" OMP_NUM_THREADS=2 "$@"
+        check_line "$name" "$(verdict "$part_rc")" "$part_s"
+        { echo "## $name"; cat "$logs/$name.log"; echo; } >>"$out/comm.txt"
+        grep -E '^# GPU buffers|^ +[0-9]+ ' "$logs/$name.log" | tail -n 4 | cut -c1-200 |
+            sed 's/^/    /'
+    }
+    cargs=(allreduce --device cuda --check --max-bytes 64M --max-ms 1000)
+    comm_bench bench_nccl_1rank "$ddpc" bench "${cargs[@]}" --backend nccl
+    comm_bench bench_staged_2ranks env CUDA_VISIBLE_DEVICES=0 "$ddpc" run --nproc-per-node 2 \
+        --collective-timeout 60 -- "$ddpc" bench "${cargs[@]}"
+    ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+    if [ "$ngpu" -ge 2 ]; then
+        comm_bench "bench_nccl_${ngpu}ranks" "$ddpc" run --nproc-per-node gpu \
+            --collective-timeout 60 -- "$ddpc" bench "${cargs[@]}" --backend nccl
+    fi
 fi
 
 # --- train: the lead's training checks (parity with the CPU, bitwise reruns, resume).
