@@ -34,12 +34,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# step ROOT NAME COMMAND: runs COMMAND under bash in ROOT (as root, in /root/ddpc) with /proc,
-# /sys and /dev, keeps its output in WORKDIR/VARIANT-NAME.log (each line prefixed with the
-# seconds since the step began), and prints one line: name, exit status, wall time, load average
-# before and after, packages gained and the size of the .debs apt downloaded.
+# step ROOT LOG COMMAND: runs COMMAND under bash in ROOT (as root, in /root/ddpc) with /proc,
+# /sys and /dev, keeps its output in WORKDIR/VARIANT-LOG.log (each line prefixed with the seconds
+# since the step began), and prints one line: the command, its exit status, wall time, load
+# average before and after, packages gained and the size of the .debs apt downloaded.
 step() {
-    local root=$1 name=$2 cmd=$3 log="$work/$variant-$2.log" pk0 pk1 dl0 dl1 t0 t1 rc load0
+    local root=$1 cmd=$3 log="$work/$variant-$2.log" pk0 pk1 dl0 dl1 t0 t1 rc load0
     pk0=$(chroot "$root" dpkg-query -W | wc -l)
     dl0=$(du -sk "$root/var/cache/apt/archives" | cut -f1)
     load0=$(cut -d' ' -f1 /proc/loadavg)
@@ -59,7 +59,7 @@ step() {
     pk1=$(chroot "$root" dpkg-query -W | wc -l)
     dl1=$(du -sk "$root/var/cache/apt/archives" | cut -f1)
     printf '%-8s %-34s exit %d  %7.1f s  load %s -> %s  +%d packages  %d MB downloaded\n' \
-        "$variant" "$name" "$rc" "$(awk "BEGIN{print $t1 - $t0}")" "$load0" \
+        "$variant" "$cmd" "$rc" "$(awk "BEGIN{print $t1 - $t0}")" "$load0" \
         "$(cut -d' ' -f1 /proc/loadavg)" $((pk1 - pk0)) $(((dl1 - dl0) / 1024)) |
         tee -a "$work/summary.txt"
     return "$rc"
@@ -90,9 +90,9 @@ for variant in $variants; do
     cp -a "$work/base" "$root"
     cp -a "$work/src" "$root/root/ddpc"
     if [ "$variant" = test ]; then
-        step "$root" "./scripts/setup --test" "./scripts/setup --test"
+        step "$root" setup-test "./scripts/setup --test"
     fi
-    step "$root" "./scripts/setup && make demo" "./scripts/setup && make demo"
+    step "$root" demo "./scripts/setup && make demo"
     grep -E '"split": "(test|eval)"|epoch 1' "$root/root/ddpc/runs/demo/metrics.jsonl" |
         tail -1 >"$work/$variant-demo-result.txt" || true
     [ "${KEEP:-0}" = 1 ] || rm -rf "$root"
