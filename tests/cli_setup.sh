@@ -49,8 +49,9 @@ python3-crcmod|test|/usr/lib/python3/dist-packages/crcmod/__init__.py|tests/tb/d
 clang|test|/usr/bin/clang|tests/fuzz/run.sh|-fsanitize=fuzzer
 libclang-rt-dev|test|/usr/share/doc/libclang-rt-dev|tests/fuzz/run.sh|-fsanitize=fuzzer
 libomp-dev|test|/usr/share/doc/libomp-dev|tests/fuzz/run.sh|-fopenmp
-lintian|test|/usr/bin/lintian|tests/deb/test_deb.sh|lintian --tag-display-limit
-man-db|test|/usr/bin/man|tests/deb/check_contents.sh|man -l"
+lintian|test|/usr/bin/lintian|tests/deb/test_deb.sh|lintian --fail-on error
+man-db|test|/usr/bin/man|tests/deb/check_contents.sh|man -l
+gdb|test|/usr/bin/gdb|tests/deb/test_deb.sh|gdb -nx -batch"
 
 "$setup" --list >"$tmp/build" 2>"$tmp/err1"
 check_status "scripts/setup --list" $? "$tmp/err1"
