@@ -50,7 +50,8 @@ step() {
     set +e
     chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TERM=dumb \
         /bin/bash -c "cd /root/ddpc && $cmd" 2>&1 |
-        while IFS= read -r line; do printf '%5d %s\n' "$SECONDS" "$line"; done >"$log"
+        { SECONDS=0; while IFS= read -r line; do printf '%5d %s\n' "$SECONDS" "$line"; done; } \
+            >"$log"
     rc=${PIPESTATUS[0]}
     set -e
     t1=$(date +%s.%N)
