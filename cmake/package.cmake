@@ -14,12 +14,12 @@ set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_PACKAGE_DIRECTORY ${PROJECT_BINARY_DIR})
 # Stripped binaries, their debug symbols in ddpc-dbgsym_<version>_<arch>.ddeb, as Debian's own
-# packages do; that needs a build with -g (`make deb` builds with dpkg-buildflags' flags, which
-# have it). CPack strips what goes into the .deb itself when it makes the -dbgsym package.
+# packages do: cmake/deb_dbgsym.cmake, a pre-build script, splits them off before CPack packs the
+# files (`make deb` builds with dpkg-buildflags' flags, whose -g gives full debug information;
+# other builds get the symbol tables only). CPack's own stripping and DEBUGINFO stay off.
 set(CPACK_STRIP_FILES OFF)
-if(CMAKE_C_FLAGS MATCHES "(^| )-g( |$)")
-    set(CPACK_DEBIAN_DEBUGINFO_PACKAGE ON)
-endif()
+set(CPACK_DDPC_SOURCE_DIR ${PROJECT_SOURCE_DIR})
+set(CPACK_PRE_BUILD_SCRIPTS ${PROJECT_SOURCE_DIR}/cmake/deb_dbgsym.cmake)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${DDPC_DEB_MAINTAINER}")
 set(CPACK_DEBIAN_PACKAGE_SECTION science)

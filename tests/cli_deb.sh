@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # `make deb`'s package, built with the build directory's CPack configuration into a scratch
-# directory (no root needed): its control fields and files (tests/deb/check_contents.sh). Installing
+# directory (no root needed): its control fields and files, and the -dbgsym .ddeb beside it
+# (tests/deb/check_contents.sh). Installing
 # it is `make test-deb`'s job (tests/deb/test_deb.sh, root). In a build with CUDA: cpack's
 # refusal.
 # usage: cli_deb.sh DDPC_BIN SOURCE_DIR   (the build directory is DDPC_BIN's)
@@ -35,4 +36,7 @@ check "it is named ddpc_VERSION_ARCH.deb" test -n "$deb"
 # The libraries' directory is this build's (make deb's, installed under /usr, is lib/<triplet>).
 libdir=$(sed -n 's/^CMAKE_INSTALL_LIBDIR:[A-Z]*=//p' "$build/CMakeCache.txt")
 [ -n "$deb" ] && deb_contents "$deb" "$src" "$libdir" && deb_man_pages "$deb" "$ddpc"
+ddeb=$(ls "$tmp"/pkg/ddpc-dbgsym_*.ddeb 2>/dev/null | head -1)
+check "cpack made the -dbgsym .ddeb beside it" test -n "$ddeb"
+[ -n "$deb" ] && [ -n "$ddeb" ] && deb_dbgsym "$deb" "$ddeb" "$src" "$libdir"
 summary

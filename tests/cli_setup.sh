@@ -49,8 +49,9 @@ python3-crcmod|test|/usr/lib/python3/dist-packages/crcmod/__init__.py|tests/tb/d
 clang|test|/usr/bin/clang|tests/fuzz/run.sh|-fsanitize=fuzzer
 libclang-rt-dev|test|/usr/share/doc/libclang-rt-dev|tests/fuzz/run.sh|-fsanitize=fuzzer
 libomp-dev|test|/usr/share/doc/libomp-dev|tests/fuzz/run.sh|-fopenmp
-lintian|test|/usr/bin/lintian|tests/deb/test_deb.sh|lintian --tag-display-limit
-man-db|test|/usr/bin/man|tests/deb/check_contents.sh|man -l"
+lintian|test|/usr/bin/lintian|tests/deb/test_deb.sh|lintian --fail-on error
+man-db|test|/usr/bin/man|tests/deb/check_contents.sh|man -l
+gdb|test|/usr/bin/gdb|tests/deb/test_deb.sh|gdb -nx -batch"
 
 "$setup" --list >"$tmp/build" 2>"$tmp/err1"
 check_status "scripts/setup --list" $? "$tmp/err1"
@@ -81,6 +82,13 @@ check "an unknown argument: exit 2 and one line naming it" \
 check "make test runs scripts/setup --test" \
     bash -c "grep -A1 '^setup-test:' '$src/Makefile' | grep -q 'scripts/setup --test' &&
              grep -q '^test: setup-test' '$src/Makefile'"
+# A fresh Debian 12 (debian:12, debootstrap minbase) has no make: README's first command
+# installs it (build-essential) before it runs make (bench/fresh_setup.md).
+first=$(awk '/^## Set-up/ {s = 1} s && /^```sh/ {getline; print; exit}' "$src/README.md")
+check "README's first command is ./scripts/setup && make demo" \
+    bash -c "[[ '${first%%#*}' =~ ^\./scripts/setup\ \&\&\ make\ demo\ *$ ]]"
+check "make demo builds the program only" \
+    bash -c "grep -A2 '^demo:' '$src/Makefile' | grep -q -- '--target ddpc\$'"
 check "make demo runs scripts/setup without --test" \
     bash -c "grep -A1 '^setup:' '$src/Makefile' | grep -qx '.@./scripts/setup' &&
              grep -q '^demo: setup ' '$src/Makefile'"

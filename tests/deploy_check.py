@@ -132,8 +132,10 @@ for line in dockerfile.splitlines():
         stages[stage] = {"from": words[1], "run": []}
     elif line.startswith("RUN "):
         stages[stage]["run"].append(line[4:].strip())
-check("Dockerfile: stages build, runtime, mpi", list(stages) == ["build", "runtime", "mpi"],
-      list(stages))
+check("Dockerfile: stages build, runtime, mpi, default", list(stages) == ["build", "runtime", "mpi",
+      "default"], list(stages))
+check("Dockerfile: the last stage (docker build's default target) is the runtime image",
+      stages["default"] == {"from": "runtime", "run": []}, stages.get("default"))
 check("Dockerfile: build and runtime start from debian:12",
       stages["build"]["from"] == stages["runtime"]["from"] == "debian:12")
 # A step that ran apt removes apt's package lists after it, which the image need not carry.

@@ -7,6 +7,11 @@
 # everything `cmake --install` puts in place, the libraries under /usr/LIBDIR (make deb's:
 # lib/<multiarch triplet>), Debian's copyright (DEP-5) and changelog.Debian.gz, and stripped
 # binaries.
+#     deb_dbgsym DEB DDEB SOURCE_DIR LIBDIR
+# checks the -dbgsym package beside it (cmake/debian/split_debug.sh): dh_gencontrol's control
+# fields, md5sums with relative paths that match, the doc directory linked to ddpc's, and for
+# the program and the shared library a debug file under /usr/lib/debug/.build-id named by their
+# build-id, with that build-id, their symbols, and the CRC their .gnu_debuglink records.
 #     deb_man_pages DEB DDPC_BIN
 # checks that the package has a man page for ddpc and for each command `ddpc --help` lists, each
 # one `man -l` formats with its NAME.
@@ -65,6 +70,45 @@ deb_contents() {
     check "deb: ddpc and libddpc.so are stripped" bash -c \
         "file -L '$tmp/x/usr/bin/ddpc' '$tmp/x$l/libddpc.so.$version' | grep -c ', stripped$' |
              grep -qx 2"
+}
+
+deb_dbgsym() {
+    local deb=$1 ddeb=$2 src=$3 libdir=$4 debversion arch f id ids=() dbg
+    debversion=$(dpkg-parsechangelog -l "$src/cmake/debian/changelog" -S Version)
+    arch=$(dpkg --print-architecture)
+    check "ddeb: named ddpc-dbgsym_${debversion}_$arch.ddeb" \
+        test "$(basename "$ddeb")" = "ddpc-dbgsym_${debversion}_$arch.ddeb" -a -f "$ddeb"
+    dpkg-deb -f "$ddeb" >"$tmp/dcontrol" 2>&1
+    for f in "Package: ddpc-dbgsym" "Source: ddpc" "Version: $debversion" \
+        "Auto-Built-Package: debug-symbols" "Architecture: $arch" "Depends: ddpc (= $debversion)" \
+        "Section: debug" "Priority: optional" "Description: debug symbols for ddpc"; do
+        check "ddeb: control has '$f'" grep -qxF -- "$f" "$tmp/dcontrol"
+    done
+    rm -rf "$tmp/xd" "$tmp/xdeb"
+    dpkg-deb -x "$ddeb" "$tmp/xd"
+    dpkg-deb -x "$deb" "$tmp/xdeb"
+    dpkg-deb -I "$ddeb" md5sums >"$tmp/dmd5" 2>&1
+    check "ddeb: md5sums has relative paths, and they match" bash -c \
+        "[ -s '$tmp/dmd5' ] && ! grep -q '  /' '$tmp/dmd5' && cd '$tmp/xd' &&
+             md5sum --quiet -c '$tmp/dmd5'"
+    check "ddeb: /usr/share/doc/ddpc-dbgsym links to ddpc's (copyright, changelog)" \
+        test "$(readlink "$tmp/xd/usr/share/doc/ddpc-dbgsym")" = ddpc
+    for f in usr/bin/ddpc "usr/$libdir/libddpc.so.${debversion%-*}"; do
+        id=$(LC_ALL=C readelf -n "$tmp/xdeb/$f" | sed -n 's/^ *Build ID: *//p')
+        ids+=("$id")
+        dbg=usr/lib/debug/.build-id/${id:0:2}/${id:2}.debug
+        check "ddeb: /$f (build-id $id) has /$dbg" test -n "$id" -a -f "$tmp/xd/$dbg"
+        check "ddeb: /$dbg has that build-id" \
+            bash -c "LC_ALL=C readelf -n '$tmp/xd/$dbg' 2>/dev/null | grep -qx ' *Build ID: $id'"
+        check "ddeb: /$dbg has ddpc_pg_all_reduce's symbol" \
+            bash -c "nm '$tmp/xd/$dbg' | grep -q ' T ddpc_pg_all_reduce$'"
+        check "deb: /$f's .gnu_debuglink names that file, with its CRC" \
+            /usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/debuglink.py" "$tmp/xdeb/$f" \
+            "$tmp/xd/$dbg"
+    done
+    check "ddeb: Build-Ids lists the program's and the library's" \
+        bash -c "sed -n 's/^Build-Ids: //p' '$tmp/dcontrol' | tr ' ' '\n' | sort |
+                     diff -q - <(printf '%s\n' ${ids[*]} | sort) >/dev/null"
 }
 
 deb_man_pages() {
