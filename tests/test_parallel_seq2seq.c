@@ -79,7 +79,6 @@ static int train(const job *j, ddpc_pg *pg, int rank, int world, ddpc_model *m)
     /* SGD: AdamW would turn the analytically zero gradients (attention's key bias: softmax ignores
      * a per-query constant) into lr-sized steps of opposite sign from summation-order noise. */
     ec.optim.type = DDPC_OPTIM_SGD, ec.optim.lr = 0.05f, ec.optim.momentum = 0.9f;
-    ec.zero_stage = pg ? j->zero_stage : 0;
     ddpc_engine *e = NULL;
     int rc = ddpc_engine_create(m, red, rank, world, &ec, &e) != DDPC_OK;
     int32_t src[N * S], tok[N * T], tgt[N * T];

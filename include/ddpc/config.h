@@ -109,8 +109,8 @@ ddpc_status ddpc_config_float_list(ddpc_config *c, const char *key, const double
                                    size_t n_def, double min, double max, double *out, size_t cap,
                                    size_t *n_out);
 /* A sequence of strings (a single string reads as a 1-element list; an empty sequence, a null or
- * an absent key as no elements), at most `cap`, borrowed until destroy; a null or a nested element is an error
- * naming it. */
+ * an absent key as no elements), at most `cap`, borrowed until destroy; a null or a nested element
+ * is an error naming it. */
 ddpc_status ddpc_config_string_list(ddpc_config *c, const char *key, const char **out, size_t cap,
                                     size_t *n_out);
 

@@ -32,7 +32,8 @@ const char *ddpc_nonfinite_policy_name(ddpc_nonfinite_policy p);
 
 typedef struct {
     ddpc_optim_config optim;
-    ddpc_lr_schedule schedule; /* the LR of step s is ddpc_lr_at(&schedule, optim.lr, s) x lr_scale */
+    ddpc_lr_schedule
+        schedule; /* the LR of step s is ddpc_lr_at(&schedule, optim.lr, s) x lr_scale */
     float lr_scale;            /* 1 */
     float grad_clip;           /* max global gradient norm; 0 = no clipping */
     int64_t accum_steps;       /* micro-batches per optimizer step, >= 1; 1 */
@@ -44,15 +45,6 @@ typedef struct {
      * recipe: overflow is expected, not an error). Off by default. */
     bool loss_scaling;
     ddpc_loss_scale_config loss_scale; /* GradScaler's defaults */
-    /* ZeRO stage (0 = plain DDP; 1 = optimizer state sharded: the reducer reduce-scatters the
-     * gradients, rank r keeps the state of, and updates, only its shard of the flat parameters
-     * (ddpc_reducer_shard), then the updated chunks are all-gathered; the norm is the
-     * all-reduced sum of the shards' squares; 2 = gradients sharded too: the rest of the
-     * gradient buffer is released; 3 = parameters sharded too: the reducer
-     * gathers each bucket's parameters when forward or backward reads them and releases them
-     * after). Needs a reducer created with the same zero_stage (world > 1; on one rank every
-     * stage is stage 0). */
-    int zero_stage;
     /* Time forward, backward, the wait for gradient synchronisation and the update (a few clock
      * reads per pass; ddpc_engine_take_timing). Off by default. */
     bool timing;
@@ -164,6 +156,11 @@ ddpc_engine_memory ddpc_engine_memory_of(const ddpc_engine *e);
  * cover this rank's shard only, the ranges' elements in order). */
 ddpc_optim *ddpc_engine_optim(ddpc_engine *e);
 const ddpc_engine_config *ddpc_engine_config_of(const ddpc_engine *e);
+/* The ZeRO stage in effect: the reducer's zero_stage (ddpc_reducer_config, where the stage is
+ * set: 1 shards the optimizer state, rank r keeping and updating only its shard of the flat
+ * parameters, then the updated chunks are all-gathered; 2 the gradients too; 3 the parameters
+ * too), or 0 without a reducer or on one rank, where every stage is stage 0. */
+int ddpc_engine_zero_stage(const ddpc_engine *e);
 /* Restores the counters of a checkpoint (the optimizer's state is restored through
  * ddpc_engine_optim). */
 void ddpc_engine_restore(ddpc_engine *e, int64_t step, int64_t skipped);

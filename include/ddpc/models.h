@@ -36,11 +36,11 @@ typedef struct {
 typedef struct {
     int64_t channels[DDPC_MODEL_MAX_LAYERS]; /* model.channels, [32, 64] */
     size_t n_channels;
-    int64_t kernel_size;                     /* model.kernel_size, odd, 3 */
-    int64_t hidden[DDPC_MODEL_MAX_LAYERS];   /* model.hidden, [128] */
+    int64_t kernel_size;                   /* model.kernel_size, odd, 3 */
+    int64_t hidden[DDPC_MODEL_MAX_LAYERS]; /* model.hidden, [128] */
     size_t n_hidden;
-    bool batchnorm;                          /* model.batchnorm, false */
-    float bn_momentum, bn_eps;               /* 0.1, 1e-5 */
+    bool batchnorm;            /* model.batchnorm, false */
+    float bn_momentum, bn_eps; /* 0.1, 1e-5 */
 } ddpc_cnn_config;
 
 /* "gpt": a GPT-2 style decoder over a vocabulary of ddpc_model_config.num_classes tokens. */

@@ -119,10 +119,10 @@ ddpc_status ddpc_lr_kind_from_name(const char *name, ddpc_lr_kind *out);
  * decaying schedule has total_steps < warmup_steps. */
 ddpc_status ddpc_lr_schedule_check(const ddpc_lr_schedule *s);
 
-/* LR for 0-based step at base LR `base`. Warm-up for every kind, like nanoGPT: base*(step+1)/warmup for step <
- * warmup. Then CONSTANT stays at base; COSINE goes min + (base-min)*(1+cos(pi*r))/2 and LINEAR
- * base + (min-base)*r, with r = (step-warmup)/(total-warmup) clamped to [0, 1] (min_lr at and past
- * total_steps). Negative steps count as 0. Pure. */
+/* LR for 0-based step at base LR `base`. Warm-up for every kind, like nanoGPT: base*(step+1)/warmup
+ * for step < warmup. Then CONSTANT stays at base; COSINE goes min + (base-min)*(1+cos(pi*r))/2 and
+ * LINEAR base + (min-base)*r, with r = (step-warmup)/(total-warmup) clamped to [0, 1] (min_lr at
+ * and past total_steps). Negative steps count as 0. Pure. */
 float ddpc_lr_at(const ddpc_lr_schedule *s, float base, int64_t step);
 
 /* ---- gradient clipping ----------------------------------------------------------------- */

@@ -84,6 +84,8 @@ ddpc_reducer_stats ddpc_reducer_stats_of(const ddpc_reducer *r);
 /* This rank's ZeRO shard: one range of the flat buffers per bucket (its chunk, possibly empty), in
  * ascending flat order; below stage 1, one range covering everything. Valid until destroy. */
 void ddpc_reducer_shard(const ddpc_reducer *r, const ddpc_range **ranges, size_t *n_ranges);
+/* The zero_stage it was created with. */
+int ddpc_reducer_zero_stage(const ddpc_reducer *r);
 /* ZeRO stage >= 1, after the owners updated their chunks of the parameters: all-gathers every
  * bucket's chunks so every rank holds all the parameters (stage 3: until
  * ddpc_reducer_release_params; forward and backward then gather nothing). Collective. Errors:

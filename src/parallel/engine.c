@@ -122,9 +122,6 @@ ddpc_status ddpc_engine_create(ddpc_model *m, ddpc_reducer *reducer, int rank, i
     DDPC_TRY(ddpc_lr_schedule_check(&c->schedule));
     if (c->loss_scaling)
         DDPC_TRY(ddpc_loss_scale_check(&c->loss_scale));
-    if (c->zero_stage < 0 || c->zero_stage > 3)
-        return ddpc_errorf(DDPC_EINVAL, "zero.stage %d is not supported (0, 1, 2 or 3)",
-                           c->zero_stage);
     DDPC_TRY(check_dp(c, reducer, world));
     ddpc_engine *e = ddpc_calloc(1, sizeof *e);
     if (!e)
@@ -139,7 +136,7 @@ ddpc_status ddpc_engine_create(ddpc_model *m, ddpc_reducer *reducer, int rank, i
     e->whole = (ddpc_range){0, ddpc_model_num_params(m)};
     e->shard = &e->whole;
     e->n_shard = 1;
-    e->stage = reducer && world > 1 ? c->zero_stage : 0;
+    e->stage = reducer && world > 1 ? ddpc_reducer_zero_stage(reducer) : 0;
     if (e->stage > 0)
         ddpc_reducer_shard(reducer, &e->shard, &e->n_shard);
     for (size_t i = 0; i < e->n_shard; i++)
@@ -438,6 +435,11 @@ ddpc_optim *ddpc_engine_optim(ddpc_engine *e)
 const ddpc_engine_config *ddpc_engine_config_of(const ddpc_engine *e)
 {
     return &e->cfg;
+}
+
+int ddpc_engine_zero_stage(const ddpc_engine *e)
+{
+    return e->stage;
 }
 
 void ddpc_engine_restore(ddpc_engine *e, int64_t step, int64_t skipped)

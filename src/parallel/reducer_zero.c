@@ -209,6 +209,11 @@ void ddpc_reducer_shard(const ddpc_reducer *r, const ddpc_range **ranges, size_t
     *n_ranges = r->shard ? r->n_shard : 1;
 }
 
+int ddpc_reducer_zero_stage(const ddpc_reducer *r)
+{
+    return r->cfg.zero_stage;
+}
+
 size_t ddpc_reducer_staging_bytes(const ddpc_reducer *r)
 {
     size_t slots = r->shard ? 2 : 0;

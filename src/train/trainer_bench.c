@@ -176,7 +176,7 @@ ddpc_status ddpc_trainer_bench(ddpc_trainer *t, int64_t warmup, int64_t steps, d
             .comm_mean_s = comm_mean,
             .exposed_median_s = median_of(exposed, steps),
             .comm_median_s = median_of(comm, steps),
-            .zero_stage = t->dist.world > 1 ? ddpc_engine_config_of(t->engine)->zero_stage : 0,
+            .zero_stage = ddpc_engine_zero_stage(t->engine),
             .comm_bytes = (double)bytes / (double)steps,
             .num_params = ddpc_model_num_params(t->model),
             .replicas = t->dist.dp_replicas,

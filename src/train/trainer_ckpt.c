@@ -154,7 +154,7 @@ static void place(ddpc_trainer *t, const ddpc_ckpt_state *st)
 /* The ZeRO stage in effect: the configured one on several ranks, 0 on one (the engine's rule). */
 static int stage_in_effect(const ddpc_trainer *t)
 {
-    return t->dist.world > 1 ? ddpc_engine_config_of(t->engine)->zero_stage : 0;
+    return ddpc_engine_zero_stage(t->engine);
 }
 
 /* "resuming from P: ..." and, when the optimizer state is resharded (the checkpoint's stage

@@ -12,9 +12,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define DDPC__DATA_TRANSLATION 8                     /* its type number */
+#define DDPC__DATA_TRANSLATION 8                         /* its type number */
 #define DDPC__DATA_BUILTINS (DDPC__DATA_TRANSLATION + 1) /* and the table's before it */
-#define DDPC__DATA_NAMES_MAX (DDPC__DATA_BUILTINS + 33) /* names[] room, with registered ones */
+#define DDPC__DATA_NAMES_MAX (DDPC__DATA_BUILTINS + 33)  /* names[] room, with registered ones */
 
 /* One dataset's keys. */
 typedef struct {
@@ -53,7 +53,7 @@ bool ddpc__data_same_spec(const ddpc__data_spec *a, const ddpc__data_spec *b);
 ddpc_status ddpc__trainer_read_imagefolder(ddpc_trainer *t, const char *prefix,
                                            const char *roots[3], ddpc_imagefolder_config *c);
 ddpc_status ddpc__trainer_create_imagefolder(const char *const roots[3],
-                                             const ddpc_imagefolder_config *c,
-                                             ddpc_dataset *out[3], char *note, size_t cap);
+                                             const ddpc_imagefolder_config *c, ddpc_dataset *out[3],
+                                             char *note, size_t cap);
 
 #endif

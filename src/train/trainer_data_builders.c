@@ -72,10 +72,10 @@ static ddpc_status read_synthetic_images(ddpc_trainer *t, const char *prefix, dd
 static ddpc_status create_synthetic_images(const ddpc__data_spec *s, uint64_t seed,
                                            ddpc__data_splits *out)
 {
-    DDPC_TRY(ddpc_dataset_synthetic_images_create(&out->train, s->size, 1, 28, 28, s->classes,
-                                                  seed, true));
-    return ddpc_dataset_synthetic_images_create(&out->test, s->size / 4 + 1, 1, 28, 28,
-                                                s->classes, seed, false);
+    DDPC_TRY(ddpc_dataset_synthetic_images_create(&out->train, s->size, 1, 28, 28, s->classes, seed,
+                                                  true));
+    return ddpc_dataset_synthetic_images_create(&out->test, s->size / 4 + 1, 1, 28, 28, s->classes,
+                                                seed, false);
 }
 
 static ddpc_status read_synthetic_tokens(ddpc_trainer *t, const char *prefix, ddpc__data_spec *s)
@@ -89,8 +89,7 @@ static ddpc_status read_synthetic_tokens(ddpc_trainer *t, const char *prefix, dd
 static ddpc_status create_synthetic_tokens(const ddpc__data_spec *s, uint64_t seed,
                                            ddpc__data_splits *out)
 {
-    DDPC_TRY(
-        ddpc_dataset_synthetic_tokens_create(&out->train, s->size, 256, s->block, seed, true));
+    DDPC_TRY(ddpc_dataset_synthetic_tokens_create(&out->train, s->size, 256, s->block, seed, true));
     return ddpc_dataset_synthetic_tokens_create(&out->test, s->size / 4 + s->block + 1, 256,
                                                 s->block, seed, false);
 }
@@ -106,13 +105,13 @@ static ddpc_status read_tokens(ddpc_trainer *t, const char *prefix, ddpc__data_s
     DDPC_TRY(ddpc_config_int(t->cfg, "model.vocab_size", 256, 2, INT32_MAX, &s->classes));
     DDPC_TRY(ddpc_config_choice(t->cfg, key_of(key, sizeof key, prefix, "format"), "llmc",
                                 token_formats, &s->format));
-    DDPC_TRY(ddpc_config_string(t->cfg, key_of(key, sizeof key, prefix, "test"), NULL,
-                                &s->test_path));
+    DDPC_TRY(
+        ddpc_config_string(t->cfg, key_of(key, sizeof key, prefix, "test"), NULL, &s->test_path));
     const char *names[2] = {"train", "val"};
     const char **dst[2] = {&s->path, &s->val_path};
     for (int i = 0; i < 2; i++) {
-        DDPC_TRY(ddpc_config_string(t->cfg, key_of(key, sizeof key, prefix, names[i]), NULL,
-                                    dst[i]));
+        DDPC_TRY(
+            ddpc_config_string(t->cfg, key_of(key, sizeof key, prefix, names[i]), NULL, dst[i]));
         if (!*dst[i])
             return ddpc_errorf(DDPC_EINVAL,
                                "data.type tokens needs key '%s': a glob of token shard files "
@@ -142,11 +141,11 @@ static ddpc_status read_npy(ddpc_trainer *t, const char *prefix, ddpc__data_spec
     char key[96], name[16];
     for (int i = 0; i < 3; i++) {
         snprintf(name, sizeof name, "%s_x", split[i]);
-        DDPC_TRY(ddpc_config_string(t->cfg, key_of(key, sizeof key, prefix, name), NULL,
-                                    &s->npy_x[i]));
+        DDPC_TRY(
+            ddpc_config_string(t->cfg, key_of(key, sizeof key, prefix, name), NULL, &s->npy_x[i]));
         snprintf(name, sizeof name, "%s_y", split[i]);
-        DDPC_TRY(ddpc_config_string(t->cfg, key_of(key, sizeof key, prefix, name), NULL,
-                                    &s->npy_y[i]));
+        DDPC_TRY(
+            ddpc_config_string(t->cfg, key_of(key, sizeof key, prefix, name), NULL, &s->npy_y[i]));
         if (!s->npy_x[i] != !s->npy_y[i] || (i == 0 && !s->npy_x[i]))
             return ddpc_errorf(DDPC_EINVAL,
                                "data.type npy needs keys '%s.%s_x' and '%s.%s_y' together: the "
@@ -166,9 +165,8 @@ static ddpc_status check_classes(const ddpc_dataset *train, const ddpc_dataset *
                                  const char *path)
 {
     if (ddpc_dataset_num_classes(held) > ddpc_dataset_num_classes(train))
-        return ddpc_errorf(DDPC_EINVAL,
-                           "%s: label %lld, but the train split's labels stop at %lld", path,
-                           (long long)ddpc_dataset_num_classes(held) - 1,
+        return ddpc_errorf(DDPC_EINVAL, "%s: label %lld, but the train split's labels stop at %lld",
+                           path, (long long)ddpc_dataset_num_classes(held) - 1,
                            (long long)ddpc_dataset_num_classes(train) - 1);
     return DDPC_OK;
 }
@@ -195,22 +193,24 @@ static ddpc_status read_csv(ddpc_trainer *t, const char *prefix, ddpc__data_spec
     const char **dst[3] = {&s->path, &s->val_path, &s->test_path};
     char key[96];
     for (int i = 0; i < 3; i++)
-        DDPC_TRY(ddpc_config_string(t->cfg, key_of(key, sizeof key, prefix, split[i]), NULL,
-                                    dst[i]));
-    DDPC_TRY(ddpc_config_string(t->cfg, key_of(key, sizeof key, prefix, "label"), NULL,
-                                &s->label));
+        DDPC_TRY(
+            ddpc_config_string(t->cfg, key_of(key, sizeof key, prefix, split[i]), NULL, dst[i]));
+    DDPC_TRY(ddpc_config_string(t->cfg, key_of(key, sizeof key, prefix, "label"), NULL, &s->label));
     if (!s->path || !s->label)
-        return ddpc_errorf(DDPC_EINVAL, "data.type csv needs keys '%s.train' (a CSV file with a "
+        return ddpc_errorf(DDPC_EINVAL,
+                           "data.type csv needs keys '%s.train' (a CSV file with a "
                            "header row) and '%s.label' (its target column, or columns \"y1,y2\")",
                            prefix, prefix);
     if (!s->val_path && !s->test_path)
-        return ddpc_errorf(DDPC_EINVAL, "data.type csv needs a held-out split: key '%s.val' or "
-                           "'%s.test'", prefix, prefix);
+        return ddpc_errorf(DDPC_EINVAL,
+                           "data.type csv needs a held-out split: key '%s.val' or "
+                           "'%s.test'",
+                           prefix, prefix);
     int loss;
     DDPC_TRY(ddpc_config_choice(t->cfg, "loss", "cross_entropy", ddpc_loss_names(), &loss));
     s->format = loss == DDPC_LOSS_CROSS_ENTROPY ? DDPC_CSV_CLASSES
-                : loss == DDPC_LOSS_BCE_LOGITS ? DDPC_CSV_PROBABILITIES
-                                               : DDPC_CSV_VALUES;
+                : loss == DDPC_LOSS_BCE_LOGITS  ? DDPC_CSV_PROBABILITIES
+                                                : DDPC_CSV_VALUES;
     return DDPC_OK;
 }
 
@@ -223,8 +223,7 @@ static ddpc_status check_csv(const ddpc_dataset *train, const ddpc_dataset *held
     ddpc_dataset_sample_shape(held, b);
     if (a[2] != b[2])
         return ddpc_errorf(DDPC_EFORMAT, "%s: %lld feature columns, but the train file %s has %lld",
-                           path,
-                           (long long)b[2], train_path, (long long)a[2]);
+                           path, (long long)b[2], train_path, (long long)a[2]);
     if (ddpc_dataset_target_width(train) == 0)
         return check_classes(train, held, path);
     return DDPC_OK;
@@ -256,8 +255,8 @@ static ddpc_status create_imagefolder(const ddpc__data_spec *s, uint64_t seed,
 {
     (void)seed;
     ddpc_dataset *ds[3] = {NULL, NULL, NULL};
-    ddpc_status st = ddpc__trainer_create_imagefolder(s->img_root, &s->img, ds, out->note,
-                                                      sizeof out->note);
+    ddpc_status st =
+        ddpc__trainer_create_imagefolder(s->img_root, &s->img, ds, out->note, sizeof out->note);
     out->train = ds[0];
     out->test = ds[2] ? ds[2] : ds[1];
     out->valid = ds[2] ? ds[1] : NULL;
@@ -283,10 +282,9 @@ static const data_builder builders[] = {
     {"imagefolder", read_imagefolder, create_imagefolder},
 };
 /* "translation" (last) has vocabularies and three splits: trainer_translation.c builds it. */
-static const char *const builder_names[] = {"fmnist", "text",        "synthetic_images",
-                                            "synthetic_tokens", "tokens", "npy",
-                                            "csv",              "imagefolder",      "translation",
-                                            NULL};
+static const char *const builder_names[] = {
+    "fmnist", "text", "synthetic_images", "synthetic_tokens", "tokens",
+    "npy",    "csv",  "imagefolder",      "translation",      NULL};
 static_assert(sizeof builders / sizeof builders[0] == DDPC__DATA_TRANSLATION,
               "builder_names lists every builder, then translation");
 
@@ -301,8 +299,10 @@ ddpc_status ddpc__trainer_read_data_type(ddpc_trainer *t, const char *key, const
     for (size_t j = 0; j < n; j++)
         for (int i = 0; i < DDPC__DATA_BUILTINS; i++)
             if (strcmp(names[DDPC__DATA_BUILTINS + j], names[i]) == 0)
-                return ddpc_errorf(DDPC_EINVAL, "data type '%s' is registered by the program but "
-                                   "is a built-in type's name", names[i]);
+                return ddpc_errorf(DDPC_EINVAL,
+                                   "data type '%s' is registered by the program but "
+                                   "is a built-in type's name",
+                                   names[i]);
     names[DDPC__DATA_BUILTINS + n] = NULL;
     return ddpc_config_choice(t->cfg, key, "fmnist", names, type);
 }
@@ -323,12 +323,11 @@ static bool same_strings(const char *const *a, const char *const *b, int n)
 bool ddpc__data_same_spec(const ddpc__data_spec *a, const ddpc__data_spec *b)
 {
     return a->type == b->type && a->size == b->size && a->classes == b->classes &&
-           a->block == b->block && a->val_fraction == b->val_fraction &&
-           a->format == b->format && same_string(a->path, b->path) &&
-           same_string(a->val_path, b->val_path) && same_string(a->test_path, b->test_path) &&
-           same_strings(a->npy_x, b->npy_x, 3) && same_strings(a->npy_y, b->npy_y, 3) &&
-           same_string(a->label, b->label) && same_strings(a->img_root, b->img_root, 3) &&
-           same_image(&a->img, &b->img);
+           a->block == b->block && a->val_fraction == b->val_fraction && a->format == b->format &&
+           same_string(a->path, b->path) && same_string(a->val_path, b->val_path) &&
+           same_string(a->test_path, b->test_path) && same_strings(a->npy_x, b->npy_x, 3) &&
+           same_strings(a->npy_y, b->npy_y, 3) && same_string(a->label, b->label) &&
+           same_strings(a->img_root, b->img_root, 3) && same_image(&a->img, &b->img);
 }
 
 ddpc_status ddpc__trainer_read_data(ddpc_trainer *t, const char *prefix, ddpc__data_spec *s)

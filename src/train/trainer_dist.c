@@ -92,6 +92,14 @@ ddpc_status ddpc__trainer_read_ddp(ddpc_trainer *t)
     bool sync_bn = rc->sync_batchnorm; /* model.sync_batchnorm, read with the model */
     *rc = ddpc_reducer_config_default();
     rc->sync_batchnorm = sync_bn;
+    int64_t stage;
+    DDPC_TRY(ddpc_config_int(c, "zero.stage", 0, 0, 3, &stage));
+    rc->zero_stage = (int)stage;
+    if (stage > 0 && t->dist.dp_replicas > 0)
+        return ddpc_errorf(DDPC_EINVAL,
+                           "zero.stage %lld shards across processes; parallel.mode: "
+                           "dp is one process, whose replicas each hold the whole model",
+                           (long long)stage);
     DDPC_TRY(ddpc_config_float(c, "ddp.bucket_cap_mb", 25.0, 1e-6, 1e6, &rc->bucket_cap_mb));
     DDPC_TRY(ddpc_config_float(c, "ddp.first_bucket_mb", 1.0, 1e-6, 1e6, &rc->first_bucket_mb));
     DDPC_TRY(ddpc_config_bool(c, "ddp.find_unused_parameters", false, &rc->find_unused_parameters));
@@ -105,7 +113,6 @@ ddpc_status ddpc__trainer_init_ddp(ddpc_trainer *t)
 {
     ddpc_config *c = t->cfg;
     ddpc_reducer_config rc = t->dist.reducer_cfg;
-    rc.zero_stage = t->engine_cfg.zero_stage;
     if (t->dist.world == 1)
         return DDPC_OK;
     /* Every rank must run the same config: compare it line by line (the dump is canonical). */

@@ -13,7 +13,7 @@
 /* ZeRO: what rank 0 holds, so a user sees the sharding took effect. */
 static void log_zero(ddpc_trainer *t)
 {
-    int stage = ddpc_engine_config_of(t->engine)->zero_stage;
+    int stage = ddpc_engine_zero_stage(t->engine);
     if (stage == 0 || t->dist.world == 1)
         return;
     const ddpc_range *r;
@@ -105,8 +105,10 @@ void ddpc__trainer_log_start(ddpc_trainer *t)
             for (int i = 0; i < t->data.n_tasks; i++)
                 if (t->data.holds[(size_t)r * (size_t)t->data.n_tasks + (size_t)i])
                     global += t->data.task[i].batch_size;
-        fprintf(t->log, "global batch %lld = every rank's own tasks' batches x %lld accumulation "
-                "step%s (", (long long)(global * s->accum_steps), (long long)s->accum_steps,
+        fprintf(t->log,
+                "global batch %lld = every rank's own tasks' batches x %lld accumulation "
+                "step%s (",
+                (long long)(global * s->accum_steps), (long long)s->accum_steps,
                 s->accum_steps == 1 ? "" : "s");
     } else {
         int dp = t->dist.dp_replicas;
@@ -117,8 +119,10 @@ void ddpc__trainer_log_start(ddpc_trainer *t)
             fprintf(t->log, " (%s)", parts);
         int per = ddpc_engine_replica_threads(t->engine);
         if (dp)
-            fprintf(t->log, " x %d replica%s (parallel.mode dp: one process, %d kernel thread%s "
-                    "each)", dp, dp == 1 ? "" : "s", per, per == 1 ? "" : "s");
+            fprintf(t->log,
+                    " x %d replica%s (parallel.mode dp: one process, %d kernel thread%s "
+                    "each)",
+                    dp, dp == 1 ? "" : "s", per, per == 1 ? "" : "s");
         else
             fprintf(t->log, " x %d rank%s", t->dist.world, t->dist.world == 1 ? "" : "s");
         fprintf(t->log, " x %lld accumulation step%s (", (long long)s->accum_steps,
@@ -132,10 +136,10 @@ void ddpc__trainer_log_start(ddpc_trainer *t)
     /* Said once, so a CPU without bf16 products is never mistaken for a fast one. */
     bool gpu = ddpc_model_backend(t->model)->kind != DDPC_DEVICE_CPU;
     fprintf(t->log, "precision %s: matrix products in %s\n", ddpc_precision_name(s->precision),
-            !gpu ? ddpc_kernels_matmul_info(s->precision, NULL)
+            !gpu                             ? ddpc_kernels_matmul_info(s->precision, NULL)
             : s->precision == DDPC_PREC_FP32 ? "fp32 cuBLAS (TF32 off)"
-                                              : "16-bit inputs on cuBLAS tensor cores, fp32 "
-                                                "accumulation");
+                                             : "16-bit inputs on cuBLAS tensor cores, fp32 "
+                                               "accumulation");
     log_activations(t);
     ddpc__trainer_log_memory_plan(t);
 }

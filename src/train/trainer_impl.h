@@ -7,8 +7,8 @@
 #ifndef DDPC_TRAIN_TRAINER_IMPL_H
 #define DDPC_TRAIN_TRAINER_IMPL_H
 
-#include <ddpc/combined.h>
 #include <ddpc/checkpoint.h>
+#include <ddpc/combined.h>
 #include <ddpc/comm.h>
 #include <ddpc/data.h>
 #include <ddpc/engine.h>

@@ -23,8 +23,8 @@ static ddpc_status build_loader(ddpc_trainer *t, int i)
         return ddpc_errorf(DDPC_EINVAL, "data (%lld training samples): %s", (long long)size, why);
     }
     ddpc_loader_config lc = ddpc_loader_config_default();
-    lc.batch_size =
-        k->batch_size * (t->dist.dp_replicas > 0 ? t->dist.dp_replicas : 1); /* dp: every replica's */
+    lc.batch_size = k->batch_size *
+                    (t->dist.dp_replicas > 0 ? t->dist.dp_replicas : 1); /* dp: every replica's */
     lc.num_workers = t->set.num_workers;
     lc.prefetch_factor = t->set.prefetch_factor;
     /* Every rank runs the same steps, so partial last batches are dropped; but where this rank's
@@ -33,21 +33,24 @@ static ddpc_status build_loader(ddpc_trainer *t, int i)
      * distributed sampler every rank's share is the same size, so the ranks still agree. */
     int64_t share = ddpc_sampler_len(k->sampler);
     bool partial = !t->data.multi && t->dist.dp_replicas == 0 && !t->data.samp.drop_last &&
-                   t->data.samp.kind == DDPC_SAMPLER_DISTRIBUTED && share > 0 && share < lc.batch_size;
+                   t->data.samp.kind == DDPC_SAMPLER_DISTRIBUTED && share > 0 &&
+                   share < lc.batch_size;
     lc.drop_last = !partial;
     if (partial && t->dist.world > 1)
-        ddpc__trainer_add_note(t,
-                 "data: %lld training samples, %lld on each of %d ranks, are fewer than "
-                 "data.batch_size %lld: each epoch is one step on a partial batch of %lld per "
-                 "rank (data.drop_last: true refuses instead)\n",
-                 (long long)size, (long long)share, t->dist.world, (long long)lc.batch_size,
-                 (long long)share);
+        ddpc__trainer_add_note(
+            t,
+            "data: %lld training samples, %lld on each of %d ranks, are fewer than "
+            "data.batch_size %lld: each epoch is one step on a partial batch of %lld per "
+            "rank (data.drop_last: true refuses instead)\n",
+            (long long)size, (long long)share, t->dist.world, (long long)lc.batch_size,
+            (long long)share);
     else if (partial)
-        ddpc__trainer_add_note(t,
-                 "data: %lld training samples are fewer than data.batch_size %lld: each epoch "
-                 "is one step on a partial batch of %lld (data.drop_last: true refuses "
-                 "instead)\n",
-                 (long long)size, (long long)lc.batch_size, (long long)share);
+        ddpc__trainer_add_note(
+            t,
+            "data: %lld training samples are fewer than data.batch_size %lld: each epoch "
+            "is one step on a partial batch of %lld (data.drop_last: true refuses "
+            "instead)\n",
+            (long long)size, (long long)lc.batch_size, (long long)share);
     if ((t->set.hflip || t->set.random_shift > 0) &&
         ddpc_dataset_kind_of(k->train) != DDPC_DATASET_IMAGES) /* not silently ignored */
         return ddpc_errorf(DDPC_EINVAL, "key '%s' augments images; data.type %s has none",
@@ -73,7 +76,8 @@ static ddpc_status build_loader(ddpc_trainer *t, int i)
  * `case`, the shortest. *len is this rank's and becomes the agreed one. */
 static ddpc_status agree_epoch(ddpc_trainer *t, int64_t *len)
 {
-    bool shortest = t->data.mode == DDPC_COMBINED_MIN_SIZE || t->data.samp.kind == DDPC_SAMPLER_CASE;
+    bool shortest =
+        t->data.mode == DDPC_COMBINED_MIN_SIZE || t->data.samp.kind == DDPC_SAMPLER_CASE;
     if (t->dist.world == 1 || (!t->data.sharding && t->data.samp.kind != DDPC_SAMPLER_CASE))
         return DDPC_OK;
     int64_t mine = *len;
@@ -96,21 +100,22 @@ ddpc_status ddpc__trainer_build_loaders(ddpc_trainer *t, int64_t *per_epoch)
         names[t->data.n_local] = t->data.task[i].name;
         t->data.local_task[t->data.n_local++] = i;
     }
-    DDPC_TRY(ddpc_combined_create(loaders, names, t->data.n_local, t->data.mode, &t->data.combined));
+    DDPC_TRY(
+        ddpc_combined_create(loaders, names, t->data.n_local, t->data.mode, &t->data.combined));
     int64_t len = ddpc_combined_len(t->data.combined);
     DDPC_TRY(agree_epoch(t, &len));
     *per_epoch = len / t->set.accum_steps;
     if (*per_epoch > 0)
         return DDPC_OK;
     if (!t->data.multi)
-        return ddpc_errorf(DDPC_EINVAL,
-                           "one step takes data.batch_size %lld x optim.grad_accum_steps %lld "
-                           "samples on each of %d %s, more than the %lld training samples%s",
-                           (long long)t->set.batch_size, (long long)t->set.accum_steps,
-                           ddpc__trainer_dp_degree(t), t->dist.dp_replicas > 0 ? "replicas" : "ranks",
-                           (long long)ddpc_dataset_size(t->data.task[0].train),
-                           t->data.samp.drop_last ? " (data.drop_last: true drops a partial batch)"
-                                             : "");
+        return ddpc_errorf(
+            DDPC_EINVAL,
+            "one step takes data.batch_size %lld x optim.grad_accum_steps %lld "
+            "samples on each of %d %s, more than the %lld training samples%s",
+            (long long)t->set.batch_size, (long long)t->set.accum_steps, ddpc__trainer_dp_degree(t),
+            t->dist.dp_replicas > 0 ? "replicas" : "ranks",
+            (long long)ddpc_dataset_size(t->data.task[0].train),
+            t->data.samp.drop_last ? " (data.drop_last: true drops a partial batch)" : "");
     return ddpc_errorf(DDPC_EINVAL,
                        "an epoch of %lld combined steps (data.combined_mode %s) is shorter than "
                        "optim.grad_accum_steps %lld",

@@ -93,7 +93,7 @@ ddpc_status ddpc__trainer_plan_memory(ddpc_trainer *t)
         .bucket_len = t->mem.buckets,
         .n_buckets = nb,
         .world = t->dist.world,
-        .stage = t->engine_cfg.zero_stage,
+        .stage = t->dist.reducer_cfg.zero_stage,
         .optim_states = (int)ddpc_optim_state_buffers(t->engine_cfg.optim.type),
         .comm_dtype = t->dist.reducer_cfg.comm_dtype,
         .act_bytes = {ddpc_model_activation_bytes(t->model, batch, false),

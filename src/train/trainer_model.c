@@ -115,9 +115,10 @@ static ddpc_status read_loss(ddpc_trainer *t, ddpc_model_config *mc)
         return ddpc_errorf(DDPC_EINVAL, "loss '%s' needs model type mlp or cnn; '%s' trains with "
                            "cross_entropy only", ddpc_loss_name(mc->loss), mc->type);
     if (ddpc_dataset_target_width(t->data.task[0].train) == 0)
-        return ddpc_errorf(DDPC_EINVAL, "loss '%s' needs float targets (data.type csv with "
-                           "data.label); data.type %s has class labels", ddpc_loss_name(mc->loss),
-                           t->data.task[0].data_type);
+        return ddpc_errorf(DDPC_EINVAL,
+                           "loss '%s' needs float targets (data.type csv with "
+                           "data.label); data.type %s has class labels",
+                           ddpc_loss_name(mc->loss), t->data.task[0].data_type);
     if (t->dist.dp_replicas > 0)
         return ddpc_errorf(DDPC_EINVAL, "loss '%s' needs DDP; parallel.mode: dp splits class "
                            "labels only", ddpc_loss_name(mc->loss));
@@ -147,8 +148,8 @@ static ddpc_status read_model_config(ddpc_trainer *t, ddpc_model_config *mc, voi
                            b->name);
     /* Whether model.batchnorm is on is the type's own key: build_model checks it on the model. */
     if (b->batchnorm) /* torch.nn.SyncBatchNorm.convert_sync_batchnorm */
-        DDPC_TRY(
-            ddpc_config_bool(c, "model.sync_batchnorm", false, &t->dist.reducer_cfg.sync_batchnorm));
+        DDPC_TRY(ddpc_config_bool(c, "model.sync_batchnorm", false,
+                                  &t->dist.reducer_cfg.sync_batchnorm));
     if (t->dist.reducer_cfg.sync_batchnorm && t->dist.dp_replicas > 0) /* torch's is DDP-only too */
         return ddpc_errorf(DDPC_EINVAL,
                            "model.sync_batchnorm synchronises batch statistics "
@@ -270,14 +271,6 @@ static ddpc_status read_engine_config(ddpc_trainer *t, int64_t total_steps, ddpc
     ec->accum_steps = t->set.accum_steps;
     ec->num_tasks = t->data.n_tasks;
     ec->on_nonfinite = (ddpc_nonfinite_policy)policy; /* the table follows the enum's order */
-    int64_t stage;
-    DDPC_TRY(ddpc_config_int(c, "zero.stage", 0, 0, 3, &stage));
-    ec->zero_stage = (int)stage;
-    if (stage > 0 && t->dist.dp_replicas > 0)
-        return ddpc_errorf(DDPC_EINVAL,
-                           "zero.stage %lld shards across processes; parallel.mode: "
-                           "dp is one process, whose replicas each hold the whole model",
-                           (long long)stage);
     ec->dp_replicas = t->dist.dp_replicas;
     return read_loss_scale(t, ec);
 }
@@ -314,7 +307,8 @@ static ddpc_status alloc_buffers(ddpc_trainer *t)
     }
     t->buf.max_batch = n;
     t->buf.x = images ? ddpc_malloc((size_t)(n * t->buf.sample_floats) * sizeof(float)) : NULL;
-    t->buf.tokens = images ? NULL : ddpc_malloc((size_t)(n * t->buf.tokens_per_sample) * sizeof(int32_t));
+    t->buf.tokens =
+        images ? NULL : ddpc_malloc((size_t)(n * t->buf.tokens_per_sample) * sizeof(int32_t));
     t->buf.targets = ddpc_malloc((size_t)(n * t->buf.tokens_per_sample) * sizeof(int32_t));
     t->buf.perm = ddpc_malloc((size_t)ddpc_dataset_size(t->data.task[0].train) * sizeof(int64_t));
     if ((images && !t->buf.x) || (!images && !t->buf.tokens) || !t->buf.targets || !t->buf.perm)

@@ -55,13 +55,11 @@ ddpc_status ddpc__trainer_record_session(ddpc_trainer *t)
     const char *source = ddpc_config_source(t->cfg);
     char written[1100];
     snprintf(written, sizeof written, "%s/config.yaml", t->set.run_dir);
-    const ddpc_engine_config *ec = ddpc_engine_config_of(t->engine);
     ddpc_metrics *m = t->metrics;
     ddpc_metrics_begin(m, ddpc_engine_step(t->engine));
     ddpc_metrics_str(m, "event", "run");
     ddpc_metrics_i64(m, "world", t->dist.world);
-    ddpc_metrics_i64(m, "zero_stage",
-                     t->dist.world > 1 ? ec->zero_stage : 0); /* the one in effect */
+    ddpc_metrics_i64(m, "zero_stage", ddpc_engine_zero_stage(t->engine)); /* in effect */
     ddpc_metrics_str(m, "precision", ddpc_precision_name(t->set.precision));
     ddpc_metrics_str(m, "device", ddpc__device_describe(ddpc_model_config_of(t->model)->backend));
     ddpc_metrics_str(m, "config", source ? source : written);

@@ -19,7 +19,7 @@ typedef struct {
     int threads;
     trainer_state state;
     int64_t epochs, max_steps, eval_every, log_every;
-    int64_t eval_batches, test_batches; /* per rank and task, val / test evaluations; 0 = all */
+    int64_t eval_batches, test_batches;  /* per rank and task, val / test evaluations; 0 = all */
     int64_t batch_size, eval_batch_size; /* per rank; the tasks' defaults */
     int64_t accum_steps;                 /* micro-batches per optimizer step */
     ddpc_precision precision;            /* of the model's matrix products */

@@ -5,8 +5,8 @@
  * (a resumed run, a second run into the same directory) they must equal what the corpus and
  * settings give (rank 0 checks; every rank builds the same ones). Evaluation and prediction runs
  * load them from there, so ids always mean what they meant when the weights were trained. */
-#include "train/trainer_impl.h"
 #include "train/trainer_translation.h"
+#include "train/trainer_impl.h"
 
 #include <ddpc/alloc.h>
 #include <ddpc/fs.h>

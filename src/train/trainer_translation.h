@@ -26,17 +26,18 @@ struct ddpc__translation {
     /* Most-frequent-translation baseline (trainer_translate_eval.c), built at the first
      * evaluation: the train sources' hashes, sorted, each with the train sample holding its most
      * frequent target; and the sample of the most frequent target overall. */
-    uint64_t *mf_src;  /* (n_mf) */
-    int64_t *mf_pick;  /* (n_mf) */
+    uint64_t *mf_src; /* (n_mf) */
+    int64_t *mf_pick; /* (n_mf) */
     int64_t n_mf, mf_overall;
-    int32_t *out;      /* (out_rows, max_len) decoded ids */
+    int32_t *out; /* (out_rows, max_len) decoded ids */
     int64_t out_rows;
 };
 
 /* trainer_translation.c: data.type translation for task k (`prefix` = "data"): reads its keys,
  * builds or loads the vocabularies into t->tr and loads the train, valid and test splits. */
 ddpc_status ddpc__trainer_load_translation(ddpc_trainer *t, ddpc__task *k, const char *prefix);
-/* Rank 0 of a training run: writes vocab.src.txt and vocab.tgt.txt into the vocabulary directory. */
+/* Rank 0 of a training run: writes vocab.src.txt and vocab.tgt.txt into the vocabulary
+ * directory. */
 ddpc_status ddpc__trainer_save_vocab(ddpc_trainer *t);
 void ddpc__trainer_free_translation(ddpc_trainer *t);
 /* s, the status of loading weights into a translation model: DDPC_EINVAL (their vocabulary
