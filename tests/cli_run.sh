@@ -150,7 +150,7 @@ expect_usage() { # name, expected substring, args... (RUN_PATH: PATH for ddpc on
 }
 expect_usage "zero workers" "--nproc-per-node: '0'" --nproc-per-node 0 true
 expect_usage "unknown option" "unknown option '--bogus'" --bogus true
-expect_usage "unknown backend" "--backend: 'nccl'" --backend nccl true
+expect_usage "unknown backend" "--backend: 'ucc'" --backend ucc true
 expect_usage "no program" "no PROGRAM given" --nproc-per-node 2
 expect_usage "missing value" "--log-dir needs a value" --log-dir
 expect_usage "program not found" "'no-such-program-$$' was not found in PATH" no-such-program-$$
