@@ -105,6 +105,9 @@ static void test_register(void)
     bad = affine_ops, bad.backward = NULL;
     CHECK_EQ_INT(ddpc_model_register(&bad), DDPC_EINVAL);
     CHECK_STR_CONTAINS(ddpc_last_error(), "no backward member");
+    bad = affine_ops, bad.data_kind = (ddpc_dataset_kind)7;
+    CHECK_EQ_INT(ddpc_model_register(&bad), DDPC_EINVAL);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "data_kind 7");
     bad = affine_ops, bad.name = "mlp";
     CHECK_EQ_INT(ddpc_model_register(&bad), DDPC_EINVAL);
     CHECK_STR_CONTAINS(ddpc_last_error(), "'mlp' is already registered");

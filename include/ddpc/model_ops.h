@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include <ddpc/config.h>
+#include <ddpc/data.h>
 #include <ddpc/device.h>
 #include <ddpc/nn.h>
 #include <ddpc/status.h>
@@ -24,6 +25,8 @@ extern "C" {
 
 /* Longest model type name, NUL included (ddpc_model_config.type). */
 #define DDPC_MODEL_TYPE_MAX 16
+/* Model types a process can hold: the four built-ins and at most 32 registered ones. */
+#define DDPC_MODEL_MAX_TYPES 36
 
 /* One model type. Members marked optional may be NULL; the comment says what ddpc does then.
  * Every member receives the model being built or run; the type keeps its own state behind
@@ -72,6 +75,18 @@ typedef struct ddpc_model_ops {
     void (*backward)(ddpc_model *m, float dloss);
     /* Optional: frees what build and the passes allocated (the impl). NULL: nothing to free. */
     void (*destroy)(ddpc_model *m);
+    /* The samples the type consumes: DDPC_DATASET_IMAGES (the zero value: (c, h, w) floats with a
+     * class label or float targets), DDPC_DATASET_TOKENS (next-token sequences, as gpt) or
+     * DDPC_DATASET_PAIRS (source and target sequences, as seq2seq). The trainer refuses other
+     * data with one line and fills in_channels/in_height/in_width from image data. */
+    ddpc_dataset_kind data_kind;
+    /* Whether the type offers model.batchnorm (BatchNorm layers, their running statistics as
+     * buffers): the trainer then reads model.sync_batchnorm. */
+    bool batchnorm;
+    /* Whether the passes run on a GPU's kernel table (they call only ddpc_kernel_table members
+     * and device memory, verified on a GPU): device cuda/auto may then put it there. false: the
+     * CPU only, and device: cuda is refused naming the type. */
+    bool gpu;
 } ddpc_model_ops;
 
 /* Builds and initialises a model of the type `ops` (borrowed for the model's life) without

@@ -319,4 +319,6 @@ const ddpc_model_ops ddpc__cnn_ops = {
     .backward = cnn_backward,
     .checkpointing = true,
     .destroy = cnn_destroy,
+    .batchnorm = true,
+    .gpu = true,
 };

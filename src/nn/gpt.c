@@ -137,4 +137,6 @@ const ddpc_model_ops ddpc__gpt_ops = {
     .backward = ddpc__gpt_backward,
     .checkpointing = true,
     .destroy = gpt_destroy,
+    .data_kind = DDPC_DATASET_TOKENS,
+    .gpu = true,
 };

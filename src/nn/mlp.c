@@ -99,4 +99,6 @@ const ddpc_model_ops ddpc__mlp_ops = {
     .forward = mlp_forward,
     .backward = mlp_backward,
     .destroy = mlp_destroy,
+    .batchnorm = true,
+    .gpu = true,
 };

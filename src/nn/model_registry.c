@@ -8,11 +8,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#define MAX_USER_TYPES 32
-
 static const ddpc_model_ops *const builtins[] = {&ddpc__mlp_ops, &ddpc__cnn_ops, &ddpc__gpt_ops,
                                                   &ddpc__seq2seq_ops};
 #define N_BUILTINS (sizeof builtins / sizeof builtins[0])
+#define MAX_USER_TYPES (DDPC_MODEL_MAX_TYPES - N_BUILTINS)
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static const ddpc_model_ops *user_types[MAX_USER_TYPES];
@@ -63,6 +62,10 @@ ddpc_status ddpc__model_ops_check(const ddpc_model_ops *ops)
     if (missing)
         return ddpc_errorf(DDPC_EINVAL, "model type '%s' has no %s member (it is required)",
                            ops->name, missing);
+    if (ops->data_kind != DDPC_DATASET_IMAGES && ops->data_kind != DDPC_DATASET_TOKENS &&
+        ops->data_kind != DDPC_DATASET_PAIRS)
+        return ddpc_errorf(DDPC_EINVAL, "model type '%s': data_kind %d is not a ddpc_dataset_kind",
+                           ops->name, (int)ops->data_kind);
     return DDPC_OK;
 }
 
@@ -75,7 +78,7 @@ ddpc_status ddpc_model_register(const ddpc_model_ops *ops)
         s = ddpc_errorf(DDPC_EINVAL, "model type '%s' is already registered", ops->name);
     else if (n_user == MAX_USER_TYPES)
         s = ddpc_errorf(DDPC_EINVAL, "model type '%s': %d types are registered already, the most "
-                        "there can be", ops->name, MAX_USER_TYPES);
+                        "there can be", ops->name, (int)MAX_USER_TYPES);
     if (s == DDPC_OK) {
         user_types[n_user++] = ops;
         size_t len = strlen(type_list);

@@ -240,4 +240,5 @@ const ddpc_model_ops ddpc__seq2seq_ops = {
     .backward = ddpc__s2s_backward,
     .checkpointing = true,
     .destroy = s2s_destroy,
+    .data_kind = DDPC_DATASET_PAIRS,
 };

@@ -16,40 +16,15 @@
 #include <stdio.h>
 #include <string.h>
 
-/* What the trainer needs to know of a built-in type besides its ops (which read its own keys). */
-typedef struct {
-    const char *name;
-    ddpc_dataset_kind data_kind; /* the samples it consumes */
-    bool batchnorm;              /* offers model.batchnorm, so model.sync_batchnorm is read */
-    bool gpu;                    /* has CUDA kernels: device cuda/auto may put it on a GPU */
-} model_builder;
-
-static const model_builder models[] = {
-    {"mlp", DDPC_DATASET_IMAGES, true, true},
-    {"cnn", DDPC_DATASET_IMAGES, true, true},
-    {"gpt", DDPC_DATASET_TOKENS, false, true},
-    {"seq2seq", DDPC_DATASET_PAIRS, false, false},
-};
-#define N_BUILTIN (sizeof models / sizeof models[0])
-
-/* A type a program registered (ddpc_model_register): samples (c, h, w) with a class label, like
- * the images. */
-static const model_builder registered = {NULL, DDPC_DATASET_IMAGES, false, false};
-
-/* model.type among the registered types: *ops is its table, *b what the trainer knows of it. */
-static ddpc_status read_model_type(ddpc_config *c, const ddpc_model_ops **ops, model_builder *b)
+/* model.type among the registered types (the built-ins included): *ops is its table. */
+static ddpc_status read_model_type(ddpc_config *c, const ddpc_model_ops **ops)
 {
-    const char *names[N_BUILTIN + 33];
-    size_t n = ddpc_model_type_names(names, N_BUILTIN + 32);
+    const char *names[DDPC_MODEL_MAX_TYPES + 1];
+    size_t n = ddpc_model_type_names(names, DDPC_MODEL_MAX_TYPES);
     names[n] = NULL;
     int chosen;
     DDPC_TRY(ddpc_config_choice(c, "model.type", "mlp", names, &chosen));
     *ops = ddpc_model_lookup(names[chosen]);
-    *b = registered;
-    b->name = (*ops)->name;
-    for (size_t i = 0; i < N_BUILTIN; i++)
-        if (strcmp(models[i].name, names[chosen]) == 0)
-            *b = models[i];
     return DDPC_OK;
 }
 
@@ -131,9 +106,8 @@ static ddpc_status read_model_config(ddpc_trainer *t, ddpc_model_config *mc, voi
     double dropout;
     *mc = ddpc_model_config_default();
     const ddpc_model_ops *ops;
-    model_builder built;
-    DDPC_TRY(read_model_type(c, &ops, &built));
-    const model_builder *b = &built;
+    DDPC_TRY(read_model_type(c, &ops));
+    const ddpc_model_ops *b = ops; /* what the trainer needs of the type: data, BN, GPU */
     snprintf(mc->type, sizeof mc->type, "%s", b->name);
     DDPC_TRY(read_type_config(t, ops, mc, own));
     bool s2s = b->data_kind == DDPC_DATASET_PAIRS;
