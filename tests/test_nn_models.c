@@ -289,9 +289,8 @@ static void test_one_head_equals_single_head(void)
 
 static void test_bad_heads_are_rejected(void)
 {
-    ddpc_model_config c = ddpc_model_config_default();
+    ddpc_model_config c = ddpc_model_config_default(); /* mlp: its defaults (type_config NULL) */
     ddpc_gpt_config own = ddpc_gpt_config_default();
-    c.type_config = &own;
     c.head_classes[0] = 4, c.head_classes[1] = 1, c.n_heads = 2;
     ddpc_model *m = NULL;
     CHECK_EQ_INT(ddpc_model_create(&m, &c), DDPC_EINVAL);
@@ -300,6 +299,7 @@ static void test_bad_heads_are_rejected(void)
     CHECK_EQ_INT(ddpc_model_create(&m, &c), DDPC_EINVAL);
     CHECK_STR_CONTAINS(ddpc_last_error(), "heads");
     strcpy(c.type, "gpt");
+    c.type_config = &own; /* the type's own struct, never another type's */
     c.num_classes = 11, own.n_layer = 1, own.n_head = 2, own.n_embd = 8, own.block_size = 5;
     c.n_heads = 2, c.head_classes[1] = 3;
     CHECK_EQ_INT(ddpc_model_create(&m, &c), DDPC_EINVAL);
@@ -313,6 +313,7 @@ static ddpc_model *small_gpt(float dropout)
     ddpc_gpt_config own = ddpc_gpt_config_default();
     c.type_config = &own;
     strcpy(c.type, "gpt");
+    c.type_config = &own; /* the type's own struct, never another type's */
     c.num_classes = 11, own.n_layer = 2, own.n_head = 2, own.n_embd = 8, own.block_size = 5;
     c.dropout = dropout;
     return make(c);
