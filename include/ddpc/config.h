@@ -108,6 +108,11 @@ ddpc_status ddpc_config_int_list(ddpc_config *c, const char *key, const int64_t 
 ddpc_status ddpc_config_float_list(ddpc_config *c, const char *key, const double *def,
                                    size_t n_def, double min, double max, double *out, size_t cap,
                                    size_t *n_out);
+/* "<prefix>.<name>" in key (cap bytes; DDPC_CONFIG_KEY_MAX will do), for reading a section's keys
+ * ("model" + "hidden", "tasks.1" + "batch_size"), as a type's read_config does; returns key. */
+#define DDPC_CONFIG_KEY_MAX 128
+const char *ddpc_config_key(char *key, size_t cap, const char *prefix, const char *name);
+
 /* A sequence of strings (a single string reads as a 1-element list; an empty sequence, a null or
  * an absent key as no elements), at most `cap`, borrowed until destroy; a null or a nested element
  * is an error naming it. */

@@ -466,3 +466,9 @@ ddpc_status ddpc_config_string_list(ddpc_config *c, const char *key, const char 
     *n_out = list_len(n);
     return DDPC_OK;
 }
+
+const char *ddpc_config_key(char *key, size_t cap, const char *prefix, const char *name)
+{
+    snprintf(key, cap, "%s.%s", prefix, name);
+    return key;
+}

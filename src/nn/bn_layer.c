@@ -13,14 +13,14 @@
 ddpc_status ddpc__bn_read_config(ddpc_config *cfg, const char *prefix, bool *on, float *momentum,
                                  float *eps)
 {
-    char key[DDPC__MODEL_KEY_MAX];
+    char key[DDPC_CONFIG_KEY_MAX];
     double mom, e; /* doubles: 0.1f widened would be written 0.10000000149011612 in config.yaml */
-    DDPC_TRY(ddpc_config_bool(cfg, ddpc__model_key(key, sizeof key, prefix, "batchnorm"), false,
-                              on));
-    DDPC_TRY(ddpc_config_float(cfg, ddpc__model_key(key, sizeof key, prefix, "bn_momentum"), 0.1,
+    DDPC_TRY(
+        ddpc_config_bool(cfg, ddpc_config_key(key, sizeof key, prefix, "batchnorm"), false, on));
+    DDPC_TRY(ddpc_config_float(cfg, ddpc_config_key(key, sizeof key, prefix, "bn_momentum"), 0.1,
                                0.0, 1.0, &mom));
-    DDPC_TRY(ddpc_config_float(cfg, ddpc__model_key(key, sizeof key, prefix, "bn_eps"), 1e-5,
-                               1e-12, 1.0, &e));
+    DDPC_TRY(ddpc_config_float(cfg, ddpc_config_key(key, sizeof key, prefix, "bn_eps"), 1e-5, 1e-12,
+                               1.0, &e));
     *momentum = (float)mom;
     *eps = (float)e;
     return DDPC_OK;

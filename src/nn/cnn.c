@@ -56,15 +56,15 @@ const ddpc_cnn_config *ddpc_cnn_config_of(const ddpc_model *m)
 static ddpc_status cnn_read_config(ddpc_config *cfg, const char *prefix, void *type_cfg)
 {
     ddpc_cnn_config *o = type_cfg;
-    char key[DDPC__MODEL_KEY_MAX];
-    DDPC_TRY(ddpc_config_int_list(cfg, ddpc__model_key(key, sizeof key, prefix, "hidden"),
+    char key[DDPC_CONFIG_KEY_MAX];
+    DDPC_TRY(ddpc_config_int_list(cfg, ddpc_config_key(key, sizeof key, prefix, "hidden"),
                                   defaults.hidden, defaults.n_hidden, 1, 1 << 20, o->hidden,
                                   DDPC_MODEL_MAX_LAYERS, &o->n_hidden));
-    DDPC_TRY(ddpc_config_int_list(cfg, ddpc__model_key(key, sizeof key, prefix, "channels"),
+    DDPC_TRY(ddpc_config_int_list(cfg, ddpc_config_key(key, sizeof key, prefix, "channels"),
                                   defaults.channels, defaults.n_channels, 1, 1 << 16, o->channels,
                                   DDPC_MODEL_MAX_LAYERS, &o->n_channels));
     DDPC_TRY(ddpc__bn_read_config(cfg, prefix, &o->batchnorm, &o->bn_momentum, &o->bn_eps));
-    return ddpc_config_int(cfg, ddpc__model_key(key, sizeof key, prefix, "kernel_size"),
+    return ddpc_config_int(cfg, ddpc_config_key(key, sizeof key, prefix, "kernel_size"),
                            defaults.kernel_size, 1, 31, &o->kernel_size);
 }
 

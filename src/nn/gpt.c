@@ -35,14 +35,14 @@ const ddpc_gpt_config *ddpc_gpt_config_of(const ddpc_model *m)
 static ddpc_status gpt_read_config(ddpc_config *cfg, const char *prefix, void *type_cfg)
 {
     ddpc_gpt_config *o = type_cfg;
-    char key[DDPC__MODEL_KEY_MAX];
-    DDPC_TRY(ddpc_config_int(cfg, ddpc__model_key(key, sizeof key, prefix, "n_layer"),
+    char key[DDPC_CONFIG_KEY_MAX];
+    DDPC_TRY(ddpc_config_int(cfg, ddpc_config_key(key, sizeof key, prefix, "n_layer"),
                              defaults.n_layer, 1, DDPC_MODEL_MAX_LAYERS, &o->n_layer));
-    DDPC_TRY(ddpc_config_int(cfg, ddpc__model_key(key, sizeof key, prefix, "n_head"),
+    DDPC_TRY(ddpc_config_int(cfg, ddpc_config_key(key, sizeof key, prefix, "n_head"),
                              defaults.n_head, 1, 1024, &o->n_head));
-    DDPC_TRY(ddpc_config_int(cfg, ddpc__model_key(key, sizeof key, prefix, "n_embd"),
+    DDPC_TRY(ddpc_config_int(cfg, ddpc_config_key(key, sizeof key, prefix, "n_embd"),
                              defaults.n_embd, 1, 1 << 16, &o->n_embd));
-    return ddpc_config_int(cfg, ddpc__model_key(key, sizeof key, prefix, "block_size"),
+    return ddpc_config_int(cfg, ddpc_config_key(key, sizeof key, prefix, "block_size"),
                            defaults.block_size, 1, 1 << 16, &o->block_size);
 }
 

@@ -26,9 +26,9 @@ const ddpc_mlp_config *ddpc_mlp_config_of(const ddpc_model *m)
 static ddpc_status mlp_read_config(ddpc_config *cfg, const char *prefix, void *type_cfg)
 {
     ddpc_mlp_config *o = type_cfg;
-    char key[DDPC__MODEL_KEY_MAX];
+    char key[DDPC_CONFIG_KEY_MAX];
     DDPC_TRY(ddpc__bn_read_config(cfg, prefix, &o->batchnorm, &o->bn_momentum, &o->bn_eps));
-    return ddpc_config_int_list(cfg, ddpc__model_key(key, sizeof key, prefix, "hidden"),
+    return ddpc_config_int_list(cfg, ddpc_config_key(key, sizeof key, prefix, "hidden"),
                                 defaults.hidden, defaults.n_hidden, 1, 1 << 20, o->hidden,
                                 DDPC_MODEL_MAX_LAYERS, &o->n_hidden);
 }

@@ -119,16 +119,6 @@ extern const ddpc_model_ops ddpc__cnn_ops;
 extern const ddpc_model_ops ddpc__gpt_ops;
 extern const ddpc_model_ops ddpc__seq2seq_ops;
 
-/* "<prefix>.<name>" in key (cap bytes, DDPC__MODEL_KEY_MAX will do), for a type's read_config;
- * returns key. */
-#define DDPC__MODEL_KEY_MAX 128
-static inline const char *ddpc__model_key(char *key, size_t cap, const char *prefix,
-                                          const char *name)
-{
-    snprintf(key, cap, "%s.%s", prefix, name);
-    return key;
-}
-
 /* DDPC_EINVAL naming what is wrong with a table: a bad name or a required member missing. */
 ddpc_status ddpc__model_ops_check(const ddpc_model_ops *ops);
 

@@ -69,23 +69,23 @@ const ddpc_seq2seq_config *ddpc_seq2seq_config_of(const ddpc_model *m)
 static ddpc_status s2s_read_config(ddpc_config *cfg, const char *prefix, void *type_cfg)
 {
     ddpc_seq2seq_config *o = type_cfg;
-    char key[DDPC__MODEL_KEY_MAX];
+    char key[DDPC_CONFIG_KEY_MAX];
     double ls;
-    DDPC_TRY(ddpc_config_int(cfg, ddpc__model_key(key, sizeof key, prefix, "d_model"),
+    DDPC_TRY(ddpc_config_int(cfg, ddpc_config_key(key, sizeof key, prefix, "d_model"),
                              defaults.d_model, 1, 1 << 16, &o->d_model));
-    DDPC_TRY(ddpc_config_int(cfg, ddpc__model_key(key, sizeof key, prefix, "num_heads"),
+    DDPC_TRY(ddpc_config_int(cfg, ddpc_config_key(key, sizeof key, prefix, "num_heads"),
                              defaults.num_heads, 1, 1024, &o->num_heads));
-    DDPC_TRY(ddpc_config_int(cfg, ddpc__model_key(key, sizeof key, prefix, "num_encoder_layers"),
+    DDPC_TRY(ddpc_config_int(cfg, ddpc_config_key(key, sizeof key, prefix, "num_encoder_layers"),
                              defaults.num_encoder_layers, 1, DDPC_MODEL_MAX_LAYERS,
                              &o->num_encoder_layers));
-    DDPC_TRY(ddpc_config_int(cfg, ddpc__model_key(key, sizeof key, prefix, "num_decoder_layers"),
+    DDPC_TRY(ddpc_config_int(cfg, ddpc_config_key(key, sizeof key, prefix, "num_decoder_layers"),
                              defaults.num_decoder_layers, 1, DDPC_MODEL_MAX_LAYERS,
                              &o->num_decoder_layers));
-    DDPC_TRY(ddpc_config_int(cfg, ddpc__model_key(key, sizeof key, prefix, "d_ff"), defaults.d_ff,
+    DDPC_TRY(ddpc_config_int(cfg, ddpc_config_key(key, sizeof key, prefix, "d_ff"), defaults.d_ff,
                              1, 1 << 20, &o->d_ff));
     /* 0.1 written as a double: the float default widened would be 0.10000000149011612 in
      * config.yaml. */
-    DDPC_TRY(ddpc_config_float(cfg, ddpc__model_key(key, sizeof key, prefix, "label_smoothing"),
+    DDPC_TRY(ddpc_config_float(cfg, ddpc_config_key(key, sizeof key, prefix, "label_smoothing"),
                                0.1, 0.0, 1.0, &ls));
     o->label_smoothing = (float)ls;
     return DDPC_OK;
@@ -94,13 +94,13 @@ static ddpc_status s2s_read_config(ddpc_config *cfg, const char *prefix, void *t
 ddpc_status ddpc_seq2seq_config_read_data(ddpc_config *cfg, const char *prefix,
                                           const ddpc_seq2seq_data *d, ddpc_seq2seq_config *c)
 {
-    char key[DDPC__MODEL_KEY_MAX];
+    char key[DDPC_CONFIG_KEY_MAX];
     c->src_vocab = d->src_vocab;
     c->tgt_vocab = d->tgt_vocab;
     c->vocab_digests = true;
     c->src_vocab_digest = d->src_digest;
     c->tgt_vocab_digest = d->tgt_digest;
-    return ddpc_config_int(cfg, ddpc__model_key(key, sizeof key, prefix, "max_len"), d->max_len,
+    return ddpc_config_int(cfg, ddpc_config_key(key, sizeof key, prefix, "max_len"), d->max_len,
                            d->max_len, 1 << 16, &c->max_len);
 }
 

@@ -14,12 +14,6 @@
 #include <stdio.h>
 #include <string.h>
 
-const char *ddpc__trainer_key(char *buf, size_t cap, const char *prefix, const char *name)
-{
-    snprintf(buf, cap, "%s.%s", prefix, name);
-    return buf;
-}
-
 static ddpc_status own(ddpc_trainer *t, ddpc_dataset *d)
 {
     if (t->data.n_owned == DDPC__MAX_OWNED) {
@@ -94,7 +88,7 @@ static ddpc_status load_data(ddpc_trainer *t, ddpc__task *k, const char *prefix,
     char key[96];
     ddpc__data_spec want = {0};
     const char *names[DDPC__DATA_NAMES_MAX];
-    DDPC_TRY(ddpc__trainer_read_data_type(t, ddpc__trainer_key(key, sizeof key, prefix, "type"),
+    DDPC_TRY(ddpc__trainer_read_data_type(t, ddpc_config_key(key, sizeof key, prefix, "type"),
                                           names, &want.type));
     if (want.type == DDPC__DATA_TRANSLATION) {
         k->data_type = "translation";
@@ -104,7 +98,7 @@ static ddpc_status load_data(ddpc_trainer *t, ddpc__task *k, const char *prefix,
         DDPC_TRY(load_registered(t, k, prefix, names[want.type]));
     else
         DDPC_TRY(load_builtin(t, k, prefix, names[want.type], &want, loaded, n_loaded));
-    ddpc__trainer_key(key, sizeof key, prefix, "label_map");
+    ddpc_config_key(key, sizeof key, prefix, "label_map");
     if (!ddpc_config_has(t->cfg, key))
         return DDPC_OK;
     int64_t map[256];
@@ -152,17 +146,17 @@ static ddpc_status read_task(ddpc_trainer *t, int i, loaded_data *loaded, int *n
     char prefix[64], key[96];
     double w;
     snprintf(prefix, sizeof prefix, "tasks.%d", i);
-    DDPC_TRY(read_name(t, i, ddpc__trainer_key(key, sizeof key, prefix, "name")));
-    DDPC_TRY(load_data(t, k, ddpc__trainer_key(key, sizeof key, prefix, "data"), loaded, n_loaded));
-    DDPC_TRY(ddpc_config_int(c, ddpc__trainer_key(key, sizeof key, prefix, "batch_size"),
+    DDPC_TRY(read_name(t, i, ddpc_config_key(key, sizeof key, prefix, "name")));
+    DDPC_TRY(load_data(t, k, ddpc_config_key(key, sizeof key, prefix, "data"), loaded, n_loaded));
+    DDPC_TRY(ddpc_config_int(c, ddpc_config_key(key, sizeof key, prefix, "batch_size"),
                              t->set.batch_size, 1, 1 << 20, &k->batch_size));
-    DDPC_TRY(ddpc_config_int(c, ddpc__trainer_key(key, sizeof key, prefix, "eval_batch_size"),
+    DDPC_TRY(ddpc_config_int(c, ddpc_config_key(key, sizeof key, prefix, "eval_batch_size"),
                              t->set.eval_batch_size, 1, 1 << 20, &k->eval_batch_size));
-    DDPC_TRY(ddpc_config_float(c, ddpc__trainer_key(key, sizeof key, prefix, "loss_weight"), 1.0,
-                               0.0, 1e6, &w));
+    DDPC_TRY(ddpc_config_float(c, ddpc_config_key(key, sizeof key, prefix, "loss_weight"), 1.0, 0.0,
+                               1e6, &w));
     k->loss_weight = (float)w;
     int64_t classes = ddpc_dataset_num_classes(k->train);
-    return ddpc_config_int(c, ddpc__trainer_key(key, sizeof key, prefix, "num_classes"), classes,
+    return ddpc_config_int(c, ddpc_config_key(key, sizeof key, prefix, "num_classes"), classes,
                            classes, 256, &k->num_classes);
 }
 

@@ -22,7 +22,7 @@ typedef struct {
 static ddpc_status read_fmnist(ddpc_trainer *t, const char *prefix, ddpc__data_spec *s)
 {
     char key[96];
-    return ddpc_config_string(t->cfg, ddpc__trainer_key(key, sizeof key, prefix, "path"),
+    return ddpc_config_string(t->cfg, ddpc_config_key(key, sizeof key, prefix, "path"),
                               DDPC__FMNIST_DIR, &s->path);
 }
 
@@ -38,10 +38,10 @@ static ddpc_status read_text(ddpc_trainer *t, const char *prefix, ddpc__data_spe
 {
     char key[96];
     DDPC_TRY(ddpc_config_int(t->cfg, "model.block_size", 128, 1, 1 << 16, &s->block));
-    DDPC_TRY(ddpc_config_string(t->cfg, ddpc__trainer_key(key, sizeof key, prefix, "path"),
+    DDPC_TRY(ddpc_config_string(t->cfg, ddpc_config_key(key, sizeof key, prefix, "path"),
                                 DDPC__FORTUNES_DIR, &s->path));
-    return ddpc_config_float(t->cfg, ddpc__trainer_key(key, sizeof key, prefix, "val_fraction"),
-                             0.1, 0.001, 0.999, &s->val_fraction);
+    return ddpc_config_float(t->cfg, ddpc_config_key(key, sizeof key, prefix, "val_fraction"), 0.1,
+                             0.001, 0.999, &s->val_fraction);
 }
 
 /* Text has one held-out split: the last val_fraction of the corpus. */
@@ -55,10 +55,10 @@ static ddpc_status create_text(const ddpc__data_spec *s, uint64_t seed, ddpc__da
 static ddpc_status read_synthetic_images(ddpc_trainer *t, const char *prefix, ddpc__data_spec *s)
 {
     char key[96];
-    DDPC_TRY(ddpc_config_int(t->cfg, ddpc__trainer_key(key, sizeof key, prefix, "size"), 1024, 1,
+    DDPC_TRY(ddpc_config_int(t->cfg, ddpc_config_key(key, sizeof key, prefix, "size"), 1024, 1,
                              INT64_MAX, &s->size));
-    return ddpc_config_int(t->cfg, ddpc__trainer_key(key, sizeof key, prefix, "classes"), 10, 2,
-                           256, &s->classes);
+    return ddpc_config_int(t->cfg, ddpc_config_key(key, sizeof key, prefix, "classes"), 10, 2, 256,
+                           &s->classes);
 }
 
 /* One seed for both splits: they share the labelling map and differ only in samples; the test
@@ -76,7 +76,7 @@ static ddpc_status read_synthetic_tokens(ddpc_trainer *t, const char *prefix, dd
 {
     char key[96];
     DDPC_TRY(ddpc_config_int(t->cfg, "model.block_size", 128, 1, 1 << 16, &s->block));
-    return ddpc_config_int(t->cfg, ddpc__trainer_key(key, sizeof key, prefix, "size"), 1 << 16, 2,
+    return ddpc_config_int(t->cfg, ddpc_config_key(key, sizeof key, prefix, "size"), 1 << 16, 2,
                            INT64_MAX, &s->size);
 }
 
@@ -97,14 +97,14 @@ static ddpc_status read_tokens(ddpc_trainer *t, const char *prefix, ddpc__data_s
     char key[96];
     DDPC_TRY(ddpc_config_int(t->cfg, "model.block_size", 128, 1, 1 << 16, &s->block));
     DDPC_TRY(ddpc_config_int(t->cfg, "model.vocab_size", 256, 2, INT32_MAX, &s->classes));
-    DDPC_TRY(ddpc_config_choice(t->cfg, ddpc__trainer_key(key, sizeof key, prefix, "format"),
-                                "llmc", token_formats, &s->format));
-    DDPC_TRY(ddpc_config_string(t->cfg, ddpc__trainer_key(key, sizeof key, prefix, "test"), NULL,
+    DDPC_TRY(ddpc_config_choice(t->cfg, ddpc_config_key(key, sizeof key, prefix, "format"), "llmc",
+                                token_formats, &s->format));
+    DDPC_TRY(ddpc_config_string(t->cfg, ddpc_config_key(key, sizeof key, prefix, "test"), NULL,
                                 &s->test_path));
     const char *names[2] = {"train", "val"};
     const char **dst[2] = {&s->path, &s->val_path};
     for (int i = 0; i < 2; i++) {
-        DDPC_TRY(ddpc_config_string(t->cfg, ddpc__trainer_key(key, sizeof key, prefix, names[i]),
+        DDPC_TRY(ddpc_config_string(t->cfg, ddpc_config_key(key, sizeof key, prefix, names[i]),
                                     NULL, dst[i]));
         if (!*dst[i])
             return ddpc_errorf(DDPC_EINVAL,
@@ -135,10 +135,10 @@ static ddpc_status read_npy(ddpc_trainer *t, const char *prefix, ddpc__data_spec
     char key[96], name[16];
     for (int i = 0; i < 3; i++) {
         snprintf(name, sizeof name, "%s_x", split[i]);
-        DDPC_TRY(ddpc_config_string(t->cfg, ddpc__trainer_key(key, sizeof key, prefix, name), NULL,
+        DDPC_TRY(ddpc_config_string(t->cfg, ddpc_config_key(key, sizeof key, prefix, name), NULL,
                                     &s->npy_x[i]));
         snprintf(name, sizeof name, "%s_y", split[i]);
-        DDPC_TRY(ddpc_config_string(t->cfg, ddpc__trainer_key(key, sizeof key, prefix, name), NULL,
+        DDPC_TRY(ddpc_config_string(t->cfg, ddpc_config_key(key, sizeof key, prefix, name), NULL,
                                     &s->npy_y[i]));
         if (!s->npy_x[i] != !s->npy_y[i] || (i == 0 && !s->npy_x[i]))
             return ddpc_errorf(DDPC_EINVAL,
@@ -187,9 +187,9 @@ static ddpc_status read_csv(ddpc_trainer *t, const char *prefix, ddpc__data_spec
     const char **dst[3] = {&s->path, &s->val_path, &s->test_path};
     char key[96];
     for (int i = 0; i < 3; i++)
-        DDPC_TRY(ddpc_config_string(t->cfg, ddpc__trainer_key(key, sizeof key, prefix, split[i]),
+        DDPC_TRY(ddpc_config_string(t->cfg, ddpc_config_key(key, sizeof key, prefix, split[i]),
                                     NULL, dst[i]));
-    DDPC_TRY(ddpc_config_string(t->cfg, ddpc__trainer_key(key, sizeof key, prefix, "label"), NULL,
+    DDPC_TRY(ddpc_config_string(t->cfg, ddpc_config_key(key, sizeof key, prefix, "label"), NULL,
                                 &s->label));
     if (!s->path || !s->label)
         return ddpc_errorf(DDPC_EINVAL,

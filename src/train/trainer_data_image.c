@@ -32,28 +32,28 @@ ddpc_status ddpc__trainer_read_imagefolder(ddpc_trainer *t, const char *prefix,
     *c = ddpc_imagefolder_config_default();
     c->threads = t->set.threads;
     for (int i = 0; i < 3; i++)
-        DDPC_TRY(ddpc_config_string(t->cfg, ddpc__trainer_key(key, sizeof key, prefix, split[i]),
+        DDPC_TRY(ddpc_config_string(t->cfg, ddpc_config_key(key, sizeof key, prefix, split[i]),
                                     NULL, &roots[i]));
     if (!roots[0] || (!roots[1] && !roots[2]))
         return ddpc_errorf(DDPC_EINVAL,
                            "data.type imagefolder needs key '%s.%s' (a folder of class folders) "
                            "and a held-out split: '%s.val' or '%s.test'",
                            prefix, roots[0] ? "val" : "train", prefix, prefix);
-    ddpc__trainer_key(key, sizeof key, prefix, "image_size");
+    ddpc_config_key(key, sizeof key, prefix, "image_size");
     int64_t size[2];
     size_t n_size = 0;
     DDPC_TRY(ddpc_config_int_list(t->cfg, key, NULL, 0, 1, 1 << 15, size, 2, &n_size));
     if (n_size)
         c->height = size[0], c->width = size[n_size - 1];
     int64_t ch = 0;
-    ddpc__trainer_key(key, sizeof key, prefix, "channels");
+    ddpc_config_key(key, sizeof key, prefix, "channels");
     DDPC_TRY(ddpc_config_int(t->cfg, key, 0, 0, 3, &ch));
     if (ch == 2)
         return ddpc_errorf(DDPC_EINVAL, "key '%s' must be 1 (grey) or 3 (RGB), got 2", key);
     c->channels = (int)ch;
-    DDPC_TRY(read_norm(t, ddpc__trainer_key(key, sizeof key, prefix, "mean"), false, c->mean,
-                       &c->n_mean));
-    return read_norm(t, ddpc__trainer_key(key, sizeof key, prefix, "std"), true, c->std, &c->n_std);
+    DDPC_TRY(
+        read_norm(t, ddpc_config_key(key, sizeof key, prefix, "mean"), false, c->mean, &c->n_mean));
+    return read_norm(t, ddpc_config_key(key, sizeof key, prefix, "std"), true, c->std, &c->n_std);
 }
 
 /* Appends "data: ROOT: ..." for one split to note. */

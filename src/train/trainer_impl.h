@@ -235,8 +235,6 @@ ddpc_status ddpc__trainer_read_settings(ddpc_trainer *t, const char *config_name
 ddpc_status ddpc__trainer_load_tasks(ddpc_trainer *t);
 /* Frees loaders, samplers and datasets. */
 void ddpc__trainer_free_tasks(ddpc_trainer *t);
-/* buf = "<prefix>.<name>", the key of a task's or data type's setting ("tasks.1.data.train"). */
-const char *ddpc__trainer_key(char *buf, size_t cap, const char *prefix, const char *name);
 
 /* trainer_sampler.c: the data.sampler keys into t->data.samp (before data.shuffle, whose default
  * depends on streaming); the training sampler config of task i; data.log_indices' file (open at

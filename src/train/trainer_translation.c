@@ -34,7 +34,7 @@ static ddpc_status read_keys(ddpc_trainer *t, const char *prefix, tr_keys *k)
     const char **dst[6] = {&k->train[0], &k->train[1], &k->valid[0],
                            &k->valid[1], &k->test[0],  &k->test[1]};
     for (int i = 0; i < 6; i++) {
-        DDPC_TRY(ddpc_config_string(c, ddpc__trainer_key(key, sizeof key, prefix, names[i]), NULL,
+        DDPC_TRY(ddpc_config_string(c, ddpc_config_key(key, sizeof key, prefix, names[i]), NULL,
                                     dst[i]));
         if (!*dst[i] && (i < 2 || i >= 4))
             return ddpc_errorf(DDPC_EINVAL,
@@ -45,18 +45,18 @@ static ddpc_status read_keys(ddpc_trainer *t, const char *prefix, tr_keys *k)
     if (!k->valid[0] != !k->valid[1])
         return ddpc_errorf(DDPC_EINVAL, "keys '%s.valid_src' and '%s.valid_tgt' go together",
                            prefix, prefix);
-    DDPC_TRY(ddpc_config_choice(c, ddpc__trainer_key(key, sizeof key, prefix, "tokenize"), "word",
+    DDPC_TRY(ddpc_config_choice(c, ddpc_config_key(key, sizeof key, prefix, "tokenize"), "word",
                                 tokenize_names, &k->tokenize));
-    DDPC_TRY(ddpc_config_int(c, ddpc__trainer_key(key, sizeof key, prefix, "min_freq"), 1, 1,
+    DDPC_TRY(ddpc_config_int(c, ddpc_config_key(key, sizeof key, prefix, "min_freq"), 1, 1,
                              INT32_MAX, &k->min_freq));
-    DDPC_TRY(ddpc_config_int(c, ddpc__trainer_key(key, sizeof key, prefix, "vocab_size"), 0, 0,
+    DDPC_TRY(ddpc_config_int(c, ddpc_config_key(key, sizeof key, prefix, "vocab_size"), 0, 0,
                              INT32_MAX, &k->vocab_size));
     if (k->vocab_size > 0 && k->vocab_size <= DDPC_VOCAB_SPECIALS)
         return ddpc_errorf(DDPC_EINVAL, "key '%s.vocab_size' must be 0 (no cap) or > %d, got %lld",
                            prefix, DDPC_VOCAB_SPECIALS, (long long)k->vocab_size);
-    DDPC_TRY(ddpc_config_int(c, ddpc__trainer_key(key, sizeof key, prefix, "max_len"), 256, 2,
+    DDPC_TRY(ddpc_config_int(c, ddpc_config_key(key, sizeof key, prefix, "max_len"), 256, 2,
                              1 << 16, &tr->max_len));
-    DDPC_TRY(ddpc_config_string(c, ddpc__trainer_key(key, sizeof key, prefix, "vocab_dir"),
+    DDPC_TRY(ddpc_config_string(c, ddpc_config_key(key, sizeof key, prefix, "vocab_dir"),
                                 t->set.run_dir, &vocab_dir));
     /* Room for "/vocab.src.txt" in vocab_path's buffer too. */
     if (strlen(vocab_dir) >= sizeof tr->vocab_dir)
