@@ -199,6 +199,12 @@ int ddpc_cublas_version(void);
  * one line saying why for cuda without a GPU or in a build without CUDA. */
 ddpc_status ddpc_device_select(ddpc_device_kind kind, int local_rank, const ddpc_kernel_table **out);
 
+/* The pinned host <-> GPU copy bandwidth of the selected GPU (ddpc_device_select first), in GB/s
+ * (1e9 bytes): the median of `reps` copies of `bytes` each way, after one untimed copy each way.
+ * Allocates and frees its own pinned and device buffers. DDPC_EUNSUPPORTED in a build without
+ * CUDA; DDPC_EIO naming CUDA's reason when a copy or allocation fails. */
+ddpc_status ddpc_cuda_copy_bandwidth(size_t bytes, int reps, double *h2d_gbps, double *d2h_gbps);
+
 /* "NVIDIA H100 80GB HBM3 (GPU 0 of 1, 79.1 GiB, sm_90)" for a CUDA table; "cpu" otherwise. */
 const char *ddpc_device_describe(const ddpc_kernel_table *b);
 

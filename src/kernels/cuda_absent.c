@@ -41,6 +41,13 @@ const char *ddpc__backend_cuda_describe(void)
 {
     return "cpu";
 }
+
+ddpc_status ddpc_cuda_copy_bandwidth(size_t bytes, int reps, double *h2d_gbps, double *d2h_gbps)
+{
+    (void)bytes, (void)reps;
+    *h2d_gbps = *d2h_gbps = 0.0;
+    return ddpc_errorf(DDPC_EUNSUPPORTED, "this build of ddpc has no CUDA");
+}
 #else
 typedef int ddpc__cuda_absent_unused; /* ISO C forbids an empty translation unit */
 #endif

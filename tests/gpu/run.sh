@@ -286,13 +286,20 @@ if wants comm; then
         run_part "$name" 90 "${libenv[@]}" OMP_NUM_THREADS=2 "$@"
         check_line "$name" "$(verdict "$part_rc")" "$part_s"
         { echo "## $name"; cat "$logs/$name.log"; echo; } >>"$out/comm.txt"
-        grep -E '^# GPU buffers|^ +[0-9]+ ' "$logs/$name.log" | tail -n 4 | cut -c1-200 |
+        grep -E '^# (GPU buffers|pinned copies)|^ +[0-9]+ ' "$logs/$name.log" | tail -n 5 |
+            cut -c1-200 |
             sed 's/^/    /'
     }
     cargs=(allreduce --device cuda --check --max-bytes 64M --max-ms 1000)
     comm_bench bench_nccl_1rank "$ddpc" bench "${cargs[@]}" --backend nccl
     comm_bench bench_staged_2ranks env CUDA_VISIBLE_DEVICES=0 "$ddpc" run --nproc-per-node 2 \
         --collective-timeout 60 -- "$ddpc" bench "${cargs[@]}"
+    # Staging's ceiling from the same run: the sweep's pinned host<->GPU copy line.
+    if grep -q '^# pinned copies (' "$logs/bench_staged_2ranks.log" 2>/dev/null; then
+        check_line pinned_copy_bandwidth PASS 0
+    else
+        check_line pinned_copy_bandwidth "FAILED (no line)" 0
+    fi
     ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
     if [ "$ngpu" -ge 2 ]; then
         comm_bench "bench_nccl_${ngpu}ranks" "$ddpc" run --nproc-per-node gpu \
