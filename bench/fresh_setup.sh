@@ -15,24 +15,9 @@
 # Environment: DEBIAN_MIRROR (http://deb.debian.org/debian), VARIANTS ("default test"), BASE (a
 # root made by `debootstrap --variant=minbase bookworm` earlier, copied instead of a new one).
 set -euo pipefail
-if [ $# -ne 1 ] || [ -e "$1" ]; then
-    echo "usage: $0 WORKDIR   (a directory that does not exist yet, outside any git tree)" >&2
-    exit 2
-fi
-[ "$(id -u)" -eq 0 ] || { echo "$0: needs root (debootstrap, chroot)" >&2; exit 2; }
-command -v debootstrap >/dev/null ||
-    { echo "$0: needs debootstrap (apt-get install debootstrap)" >&2; exit 2; }
-src=$(cd "$(dirname "$0")/.." && pwd)
-work=$(mkdir -p "$1" && cd "$1" && pwd)
-mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+. "$(dirname "$0")/../scripts/lib/debian_root.sh"
+debian_root_start "$0" "$@"
 variants=${VARIANTS:-default test}
-
-mounted=()
-cleanup() {
-    local i
-    for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount "${mounted[$i]}" || true; done
-}
-trap cleanup EXIT
 
 # step ROOT LOG COMMAND: runs COMMAND under bash in ROOT (as root, in /root/ddpc) with /proc,
 # /sys and /dev, keeps its output in WORKDIR/VARIANT-LOG.log (each line prefixed with the seconds
@@ -43,9 +28,7 @@ step() {
     pk0=$(chroot "$root" dpkg-query -W | wc -l)
     dl0=$(du -sk "$root/var/cache/apt/archives" | cut -f1)
     load0=$(cut -d' ' -f1 /proc/loadavg)
-    mount -t proc proc "$root/proc" && mounted+=("$root/proc")
-    mount -t sysfs sysfs "$root/sys" && mounted+=("$root/sys")
-    mount --bind /dev "$root/dev" && mounted+=("$root/dev")
+    debian_root_mount "$root" sys
     t0=$(date +%s.%N)
     set +e
     chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TERM=dumb \
@@ -55,8 +38,7 @@ step() {
     rc=${PIPESTATUS[0]}
     set -e
     t1=$(date +%s.%N)
-    umount "$root/dev" "$root/sys" "$root/proc"
-    mounted=()
+    debian_root_unmount_all
     pk1=$(chroot "$root" dpkg-query -W | wc -l)
     dl1=$(du -sk "$root/var/cache/apt/archives" | cut -f1)
     printf '%-8s %-34s exit %d  %7.1f s  load %s -> %s  +%d packages  %d MB downloaded\n' \

@@ -12,33 +12,17 @@
 # Needs root, debootstrap and the network to deb.debian.org (about 1.5 GB and 10 minutes); not
 # part of `make test`. WORKDIR (created, must not exist) keeps both roots for inspection.
 set -euo pipefail
-if [ $# -ne 1 ] || [ -e "$1" ]; then
-    echo "usage: $0 WORKDIR   (a directory that does not exist yet)" >&2
-    exit 2
-fi
-[ "$(id -u)" -eq 0 ] || { echo "$0: needs root (debootstrap, chroot)" >&2; exit 2; }
-command -v debootstrap >/dev/null ||
-    { echo "$0: needs debootstrap (apt-get install debootstrap)" >&2; exit 2; }
-src=$(cd "$(dirname "$0")/.." && pwd)
-work=$(mkdir -p "$1" && cd "$1" && pwd)
-mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+. "$(dirname "$0")/../scripts/lib/debian_root.sh"
+debian_root_start "$0" "$@"
 
-mounted=()
-cleanup() {
-    local i
-    for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount "${mounted[$i]}" || true; done
-}
-trap cleanup EXIT
 # in_root ROOT COMMAND: runs COMMAND under bash in ROOT with /proc and /dev (a failure exits
 # the script, and the EXIT trap unmounts).
 in_root() {
-    mount -t proc proc "$1/proc" && mounted+=("$1/proc")
-    mount --bind /dev "$1/dev" && mounted+=("$1/dev")
+    debian_root_mount "$1"
     cp /etc/resolv.conf "$1/etc/resolv.conf"
     chroot "$1" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
         DEBIAN_FRONTEND=noninteractive /bin/bash -euo pipefail -c "$2"
-    umount "$1/dev" "$1/proc"
-    mounted=()
+    debian_root_unmount_all
 }
 
 echo "== debootstrap bookworm (minbase) into $work/build"
