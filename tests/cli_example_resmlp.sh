@@ -17,21 +17,15 @@ src=$2
 build=$(cd "$(dirname "$ddpc")" && pwd)
 . "$(dirname "${BASH_SOURCE[0]}")/lib/check.sh"
 export OMP_NUM_THREADS=1
-prefix=$tmp/prefix
-
-cmake --install "$build" --prefix "$prefix" >"$tmp/install.log" 2>&1
-check_status "cmake --install into a scratch prefix" $? "$tmp/install.log"
-pc=$(find "$prefix" -name ddpc.pc)
-libdir=$(dirname "$(dirname "$pc")")
+. "$(dirname "${BASH_SOURCE[0]}")/lib/resmlp.sh"
+resmlp_install "$build"
 export PKG_CONFIG_PATH=$libdir/pkgconfig LD_LIBRARY_PATH=$libdir
 iddpc=$prefix/bin/ddpc
 
 cp -r "$src/examples/resmlp" "$tmp/ex"
 make -C "$tmp/ex" CFLAGS="-O2 -Wall -Wextra -Werror" >"$tmp/make.log" 2>&1
 check_status "make (pkg-config ddpc) builds the example" $? "$tmp/make.log"
-cmake -S "$src/examples/resmlp" -B "$tmp/cm" -DCMAKE_PREFIX_PATH="$prefix" >"$tmp/cm.log" 2>&1 &&
-    cmake --build "$tmp/cm" >>"$tmp/cm.log" 2>&1
-check_status "find_package(ddpc) builds the example" $? "$tmp/cm.log"
+resmlp_cmake "$src" "the example"
 bin=$tmp/ex/resmlp_train
 
 "$bin" --gradcheck >"$tmp/gradcheck.log" 2>&1
@@ -40,9 +34,7 @@ grep -q "^gradcheck: 0 of [1-9][0-9]* entries off" "$tmp/gradcheck.log" ||
     fail "gradcheck checked every entry" "$tmp/gradcheck.log"
 
 cfg=$tmp/ex/resmlp.yaml
-common=(data.size=512 data.eval_batch_size=64 epochs=2 max_steps=30 log_every=5 eval_every=0
-        num_threads=1 data.shuffle=true data.num_workers=2 checkpoint.every_steps=5
-        ddp.bucket_cap_mb=0.005 ddp.first_bucket_mb=0.001 optim.lr=0.05)
+common=("${resmlp_common[@]}")
 
 # job NAME WANT NPROC ARGS...: the example on NPROC ranks under the installed `ddpc run`, into
 # $tmp/NAME (+ .st, .log, appended); WANT 0: must exit 0, else must fail.

@@ -19,16 +19,9 @@ build=$(cd "$(dirname "$ddpc")" && pwd)
 . "$(dirname "${BASH_SOURCE[0]}")/lib/check.sh"
 export OMP_NUM_THREADS=1
 unset DDPC_PLUGINS
-prefix=$tmp/prefix
-
-cmake --install "$build" --prefix "$prefix" >"$tmp/install.log" 2>&1
-check_status "cmake --install into a scratch prefix" $? "$tmp/install.log"
-pc=$(find "$prefix" -name ddpc.pc)
-libdir=$(dirname "$(dirname "$pc")")
-cmake -S "$src/examples/resmlp" -B "$tmp/cm" -DCMAKE_PREFIX_PATH="$prefix" \
-    -DCMAKE_C_FLAGS="-Wall -Wextra -Werror" >"$tmp/cm.log" 2>&1 &&
-    cmake --build "$tmp/cm" >>"$tmp/cm.log" 2>&1
-check_status "find_package(ddpc) builds the example and its plugin" $? "$tmp/cm.log"
+. "$(dirname "${BASH_SOURCE[0]}")/lib/resmlp.sh"
+resmlp_install "$build"
+resmlp_cmake "$src" "the example and its plugin" -DCMAKE_C_FLAGS="-Wall -Wextra -Werror"
 plugin=$tmp/cm/resmlp_plugin.so
 check "the plugin does not link libddpc (it calls the loading program's)" \
     bash -c "! readelf -d '$plugin' | grep -q 'NEEDED.*libddpc'"
@@ -38,9 +31,7 @@ mkdir -p "$tmp/cfg"
 cp "$src/examples/resmlp/resmlp.yaml" "$tmp/cfg/plain.yaml"
 { cat "$tmp/cfg/plain.yaml"; echo "plugins: [../cm/resmlp_plugin.so]"; } >"$tmp/cfg/plug.yaml"
 cfg=$tmp/cfg/plug.yaml
-common=(data.size=512 data.eval_batch_size=64 epochs=2 max_steps=30 log_every=5 eval_every=0
-        num_threads=1 data.shuffle=true data.num_workers=2 checkpoint.every_steps=5
-        ddp.bucket_cap_mb=0.005 ddp.first_bucket_mb=0.001 optim.lr=0.05)
+common=("${resmlp_common[@]}")
 
 # job NAME WANT NPROC PROGRAM... -- ARGS...: PROGRAM (the example, or ddpc train) on NPROC ranks
 # under `ddpc run`, into $tmp/NAME (+ .st, .log, appended); WANT 0: must exit 0, else must fail.
