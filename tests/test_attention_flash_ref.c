@@ -228,16 +228,18 @@ static void flash_backward_dq(const flash_shape *s, float *dqkv, const float *do
 }
 
 /* One shape at one precision: the tiled algorithm against ddpc_attention_*. */
-static void check_flash(int64_t b, int64_t t, int64_t c, int64_t nh, int64_t tile, rnd_mode mode)
+static void check_flash_amp(int64_t b, int64_t t, int64_t c, int64_t nh, int64_t tile, rnd_mode mode,
+                            float amp)
 {
     static const ddpc_precision precs[] = {DDPC_PREC_FP32, DDPC_PREC_BF16, DDPC_PREC_FP16};
     const ddpc_precision prec = precs[mode];
     const double tol = mode == RND_NONE ? 1e-5 : 1e-2;
     const flash_shape s = {mode, b, t, c, nh, c / nh, tile, 1.0f / sqrtf((float)(c / nh))};
     const int64_t nqkv = b * t * 3 * c, nout = b * t * c;
-    printf(" flash ref b %lld t %lld c %lld nh %lld tile %lld %s\n", (long long)b, (long long)t,
-           (long long)c, (long long)nh, (long long)tile, ddpc_precision_name(prec));
-    float *qkv = tu_rand(nqkv, -1.0f, 1.0f, 21 + (uint64_t)t);
+    printf(" flash ref b %lld t %lld c %lld nh %lld tile %lld %s amp %g\n", (long long)b,
+           (long long)t, (long long)c, (long long)nh, (long long)tile, ddpc_precision_name(prec),
+           amp);
+    float *qkv = tu_rand(nqkv, -amp, amp, 21 + (uint64_t)t);
     float *dout = tu_rand(nout, -1.0f, 1.0f, 22 + (uint64_t)t);
     float *out = tu_alloc(nout), *att = tu_alloc(b * nh * t * t), *dqkv = tu_alloc(nqkv);
     float *ws = tu_alloc((int64_t)ddpc_attention_workspace_floats(b, t, c, nh));
@@ -282,6 +284,11 @@ static void check_flash(int64_t b, int64_t t, int64_t c, int64_t nh, int64_t til
         ddpc_free(bufs[i]);
 }
 
+static void check_flash(int64_t b, int64_t t, int64_t c, int64_t nh, int64_t tile, rnd_mode mode)
+{
+    check_flash_amp(b, t, c, nh, tile, mode, 1.0f);
+}
+
 /* The kernels' tile (64): one partial tile, exactly one, two with a 1-row tail. */
 static void test_flash_ref_fp32(void)
 {
@@ -304,6 +311,10 @@ static void test_flash_ref_half(void)
     check_flash(1, 129, 128, 2, 64, RND_BF16);
     check_flash(1, 129, 128, 2, 16, RND_FP16);
     check_flash(1, 64, 256, 2, 64, RND_FP16);
+    /* Peaky softmax: the running maximum moves across tiles (test_cuda_flash's shape). */
+    check_flash_amp(1, 200, 128, 2, 64, RND_NONE, 2.5f);
+    check_flash_amp(1, 200, 128, 2, 64, RND_BF16, 2.5f);
+    check_flash_amp(1, 200, 128, 2, 64, RND_FP16, 2.5f);
 }
 
 int main(void)
