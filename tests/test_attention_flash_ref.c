@@ -38,9 +38,9 @@ static void load_tile(const flash_shape *s, float *tile, const float *qkv, int64
         for (int64_t d = 0; d < s->hs; d++) {
             const int64_t i = r0 + r;
             tile[r * s->hs + d] =
-                i < s->t ? rnd(s->mode, qkv[(bi * s->t + i) * 3 * s->c + part * s->c +
-                                            h * s->hs + d])
-                         : 0.0f;
+                i < s->t
+                    ? rnd(s->mode, qkv[(bi * s->t + i) * 3 * s->c + part * s->c + h * s->hs + d])
+                    : 0.0f;
         }
 }
 
@@ -171,8 +171,7 @@ static void flash_backward_dkdv(const flash_shape *s, float *dqkv, const float *
                         const float di = i < s->t ? dd[bh * s->t + i] : 0.0f;
                         float p, ds;
                         p_ds(s, dot(k + j * s->hs, q + r * s->hs, s->hs),
-                             dot(v + j * s->hs, g + r * s->hs, s->hs), i, k0 + j, lse, di, &p,
-                             &ds);
+                             dot(v + j * s->hs, g + r * s->hs, s->hs), i, k0 + j, lse, di, &p, &ds);
                         const float rp = rnd(s->mode, p), rds = rnd(s->mode, ds);
                         for (int64_t d = 0; d < s->hs; d++) {
                             dv[j * s->hs + d] += rp * g[r * s->hs + d];
@@ -213,8 +212,7 @@ static void flash_backward_dq(const flash_shape *s, float *dqkv, const float *do
                     for (int64_t j = 0; j < s->tile; j++) {
                         float p, ds;
                         p_ds(s, dot(q + r * s->hs, k + j * s->hs, s->hs),
-                             dot(g + r * s->hs, v + j * s->hs, s->hs), i, k0 + j, lse, di, &p,
-                             &ds);
+                             dot(g + r * s->hs, v + j * s->hs, s->hs), i, k0 + j, lse, di, &p, &ds);
                         const float rds = rnd(s->mode, ds);
                         for (int64_t d = 0; d < s->hs; d++)
                             dq[r * s->hs + d] += rds * k[j * s->hs + d];
@@ -228,8 +226,8 @@ static void flash_backward_dq(const flash_shape *s, float *dqkv, const float *do
 }
 
 /* One shape at one precision: the tiled algorithm against ddpc_attention_*. */
-static void check_flash_amp(int64_t b, int64_t t, int64_t c, int64_t nh, int64_t tile, rnd_mode mode,
-                            float amp)
+static void check_flash_amp(int64_t b, int64_t t, int64_t c, int64_t nh, int64_t tile,
+                            rnd_mode mode, float amp)
 {
     static const ddpc_precision precs[] = {DDPC_PREC_FP32, DDPC_PREC_BF16, DDPC_PREC_FP16};
     const ddpc_precision prec = precs[mode];
@@ -273,8 +271,8 @@ static void check_flash_amp(int64_t b, int64_t t, int64_t c, int64_t nh, int64_t
             const double p0 = exp(s.scale * x - saved[bh * t + i]);
             e_lse = fmax(e_lse, fabs(p0 - att[(bh * t + i) * t]));
         }
-    printf("  out rel err %.3g, dqkv rel err %.3g, P(i, 0) from lse abs err %.3g\n", e_out,
-           e_dqkv, e_lse);
+    printf("  out rel err %.3g, dqkv rel err %.3g, P(i, 0) from lse abs err %.3g\n", e_out, e_dqkv,
+           e_lse);
     CHECK_EQ_INT(nan, 0);
     CHECK(e_out <= tol);
     CHECK(e_dqkv <= tol);
@@ -292,9 +290,9 @@ static void check_flash(int64_t b, int64_t t, int64_t c, int64_t nh, int64_t til
 /* The kernels' tile (64): one partial tile, exactly one, two with a 1-row tail. */
 static void test_flash_ref_fp32(void)
 {
-    check_flash(2, 1, 64, 1, 64, RND_NONE);   /* T = 1: the row attends to itself only */
-    check_flash(2, 17, 64, 2, 64, RND_NONE);  /* head dim 32 */
-    check_flash(1, 64, 128, 2, 64, RND_NONE); /* head dim 64 */
+    check_flash(2, 1, 64, 1, 64, RND_NONE);    /* T = 1: the row attends to itself only */
+    check_flash(2, 17, 64, 2, 64, RND_NONE);   /* head dim 32 */
+    check_flash(1, 64, 128, 2, 64, RND_NONE);  /* head dim 64 */
     check_flash(1, 129, 256, 2, 64, RND_NONE); /* head dim 128, three tiles */
 }
 

@@ -44,15 +44,13 @@ static double lse_err(ddpc_precision prec, const float *lse, const float *att, c
 }
 
 /* One shape at one precision, inputs uniform in (-amp, amp). */
-static void check_flash(int64_t b, int64_t t, int64_t c, int64_t nh, ddpc_precision prec,
-                        float amp)
+static void check_flash(int64_t b, int64_t t, int64_t c, int64_t nh, ddpc_precision prec, float amp)
 {
     const bool fused = prec != DDPC_PREC_FP32;
     const double tol = fused ? 1e-2 : 1e-4;
     const int64_t nqkv = b * t * 3 * c, nout = b * t * c, natt = b * nh * t * t;
-    printf(" flash b %lld t %lld c %lld nh %lld (hs %lld) %s amp %g\n", (long long)b,
-           (long long)t, (long long)c, (long long)nh, (long long)(c / nh),
-           ddpc_precision_name(prec), amp);
+    printf(" flash b %lld t %lld c %lld nh %lld (hs %lld) %s amp %g\n", (long long)b, (long long)t,
+           (long long)c, (long long)nh, (long long)(c / nh), ddpc_precision_name(prec), amp);
     float *qkv = tu_rand(nqkv, -amp, amp, 31 + (uint64_t)t);
     float *dout = tu_rand(nout, -1.0f, 1.0f, 32 + (uint64_t)t);
     float *out = tu_alloc(nout), *att = tu_alloc(natt), *dqkv = tu_alloc(nqkv);
@@ -126,7 +124,7 @@ static void test_flash_partial_tiles(void)
 
 static void test_flash_whole_tiles(void)
 {
-    check_all_precisions(1, 64, 128, 2); /* hs 64 */
+    check_all_precisions(1, 64, 128, 2);  /* hs 64 */
     check_all_precisions(2, 128, 128, 1); /* hs 128, two tiles */
 }
 

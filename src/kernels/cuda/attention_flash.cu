@@ -48,8 +48,7 @@ template <> __device__ __half to_half<__half>(float x)
     return __float2half_rn(x);
 }
 
-template <typename H>
-using frag_a = wmma::fragment<wmma::matrix_a, 16, 16, 16, H, wmma::row_major>;
+template <typename H> using frag_a = wmma::fragment<wmma::matrix_a, 16, 16, 16, H, wmma::row_major>;
 template <typename H>
 using frag_b_row = wmma::fragment<wmma::matrix_b, 16, 16, 16, H, wmma::row_major>;
 template <typename H>
@@ -87,7 +86,8 @@ template <typename H, int HS> __device__ void rows_times_tile_t(float *s, const 
 }
 
 /* acc[HS/16] += p (WR, TILE; ld LDP) times b (TILE rows of width HS, ld LDH). */
-template <typename H, int HS> __device__ void accumulate_p_times(frag_acc *acc, const H *p, const H *b)
+template <typename H, int HS>
+__device__ void accumulate_p_times(frag_acc *acc, const H *p, const H *b)
 {
     constexpr int LDH = flash_dims<HS>::LDH;
     for (int nd = 0; nd < HS / 16; nd++)
@@ -121,8 +121,8 @@ __device__ void write_rows(float *dst, int64_t ld, float *stage, const frag_acc 
  * row of its warp's 16 (lane / 2), half its columns each (lane % 2). */
 template <typename H, int HS>
 __global__ void __launch_bounds__(THREADS)
-    flash_forward_kernel(float *out, float *saved, const float *qkv, int t, int c, int nh, int tiles,
-                         int64_t bnh, float scale)
+    flash_forward_kernel(float *out, float *saved, const float *qkv, int t, int c, int nh,
+                         int tiles, int64_t bnh, float scale)
 {
     using D = flash_dims<HS>;
     extern __shared__ __align__(128) unsigned char smem[];
@@ -291,7 +291,7 @@ __global__ void __launch_bounds__(THREADS)
         load_row_stats(sm.lse, sm.dd, saved + bh * t, dd + bh * t, q0, t);
         __syncthreads();
         const int kr = warp * WR * flash_dims<HS>::LDH;
-        rows_times_tile_t<H, HS>(sm.s_w, sm.sk + kr, sm.sq);  /* S^T = k q^T */
+        rows_times_tile_t<H, HS>(sm.s_w, sm.sk + kr, sm.sq);   /* S^T = k q^T */
         rows_times_tile_t<H, HS>(sm.dp_w, sm.sv + kr, sm.sdo); /* dP^T = v dout^T */
         __syncwarp();
         for (int x = 0; x < 32; x++) {
@@ -338,7 +338,7 @@ __global__ void __launch_bounds__(THREADS)
         load_rows<H, HS>(sm.sv, base + 2 * (int64_t)c, c3, k0, t);
         __syncthreads();
         const int qr = warp * WR * flash_dims<HS>::LDH;
-        rows_times_tile_t<H, HS>(sm.s_w, sm.sq + qr, sm.sk);  /* S = q k^T */
+        rows_times_tile_t<H, HS>(sm.s_w, sm.sq + qr, sm.sk);   /* S = q k^T */
         rows_times_tile_t<H, HS>(sm.dp_w, sm.sdo + qr, sm.sv); /* dP = dout v^T */
         __syncwarp();
         for (int x = 0; x < 32; x++) {
