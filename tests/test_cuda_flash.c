@@ -4,8 +4,8 @@
  * (today's kernel, which the table keeps for fp32) within 1e-4; T = 1, 17, 64, 129, 1024 and head
  * dims 32, 64, 128. Also: the table sizes att as the fused state (logsumexps and a copy of out,
  * far below B*NH*T*T floats), each logsumexp gives the CPU's P(i, 0), the copy equals out, reruns
- * give the same bits and allocate nothing on the device. Skips (exit 77) without a GPU; every
- * device output is poisoned with NaN first, so an element a kernel misses fails. */
+ * give the same bits and allocate nothing on the device, aligned or not. Skips (exit 77) without a
+ * GPU; every device output is poisoned with NaN first, so an element a kernel misses fails. */
 #include "backend_testutil.h"
 
 #include <ddpc/half.h>
@@ -43,14 +43,17 @@ static double lse_err(ddpc_precision prec, const float *lse, const float *att, c
     return e;
 }
 
-/* One shape at one precision, inputs uniform in (-amp, amp). */
-static void check_flash(int64_t b, int64_t t, int64_t c, int64_t nh, ddpc_precision prec, float amp)
+/* One shape at one precision, inputs uniform in (-amp, amp); `skew` floats before qkv and dout
+ * on the device (1: not 16-byte aligned, so the kernels take their one-float loads). */
+static void check_flash_at(int64_t b, int64_t t, int64_t c, int64_t nh, ddpc_precision prec,
+                           float amp, int64_t skew)
 {
     const bool fused = prec != DDPC_PREC_FP32;
     const double tol = fused ? 1e-2 : 1e-4;
     const int64_t nqkv = b * t * 3 * c, nout = b * t * c, natt = b * nh * t * t;
-    printf(" flash b %lld t %lld c %lld nh %lld (hs %lld) %s amp %g\n", (long long)b, (long long)t,
-           (long long)c, (long long)nh, (long long)(c / nh), ddpc_precision_name(prec), amp);
+    printf(" flash b %lld t %lld c %lld nh %lld (hs %lld) %s amp %g skew %lld\n", (long long)b,
+           (long long)t, (long long)c, (long long)nh, (long long)(c / nh),
+           ddpc_precision_name(prec), amp, (long long)skew);
     float *qkv = tu_rand(nqkv, -amp, amp, 31 + (uint64_t)t);
     float *dout = tu_rand(nout, -1.0f, 1.0f, 32 + (uint64_t)t);
     float *out = tu_alloc(nout), *att = tu_alloc(natt), *dqkv = tu_alloc(nqkv);
@@ -62,7 +65,10 @@ static void check_flash(int64_t b, int64_t t, int64_t c, int64_t nh, ddpc_precis
     const int64_t nsaved = (int64_t)gpu->attention_saved_floats(prec, b, t, c, nh);
     CHECK_EQ_INT(nsaved, fused ? b * nh * t + nout : natt);
     const int64_t nws = (int64_t)gpu->attention_workspace_floats(prec, b, t, c, nh);
-    float *d_qkv = bt_up(gpu, qkv, nqkv), *d_dout = bt_up(gpu, dout, nout);
+    float *d_qkv_buf = bt_poison(gpu, nqkv + skew), *d_dout_buf = bt_poison(gpu, nout + skew);
+    float *d_qkv = d_qkv_buf + skew, *d_dout = d_dout_buf + skew;
+    gpu->to_device(d_qkv, qkv, (size_t)nqkv * sizeof(float));
+    gpu->to_device(d_dout, dout, (size_t)nout * sizeof(float));
     float *d_out = bt_poison(gpu, nout), *d_saved = bt_poison(gpu, nsaved);
     float *d_dqkv = bt_poison(gpu, nqkv), *d_ws = bt_poison(gpu, nws);
     gpu->attention_forward(prec, d_out, d_saved, d_qkv, b, t, c, nh, d_ws);
@@ -92,12 +98,17 @@ static void check_flash(int64_t b, int64_t t, int64_t c, int64_t nh, ddpc_precis
     CHECK(memcmp(h_out, out2, (size_t)nout * sizeof(float)) == 0);
     CHECK(memcmp(first, second, (size_t)nqkv * sizeof(float)) == 0);
 
-    float *dev_bufs[] = {d_qkv, d_dout, d_out, d_saved, d_dqkv, d_ws};
+    float *dev_bufs[] = {d_qkv_buf, d_dout_buf, d_out, d_saved, d_dqkv, d_ws};
     for (size_t i = 0; i < sizeof dev_bufs / sizeof *dev_bufs; i++)
         gpu->free(dev_bufs[i]);
     float *bufs[] = {qkv, dout, out, att, dqkv, ws, h_out, h_saved, first, out2, second};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
         ddpc_free(bufs[i]);
+}
+
+static void check_flash(int64_t b, int64_t t, int64_t c, int64_t nh, ddpc_precision prec, float amp)
+{
+    check_flash_at(b, t, c, nh, prec, amp, 0);
 }
 
 static void check_all_precisions(int64_t b, int64_t t, int64_t c, int64_t nh)
@@ -141,6 +152,13 @@ static void test_flash_peaky(void)
     check_flash(1, 200, 128, 2, DDPC_PREC_FP16, 2.5f);
 }
 
+/* qkv and dout not 16-byte aligned: the kernels' one-float loads. */
+static void test_flash_unaligned(void)
+{
+    check_flash_at(2, 129, 256, 4, DDPC_PREC_BF16, 1.0f, 1);
+    check_flash_at(1, 70, 96, 3, DDPC_PREC_FP16, 1.0f, 1);
+}
+
 int main(void)
 {
     gpu = bt_cuda_or_skip();
@@ -150,5 +168,6 @@ int main(void)
     RUN_TEST(test_flash_whole_tiles);
     RUN_TEST(test_flash_t1024);
     RUN_TEST(test_flash_peaky);
+    RUN_TEST(test_flash_unaligned);
     return check_summary();
 }

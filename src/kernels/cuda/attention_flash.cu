@@ -56,13 +56,28 @@ using frag_b_col = wmma::fragment<wmma::matrix_b, 16, 16, 16, H, wmma::col_major
 using frag_acc = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
 
 /* dst (TILE, LDH) = rows r0.. of src (row stride ld floats), HS wide, rounded; rows at or past t
- * are zero (so padded rows multiply to 0, never NaN). The whole block calls it. */
+ * are zero (so padded rows multiply to 0, never NaN). The whole block calls it; 16-byte loads
+ * where src and ld allow them (the GPT's arena is 64-byte aligned), else one float at a time. */
 template <typename H, int HS>
 __device__ void load_rows(H *dst, const float *src, int64_t ld, int r0, int t)
 {
+    constexpr int LDH = flash_dims<HS>::LDH, Q = HS / 4;
+    if (((uintptr_t)src & 15) == 0 && (ld & 3) == 0) {
+        for (int e = threadIdx.x; e < TILE * Q; e += THREADS) {
+            const int r = e / Q, d = e % Q * 4, i = r0 + r;
+            const float4 v = i < t ? *(const float4 *)(src + (int64_t)i * ld + d)
+                                   : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            H *o = dst + r * LDH + d;
+            o[0] = to_half<H>(v.x);
+            o[1] = to_half<H>(v.y);
+            o[2] = to_half<H>(v.z);
+            o[3] = to_half<H>(v.w);
+        }
+        return;
+    }
     for (int e = threadIdx.x; e < TILE * HS; e += THREADS) {
         const int r = e / HS, d = e % HS, i = r0 + r;
-        dst[r * flash_dims<HS>::LDH + d] = to_half<H>(i < t ? src[(int64_t)i * ld + d] : 0.0f);
+        dst[r * LDH + d] = to_half<H>(i < t ? src[(int64_t)i * ld + d] : 0.0f);
     }
 }
 
@@ -118,7 +133,8 @@ __device__ void write_rows(float *dst, int64_t ld, float *stage, const frag_acc 
 
 /* Forward. Block (query tile, b*nh + h); the later query tiles, which see more keys, start first.
  * out (B, T, C); saved = lse (B, NH, T) then a copy of out (B, T, C). Each lane pair owns one
- * row of its warp's 16 (lane / 2), half its columns each (lane % 2). */
+ * row of its warp's 16 (lane / 2), every other column each (lane % 2: the pair reads adjacent
+ * words, which halves shared-memory bank conflicts). */
 template <typename H, int HS>
 __global__ void __launch_bounds__(THREADS)
     flash_forward_kernel(float *out, float *saved, const float *qkv, int t, int c, int nh,
@@ -151,10 +167,10 @@ __global__ void __launch_bounds__(THREADS)
         __syncwarp();
         /* Online softmax of row i over this tile: masked keys are -inf; a row with no key yet
          * keeps m = -inf and exponentiates against 0, giving 0 rather than NaN. */
-        float *srow = s_w + row * LDS + half * 32;
+        float *srow = s_w + row * LDS + half;
         float mt = -INFINITY;
-        for (int x = 0; x < 32; x++) {
-            const int j = k0 + half * 32 + x;
+        for (int x = 0; x < TILE; x += 2) {
+            const int j = k0 + half + x;
             srow[x] = j <= i && j < t ? scale * srow[x] : -INFINITY;
             mt = fmaxf(mt, srow[x]);
         }
@@ -162,8 +178,8 @@ __global__ void __launch_bounds__(THREADS)
         const float mn = fmaxf(m, mt), at = mn == -INFINITY ? 0.0f : mn;
         const float alpha = expf(m - at);
         float sum = 0.0f;
-        H *prow = p_w + row * LDP + half * 32;
-        for (int x = 0; x < 32; x++) {
+        H *prow = p_w + row * LDP + half;
+        for (int x = 0; x < TILE; x += 2) {
             const float e = expf(srow[x] - at);
             sum += e;
             prow[x] = to_half<H>(e);
@@ -171,8 +187,8 @@ __global__ void __launch_bounds__(THREADS)
         sum += __shfl_xor_sync(0xffffffffu, sum, 1);
         m = mn;
         l = l * alpha + sum;
-        float *orow = o_w + row * D::LDO + half * (HS / 2);
-        for (int d = 0; d < HS / 2; d++)
+        float *orow = o_w + row * D::LDO + half;
+        for (int d = 0; d < HS; d += 2)
             orow[d] *= alpha;
         __syncwarp();
         /* O = alpha O + P V: the rescaled rows seed the accumulators. */
@@ -294,8 +310,7 @@ __global__ void __launch_bounds__(THREADS)
         rows_times_tile_t<H, HS>(sm.s_w, sm.sk + kr, sm.sq);   /* S^T = k q^T */
         rows_times_tile_t<H, HS>(sm.dp_w, sm.sv + kr, sm.sdo); /* dP^T = v dout^T */
         __syncwarp();
-        for (int x = 0; x < 32; x++) {
-            const int col = half * 32 + x;
+        for (int col = half; col < TILE; col += 2) {
             float p, ds;
             p_ds(sm.s_w[row * LDS + col], sm.dp_w[row * LDS + col], q0 + col, j, t, sm.lse[col],
                  sm.dd[col], scale, &p, &ds);
@@ -341,8 +356,7 @@ __global__ void __launch_bounds__(THREADS)
         rows_times_tile_t<H, HS>(sm.s_w, sm.sq + qr, sm.sk);   /* S = q k^T */
         rows_times_tile_t<H, HS>(sm.dp_w, sm.sdo + qr, sm.sv); /* dP = dout v^T */
         __syncwarp();
-        for (int x = 0; x < 32; x++) {
-            const int col = half * 32 + x;
+        for (int col = half; col < TILE; col += 2) {
             float p, ds;
             p_ds(sm.s_w[row * LDS + col], sm.dp_w[row * LDS + col], i, k0 + col, t, sm.lse[r],
                  sm.dd[r], scale, &p, &ds);
