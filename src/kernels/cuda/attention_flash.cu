@@ -6,12 +6,17 @@
  * Invariants: the tensor cores' operands are the CPU kernel's rounding points (q, k, v, P, dout,
  * dS); no float atomics: D = rowsum(dout * out), then dK/dV per key tile and dQ per query tile,
  * each output element written once in a fixed order, so a rerun gives the same bits. */
+#ifndef DDPC_FLASH_EMULATE /* tests/test_attention_flash_emu.cpp runs the kernels on the host */
 #include "kernels/cuda/cuda_impl.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <math.h>
 #include <mma.h>
+
+/* The block's dynamic shared memory. */
+#define FLASH_SMEM(name) extern __shared__ __align__(128) unsigned char name[]
+#endif
 
 using namespace nvcuda;
 
@@ -141,7 +146,7 @@ __global__ void __launch_bounds__(THREADS)
                          int tiles, int64_t bnh, float scale)
 {
     using D = flash_dims<HS>;
-    extern __shared__ __align__(128) unsigned char smem[];
+    FLASH_SMEM(smem);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, row = lane / 2, half = lane % 2;
     float *o_w = (float *)smem + warp * WR * D::LDO;
     float *s_w = (float *)(smem + D::WARP_O_BYTES) + warp * WR * LDS;
@@ -286,7 +291,7 @@ __global__ void __launch_bounds__(THREADS)
     flash_dkdv_kernel(float *dqkv, const float *dout, const float *qkv, const float *saved,
                       const float *dd, int t, int c, int nh, int tiles, float scale)
 {
-    extern __shared__ __align__(128) unsigned char smem[];
+    FLASH_SMEM(smem);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, row = lane / 2, half = lane % 2;
     bwd_smem<H, HS> sm(smem, warp);
     const int kt = (int)(blockIdx.x % tiles), k0 = kt * TILE, j = k0 + warp * WR + row;
@@ -333,7 +338,7 @@ __global__ void __launch_bounds__(THREADS)
     flash_dq_kernel(float *dqkv, const float *dout, const float *qkv, const float *saved,
                     const float *dd, int t, int c, int nh, int tiles, float scale)
 {
-    extern __shared__ __align__(128) unsigned char smem[];
+    FLASH_SMEM(smem);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, row = lane / 2, half = lane % 2;
     bwd_smem<H, HS> sm(smem, warp);
     const int qt = tiles - 1 - (int)(blockIdx.x % tiles), q0 = qt * TILE;
@@ -369,6 +374,7 @@ __global__ void __launch_bounds__(THREADS)
                    t, lane);
 }
 
+#ifndef DDPC_FLASH_EMULATE /* the host side: launches and the table's entry points */
 /* Kernels beyond 48 KiB of shared memory must ask for it (sm_80 allows 163 KiB, sm_90 227). */
 template <typename K> static void allow_smem(K kernel, size_t bytes)
 {
@@ -450,3 +456,4 @@ extern "C" void ddpc__cuda_flash_backward(ddpc_precision prec, float *dqkv, cons
     FLASH_DISPATCH(prec, c / nh, BWD);
 #undef BWD
 }
+#endif
