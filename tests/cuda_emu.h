@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 /* Just enough of CUDA to run a kernel's device code on the host (C++17): a block is THREADS real
  * threads, warps of 32 meet at barriers for __syncwarp and __shfl_xor_sync, the block at another
- * for __syncthreads; WMMA fragments hold the whole 16x16 tile in every lane (loads and products
- * are per lane, lane 0 stores), and loads and stores check WMMA's 32-byte alignment and leading
- * dimension rules; bf16/fp16 convert with ddpc/half.h's round-to-nearest-even.
- * Invariant: blocks run one after another, so a kernel that needs another block's results in
- * flight would hang here as it might on a GPU. */
+ * for __syncthreads; WMMA fragments hold the whole 16x16 tile, in lane 0 only (the kernels read
+ * fragments through stores alone, so the other lanes only check the rules), and loads and stores
+ * check WMMA's 32-byte alignment and leading dimension rules; bf16/fp16 convert with ddpc/half.h's
+ * round-to-nearest-even. Invariant: blocks run one after another, so a kernel that needs another
+ * block's results in flight would hang here as it might on a GPU. */
 #ifndef DDPC_TESTS_CUDA_EMU_H
 #define DDPC_TESTS_CUDA_EMU_H
 
@@ -127,7 +127,7 @@ enum layout_t { mem_row_major, mem_col_major };
 
 template <typename Use, int M, int N, int K, typename T, typename Layout = void> struct fragment {
     static_assert(M == 16 && N == 16 && K == 16, "the emulator knows 16x16x16 only");
-    float x[256]; /* (row, col) at x[row * 16 + col], whole in every lane */
+    float x[256]; /* (row, col) at x[row * 16 + col]; meaningful in lane 0 */
 };
 
 /* WMMA's rules: a 256-bit aligned pointer; ldm a multiple of 16 bytes. */
@@ -144,6 +144,8 @@ static inline void load_matrix_sync(fragment<Use, 16, 16, 16, T, Layout> &f, con
                                     unsigned ldm)
 {
     emu_check(p, ldm);
+    if (threadIdx.x % 32 != 0)
+        return;
     const bool col = std::is_same<Layout, col_major>::value;
     for (int r = 0; r < 16; r++)
         for (int c = 0; c < 16; c++)
@@ -154,6 +156,8 @@ static inline void load_matrix_sync(fragment<accumulator, 16, 16, 16, float> &f,
                                     unsigned ldm, layout_t l)
 {
     emu_check(p, ldm);
+    if (threadIdx.x % 32 != 0)
+        return;
     for (int r = 0; r < 16; r++)
         for (int c = 0; c < 16; c++)
             f.x[r * 16 + c] = l == mem_col_major ? p[c * ldm + r] : p[r * ldm + c];
@@ -172,6 +176,8 @@ static inline void store_matrix_sync(float *p, const fragment<accumulator, 16, 1
 
 static inline void fill_fragment(fragment<accumulator, 16, 16, 16, float> &f, float v)
 {
+    if (threadIdx.x % 32 != 0)
+        return;
     for (int i = 0; i < 256; i++)
         f.x[i] = v;
 }
@@ -182,6 +188,8 @@ static inline void mma_sync(fragment<accumulator, 16, 16, 16, float> &d,
                             const fragment<matrix_b, 16, 16, 16, T, Lb> &b,
                             const fragment<accumulator, 16, 16, 16, float> &c)
 {
+    if (threadIdx.x % 32 != 0)
+        return;
     float out[256];
     for (int r = 0; r < 16; r++)
         for (int n = 0; n < 16; n++) {
