@@ -41,7 +41,7 @@ typedef struct {
     float *lnw, *lnb;             /* (C) */
     float *w, *dw;                /* (V, C): every linear's weight is a prefix of it; also wte */
     float *bias, *db;             /* (4C) */
-    float *qkv, *dqkv, *att, *ws; /* (BT, 3C), (BT, 3C), (B, NH, T, T), attention workspace */
+    float *qkv, *dqkv, *att, *ws; /* (BT, 3C), (BT, 3C), attention's saved state, workspace */
     float *wpe, *dwpe;            /* (T, C) */
     float *logits, *dlogits;      /* (BT, V) */
     float *losses;                /* (BT) */
@@ -548,8 +548,8 @@ static void bench_alloc(bench *b)
     b->lnw = dev(C * f), b->lnb = dev(C * f), b->bias = dev(4 * C * f), b->db = dev(4 * C * f);
     b->w = dev((size_t)V * C * f), b->dw = dev((size_t)V * C * f);
     b->qkv = dev(BT * 3 * C * f), b->dqkv = dev(BT * 3 * C * f);
-    b->att = dev((size_t)b->B * NH * T * T * f);
-    b->ws = dev((K->attention_workspace_floats(b->B, T, C, NH) + 1) * f);
+    b->att = dev(K->attention_saved_floats(DDPC_PREC_BF16, b->B, T, C, NH) * f);
+    b->ws = dev((K->attention_workspace_floats(DDPC_PREC_BF16, b->B, T, C, NH) + 1) * f);
     b->wpe = dev((size_t)T * C * f), b->dwpe = dev((size_t)T * C * f);
     b->logits = dev(BT * V * f), b->dlogits = dev(BT * V * f);
     b->tokens = dev(BT * sizeof(int32_t)), b->targets = dev(BT * sizeof(int32_t));
@@ -617,7 +617,17 @@ int main(int argc, char **argv)
     bench_alloc(&b);
     blas_check(cublasCreate(&b.blas), "Create");
     double bt = (double)b.BT, n = (double)b.n_params, f = 4.0, l = L;
-    double att = (double)B * NH * T * T;
+    /* The fused (flash) kernels save the logsumexps and a copy of out instead of (B, NH, T, T):
+     * the least they move is qkv, out, its copy and lse forward; qkv, dout, the copy, lse, D
+     * and dqkv backward. */
+    const bool flash = K->attention_saved_floats(DDPC_PREC_BF16, B, T, C, NH) <
+                       (size_t)B * NH * T * T;
+    const double att = flash ? (double)B * NH * T : (double)B * NH * T * T;
+    const double att_fwd = flash ? f * (bt * 5 * C + att) : f * (bt * 4 * C + att);
+    const double att_bwd = flash ? f * (bt * 8 * C + 3 * att) : f * (bt * 7 * C + att);
+    const char *att_shape = flash ? "flash hs 64" : "B,NH,T,T";
+    printf("attention: %s\n", flash ? "the fused (flash) kernels, bf16 tensor cores"
+                                     : "probabilities materialised (B, NH, T, T)");
 #define LINF(in, out) (2.0 * bt * (in) * (out))
 #define LINFB(in, out, ib) (f * (bt * (in) + (double)(in) * (out) + bt * (out)) + (ib))
     /* backward: reads dy, x, w; dx and dw are read and written (they accumulate) */
@@ -630,8 +640,7 @@ int main(int argc, char **argv)
                        0, 0},
         [OP_LIN_QKV] = {"linear_forward qkv", "C->3C", l, LINFB(C, 3 * C, f * 3 * C),
                         LINF(C, 3 * C), 0},
-        [OP_ATT_FWD] = {"attention_forward", "B,NH,T,T", l, f * (bt * 4 * C + att),
-                        4.0 * B * T * T * C, 0},
+        [OP_ATT_FWD] = {"attention_forward", att_shape, l, att_fwd, 4.0 * B * T * T * C, 0},
         [OP_LIN_PROJ] = {"linear_residual_fwd proj", "C->C +r", l, LINFB(C, C, f * bt * C),
                          LINF(C, C), 0},
         [OP_LIN_FC] = {"linear_forward fc", "C->4C", l, LINFB(C, 4 * C, 0), LINF(C, 4 * C), 0},
@@ -654,8 +663,7 @@ int main(int argc, char **argv)
         [OP_GELU_BWD] = {"gelu_backward", "BT x 4C", l, f * 3 * bt * 4 * C, 0, 0},
         [OP_LINB_FC] = {"linear_backward fc", "C->4C", l, LINBB(C, 4 * C), 2 * LINF(C, 4 * C), 0},
         [OP_LINB_PROJ] = {"linear_backward proj", "C->C", l, LINBB(C, C), 2 * LINF(C, C), 0},
-        [OP_ATT_BWD] = {"attention_backward", "B,NH,T,T", l, f * (bt * 7 * C + att),
-                        8.0 * B * T * T * C, 0},
+        [OP_ATT_BWD] = {"attention_backward", att_shape, l, att_bwd, 8.0 * B * T * T * C, 0},
         [OP_LINB_QKV] = {"linear_backward qkv", "C->3C", l, LINBB(C, 3 * C), 2 * LINF(C, 3 * C), 0},
         [OP_EMB_BWD] = {"embedding_backward", "BT x C", 1, f * (3 * bt * C + 2.0 * T * C), 0, 0},
         [OP_SUMSQ] = {"sumsq (grad norm)", "124M", 1, f * n, 0, 0},

@@ -19,6 +19,25 @@ foreach(src ${DDPC_TEST_SOURCES})
     endif()
 endforeach()
 
+# tests/test_*_emu.cpp compile CUDA kernels' device code for the host against tests/cuda_emu.h
+# (C++17), so their logic is tested on machines without a GPU.
+include(CheckLanguage)
+check_language(CXX)
+if(CMAKE_CXX_COMPILER)
+    enable_language(CXX)
+    file(GLOB DDPC_EMU_TEST_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/test_*_emu.cpp)
+    foreach(src ${DDPC_EMU_TEST_SOURCES})
+        get_filename_component(name ${src} NAME_WE)
+        add_executable(${name} ${src})
+        set_target_properties(${name} PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+        target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/src
+            ${PROJECT_SOURCE_DIR}/tests)
+        target_link_libraries(${name} PRIVATE ddpc_lib Threads::Threads)
+        add_test(NAME ${name} COMMAND ${name})
+        set_tests_properties(${name} PROPERTIES TIMEOUT 300 ENVIRONMENT "OMP_NUM_THREADS=2")
+    endforeach()
+endif()
+
 # The CUDA kernel tests run where a GPU is visible and exit 77 (skipped, saying why) elsewhere.
 set_tests_properties(test_cuda_dense PROPERTIES SKIP_RETURN_CODE 77)
 

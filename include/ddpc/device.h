@@ -95,8 +95,15 @@ typedef struct ddpc_kernel_table {
     void (*embedding_backward)(float *dwte, float *dwpe, const float *dy, const int32_t *tokens,
                                int64_t b, int64_t t, int64_t c);
 
-    /* ---- causal self-attention (GPT) ---- */
-    size_t (*attention_workspace_floats)(int64_t b, int64_t t, int64_t c, int64_t nh);
+    /* ---- causal self-attention (GPT) ----
+     * att is what forward saves for backward, attention_saved_floats floats: the CPU's softmax
+     * probabilities (b, nh, t, t) as in kernels.h; the CUDA table's fused kernels (bf16/fp16,
+     * head dim 32, 64 or 128) keep each row's logsumexp (b, nh, t) and a copy of out (b, t, c).
+     * ws is attention_workspace_floats floats; both depend on the precision on CUDA. */
+    size_t (*attention_saved_floats)(ddpc_precision prec, int64_t b, int64_t t, int64_t c,
+                                     int64_t nh);
+    size_t (*attention_workspace_floats)(ddpc_precision prec, int64_t b, int64_t t, int64_t c,
+                                         int64_t nh);
     void (*attention_forward)(ddpc_precision prec, float *out, float *att, const float *qkv,
                               int64_t b, int64_t t, int64_t c, int64_t nh, float *ws);
     void (*attention_backward)(ddpc_precision prec, float *dqkv, const float *dout,

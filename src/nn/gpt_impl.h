@@ -15,7 +15,7 @@ typedef struct {
 typedef struct {
     float *ln1, *ln1_mean, *ln1_rstd; /* (B,T,C), (B,T), (B,T) */
     float *qkv;                       /* (B,T,3C) */
-    float *att;                       /* (B,NH,T,T) */
+    float *att; /* attention's saved state: (B,NH,T,T) probabilities on the CPU (device.h) */
     float *atty;                      /* (B,T,C) */
     float *res2;                      /* (B,T,C) residual after attention */
     float *ln2, *ln2_mean, *ln2_rstd; /* (B,T,C), (B,T), (B,T) */

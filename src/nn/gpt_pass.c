@@ -36,7 +36,8 @@ static size_t carve_all(const ddpc_model *m, gpt_impl *g, int64_t B, bool ckpt, 
             TAKE(acts[l].ln1_mean, BT);
             TAKE(acts[l].ln1_rstd, BT);
             TAKE(acts[l].qkv, BT * 3 * C);
-            TAKE(acts[l].att, (size_t)B * NH * T * T);
+            TAKE(acts[l].att, m->k->attention_saved_floats(c->precision, B, (int64_t)T,
+                                                           (int64_t)C, (int64_t)NH));
             TAKE(acts[l].atty, BT * C);
             TAKE(acts[l].res2, BT * C);
             TAKE(acts[l].ln2, BT * C);
@@ -52,7 +53,8 @@ static size_t carve_all(const ddpc_model *m, gpt_impl *g, int64_t B, bool ckpt, 
     TAKE(lnf_rstd, BT);
     TAKE(logits, BT * V);
     TAKE(losses, BT);
-    TAKE(ws, m->k->attention_workspace_floats(B, o->block_size, o->n_embd, o->n_head));
+    TAKE(ws, m->k->attention_workspace_floats(c->precision, B, o->block_size, o->n_embd,
+                                              o->n_head));
     TAKE(dlogits, BT * V);
     TAKE(dres, BT * C);
     TAKE(dbranch, BT * C);

@@ -5,7 +5,8 @@
 #   - the GPT (4 layers, 256 wide), the MLP and the CNN with BatchNorm, dropout off: 200 steps on
 #     the GPU at fp32 give losses within 1e-3 relative of the CPU's at every logged step;
 #   - the GPT at bf16 ends within 2% of fp32's loss;
-#   - a rerun on the GPU is bitwise identical (every logged loss, the saved weights);
+#   - a rerun on the GPU is bitwise identical (every logged loss, the saved weights), and so is
+#     activation checkpointing at fp32 and at bf16 (the fused attention);
 #   - kill -9 and resume on the GPU ends with the uninterrupted run's weights, byte for byte;
 #   - a GPU checkpoint resumes on the CPU and continues within 1e-3 of the GPU run;
 #   - warm steps allocate nothing on the device (the run's "device allocations after step 2").
@@ -161,6 +162,14 @@ if run gpt_ckpt "${gpt[@]}" device=$dev model.activation_checkpointing=true &&
     pass "gpt: activation checkpointing on the GPU gives the same losses and weights"
 else
     fail "gpt: activation checkpointing on the GPU differs"
+fi
+# At bf16 attention runs as the fused (flash) kernels, whose recomputation must match too.
+if run gpt_bf16_ckpt "${gpt[@]}" device=$dev precision=bf16 model.activation_checkpointing=true &&
+    compare_losses gpt_bf16_ckpt gpt_bf16 0 &&
+    cmp -s "$work/gpt_bf16_ckpt.st" "$work/gpt_bf16.st"; then
+    pass "gpt bf16: activation checkpointing on the GPU gives the same losses and weights"
+else
+    fail "gpt bf16: activation checkpointing on the GPU differs"
 fi
 if run gpt_fp16 "${gpt[@]}" device=$dev precision=fp16 && compare_losses gpt_fp16 gpt_gpu 0.02 $N; then
     pass "gpt fp16 (loss scaling): the loss after 200 steps is within 2% of fp32's"

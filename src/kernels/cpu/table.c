@@ -22,6 +22,23 @@ static void host_synchronize(void) {}
 static uint64_t host_alloc_count(void) { return 0; }
 static size_t host_memory_total(void) { return 0; }
 
+/* The table's attention sizes take the precision (the CUDA table's depend on it); the CPU's
+ * do not. */
+static size_t cpu_attention_saved_floats(ddpc_precision prec, int64_t b, int64_t t, int64_t c,
+                                         int64_t nh)
+{
+    (void)prec;
+    (void)c;
+    return (size_t)(b * nh * t * t);
+}
+
+static size_t cpu_attention_workspace_floats(ddpc_precision prec, int64_t b, int64_t t, int64_t c,
+                                             int64_t nh)
+{
+    (void)prec;
+    return ddpc_attention_workspace_floats(b, t, c, nh);
+}
+
 static void cpu_softmax_rows(float *x, int64_t n, int64_t classes)
 {
     for (int64_t i = 0; i < n; i++) {
@@ -64,7 +81,8 @@ static const ddpc_kernel_table cpu_table = {
     .layernorm_backward = ddpc_layernorm_backward,
     .embedding_forward = ddpc_embedding_forward,
     .embedding_backward = ddpc_embedding_backward,
-    .attention_workspace_floats = ddpc_attention_workspace_floats,
+    .attention_saved_floats = cpu_attention_saved_floats,
+    .attention_workspace_floats = cpu_attention_workspace_floats,
     .attention_forward = ddpc_attention_forward,
     .attention_backward = ddpc_attention_backward,
     .conv2d_workspace_floats = ddpc_conv2d_workspace_floats,

@@ -4,7 +4,9 @@
  * h*hs .. (h+1)*hs of each; att (B, NH, T, T) holds the softmax probabilities, exactly 0 above the
  * diagonal; backward OVERWRITES dqkv. q, k, v (and dout) are permuted into (B*NH, T, hs) in the
  * workspace so every product is one cuBLAS strided-batched GEMM over B*NH heads; softmax and its
- * backward are ddpc's row kernels with fixed-order reductions (reruns give the same bits). */
+ * backward are ddpc's row kernels with fixed-order reductions (reruns give the same bits).
+ * At bf16/fp16 with head dims 32, 64 and 128 the fused kernels of attention_flash.cu run instead,
+ * and att holds their saved state (ddpc__cuda_attention_saved_floats). */
 #include "kernels/cuda/cuda_impl.h"
 #include "kernels/cuda/row_reduce.cuh"
 
@@ -17,10 +19,24 @@ static int64_t region(int64_t floats)
 }
 
 /* Forward uses q, k, v (y reuses q's region); backward q, k, v, dout, dq, dk, dv, then datt.
- * Unlike the CPU kernel, forward needs ws too (it may not be NULL here). */
-extern "C" size_t ddpc__cuda_attention_workspace_floats(int64_t b, int64_t t, int64_t c, int64_t nh)
+ * Unlike the CPU kernel, forward needs ws too (it may not be NULL here). The fused kernels need
+ * only D (B, NH, T) in backward. */
+extern "C" size_t ddpc__cuda_attention_workspace_floats(ddpc_precision prec, int64_t b, int64_t t,
+                                                        int64_t c, int64_t nh)
 {
+    if (ddpc__cuda_flash_applies(prec, b, t, c, nh))
+        return (size_t)region(b * nh * t);
     return (size_t)(7 * region(b * t * c) + region(b * nh * t * t));
+}
+
+/* The probabilities (B, NH, T, T); the fused kernels' row logsumexps (B, NH, T) and a copy of out
+ * (B, T, C), from which backward's D = rowsum(dout * out) comes (backward is not given out). */
+extern "C" size_t ddpc__cuda_attention_saved_floats(ddpc_precision prec, int64_t b, int64_t t,
+                                                    int64_t c, int64_t nh)
+{
+    if (ddpc__cuda_flash_applies(prec, b, t, c, nh))
+        return (size_t)(b * nh * t + b * t * c);
+    return (size_t)(b * nh * t * t);
 }
 
 /* Between packed rows of `parts` (B, T, parts, NH, hs) slices and `parts` head-major arrays
@@ -129,6 +145,10 @@ extern "C" void ddpc__cuda_attention_forward(ddpc_precision prec, float *out, fl
 {
     if (b <= 0 || t <= 0 || c <= 0 || nh <= 0)
         return;
+    if (ddpc__cuda_flash_applies(prec, b, t, c, nh)) {
+        ddpc__cuda_flash_forward(prec, out, att, qkv, b, t, c, nh);
+        return;
+    }
     DDPC_ASSERT(ws != NULL); /* a caller that sized no workspace: a bug, not input */
     const int64_t hs = c / nh, r = region(b * t * c), bh = b * nh, rows = bh * t;
     const float scale = 1.0f / sqrtf((float)hs);
@@ -153,6 +173,10 @@ extern "C" void ddpc__cuda_attention_backward(ddpc_precision prec, float *dqkv, 
     if (b <= 0 || t <= 0 || c <= 0 || nh <= 0)
         return;
     DDPC_ASSERT(ws != NULL); /* a caller that sized no workspace: a bug, not input */
+    if (ddpc__cuda_flash_applies(prec, b, t, c, nh)) {
+        ddpc__cuda_flash_backward(prec, dqkv, dout, qkv, att, b, t, c, nh, ws);
+        return;
+    }
     const int64_t hs = c / nh, r = region(b * t * c), bh = b * nh, rows = bh * t;
     const int64_t th = t * hs, tt = t * t;
     const float scale = 1.0f / sqrtf((float)hs);

@@ -97,12 +97,23 @@ void ddpc__cuda_embedding_backward(float *dwte, float *dwpe, const float *dy,
                                    const int32_t *tokens, int64_t b, int64_t t, int64_t c);
 
 /* attention.cu */
-size_t ddpc__cuda_attention_workspace_floats(int64_t b, int64_t t, int64_t c, int64_t nh);
+size_t ddpc__cuda_attention_saved_floats(ddpc_precision prec, int64_t b, int64_t t, int64_t c,
+                                         int64_t nh);
+size_t ddpc__cuda_attention_workspace_floats(ddpc_precision prec, int64_t b, int64_t t, int64_t c,
+                                             int64_t nh);
 void ddpc__cuda_attention_forward(ddpc_precision prec, float *out, float *att, const float *qkv,
                                   int64_t b, int64_t t, int64_t c, int64_t nh, float *ws);
 void ddpc__cuda_attention_backward(ddpc_precision prec, float *dqkv, const float *dout,
                                    const float *qkv, const float *att, int64_t b, int64_t t,
                                    int64_t c, int64_t nh, float *ws);
+/* attention_flash.cu: the fused kernels, where ddpc__cuda_flash_applies (bf16/fp16, head dim 32,
+ * 64 or 128); saved (ddpc__cuda_attention_saved_floats) plays att's part, ws holds D (B, NH, T). */
+bool ddpc__cuda_flash_applies(ddpc_precision prec, int64_t b, int64_t t, int64_t c, int64_t nh);
+void ddpc__cuda_flash_forward(ddpc_precision prec, float *out, float *saved, const float *qkv,
+                              int64_t b, int64_t t, int64_t c, int64_t nh);
+void ddpc__cuda_flash_backward(ddpc_precision prec, float *dqkv, const float *dout,
+                               const float *qkv, const float *saved, int64_t b, int64_t t,
+                               int64_t c, int64_t nh, float *ws);
 
 /* conv.cu, pool.cu, batchnorm.cu */
 size_t ddpc__cuda_conv2d_workspace_floats(const ddpc_conv2d_shape *s);

@@ -30,6 +30,7 @@ extern "C" const ddpc_kernel_table ddpc__cuda_table = {
     .layernorm_backward = ddpc__cuda_layernorm_backward,
     .embedding_forward = ddpc__cuda_embedding_forward,
     .embedding_backward = ddpc__cuda_embedding_backward,
+    .attention_saved_floats = ddpc__cuda_attention_saved_floats,
     .attention_workspace_floats = ddpc__cuda_attention_workspace_floats,
     .attention_forward = ddpc__cuda_attention_forward,
     .attention_backward = ddpc__cuda_attention_backward,

@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: MIT
+/* Just enough of CUDA to run a kernel's device code on the host (C++17): a block is THREADS real
+ * threads, warps of 32 meet at barriers for __syncwarp and __shfl_xor_sync, the block at another
+ * for __syncthreads; WMMA fragments hold the whole 16x16 tile, in lane 0 only (the kernels read
+ * fragments through stores alone, so the other lanes only check the rules), and loads and stores
+ * check WMMA's 32-byte alignment and leading dimension rules; bf16/fp16 convert with ddpc/half.h's
+ * round-to-nearest-even. Invariant: blocks run one after another, so a kernel that needs another
+ * block's results in flight would hang here as it might on a GPU. */
+#ifndef DDPC_TESTS_CUDA_EMU_H
+#define DDPC_TESTS_CUDA_EMU_H
+
+#include <ddpc/half.h>
+
+#include <pthread.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <type_traits>
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(n)
+#define __align__(n) alignas(n)
+
+struct emu_dim {
+    unsigned x, y, z;
+};
+static thread_local emu_dim threadIdx, blockIdx;
+static emu_dim gridDim;
+
+struct float4 {
+    float x, y, z, w;
+};
+static inline float4 make_float4(float x, float y, float z, float w)
+{
+    return float4{x, y, z, w};
+}
+
+struct __nv_bfloat16 {
+    uint16_t bits;
+};
+struct __half {
+    uint16_t bits;
+};
+static inline __nv_bfloat16 __float2bfloat16_rn(float x)
+{
+    return __nv_bfloat16{ddpc_f32_to_bf16(x)};
+}
+static inline __half __float2half_rn(float x)
+{
+    return __half{ddpc_f32_to_f16(x)};
+}
+static inline float emu_to_float(__nv_bfloat16 h)
+{
+    return ddpc_bf16_to_f32(h.bits);
+}
+static inline float emu_to_float(__half h)
+{
+    return ddpc_f16_to_f32(h.bits);
+}
+static inline float emu_to_float(float x)
+{
+    return x;
+}
+
+/* One block's shared state: its barriers, its shuffle slots and its dynamic shared memory. */
+enum { EMU_MAX_WARPS = 32 };
+struct emu_block {
+    pthread_barrier_t block, warp[EMU_MAX_WARPS];
+    float shfl[EMU_MAX_WARPS][32];
+    unsigned char *smem;
+};
+static emu_block *emu_cur;
+static int emu_failures;
+
+static inline void emu_fail(const char *what)
+{
+    fprintf(stderr, "cuda_emu: %s\n", what);
+    __atomic_add_fetch(&emu_failures, 1, __ATOMIC_RELAXED);
+}
+
+#define FLASH_SMEM(name) unsigned char *name = emu_cur->smem
+static inline unsigned emu_warp()
+{
+    return threadIdx.x / 32;
+}
+static inline void __syncthreads()
+{
+    pthread_barrier_wait(&emu_cur->block);
+}
+static inline void __syncwarp()
+{
+    pthread_barrier_wait(&emu_cur->warp[emu_warp()]);
+}
+static inline float __shfl_xor_sync(unsigned mask, float v, int lane_mask)
+{
+    if (mask != 0xffffffffu)
+        emu_fail("__shfl_xor_sync with a partial mask");
+    const unsigned w = emu_warp(), lane = threadIdx.x % 32;
+    emu_cur->shfl[w][lane] = v;
+    __syncwarp();
+    const float r = emu_cur->shfl[w][lane ^ (unsigned)lane_mask];
+    __syncwarp();
+    return r;
+}
+
+namespace nvcuda
+{
+namespace wmma
+{
+struct matrix_a {
+};
+struct matrix_b {
+};
+struct accumulator {
+};
+struct row_major {
+};
+struct col_major {
+};
+enum layout_t { mem_row_major, mem_col_major };
+
+template <typename Use, int M, int N, int K, typename T, typename Layout = void> struct fragment {
+    static_assert(M == 16 && N == 16 && K == 16, "the emulator knows 16x16x16 only");
+    float x[256]; /* (row, col) at x[row * 16 + col]; meaningful in lane 0 */
+};
+
+/* WMMA's rules: a 256-bit aligned pointer; ldm a multiple of 16 bytes. */
+template <typename T> static inline void emu_check(const T *p, unsigned ldm)
+{
+    if ((uintptr_t)p % 32 != 0)
+        emu_fail("WMMA pointer not 32-byte aligned");
+    if (ldm * sizeof(T) % 16 != 0)
+        emu_fail("WMMA leading dimension not a multiple of 16 bytes");
+}
+
+template <typename Use, typename T, typename Layout>
+static inline void load_matrix_sync(fragment<Use, 16, 16, 16, T, Layout> &f, const T *p,
+                                    unsigned ldm)
+{
+    emu_check(p, ldm);
+    if (threadIdx.x % 32 != 0)
+        return;
+    const bool col = std::is_same<Layout, col_major>::value;
+    for (int r = 0; r < 16; r++)
+        for (int c = 0; c < 16; c++)
+            f.x[r * 16 + c] = emu_to_float(col ? p[c * ldm + r] : p[r * ldm + c]);
+}
+
+static inline void load_matrix_sync(fragment<accumulator, 16, 16, 16, float> &f, const float *p,
+                                    unsigned ldm, layout_t l)
+{
+    emu_check(p, ldm);
+    if (threadIdx.x % 32 != 0)
+        return;
+    for (int r = 0; r < 16; r++)
+        for (int c = 0; c < 16; c++)
+            f.x[r * 16 + c] = l == mem_col_major ? p[c * ldm + r] : p[r * ldm + c];
+}
+
+static inline void store_matrix_sync(float *p, const fragment<accumulator, 16, 16, 16, float> &f,
+                                     unsigned ldm, layout_t l)
+{
+    emu_check(p, ldm);
+    if (threadIdx.x % 32 != 0)
+        return;
+    for (int r = 0; r < 16; r++)
+        for (int c = 0; c < 16; c++)
+            (l == mem_col_major ? p[c * ldm + r] : p[r * ldm + c]) = f.x[r * 16 + c];
+}
+
+static inline void fill_fragment(fragment<accumulator, 16, 16, 16, float> &f, float v)
+{
+    if (threadIdx.x % 32 != 0)
+        return;
+    for (int i = 0; i < 256; i++)
+        f.x[i] = v;
+}
+
+template <typename T, typename La, typename Lb>
+static inline void mma_sync(fragment<accumulator, 16, 16, 16, float> &d,
+                            const fragment<matrix_a, 16, 16, 16, T, La> &a,
+                            const fragment<matrix_b, 16, 16, 16, T, Lb> &b,
+                            const fragment<accumulator, 16, 16, 16, float> &c)
+{
+    if (threadIdx.x % 32 != 0)
+        return;
+    float out[256];
+    for (int r = 0; r < 16; r++)
+        for (int n = 0; n < 16; n++) {
+            float s = c.x[r * 16 + n];
+            for (int k = 0; k < 16; k++)
+                s += a.x[r * 16 + k] * b.x[k * 16 + n];
+            out[r * 16 + n] = s;
+        }
+    memcpy(d.x, out, sizeof out);
+}
+} // namespace wmma
+} // namespace nvcuda
+
+/* Runs fn() as every thread of every block of a 1-D grid of `blocks` x `threads`, with `smem`
+ * bytes of dynamic shared memory (filled with NaN bytes, so a read before a write shows). */
+template <typename F> struct emu_launch_ctx {
+    F *fn;
+    unsigned block, tid;
+};
+template <typename F> static void *emu_thread(void *p)
+{
+    emu_launch_ctx<F> *c = (emu_launch_ctx<F> *)p;
+    threadIdx = emu_dim{c->tid, 0, 0};
+    blockIdx = emu_dim{c->block, 0, 0};
+    (*c->fn)();
+    return NULL;
+}
+
+template <typename F> static void emu_launch(unsigned blocks, unsigned threads, size_t smem, F fn)
+{
+    if (threads % 32 != 0 || threads / 32 > EMU_MAX_WARPS)
+        abort();
+    gridDim = emu_dim{blocks, 1, 1};
+    emu_block b;
+    b.smem = (unsigned char *)aligned_alloc(128, smem ? (smem + 127) / 128 * 128 : 128);
+    pthread_barrier_init(&b.block, NULL, threads);
+    for (unsigned w = 0; w < threads / 32; w++)
+        pthread_barrier_init(&b.warp[w], NULL, 32);
+    emu_cur = &b;
+    pthread_t *th = (pthread_t *)malloc(threads * sizeof(pthread_t));
+    emu_launch_ctx<F> *ctx = (emu_launch_ctx<F> *)malloc(threads * sizeof(emu_launch_ctx<F>));
+    for (unsigned blk = 0; blk < blocks; blk++) {
+        memset(b.smem, 0xff, smem); /* NaN floats, NaN halves */
+        for (unsigned t = 0; t < threads; t++) {
+            ctx[t] = emu_launch_ctx<F>{&fn, blk, t};
+            if (pthread_create(&th[t], NULL, emu_thread<F>, &ctx[t]) != 0)
+                abort();
+        }
+        for (unsigned t = 0; t < threads; t++)
+            pthread_join(th[t], NULL);
+    }
+    free(th);
+    free(ctx);
+    for (unsigned w = 0; w < threads / 32; w++)
+        pthread_barrier_destroy(&b.warp[w]);
+    pthread_barrier_destroy(&b.block);
+    free(b.smem);
+    emu_cur = NULL;
+}
+
+#endif
