@@ -6,13 +6,12 @@
  * and no page is faulted in or given back per step (what PyTorch's caching allocator achieves for
  * DeepSpeed's buckets). Invariant: a buffer is reused only after its reduce-scatter finished and
  * the chunk was copied out; when all are busy with buckets still summing, the bucket falls back
- * to the flat buffer (released again after its reduce-scatter). */
+ * to the flat buffer (released again after its reduce-scatter). The pool is the model's device
+ * memory and every fill and copy goes through reducer_mem.c, so on a GPU the same code runs on
+ * device buffers (the flat buffer's release is a zeroing there). */
 #include "parallel/reducer_impl.h"
 
 #include <ddpc/alloc.h>
-#include <ddpc/pages.h>
-
-#include <string.h>
 
 /* Waits for the reduce-scatter of the bucket in buffer i, copies this rank's chunk into the flat
  * gradient buffer and frees the buffer. */
@@ -25,8 +24,8 @@ static void finish_pooled(ddpc_reducer *r, int i)
     ddpc_work_destroy(b->work);
     b->work = NULL;
     if (st == DDPC_OK)
-        memcpy(ddpc_model_grads(r->model) + b->own.lo, r->gpool[i] + (size_t)r->rank * b->chunk,
-               b->own.len * sizeof(float));
+        ddpc__zmem_copy(r, ddpc__zmem_grads(r) + b->own.lo,
+                        r->gpool[i] + (size_t)r->rank * b->chunk, b->own.len);
     r->gpool_bucket[i] = -1;
 }
 
@@ -73,10 +72,10 @@ static float *on_grad_use(void *ctx, size_t tensor)
         size_t n = b->hi - b->lo, padded = b->chunk * (size_t)r->world;
         /* Micro-batches before this pass (no_sync) summed into the flat buffer: go on from it. */
         if (r->accumulated)
-            memcpy(r->gpool[i], ddpc_model_grads(r->model) + b->lo, n * sizeof(float));
+            ddpc__zmem_copy(r, r->gpool[i], ddpc__zmem_grads(r) + b->lo, n);
         else
-            memset(r->gpool[i], 0, n * sizeof(float));
-        memset(r->gpool[i] + n, 0, (padded - n) * sizeof(float));
+            ddpc__zmem_zero(r, r->gpool[i], n);
+        ddpc__zmem_zero(r, r->gpool[i] + n, padded - n);
         r->gpool_of[bi] = i;
         r->gpool_bucket[i] = bi;
     }
@@ -121,12 +120,12 @@ void ddpc__reducer_pool_prepare(ddpc_reducer *r, bool sync)
 
 void ddpc__reducer_pool_zero(ddpc_reducer *r)
 {
-    float *g = ddpc_model_grads(r->model);
+    float *g = ddpc__zmem_grads(r);
     if (r->accumulated || r->flat_dirty || !r->gpool_of) {
-        ddpc_pages_release(g, ddpc_model_num_params(r->model) * sizeof(float));
+        ddpc__zmem_release(r, g, ddpc_model_num_params(r->model));
     } else { /* only the owned chunks were written: zero them, nothing to fault in */
         for (size_t i = 0; i < r->n_shard; i++)
-            memset(g + r->shard[i].lo, 0, r->shard[i].len * sizeof(float));
+            ddpc__zmem_zero(r, g + r->shard[i].lo, r->shard[i].len);
     }
     r->accumulated = r->flat_dirty = false;
 }
@@ -142,7 +141,7 @@ ddpc_status ddpc__reducer_build_gpool(ddpc_reducer *r)
         r->gpool_of[b] = -1;
     for (int i = 0; i < DDPC__GPOOL; i++) {
         r->gpool_bucket[i] = -1;
-        r->gpool[i] = ddpc_calloc(r->slot_floats ? r->slot_floats : 1, sizeof(float));
+        r->gpool[i] = ddpc__zmem_alloc(r, r->slot_floats);
         if (!r->gpool[i])
             return ddpc_errorf(DDPC_ENOMEM,
                                "out of memory for ZeRO's gradient pool (%d x %zu "
@@ -151,6 +150,6 @@ ddpc_status ddpc__reducer_build_gpool(ddpc_reducer *r)
     }
     ddpc_model_set_grad_use_hook(r->model, on_grad_use, r);
     /* Released once: from now on only the owned chunks are ever written between steps. */
-    ddpc_pages_release(ddpc_model_grads(r->model), ddpc_model_num_params(r->model) * sizeof(float));
+    ddpc__zmem_release(r, ddpc__zmem_grads(r), ddpc_model_num_params(r->model));
     return DDPC_OK;
 }

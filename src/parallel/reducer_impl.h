@@ -84,9 +84,9 @@ ddpc_status ddpc__reducer_build_buckets(ddpc_reducer *r);
 /* Keeps the first error raised where no caller can receive it (hooks, the comm thread's work)
  * in r->error and r->message; DDPC_OK is ignored. */
 void ddpc__reducer_keep_error(ddpc_reducer *r, ddpc_status st);
-/* Gives back the parts of bucket b's range of buf (the flat parameter or gradient buffer) outside
- * this rank's chunk: they read as zeros and hold no memory. */
-void ddpc__reducer_release_others(const ddpc__bucket *b, float *buf);
+/* Gives back the parts of bucket b's range of buf (the flat parameter or gradient buffer, on the
+ * model's device) outside this rank's chunk: they read as zeros (ddpc__zmem_release). */
+void ddpc__reducer_release_others(const ddpc_reducer *r, const ddpc__bucket *b, float *buf);
 /* Copies this rank's chunk of bucket b's parameters into slot (padded with zeros) and launches
  * the all-gather that fills the rest of the slot. */
 ddpc_status ddpc__reducer_launch_gather(ddpc_reducer *r, const ddpc__bucket *b, float *slot,
@@ -112,6 +112,18 @@ void ddpc__reducer_pool_prepare(ddpc_reducer *r, bool sync);
 /* Zeroes the flat gradient buffer for a new step (owned chunks only when nothing else was
  * written). */
 void ddpc__reducer_pool_zero(ddpc_reducer *r);
+/* ZeRO's door to model memory (reducer_mem.c): the model's device buffers (the host ones on the
+ * CPU), and allocation (zeroed), copies and fills of `floats` floats through the model's kernel
+ * table. release: the range reads as zeros afterwards; on the CPU its pages also go back to the
+ * OS, on a device it stays allocated. */
+bool ddpc__zmem_on_device(const ddpc_reducer *r);
+float *ddpc__zmem_params(const ddpc_reducer *r);
+float *ddpc__zmem_grads(const ddpc_reducer *r);
+float *ddpc__zmem_alloc(const ddpc_reducer *r, size_t floats);
+void ddpc__zmem_free(const ddpc_reducer *r, void *p);
+void ddpc__zmem_copy(const ddpc_reducer *r, float *dst, const float *src, size_t floats);
+void ddpc__zmem_zero(const ddpc_reducer *r, float *p, size_t floats);
+void ddpc__zmem_release(const ddpc_reducer *r, float *p, size_t floats);
 /* Frees the shard tables and slots. */
 void ddpc__reducer_free_shard(ddpc_reducer *r);
 /* Compares every tensor's name and shape and cfg.fingerprint's lines across ranks. */

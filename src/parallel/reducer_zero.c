@@ -4,12 +4,12 @@
  * the gather, as DDP's all-reduce), and the gather of the updated parameters. Invariant: a staging
  * slot is refilled only after the collective that used it has finished and its result was copied
  * out, and slots are used in bucket order, so every rank issues the same collectives in the same
- * order. Padding past a bucket's end is zero in every slot. */
+ * order. Padding past a bucket's end is zero in every slot. Model memory (slots included) is
+ * reached through reducer_mem.c, so the same code runs on a GPU's buffers. */
 #include "parallel/reducer_impl.h"
 
 #include <ddpc/alloc.h>
 #include <ddpc/half.h>
-#include <ddpc/pages.h>
 
 #include <stdio.h>
 #include <string.h>
@@ -27,6 +27,11 @@ ddpc_status ddpc__reducer_build_shard(ddpc_reducer *r)
     r->slot_bucket[0] = r->slot_bucket[1] = -1;
     if (r->cfg.zero_stage < 1)
         return DDPC_OK;
+    if (ddpc__zmem_on_device(r) && r->cfg.comm_dtype != DDPC_DTYPE_F32)
+        return ddpc_errorf(DDPC_EUNSUPPORTED,
+                           "reducer: ZeRO stage %d on a GPU sends gradients as f32 only, not as "
+                           "comm_dtype %s (set ddp.comm_dtype: f32)",
+                           r->cfg.zero_stage, ddpc_dtype_name(r->cfg.comm_dtype));
     size_t w = (size_t)r->world, rank = (size_t)r->rank;
     r->shard = ddpc_calloc(r->n_buckets ? r->n_buckets : 1, sizeof *r->shard);
     if (!r->shard)
@@ -43,7 +48,7 @@ ddpc_status ddpc__reducer_build_shard(ddpc_reducer *r)
     }
     r->n_shard = r->n_buckets;
     for (int s = 0; s < 2; s++) {
-        r->slot[s] = ddpc_calloc(r->slot_floats ? r->slot_floats : 1, sizeof(float));
+        r->slot[s] = ddpc__zmem_alloc(r, r->slot_floats);
         if (!r->slot[s])
             return ddpc_errorf(DDPC_ENOMEM,
                                "out of memory for ZeRO's staging buffers (2 x %zu "
@@ -57,29 +62,29 @@ void ddpc__reducer_free_shard(ddpc_reducer *r)
 {
     ddpc_free(r->shard);
     for (int s = 0; s < 2; s++)
-        ddpc_free(r->slot[s]);
+        ddpc__zmem_free(r, r->slot[s]);
     for (int s = 0; s < DDPC__PSLOTS; s++)
-        ddpc_free(r->pslot[s]);
+        ddpc__zmem_free(r, r->pslot[s]);
     for (int i = 0; i < DDPC__GPOOL; i++)
-        ddpc_free(r->gpool[i]);
+        ddpc__zmem_free(r, r->gpool[i]);
     ddpc_free(r->gpool_of);
     ddpc_free(r->slot_of);
     ddpc_free(r->order);
 }
 
-void ddpc__reducer_release_others(const ddpc__bucket *b, float *buf)
+void ddpc__reducer_release_others(const ddpc_reducer *r, const ddpc__bucket *b, float *buf)
 {
     size_t end = b->own.lo + b->own.len;
-    ddpc_pages_release(buf + b->lo, (b->own.lo - b->lo) * sizeof(float));
-    ddpc_pages_release(buf + end, (b->hi - end) * sizeof(float));
+    ddpc__zmem_release(r, buf + b->lo, b->own.lo - b->lo);
+    ddpc__zmem_release(r, buf + end, b->hi - end);
 }
 
 ddpc_status ddpc__reducer_launch_gather(ddpc_reducer *r, const ddpc__bucket *b, float *slot,
                                         ddpc_work **work)
 {
     float *mine = slot + (size_t)r->rank * b->chunk;
-    memcpy(mine, ddpc_model_params(r->model) + b->own.lo, b->own.len * sizeof(float));
-    memset(mine + b->own.len, 0, (b->chunk - b->own.len) * sizeof(float));
+    ddpc__zmem_copy(r, mine, ddpc__zmem_params(r) + b->own.lo, b->own.len);
+    ddpc__zmem_zero(r, mine + b->own.len, b->chunk - b->own.len);
     return ddpc_pg_iall_gather(r->pg, mine, slot, b->chunk, DDPC_DTYPE_F32, work);
 }
 
@@ -99,16 +104,16 @@ static void finish_scatter(ddpc_reducer *r, int s)
     r->stats.comm_s += ddpc_work_seconds(b->work);
     ddpc_work_destroy(b->work);
     b->work = NULL;
-    float *g = ddpc_model_grads(r->model);
+    float *g = ddpc__zmem_grads(r);
     const char *mine = (const char *)r->slot[s] + (size_t)r->rank * b->chunk * comm_size(r);
     if (st == DDPC_OK && r->cfg.comm_dtype == DDPC_DTYPE_F32)
-        memcpy(g + b->own.lo, mine, b->own.len * sizeof(float));
-    else if (st == DDPC_OK)
+        ddpc__zmem_copy(r, g + b->own.lo, (const float *)mine, b->own.len);
+    else if (st == DDPC_OK) /* bf16/f16: host memory only (build_shard refuses them on a GPU) */
         ddpc_half_to_f32_array(g + b->own.lo, (const uint16_t *)mine, b->own.len,
                                r->cfg.comm_dtype == DDPC_DTYPE_BF16);
     if (r->cfg.zero_stage < 2) /* stage 1 keeps the whole gradient buffer, as DeepSpeed does */
         return;
-    ddpc__reducer_release_others(b, g);
+    ddpc__reducer_release_others(r, b, g);
 }
 
 void ddpc__reducer_launch_scatter(ddpc_reducer *r, size_t bi)
@@ -117,14 +122,16 @@ void ddpc__reducer_launch_scatter(ddpc_reducer *r, size_t bi)
     int s = (int)(bi % 2);
     if (r->slot_bucket[s] >= 0)
         finish_scatter(r, s);
-    const float *g = ddpc_model_grads(r->model) + b->lo;
+    const float *g = ddpc__zmem_grads(r) + b->lo;
     size_t n = b->hi - b->lo, es = comm_size(r), padded = b->chunk * (size_t)r->world;
     char *slot = (char *)r->slot[s];
-    if (r->cfg.comm_dtype == DDPC_DTYPE_F32)
-        memcpy(slot, g, n * es);
-    else
+    if (r->cfg.comm_dtype == DDPC_DTYPE_F32) {
+        ddpc__zmem_copy(r, r->slot[s], g, n);
+        ddpc__zmem_zero(r, r->slot[s] + n, padded - n);
+    } else { /* host memory only, as in finish_scatter */
         ddpc_f32_to_half_array((uint16_t *)slot, g, n, r->cfg.comm_dtype == DDPC_DTYPE_BF16);
-    memset(slot + n * es, 0, (padded - n) * es);
+        memset(slot + n * es, 0, (padded - n) * es);
+    }
     ddpc__reducer_keep_error(
         r, ddpc_pg_ireduce_scatter(r->pg, slot, slot + (size_t)r->rank * b->chunk * es, b->chunk,
                                    r->cfg.comm_dtype, DDPC_REDUCE_AVG, &b->work));
@@ -157,7 +164,7 @@ static ddpc_status finish_gather(ddpc_reducer *r, int s)
     ddpc_work_destroy(b->work);
     b->work = NULL;
     if (st == DDPC_OK)
-        memcpy(ddpc_model_params(r->model) + b->lo, r->slot[s], (b->hi - b->lo) * sizeof(float));
+        ddpc__zmem_copy(r, ddpc__zmem_params(r) + b->lo, r->slot[s], b->hi - b->lo);
     return st;
 }
 

@@ -7,17 +7,17 @@
  * included: they depend on that sequence only). The first step records the order in which
  * buckets are fetched; later steps prefetch the next one of that order, as FSDP does (kernels
  * read a weight and its bias in either order, so bucket indices alone do not tell the
- * direction). At most two buckets are kept (lru) plus the one being prefetched. */
+ * direction). At most two buckets are kept (lru) plus the one being prefetched. The slots are the
+ * model's device memory (reducer_mem.c): on a GPU the hook hands the kernels device pointers. */
 #include "parallel/reducer_impl.h"
 
 #include <ddpc/alloc.h>
 
-#include <string.h>
 
 /* Gives back bucket b's parameters outside its owned chunk in the flat buffer. */
 static void release_flat(ddpc_reducer *r, size_t b)
 {
-    ddpc__reducer_release_others(&r->buckets[b], ddpc_model_params(r->model));
+    ddpc__reducer_release_others(r, &r->buckets[b], ddpc__zmem_params(r));
 }
 
 /* A slot neither kept nor prefetching; -1 when all three are busy (never, by the lru rule). */
@@ -174,7 +174,7 @@ ddpc_status ddpc__reducer_build_zero3(ddpc_reducer *r)
     r->order_cap = 8 * r->n_buckets + 16; /* forward and backward, with room for tied weights */
     r->order = ddpc_calloc(r->order_cap, sizeof *r->order);
     for (int s = 0; s < DDPC__PSLOTS; s++) {
-        r->pslot[s] = ddpc_calloc(r->slot_floats ? r->slot_floats : 1, sizeof(float));
+        r->pslot[s] = ddpc__zmem_alloc(r, r->slot_floats);
         if (!r->pslot[s])
             return ddpc_errorf(DDPC_ENOMEM,
                                "out of memory for ZeRO-3's parameter slots (%d x "
