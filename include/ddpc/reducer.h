@@ -35,6 +35,10 @@ typedef struct {
                                     the model's stat-sync hook (default off) */
     const char *fingerprint;     /* extra text every rank must agree on (e.g. the config), borrowed;
                                     NULL for none */
+    ddpc_pg *host_pg;            /* the group for host data (the fingerprint, SyncBatchNorm's sums,
+                                    ZeRO's gradient norm) when the reducer's own group moves a GPU
+                                    model's device buffers (ddpc_pg_config.cuda), borrowed; NULL:
+                                    the reducer's group does both (a CPU model) */
     /* ZeRO stage. 0: all-reduce (DDP). 1: partitions every bucket [lo, hi) into world chunks of
      * ceil((hi - lo) / world) floats, rank r owning chunk r (ddpc_reducer_shard), reduce-scatters
      * each bucket instead of all-reducing it, so only the owned chunks of the gradient buffer hold
@@ -107,6 +111,8 @@ size_t ddpc_reducer_staging_bytes(const ddpc_reducer *r);
 ddpc_status ddpc_reducer_sync_buffers(ddpc_reducer *r);
 /* The process group the reducer communicates over (borrowed). */
 ddpc_pg *ddpc_reducer_pg(const ddpc_reducer *r);
+/* The group for host data: cfg.host_pg, else the reducer's group (borrowed). */
+ddpc_pg *ddpc_reducer_host_pg(const ddpc_reducer *r);
 
 /* The buckets ddpc_reducer_create would build for m under cfg (bucket caps only), without
  * communicating or allocating: bucket_of (num_tensors) receives each tensor's bucket and, when not

@@ -278,24 +278,32 @@ static ddpc_status nonfinite(ddpc_engine *e, double norm)
                        (long long)e->step + 1, loss, grad);
 }
 
+/* Unscale (loss scaling) and sum of squares of a range of the gradients, on the model's device:
+ * the table's kernels on a GPU; on the CPU, whose table leaves these members NULL, optim/'s host
+ * loops. */
+static bool range_unscale(const ddpc_kernel_table *k, float *g, size_t n, float scale)
+{
+    return k->unscale ? k->unscale(g, (int64_t)n, scale) : ddpc_grad_unscale(g, n, scale);
+}
+
+static double range_sumsq(const ddpc_kernel_table *k, const float *g, size_t n)
+{
+    return k->sumsq ? k->sumsq(g, (int64_t)n) : ddpc_grad_sumsq(g, n);
+}
+
 /* Unscales (loss scaling) and measures the averaged gradients: *norm is their global norm, NaN
  * when any is not finite. At stage 0 every rank holds all of them and computes the norm alone;
  * under ZeRO each rank holds only its shard's average (the reducer reduce-scatters), so the
- * shards' sums of squares are all-reduced, and the result is again the same on every rank. */
+ * shards' sums of squares (one double each, on the host even for a GPU model) are all-reduced
+ * over the host group, and the result is again the same on every rank. */
 static ddpc_status grad_norm(ddpc_engine *e, float *g, double *norm)
 {
     const ddpc_engine_config *c = &e->cfg;
     const ddpc_kernel_table *k = ddpc_model_backend(e->model);
-    if (k->kind != DDPC_DEVICE_CPU) { /* one rank on a device: its own kernels, one read-back */
-        int64_t n = (int64_t)ddpc_model_num_params(e->model);
-        bool overflow = c->loss_scaling && k->unscale(g, n, e->scaler.scale);
-        *norm = overflow ? NAN : sqrt(k->sumsq(g, n));
-        return DDPC_OK;
-    }
     if (e->stage == 0) {
         size_t n = ddpc_model_num_params(e->model);
-        bool overflow = c->loss_scaling && ddpc_grad_unscale(g, n, e->scaler.scale);
-        *norm = overflow ? NAN : sqrt(ddpc_grad_sumsq(g, n));
+        bool overflow = c->loss_scaling && range_unscale(k, g, n, e->scaler.scale);
+        *norm = overflow ? NAN : sqrt(range_sumsq(k, g, n));
         return DDPC_OK;
     }
     bool overflow = false;
@@ -303,13 +311,13 @@ static ddpc_status grad_norm(ddpc_engine *e, float *g, double *norm)
     for (size_t i = 0; i < e->n_shard; i++) {
         float *part = g + e->shard[i].lo;
         if (c->loss_scaling)
-            overflow |= ddpc_grad_unscale(part, e->shard[i].len, e->scaler.scale);
-        sumsq += ddpc_grad_sumsq(part, e->shard[i].len);
+            overflow |= range_unscale(k, part, e->shard[i].len, e->scaler.scale);
+        sumsq += range_sumsq(k, part, e->shard[i].len);
     }
     if (overflow)
         sumsq = NAN;
-    DDPC_TRY(ddpc_pg_all_reduce(ddpc_reducer_pg(e->reducer), &sumsq, &sumsq, 1, DDPC_DTYPE_F64,
-                                DDPC_REDUCE_SUM));
+    DDPC_TRY(ddpc_pg_all_reduce(ddpc_reducer_host_pg(e->reducer), &sumsq, &sumsq, 1,
+                                DDPC_DTYPE_F64, DDPC_REDUCE_SUM));
     *norm = sqrt(sumsq);
     return DDPC_OK;
 }

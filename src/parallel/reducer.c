@@ -58,7 +58,7 @@ static void launch(ddpc_reducer *r, ddpc__bucket *b)
         b->launched = true;
         return;
     }
-    float *g = ddpc_model_grads(r->model) + b->lo;
+    float *g = ddpc_model_device_grads(r->model) + b->lo;
     size_t n = b->hi - b->lo;
     const void *buf = g;
     if (r->cfg.comm_dtype != DDPC_DTYPE_F32) {
@@ -193,6 +193,11 @@ ddpc_pg *ddpc_reducer_pg(const ddpc_reducer *r)
     return r->pg;
 }
 
+ddpc_pg *ddpc_reducer_host_pg(const ddpc_reducer *r)
+{
+    return r->cfg.host_pg ? r->cfg.host_pg : r->pg;
+}
+
 /* SyncBatchNorm's statistics: the sums of every rank, in place (the model's stat-sync hook). */
 static ddpc_status sum_stats(void *ctx, double *sums, size_t count)
 {
@@ -230,7 +235,7 @@ ddpc_status ddpc_reducer_create(ddpc_pg *pg, ddpc_model *model, const ddpc_reduc
     if (st == DDPC_OK)
         st = ddpc__reducer_check_fingerprint(r);
     if (st == DDPC_OK && cfg->broadcast_params)
-        st = ddpc_pg_broadcast(pg, ddpc_model_params(model), ddpc_model_num_params(model),
+        st = ddpc_pg_broadcast(pg, ddpc_model_device_params(model), ddpc_model_num_params(model),
                                DDPC_DTYPE_F32, 0);
     if (st == DDPC_OK && cfg->broadcast_params)
         st = broadcast_buffers(r);
