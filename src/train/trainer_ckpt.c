@@ -239,10 +239,12 @@ ddpc_status ddpc__trainer_resume(ddpc_trainer *t)
 static ddpc_status write_ckpt(ddpc_trainer *t, int stage, const ddpc_ckpt_state *st, char *path,
                               size_t cap)
 {
-    if (stage > 0) { /* collective: every rank writes its shard */
+    if (stage > 0) { /* collective: every rank writes its shard, from the host copies */
         const ddpc_range *ranges;
         size_t n_ranges;
         ddpc_engine_shard(t->engine, &ranges, &n_ranges);
+        ddpc_model_to_host(t->model);
+        ddpc_optim_to_host(ddpc_engine_optim(t->engine));
         return ddpc_ckpt_save_sharded(t->set.ckpt_dir, t->dist.pg, t->model,
                                       ddpc_engine_optim(t->engine), ranges, n_ranges, st,
                                       t->set.ckpt_keep, path, cap);
