@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: MIT
+/* ZeRO on a model whose buffers are device memory, for two tests: test_parallel_zero_device.c (a
+ * stand-in table of host memory, on every machine) and test_cuda_zero.c (the GPU's table, the
+ * reducer's group moving device buffers and a host group beside it). Each forked rank (spawn.h)
+ * trains an MLP STEPS steps with AdamW and clipping at stages 0 to 3 and checks: stage 1 ends with
+ * stage 0's bits, stages 2 and 3 within 1e-6 relative (the sharded norm differs in summation
+ * order only); the host copies, poisoned with NaN once training starts, are never read (only
+ * ddpc_model_to_host at the end fills them); outside the rank's chunks the device gradients
+ * (stage 2 up) and parameters (stage 3) read zero between steps; warm steps make no device
+ * allocation. bf16 communication under ZeRO on a device is refused naming ddp.comm_dtype.
+ * Header-only, for tests. */
+#ifndef DDPC_TESTS_ZERO_DEVICE_TESTUTIL_H
+#define DDPC_TESTS_ZERO_DEVICE_TESTUTIL_H
+
+#include <ddpc/alloc.h>
+#include <ddpc/comm.h>
+#include <ddpc/data.h>
+#include <ddpc/device.h>
+#include <ddpc/engine.h>
+#include <ddpc/models.h>
+#include <ddpc/nn.h>
+#include <ddpc/optim.h>
+#include <ddpc/reducer.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+enum { ZDEV_BATCH = 8, ZDEV_STEPS = 4 };
+
+typedef struct {
+    /* This rank's table, called in the child (a GPU is chosen after the fork). */
+    const ddpc_kernel_table *(*table)(int local_rank);
+    /* 0: one host group does everything. Else the port of a second group, with cuda=true, that
+     * the reducer moves the model's buffers over (the first becomes its host_pg). */
+    int device_port;
+} zdev_setup;
+
+typedef struct {
+    const ddpc_kernel_table *k;
+    ddpc_pg *host, *dev; /* dev == host without a device group */
+    int rank, world;
+} zdev_rank;
+
+static ddpc_model *zdev_model(const zdev_rank *z)
+{
+    ddpc_model_config c = ddpc_model_config_default();
+    ddpc_mlp_config own = ddpc_mlp_config_default();
+    c.type_config = &own;
+    strcpy(c.type, "mlp");
+    c.in_channels = 1, c.in_height = 16, c.in_width = 16, c.num_classes = 10;
+    own.hidden[0] = 300, own.n_hidden = 1; /* ~80k parameters: several 0.05 MB buckets */
+    c.seed = 3;
+    c.backend = z->k;
+    ddpc_model *m = NULL;
+    if (ddpc_model_create(&m, &c) != DDPC_OK || ddpc_model_reserve(m, ZDEV_BATCH, 0) != DDPC_OK) {
+        fprintf(stderr, "rank %d: model: %s\n", z->rank, ddpc_last_error());
+        ddpc_model_destroy(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* Whether every float of the device buffer dev (n) outside the engine's shard reads zero. */
+static bool zdev_zero_outside(const zdev_rank *z, const ddpc_engine *e, const float *dev,
+                              size_t n)
+{
+    float *h = ddpc_malloc(n * sizeof(float));
+    if (!h)
+        return false;
+    z->k->to_host(h, dev, n * sizeof(float));
+    const ddpc_range *sh;
+    size_t nr, at = 0;
+    bool ok = true;
+    ddpc_engine_shard(e, &sh, &nr);
+    for (size_t i = 0; i <= nr && ok; i++) {
+        size_t end = i < nr ? sh[i].lo : n;
+        for (; at < end && ok; at++)
+            ok = h[at] == 0.0f;
+        if (i < nr)
+            at = sh[i].lo + sh[i].len;
+    }
+    ddpc_free(h);
+    return ok;
+}
+
+static ddpc_status zdev_step(ddpc_engine *e, ddpc_dataset *ds, const zdev_rank *z, int step)
+{
+    float x[ZDEV_BATCH * 256];
+    int32_t y[ZDEV_BATCH];
+    int64_t idx[ZDEV_BATCH];
+    for (int i = 0; i < ZDEV_BATCH; i++)
+        idx[i] = (step * z->world + z->rank) * ZDEV_BATCH + i;
+    ddpc_model_input in = {.n = ZDEV_BATCH, .x = x, .targets = y};
+    ddpc_model_output o;
+    ddpc_engine_step_info info;
+    ddpc_engine_zero_grad(e);
+    DDPC_TRY(ddpc_dataset_get_batch(ds, idx, ZDEV_BATCH, x, NULL, y));
+    DDPC_TRY(ddpc_engine_pass(e, &in, 0, 1.0f, true, &o));
+    return ddpc_engine_update(e, &info);
+}
+
+/* ZDEV_STEPS steps at `stage`; *out (n) gets the final parameters. Nonzero on a failure,
+ * printed. */
+static int zdev_train(const zdev_rank *z, ddpc_dataset *ds, int stage, float **out, size_t *n)
+{
+    ddpc_model *m = zdev_model(z);
+    if (!m)
+        return 1;
+    ddpc_reducer_config rc = ddpc_reducer_config_default();
+    rc.bucket_cap_mb = rc.first_bucket_mb = 0.05;
+    rc.zero_stage = stage;
+    rc.host_pg = z->dev != z->host ? z->host : NULL;
+    ddpc_engine_config ec = ddpc_engine_config_default();
+    ec.optim.type = DDPC_OPTIM_ADAMW;
+    ec.optim.lr = 0.01f;
+    ec.optim.weight_decay = 0.1f;
+    ec.grad_clip = 0.5f; /* below the norm: every step clips */
+    ddpc_reducer *r = NULL;
+    ddpc_engine *e = NULL;
+    int fail = 0;
+    if (ddpc_reducer_create(z->dev, m, &rc, &r) != DDPC_OK ||
+        ddpc_engine_create(m, r, z->rank, z->world, &ec, &e) != DDPC_OK) {
+        fprintf(stderr, "rank %d stage %d: %s\n", z->rank, stage, ddpc_last_error());
+        fail = 1;
+    }
+    *n = ddpc_model_num_params(m);
+    float *hp = ddpc_model_params(m), *hg = ddpc_model_grads(m);
+    for (size_t i = 0; i < *n; i++) /* from here on only ddpc_model_to_host may write them */
+        hp[i] = hg[i] = NAN;
+    uint64_t warm = 0;
+    for (int step = 0; step < ZDEV_STEPS && !fail; step++) {
+        if (step == 2)
+            warm = z->k->alloc_count();
+        if (zdev_step(e, ds, z, step) != DDPC_OK) {
+            fprintf(stderr, "rank %d stage %d step %d: %s\n", z->rank, stage, step,
+                    ddpc_last_error());
+            fail = 1;
+        } else if (stage >= 2 && !zdev_zero_outside(z, e, ddpc_model_device_grads(m), *n)) {
+            fprintf(stderr, "rank %d stage %d step %d: device gradients outside the shard are "
+                    "not zero\n", z->rank, stage, step);
+            fail = 1;
+        } else if (stage == 3 && !zdev_zero_outside(z, e, ddpc_model_device_params(m), *n)) {
+            fprintf(stderr, "rank %d stage 3 step %d: device parameters outside the shard are "
+                    "not zero\n", z->rank, step);
+            fail = 1;
+        }
+    }
+    if (!fail && z->k->alloc_count() != warm) {
+        fprintf(stderr, "rank %d stage %d: warm steps made %llu device allocations\n", z->rank,
+                stage, (unsigned long long)(z->k->alloc_count() - warm));
+        fail = 1;
+    }
+    if (!fail && ddpc_engine_gather_params(e) != DDPC_OK) {
+        fprintf(stderr, "rank %d stage %d: gather: %s\n", z->rank, stage, ddpc_last_error());
+        fail = 1;
+    }
+    ddpc_model_to_host(m);
+    *out = ddpc_malloc(*n * sizeof(float));
+    if (*out)
+        memcpy(*out, hp, *n * sizeof(float));
+    if (e)
+        ddpc_engine_release_params(e);
+    ddpc_engine_destroy(e);
+    ddpc_reducer_destroy(r);
+    ddpc_model_destroy(m);
+    return fail || !*out;
+}
+
+/* Largest |a - b| / max(|b|, 1e-3) over n floats; a NaN anywhere counts as infinity. */
+static double zdev_worst_rel(const float *a, const float *b, size_t n)
+{
+    double worst = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)b[i]) / fmax(fabs((double)b[i]), 1e-3);
+        if (!(d <= worst))
+            worst = isnan(d) ? INFINITY : d;
+    }
+    return worst;
+}
+
+/* The groups of this rank: the host one from the environment and, with z->device_port, one on
+ * device buffers at that port. */
+static int zdev_join(const zdev_setup *s, int rank, int world, zdev_rank *z)
+{
+    *z = (zdev_rank){.k = s->table(rank), .rank = rank, .world = world};
+    ddpc_comm_env env;
+    ddpc_pg_config pc = ddpc_pg_config_default();
+    pc.timeout_s = 60;
+    if (!z->k || ddpc_comm_env_discover(&env) != DDPC_OK ||
+        ddpc_pg_create(&env, &pc, &z->host) != DDPC_OK) {
+        fprintf(stderr, "rank %d: %s\n", rank, ddpc_last_error());
+        return 1;
+    }
+    z->dev = z->host;
+    if (!s->device_port)
+        return 0;
+    env.master_port = s->device_port;
+    pc.cuda = true;
+    if (ddpc_pg_create(&env, &pc, &z->dev) != DDPC_OK) {
+        fprintf(stderr, "rank %d: device group: %s\n", rank, ddpc_last_error());
+        z->dev = z->host;
+        return 1;
+    }
+    if (rank == 0)
+        printf("     device group: %s\n", ddpc_pg_device_note(z->dev));
+    return 0;
+}
+
+static void zdev_leave(zdev_rank *z)
+{
+    if (z->dev != z->host)
+        ddpc_pg_destroy(z->dev);
+    ddpc_pg_destroy(z->host);
+}
+
+/* spawn_ranks' body: stages 0 to 3 against each other. ctx: a zdev_setup. */
+static int zdev_rank_stages(int rank, int world, void *ctx)
+{
+    zdev_rank z;
+    int fail = zdev_join(ctx, rank, world, &z);
+    ddpc_dataset *ds = NULL;
+    fail |= ddpc_dataset_synthetic_images_create(&ds, ZDEV_BATCH * ZDEV_STEPS * world, 1, 16, 16,
+                                                 10, 3, true) != DDPC_OK;
+    float *w[4] = {NULL};
+    size_t n = 0;
+    for (int stage = 0; stage < 4 && !fail; stage++)
+        fail |= zdev_train(&z, ds, stage, &w[stage], &n);
+    if (!fail && memcmp(w[1], w[0], n * sizeof(float)) != 0) {
+        fprintf(stderr, "rank %d: stage 1's weights are not stage 0's bits (worst %.3g)\n", rank,
+                zdev_worst_rel(w[1], w[0], n));
+        fail = 1;
+    }
+    for (int stage = 2; stage < 4 && !fail; stage++) {
+        double d = zdev_worst_rel(w[stage], w[0], n);
+        if (rank == 0)
+            printf("     stage %d against stage 0: worst relative difference %.3g\n", stage, d);
+        if (!(d <= 1e-6)) {
+            fprintf(stderr, "rank %d: stage %d's weights differ from stage 0's by %.3g (limit "
+                    "1e-6)\n", rank, stage, d);
+            fail = 1;
+        }
+    }
+    for (int stage = 0; stage < 4; stage++)
+        ddpc_free(w[stage]);
+    ddpc_dataset_destroy(ds);
+    zdev_leave(&z);
+    return fail;
+}
+
+/* spawn_ranks' body: bf16 communication at stage 2 on device buffers is refused in one line. */
+static int zdev_rank_bf16(int rank, int world, void *ctx)
+{
+    zdev_rank z;
+    int fail = zdev_join(ctx, rank, world, &z);
+    ddpc_model *m = fail ? NULL : zdev_model(&z);
+    ddpc_reducer_config rc = ddpc_reducer_config_default();
+    rc.zero_stage = 2;
+    rc.comm_dtype = DDPC_DTYPE_BF16;
+    rc.host_pg = z.dev != z.host ? z.host : NULL;
+    ddpc_reducer *r = NULL;
+    ddpc_status st = m ? ddpc_reducer_create(z.dev, m, &rc, &r) : DDPC_EINTERNAL;
+    if (st != DDPC_EUNSUPPORTED || r || !strstr(ddpc_last_error(), "ddp.comm_dtype: f32")) {
+        fprintf(stderr, "rank %d: bf16 at stage 2 on the device: %s (%s)\n", rank,
+                ddpc_status_name(st), ddpc_last_error());
+        fail = 1;
+    }
+    ddpc_reducer_destroy(r);
+    ddpc_model_destroy(m);
+    zdev_leave(&z);
+    return fail;
+}
+
+#endif
