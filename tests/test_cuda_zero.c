@@ -25,6 +25,9 @@ static void test_stages_on_the_gpu(void)
 {
     zdev_setup s = {.table = gpu_table, .device_port = spawn_free_port()};
     CHECK_EQ_INT(spawn_ranks(2, 100.0, zdev_rank_stages, &s), 0);
+    s.accum = 2;
+    s.device_port = spawn_free_port();
+    CHECK_EQ_INT(spawn_ranks(2, 100.0, zdev_rank_stages, &s), 0);
 }
 
 static void test_bf16_refused_on_the_gpu(void)

@@ -87,6 +87,8 @@ static void test_stages_on_device_buffers(void)
     zdev_setup s = {.table = fake_table};
     CHECK_EQ_INT(spawn_ranks(2, 120.0, zdev_rank_stages, &s), 0);
     CHECK_EQ_INT(spawn_ranks(3, 120.0, zdev_rank_stages, &s), 0);
+    s.accum = 2; /* the pool goes on from what the no_sync pass summed */
+    CHECK_EQ_INT(spawn_ranks(2, 120.0, zdev_rank_stages, &s), 0);
 }
 
 static void test_bf16_refused_on_device(void)

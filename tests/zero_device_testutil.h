@@ -2,12 +2,14 @@
 /* ZeRO on a model whose buffers are device memory, for two tests: test_parallel_zero_device.c (a
  * stand-in table of host memory, on every machine) and test_cuda_zero.c (the GPU's table, the
  * reducer's group moving device buffers and a host group beside it). Each forked rank (spawn.h)
- * trains an MLP STEPS steps with AdamW and clipping at stages 0 to 3 and checks: stage 1 ends with
- * stage 0's bits, stages 2 and 3 within 1e-6 relative (the sharded norm differs in summation
- * order only); the host copies, poisoned with NaN once training starts, are never read (only
- * ddpc_model_to_host at the end fills them); outside the rank's chunks the device gradients
- * (stage 2 up) and parameters (stage 3) read zero between steps; warm steps make no device
- * allocation. bf16 communication under ZeRO on a device is refused naming ddp.comm_dtype.
+ * trains an MLP STEPS steps with AdamW, clipping and loss scaling (when asked, with gradient
+ * accumulation: no_sync micro-batches summed in the flat buffer) at stages 0 to 3 and checks:
+ * stage 1 ends with stage 0's bits, stages 2 and 3 within 1e-6 relative (the sharded norm differs
+ * in summation order only); the host copies, poisoned with NaN once training starts, are never
+ * read (only ddpc_model_to_host at the end fills them); outside the rank's chunks the device
+ * gradients (stage 2 up, without accumulation) and parameters (stage 3) read zero between steps;
+ * warm steps make no device allocation. bf16 communication under ZeRO on a device is refused
+ * naming ddp.comm_dtype.
  * Header-only, for tests. */
 #ifndef DDPC_TESTS_ZERO_DEVICE_TESTUTIL_H
 #define DDPC_TESTS_ZERO_DEVICE_TESTUTIL_H
@@ -34,12 +36,13 @@ typedef struct {
     /* 0: one host group does everything. Else the port of a second group, with cuda=true, that
      * the reducer moves the model's buffers over (the first becomes its host_pg). */
     int device_port;
+    int accum; /* micro-batches per step (no_sync before the last); 0 means 1 */
 } zdev_setup;
 
 typedef struct {
     const ddpc_kernel_table *k;
     ddpc_pg *host, *dev; /* dev == host without a device group */
-    int rank, world;
+    int rank, world, accum;
 } zdev_rank;
 
 static ddpc_model *zdev_model(const zdev_rank *z)
@@ -89,14 +92,16 @@ static ddpc_status zdev_step(ddpc_engine *e, ddpc_dataset *ds, const zdev_rank *
     float x[ZDEV_BATCH * 256];
     int32_t y[ZDEV_BATCH];
     int64_t idx[ZDEV_BATCH];
-    for (int i = 0; i < ZDEV_BATCH; i++)
-        idx[i] = (step * z->world + z->rank) * ZDEV_BATCH + i;
     ddpc_model_input in = {.n = ZDEV_BATCH, .x = x, .targets = y};
     ddpc_model_output o;
     ddpc_engine_step_info info;
     ddpc_engine_zero_grad(e);
-    DDPC_TRY(ddpc_dataset_get_batch(ds, idx, ZDEV_BATCH, x, NULL, y));
-    DDPC_TRY(ddpc_engine_pass(e, &in, 0, 1.0f, true, &o));
+    for (int micro = 0; micro < z->accum; micro++) {
+        for (int i = 0; i < ZDEV_BATCH; i++)
+            idx[i] = ((step * z->accum + micro) * z->world + z->rank) * ZDEV_BATCH + i;
+        DDPC_TRY(ddpc_dataset_get_batch(ds, idx, ZDEV_BATCH, x, NULL, y));
+        DDPC_TRY(ddpc_engine_pass(e, &in, micro, 1.0f, micro == z->accum - 1, &o));
+    }
     return ddpc_engine_update(e, &info);
 }
 
@@ -116,6 +121,8 @@ static int zdev_train(const zdev_rank *z, ddpc_dataset *ds, int stage, float **o
     ec.optim.lr = 0.01f;
     ec.optim.weight_decay = 0.1f;
     ec.grad_clip = 0.5f; /* below the norm: every step clips */
+    ec.accum_steps = z->accum;
+    ec.loss_scaling = true; /* the shards' unscale on the device (powers of 2: exact) */
     ddpc_reducer *r = NULL;
     ddpc_engine *e = NULL;
     int fail = 0;
@@ -136,7 +143,8 @@ static int zdev_train(const zdev_rank *z, ddpc_dataset *ds, int stage, float **o
             fprintf(stderr, "rank %d stage %d step %d: %s\n", z->rank, stage, step,
                     ddpc_last_error());
             fail = 1;
-        } else if (stage >= 2 && !zdev_zero_outside(z, e, ddpc_model_device_grads(m), *n)) {
+        } else if (stage >= 2 && z->accum == 1 && /* no_sync passes fill the whole buffer */
+                   !zdev_zero_outside(z, e, ddpc_model_device_grads(m), *n)) {
             fprintf(stderr, "rank %d stage %d step %d: device gradients outside the shard are "
                     "not zero\n", z->rank, stage, step);
             fail = 1;
@@ -183,7 +191,8 @@ static double zdev_worst_rel(const float *a, const float *b, size_t n)
  * device buffers at that port. */
 static int zdev_join(const zdev_setup *s, int rank, int world, zdev_rank *z)
 {
-    *z = (zdev_rank){.k = s->table(rank), .rank = rank, .world = world};
+    *z = (zdev_rank){.k = s->table(rank), .rank = rank, .world = world,
+                     .accum = s->accum > 1 ? s->accum : 1};
     ddpc_comm_env env;
     ddpc_pg_config pc = ddpc_pg_config_default();
     pc.timeout_s = 60;
@@ -220,8 +229,8 @@ static int zdev_rank_stages(int rank, int world, void *ctx)
     zdev_rank z;
     int fail = zdev_join(ctx, rank, world, &z);
     ddpc_dataset *ds = NULL;
-    fail |= ddpc_dataset_synthetic_images_create(&ds, ZDEV_BATCH * ZDEV_STEPS * world, 1, 16, 16,
-                                                 10, 3, true) != DDPC_OK;
+    fail |= ddpc_dataset_synthetic_images_create(&ds, ZDEV_BATCH * ZDEV_STEPS * world * z.accum, 1,
+                                                 16, 16, 10, 3, true) != DDPC_OK;
     float *w[4] = {NULL};
     size_t n = 0;
     for (int stage = 0; stage < 4 && !fail; stage++)
