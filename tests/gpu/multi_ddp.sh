@@ -37,6 +37,8 @@ if [ "$dev" = cuda ] && ! grep -q "Device (auto): *cuda" <<<"$env_out"; then
     exit 77
 fi
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+# Both ranks on GPU 0 even where there are several GPUs: the staged path, the same everywhere.
+[ "$dev" = cuda ] && export CUDA_VISIBLE_DEVICES=0
 
 # Constant learning rate, dropout and augmentation off: the 2-rank run sees the same global
 # batches as the 1-rank run (rank r takes rows r*b.. of each), so only summation order differs.
