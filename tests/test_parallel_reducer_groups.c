@@ -44,12 +44,21 @@ static ddpc_model *make_model(void)
     return ddpc_model_create(&m, &c) == DDPC_OK ? m : NULL;
 }
 
-/* A second group of the spawned job: its own run id (named shm rendezvous), the same ranks. */
+/* The spawned job's environment with a run id, as `ddpc run` gives one (named shm rendezvous);
+ * the second group's is the trainer's: the same id + ".cuda" (train/trainer_gpus.c). */
+static ddpc_status job_env(ddpc_comm_env *env, bool second)
+{
+    DDPC_TRY(ddpc_comm_env_discover(env));
+    snprintf(env->run_id, sizeof env->run_id, "test-reducer-groups-%d%s", env->master_port,
+             second ? ".cuda" : "");
+    return DDPC_OK;
+}
+
+/* A second group of the job: the same ranks, its own shm segment. */
 static ddpc_status second_group(ddpc_pg **out)
 {
     ddpc_comm_env env;
-    DDPC_TRY(ddpc_comm_env_discover(&env));
-    snprintf(env.run_id, sizeof env.run_id, "test-reducer-groups-%d", env.master_port);
+    DDPC_TRY(job_env(&env, true));
     ddpc_pg_config pc = ddpc_pg_config_default();
     pc.timeout_s = 30;
     return ddpc_pg_create(&env, &pc, out);
@@ -124,7 +133,7 @@ static int rank_main(int rank, int world, void *ctx)
     ddpc_pg *pg = NULL, *host = NULL;
     ddpc_pg_config pc = ddpc_pg_config_default();
     pc.timeout_s = 30;
-    if (ddpc_comm_env_discover(&env) != DDPC_OK || ddpc_pg_create(&env, &pc, &pg) != DDPC_OK ||
+    if (job_env(&env, false) != DDPC_OK || ddpc_pg_create(&env, &pc, &pg) != DDPC_OK ||
         second_group(&host) != DDPC_OK) {
         fprintf(stderr, "rank %d: %s\n", rank, ddpc_last_error());
         return 1;
