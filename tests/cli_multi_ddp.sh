@@ -12,8 +12,9 @@ src=$2
 . "$(dirname "${BASH_SOURCE[0]}")/lib/check.sh"
 export OMP_NUM_THREADS=1
 
-WORK="$tmp/work" DDPC_GPU_PYTHON=/usr/bin/python3 DDPC_CHECK_DEVICE=cpu DDPC_CHECK_GPT="n_layer: 2, n_head: 2, n_embd: 32, block_size: 16" \
-    DDPC_CHECK_HANG_S=60 DDPC_CHECK_KILL_S=60 bash "$src/tests/gpu/multi_ddp.sh" "$ddpc" "$src" \
+small_gpt="n_layer: 2, n_head: 2, n_embd: 32, block_size: 16"
+WORK="$tmp/work" DDPC_GPU_PYTHON=/usr/bin/python3 DDPC_CHECK_DEVICE=cpu \
+    DDPC_CHECK_GPT="$small_gpt" DDPC_CHECK_HANG_S=60 DDPC_CHECK_KILL_S=60 bash "$src/tests/gpu/multi_ddp.sh" "$ddpc" "$src" \
     >"$tmp/multi.log" 2>&1
 rc=$?
 cat "$tmp/multi.log"

@@ -4,7 +4,8 @@
 # exits 1 with one stderr line saying why (no GPU, or a build without CUDA, as `ddpc env` tells)
 # and writes nothing into the run directory; device=auto trains on the CPU and says why; cpu says
 # nothing more; a misspelt device gets the usual unknown-choice line; seq2seq and parallel.mode dp
-# are refused on cuda whatever the machine has, two ranks without a GPU for want of one; `ddpc env` prints its GPU section.
+# are refused on cuda whatever the machine has, two ranks without a GPU for want of one; `ddpc env`
+# prints its GPU section.
 # With a GPU visible, device=cuda and auto train the MLP on it and the start line names it. A
 # configure with -DDDPC_CUDA=ON and no working nvcc stops with its one line (docs/gpu.md).
 # usage: cli_train_device.sh DDPC_BIN SOURCE_DIR
@@ -119,9 +120,10 @@ if [ $gpu = no ]; then
     fi
 fi
 train dp "${mlp[@]}" device=cuda parallel.mode=dp parallel.replicas=2 run_dir="$tmp/dp"
-refused dp "^ddpc train: device: cuda with parallel\\.mode dp \\(2 replicas\\): DataParallel replicas \
-run on the CPU only; use DDP ranks for several GPUs \\(ddpc run --nproc-per-node N, parallel\\.mode \
-ddp\\) or device: cpu\$" "$tmp/dp"
+want='^ddpc train: device: cuda with parallel\.mode dp \(2 replicas\): DataParallel replicas '
+want+='run on the CPU only; use DDP ranks for several GPUs \(ddpc run --nproc-per-node N, '
+want+='parallel\.mode ddp\) or device: cpu$'
+refused dp "$want" "$tmp/dp"
 
 train typo "${mlp[@]}" device=gpu run_dir="$tmp/typo"
 refused typo \

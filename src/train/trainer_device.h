@@ -25,7 +25,8 @@ typedef struct {
 ddpc_status ddpc__device_read(ddpc_config *c, int *kind);
 
 /* The kernel table the run's model lives on. device: cuda that cannot run here (seq2seq,
- * DataParallel replicas, no GPU, a build without CUDA) is DDPC_EINVAL with one line saying which; device: auto then stays on the CPU and appends one line saying why to note (cap bytes,
+ * DataParallel replicas, no GPU, a build without CUDA) is DDPC_EINVAL with one line saying which;
+ * device: auto then stays on the CPU and appends one line saying why to note (cap bytes,
  * NUL-terminated). Opens the GPU for cuda (ddpc_backend_select). */
 ddpc_status ddpc__device_select(const ddpc__device_ask *a, const struct ddpc_kernel_table **out,
                                 char *note, size_t cap);

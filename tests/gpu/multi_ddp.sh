@@ -104,7 +104,9 @@ def last_loss(p):
 a, b, tol = sys.argv[1], sys.argv[2], float(sys.argv[3])
 wa, wb = weights(a), weights(b)
 la, lb = last_loss(a), last_loss(b)
-dw = float(np.linalg.norm(wa - wb) / max(np.linalg.norm(wb), 1e-30)) if wa.shape == wb.shape else 1.0
+dw = 1.0
+if wa.shape == wb.shape:
+    dw = float(np.linalg.norm(wa - wb) / max(np.linalg.norm(wb), 1e-30))
 dl = abs(la[1] - lb[1]) / max(abs(lb[1]), 1e-12) if la and lb and la[0] == lb[0] else 1.0
 print("  weights: relative difference %.3g; loss at step %s: %.7f vs %.7f, relative %.3g "
       "(limit %g)" % (dw, la and la[0], la and la[1] or 0, lb and lb[1] or 0, dl, tol))
@@ -172,7 +174,8 @@ ck=(data.batch_size=8 checkpoint.every_steps=5 checkpoint.keep=2)
 if run gpt_ref 2 "${gpt[@]}" "${ck[@]}"; then
     run gpt_kill 2 "${gpt[@]}" "${ck[@]}" fault.kill_at_step=13 fault.kill_rank=1
     rc=$?
-    echo "  killed run: exit $rc, latest checkpoint $(cat "$work/gpt_kill/checkpoints/latest" 2>/dev/null)"
+    latest=$(cat "$work/gpt_kill/checkpoints/latest" 2>/dev/null)
+    echo "  killed run: exit $rc, latest checkpoint ${latest:-none}"
     mv "$work/gpt_kill.log" "$work/gpt_kill.1.log"
     rm -f "$work/gpt_kill.st"
     "$ddpc" run --nproc-per-node 2 -- "$ddpc" train "${gpt[@]}" "${ck[@]}" fault.kill_at_step=13 \

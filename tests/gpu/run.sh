@@ -10,8 +10,9 @@
 # usage: tests/gpu/run.sh [--only PARTS] [--skip PARTS] [--deadline SECONDS] [--steps N]
 #   PARTS, comma-separated: env kernels comm train multi profile ddpc eager llmc compile (run in
 #   this order), or the groups checks (kernels,comm,train,multi), peers (eager,llmc,compile), bench
-#   (ddpc and the peers). multi: every tests/gpu/multi_*.sh (several ranks on GPU 0, 150 s each). comm: test_cuda_comm (collectives on GPU buffers: 1 rank nccl, 2 ranks staged on
-#   GPU 0) and `ddpc bench allreduce --device cuda` for nccl and for staging, into $OUT/comm.txt.
+#   (ddpc and the peers). multi: every tests/gpu/multi_*.sh (several ranks on GPU 0, 150 s
+#   each). comm: test_cuda_comm (collectives on GPU buffers: 1 rank nccl, 2 ranks staged on GPU 0)
+#   and `ddpc bench allreduce --device cuda` for nccl and for staging, into $OUT/comm.txt.
 #   profile (bench/gpu_step_profile: the step's phases and every kernel-table member's time at
 #   GPT-2 124M's shapes; under a minute) runs only when named in --only.
 #   --deadline: seconds for the whole run (default 420); a part never runs past it.
