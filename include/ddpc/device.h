@@ -185,6 +185,12 @@ typedef struct ddpc_kernel_table {
     bool (*unscale)(float *g, int64_t n, float scale);
     /* g *= s. */
     void (*scale)(float *g, int64_t n, float s);
+
+    /* ---- 16-bit storage (DDP's compressed gradient buckets): ddpc/half.h's array functions,
+     * bit for bit (round to nearest even, NaN kept quiet, f16 subnormals), on the table's
+     * memory; bf16 selects bfloat16, otherwise IEEE binary16 ---- */
+    void (*f32_to_half_array)(uint16_t *dst, const float *src, size_t n, int bf16);
+    void (*half_to_f32_array)(float *dst, const uint16_t *src, size_t n, int bf16);
 } ddpc_kernel_table;
 
 /* The CPU's table (always there). */

@@ -187,11 +187,15 @@ ddpc_status ddpc_engine_sync_buffers(ddpc_engine *e)
     return e->reducer ? ddpc_reducer_sync_buffers(e->reducer) : DDPC_OK;
 }
 
-/* The hang recorder's phase (ddpc_pg_set_phase): what a rank that never arrives was doing. */
+/* The hang recorder's phase (ddpc_pg_set_phase): what a rank that never arrives was doing, on
+ * the host group and, for a model on a GPU, on the group that moves its memory. */
 static void set_phase(ddpc_engine *e, ddpc_phase phase)
 {
-    if (e->reducer)
-        ddpc_pg_set_phase(ddpc_reducer_pg(e->reducer), phase);
+    if (!e->reducer)
+        return;
+    ddpc_pg_set_phase(ddpc_reducer_pg(e->reducer), phase);
+    if (ddpc_reducer_device_pg(e->reducer) != ddpc_reducer_pg(e->reducer))
+        ddpc_pg_set_phase(ddpc_reducer_device_pg(e->reducer), phase);
 }
 
 /* Dropout stream: distinct for every pass of every micro-step of every rank, and a function of

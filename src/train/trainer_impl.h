@@ -144,6 +144,13 @@ typedef struct {
      * data.batch_size rows of a loader batch N times as large; 0 under parallel.mode ddp. */
     int dp_replicas;
     int plan_world; /* > 0: `ddpc plan` at this many ranks; nothing is allocated or run */
+    /* Several ranks on GPUs (trainer_gpus.c): the group on the model's device buffers, which the
+     * reducer moves gradients and parameters over (pg keeps the host's data); NULL otherwise.
+     * gpu_backend: dist.backend (or ddpc run --backend) as asked, since nccl is this group's
+     * only (pg then takes auto). gpu_lines: rank 0's copy of every rank's start-up line. */
+    ddpc_pg *device_pg;
+    ddpc_backend gpu_backend;
+    char *gpu_lines;
 } ddpc__dist;
 
 /* Memory plan (trainer_memory.c): its input (bucket lengths owned here), the per-rank limit and
@@ -332,6 +339,10 @@ void ddpc__trainer_split_threads(ddpc_trainer *t, const ddpc_comm_env *env);
  * them). */
 ddpc_status ddpc__trainer_read_ddp(ddpc_trainer *t);
 ddpc_status ddpc__trainer_init_ddp(ddpc_trainer *t);
+/* trainer_gpus.c: once the model is built, every rank's device kind agreed (a CPU and GPU mix is
+ * refused on every rank), and with world > 1 on GPUs the device group and the start-up lines. */
+ddpc_status ddpc__trainer_init_gpus(ddpc_trainer *t);
+void ddpc__trainer_fini_gpus(ddpc_trainer *t);
 /* Model copies that each take data.batch_size rows of a step: ranks x DataParallel replicas. */
 static inline int ddpc__trainer_dp_degree(const ddpc_trainer *t)
 {

@@ -31,6 +31,7 @@ static ddpc_status build(ddpc_trainer *t, const char *config_name)
     DDPC_TRY(ddpc__trainer_build_model(t));
     if (t->dist.plan_world > 0)
         return DDPC_OK; /* a plan only: nothing else is built */
+    DDPC_TRY(ddpc__trainer_init_gpus(t));
     if (t->set.init_from)
         DDPC_TRY(load_init(t));
     DDPC_TRY(ddpc__trainer_init_ddp(t));

@@ -3,6 +3,7 @@
  * NULL: optim/ runs its own vectorised loops on the host. */
 #include <ddpc/alloc.h>
 #include <ddpc/device.h>
+#include <ddpc/half.h>
 
 #include <math.h>
 #include <string.h>
@@ -113,6 +114,8 @@ static const ddpc_kernel_table cpu_table = {
     .bce_logits_backward = ddpc_bce_logits_backward,
     .multilabel_correct = ddpc_multilabel_correct,
     .regression_errors = ddpc_regression_errors,
+    .f32_to_half_array = ddpc_f32_to_half_array,
+    .half_to_f32_array = ddpc_half_to_f32_array,
 };
 
 const ddpc_kernel_table *ddpc_kernel_table_cpu(void)

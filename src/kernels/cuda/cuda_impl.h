@@ -168,6 +168,9 @@ void ddpc__cuda_sgd_update(float *params, const float *grads, float *buf, const 
 double ddpc__cuda_sumsq(const float *g, int64_t n);
 bool ddpc__cuda_unscale(float *g, int64_t n, float scale);
 void ddpc__cuda_scale(float *g, int64_t n, float s);
+/* half.cu */
+void ddpc__cuda_f32_to_half_array(uint16_t *dst, const float *src, size_t n, int bf16);
+void ddpc__cuda_half_to_f32_array(float *dst, const uint16_t *src, size_t n, int bf16);
 
 #ifdef __cplusplus
 }

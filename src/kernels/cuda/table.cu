@@ -68,4 +68,6 @@ extern "C" const ddpc_kernel_table ddpc__cuda_table = {
     .sumsq = ddpc__cuda_sumsq,
     .unscale = ddpc__cuda_unscale,
     .scale = ddpc__cuda_scale,
+    .f32_to_half_array = ddpc__cuda_f32_to_half_array,
+    .half_to_f32_array = ddpc__cuda_half_to_f32_array,
 };
