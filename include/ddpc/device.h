@@ -58,6 +58,9 @@ typedef struct ddpc_kernel_table {
     void (*synchronize)(void);
     /* Device allocations made since the process started (flat across warm steps). */
     uint64_t (*alloc_count)(void);
+    /* Times the host has waited for the device since the process started (every read-back and
+     * synchronize; 0 on the CPU, which never waits), so a training step can be held to a number. */
+    uint64_t (*host_waits)(void);
     /* The device's memory in bytes (cudaMemGetInfo's total); 0 on the CPU, whose limit is the
      * host's. */
     size_t (*memory_total)(void);

@@ -101,6 +101,7 @@ static ddpc_status after_step(ddpc_trainer *t, int64_t epoch, bool epoch_end, do
         DDPC_TRY(ddpc__trainer_sync_stats(t));
     if (log_now)
         DDPC_TRY(ddpc__trainer_log_progress(t, epoch, ddpc_time_now() - start));
+    ddpc__trainer_waits_end(t, log_now);
     ddpc__progress_tick(t, epoch);
     /* Validation reads the test splits: at the last step, with the same limit, it would be the
      * final test evaluation twice. */
@@ -145,6 +146,7 @@ ddpc_status ddpc__trainer_fit(ddpc_trainer *t)
              b++) {
             DDPC_TRY(ddpc__trainer_trace_before(t, ddpc_engine_step(t->engine) + 1));
             double loss = 0, t0 = ddpc_time_now();
+            ddpc__trainer_waits_begin(t);
             DDPC_TRY(train_step(t, &loss));
             /* Throughput counts training steps only, not evaluation or logging. */
             double t1 = ddpc_time_now();
@@ -177,6 +179,7 @@ ddpc_status ddpc__trainer_fit(ddpc_trainer *t)
     else if (t->log)
         fprintf(t->log, "done in %.1f s\n", elapsed);
     ddpc__trainer_log_device_allocs(t);
+    ddpc__trainer_log_host_waits(t);
     if (!s->weights_out)
         return DDPC_OK;
     DDPC_TRY(ddpc_engine_gather_params(t->engine)); /* ZeRO-3: rank 0 writes them all */

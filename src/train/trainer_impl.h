@@ -174,10 +174,15 @@ typedef struct {
 } ddpc__position;
 
 /* A GPU run: device allocations made by the end of the second step, and steps taken, so the end
- * of the run can say how many a warm step made (none is the promise). */
+ * of the run can say how many a warm step made (none is the promise); and the host's waits for
+ * the device in each warm step (trainer_waits.c), the most in one that logged nothing and in one
+ * that logged. */
 typedef struct {
     uint64_t allocs_warm, allocs_last;
     int64_t steps;
+    uint64_t waits_at; /* host_waits() when the current step began */
+    uint64_t waits_quiet, waits_logged; /* the most in one step */
+    int64_t quiet_steps, logged_steps;
 } ddpc__gpu_count;
 
 /* The logging window (trainer_window.c): what the progress line reports. */
@@ -263,6 +268,12 @@ ddpc_status ddpc__trainer_fit(ddpc_trainer *t);
 /* trainer_fit_log.c: rank 0's lines before the first step and, on a GPU, after the last. */
 void ddpc__trainer_log_start(ddpc_trainer *t);
 void ddpc__trainer_log_device_allocs(const ddpc_trainer *t);
+/* trainer_waits.c: a GPU run's host waits per step: begin before a step's first pass, end after
+ * its progress line (before evaluation and checkpoints); the log line at the end. No-ops on the
+ * CPU. */
+void ddpc__trainer_waits_begin(ddpc_trainer *t);
+void ddpc__trainer_waits_end(ddpc_trainer *t, bool logged);
+void ddpc__trainer_log_host_waits(const ddpc_trainer *t);
 /* trainer_window.c: sync_stats (collective) averages the losses since the last sync over ranks
  * into the window; log_progress writes the window's record and line, then resets it. */
 ddpc_status ddpc__trainer_sync_stats(ddpc_trainer *t);

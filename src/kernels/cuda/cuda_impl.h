@@ -58,6 +58,10 @@ void ddpc__cuda_synchronize(void);
 uint64_t ddpc__cuda_alloc_count(void);
 size_t ddpc__cuda_memory_total(void);
 void ddpc__cuda_count_alloc(void);
+/* The one door for the host to wait for the device: synchronizes `st` and counts the wait
+ * (host_waits), so no read-back goes uncounted. */
+void ddpc__cuda_wait(cudaStream_t st);
+uint64_t ddpc__cuda_host_waits(void);
 
 /* elementwise.cu */
 void ddpc__cuda_fill_f32(float *x, float value, int64_t n);

@@ -97,7 +97,7 @@ extern "C" float ddpc__cuda_cross_entropy_forward(float *probs, float *losses, c
     DDPC_CUDA_LAUNCHED();
     double host[2];
     DDPC_CUDA_CHECK(cudaMemcpyAsync(host, sums, sizeof host, cudaMemcpyDeviceToHost, st));
-    DDPC_CUDA_CHECK(cudaStreamSynchronize(st));
+    ddpc__cuda_wait(st);
     int64_t count = (int64_t)host[1];
     if (n_valid)
         *n_valid = count;
@@ -182,7 +182,7 @@ extern "C" int64_t ddpc__cuda_argmax_correct(const float *scores, const int32_t 
     DDPC_CUDA_LAUNCHED();
     unsigned long long host = 0;
     DDPC_CUDA_CHECK(cudaMemcpyAsync(&host, correct, sizeof host, cudaMemcpyDeviceToHost, st));
-    DDPC_CUDA_CHECK(cudaStreamSynchronize(st));
+    ddpc__cuda_wait(st);
     return (int64_t)host;
 }
 

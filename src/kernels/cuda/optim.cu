@@ -126,7 +126,7 @@ extern "C" double ddpc__cuda_sumsq(const float *g, int64_t n)
     double total = 0.0;
     DDPC_CUDA_CHECK(
         cudaMemcpyAsync(&total, part + blocks, sizeof total, cudaMemcpyDeviceToHost, st));
-    DDPC_CUDA_CHECK(cudaStreamSynchronize(st));
+    ddpc__cuda_wait(st);
     return total;
 }
 
@@ -158,7 +158,7 @@ extern "C" bool ddpc__cuda_unscale(float *g, int64_t n, float scale)
     DDPC_CUDA_LAUNCHED();
     int host = 0;
     DDPC_CUDA_CHECK(cudaMemcpyAsync(&host, bad, sizeof host, cudaMemcpyDeviceToHost, st));
-    DDPC_CUDA_CHECK(cudaStreamSynchronize(st));
+    ddpc__cuda_wait(st);
     return host != 0;
 }
 

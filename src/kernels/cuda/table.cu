@@ -13,6 +13,7 @@ extern "C" const ddpc_kernel_table ddpc__cuda_table = {
     .copy = ddpc__cuda_copy,
     .synchronize = ddpc__cuda_synchronize,
     .alloc_count = ddpc__cuda_alloc_count,
+    .host_waits = ddpc__cuda_host_waits,
     .memory_total = ddpc__cuda_memory_total,
     .fill_f32 = ddpc__cuda_fill_f32,
     .add_f32 = ddpc__cuda_add_f32,
