@@ -152,6 +152,14 @@ void ddpc__cuda_cross_entropy_backward(float *dlogits, const float *probs, const
 int64_t ddpc__cuda_argmax_correct(const float *scores, const int32_t *targets, int64_t n,
                                   int64_t v, int32_t ignore_index);
 void ddpc__cuda_softmax_rows(float *x, int64_t n, int64_t classes);
+void ddpc__cuda_cross_entropy_forward_into(double *sums, float *probs, float *losses,
+                                           const float *logits, const int32_t *targets, int64_t n,
+                                           int64_t v, int32_t ignore_index);
+void ddpc__cuda_cross_entropy_backward_from(float *dlogits, const float *probs,
+                                            const int32_t *targets, int64_t n, int64_t v,
+                                            int32_t ignore_index, const double *sums, float dloss);
+void ddpc__cuda_argmax_correct_into(double *correct, const float *scores, const int32_t *targets,
+                                    int64_t n, int64_t v, int32_t ignore_index);
 
 /* optim.cu */
 void ddpc__cuda_adamw_update(float *params, const float *grads, float *m, float *v,
@@ -161,6 +169,7 @@ void ddpc__cuda_sgd_update(float *params, const float *grads, float *buf, const 
 double ddpc__cuda_sumsq(const float *g, int64_t n);
 bool ddpc__cuda_unscale(float *g, int64_t n, float scale);
 void ddpc__cuda_scale(float *g, int64_t n, float s);
+void ddpc__cuda_grad_norm_clip(double *norm, float *g, int64_t n, float max_norm);
 
 #ifdef __cplusplus
 }

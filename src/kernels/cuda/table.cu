@@ -51,6 +51,9 @@ extern "C" const ddpc_kernel_table ddpc__cuda_table = {
     .cross_entropy_forward = ddpc__cuda_cross_entropy_forward,
     .cross_entropy_backward = ddpc__cuda_cross_entropy_backward,
     .argmax_correct = ddpc__cuda_argmax_correct,
+    .cross_entropy_forward_into = ddpc__cuda_cross_entropy_forward_into,
+    .cross_entropy_backward_from = ddpc__cuda_cross_entropy_backward_from,
+    .argmax_correct_into = ddpc__cuda_argmax_correct_into,
     .softmax_rows = ddpc__cuda_softmax_rows,
     /* No elementwise-loss kernels yet: models refuse losses other than cross-entropy here. */
     .mse_forward = nullptr,
@@ -68,4 +71,5 @@ extern "C" const ddpc_kernel_table ddpc__cuda_table = {
     .sumsq = ddpc__cuda_sumsq,
     .unscale = ddpc__cuda_unscale,
     .scale = ddpc__cuda_scale,
+    .grad_norm_clip = ddpc__cuda_grad_norm_clip,
 };
