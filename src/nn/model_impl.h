@@ -42,6 +42,7 @@ struct ddpc_model {
     size_t arena_floats;
     const float *probs;  /* set by forward: (n, outputs_per_sample), k's memory */
     int64_t last_n;      /* batch of the last forward with targets, 0 if none */
+    double *loss_sink;   /* ddpc_model_set_loss_sink's (3) doubles in k's memory, or NULL */
     ddpc_grad_ready_fn grad_ready; /* may be NULL */
     void *grad_ready_ctx;
     ddpc_param_use_fn param_use;   /* may be NULL */
