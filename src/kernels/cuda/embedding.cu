@@ -97,7 +97,8 @@ extern "C" void ddpc__cuda_embedding_backward(float *dwte, float *dwpe, const fl
     if (!dwte)
         return;
     /* Scratch: sorted keys, positions in and out (n each), then CUB's temporary storage, 256-byte
-     * aligned. Sized by n alone, so a repeated shape never grows it: warm steps allocate nothing. */
+     * aligned. Sized by n alone, so a repeated shape never grows it: warm steps allocate
+     * nothing. */
     const size_t ints = ((size_t)n * sizeof(int32_t) + 255) / 256 * 256;
     const size_t temp = sort_temp_bytes((int)n);
     char *scratch = (char *)ddpc__cuda_scratch(DDPC__CUDA_SCRATCH_MISC, 3 * ints + temp);
