@@ -269,15 +269,18 @@ ddpc_status ddpc_engine_pass(ddpc_engine *e, ddpc_model_input *in, int64_t micro
     set_phase(e, DDPC_PHASE_FORWARD);
     double t = lap(e, NULL, 0.0, NULL);
     ddpc_status st = ddpc_model_forward(e->model, in, true, out);
+    if (st != DDPC_OK) {
+        ddpc_model_set_loss_sink(e->model, NULL);
+        return st;
+    }
     t = lap(e, &e->spent.forward_s, t, "forward");
-    if (st == DDPC_OK && !e->deferred && !isfinite(out->loss) && !e->bad_loss) {
+    if (!e->deferred && !isfinite(out->loss) && !e->bad_loss) {
         e->bad_loss = true;
         e->bad_loss_value = out->loss;
     }
     /* GradScaler: scale(loss / accum_steps); the reported loss stays unscaled. */
     set_phase(e, DDPC_PHASE_BACKWARD);
-    if (st == DDPC_OK)
-        st = ddpc_model_backward(e->model, loss_weight / (float)c->accum_steps * e->scaler.scale);
+    st = ddpc_model_backward(e->model, loss_weight / (float)c->accum_steps * e->scaler.scale);
     lap(e, &e->spent.backward_s, t, "backward");
     ddpc_model_set_loss_sink(e->model, NULL);
     return st;
