@@ -56,6 +56,13 @@ typedef struct ddpc_kernel_table {
     void (*to_device)(void *dst, const void *host_src, size_t bytes);
     void (*to_host)(void *host_dst, const void *src, size_t bytes); /* waits for the device */
     void (*copy)(void *dst, const void *src, size_t bytes);          /* within the table's memory */
+    /* A batch's `count` host arrays src[i] (bytes[i] each; borrowed during the call only) into
+     * the table's dst[i], for the kernels launched after it: through slot's (0 or 1) pinned
+     * staging on a copy stream, overlapping the work already queued. dst's of one slot may be
+     * rewritten while the other slot's batch computes, so a caller alternates two sets of
+     * buffers. NULL in the CPU table (to_device is a plain copy there). */
+    void (*stage_in)(int slot, void *const *dst, const void *const *src, const size_t *bytes,
+                     int count);
     void (*synchronize)(void);
     /* Device allocations made since the process started (flat across warm steps). */
     uint64_t (*alloc_count)(void);

@@ -25,10 +25,12 @@ struct ddpc_model {
     float *kparams, *kgrads, *kbuffers;
     uint8_t *kdecay_mask;
     /* A device model's inputs, copied from the host batch by ddpc_model_forward: room for
-     * `in_cap` int32/float elements each, grown once per larger batch. */
+     * `in_cap` int32/float elements each, grown once per larger batch; twice that where the
+     * table stages batches on a copy stream (k->stage_in), slot in_slot's at in_slot * in_cap. */
     int32_t *ktokens, *ktargets, *ksrc;
     float *kx;
     size_t in_cap;
+    int in_slot; /* the slot the next batch goes to */
     float *host_probs; /* a device model's probs read back for ddpc_model_probs */
     size_t probs_count, host_probs_cap;
     void *impl;

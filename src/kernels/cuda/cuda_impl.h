@@ -61,6 +61,7 @@ void ddpc__cuda_count_alloc(void);
 /* The one door for the host to wait for the device: synchronizes `st` and counts the wait
  * (host_waits), so no read-back goes uncounted. */
 void ddpc__cuda_wait(cudaStream_t st);
+void ddpc__cuda_wait_event(cudaEvent_t ev);
 uint64_t ddpc__cuda_host_waits(void);
 
 /* elementwise.cu */
@@ -170,6 +171,10 @@ double ddpc__cuda_sumsq(const float *g, int64_t n);
 bool ddpc__cuda_unscale(float *g, int64_t n, float scale);
 void ddpc__cuda_scale(float *g, int64_t n, float s);
 void ddpc__cuda_grad_norm_clip(double *norm, float *g, int64_t n, float max_norm);
+
+/* stage.cu */
+void ddpc__cuda_stage_in(int slot, void *const *dst, const void *const *src, const size_t *bytes,
+                         int count);
 
 #ifdef __cplusplus
 }

@@ -25,6 +25,12 @@ extern "C" void ddpc__cuda_wait(cudaStream_t st)
     DDPC_CUDA_CHECK(cudaStreamSynchronize(st));
 }
 
+extern "C" void ddpc__cuda_wait_event(cudaEvent_t ev)
+{
+    waits.fetch_add(1, std::memory_order_relaxed);
+    DDPC_CUDA_CHECK(cudaEventSynchronize(ev));
+}
+
 extern "C" uint64_t ddpc__cuda_host_waits(void)
 {
     return waits.load(std::memory_order_relaxed);

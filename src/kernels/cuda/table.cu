@@ -11,6 +11,7 @@ extern "C" const ddpc_kernel_table ddpc__cuda_table = {
     .to_device = ddpc__cuda_to_device,
     .to_host = ddpc__cuda_to_host,
     .copy = ddpc__cuda_copy,
+    .stage_in = ddpc__cuda_stage_in,
     .synchronize = ddpc__cuda_synchronize,
     .alloc_count = ddpc__cuda_alloc_count,
     .host_waits = ddpc__cuda_host_waits,
