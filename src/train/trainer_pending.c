@@ -32,12 +32,13 @@ ddpc_status ddpc__trainer_pending_init(ddpc_trainer *t)
 {
     ddpc__pending *p = &t->pend;
     t->engine_cfg.defer_passes = 0;
+    const trainer_settings *s = &t->set;
+    /* Training only (the loaders, and so n_local, exist then). */
     if (ddpc_model_backend(t->model)->kind == DDPC_DEVICE_CPU || t->dist.world > 1 ||
-        t->dist.dp_replicas > 0)
+        t->dist.dp_replicas > 0 || s->state != STATE_TRAIN || t->data.n_local < 1)
         return DDPC_OK;
     /* Room for the steps between two reads (every stats sync, which every logged step does),
      * capped; a step that might not fit reads first (make_room). */
-    const trainer_settings *s = &t->set;
     int64_t every = s->stats_sync_every < s->log_every ? s->stats_sync_every : s->log_every;
     p->per_step = s->accum_steps * t->data.n_local;
     int64_t passes = p->per_step * every;
