@@ -41,8 +41,7 @@ ddpc_status ddpc__trainer_pending_init(ddpc_trainer *t)
      * capped; a step that might not fit reads first (make_room). */
     int64_t every = s->stats_sync_every < s->log_every ? s->stats_sync_every : s->log_every;
     p->per_step = s->accum_steps * t->data.n_local;
-    int64_t passes = p->per_step * every;
-    passes = passes > MAX_PASSES ? MAX_PASSES : passes;
+    int64_t passes = every > MAX_PASSES / p->per_step ? MAX_PASSES : p->per_step * every;
     passes = passes < p->per_step ? p->per_step : passes; /* one step always fits */
     p->cap_passes = (size_t)passes;
     p->cap_entries = 2 * (size_t)passes + 1; /* each step ends once, after at most per_step */
