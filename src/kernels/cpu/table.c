@@ -21,6 +21,7 @@ static void host_copy(void *dst, const void *src, size_t bytes)
 
 static void host_synchronize(void) {}
 static uint64_t host_alloc_count(void) { return 0; }
+static uint64_t host_waits(void) { return 0; }
 static size_t host_memory_total(void) { return 0; }
 
 /* The table's attention sizes take the precision (the CUDA table's depend on it); the CPU's
@@ -65,6 +66,7 @@ static const ddpc_kernel_table cpu_table = {
     .copy = host_copy,
     .synchronize = host_synchronize,
     .alloc_count = host_alloc_count,
+    .host_waits = host_waits,
     .memory_total = host_memory_total,
     .fill_f32 = ddpc_fill_f32,
     .add_f32 = ddpc_add_f32,

@@ -11,8 +11,10 @@ extern "C" const ddpc_kernel_table ddpc__cuda_table = {
     .to_device = ddpc__cuda_to_device,
     .to_host = ddpc__cuda_to_host,
     .copy = ddpc__cuda_copy,
+    .stage_in = ddpc__cuda_stage_in,
     .synchronize = ddpc__cuda_synchronize,
     .alloc_count = ddpc__cuda_alloc_count,
+    .host_waits = ddpc__cuda_host_waits,
     .memory_total = ddpc__cuda_memory_total,
     .fill_f32 = ddpc__cuda_fill_f32,
     .add_f32 = ddpc__cuda_add_f32,
@@ -51,6 +53,9 @@ extern "C" const ddpc_kernel_table ddpc__cuda_table = {
     .cross_entropy_forward = ddpc__cuda_cross_entropy_forward,
     .cross_entropy_backward = ddpc__cuda_cross_entropy_backward,
     .argmax_correct = ddpc__cuda_argmax_correct,
+    .cross_entropy_forward_into = ddpc__cuda_cross_entropy_forward_into,
+    .cross_entropy_backward_from = ddpc__cuda_cross_entropy_backward_from,
+    .argmax_correct_into = ddpc__cuda_argmax_correct_into,
     .softmax_rows = ddpc__cuda_softmax_rows,
     /* No elementwise-loss kernels yet: models refuse losses other than cross-entropy here. */
     .mse_forward = nullptr,
@@ -70,4 +75,5 @@ extern "C" const ddpc_kernel_table ddpc__cuda_table = {
     .scale = ddpc__cuda_scale,
     .f32_to_half_array = ddpc__cuda_f32_to_half_array,
     .half_to_f32_array = ddpc__cuda_half_to_f32_array,
+    .grad_norm_clip = ddpc__cuda_grad_norm_clip,
 };
