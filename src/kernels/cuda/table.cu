@@ -73,7 +73,7 @@ extern "C" const ddpc_kernel_table ddpc__cuda_table = {
     .sumsq = ddpc__cuda_sumsq,
     .unscale = ddpc__cuda_unscale,
     .scale = ddpc__cuda_scale,
+    .grad_norm_clip = ddpc__cuda_grad_norm_clip,
     .f32_to_half_array = ddpc__cuda_f32_to_half_array,
     .half_to_f32_array = ddpc__cuda_half_to_f32_array,
-    .grad_norm_clip = ddpc__cuda_grad_norm_clip,
 };
