@@ -36,13 +36,14 @@ gpu=no
 grep -Eq '^  Device \(auto\): +cuda: ' "$tmp/env.out" && gpu=yes
 echo "note: a GPU is visible: $gpu"
 
-# Every machine: the trainer's collectives are on the CPU, so nccl is refused before any output.
+# Every machine: nccl moves the GPU group's buffers only, so with the model on the CPU it is
+# refused before any output.
 "$ddpc" train "$src/configs/fmnist_mlp.yaml" data.type=synthetic_images data.size=64 epochs=1 \
-    num_threads=1 dist.backend=nccl run_dir="$tmp/train_nccl" >"$tmp/train_nccl.out" \
-    2>"$tmp/train_nccl.err"
+    num_threads=1 dist.backend=nccl device=cpu run_dir="$tmp/train_nccl" \
+    >"$tmp/train_nccl.out" 2>"$tmp/train_nccl.err"
 rc=$?
-want='^ddpc train: backend nccl moves GPU buffers only, and this process group.s collectives '
-want+='are on the CPU \(use backend shm, gloo or mpi\)$'
+want='^ddpc train: dist.backend nccl moves GPU buffers, and this run.s model is on the CPU '
+want+='\(use backend shm, gloo or mpi, or device: cuda\)$'
 one_line train_nccl 1 "$want"
 check "... and writes no run directory" test ! -e "$tmp/train_nccl"
 "$ddpc" bench allreduce --device tpu >"$tmp/bad_device.out" 2>"$tmp/bad_device.err"

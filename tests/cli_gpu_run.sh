@@ -146,6 +146,15 @@ run --only llmc --deadline 200 >"$tmp/log2" 2>&1
 run --only kernels --deadline 20 >"$tmp/log3" 2>&1
 grep -Eq '^test_cuda_pass +NOT RUN \(deadline\)' "$tmp/log3" && ok "the deadline is kept" ||
     fail "the deadline is kept" "$tmp/log3"
+# multi runs every tests/gpu/multi_*.sh of the tree, each with its verdict; the fake ddpc sees no
+# GPU, so multi_ddp.sh says so and is SKIPPED (77), and nothing else runs.
+rm -rf "$tmp/out"
+run --only multi >"$tmp/log5" 2>&1
+rc=$?
+[ $rc = 0 ] && grep -Eq '^multi_ddp\.sh +SKIPPED' "$tmp/out/checks.txt" &&
+    grep -q 'skipped: ddpc env sees no GPU' "$tmp/log5" && ! grep -q 'test_cuda_pass' "$tmp/log5" &&
+    ! grep -q '^| ddpc' "$tmp/log5" && ok "--only multi runs each multi_*.sh, with its verdict" ||
+    fail "--only multi runs each multi_*.sh, with its verdict (exit $rc)" "$tmp/log5"
 run --only gpus >"$tmp/log4" 2>&1
 [ $? = 2 ] && grep -q "unknown part 'gpus'" "$tmp/log4" && ok "an unknown part is refused" ||
     fail "an unknown part is refused" "$tmp/log4"

@@ -3,8 +3,9 @@
 # `device: cpu|cuda|auto` where the user meets it. Without a GPU (this machine, CI): device=cuda
 # exits 1 with one stderr line saying why (no GPU, or a build without CUDA, as `ddpc env` tells)
 # and writes nothing into the run directory; device=auto trains on the CPU and says why; cpu says
-# nothing more; a misspelt device gets the usual unknown-choice line; seq2seq, two ranks and
-# parallel.mode dp are refused on cuda whatever the machine has; `ddpc env` prints its GPU section.
+# nothing more; a misspelt device gets the usual unknown-choice line; seq2seq and parallel.mode dp
+# are refused on cuda whatever the machine has, two ranks without a GPU for want of one; `ddpc env`
+# prints its GPU section.
 # With a GPU visible, device=cuda and auto train the MLP on it and the start line names it. A
 # configure with -DDDPC_CUDA=ON and no working nvcc stops with its one line (docs/gpu.md).
 # usage: cli_train_device.sh DDPC_BIN SOURCE_DIR
@@ -105,19 +106,24 @@ if [ $gpu = yes ]; then
         "$tmp/s2s_auto.out"
 fi
 
-"$ddpc" run --nproc-per-node 2 -- "$ddpc" train "${mlp[@]}" device=cuda run_dir="$tmp/two" \
-    >"$tmp/two.out" 2>"$tmp/two.err"
-rc=$?
-want='device: cuda with 2 ranks: multi-GPU training (nccl) is not there yet; run one rank or '
-want+='device: cpu'
-if [ $rc -ne 0 ] && grep -qF "$want" "$tmp/two.err" "$tmp/two.out" && [ ! -e "$tmp/two" ]; then
-    ok "device: cuda on two ranks is refused, nothing written"
-else
-    fail "device: cuda on two ranks (exit $rc)" "$tmp/two.err" "$tmp/two.out"
+# Two ranks on GPUs are DDP (tests/cli_multi_ddp.sh, tests/gpu/multi_ddp.sh); without a GPU each
+# rank refuses device: cuda with the one-rank line, and nothing is written.
+if [ $gpu = no ]; then
+    "$ddpc" run --nproc-per-node 2 -- "$ddpc" train "${mlp[@]}" device=cuda run_dir="$tmp/two" \
+        >"$tmp/two.out" 2>"$tmp/two.err"
+    rc=$?
+    if [ $rc -ne 0 ] && grep -q "device: cuda cannot be used: " "$tmp/two.err" "$tmp/two.out" &&
+        ! grep -q "not there yet" "$tmp/two.err" "$tmp/two.out" && [ ! -e "$tmp/two" ]; then
+        ok "device: cuda on two ranks without a GPU is refused for want of a GPU, nothing written"
+    else
+        fail "device: cuda on two ranks without a GPU (exit $rc)" "$tmp/two.err" "$tmp/two.out"
+    fi
 fi
 train dp "${mlp[@]}" device=cuda parallel.mode=dp parallel.replicas=2 run_dir="$tmp/dp"
-refused dp "^ddpc train: device: cuda with parallel\\.mode dp \\(2 replicas\\): multi-GPU training \
-\\(nccl\\) is not there yet; run one rank \\(parallel\\.mode ddp\\) or device: cpu\$" "$tmp/dp"
+want='^ddpc train: device: cuda with parallel\.mode dp \(2 replicas\): DataParallel replicas '
+want+='run on the CPU only; use DDP ranks for several GPUs \(ddpc run --nproc-per-node N, '
+want+='parallel\.mode ddp\) or device: cpu$'
+refused dp "$want" "$tmp/dp"
 
 train typo "${mlp[@]}" device=gpu run_dir="$tmp/typo"
 refused typo \

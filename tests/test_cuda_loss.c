@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* The CUDA cross-entropy, argmax accuracy, row softmax and embedding kernels against the CPU table
  * on the same random inputs: GPT-2's 50257-wide rows with ignored and out-of-range targets, ties in
- * argmax, embedding backward with repeated tokens (and ids past 65535); reruns of embedding
- * backward give the same bits; second calls with the same shapes allocate nothing on the device.
+ * argmax, embedding backward with repeated tokens (and ids past 65535) without a host wait;
+ * reruns of embedding backward give the same bits; second calls with the same shapes allocate nothing on the device.
  * Skips (exit 77) without a GPU; device outputs are poisoned with NaN before a kernel runs. */
 #include "backend_testutil.h"
 
@@ -163,8 +163,11 @@ static void check_embedding(int64_t b, int64_t t, int64_t c, int64_t vocab, bool
     gpu->embedding_forward(d_y, d_tok, d_wte, with_wpe ? d_wpe : NULL, b, t, c);
     CHECK(bt_err(gpu, "embedding y", d_y, y, n * c) <= 1e-6);
 
-    /* The GPU sums in the CPU's order, so these agree to the bit (checked at 1e-6 to print). */
+    /* The GPU sums in the CPU's order, so these agree to the bit (checked at 1e-6 to print); it
+     * groups the tokens on the device, so the host never waits for it. */
+    uint64_t waits = gpu->host_waits();
     gpu->embedding_backward(d_dwte, with_wpe ? d_dwpe : NULL, d_dy, d_tok, b, t, c);
+    CHECK_EQ_INT(gpu->host_waits(), waits);
     float *g1 = bt_down(gpu, d_dwte, vocab * c), *p1 = bt_down(gpu, d_dwpe, t * c);
     cpu->embedding_backward(dwte, with_wpe ? dwpe : NULL, dy, tok, b, t, c);
     CHECK(bt_err(gpu, "dwte", d_dwte, dwte, vocab * c) <= 1e-6);
@@ -200,6 +203,7 @@ static void test_embedding(void)
     check_embedding(3, 7, 40, 11, true);
     check_embedding(4, 64, 300, 1000, true); /* c past one 256-thread channel tile */
     check_embedding(2, 33, 8, 70001, false);
+    check_embedding(8, 1024, 64, 50257, true); /* GPT-2's vocabulary and context */
 }
 
 int main(void)

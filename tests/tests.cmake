@@ -76,6 +76,9 @@ set_tests_properties(cli_train_imagefolder PROPERTIES TIMEOUT 900)
 # 20 killed runs, the last run's remaining steps): 286 s measured on the loaded 2-core machine
 # (5 sessions building and testing), too near the 300 s above.
 set_tests_properties(cli_train_resume_stress PROPERTIES TIMEOUT 900)
+# cli_multi_ddp runs tests/gpu/multi_ddp.sh on CPU ranks: twelve 1- and 2-rank jobs, a hung and a
+# killed rank; 140 s measured on a loaded 2-core machine.
+set_tests_properties(cli_multi_ddp PROPERTIES TIMEOUT 900)
 # cli_example_resmlp installs, builds the example twice and runs nine 2-rank jobs: 160 s measured
 # alone on the loaded 2-core machine.
 set_tests_properties(cli_example_resmlp PROPERTIES TIMEOUT 900)

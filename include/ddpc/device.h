@@ -6,7 +6,8 @@
  * Contract: every member has the meaning, shapes, accumulate/overwrite rule and aliasing rule of
  * the kernels.h function of the same name; array arguments live in the table's memory (device
  * memory for CUDA), EXCEPT those marked "host" below. Members that return a value (a loss, a
- * count, a norm) wait for the device. The CUDA table runs everything in order on one stream
+ * count, a norm) wait for the device; the CUDA table's *_into members and grad_norm_clip leave
+ * theirs in device memory instead. The CUDA table runs everything in order on one stream
  * (ddpc_kernel_table.stream), so a host read after `to_host` sees every earlier kernel's result. */
 #ifndef DDPC_DEVICE_H
 #define DDPC_DEVICE_H
@@ -55,9 +56,19 @@ typedef struct ddpc_kernel_table {
     void (*to_device)(void *dst, const void *host_src, size_t bytes);
     void (*to_host)(void *host_dst, const void *src, size_t bytes); /* waits for the device */
     void (*copy)(void *dst, const void *src, size_t bytes);          /* within the table's memory */
+    /* A batch's `count` host arrays src[i] (bytes[i] each; borrowed during the call only) into
+     * the table's dst[i], for the kernels launched after it: through slot's (0 or 1) pinned
+     * staging on a copy stream, overlapping the work already queued. dst's of one slot may be
+     * rewritten while the other slot's batch computes, so a caller alternates two sets of
+     * buffers. NULL in the CPU table (to_device is a plain copy there). */
+    void (*stage_in)(int slot, void *const *dst, const void *const *src, const size_t *bytes,
+                     int count);
     void (*synchronize)(void);
     /* Device allocations made since the process started (flat across warm steps). */
     uint64_t (*alloc_count)(void);
+    /* Times the host has waited for the device since the process started (every read-back and
+     * synchronize; 0 on the CPU, which never waits), so a training step can be held to a number. */
+    uint64_t (*host_waits)(void);
     /* The device's memory in bytes (cudaMemGetInfo's total); 0 on the CPU, whose limit is the
      * host's. */
     size_t (*memory_total)(void);
@@ -152,6 +163,19 @@ typedef struct ddpc_kernel_table {
                                    float dloss);
     int64_t (*argmax_correct)(const float *scores, const int32_t *targets, int64_t n, int64_t v,
                               int32_t ignore_index);
+    /* The same three without the wait, for a caller that reads the values later (the engine, at
+     * logged steps): NULL in the CPU table, whose values are at hand. `sums` (2) and `correct` (1)
+     * are doubles in the table's memory: sums = {the loss sum over valid rows, the valid rows}
+     * (cross_entropy_forward returns sums[0] / sums[1] as a float, 0 without valid rows);
+     * cross_entropy_backward_from takes n_valid from sums[1]; *correct = argmax_correct. */
+    void (*cross_entropy_forward_into)(double *sums, float *probs, float *losses,
+                                       const float *logits, const int32_t *targets, int64_t n,
+                                       int64_t v, int32_t ignore_index);
+    void (*cross_entropy_backward_from)(float *dlogits, const float *probs,
+                                        const int32_t *targets, int64_t n, int64_t v,
+                                        int32_t ignore_index, const double *sums, float dloss);
+    void (*argmax_correct_into)(double *correct, const float *scores, const int32_t *targets,
+                                int64_t n, int64_t v, int32_t ignore_index);
     /* x (n, classes) = softmax of each row, in place. */
     void (*softmax_rows)(float *x, int64_t n, int64_t classes);
     /* Elementwise losses on float targets (regression, multi-label): NULL in the CUDA table,
@@ -185,6 +209,18 @@ typedef struct ddpc_kernel_table {
     bool (*unscale)(float *g, int64_t n, float scale);
     /* g *= s. */
     void (*scale)(float *g, int64_t n, float s);
+    /* Norm and clipping without the wait (NULL in the CPU table): norm[0] = sumsq(g, n) (the same
+     * tree), norm[1] += norm[0] (NaN or inf from the first step whose sum was: a later read
+     * checks every step at once), then, when max_norm > 0, g *= ddpc_grad_clip_coef(
+     * sqrt(norm[0]), max_norm) computed on the device, where that is not 1. norm (2) is doubles in
+     * the table's memory. */
+    void (*grad_norm_clip)(double *norm, float *g, int64_t n, float max_norm);
+
+    /* ---- 16-bit storage (DDP's compressed gradient buckets): ddpc/half.h's array functions,
+     * bit for bit (round to nearest even, NaN kept quiet, f16 subnormals), on the table's
+     * memory; bf16 selects bfloat16, otherwise IEEE binary16 ---- */
+    void (*f32_to_half_array)(uint16_t *dst, const float *src, size_t n, int bf16);
+    void (*half_to_f32_array)(float *dst, const uint16_t *src, size_t n, int bf16);
 } ddpc_kernel_table;
 
 /* The CPU's table (always there). */

@@ -56,6 +56,10 @@ typedef struct {
      * as DDP rank k of N), and update first averages the replicas' gradients into the model's. So N
      * replicas x batch N*b train as N DDP ranks x b. One process only: no reducer, world 1. */
     int dp_replicas;
+    /* On a device: leave up to this many passes' losses, and the steps' gradient norms, on the
+     * device until ddpc_engine_read, so that a step does not wait for the device (see there).
+     * 0 (the default) reads them in every pass, as on the CPU, where it has no effect. */
+    size_t defer_passes;
 } ddpc_engine_config;
 
 #define DDPC_ENGINE_MAX_REPLICAS 64
@@ -105,6 +109,21 @@ typedef struct {
  * and skipped. The decision depends on the averaged gradients only, so every rank takes it alike.
  * Errors: the reducer's (timeout, peer failure). */
 ddpc_status ddpc_engine_update(ddpc_engine *e, ddpc_engine_step_info *info);
+
+/* Deferred reads, in effect (ddpc_engine_deferred) when cfg.defer_passes > 0 on a device, on one
+ * rank without DataParallel, under on_nonfinite stop or loss scaling (skip must decide before
+ * updating): passes write their loss, valid and correct counts into device memory, and steps their
+ * gradient norm, clipping on the device; nothing waits for the device except loss scaling's
+ * overflow flag (one read per step, as GradScaler's). Until read, a pass's *out has loss NaN and
+ * counts -1, and the step info's grad_norm is NaN. ddpc_engine_read waits once and gives the
+ * passes since the last read in order (*n of them, at most cfg.defer_passes: outs must hold that
+ * many) and the last step's norm (NaN when it was skipped), the values an undeferred engine gives.
+ * The non-finite check of `stop` happens there: DDPC_EINVAL naming the steps read (whose updates
+ * the parameters then hold). A pass with cfg.defer_passes passes unread is DDPC_EINVAL. Without
+ * deferral, read gives no passes and the last step's norm. ddpc_engine_unread: passes waiting. */
+bool ddpc_engine_deferred(const ddpc_engine *e);
+size_t ddpc_engine_unread(const ddpc_engine *e);
+ddpc_status ddpc_engine_read(ddpc_engine *e, ddpc_model_output *outs, size_t *n, double *grad_norm);
 
 /* Seconds spent since the last call (all zero unless cfg.timing): forward and backward of every
  * pass (backward includes the communication it overlaps), comm_wait the exposed communication

@@ -216,6 +216,12 @@ ddpc_status ddpc_model_forward(ddpc_model *m, const ddpc_model_input *in, bool t
 const float *ddpc_model_probs(ddpc_model *m);
 /* Accumulates d(dloss * loss)/d(params) into the gradient buffer; needs a forward with targets. */
 ddpc_status ddpc_model_backward(ddpc_model *m, float dloss);
+/* A device model's cross-entropy without a wait for the device: while `sink` (3 doubles of the
+ * model's device memory) is set, a forward with targets writes {loss sum, valid targets, correct}
+ * there instead of reading them back (*out's loss is NaN, n_valid and n_correct -1; the loss is
+ * sum / valid as a float) and backward takes the count from it. NULL (the default) reads them
+ * back. No effect on the CPU, whose table has no such kernels. Borrows sink until reset. */
+void ddpc_model_set_loss_sink(ddpc_model *m, double *sink);
 void ddpc_model_zero_grad(ddpc_model *m);
 
 /* Called from inside ddpc_model_backward each time tensor `tensor`'s gradient is final for this

@@ -35,10 +35,11 @@ typedef struct {
                                     the model's stat-sync hook (default off) */
     const char *fingerprint;     /* extra text every rank must agree on (e.g. the config), borrowed;
                                     NULL for none */
-    ddpc_pg *host_pg;            /* the group for host data (the fingerprint, SyncBatchNorm's sums,
-                                    ZeRO's gradient norm) when the reducer's own group moves a GPU
-                                    model's device buffers (ddpc_pg_config.cuda), borrowed; NULL:
-                                    the reducer's group does both (a CPU model) */
+    /* The group for what is on the host (the fingerprint check, SyncBatchNorm's double sums),
+     * borrowed until destroy; NULL: the reducer's own group. A model on a GPU gives
+     * ddpc_reducer_create a group on device buffers (ddpc_pg_config.cuda) for its memory and this
+     * one, the same ranks in the same order on host buffers, for the rest. */
+    ddpc_pg *host_pg;
     /* ZeRO stage. 0: all-reduce (DDP). 1: partitions every bucket [lo, hi) into world chunks of
      * ceil((hi - lo) / world) floats, rank r owning chunk r (ddpc_reducer_shard), reduce-scatters
      * each bucket instead of all-reducing it, so only the owned chunks of the gradient buffer hold
@@ -64,7 +65,10 @@ typedef struct ddpc_reducer ddpc_reducer;
 /* Builds the buckets, compares the model fingerprint (every tensor's name and shape, then
  * cfg->fingerprint line by line) across ranks — a mismatch is DDPC_EINVAL naming the first
  * difference and the ranks — broadcasts rank 0's parameters, and installs itself as the model's
- * gradient-ready hook. Borrows pg and model until destroy. Collective: every rank calls it. */
+ * gradient-ready hook. pg moves the model's memory (its device's: ddpc_model_device_grads and
+ * the like), so for a model on a GPU it is a group on device buffers, with cfg->host_pg beside
+ * it; a host_pg whose rank or world size differs from pg's is DDPC_EINVAL. Borrows pg and model
+ * until destroy. Collective: every rank calls it. */
 ddpc_status ddpc_reducer_create(ddpc_pg *pg, ddpc_model *model, const ddpc_reducer_config *cfg,
                                 ddpc_reducer **out);
 /* Removes the hook, waits for anything in flight and frees. NULL is a no-op. */
@@ -109,10 +113,12 @@ size_t ddpc_reducer_staging_bytes(const ddpc_reducer *r);
 /* Broadcasts rank 0's model buffers to every rank when the config says broadcast_buffers and the
  * model has buffers; otherwise does nothing. Collective. Errors: the broadcast's. */
 ddpc_status ddpc_reducer_sync_buffers(ddpc_reducer *r);
-/* The process group the reducer communicates over (borrowed). */
+/* The group for host data (cfg.host_pg, else the reducer's own): what the engine all-reduces
+ * on the host (ZeRO's gradient norm) and marks its phases on (borrowed). */
 ddpc_pg *ddpc_reducer_pg(const ddpc_reducer *r);
-/* The group for host data: cfg.host_pg, else the reducer's group (borrowed). */
-ddpc_pg *ddpc_reducer_host_pg(const ddpc_reducer *r);
+/* The group that moves the model's memory (the pg given to create; borrowed): the same group as
+ * ddpc_reducer_pg unless cfg.host_pg was given. */
+ddpc_pg *ddpc_reducer_device_pg(const ddpc_reducer *r);
 
 /* The buckets ddpc_reducer_create would build for m under cfg (bucket caps only), without
  * communicating or allocating: bucket_of (num_tensors) receives each tensor's bucket and, when not

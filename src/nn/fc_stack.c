@@ -153,9 +153,7 @@ static void classify_loss(ddpc__fc_stack *s, ddpc_model *m, float *logits, ddpc_
         m->k->softmax_rows(logits, n, classes);
         return;
     }
-    out->n_correct = m->k->argmax_correct(logits, s->targets, n, classes, -1);
-    out->loss = m->k->cross_entropy_forward(logits, s->losses, logits, s->targets, n, classes, -1,
-                                           &out->n_valid);
+    ddpc__ce_forward(m, logits, s->losses, s->targets, n, classes, out);
     s->n_valid = out->n_valid;
 }
 
@@ -206,7 +204,7 @@ void ddpc__fc_stack_backward(ddpc__fc_stack *s, ddpc_model *m, float dloss, floa
     float p = s->training ? m->cfg.dropout : 0.0f;
     m->k->fill_f32(s->dlogits, 0.0f, n * k);
     if (m->cfg.loss == DDPC_LOSS_CROSS_ENTROPY)
-        m->k->cross_entropy_backward(s->dlogits, m->probs, s->targets, n, k, -1, s->n_valid, dloss);
+        ddpc__ce_backward(m, s->dlogits, m->probs, s->targets, n, k, s->n_valid, dloss);
     else
         ddpc__loss_backward(m, s->dlogits, m->probs, s->float_targets, n * k, dloss);
     /* dy is the gradient of layer i's output; din (the other buffer) receives its input's. */

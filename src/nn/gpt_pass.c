@@ -5,6 +5,7 @@
  * activation checkpointing, backward first recomputes block l from its kept input (the same
  * kernels and dropout sites as forward, so the same bits) into the shared activation set. */
 #include "nn/gpt_impl.h"
+#include "nn/loss.h"
 
 #include <ddpc/kernels.h>
 
@@ -158,9 +159,7 @@ ddpc_status ddpc__gpt_forward(ddpc_model *m, const ddpc_model_input *in, bool tr
         m->k->softmax_rows(g->logits, BT, V);
         return DDPC_OK;
     }
-    out->n_correct = m->k->argmax_correct(g->logits, in->targets, BT, V, -1);
-    out->loss = m->k->cross_entropy_forward(g->logits, g->losses, g->logits, in->targets, BT, V, -1,
-                                           &out->n_valid);
+    ddpc__ce_forward(m, g->logits, g->losses, in->targets, BT, V, out);
     g->n_valid = out->n_valid;
     return DDPC_OK;
 }
@@ -229,7 +228,7 @@ void ddpc__gpt_backward(ddpc_model *m, float dloss)
     const ddpc_gpt_config *o = ddpc__gpt_cfg(m);
     int64_t B = g->B, T = o->block_size, C = o->n_embd, V = c->num_classes, BT = B * T;
     m->k->fill_f32(g->dlogits, 0.0f, BT * V);
-    m->k->cross_entropy_backward(g->dlogits, g->logits, g->targets, BT, V, -1, g->n_valid, dloss);
+    ddpc__ce_backward(m, g->dlogits, g->logits, g->targets, BT, V, g->n_valid, dloss);
     m->k->fill_f32(g->dln, 0.0f, BT * C);
     m->k->linear_backward(m->cfg.precision, g->dln, G(g->wte), NULL, g->dlogits, g->lnf, P(g->wte),
                          BT, C, V);

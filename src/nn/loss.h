@@ -18,4 +18,13 @@ void ddpc__loss_forward(ddpc_model *m, float *outputs, const float *targets, int
 void ddpc__loss_backward(ddpc_model *m, float *doutputs, const float *probs, const float *targets,
                          int64_t count, float dloss);
 
+/* Softmax cross-entropy with argmax accuracy on logits (n, v), turned into probabilities in place
+ * (loss_ce.c): read back into *out (loss, n_valid, n_correct), or, with a loss sink on a device,
+ * left in the sink (*out's loss NaN, counts -1). The backward takes the valid count from the sink
+ * when there is one, else n_valid (forward's). */
+void ddpc__ce_forward(ddpc_model *m, float *logits, float *losses, const int32_t *targets,
+                      int64_t n, int64_t v, ddpc_model_output *out);
+void ddpc__ce_backward(ddpc_model *m, float *dlogits, const float *probs, const int32_t *targets,
+                       int64_t n, int64_t v, int64_t n_valid, float dloss);
+
 #endif

@@ -380,42 +380,55 @@ static ddpc_status reserve_inputs(ddpc_model *m, const ddpc_model_input *in, ddp
     int64_t per = z->x > z->tokens ? z->x : z->tokens;
     per = per > z->targets ? per : z->targets;
     per = per > z->src_tokens ? per : z->src_tokens;
-    size_t need = (size_t)in->n * (size_t)per;
+    size_t need = (size_t)in->n * (size_t)per, slots = m->k->stage_in ? 2 : 1;
     if (need <= m->in_cap)
         return DDPC_OK;
-    DDPC_TRY(grow_input(m, (void **)&m->ktokens, need, sizeof(int32_t)));
-    DDPC_TRY(grow_input(m, (void **)&m->ktargets, need, sizeof(int32_t)));
-    DDPC_TRY(grow_input(m, (void **)&m->ksrc, need, sizeof(int32_t)));
-    DDPC_TRY(grow_input(m, (void **)&m->kx, need, sizeof(float)));
+    m->in_cap = 0; /* until all four have grown */
+    DDPC_TRY(grow_input(m, (void **)&m->ktokens, need * slots, sizeof(int32_t)));
+    DDPC_TRY(grow_input(m, (void **)&m->ktargets, need * slots, sizeof(int32_t)));
+    DDPC_TRY(grow_input(m, (void **)&m->ksrc, need * slots, sizeof(int32_t)));
+    DDPC_TRY(grow_input(m, (void **)&m->kx, need * slots, sizeof(float)));
     m->in_cap = need;
     return DDPC_OK;
 }
 
 /* A device model's copy of the host batch `in`: every array copied into the model's device input
- * buffers (grown for the largest batch seen), the rest as it is. The checks that read inputs
- * (token ranges) run on the host copy before this. */
+ * buffers (grown for the largest batch seen), the rest as it is; through the table's copy stream
+ * into the two slots in turn where it has one. The checks that read inputs (token ranges) run on
+ * the host copy before this. */
 static ddpc_status stage_inputs(ddpc_model *m, const ddpc_model_input *in, ddpc_model_input *out)
 {
     ddpc_sample_sizes z;
     DDPC_TRY(reserve_inputs(m, in, &z));
-    size_t n = (size_t)in->n;
+    size_t n = (size_t)in->n, at = m->k->stage_in ? (size_t)m->in_slot * m->in_cap : 0;
+    void *dst[4];
+    const void *src[4];
+    size_t bytes[4];
+    int count = 0;
     *out = *in;
     if (in->x) {
-        m->k->to_device(m->kx, in->x, n * (size_t)z.x * sizeof(float));
-        out->x = m->kx;
+        out->x = m->kx + at;
+        dst[count] = m->kx + at, src[count] = in->x;
+        bytes[count++] = n * (size_t)z.x * sizeof(float);
     }
-    if (in->tokens) {
-        m->k->to_device(m->ktokens, in->tokens, n * (size_t)z.tokens * sizeof(int32_t));
-        out->tokens = m->ktokens;
+    const int32_t *ints[3] = {in->tokens, in->targets, in->src_tokens};
+    int32_t *kints[3] = {m->ktokens + at, m->ktargets + at, m->ksrc + at};
+    const int32_t **outs[3] = {&out->tokens, &out->targets, &out->src_tokens};
+    const int64_t per[3] = {z.tokens, z.targets, z.src_tokens};
+    for (int i = 0; i < 3; i++) {
+        if (!ints[i])
+            continue;
+        *outs[i] = kints[i];
+        dst[count] = kints[i], src[count] = ints[i];
+        bytes[count++] = n * (size_t)per[i] * sizeof(int32_t);
     }
-    if (in->targets) {
-        m->k->to_device(m->ktargets, in->targets, n * (size_t)z.targets * sizeof(int32_t));
-        out->targets = m->ktargets;
+    if (m->k->stage_in) {
+        m->k->stage_in(m->in_slot, dst, src, bytes, count);
+        m->in_slot ^= 1;
+        return DDPC_OK;
     }
-    if (in->src_tokens) {
-        m->k->to_device(m->ksrc, in->src_tokens, n * (size_t)z.src_tokens * sizeof(int32_t));
-        out->src_tokens = m->ksrc;
-    }
+    for (int i = 0; i < count; i++)
+        m->k->to_device(dst[i], src[i], bytes[i]);
     return DDPC_OK;
 }
 

@@ -25,10 +25,12 @@ struct ddpc_model {
     float *kparams, *kgrads, *kbuffers;
     uint8_t *kdecay_mask;
     /* A device model's inputs, copied from the host batch by ddpc_model_forward: room for
-     * `in_cap` int32/float elements each, grown once per larger batch. */
+     * `in_cap` int32/float elements each, grown once per larger batch; twice that where the
+     * table stages batches on a copy stream (k->stage_in), slot in_slot's at in_slot * in_cap. */
     int32_t *ktokens, *ktargets, *ksrc;
     float *kx;
     size_t in_cap;
+    int in_slot; /* the slot the next batch goes to */
     float *host_probs; /* a device model's probs read back for ddpc_model_probs */
     size_t probs_count, host_probs_cap;
     void *impl;
@@ -42,6 +44,7 @@ struct ddpc_model {
     size_t arena_floats;
     const float *probs;  /* set by forward: (n, outputs_per_sample), k's memory */
     int64_t last_n;      /* batch of the last forward with targets, 0 if none */
+    double *loss_sink;   /* ddpc_model_set_loss_sink's (3) doubles in k's memory, or NULL */
     ddpc_grad_ready_fn grad_ready; /* may be NULL */
     void *grad_ready_ctx;
     ddpc_param_use_fn param_use;   /* may be NULL */

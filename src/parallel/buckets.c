@@ -6,6 +6,7 @@
 #include "parallel/reducer_impl.h"
 
 #include <ddpc/alloc.h>
+#include <ddpc/device.h>
 
 static ddpc_status alloc_tables(ddpc_reducer *r, size_t nt)
 {
@@ -53,11 +54,15 @@ ddpc_status ddpc__reducer_build_buckets(ddpc_reducer *r)
             b->hi = p->offset + p->numel;
         b->lo = p->offset;
     }
-    if (r->cfg.comm_dtype != DDPC_DTYPE_F32 && r->cfg.zero_stage < 1) { /* ZeRO stages in slots */
+    /* ZeRO stages in slots. The 16-bit copies live beside the gradients, on the model's device,
+     * where the conversions run. */
+    const ddpc_kernel_table *k = ddpc_model_backend(r->model);
+    if (r->cfg.comm_dtype != DDPC_DTYPE_F32 && r->cfg.zero_stage < 1) {
         for (size_t i = 0; i < r->n_buckets; i++) {
-            r->buckets[i].comm = ddpc_malloc((r->buckets[i].hi - r->buckets[i].lo) * 2 + 2);
+            r->buckets[i].comm = k->alloc((r->buckets[i].hi - r->buckets[i].lo) * 2 + 2);
             if (!r->buckets[i].comm)
-                return ddpc_errorf(DDPC_ENOMEM, "out of memory for the reducer's bf16 buffers");
+                return ddpc_errorf(DDPC_ENOMEM, "out of memory (%s) for the reducer's %s buffers",
+                                   k->name, ddpc_dtype_name(r->cfg.comm_dtype));
         }
     }
     return DDPC_OK;

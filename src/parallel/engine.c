@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "parallel/dp_impl.h"
+#include "parallel/engine_defer.h"
 
 struct ddpc_engine {
     ddpc_model *model;
@@ -43,6 +44,13 @@ struct ddpc_engine {
      * parameters into them yet (at its first pass, after whatever changed them). */
     ddpc__dp *dp;
     bool replicated;
+    /* cfg.defer_passes in effect (a device, one rank, stop or loss scaling): the passes' losses
+     * and the steps' norms wait on the device for ddpc_engine_read; read_step is the step count
+     * at the last read, last_skipped whether the last step was skipped (its norm is NaN). */
+    bool deferred, last_skipped;
+    ddpc__defer defer;
+    int64_t read_step;
+    double last_norm; /* without deferral: the last step's norm, for ddpc_engine_read */
 };
 
 /* cfg.timing (or a trace recording): adds the seconds since `since` to *acc and traces them as
@@ -155,6 +163,15 @@ ddpc_status ddpc_engine_create(ddpc_model *m, ddpc_reducer *reducer, int rank, i
     e->world = world;
     e->scaler = c->loss_scaling ? ddpc_loss_scale_start(&c->loss_scale)
                                 : (ddpc_loss_scale_state){.scale = 1.0f};
+    /* Deferral needs the decision of a step without its values: loss scaling decides from the
+     * overflow flag it reads anyway, stop can decide later; skip must know before updating. */
+    const ddpc_kernel_table *k = ddpc_model_backend(m);
+    e->deferred = c->defer_passes > 0 && k->kind != DDPC_DEVICE_CPU && !reducer && !e->dp &&
+                  k->grad_norm_clip && (c->loss_scaling || c->on_nonfinite == DDPC_NONFINITE_STOP);
+    if (e->deferred && (st = ddpc__defer_init(&e->defer, k, c->defer_passes)) != DDPC_OK) {
+        ddpc_engine_destroy(e);
+        return st;
+    }
     *out = e;
     return DDPC_OK;
 }
@@ -165,6 +182,8 @@ void ddpc_engine_destroy(ddpc_engine *e)
         return;
     ddpc_optim_destroy(e->opt);
     ddpc__dp_destroy(e->dp);
+    if (e->deferred)
+        ddpc__defer_fini(&e->defer);
     ddpc_free(e);
 }
 
@@ -187,11 +206,15 @@ ddpc_status ddpc_engine_sync_buffers(ddpc_engine *e)
     return e->reducer ? ddpc_reducer_sync_buffers(e->reducer) : DDPC_OK;
 }
 
-/* The hang recorder's phase (ddpc_pg_set_phase): what a rank that never arrives was doing. */
+/* The hang recorder's phase (ddpc_pg_set_phase): what a rank that never arrives was doing, on
+ * the host group and, for a model on a GPU, on the group that moves its memory. */
 static void set_phase(ddpc_engine *e, ddpc_phase phase)
 {
-    if (e->reducer)
-        ddpc_pg_set_phase(ddpc_reducer_pg(e->reducer), phase);
+    if (!e->reducer)
+        return;
+    ddpc_pg_set_phase(ddpc_reducer_pg(e->reducer), phase);
+    if (ddpc_reducer_device_pg(e->reducer) != ddpc_reducer_pg(e->reducer))
+        ddpc_pg_set_phase(ddpc_reducer_device_pg(e->reducer), phase);
 }
 
 /* Dropout stream: distinct for every pass of every micro-step of every rank, and a function of
@@ -242,19 +265,28 @@ ddpc_status ddpc_engine_pass(ddpc_engine *e, ddpc_model_input *in, int64_t micro
     if (e->reducer) /* no_sync unless this backward is the step's only remaining one */
         ddpc_reducer_prepare(e->reducer, sync);
     e->synced = e->synced || sync;
+    double *sink = e->deferred ? ddpc__defer_take_pass(&e->defer) : NULL;
+    if (e->deferred && !sink)
+        return ddpc_errorf(DDPC_EINVAL, "engine: %zu passes (defer_passes) wait to be read; call "
+                           "ddpc_engine_read first", e->defer.cap);
+    ddpc_model_set_loss_sink(e->model, sink); /* this pass's record; NULL reads the loss now */
     set_phase(e, DDPC_PHASE_FORWARD);
     double t = lap(e, NULL, 0.0, NULL);
-    DDPC_TRY(ddpc_model_forward(e->model, in, true, out));
+    ddpc_status st = ddpc_model_forward(e->model, in, true, out);
+    if (st != DDPC_OK) {
+        ddpc_model_set_loss_sink(e->model, NULL);
+        return st;
+    }
     t = lap(e, &e->spent.forward_s, t, "forward");
-    if (!isfinite(out->loss) && !e->bad_loss) {
+    if (!e->deferred && !isfinite(out->loss) && !e->bad_loss) {
         e->bad_loss = true;
         e->bad_loss_value = out->loss;
     }
     /* GradScaler: scale(loss / accum_steps); the reported loss stays unscaled. */
     set_phase(e, DDPC_PHASE_BACKWARD);
-    ddpc_status st =
-        ddpc_model_backward(e->model, loss_weight / (float)c->accum_steps * e->scaler.scale);
+    st = ddpc_model_backward(e->model, loss_weight / (float)c->accum_steps * e->scaler.scale);
     lap(e, &e->spent.backward_s, t, "backward");
+    ddpc_model_set_loss_sink(e->model, NULL);
     return st;
 }
 
@@ -316,10 +348,38 @@ static ddpc_status grad_norm(ddpc_engine *e, float *g, double *norm)
     }
     if (overflow)
         sumsq = NAN;
-    DDPC_TRY(ddpc_pg_all_reduce(ddpc_reducer_host_pg(e->reducer), &sumsq, &sumsq, 1,
+    DDPC_TRY(ddpc_pg_all_reduce(ddpc_reducer_pg(e->reducer), &sumsq, &sumsq, 1,
                                 DDPC_DTYPE_F64, DDPC_REDUCE_SUM));
     *norm = sqrt(sumsq);
     return DDPC_OK;
+}
+
+/* A deferred step on a device: the norm, the clipping and the update without reading anything
+ * back, except loss scaling's overflow flag, which decides whether to update (GradScaler reads
+ * it too). The norm waits in the record for ddpc_engine_read, and with it the stop check. (A
+ * non-finite loss is seen at the read as well; under loss scaling only its gradients count.) */
+static void apply_deferred(ddpc_engine *e, ddpc_engine_step_info *info, bool *applied)
+{
+    const ddpc_engine_config *c = &e->cfg;
+    const ddpc_kernel_table *k = ddpc_model_backend(e->model);
+    float *g = ddpc_model_device_grads(e->model);
+    int64_t n = (int64_t)ddpc_model_num_params(e->model);
+    bool overflow = c->loss_scaling && k->unscale(g, n, e->scaler.scale);
+    if (c->loss_scaling)
+        ddpc_loss_scale_update(&e->scaler, &c->loss_scale, overflow);
+    info->grad_norm = NAN; /* not read yet */
+    e->last_skipped = overflow;
+    if (overflow) {
+        info->skipped = true;
+        e->skipped++;
+        e->step++;
+        return;
+    }
+    k->grad_norm_clip(ddpc__defer_norm(&e->defer), g, n, c->grad_clip);
+    ddpc_optim_step_ranges(e->opt, ddpc_model_device_params(e->model), g,
+                           ddpc_model_device_decay_mask(e->model), e->shard, e->n_shard, info->lr);
+    e->step++;
+    *applied = true;
 }
 
 /* The update on the averaged gradients; *applied when the parameters changed. */
@@ -332,9 +392,14 @@ static ddpc_status apply(ddpc_engine *e, ddpc_engine_step_info *info, bool *appl
     float *g = ddpc_model_device_grads(m);
     float lr = ddpc_engine_lr(e, e->step);
     *info = (ddpc_engine_step_info){.step = e->step, .lr = lr, .loss_scale = e->scaler.scale};
+    if (e->deferred) {
+        apply_deferred(e, info, applied);
+        return DDPC_OK;
+    }
     /* The norm is identical on every rank, and so is the decision. */
     double norm;
     DDPC_TRY(grad_norm(e, g, &norm));
+    e->last_norm = norm;
     bool finite = isfinite(norm) && !(e->bad_loss && e->world == 1);
     info->grad_norm = norm;
     if (c->loss_scaling)
@@ -408,6 +473,42 @@ ddpc_status ddpc_engine_update(ddpc_engine *e, ddpc_engine_step_info *info)
     return st;
 }
 
+bool ddpc_engine_deferred(const ddpc_engine *e)
+{
+    return e->deferred;
+}
+
+size_t ddpc_engine_unread(const ddpc_engine *e)
+{
+    return e->deferred ? e->defer.passes : 0;
+}
+
+ddpc_status ddpc_engine_read(ddpc_engine *e, ddpc_model_output *outs, size_t *n, double *grad_norm)
+{
+    *n = 0;
+    if (!e->deferred) {
+        *grad_norm = e->last_norm;
+        return DDPC_OK;
+    }
+    double sumsq, running;
+    ddpc__defer_read(&e->defer, outs, n, &sumsq, &running);
+    int64_t from = e->read_step;
+    e->read_step = e->step;
+    *grad_norm = e->last_skipped ? NAN : sqrt(sumsq);
+    if (e->cfg.loss_scaling) /* overflowing steps were skipped when they ran */
+        return DDPC_OK;
+    bool bad = !isfinite(running);
+    for (size_t i = 0; i < *n; i++)
+        bad = bad || !isfinite(outs[i].loss);
+    if (!bad)
+        return DDPC_OK;
+    return ddpc_errorf(DDPC_EINVAL,
+                       "steps %lld to %lld: a loss or gradient norm was NaN or inf (a GPU run "
+                       "reads them at logged steps); stopping (on_nonfinite: stop). Lower "
+                       "optim.lr or set optim.grad_clip, or set on_nonfinite: skip",
+                       (long long)from + 1, (long long)e->step);
+}
+
 ddpc_engine_timing ddpc_engine_take_timing(ddpc_engine *e)
 {
     ddpc_engine_timing r = e->spent;
@@ -454,6 +555,7 @@ void ddpc_engine_restore(ddpc_engine *e, int64_t step, int64_t skipped)
 {
     e->step = step;
     e->skipped = skipped;
+    e->read_step = step;
 }
 
 ddpc_loss_scale_state ddpc_engine_loss_scale(const ddpc_engine *e)

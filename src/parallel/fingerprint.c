@@ -63,8 +63,8 @@ static ddpc_status report(ddpc_reducer *red, size_t i, int r)
     int32_t zero[ENTRY_MAX / 4], other[ENTRY_MAX / 4]; /* text carried as int32 words */
     entry_text(red, i, (char *)zero);
     memcpy(other, zero, sizeof other);
-    DDPC_TRY(ddpc_pg_broadcast(red->pg, zero, ENTRY_MAX / 4, DDPC_DTYPE_I32, 0));
-    DDPC_TRY(ddpc_pg_broadcast(red->pg, other, ENTRY_MAX / 4, DDPC_DTYPE_I32, r));
+    DDPC_TRY(ddpc_pg_broadcast(red->host, zero, ENTRY_MAX / 4, DDPC_DTYPE_I32, 0));
+    DDPC_TRY(ddpc_pg_broadcast(red->host, other, ENTRY_MAX / 4, DDPC_DTYPE_I32, r));
     ((char *)zero)[ENTRY_MAX - 1] = ((char *)other)[ENTRY_MAX - 1] = '\0';
     return ddpc_errorf(DDPC_EINVAL, "the replicas differ: rank 0 has %s where rank %d has %s "
                        "(every rank must build the same model from the same config)",
@@ -73,9 +73,9 @@ static ddpc_status report(ddpc_reducer *red, size_t i, int r)
 
 ddpc_status ddpc__reducer_check_fingerprint(ddpc_reducer *r)
 {
-    int world = ddpc_pg_world_size(r->pg);
+    int world = ddpc_pg_world_size(r->host);
     int64_t mine = (int64_t)count_entries(r), longest = mine;
-    DDPC_TRY(ddpc_pg_all_reduce(r->pg, &longest, &longest, 1, DDPC_DTYPE_I64, DDPC_REDUCE_MAX));
+    DDPC_TRY(ddpc_pg_all_reduce(r->host, &longest, &longest, 1, DDPC_DTYPE_I64, DDPC_REDUCE_MAX));
     size_t n = (size_t)longest;
     int64_t *hashes = ddpc_calloc(n + 1, sizeof *hashes);
     int64_t *all = ddpc_calloc((n + 1) * (size_t)world, sizeof *all);
@@ -89,7 +89,7 @@ ddpc_status ddpc__reducer_check_fingerprint(ddpc_reducer *r)
         entry_text(r, i, text);
         hashes[i] = entry_hash(text);
     }
-    st = ddpc_pg_all_gather(r->pg, hashes, all, n + 1, DDPC_DTYPE_I64);
+    st = ddpc_pg_all_gather(r->host, hashes, all, n + 1, DDPC_DTYPE_I64);
     for (size_t i = 0; st == DDPC_OK && i < n; i++)
         for (int k = 1; k < world; k++)
             if (all[(size_t)k * (n + 1) + i] != all[i]) {

@@ -6,7 +6,7 @@
 #include "parallel/reducer_impl.h"
 
 #include <ddpc/alloc.h>
-#include <ddpc/half.h>
+#include <ddpc/device.h>
 #include <ddpc/timer.h>
 
 #include <stdio.h>
@@ -48,7 +48,8 @@ void ddpc__reducer_keep_error(ddpc_reducer *r, ddpc_status st)
     }
 }
 
-/* Sends bucket b: converts to the communication dtype if compressing, then all-reduces (AVG). */
+/* Sends bucket b: converts to the communication dtype if compressing (on the model's device,
+ * in its kernels' order, so the collective reads converted values), then all-reduces (AVG). */
 static void launch(ddpc_reducer *r, ddpc__bucket *b)
 {
     if (r->cfg.zero_stage >= 1) {
@@ -62,7 +63,8 @@ static void launch(ddpc_reducer *r, ddpc__bucket *b)
     size_t n = b->hi - b->lo;
     const void *buf = g;
     if (r->cfg.comm_dtype != DDPC_DTYPE_F32) {
-        ddpc_f32_to_half_array(b->comm, g, n, r->cfg.comm_dtype == DDPC_DTYPE_BF16);
+        ddpc_model_backend(r->model)->f32_to_half_array(b->comm, g, n,
+                                                        r->cfg.comm_dtype == DDPC_DTYPE_BF16);
         buf = b->comm;
     }
     ddpc__reducer_keep_error(r, ddpc_pg_iall_reduce(r->pg, buf, (void *)buf, n, r->cfg.comm_dtype,
@@ -161,8 +163,9 @@ ddpc_status ddpc_reducer_finish(ddpc_reducer *r)
         ddpc_work_destroy(bk->work);
         bk->work = NULL;
         if (ws == DDPC_OK && r->cfg.comm_dtype != DDPC_DTYPE_F32)
-            ddpc_half_to_f32_array(ddpc_model_grads(r->model) + bk->lo, bk->comm, bk->hi - bk->lo,
-                                   r->cfg.comm_dtype == DDPC_DTYPE_BF16);
+            ddpc_model_backend(r->model)->half_to_f32_array(
+                ddpc_model_device_grads(r->model) + bk->lo, bk->comm, bk->hi - bk->lo,
+                r->cfg.comm_dtype == DDPC_DTYPE_BF16);
     }
     r->stats.exposed_s += ddpc_time_now() - t0;
     r->stats.steps++;
@@ -190,19 +193,20 @@ ddpc_reducer_stats ddpc_reducer_stats_of(const ddpc_reducer *r)
 
 ddpc_pg *ddpc_reducer_pg(const ddpc_reducer *r)
 {
+    return r->host;
+}
+
+ddpc_pg *ddpc_reducer_device_pg(const ddpc_reducer *r)
+{
     return r->pg;
 }
 
-ddpc_pg *ddpc_reducer_host_pg(const ddpc_reducer *r)
-{
-    return r->cfg.host_pg ? r->cfg.host_pg : r->pg;
-}
-
-/* SyncBatchNorm's statistics: the sums of every rank, in place (the model's stat-sync hook). */
+/* SyncBatchNorm's statistics: the sums of every rank, in place (the model's stat-sync hook). The
+ * kernel table returns them on the host on every device, so they travel on the host group. */
 static ddpc_status sum_stats(void *ctx, double *sums, size_t count)
 {
     ddpc_reducer *r = ctx;
-    return ddpc_pg_all_reduce(r->pg, sums, sums, count, DDPC_DTYPE_F64, DDPC_REDUCE_SUM);
+    return ddpc_pg_all_reduce(r->host, sums, sums, count, DDPC_DTYPE_F64, DDPC_REDUCE_SUM);
 }
 
 static ddpc_status broadcast_buffers(ddpc_reducer *r)
@@ -210,7 +214,22 @@ static ddpc_status broadcast_buffers(ddpc_reducer *r)
     size_t n = ddpc_model_num_buffer_floats(r->model);
     if (n == 0)
         return DDPC_OK;
-    return ddpc_pg_broadcast(r->pg, ddpc_model_buffer_data(r->model), n, DDPC_DTYPE_F32, 0);
+    float *buf = ddpc_model_device_buffer_data(r->model);
+    return ddpc_pg_broadcast(r->pg, buf, n, DDPC_DTYPE_F32, 0);
+}
+
+/* host_pg must be the same ranks as pg, in the same order, or host and device data would be
+ * summed over different replicas. */
+static ddpc_status check_groups(const ddpc_pg *pg, const ddpc_pg *host)
+{
+    if (ddpc_pg_rank(host) != ddpc_pg_rank(pg) ||
+        ddpc_pg_world_size(host) != ddpc_pg_world_size(pg))
+        return ddpc_errorf(DDPC_EINVAL,
+                           "reducer: the host group is rank %d of %d but the device group rank "
+                           "%d of %d (both must span the same ranks in the same order)",
+                           ddpc_pg_rank(host), ddpc_pg_world_size(host), ddpc_pg_rank(pg),
+                           ddpc_pg_world_size(pg));
+    return DDPC_OK;
 }
 
 ddpc_status ddpc_reducer_sync_buffers(ddpc_reducer *r)
@@ -223,10 +242,13 @@ ddpc_status ddpc_reducer_create(ddpc_pg *pg, ddpc_model *model, const ddpc_reduc
 {
     *out = NULL;
     DDPC_TRY(check_config(cfg));
+    if (cfg->host_pg)
+        DDPC_TRY(check_groups(pg, cfg->host_pg));
     ddpc_reducer *r = ddpc_calloc(1, sizeof *r);
     if (!r)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory creating the gradient reducer");
     r->pg = pg;
+    r->host = cfg->host_pg ? cfg->host_pg : pg;
     r->model = model;
     r->cfg = *cfg;
     ddpc_status st = ddpc__reducer_build_buckets(r);
@@ -263,9 +285,11 @@ void ddpc_reducer_destroy(ddpc_reducer *r)
     ddpc_model_set_param_use_hook(r->model, NULL, NULL);
     ddpc_model_set_grad_use_hook(r->model, NULL, NULL);
     ddpc_work_destroy(r->prefetch_work);
+    const ddpc_kernel_table *k = ddpc_model_backend(r->model);
     for (size_t b = 0; b < r->n_buckets; b++) {
         ddpc_work_destroy(r->buckets[b].work);
-        ddpc_free(r->buckets[b].comm);
+        if (r->buckets[b].comm)
+            k->free(r->buckets[b].comm);
     }
     ddpc__reducer_free_shard(r);
     ddpc_free(r->buckets);

@@ -24,7 +24,8 @@ typedef struct {
 } ddpc__bucket;
 
 struct ddpc_reducer {
-    ddpc_pg *pg;
+    ddpc_pg *pg;            /* moves the model's memory (device buffers for a model on a GPU) */
+    ddpc_pg *host;          /* host data: cfg.host_pg, else pg */
     ddpc_model *model;
     ddpc_reducer_config cfg;
     ddpc__bucket *buckets;  /* (n_buckets), bucket 0 = the last registered tensors */

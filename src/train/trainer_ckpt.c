@@ -260,6 +260,8 @@ static ddpc_status write_ckpt(ddpc_trainer *t, int stage, const ddpc_ckpt_state 
 
 static ddpc_status save(ddpc_trainer *t)
 {
+    /* A GPU run checks its deferred losses and norms first: never a checkpoint of NaNs. */
+    DDPC_TRY(ddpc__trainer_read_pending(t));
     ddpc_pg_set_phase(t->dist.pg, DDPC_PHASE_CHECKPOINT);
     int64_t step = ddpc_engine_step(t->engine);
     t->pos.last_saved_step = step;

@@ -28,19 +28,19 @@ typedef struct {
     const char *why, *instead;
 } obstacle;
 
-/* Fills *o and returns true when the run must stay on the CPU whatever the machine has. */
+/* Fills *o and returns true when the run must stay on the CPU whatever the machine has. Several
+ * ranks are fine (DDP on device buffers); DataParallel's replicas are threads of one process
+ * sharing its one device, which GPUs are not built for. */
 static bool cpu_only(const ddpc__device_ask *a, obstacle *o)
 {
-    static const char *const no_nccl = "multi-GPU training (nccl) is not there yet";
     if (!a->model_on_gpu) {
         snprintf(o->what, sizeof o->what, "model.type %s", a->model_type);
         o->why = "does not run on GPUs yet", o->instead = "use device: cpu";
-    } else if (a->world > 1) {
-        snprintf(o->what, sizeof o->what, "%d ranks", a->world);
-        o->why = no_nccl, o->instead = "run one rank or device: cpu";
     } else if (a->dp_replicas > 0) {
         snprintf(o->what, sizeof o->what, "parallel.mode dp (%d replicas)", a->dp_replicas);
-        o->why = no_nccl, o->instead = "run one rank (parallel.mode ddp) or device: cpu";
+        o->why = "DataParallel replicas run on the CPU only";
+        o->instead = "use DDP ranks for several GPUs (ddpc run --nproc-per-node N, parallel.mode "
+                     "ddp) or device: cpu";
     } else {
         return false;
     }
@@ -89,4 +89,22 @@ ddpc_status ddpc__device_select(const ddpc__device_ask *a, const ddpc_kernel_tab
 const char *ddpc__device_describe(const ddpc_kernel_table *b)
 {
     return ddpc_device_describe(b);
+}
+
+ddpc_status ddpc__device_agree(const int32_t *kinds, int world)
+{
+    int gpu = -1, cpu = -1;
+    for (int r = 0; r < world; r++) {
+        if (kinds[r] == DDPC_DEVICE_CPU && cpu < 0)
+            cpu = r;
+        else if (kinds[r] != DDPC_DEVICE_CPU && gpu < 0)
+            gpu = r;
+    }
+    if (gpu < 0 || cpu < 0)
+        return DDPC_OK;
+    return ddpc_errorf(DDPC_EINVAL,
+                       "device: rank %d trains on %s but rank %d on cpu (device: auto on hosts "
+                       "with and without a GPU?); every rank must use the same kind of device: "
+                       "set device: cpu, or give every rank a GPU",
+                       gpu, ddpc_device_kind_name((ddpc_device_kind)kinds[gpu]), cpu);
 }

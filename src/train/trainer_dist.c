@@ -60,6 +60,11 @@ ddpc_status ddpc__trainer_init_dist(ddpc_trainer *t)
     int backend;
     DDPC_TRY(ddpc_config_choice(c, "dist.backend", "auto", backends, &backend));
     pc.backend = (ddpc_backend)backend; /* the table follows ddpc_backend's order */
+    /* nccl moves GPU buffers only: it is the device group's (trainer_gpus.c), and this group, for
+     * the host's data, follows the host rule. A run that cannot use it is refused there. */
+    t->dist.gpu_backend = pc.backend != DDPC_BACKEND_AUTO ? pc.backend : env.backend;
+    if (t->dist.gpu_backend == DDPC_BACKEND_NCCL)
+        pc.backend = env.backend = DDPC_BACKEND_AUTO;
     /* Unset: the launcher's --collective-timeout, else 300 s (ddpc_pg_create decides). */
     DDPC_TRY(ddpc_config_float(c, "dist.timeout_s", 0.0, 0.0, 1e7, &pc.timeout_s));
     bool flight; /* the hang recorder's files: on by default, the ring itself always */
@@ -122,7 +127,10 @@ ddpc_status ddpc__trainer_init_ddp(ddpc_trainer *t)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory for the config fingerprint");
     ddpc_config_dump(c, dump, need);
     rc.fingerprint = dump;
-    ddpc_status st = ddpc_reducer_create(t->dist.pg, t->model, &rc, &t->dist.reducer);
+    if (t->dist.device_pg) /* the model's memory on the GPUs' group, the rest on the host's */
+        rc.host_pg = t->dist.pg;
+    ddpc_pg *pg = t->dist.device_pg ? t->dist.device_pg : t->dist.pg;
+    ddpc_status st = ddpc_reducer_create(pg, t->model, &rc, &t->dist.reducer);
     ddpc_free(dump);
     return st;
 }
@@ -151,6 +159,7 @@ void ddpc__trainer_fini_dist(ddpc_trainer *t)
 {
     ddpc_reducer_destroy(t->dist.reducer);
     t->dist.reducer = NULL;
+    ddpc__trainer_fini_gpus(t);
     ddpc_pg_destroy(t->dist.pg);
     t->dist.pg = NULL;
 }

@@ -37,11 +37,12 @@ static ddpc_status next_step(ddpc_trainer *t, const ddpc_combined_step **st)
     return ddpc_combined_next(t->data.combined, st);
 }
 
-/* One optimizer step; *loss = this rank's weighted task-loss sum, averaged over micro-steps. */
-static ddpc_status train_step(ddpc_trainer *t, double *loss)
+/* One optimizer step; its weighted task-loss sum, averaged over micro-steps, goes to the logging
+ * window now, or, on a GPU, when it is read (trainer_pending.c). */
+static ddpc_status train_step(ddpc_trainer *t)
 {
     int64_t accum = t->set.accum_steps;
-    double sum = 0;
+    DDPC_TRY(ddpc__trainer_make_room(t));
     uint64_t bytes0 = ddpc_pg_ring_bytes(t->dist.pg);
     ddpc_engine_zero_grad(t->engine);
     for (int64_t k = 0; k < accum; k++) {
@@ -71,23 +72,22 @@ static ddpc_status train_step(ddpc_trainer *t, double *loss)
             /* One task: its last backward communicates while it runs. */
             bool sync = !t->data.multi && k == accum - 1;
             DDPC_TRY(ddpc_engine_pass(t->engine, &in, k, task->loss_weight, sync, &out));
-            sum += (double)task->loss_weight * out.loss;
-            task->unsynced_loss += out.loss;
-            task->unsynced_passes += 1;
+            DDPC_TRY(ddpc__trainer_note_pass(t, i, &out));
             t->win.samples += b->n;
         }
     }
     ddpc_engine_step_info info;
     DDPC_TRY(ddpc_engine_update(t->engine, &info));
+    ddpc__trainer_note_step(t);
     const ddpc_kernel_table *k = ddpc_model_backend(t->model);
     if (k->kind != DDPC_DEVICE_CPU) { /* the counts at step 2 and at the latest step */
         t->gpu.allocs_last = k->alloc_count();
         if (++t->gpu.steps == 2)
             t->gpu.allocs_warm = t->gpu.allocs_last;
     }
-    t->win.last_grad_norm = info.grad_norm;
+    if (!ddpc_engine_deferred(t->engine)) /* else read with the losses */
+        t->win.last_grad_norm = info.grad_norm;
     t->win.last_comm_bytes = ddpc_pg_ring_bytes(t->dist.pg) - bytes0;
-    *loss = sum / (double)accum;
     return DDPC_OK;
 }
 
@@ -101,6 +101,7 @@ static ddpc_status after_step(ddpc_trainer *t, int64_t epoch, bool epoch_end, do
         DDPC_TRY(ddpc__trainer_sync_stats(t));
     if (log_now)
         DDPC_TRY(ddpc__trainer_log_progress(t, epoch, ddpc_time_now() - start));
+    ddpc__trainer_waits_end(t, log_now);
     ddpc__progress_tick(t, epoch);
     /* Validation reads the test splits: at the last step, with the same limit, it would be the
      * final test evaluation twice. */
@@ -144,8 +145,9 @@ ddpc_status ddpc__trainer_fit(ddpc_trainer *t)
         for (int64_t b = t->pos.epoch_step; b < per_epoch && ddpc_engine_step(t->engine) < total;
              b++) {
             DDPC_TRY(ddpc__trainer_trace_before(t, ddpc_engine_step(t->engine) + 1));
-            double loss = 0, t0 = ddpc_time_now();
-            DDPC_TRY(train_step(t, &loss));
+            double t0 = ddpc_time_now();
+            ddpc__trainer_waits_begin(t);
+            DDPC_TRY(train_step(t));
             /* Throughput counts training steps only, not evaluation or logging. */
             double t1 = ddpc_time_now();
             t->win.time += t1 - t0;
@@ -153,8 +155,6 @@ ddpc_status ddpc__trainer_fit(ddpc_trainer *t)
             DDPC_TRY(ddpc__trainer_trace_after(t, t0, t1));
             /* After the first step everything a step needs is allocated: the measured peak. */
             DDPC_TRY(ddpc__trainer_report_memory(t));
-            t->win.unsynced_loss += loss;
-            t->win.unsynced_steps++;
             bool epoch_end = b + 1 == per_epoch;
             t->pos.epoch = epoch_end ? epoch + 1 : epoch; /* the next step's position */
             t->pos.epoch_step = epoch_end ? 0 : b + 1;
@@ -177,6 +177,7 @@ ddpc_status ddpc__trainer_fit(ddpc_trainer *t)
     else if (t->log)
         fprintf(t->log, "done in %.1f s\n", elapsed);
     ddpc__trainer_log_device_allocs(t);
+    ddpc__trainer_log_host_waits(t);
     if (!s->weights_out)
         return DDPC_OK;
     DDPC_TRY(ddpc_engine_gather_params(t->engine)); /* ZeRO-3: rank 0 writes them all */

@@ -83,6 +83,8 @@ void ddpc__trainer_log_start(ddpc_trainer *t)
                 (long long)s->max_steps, (long long)s->epochs, (long long)per_epoch,
                 (long long)s->max_steps, (double)s->max_steps / (double)per_epoch);
     fputs(t->notes, t->log);
+    if (t->dist.gpu_lines) /* which rank has which GPU, and how their buffers travel */
+        fputs(t->dist.gpu_lines, t->log);
     if (t->kind->log_start)
         t->kind->log_start(t);
     for (int i = 0; i < t->data.n_tasks; i++) {

@@ -151,7 +151,6 @@ static ddpc_status read_model_config(ddpc_trainer *t, ddpc_model_config *mc, voi
     ddpc__device_ask ask = {.kind = t->set.device,
                             .model_type = b->name,
                             .model_on_gpu = b->gpu,
-                            .world = t->dist.world,
                             .dp_replicas = t->dist.dp_replicas,
                             .local_rank = t->dist.pg ? ddpc_pg_local_rank(t->dist.pg) : 0};
     return ddpc__device_select(&ask, &mc->backend, t->notes, sizeof t->notes);

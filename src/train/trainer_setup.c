@@ -31,6 +31,7 @@ static ddpc_status build(ddpc_trainer *t, const char *config_name)
     DDPC_TRY(ddpc__trainer_build_model(t));
     if (t->dist.plan_world > 0)
         return DDPC_OK; /* a plan only: nothing else is built */
+    DDPC_TRY(ddpc__trainer_init_gpus(t));
     if (t->set.init_from)
         DDPC_TRY(load_init(t));
     DDPC_TRY(ddpc__trainer_init_ddp(t));
@@ -40,6 +41,7 @@ static ddpc_status build(ddpc_trainer *t, const char *config_name)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory for the configuration text");
     ddpc_config_dump(t->cfg, t->config_text, need);
     t->engine_cfg.timing = t->set.phases;
+    DDPC_TRY(ddpc__trainer_pending_init(t));
     return ddpc_engine_create(t->model, t->dist.reducer, t->dist.rank, t->dist.world,
                               &t->engine_cfg, &t->engine);
 }
@@ -88,6 +90,7 @@ void ddpc_trainer_destroy(ddpc_trainer *t)
     ddpc_metrics_destroy(t->metrics);
     ddpc__trainer_unlock_outputs(t);
     ddpc_engine_destroy(t->engine);
+    ddpc__trainer_pending_fini(t);
     ddpc__trainer_free_tasks(t);
     ddpc__trainer_fini_dist(t);
     ddpc_trace_close(); /* profile.steps: no loader or comm thread can be recording now */

@@ -10,6 +10,7 @@
 /* Averages the losses of every rank since the last sync into the logging window. */
 ddpc_status ddpc__trainer_sync_stats(ddpc_trainer *t)
 {
+    DDPC_TRY(ddpc__trainer_read_pending(t)); /* a GPU run's losses since the last sync */
     double v[2 + 2 * DDPC_MODEL_MAX_HEADS];
     size_t n = 2 + 2 * (size_t)t->data.n_tasks;
     v[0] = t->win.unsynced_loss;

@@ -8,10 +8,11 @@
 # FAILED, else 0.
 #
 # usage: tests/gpu/run.sh [--only PARTS] [--skip PARTS] [--deadline SECONDS] [--steps N]
-#   PARTS, comma-separated: env kernels comm train profile ddpc eager llmc compile (run in this
-#   order), or the groups checks (kernels,comm,train), peers (eager,llmc,compile), bench (ddpc and
-#   the peers). comm: test_cuda_comm (collectives on GPU buffers: 1 rank nccl, 2 ranks staged on
-#   GPU 0) and `ddpc bench allreduce --device cuda` for nccl and for staging, into $OUT/comm.txt.
+#   PARTS, comma-separated: env kernels comm train multi profile ddpc eager llmc compile (run in
+#   this order), or the groups checks (kernels,comm,train,multi), peers (eager,llmc,compile), bench
+#   (ddpc and the peers). multi: every tests/gpu/multi_*.sh (several ranks on GPU 0, 150 s
+#   each). comm: test_cuda_comm (collectives on GPU buffers: 1 rank nccl, 2 ranks staged on GPU 0)
+#   and `ddpc bench allreduce --device cuda` for nccl and for staging, into $OUT/comm.txt.
 #   profile (bench/gpu_step_profile: the step's phases and every kernel-table member's time at
 #   GPT-2 124M's shapes; under a minute) runs only when named in --only.
 #   --deadline: seconds for the whole run (default 420); a part never runs past it.
@@ -25,7 +26,7 @@ set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
-all_parts="env kernels comm train profile ddpc eager llmc compile"
+all_parts="env kernels comm train multi profile ddpc eager llmc compile"
 only="" skip="" deadline=420 steps=30
 while [ $# -gt 0 ]; do
     case $1 in
@@ -41,10 +42,10 @@ expand() {
     local w
     for w in ${1//,/ }; do
         case $w in
-        checks) echo kernels comm train ;;
+        checks) echo kernels comm train multi ;;
         peers) echo eager llmc compile ;;
         bench) echo ddpc eager llmc compile ;;
-        env | kernels | comm | train | profile | ddpc | eager | compile | llmc) echo "$w" ;;
+        env | kernels | comm | train | multi | profile | ddpc | eager | compile | llmc) echo "$w" ;;
         *) echo "run.sh: unknown part '$w' (parts: $all_parts, checks, peers, bench)" >&2
             exit 2 ;;
         esac
@@ -319,6 +320,24 @@ if wants train; then
     else
         check_line train_checks.sh "SKIPPED (absent)" 0
     fi
+fi
+
+# --- multi: several ranks on the GPU (DDP, ZeRO), each tests/gpu/multi_*.sh with train_checks.sh's
+# contract (exit 0 PASS, 77 SKIPPED; its own one-line-per-check summary last).
+if wants multi; then
+    found=no
+    for f in tests/gpu/multi_*.sh; do
+        [ -f "$f" ] || continue
+        found=yes
+        name=$(basename "$f" .sh)
+        mkdir -p "$work/$name"
+        run_part "$name" 150 "${libenv[@]}" DDPC_BIN="$ddpc" DDPC_SOURCE_DIR="$root" \
+            DDPC_GPU_DIR="$gpu" WORK="$work/$name" OMP_NUM_THREADS="${OMP_NUM_THREADS:-4}" \
+            bash "$f" "$ddpc" "$root"
+        check_line "$name.sh" "$(verdict "$part_rc")" "$part_s"
+        tail -n 20 "$logs/$name.log" | cut -c1-200 | sed 's/^/    /'
+    done
+    [ $found = yes ] || check_line "multi_*.sh" "SKIPPED (absent)" 0
 fi
 
 # --- profile: where one GPT-2 124M step's time goes, kernel-table member by member.

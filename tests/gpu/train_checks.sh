@@ -9,7 +9,9 @@
 #     activation checkpointing at fp32 and at bf16 (the fused attention);
 #   - kill -9 and resume on the GPU ends with the uninterrupted run's weights, byte for byte;
 #   - a GPU checkpoint resumes on the CPU and continues within 1e-3 of the GPU run;
-#   - warm steps allocate nothing on the device (the run's "device allocations after step 2").
+#   - warm steps allocate nothing on the device (the run's "device allocations after step 2");
+#   - a GPT or MLP step that logs nothing makes no host wait, a logged step one; reading the
+#     losses less often trains the same weights; a NaN stops a GPU run too.
 # usage: train_checks.sh DDPC_BIN SOURCE_DIR   (WORK: scratch folder)
 # A dry run of the script's own logic without a GPU: DDPC_CHECK_DEVICE=cpu DDPC_CHECK_STEPS=40.
 set -u
@@ -135,6 +137,64 @@ for m in gpt mlp cnn; do
         fail "$m fp32: a run failed"
     fi
 done
+
+# 1b. Host waits (docs/gpu.md): a GPT or MLP step that logs nothing never waits for the GPU (the
+# losses and the gradient norm stay on the device), a logged step waits once (the read); the CNN's
+# BatchNorm still reads its batch sums on the host, so its count is shown, not held. Then the
+# deferral changes nothing: the GPT's first 8 steps read every step (log_every=1) or every 4th
+# give the same weights, byte for byte.
+waits_at_most() { # NAME QUIET LOGGED: the run's "host waits per step" line within both limits
+    local line
+    line=$(grep "host waits per step" "$work/$1.log")
+    echo "  $1: ${line:-no host waits line}"
+    [[ $line =~ host\ waits\ per\ step:\ ([0-9]+)\ \(at\ most\;\ ([0-9]+)\ at ]] &&
+        [ "${BASH_REMATCH[1]}" -le "$2" ] && [ "${BASH_REMATCH[2]}" -le "$3" ]
+}
+if [ "$dev" = cuda ]; then
+    for m in gpt mlp; do
+        if waits_at_most "${m}_gpu" 0 1; then
+            pass "$m: no host wait in a step that logs nothing, one at a logged step"
+        else
+            fail "$m: host waits per step above 0 (1 at a logged step)"
+        fi
+    done
+    grep "host waits per step" "$work/cnn_gpu.log" | sed 's/^/  cnn (BatchNorm sums on the host): /'
+fi
+if run gpt_gpu8r "${gpt[@]}" max_steps=8 log_every=4 device=$dev &&
+    cmp -s "$work/gpt_gpu8.st" "$work/gpt_gpu8r.st"; then
+    pass "gpt: reading the losses every 4th step or every step trains the same weights"
+else
+    fail "gpt: the weights depend on how often the losses are read"
+fi
+# A diverging MLP (cli_train_faults.sh's recipe) stops with on_nonfinite: stop on the GPU too,
+# found at a read, with no weights written; a checkpoint save reads first, so every checkpoint
+# lies before the steps the error names (saved every 3 steps, read every 10 otherwise).
+# Checked where the CPU diverges.
+nan=(train "$src/configs/fmnist_mlp.yaml" data.type=synthetic_images data.size=4096
+     data.batch_size=64 model.dropout=0 'model.hidden=[256,128]' max_steps=40 log_every=10
+     optim.type=sgd optim.lr=10 optim.momentum=0.99 optim.nesterov=false optim.schedule=constant
+     optim.grad_clip=0 eval_every=0 eval_batches=1 test_batches=1 checkpoint.every_steps=3)
+if run mlp_nan_cpu "${nan[@]}" device=cpu; then
+    echo "  the diverging recipe did not diverge on the CPU here: NaN stop not checked"
+elif ! grep -q "NaN.*on_nonfinite: stop" "$work/mlp_nan_cpu.log"; then
+    echo "  the CPU run failed otherwise: NaN stop not checked"
+else
+    rm -f "$work/mlp_nan_gpu.st"
+    run mlp_nan_gpu "${nan[@]}" device=$dev
+    rc=$?
+    msg=$(grep -m1 "on_nonfinite: stop" "$work/mlp_nan_gpu.log")
+    echo "  ${msg:0:160}"
+    latest=$(cat "$work/mlp_nan_gpu/checkpoints/latest" 2>/dev/null)
+    latest=${latest##*[!0-9]}
+    first=$(grep -oE "steps? [0-9]+" <<<"$msg" | head -n1 | grep -oE "[0-9]+")
+    echo "  latest checkpoint: step ${latest:-none}; the error's first step: ${first:-none}"
+    if [ $rc -ne 0 ] && [[ $msg == *NaN* ]] && [ ! -e "$work/mlp_nan_gpu.st" ] &&
+        [ -n "$first" ] && [ "$((10#${latest:-0}))" -lt "$first" ]; then
+        pass "mlp: a NaN on the GPU stops the run, before any checkpoint or weights hold it"
+    else
+        fail "mlp: the GPU run did not stop on NaN as the CPU run did, or saved past it"
+    fi
+fi
 
 # 2. A rerun on the GPU is bitwise identical.
 if run gpt_gpu2 "${gpt[@]}" device=$dev && compare_losses gpt_gpu2 gpt_gpu 0 &&

@@ -3,6 +3,7 @@
  * NULL: optim/ runs its own vectorised loops on the host. */
 #include <ddpc/alloc.h>
 #include <ddpc/device.h>
+#include <ddpc/half.h>
 
 #include <math.h>
 #include <string.h>
@@ -20,6 +21,7 @@ static void host_copy(void *dst, const void *src, size_t bytes)
 
 static void host_synchronize(void) {}
 static uint64_t host_alloc_count(void) { return 0; }
+static uint64_t host_waits(void) { return 0; }
 static size_t host_memory_total(void) { return 0; }
 
 /* The table's attention sizes take the precision (the CUDA table's depend on it); the CPU's
@@ -64,6 +66,7 @@ static const ddpc_kernel_table cpu_table = {
     .copy = host_copy,
     .synchronize = host_synchronize,
     .alloc_count = host_alloc_count,
+    .host_waits = host_waits,
     .memory_total = host_memory_total,
     .fill_f32 = ddpc_fill_f32,
     .add_f32 = ddpc_add_f32,
@@ -113,6 +116,8 @@ static const ddpc_kernel_table cpu_table = {
     .bce_logits_backward = ddpc_bce_logits_backward,
     .multilabel_correct = ddpc_multilabel_correct,
     .regression_errors = ddpc_regression_errors,
+    .f32_to_half_array = ddpc_f32_to_half_array,
+    .half_to_f32_array = ddpc_half_to_f32_array,
 };
 
 const ddpc_kernel_table *ddpc_kernel_table_cpu(void)

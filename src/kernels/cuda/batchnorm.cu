@@ -72,7 +72,7 @@ static void read_sums(double *sums, const double *dev, int64_t c)
 {
     DDPC_CUDA_CHECK(cudaMemcpyAsync(sums, dev, (size_t)(2 * c) * sizeof(double),
                                     cudaMemcpyDeviceToHost, ddpc__cuda_stream()));
-    DDPC_CUDA_CHECK(cudaStreamSynchronize(ddpc__cuda_stream()));
+    ddpc__cuda_wait(ddpc__cuda_stream());
 }
 
 /* A device copy of the host doubles sums (count) in scratch, valid for this call's kernels. */

@@ -58,6 +58,11 @@ void ddpc__cuda_synchronize(void);
 uint64_t ddpc__cuda_alloc_count(void);
 size_t ddpc__cuda_memory_total(void);
 void ddpc__cuda_count_alloc(void);
+/* The one door for the host to wait for the device: synchronizes `st` and counts the wait
+ * (host_waits), so no read-back goes uncounted. */
+void ddpc__cuda_wait(cudaStream_t st);
+void ddpc__cuda_wait_event(cudaEvent_t ev);
+uint64_t ddpc__cuda_host_waits(void);
 
 /* elementwise.cu */
 void ddpc__cuda_fill_f32(float *x, float value, int64_t n);
@@ -159,6 +164,14 @@ void ddpc__cuda_cross_entropy_backward(float *dlogits, const float *probs, const
 int64_t ddpc__cuda_argmax_correct(const float *scores, const int32_t *targets, int64_t n,
                                   int64_t v, int32_t ignore_index);
 void ddpc__cuda_softmax_rows(float *x, int64_t n, int64_t classes);
+void ddpc__cuda_cross_entropy_forward_into(double *sums, float *probs, float *losses,
+                                           const float *logits, const int32_t *targets, int64_t n,
+                                           int64_t v, int32_t ignore_index);
+void ddpc__cuda_cross_entropy_backward_from(float *dlogits, const float *probs,
+                                            const int32_t *targets, int64_t n, int64_t v,
+                                            int32_t ignore_index, const double *sums, float dloss);
+void ddpc__cuda_argmax_correct_into(double *correct, const float *scores, const int32_t *targets,
+                                    int64_t n, int64_t v, int32_t ignore_index);
 
 /* optim.cu */
 void ddpc__cuda_adamw_update(float *params, const float *grads, float *m, float *v,
@@ -168,6 +181,15 @@ void ddpc__cuda_sgd_update(float *params, const float *grads, float *buf, const 
 double ddpc__cuda_sumsq(const float *g, int64_t n);
 bool ddpc__cuda_unscale(float *g, int64_t n, float scale);
 void ddpc__cuda_scale(float *g, int64_t n, float s);
+void ddpc__cuda_grad_norm_clip(double *norm, float *g, int64_t n, float max_norm);
+
+/* stage.cu */
+void ddpc__cuda_stage_in(int slot, void *const *dst, const void *const *src, const size_t *bytes,
+                         int count);
+
+/* half.cu */
+void ddpc__cuda_f32_to_half_array(uint16_t *dst, const float *src, size_t n, int bf16);
+void ddpc__cuda_half_to_f32_array(float *dst, const uint16_t *src, size_t n, int bf16);
 
 #ifdef __cplusplus
 }

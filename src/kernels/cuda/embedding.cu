@@ -2,13 +2,12 @@
 /* Token + learned position embedding (GPT-2) on the GPU: y[b, t] = wte[tokens[b, t]] + wpe[t].
  * Invariant: backward adds into each row of dwte and dwpe in ascending flat position (b * T + t),
  * one thread per element summing serially: the CPU kernel's order, so results are bitwise
- * reproducible and match the CPU, with no float atomics. */
-#include <ddpc/alloc.h>
-
+ * reproducible and match the CPU, with no float atomics. The positions are grouped by token on
+ * the device (a stable radix sort of (token, position) pairs), so backward never waits for the
+ * host. */
 #include "kernels/cuda/cuda_impl.h"
 
-#include <stdio.h>
-#include <stdlib.h>
+#include <cub/device/device_radix_sort.cuh>
 
 static __global__ void embedding_forward_kernel(float *y, const int32_t *tokens, const float *wte,
                                                 const float *wpe, int64_t bt, int64_t t, int64_t c)
@@ -47,91 +46,40 @@ static __global__ void embedding_dwpe_kernel(float *dwpe, const float *dy, int64
     }
 }
 
-/* Block (u, channel tile): dwte row uniq[u] += dy rows pos[start[u] .. start[u + 1]), in that
- * (ascending) order; distinct u own distinct rows, so no two threads write one element. */
-static __global__ void embedding_dwte_kernel(float *dwte, const float *dy, const int32_t *pos,
-                                             const int32_t *start, const int32_t *uniq, int64_t c)
+/* pos[i] = i: the values the sort carries along with the tokens. */
+static __global__ void iota_kernel(int32_t *pos, int64_t n)
 {
-    const int64_t u = blockIdx.x, j = blockIdx.y * (int64_t)blockDim.x + threadIdx.x;
-    if (j >= c)
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        pos[i] = (int32_t)i;
+}
+
+/* Block (k, channel tile): when sorted position k starts a run of equal non-negative tokens, dwte
+ * row key[k] += dy rows pos[k ..] over the run, in that (ascending) order; other blocks return at
+ * once. Distinct runs own distinct rows, so no two threads write one element. A negative token
+ * is skipped, not indexed (kernels.h requires [0, v)). */
+static __global__ void embedding_dwte_kernel(float *dwte, const float *dy, const int32_t *key,
+                                             const int32_t *pos, int64_t n, int64_t c)
+{
+    const int64_t k = blockIdx.x, j = blockIdx.y * (int64_t)blockDim.x + threadIdx.x;
+    const int32_t tok = key[k];
+    if (j >= c || tok < 0 || (k > 0 && key[k - 1] == tok))
         return;
-    float *d = dwte + (int64_t)uniq[u] * c + j;
+    float *d = dwte + (int64_t)tok * c + j;
     float acc = *d;
-    for (int32_t k = start[u]; k < start[u + 1]; k++)
-        acc += dy[(int64_t)pos[k] * c + j];
+    for (int64_t r = k; r < n && key[r] == tok; r++)
+        acc += dy[(int64_t)pos[r] * c + j];
     *d = acc;
 }
 
-/* Host buffers for grouping positions by token, grown (never shrunk) for the largest b * t seen:
- * tokens (n), a radix pass's output (n), the upload (pos n, start n + 1, uniq n), digit counts.
- * One thread at a time, like the rest of the CUDA table (one stream, shared scratch). */
-static struct {
-    int32_t *buf;
-    size_t cap; /* int32s */
-} g_host;
-
-enum { RADIX = 1 << 16 };
-
-static int32_t *host_ints(size_t need)
+/* CUB's temporary bytes for sorting n pairs: computed on the host, without touching the device. */
+static size_t sort_temp_bytes(int n)
 {
-    if (need > g_host.cap) {
-        int32_t *p = (int32_t *)ddpc_malloc(need * sizeof(int32_t));
-        if (!p) {
-            /* No status to return through the table; a few MB of host memory missing is fatal. */
-            fprintf(stderr, "ddpc: embedding_backward: out of host memory for %zu bytes\n",
-                    need * sizeof(int32_t));
-            abort();
-        }
-        ddpc_free(g_host.buf);
-        g_host.buf = p;
-        g_host.cap = need;
-    }
-    return g_host.buf;
-}
-
-/* One stable counting-sort pass of positions src (m) into dst by 16-bit digit `shift` of their
- * token; stable, so positions stay ascending within a token. */
-static void radix_pass(int32_t *dst, const int32_t *src, int64_t m, const int32_t *tok,
-                       int32_t *count, int shift)
-{
-    for (int64_t d = 0; d <= RADIX; d++)
-        count[d] = 0;
-    for (int64_t k = 0; k < m; k++)
-        count[(((uint32_t)tok[src[k]] >> shift) & (RADIX - 1)) + 1]++;
-    for (int64_t d = 0; d < RADIX; d++)
-        count[d + 1] += count[d];
-    for (int64_t k = 0; k < m; k++)
-        dst[count[((uint32_t)tok[src[k]] >> shift) & (RADIX - 1)]++] = src[k];
-}
-
-/* Fills pos (the positions of non-negative tokens, grouped by token, ascending within a group)
- * and start (nu + 1 group offsets into pos), and writes the nu distinct tokens, ascending, over
- * tmp (n); returns nu. */
-static int64_t group_by_token(int32_t *pos, int32_t *start, int32_t *tmp, int32_t *count,
-                              const int32_t *tok, int64_t n)
-{
-    int64_t m = 0;
-    int32_t max_tok = 0;
-    for (int64_t i = 0; i < n; i++)
-        if (tok[i] >= 0) { /* kernels.h requires [0, v); a negative id is skipped, not indexed */
-            tmp[m++] = (int32_t)i;
-            max_tok = tok[i] > max_tok ? tok[i] : max_tok;
-        }
-    /* Low digit, then (only past 65535 tokens) the high digit: LSD radix sort. */
-    radix_pass(pos, tmp, m, tok, count, 0);
-    if (max_tok >= RADIX) {
-        radix_pass(tmp, pos, m, tok, count, 16);
-        for (int64_t k = 0; k < m; k++)
-            pos[k] = tmp[k];
-    }
-    int64_t nu = 0;
-    for (int64_t k = 0; k < m; k++)
-        if (k == 0 || tok[pos[k]] != tok[pos[k - 1]]) {
-            start[nu] = (int32_t)k;
-            tmp[nu++] = tok[pos[k]];
-        }
-    start[nu] = (int32_t)m;
-    return nu;
+    size_t bytes = 0;
+    DDPC_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, (const int32_t *)nullptr,
+                                                    (int32_t *)nullptr, (const int32_t *)nullptr,
+                                                    (int32_t *)nullptr, n));
+    return bytes;
 }
 
 extern "C" void ddpc__cuda_embedding_backward(float *dwte, float *dwpe, const float *dy,
@@ -148,30 +96,23 @@ extern "C" void ddpc__cuda_embedding_backward(float *dwte, float *dwpe, const fl
     }
     if (!dwte)
         return;
-    /* Positions are grouped by token on the host, so this member waits for the device once per
-     * backward (to read the token ids back): a small price next to a step, and it keeps dwte's
-     * sums in a fixed order without float atomics. */
-    int32_t *tok = host_ints((size_t)(5 * n + 1 + RADIX + 1));
-    int32_t *tmp = tok + n, *up = tmp + n, *count = up + 3 * n + 1;
-    DDPC_CUDA_CHECK(
-        cudaMemcpyAsync(tok, tokens, (size_t)n * sizeof(int32_t), cudaMemcpyDeviceToHost, st));
-    DDPC_CUDA_CHECK(cudaStreamSynchronize(st));
-    /* The upload, one copy: pos (n slots, the first m used), start (nu + 1), uniq (nu). */
-    int32_t *pos = up, *start = up + n;
-    const int64_t nu = group_by_token(pos, start, tmp, count, tok, n);
-    if (nu == 0)
-        return;
-    int32_t *uniq = start + nu + 1;
-    for (int64_t u = 0; u < nu; u++)
-        uniq[u] = tmp[u];
-    /* Sized by n alone (3n + 1 >= n + 2 nu + 1), so a repeated shape never grows the scratch. */
-    int32_t *dev = (int32_t *)ddpc__cuda_scratch(DDPC__CUDA_SCRATCH_MISC,
-                                                 (size_t)(3 * n + 1) * sizeof(int32_t));
-    /* From pageable memory the copy has taken the host bytes when it returns, so the buffer may
-     * be reused by the next call while the DMA is still in flight. */
-    DDPC_CUDA_CHECK(cudaMemcpyAsync(dev, up, (size_t)(n + 2 * nu + 1) * sizeof(int32_t),
-                                    cudaMemcpyHostToDevice, st));
-    const dim3 grid((unsigned)nu, (unsigned)((c + 255) / 256));
-    embedding_dwte_kernel<<<grid, 256, 0, st>>>(dwte, dy, dev, dev + n, dev + n + nu + 1, c);
+    /* Scratch: sorted keys, positions in and out (n each), then CUB's temporary storage, 256-byte
+     * aligned. Sized by n alone, so a repeated shape never grows it: warm steps allocate
+     * nothing. */
+    const size_t ints = ((size_t)n * sizeof(int32_t) + 255) / 256 * 256;
+    const size_t temp = sort_temp_bytes((int)n);
+    char *scratch = (char *)ddpc__cuda_scratch(DDPC__CUDA_SCRATCH_MISC, 3 * ints + temp);
+    int32_t *key = (int32_t *)scratch, *pos_in = (int32_t *)(scratch + ints),
+            *pos = (int32_t *)(scratch + 2 * ints);
+    void *cub_temp = scratch + 3 * ints;
+    iota_kernel<<<ddpc__cuda_blocks(n, 256), 256, 0, st>>>(pos_in, n);
+    DDPC_CUDA_LAUNCHED();
+    /* LSD radix sort: stable, so each token's positions stay ascending; all 32 bits, as token ids
+     * are int32 (negatives sort first and are skipped). */
+    size_t temp_bytes = temp;
+    DDPC_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(cub_temp, temp_bytes, tokens, key, pos_in, pos,
+                                                    (int)n, 0, 32, st));
+    const dim3 grid((unsigned)n, (unsigned)((c + 255) / 256));
+    embedding_dwte_kernel<<<grid, 256, 0, st>>>(dwte, dy, key, pos, n, c);
     DDPC_CUDA_LAUNCHED();
 }

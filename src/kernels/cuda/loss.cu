@@ -3,7 +3,8 @@
  * the GPU, one block per row (rows up to GPT-2's 50257 logits) with fixed-order block reductions.
  * Invariant: as in kernels/cpu/cross_entropy.c, a target is valid when it is not ignore_index and
  * lies in [0, v); the mean is summed in double by one block in a fixed order, so it is the same
- * bits on every rerun; the members that return a number wait for the device. */
+ * bits on every rerun; the members that return a number wait for the device, their *_into forms
+ * leave it in device memory (the waiting ones are the *_into ones plus a read). */
 #include "kernels/cuda/cuda_impl.h"
 #include "kernels/cuda/row_reduce.cuh"
 
@@ -74,6 +75,28 @@ static __global__ void __launch_bounds__(1024)
     }
 }
 
+extern "C" void ddpc__cuda_cross_entropy_forward_into(double *sums, float *probs, float *losses,
+                                                      const float *logits,
+                                                      const int32_t *targets, int64_t n,
+                                                      int64_t v, int32_t ignore_index)
+{
+    cudaStream_t st = ddpc__cuda_stream();
+    if (n <= 0 || v <= 0) {
+        DDPC_CUDA_CHECK(cudaMemsetAsync(sums, 0, 2 * sizeof(double), st));
+        return;
+    }
+    /* Scratch: the two results of cross_entropy_forward, then row losses when the caller keeps
+     * none. Sized by n alone, so a repeated shape never grows it. */
+    char *scratch = (char *)ddpc__cuda_scratch(DDPC__CUDA_SCRATCH_REDUCE,
+                                               2 * sizeof(double) + (size_t)n * sizeof(float));
+    float *row_loss = losses ? losses : (float *)(scratch + 2 * sizeof(double));
+    ce_forward_kernel<<<row_grid(n), ddpc__row_threads(v, 1024), 0, st>>>(
+        probs, row_loss, logits, targets, n, v, ignore_index);
+    DDPC_CUDA_LAUNCHED();
+    ce_mean_kernel<<<1, 1024, 0, st>>>(sums, row_loss, targets, n, v, ignore_index);
+    DDPC_CUDA_LAUNCHED();
+}
+
 extern "C" float ddpc__cuda_cross_entropy_forward(float *probs, float *losses, const float *logits,
                                                   const int32_t *targets, int64_t n, int64_t v,
                                                   int32_t ignore_index, int64_t *n_valid)
@@ -83,21 +106,14 @@ extern "C" float ddpc__cuda_cross_entropy_forward(float *probs, float *losses, c
             *n_valid = 0;
         return 0.0f;
     }
-    cudaStream_t st = ddpc__cuda_stream();
-    /* Scratch: the two results, then row losses when the caller keeps none. Sized by n alone, so
-     * a repeated shape never grows it. */
-    char *scratch = (char *)ddpc__cuda_scratch(DDPC__CUDA_SCRATCH_REDUCE,
-                                               2 * sizeof(double) + (size_t)n * sizeof(float));
-    double *sums = (double *)scratch;
-    float *row_loss = losses ? losses : (float *)(scratch + 2 * sizeof(double));
-    ce_forward_kernel<<<row_grid(n), ddpc__row_threads(v, 1024), 0, st>>>(
-        probs, row_loss, logits, targets, n, v, ignore_index);
-    DDPC_CUDA_LAUNCHED();
-    ce_mean_kernel<<<1, 1024, 0, st>>>(sums, row_loss, targets, n, v, ignore_index);
-    DDPC_CUDA_LAUNCHED();
+    double *sums = (double *)ddpc__cuda_scratch(DDPC__CUDA_SCRATCH_REDUCE,
+                                                2 * sizeof(double) + (size_t)n * sizeof(float));
+    ddpc__cuda_cross_entropy_forward_into(sums, probs, losses, logits, targets, n, v,
+                                          ignore_index);
     double host[2];
-    DDPC_CUDA_CHECK(cudaMemcpyAsync(host, sums, sizeof host, cudaMemcpyDeviceToHost, st));
-    DDPC_CUDA_CHECK(cudaStreamSynchronize(st));
+    DDPC_CUDA_CHECK(cudaMemcpyAsync(host, sums, sizeof host, cudaMemcpyDeviceToHost,
+                                    ddpc__cuda_stream()));
+    ddpc__cuda_wait(ddpc__cuda_stream());
     int64_t count = (int64_t)host[1];
     if (n_valid)
         *n_valid = count;
@@ -105,11 +121,19 @@ extern "C" float ddpc__cuda_cross_entropy_forward(float *probs, float *losses, c
 }
 
 /* dlogits (n, v) += g * (probs - onehot(target)) on valid rows, in the CPU's order of operations
- * (d + g p, then - g at the target). */
+ * (d + g p, then - g at the target). With `sums`, g is dloss / sums[1] (the valid rows), computed
+ * as the host computes it, and nothing happens without valid rows. */
 static __global__ void ce_backward_kernel(float *dlogits, const float *probs,
                                           const int32_t *targets, int64_t n, int64_t v,
-                                          int32_t ignore_index, float g)
+                                          int32_t ignore_index, float g, const double *sums,
+                                          float dloss)
 {
+    if (sums) {
+        const int64_t count = (int64_t)sums[1];
+        if (count <= 0)
+            return;
+        g = __fdiv_rn(dloss, (float)count);
+    }
     for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
         const int32_t tg = targets[i];
         if (!valid_target(tg, v, ignore_index))
@@ -132,7 +156,19 @@ extern "C" void ddpc__cuda_cross_entropy_backward(float *dlogits, const float *p
         return;
     const float g = dloss / (float)n_valid;
     ce_backward_kernel<<<row_grid(n), ddpc__row_threads(v, 256), 0, ddpc__cuda_stream()>>>(
-        dlogits, probs, targets, n, v, ignore_index, g);
+        dlogits, probs, targets, n, v, ignore_index, g, nullptr, 0.0f);
+    DDPC_CUDA_LAUNCHED();
+}
+
+extern "C" void ddpc__cuda_cross_entropy_backward_from(float *dlogits, const float *probs,
+                                                       const int32_t *targets, int64_t n,
+                                                       int64_t v, int32_t ignore_index,
+                                                       const double *sums, float dloss)
+{
+    if (n <= 0 || v <= 0)
+        return;
+    ce_backward_kernel<<<row_grid(n), ddpc__row_threads(v, 256), 0, ddpc__cuda_stream()>>>(
+        dlogits, probs, targets, n, v, ignore_index, 0.0f, sums, dloss);
     DDPC_CUDA_LAUNCHED();
 }
 
@@ -168,22 +204,48 @@ static __global__ void __launch_bounds__(1024)
     }
 }
 
+/* *out = *count as a double (exact below 2^53). */
+static __global__ void count_to_double_kernel(double *out, const unsigned long long *count)
+{
+    *out = (double)*count;
+}
+
+/* Counts into the scratch's first word; returns it. */
+static unsigned long long *argmax_count(const float *scores, const int32_t *targets, int64_t n,
+                                        int64_t v, int32_t ignore_index)
+{
+    cudaStream_t st = ddpc__cuda_stream();
+    unsigned long long *correct = (unsigned long long *)ddpc__cuda_scratch(
+        DDPC__CUDA_SCRATCH_REDUCE, sizeof(unsigned long long));
+    DDPC_CUDA_CHECK(cudaMemsetAsync(correct, 0, sizeof *correct, st));
+    if (n > 0 && v > 0) {
+        argmax_kernel<<<row_grid(n), ddpc__row_threads(v, 1024), 0, st>>>(correct, scores,
+                                                                          targets, n, v,
+                                                                          ignore_index);
+        DDPC_CUDA_LAUNCHED();
+    }
+    return correct;
+}
+
 extern "C" int64_t ddpc__cuda_argmax_correct(const float *scores, const int32_t *targets, int64_t n,
                                              int64_t v, int32_t ignore_index)
 {
     if (n <= 0 || v <= 0)
         return 0;
+    unsigned long long *correct = argmax_count(scores, targets, n, v, ignore_index), host = 0;
     cudaStream_t st = ddpc__cuda_stream();
-    unsigned long long *correct = (unsigned long long *)ddpc__cuda_scratch(
-        DDPC__CUDA_SCRATCH_REDUCE, sizeof(unsigned long long));
-    DDPC_CUDA_CHECK(cudaMemsetAsync(correct, 0, sizeof *correct, st));
-    argmax_kernel<<<row_grid(n), ddpc__row_threads(v, 1024), 0, st>>>(correct, scores, targets, n,
-                                                                      v, ignore_index);
-    DDPC_CUDA_LAUNCHED();
-    unsigned long long host = 0;
     DDPC_CUDA_CHECK(cudaMemcpyAsync(&host, correct, sizeof host, cudaMemcpyDeviceToHost, st));
-    DDPC_CUDA_CHECK(cudaStreamSynchronize(st));
+    ddpc__cuda_wait(st);
     return (int64_t)host;
+}
+
+extern "C" void ddpc__cuda_argmax_correct_into(double *out, const float *scores,
+                                               const int32_t *targets, int64_t n, int64_t v,
+                                               int32_t ignore_index)
+{
+    unsigned long long *correct = argmax_count(scores, targets, n, v, ignore_index);
+    count_to_double_kernel<<<1, 1, 0, ddpc__cuda_stream()>>>(out, correct);
+    DDPC_CUDA_LAUNCHED();
 }
 
 /* x (n, classes) = softmax of each row, in place; divides by the sum as the CPU table does. */

@@ -7,7 +7,7 @@
 
 #include <atomic>
 
-static std::atomic<uint64_t> allocations;
+static std::atomic<uint64_t> allocations, waits;
 
 extern "C" void ddpc__cuda_count_alloc(void)
 {
@@ -17,6 +17,23 @@ extern "C" void ddpc__cuda_count_alloc(void)
 extern "C" uint64_t ddpc__cuda_alloc_count(void)
 {
     return allocations.load(std::memory_order_relaxed);
+}
+
+extern "C" void ddpc__cuda_wait(cudaStream_t st)
+{
+    waits.fetch_add(1, std::memory_order_relaxed);
+    DDPC_CUDA_CHECK(cudaStreamSynchronize(st));
+}
+
+extern "C" void ddpc__cuda_wait_event(cudaEvent_t ev)
+{
+    waits.fetch_add(1, std::memory_order_relaxed);
+    DDPC_CUDA_CHECK(cudaEventSynchronize(ev));
+}
+
+extern "C" uint64_t ddpc__cuda_host_waits(void)
+{
+    return waits.load(std::memory_order_relaxed);
 }
 
 /* NULL when the device is out of memory (the table's contract); the caller reports it. */
@@ -58,7 +75,7 @@ extern "C" void ddpc__cuda_to_host(void *dst, const void *src, size_t bytes)
     if (bytes)
         DDPC_CUDA_CHECK(
             cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, ddpc__cuda_stream()));
-    DDPC_CUDA_CHECK(cudaStreamSynchronize(ddpc__cuda_stream()));
+    ddpc__cuda_wait(ddpc__cuda_stream());
 }
 
 extern "C" void ddpc__cuda_copy(void *dst, const void *src, size_t bytes)
@@ -70,7 +87,7 @@ extern "C" void ddpc__cuda_copy(void *dst, const void *src, size_t bytes)
 
 extern "C" void ddpc__cuda_synchronize(void)
 {
-    DDPC_CUDA_CHECK(cudaStreamSynchronize(ddpc__cuda_stream()));
+    ddpc__cuda_wait(ddpc__cuda_stream());
 }
 
 extern "C" size_t ddpc__cuda_memory_total(void)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Optimizer and gradient arithmetic on flat device ranges: AdamW and SGD updates with the scalars
- * of include/ddpc/device.h (ddpc_adamw_coef, ddpc_sgd_coef), the sum of squares for clipping, and
+ * of include/ddpc/device.h (ddpc_adamw_coef, ddpc_sgd_coef), the sum of squares for clipping (read
+ * back, or kept on the device with the clip coefficient computed there: grad_norm_clip), and
  * loss-scale unscale/scale. Every float operation is an explicit round-to-nearest intrinsic
  * (__fmaf_rn where src/optim/adamw.c and sgd.c call fmaf, __fmul_rn/__fadd_rn/__fdiv_rn/
  * __fsqrt_rn elsewhere) so nvcc cannot contract or approximate them: a GPU update equals the
@@ -110,24 +111,78 @@ static __global__ void sumsq_final_kernel(double *part, int nparts)
         part[nparts] = s;
 }
 
+/* The partial sums of sumsq's tree into the reduce scratch; returns it, with *blocks partials
+ * followed by a free slot. */
+static double *sumsq_partials(const float *g, int64_t n, int *blocks)
+{
+    int64_t want = (n + kSumThreads - 1) / kSumThreads;
+    *blocks = (int)(want < 1 ? 1 : want < kSumBlocks ? want : kSumBlocks);
+    double *part = (double *)ddpc__cuda_scratch(DDPC__CUDA_SCRATCH_REDUCE,
+                                                (size_t)(*blocks + 1) * sizeof(double));
+    sumsq_partial_kernel<<<*blocks, kSumThreads, 0, ddpc__cuda_stream()>>>(part, g, n);
+    DDPC_CUDA_LAUNCHED();
+    return part;
+}
+
 extern "C" double ddpc__cuda_sumsq(const float *g, int64_t n)
 {
     if (n <= 0)
         return 0.0;
-    int64_t want = (n + kSumThreads - 1) / kSumThreads;
-    const int blocks = (int)(want < kSumBlocks ? want : kSumBlocks);
-    double *part = (double *)ddpc__cuda_scratch(DDPC__CUDA_SCRATCH_REDUCE,
-                                                (size_t)(blocks + 1) * sizeof(double));
+    int blocks;
+    double *part = sumsq_partials(g, n, &blocks);
     cudaStream_t st = ddpc__cuda_stream();
-    sumsq_partial_kernel<<<blocks, kSumThreads, 0, st>>>(part, g, n);
-    DDPC_CUDA_LAUNCHED();
     sumsq_final_kernel<<<1, kSumThreads, 0, st>>>(part, blocks);
     DDPC_CUDA_LAUNCHED();
     double total = 0.0;
     DDPC_CUDA_CHECK(
         cudaMemcpyAsync(&total, part + blocks, sizeof total, cudaMemcpyDeviceToHost, st));
-    DDPC_CUDA_CHECK(cudaStreamSynchronize(st));
+    ddpc__cuda_wait(st);
     return total;
+}
+
+/* norm[0] = sum of part[0, nparts) (sumsq_final_kernel's tree), norm[1] += norm[0]; one block. */
+static __global__ void norm_final_kernel(double *norm, const double *part, int nparts)
+{
+    double acc = 0.0;
+    for (int i = threadIdx.x; i < nparts; i += kSumThreads)
+        acc += part[i];
+    const double s = block_sum(acc);
+    if (threadIdx.x == 0) {
+        norm[0] = s;
+        norm[1] = __dadd_rn(norm[1], s);
+    }
+}
+
+/* g *= ddpc_grad_clip_coef(sqrt(norm[0]), max_norm) unless that is 1: the host's arithmetic
+ * (optim/coef.c) with explicit roundings, so the coefficient has the host's bits. */
+static __global__ void clip_kernel(float *g, int64_t n, const double *norm, float max_norm)
+{
+    const double total = __dsqrt_rn(norm[0]);
+    if (!isfinite(total))
+        return;
+    const float coef = __fdiv_rn(max_norm, __fadd_rn(__double2float_rn(total), 1e-6f));
+    if (!(coef < 1.0f))
+        return;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        g[i] = __fmul_rn(g[i], coef);
+}
+
+extern "C" void ddpc__cuda_grad_norm_clip(double *norm, float *g, int64_t n, float max_norm)
+{
+    cudaStream_t st = ddpc__cuda_stream();
+    if (n <= 0) { /* an empty sum: 0, which adds nothing to the running sum */
+        DDPC_CUDA_CHECK(cudaMemsetAsync(norm, 0, sizeof(double), st));
+        return;
+    }
+    int blocks;
+    double *part = sumsq_partials(g, n, &blocks);
+    norm_final_kernel<<<1, kSumThreads, 0, st>>>(norm, part, blocks);
+    DDPC_CUDA_LAUNCHED();
+    if (max_norm > 0.0f) {
+        clip_kernel<<<ddpc__cuda_blocks(n, kThreads), kThreads, 0, st>>>(g, n, norm, max_norm);
+        DDPC_CUDA_LAUNCHED();
+    }
 }
 
 /* g *= inv (unless inv is 1); *bad |= 1 when any element was not finite before. The flag is an
@@ -158,7 +213,7 @@ extern "C" bool ddpc__cuda_unscale(float *g, int64_t n, float scale)
     DDPC_CUDA_LAUNCHED();
     int host = 0;
     DDPC_CUDA_CHECK(cudaMemcpyAsync(&host, bad, sizeof host, cudaMemcpyDeviceToHost, st));
-    DDPC_CUDA_CHECK(cudaStreamSynchronize(st));
+    ddpc__cuda_wait(st);
     return host != 0;
 }
 
