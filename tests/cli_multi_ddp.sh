@@ -3,7 +3,8 @@
 # tests/gpu/multi_ddp.sh, the GPU session's DDP checks, run here on the CPU (device=cpu, a smaller
 # GPT), so that their logic is proved where there is no GPU: 2 ranks x b == 1 rank x 2b for the
 # GPT and the CNN with SyncBatchNorm, gradient accumulation == the big batch, bf16 buckets near
-# f32, a killed rank's job resumed bitwise, a hung rank named and a killed one stopping the job.
+# f32, a killed rank's job resumed bitwise, a hung rank named and a killed one stopping the job;
+# then tests/gpu/multi_bench.sh (bench step on 1 and 2 ranks).
 # The time limits are generous here: a guard against hanging on a loaded machine, not a claim.
 # usage: cli_multi_ddp.sh DDPC_BIN SOURCE_DIR
 set -u
@@ -26,4 +27,11 @@ for want in "gpt: 2 ranks x 8 == 1 rank x 16" "cnn SyncBatchNorm: 2 ranks x 32 =
     "a hung rank is named (rank 1 never arrived)" "a killed rank stops the job"; do
     check "PASS $want" grep -qF "PASS $want" "$tmp/multi.log"
 done
+
+# tests/gpu/multi_bench.sh too (the DDP step's exposed communication): both runs report.
+WORK="$tmp/bench" DDPC_CHECK_DEVICE=cpu DDPC_CHECK_GPT="$small_gpt, vocab_size: 300" \
+    bash "$src/tests/gpu/multi_bench.sh" "$ddpc" "$src" >"$tmp/bench.log" 2>&1
+check_status "multi_bench.sh passes on the CPU" $? "$tmp/bench.log"
+check "multi_bench.sh: 1 rank and 2 ranks, communication reported" \
+    grep -q "PASS bench step, 2 ranks: .*communication [0-9.]* ms per step, exposed" "$tmp/bench.log"
 summary

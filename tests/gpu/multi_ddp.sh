@@ -16,26 +16,11 @@
 # DDPC_CHECK_DEVICE=cpu, DDPC_CHECK_GPT (a smaller GPT) and DDPC_CHECK_HANG_S and
 # DDPC_CHECK_KILL_S (the two limits: there a guard against hanging, not a timing claim).
 set -u
-ddpc=$1
-src=$2
-work=${WORK:-$(mktemp -d)}
-mkdir -p "$work"
-py=${DDPC_GPU_PYTHON:-python3}
-fails=0
-pass() { echo "PASS $*"; }
-fail() { echo "FAIL $*"; fails=$((fails + 1)); }
-
-dev=${DDPC_CHECK_DEVICE:-cuda}
+. "$(dirname "${BASH_SOURCE[0]}")/check_lib.sh"
 N=${DDPC_CHECK_STEPS:-20}
 T=5                                       # dist.timeout_s of the fault runs
 hang_limit=${DDPC_CHECK_HANG_S:-$((T + 5))} # seconds from SIGSTOP to the job's exit
 kill_limit=${DDPC_CHECK_KILL_S:-10}         # seconds from SIGKILL to the job's exit
-env_out=$("$ddpc" env 2>&1) # whole, then grep: grep -q's early exit would SIGPIPE ddpc
-if [ "$dev" = cuda ] && ! grep -q "Device (auto): *cuda" <<<"$env_out"; then
-    echo "skipped: ddpc env sees no GPU"
-    grep -A8 "^GPU" <<<"$env_out"
-    exit 77
-fi
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 # Both ranks on GPU 0 even where there are several GPUs: the staged path, the same everywhere.
 [ "$dev" = cuda ] && export CUDA_VISIBLE_DEVICES=0

@@ -13,24 +13,9 @@
 # The same checks without a GPU (tests/cli_train_zero_multi.sh): DDPC_CHECK_DEVICE=cpu, a smaller
 # GPT through DDPC_CHECK_ARGS (appended to every run).
 set -u
-ddpc=$1
-src=$2
-work=${WORK:-$(mktemp -d)}
-mkdir -p "$work"
-py=${DDPC_GPU_PYTHON:-python3}
-fails=0
-pass() { echo "PASS $*"; }
-fail() { echo "FAIL $*"; fails=$((fails + 1)); }
-
-dev=${DDPC_CHECK_DEVICE:-cuda}
+. "$(dirname "${BASH_SOURCE[0]}")/check_lib.sh"
 N=${DDPC_CHECK_STEPS:-20}
 read -r -a extra <<<"${DDPC_CHECK_ARGS:-}"
-env_out=$("$ddpc" env 2>&1) # whole, then grep: grep -q's early exit would SIGPIPE ddpc
-if [ "$dev" = cuda ] && ! grep -q "Device (auto): *cuda" <<<"$env_out"; then
-    echo "skipped: ddpc env sees no GPU"
-    grep -A8 "^GPU" <<<"$env_out"
-    exit 77
-fi
 
 # The GPT of the acceptance list on the synthetic token recurrence (no corpus needed), a
 # constant learning rate (a shorter run is the longer one's prefix), a global batch of 8.
@@ -66,33 +51,6 @@ ran() {
     tail -n 6 "$work/$1.log" | sed 's/^/    /'
     return 1
 }
-# losses_close A B REL FROM: every training loss both runs logged at steps >= FROM, run A's
-# against B's, relative difference <= REL; prints the worst.
-losses_close() {
-    "$py" - "$work/$1/metrics.jsonl" "$work/$2/metrics.jsonl" "$3" "$4" <<'EOF'
-import json, sys
-def losses(p, first):
-    out = {}
-    for line in open(p):
-        try:
-            r = json.loads(line)
-        except ValueError:
-            continue
-        if "loss" in r and "epoch" in r and "event" not in r and r["step"] >= first:
-            out[r["step"]] = r["loss"]
-    return out
-a, b = losses(sys.argv[1], int(sys.argv[4])), losses(sys.argv[2], int(sys.argv[4]))
-steps = sorted(set(a) & set(b))
-if not steps:
-    print("  no common logged steps from %s: %s vs %s" % (sys.argv[4], sorted(a), sorted(b)))
-    sys.exit(1)
-rel = {s: abs(a[s] - b[s]) / max(abs(b[s]), 1e-12) for s in steps}
-print("  losses at steps %s: worst relative difference %.3g (limit %s); %s" % (
-    steps, max(rel.values()), sys.argv[3],
-    " ".join("%d: %.7f/%.7f" % (s, a[s], b[s]) for s in steps)))
-sys.exit(0 if max(rel.values()) <= float(sys.argv[3]) else 1)
-EOF
-}
 close() { # A B REL: weights_close.py's verdict, its worst tensor printed
     "$py" "$src/tests/weights_close.py" "$work/$1.st" "$work/$2.st" "$3" 2>&1 | sed 's/^/  /'
     return "${PIPESTATUS[0]}"
@@ -123,7 +81,7 @@ if ran zhalf $?; then
         # mean over the global batch and two ranks' mean of means round apart, and AdamW turns a
         # tiny gradient's rounding into a step of lr (2.3e-5 of a bias tensor seen on the CPU).
         if grep -q "resuming from .*(zero stage 2, 2 ranks) at zero stage 0 on 1 rank" \
-            "$work/zcpu.log" && [ -s "$work/z2.st" ] && losses_close zcpu z2 1e-5 $((half + 1)) &&
+            "$work/zcpu.log" && [ -s "$work/z2.st" ] && losses_close zcpu z2 1e-5 $((half + 1)) --common &&
             close zcpu z2 1e-3; then
             pass "a 2-rank $dev ZeRO-2 checkpoint resumes on 1 CPU rank: losses within 1e-5 of the $dev run's"
         else

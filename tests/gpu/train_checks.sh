@@ -15,23 +15,8 @@
 # usage: train_checks.sh DDPC_BIN SOURCE_DIR   (WORK: scratch folder)
 # A dry run of the script's own logic without a GPU: DDPC_CHECK_DEVICE=cpu DDPC_CHECK_STEPS=40.
 set -u
-ddpc=$1
-src=$2
-work=${WORK:-$(mktemp -d)}
-mkdir -p "$work"
-py=${DDPC_GPU_PYTHON:-python3}
-fails=0
-pass() { echo "PASS $*"; }
-fail() { echo "FAIL $*"; fails=$((fails + 1)); }
-
-dev=${DDPC_CHECK_DEVICE:-cuda}
+. "$(dirname "${BASH_SOURCE[0]}")/check_lib.sh"
 N=${DDPC_CHECK_STEPS:-200}
-env_out=$("$ddpc" env 2>&1) # whole, then grep: grep -q's early exit would SIGPIPE ddpc
-if [ "$dev" = cuda ] && ! grep -q "Device (auto): *cuda" <<<"$env_out"; then
-    echo "skipped: ddpc env sees no GPU"
-    grep -A8 "^GPU" <<<"$env_out"
-    exit 77
-fi
 
 # The runs: small and quick, constant learning rate (so a shorter run is the same run's prefix).
 common=(max_steps=$N log_every=20 eval_every=0 eval_batches=1 test_batches=1 num_threads=8
@@ -63,35 +48,6 @@ run() { # NAME ARGS...: one run into $work/NAME, its log beside it; returns ddpc
     return $rc
 }
 
-# compare_losses A B TOL [FROM]: every logged training loss of run A against run B's (same
-# steps), relative difference <= TOL (0: identical); FROM: only steps >= FROM.
-compare_losses() {
-    "$py" - "$work/$1/metrics.jsonl" "$work/$2/metrics.jsonl" "$3" "${4:-0}" <<'EOF'
-import json, sys
-def losses(p, first):
-    out = {}
-    for line in open(p):
-        try:
-            r = json.loads(line)
-        except ValueError:
-            continue
-        if "loss" in r and "epoch" in r and "event" not in r and r["step"] >= first:
-            out[r["step"]] = r["loss"]
-    return out
-a, b = losses(sys.argv[1], int(sys.argv[4])), losses(sys.argv[2], int(sys.argv[4]))
-tol = float(sys.argv[3])
-if not a or sorted(a) != sorted(b):
-    print("  logged steps differ: %s vs %s" % (sorted(a), sorted(b)))
-    sys.exit(1)
-rel = {s: abs(a[s] - b[s]) / max(abs(b[s]), 1e-12) for s in a}
-worst = max(rel.values())
-print("  %d logged steps, worst relative difference %.3g (limit %g); last losses %.6f / %.6f"
-      % (len(a), worst, tol, a[max(a)], b[max(b)]))
-if worst > 0:
-    print("  per step: " + " ".join("%d:%.1e" % (s, rel[s]) for s in sorted(rel)))
-sys.exit(0 if worst <= tol else 1)
-EOF
-}
 
 allocs_zero() { # NAME: the run's warm steps allocated nothing on the device
     local line
@@ -111,7 +67,7 @@ for m in gpt mlp cnn; do
     eval "args=(\"\${$m[@]}\")"
     if run "${m}_cpu8" "${args[@]}" max_steps=8 log_every=1 device=cpu &&
         run "${m}_gpu8" "${args[@]}" max_steps=8 log_every=1 device=$dev; then
-        if compare_losses "${m}_gpu8" "${m}_cpu8" 1e-5; then
+        if losses_close "${m}_gpu8" "${m}_cpu8" 1e-5; then
             pass "$m fp32: the first 8 steps' losses within 1e-5 of the CPU's"
         else
             fail "$m fp32: the first 8 steps already differ from the CPU's by more than 1e-5"
@@ -121,7 +77,7 @@ for m in gpt mlp cnn; do
     fi
     if run "${m}_cpu" "${args[@]}" device=cpu && run "${m}_gpu" "${args[@]}" device=$dev; then
         grep -m1 "^training\|on NVIDIA\|GPU 0" "$work/${m}_gpu.log" | cut -c1-160 | sed 's/^/  /'
-        if compare_losses "${m}_gpu" "${m}_cpu" 1e-3; then
+        if losses_close "${m}_gpu" "${m}_cpu" 1e-3; then
             pass "$m fp32: GPU losses within 1e-3 of the CPU's at every logged step"
         else
             fail "$m fp32: GPU and CPU losses differ by more than 1e-3"
@@ -197,7 +153,7 @@ else
 fi
 
 # 2. A rerun on the GPU is bitwise identical.
-if run gpt_gpu2 "${gpt[@]}" device=$dev && compare_losses gpt_gpu2 gpt_gpu 0 &&
+if run gpt_gpu2 "${gpt[@]}" device=$dev && losses_close gpt_gpu2 gpt_gpu 0 &&
     cmp -s "$work/gpt_gpu.st" "$work/gpt_gpu2.st"; then
     pass "gpt: a GPU rerun gives identical losses and weights"
 else
@@ -206,7 +162,7 @@ fi
 
 # 3. bf16 within 2% of fp32 after 200 steps.
 if run gpt_bf16 "${gpt[@]}" device=$dev precision=bf16; then
-    if compare_losses gpt_bf16 gpt_gpu 0.02 $N; then
+    if losses_close gpt_bf16 gpt_gpu 0.02 $N; then
         pass "gpt bf16: the loss after 200 steps is within 2% of fp32's"
     else
         fail "gpt bf16: the loss after 200 steps is more than 2% from fp32's"
@@ -218,20 +174,20 @@ fi
 # 3b. Activation checkpointing on the GPU recomputes the same bits; fp16 with the loss scaler
 # trains (within 2% of fp32 after 200 steps, as bf16).
 if run gpt_ckpt "${gpt[@]}" device=$dev model.activation_checkpointing=true &&
-    compare_losses gpt_ckpt gpt_gpu 0 && cmp -s "$work/gpt_ckpt.st" "$work/gpt_gpu.st"; then
+    losses_close gpt_ckpt gpt_gpu 0 && cmp -s "$work/gpt_ckpt.st" "$work/gpt_gpu.st"; then
     pass "gpt: activation checkpointing on the GPU gives the same losses and weights"
 else
     fail "gpt: activation checkpointing on the GPU differs"
 fi
 # At bf16 attention runs as the fused (flash) kernels, whose recomputation must match too.
 if run gpt_bf16_ckpt "${gpt[@]}" device=$dev precision=bf16 model.activation_checkpointing=true &&
-    compare_losses gpt_bf16_ckpt gpt_bf16 0 &&
+    losses_close gpt_bf16_ckpt gpt_bf16 0 &&
     cmp -s "$work/gpt_bf16_ckpt.st" "$work/gpt_bf16.st"; then
     pass "gpt bf16: activation checkpointing on the GPU gives the same losses and weights"
 else
     fail "gpt bf16: activation checkpointing on the GPU differs"
 fi
-if run gpt_fp16 "${gpt[@]}" device=$dev precision=fp16 && compare_losses gpt_fp16 gpt_gpu 0.02 $N; then
+if run gpt_fp16 "${gpt[@]}" device=$dev precision=fp16 && losses_close gpt_fp16 gpt_gpu 0.02 $N; then
     pass "gpt fp16 (loss scaling): the loss after 200 steps is within 2% of fp32's"
 else
     fail "gpt fp16: the run failed or ended more than 2% from fp32's loss"
@@ -271,7 +227,7 @@ if run gpt_half "${gpt[@]}" device=$dev max_steps=$((N / 2)) checkpoint.every_st
     "$ddpc" "${gpt[@]}" device=cpu run_dir="$work/gpt_half" weights_out="$work/gpt_half.st" \
         >"$work/gpt_half.cpu.log" 2>&1; then
     grep -m1 "resuming from" "$work/gpt_half.cpu.log" | sed 's/^/  /'
-    if compare_losses gpt_half gpt_gpu 1e-3 $((N / 2 + 1)); then
+    if losses_close gpt_half gpt_gpu 1e-3 $((N / 2 + 1)); then
         pass "gpt: a GPU checkpoint resumes on the CPU within 1e-3 of the GPU run"
     else
         fail "gpt: the CPU resume of a GPU checkpoint strays from the GPU run"
