@@ -9,6 +9,7 @@
  * touches CUDA (a child of a process that initialised CUDA cannot use it). Skips (exit 77,
  * saying why) without a GPU. Run by tests/gpu/run.sh's comm part. */
 #include "comm_shm_testutil.h"
+#include "gpu_count_testutil.h"
 
 #include <ddpc/device.h>
 
@@ -241,20 +242,7 @@ static void test_staged_extras(void)
 
 int main(void)
 {
-    /* The GPU count from a child, so that this process never initialises CUDA. */
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        char why[200] = "";
-        int n = ddpc_cuda_devices(why, sizeof why);
-        if (n <= 0)
-            printf("skipped: %s\n", why);
-        fflush(NULL);
-        _exit(n > 100 ? 100 : n);
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    gpus = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+    gpus = gpu_count_in_child();
     if (gpus <= 0)
         return 77;
     printf("%d GPU(s) visible\n", gpus);

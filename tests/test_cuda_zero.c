@@ -8,6 +8,7 @@
  * forked children and the parent never touches CUDA. Skips (exit 77, saying why) without a GPU;
  * the same checks on a stand-in table run everywhere: tests/test_parallel_zero_device.c. */
 #include "check.h"
+#include "gpu_count_testutil.h"
 #include "spawn.h"
 #include "zero_device_testutil.h"
 
@@ -38,20 +39,7 @@ static void test_bf16_refused_on_the_gpu(void)
 
 int main(void)
 {
-    /* The GPU count from a child, so that this process never initialises CUDA. */
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        char why[200] = "";
-        int n = ddpc_cuda_devices(why, sizeof why);
-        if (n <= 0)
-            printf("skipped: %s\n", why);
-        fflush(NULL);
-        _exit(n > 100 ? 100 : n);
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    int gpus = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+    int gpus = gpu_count_in_child();
     if (gpus <= 0)
         return 77;
     printf("%d GPU(s) visible\n", gpus);
