@@ -91,15 +91,16 @@ static void test_stages_on_device_buffers(void)
     CHECK_EQ_INT(spawn_ranks(2, 120.0, zdev_rank_stages, &s), 0);
 }
 
-static void test_bf16_refused_on_device(void)
+static void test_bf16_on_device_buffers(void)
 {
-    zdev_setup s = {.table = fake_table};
-    CHECK_EQ_INT(spawn_ranks(2, 60.0, zdev_rank_bf16, &s), 0);
+    zdev_setup s = {.table = fake_table, .bf16 = true};
+    CHECK_EQ_INT(spawn_ranks(2, 120.0, zdev_rank_stages, &s), 0);
+    CHECK_EQ_INT(spawn_ranks(3, 120.0, zdev_rank_stages, &s), 0);
 }
 
 int main(void)
 {
     RUN_TEST(test_stages_on_device_buffers);
-    RUN_TEST(test_bf16_refused_on_device);
+    RUN_TEST(test_bf16_on_device_buffers);
     return check_summary();
 }

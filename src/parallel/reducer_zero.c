@@ -9,10 +9,9 @@
 #include "parallel/reducer_impl.h"
 
 #include <ddpc/alloc.h>
-#include <ddpc/half.h>
+#include <ddpc/device.h>
 
 #include <stdio.h>
-#include <string.h>
 
 static size_t min_size(size_t a, size_t b)
 {
@@ -27,11 +26,6 @@ ddpc_status ddpc__reducer_build_shard(ddpc_reducer *r)
     r->slot_bucket[0] = r->slot_bucket[1] = -1;
     if (r->cfg.zero_stage < 1)
         return DDPC_OK;
-    if (ddpc__zmem_on_device(r) && r->cfg.comm_dtype != DDPC_DTYPE_F32)
-        return ddpc_errorf(DDPC_EUNSUPPORTED,
-                           "reducer: ZeRO stage %d on a GPU sends gradients as f32 only, not as "
-                           "comm_dtype %s (set ddp.comm_dtype: f32)",
-                           r->cfg.zero_stage, ddpc_dtype_name(r->cfg.comm_dtype));
     size_t w = (size_t)r->world, rank = (size_t)r->rank;
     r->shard = ddpc_calloc(r->n_buckets ? r->n_buckets : 1, sizeof *r->shard);
     if (!r->shard)
@@ -108,9 +102,10 @@ static void finish_scatter(ddpc_reducer *r, int s)
     const char *mine = (const char *)r->slot[s] + (size_t)r->rank * b->chunk * comm_size(r);
     if (st == DDPC_OK && r->cfg.comm_dtype == DDPC_DTYPE_F32)
         ddpc__zmem_copy(r, g + b->own.lo, (const float *)mine, b->own.len);
-    else if (st == DDPC_OK) /* bf16/f16: host memory only (build_shard refuses them on a GPU) */
-        ddpc_half_to_f32_array(g + b->own.lo, (const uint16_t *)mine, b->own.len,
-                               r->cfg.comm_dtype == DDPC_DTYPE_BF16);
+    else if (st == DDPC_OK) /* bf16/f16: converted on the model's device */
+        ddpc_model_backend(r->model)->half_to_f32_array(g + b->own.lo, (const uint16_t *)mine,
+                                                        b->own.len,
+                                                        r->cfg.comm_dtype == DDPC_DTYPE_BF16);
     if (r->cfg.zero_stage < 2) /* stage 1 keeps the whole gradient buffer, as DeepSpeed does */
         return;
     ddpc__reducer_release_others(r, b, g);
@@ -128,9 +123,13 @@ void ddpc__reducer_launch_scatter(ddpc_reducer *r, size_t bi)
     if (r->cfg.comm_dtype == DDPC_DTYPE_F32) {
         ddpc__zmem_copy(r, r->slot[s], g, n);
         ddpc__zmem_zero(r, r->slot[s] + n, padded - n);
-    } else { /* host memory only, as in finish_scatter */
-        ddpc_f32_to_half_array((uint16_t *)slot, g, n, r->cfg.comm_dtype == DDPC_DTYPE_BF16);
-        memset(slot + n * es, 0, (padded - n) * es);
+    } else {
+        /* The padding's halves zeroed in whole floats through the table, from the float holding
+         * half n on (its first half, when n is odd, is half n - 1, which the conversion writes
+         * next), then the n halves converted on the model's device. */
+        ddpc__zmem_zero(r, r->slot[s] + n / 2, (padded + 1) / 2 - n / 2);
+        ddpc_model_backend(r->model)->f32_to_half_array((uint16_t *)slot, g, n,
+                                                        r->cfg.comm_dtype == DDPC_DTYPE_BF16);
     }
     ddpc__reducer_keep_error(
         r, ddpc_pg_ireduce_scatter(r->pg, slot, slot + (size_t)r->rank * b->chunk * es, b->chunk,
