@@ -14,7 +14,7 @@ DDPC_CHECK_DEVICE=cpu DDPC_GPU_PYTHON=/usr/bin/python3 WORK="$tmp/work" \
     DDPC_CHECK_ARGS="model.n_layer=2 model.n_embd=64 model.block_size=32 num_threads=1" \
     bash "$src/tests/gpu/multi_zero.sh" "$ddpc" "$src" >"$tmp/multi.log" 2>&1
 check_status "multi_zero.sh on the CPU exits 0" $? "$tmp/multi.log"
-check "its five checks pass" test "$(grep -c '^PASS ' "$tmp/multi.log")" -eq 5
+check "its six checks pass" test "$(grep -c '^PASS ' "$tmp/multi.log")" -eq 6
 check "none fails" test "$(grep -c '^FAIL ' "$tmp/multi.log")" -eq 0
 check "stage 3 among them" grep -q "^PASS zero stage 3 on 2 ranks (cpu)" "$tmp/multi.log"
 check "the resume on 1 CPU rank among them" \

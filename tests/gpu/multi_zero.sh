@@ -5,6 +5,7 @@
 # no GPU is visible). Issue 20's acceptance for ZeRO:
 #   - the GPT (4 layers, 256 wide), 20 steps of AdamW with clipping: ZeRO stages 1, 2 and 3 end
 #     with stage 0's weights within 1e-5 relative (each tensor's worst element against its largest);
+#   - stage 2 with bf16 gradient communication (converted on the GPU): stage 0 bf16's within 1e-2;
 #   - a 2-rank GPU ZeRO-2 checkpoint (step 10) resumes on 1 CPU rank at stage 0 with the same global
 #     batch: its losses within 1e-5 of the uninterrupted 2-rank GPU run's (weights within 1e-3);
 #   - a rank killed at step 12 (fault.kill_at_step, checkpoints every 5 steps) and the same command
@@ -69,6 +70,16 @@ for stage in 0 1 2 3; do
         fail "zero stage $stage on 2 ranks ($dev): the weights stray from stage 0's by more than 1e-5"
     fi
 done
+
+# 1b. bf16 gradient communication (converted on the device) at stage 2 against stage 0's, both
+# bf16: within 1e-2 (bf16's rounding).
+train zb0 2 "$dev" zero.stage=0 ddp.comm_dtype=bf16 &&
+    train zb2 2 "$dev" zero.stage=2 ddp.comm_dtype=bf16
+if ran zb2 $? && close zb2 zb0 1e-2; then
+    pass "zero stage 2 with bf16 communication on 2 ranks ($dev): stage 0's weights within 1e-2"
+else
+    fail "zero stage 2 with bf16 communication on 2 ranks ($dev): failed or strays past 1e-2"
+fi
 
 # 2. A 2-rank ZeRO-2 checkpoint of the device run, resumed on 1 CPU rank at stage 0.
 half=$((N / 2))
