@@ -61,7 +61,8 @@ bed_down
 start_loop 60
 kill -9 "${mh_pids[2]}"
 wait "${mh_pids[2]}" 2>/dev/null
-expect_all "0 1 3" "rank 2 (pid ${mh_pids[2]}) exited during all_reduce"
+# The kill may land before the loop (a start-up barrier on a slow, sanitized build): any collective.
+expect_all "0 1 3" "rank 2 (pid ${mh_pids[2]}) exited during \(all_reduce\|barrier\) #"
 bed_down
 [ "$(mh_leftovers)" -eq 0 ] || { echo "segments left in /dev/shm" >&2; fail=1; }
 exit $fail
