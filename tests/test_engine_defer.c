@@ -3,7 +3,10 @@
  * kind cuda, whose read-backs count as host waits and whose no-wait members (the *_into losses,
  * grad_norm_clip) are written here from the CPU kernels the way kernels/cuda computes them (a sum
  * in double, then the mean as a float). engine_defer_check.h's checks then run on it; on the GPU
- * test_cuda_defer runs them on the CUDA table. Also: the CPU table never defers. */
+ * test_cuda_defer runs them on the CUDA table. Also: the CPU table never defers; a CNN with
+ * BatchNorm on the stand-in keeps its batch sums in the stand-in's memory (sums handed over from
+ * anywhere else would be a read-back, counted as a wait), so its steps never wait and train the
+ * CPU table's bits. */
 #include "engine_defer_check.h"
 
 #include <ddpc/kernels.h>
@@ -114,6 +117,152 @@ static void si_sgd(float *params, const float *grads, float *buf, const uint8_t 
     }
 }
 
+/* The stand-in's memory: every live allocation, so a batchnorm member can tell its sums from
+ * host memory. */
+enum { SI_MAX_ALLOCS = 4096 };
+typedef struct {
+    const char *p;
+    size_t bytes;
+} si_block;
+static si_block si_allocs[SI_MAX_ALLOCS];
+static size_t si_n_allocs;
+static uint64_t host_sums; /* batchnorm calls given sums outside the stand-in's memory */
+
+static void *si_alloc(size_t bytes)
+{
+    void *p = cpu->alloc(bytes);
+    if (p && si_n_allocs < SI_MAX_ALLOCS)
+        si_allocs[si_n_allocs++] = (si_block){p, bytes};
+    return p;
+}
+
+static void si_free(void *p)
+{
+    for (size_t i = 0; p && i < si_n_allocs; i++)
+        if (si_allocs[i].p == p) {
+            si_allocs[i] = si_allocs[--si_n_allocs];
+            break;
+        }
+    cpu->free(p);
+}
+
+/* Whether sums (count doubles) lie in the stand-in's memory; counts the call when not. */
+static bool si_owned(const double *sums, int64_t count)
+{
+    const char *a = (const char *)sums, *b = a + count * (int64_t)sizeof(double);
+    for (size_t i = 0; i < si_n_allocs; i++)
+        if (a >= si_allocs[i].p && b <= si_allocs[i].p + si_allocs[i].bytes)
+            return true;
+    host_sums++;
+    return false;
+}
+
+/* The two members that produce sums: host sums would have to be read back (the CUDA table did:
+ * a wait per layer in forward and in backward). */
+static void si_bn_sums(double *sums, const float *x, int64_t n, int64_t c, int64_t hw)
+{
+    if (!si_owned(sums, 2 * c + 1))
+        waits++;
+    cpu->batchnorm_sums(sums, x, n, c, hw);
+}
+
+static void si_bn_backward_sums(double *sums, const float *dy, const float *x, const float *mean,
+                                const float *invstd, int64_t n, int64_t c, int64_t hw)
+{
+    if (!si_owned(sums, 2 * c))
+        waits++;
+    cpu->batchnorm_backward_sums(sums, dy, x, mean, invstd, n, c, hw);
+}
+
+static void si_bn_stats(float *mean, float *invstd, float *running_mean, float *running_var,
+                        const double *sums, int64_t c, float momentum, float eps)
+{
+    si_owned(sums, 2 * c + 1);
+    cpu->batchnorm_stats(mean, invstd, running_mean, running_var, sums, c, momentum, eps);
+}
+
+static void si_bn_backward_params(float *dw, float *db, const double *sums, int64_t c)
+{
+    si_owned(sums, 2 * c);
+    cpu->batchnorm_backward_params(dw, db, sums, c);
+}
+
+static void si_bn_backward_input(float *dx, const float *dy, const float *x, const float *mean,
+                                 const float *invstd, const float *w, const double *sums,
+                                 double count, int64_t n, int64_t c, int64_t hw)
+{
+    si_owned(sums, 2 * c);
+    cpu->batchnorm_backward_input(dx, dy, x, mean, invstd, w, sums, count, n, c, hw);
+}
+
+/* dc_model's input as a CNN with BatchNorm2d after both convolutions (4x4 -> 2x2 -> 1x1). */
+static ddpc_model *cnn_bn_model(const ddpc_kernel_table *k)
+{
+    ddpc_model_config c = ddpc_model_config_default();
+    ddpc_cnn_config own = ddpc_cnn_config_default();
+    c.type_config = &own;
+    strcpy(c.type, "cnn");
+    c.in_channels = 1, c.in_height = 4, c.in_width = 4, c.num_classes = DC_CLASSES;
+    own.channels[0] = 3, own.channels[1] = 4, own.n_channels = 2;
+    own.hidden[0] = 8, own.n_hidden = 1;
+    own.batchnorm = true;
+    c.seed = 5;
+    c.backend = k;
+    ddpc_model *m = NULL;
+    CHECK_EQ_INT(ddpc_model_create(&m, &c), DDPC_OK);
+    return m;
+}
+
+/* The CNN with BatchNorm: the stand-in's deferred steps wait for nothing and give the CPU
+ * table's losses, counts, norms, parameters and running statistics, bit for bit. */
+static void test_cnn_batchnorm_never_waits(void)
+{
+    dc_data(0.0f);
+    ddpc_model *ma = cnn_bn_model(cpu), *mb = cnn_bn_model(&standin);
+    ddpc_engine *now = dc_engine(ma, 0), *later = dc_engine(mb, 2 * DC_ACCUM);
+    CHECK(ddpc_engine_deferred(later));
+    ddpc_model_output want[DC_STEPS * DC_ACCUM], got[DC_STEPS * DC_ACCUM], tmp[DC_ACCUM];
+    double norms[DC_STEPS];
+    size_t have = 0;
+    host_sums = 0;
+    for (int s = 0; s < DC_STEPS; s++) {
+        ddpc_engine_step_info info;
+        CHECK_EQ_INT(dc_step(now, want + s * DC_ACCUM, &info), DDPC_OK);
+        norms[s] = info.grad_norm;
+        uint64_t w0 = standin.host_waits();
+        CHECK_EQ_INT(dc_step(later, tmp, &info), DDPC_OK);
+        printf("  step %d: %llu host waits, %llu batchnorm calls on host sums\n", s + 1,
+               (unsigned long long)(standin.host_waits() - w0), (unsigned long long)host_sums);
+        CHECK_EQ_INT(standin.host_waits() - w0, 0);
+        if (s % 2 == 0 && s + 1 < DC_STEPS)
+            continue;
+        size_t n = 0;
+        double norm = 0.0;
+        CHECK_EQ_INT(ddpc_engine_read(later, got + have, &n, &norm), DDPC_OK);
+        have += n;
+        CHECK(memcmp(&norm, &norms[s], sizeof norm) == 0);
+    }
+    CHECK_EQ_INT(host_sums, 0);
+    CHECK_EQ_INT(have, (size_t)DC_STEPS * DC_ACCUM);
+    for (size_t i = 0; i < have; i++) {
+        if (!dc_same_out(&got[i], &want[i]))
+            printf("  pass %zu: loss %.9g n_valid %lld correct %lld, CPU %.9g %lld %lld\n", i,
+                   got[i].loss, (long long)got[i].n_valid, (long long)got[i].n_correct,
+                   want[i].loss, (long long)want[i].n_valid, (long long)want[i].n_correct);
+        CHECK(dc_same_out(&got[i], &want[i]));
+    }
+    ddpc_model_to_host(mb);
+    CHECK(memcmp(ddpc_model_params(ma), ddpc_model_params(mb),
+                 ddpc_model_num_params(ma) * sizeof(float)) == 0);
+    CHECK(ddpc_model_num_buffer_floats(ma) >= 4 * 4); /* 2 layers x mean, var (padded) */
+    CHECK(memcmp(ddpc_model_buffer_data(ma), ddpc_model_buffer_data(mb),
+                 ddpc_model_num_buffer_floats(ma) * sizeof(float)) == 0);
+    ddpc_engine_destroy(now);
+    ddpc_engine_destroy(later);
+    ddpc_model_destroy(ma);
+    ddpc_model_destroy(mb);
+}
+
 static void test_standin(void)
 {
     dc_check_same_as_undeferred(&standin);
@@ -174,7 +323,15 @@ int main(void)
     standin.unscale = si_unscale;
     standin.scale = si_scale;
     standin.grad_norm_clip = si_grad_norm_clip;
+    standin.alloc = si_alloc;
+    standin.free = si_free;
+    standin.batchnorm_sums = si_bn_sums;
+    standin.batchnorm_stats = si_bn_stats;
+    standin.batchnorm_backward_sums = si_bn_backward_sums;
+    standin.batchnorm_backward_params = si_bn_backward_params;
+    standin.batchnorm_backward_input = si_bn_backward_input;
     RUN_TEST(test_standin);
+    RUN_TEST(test_cnn_batchnorm_never_waits);
     RUN_TEST(test_cpu_never_defers);
     RUN_TEST(test_skip_reads_now);
     return check_summary();

@@ -131,8 +131,9 @@ typedef struct ddpc_kernel_table {
                               int64_t h, int64_t w, int64_t k, int64_t stride);
     void (*maxpool2d_backward)(float *dx, const float *dy, const int32_t *idx, int64_t n,
                                int64_t c, int64_t h, int64_t w, int64_t k, int64_t stride);
-    /* BatchNorm: `sums` are HOST arrays of doubles (so ranks can add them up); everything else
-     * is the table's memory. */
+    /* BatchNorm: `sums` are doubles in the table's memory like everything else (ranks add them
+     * up on a group over that memory), so a training step never waits for them; batchnorm_sums
+     * also writes the count n * hw into sums[2c], and `count` of backward_input is host. */
     void (*batchnorm_sums)(double *sums, const float *x, int64_t n, int64_t c, int64_t hw);
     void (*batchnorm_stats)(float *mean, float *invstd, float *running_mean, float *running_var,
                             const double *sums, int64_t c, float momentum, float eps);

@@ -201,9 +201,12 @@ void ddpc_model_to_device(ddpc_model *m);
 
 /* SyncBatchNorm: called inside forward (and backward) with `count` doubles of per-channel sums
  * that must be replaced, in place, by their sum over every replica; every replica calls it in the
- * same order. An error fails the forward (or the backward) with the hook's status. Installs (or
- * with fn NULL removes) the hook; ctx is borrowed. Without it, batch statistics are local. */
-typedef ddpc_status (*ddpc_stat_sync_fn)(void *ctx, double *sums, size_t count);
+ * same order. `sums` is the model's memory (its kernel table's: the GPU's for a model on a GPU),
+ * or host memory when `host` is set (forward's element count, which the host checks without
+ * waiting for the device). An error fails the forward (or the backward) with the hook's status.
+ * Installs (or with fn NULL removes) the hook; ctx is borrowed. Without it, batch statistics are
+ * local. */
+typedef ddpc_status (*ddpc_stat_sync_fn)(void *ctx, double *sums, size_t count, bool host);
 void ddpc_model_set_stat_sync_hook(ddpc_model *m, ddpc_stat_sync_fn fn, void *ctx);
 
 /* Forward pass; with targets, computes the loss and accuracy into *out. `training` enables

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 /* BatchNorm layer over the batchnorm kernels: registration, torch's reset, forward with the
  * stat-sync hook in training, backward with the local parameter gradients and the synced input
- * gradient. Invariant: mean/invstd/count hold what the last forward normalised with. */
+ * gradient. Invariant: mean/invstd/count hold what the last forward normalised with; the sums
+ * never leave the device (a GPU step waits for none of them), the count is known on the host. */
 #include "nn/bn_layer.h"
 
-#include <ddpc/alloc.h>
 #include <ddpc/kernels.h>
 
 #include <stdio.h>
@@ -40,11 +40,11 @@ ddpc_status ddpc__bn_layer_add(ddpc__bn_layer *l, ddpc_model *m, const char *pre
     l->rmean_idx = ddpc__model_add_buffer(m, name, 1, &c);
     snprintf(name, sizeof name, "%s.%d.running_var", prefix, i);
     l->rvar_idx = ddpc__model_add_buffer(m, name, 1, &c);
-    /* mean and invstd live where the kernels run; the sums are host doubles (ranks add them). */
+    /* The statistics live where the kernels run, the sums too: ranks add them up there. */
     l->k = m->k;
     l->mean = m->k->alloc((size_t)c * sizeof(float));
     l->invstd = m->k->alloc((size_t)c * sizeof(float));
-    l->sums = ddpc_malloc((size_t)(2 * c + 1) * sizeof(double));
+    l->sums = m->k->alloc((size_t)(2 * c + 1) * sizeof(double));
     if (l->w_idx < 0 || l->b_idx < 0 || l->rmean_idx < 0 || l->rvar_idx < 0 || !l->mean ||
         !l->invstd || !l->sums)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory registering batchnorm %s.%d", prefix, i);
@@ -67,10 +67,13 @@ ddpc_status ddpc__bn_layer_forward(ddpc__bn_layer *l, ddpc_model *m, float *y, c
     float *rmean = ddpc__buffer_ptr(m, l->rmean_idx), *rvar = ddpc__buffer_ptr(m, l->rvar_idx);
     if (training) {
         m->k->batchnorm_sums(l->sums, x, n, c, hw);
-        DDPC_TRY(ddpc__model_sync_stats(m, l->sums, (size_t)(2 * c + 1)));
-        l->count = l->sums[2 * c];
+        /* The count is the host's to check: this rank's is n * hw, every rank's (SyncBatchNorm)
+         * one host all-reduce of it, so reading sums[2c] back would be a wait for nothing. It is
+         * exact and the same on every rank, so every rank refuses alike, before the sums' sync. */
+        l->count = (double)(n * hw);
+        DDPC_TRY(ddpc__model_sync_stats(m, &l->count, 1, true));
         /* torch refuses this too: one value per channel normalises to 0 and its variance has no
-         * unbiased estimate. With SyncBatchNorm the count is every rank's, the same on each. */
+         * unbiased estimate. */
         if (l->count <= 1.0) {
             const char *w = m->tensors[l->w_idx].name;
             return ddpc_errorf(DDPC_EINVAL,
@@ -81,6 +84,7 @@ ddpc_status ddpc__bn_layer_forward(ddpc__bn_layer *l, ddpc_model *m, float *y, c
                                (int)(strlen(w) - strlen(".weight")), w, l->count, (long long)n,
                                (long long)hw, hw == 1 ? "" : "s");
         }
+        DDPC_TRY(ddpc__model_sync_stats(m, l->sums, (size_t)(2 * c + 1), false));
         m->k->batchnorm_stats(l->mean, l->invstd, rmean, rvar, l->sums, c, l->opts.momentum,
                              l->opts.eps);
     } else {
@@ -101,7 +105,7 @@ ddpc_status ddpc__bn_layer_backward(ddpc__bn_layer *l, ddpc_model *m, float *d, 
     ddpc__model_grad_ready(m, l->b_idx);
     ddpc__model_grad_ready(m, l->w_idx);
     /* The scale and shift gradients stay local (DDP averages them); dx needs every replica's. */
-    m->backward_status = ddpc__model_sync_stats(m, l->sums, (size_t)(2 * c));
+    m->backward_status = ddpc__model_sync_stats(m, l->sums, (size_t)(2 * c), false);
     if (m->backward_status != DDPC_OK)
         return m->backward_status;
     m->k->batchnorm_backward_input(d, d, x, l->mean, l->invstd, ddpc__param_ptr(m, l->w_idx),
@@ -114,8 +118,8 @@ void ddpc__bn_layer_free(ddpc__bn_layer *l)
     if (l->k) {
         l->k->free(l->mean);
         l->k->free(l->invstd);
+        l->k->free(l->sums);
     }
-    ddpc_free(l->sums);
     l->mean = l->invstd = NULL;
     l->sums = NULL;
 }

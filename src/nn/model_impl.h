@@ -76,10 +76,12 @@ static inline float *ddpc__host_buffer_ptr(ddpc_model *m, int idx)
 {
     return m->buffers + m->buffer_views[idx].offset;
 }
-/* Sums `count` doubles over every replica through the stat-sync hook (a no-op without one). */
-static inline ddpc_status ddpc__model_sync_stats(ddpc_model *m, double *sums, size_t count)
+/* Sums `count` doubles over every replica through the stat-sync hook (a no-op without one):
+ * sums in k's memory, or in the host's with `host`. */
+static inline ddpc_status ddpc__model_sync_stats(ddpc_model *m, double *sums, size_t count,
+                                                 bool host)
 {
-    return m->stat_sync ? m->stat_sync(m->stat_sync_ctx, sums, count) : DDPC_OK;
+    return m->stat_sync ? m->stat_sync(m->stat_sync_ctx, sums, count, host) : DDPC_OK;
 }
 
 /* Tensor idx's parameters for a kernel to read, and its gradient for a backward kernel to

@@ -203,10 +203,13 @@ ddpc_pg *ddpc_reducer_device_pg(const ddpc_reducer *r)
 
 /* SyncBatchNorm's statistics: the sums of every rank, in place (the model's stat-sync hook). The
  * kernel table returns them on the host on every device, so they travel on the host group. */
-static ddpc_status sum_stats(void *ctx, double *sums, size_t count)
+/* SyncBatchNorm's sums: the model's memory on the model's group (the GPUs' for a model there, so
+ * the statistics never visit the host), the host's count on the host group. */
+static ddpc_status sum_stats(void *ctx, double *sums, size_t count, bool host)
 {
     ddpc_reducer *r = ctx;
-    return ddpc_pg_all_reduce(r->host, sums, sums, count, DDPC_DTYPE_F64, DDPC_REDUCE_SUM);
+    return ddpc_pg_all_reduce(host ? r->host : r->pg, sums, sums, count, DDPC_DTYPE_F64,
+                              DDPC_REDUCE_SUM);
 }
 
 static ddpc_status broadcast_buffers(ddpc_reducer *r)

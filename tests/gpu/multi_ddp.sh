@@ -4,7 +4,9 @@
 # machine; skipped with 77 where no GPU is visible). Two ranks share GPU 0, so their gradients are
 # staged through pinned host memory over shm (NCCL refuses two ranks on one GPU). Issue 20:
 #   - 2 ranks x batch b == 1 rank x 2b within 1e-5 relative after 20 steps (final weights and the
-#     last loss), for the GPT (4 layers, 256 wide) and the CNN with SyncBatchNorm;
+#     last loss), for the GPT (4 layers, 256 wide) and the CNN with SyncBatchNorm (its batch sums
+#     are GPU memory, all-reduced on the GPUs' group: unsynced sums would miss 1e-5, sums handed
+#     to the host group would fail the run);
 #   - gradient accumulation (2 ranks x 2 micro-batches of b/2) == the big batch, within 1e-5;
 #   - bf16 gradient compression trains within 1e-2 of f32;
 #   - a rank killed (SIGKILL, fault.kill_at_step) after a committed checkpoint, and the job rerun:

@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* BatchNorm over (n, c, hw) per channel on the device, with the formulas of
- * src/kernels/cpu/batchnorm.c (PyTorch's BatchNorm/SyncBatchNorm semantics). The `sums` of the
- * table are HOST doubles so that ranks can add them up: the per-channel sums are reduced on the
- * device in double, one block per channel with a fixed thread-stride order and a fixed tree (no
- * atomics, so reruns give the same bits), then copied to the caller; steps that read sums copy the
- * few values up into device scratch first. */
+ * src/kernels/cpu/batchnorm.c (PyTorch's BatchNorm/SyncBatchNorm semantics). The `sums` are
+ * device doubles, which ranks add up on the GPUs' group: the per-channel sums are reduced in
+ * double, one block per channel with a fixed thread-stride order and a fixed tree (no atomics, so
+ * reruns give the same bits), and nothing here waits for the device. */
 #include "kernels/cuda/cuda_impl.h"
 
 static const int kThreads = 256;
@@ -29,10 +28,14 @@ static __device__ void block_sum2(double *a, double *b)
     *b = sb[0];
 }
 
-/* out (2c) = [sum x per channel | sum x^2]: block ch walks its n * hw elements. */
+/* out (2c + 1) = [sum x per channel | sum x^2 | n * hw]: block ch walks its n * hw elements. */
 static __global__ void sums_kernel(double *out, const float *x, int64_t n, int64_t c, int64_t hw)
 {
     const int64_t ch = blockIdx.x;
+    if (ch == 0 && threadIdx.x == 0)
+        out[2 * c] = (double)(n * hw);
+    if (ch >= c) /* the one block of a layer without channels: the count only */
+        return;
     double s = 0.0, q = 0.0;
     for (int64_t e = threadIdx.x; e < n * hw; e += kReduceThreads) {
         double v = x[((e / hw) * c + ch) * hw + e % hw];
@@ -67,34 +70,12 @@ static __global__ void backward_sums_kernel(double *out, const float *dy, const 
     }
 }
 
-/* Runs the 2c-sum kernel's result (device) into the host array sums (2c), waiting for it. */
-static void read_sums(double *sums, const double *dev, int64_t c)
-{
-    DDPC_CUDA_CHECK(cudaMemcpyAsync(sums, dev, (size_t)(2 * c) * sizeof(double),
-                                    cudaMemcpyDeviceToHost, ddpc__cuda_stream()));
-    ddpc__cuda_wait(ddpc__cuda_stream());
-}
-
-/* A device copy of the host doubles sums (count) in scratch, valid for this call's kernels. */
-static double *upload_sums(const double *sums, int64_t count)
-{
-    const size_t bytes = (size_t)count * sizeof(double);
-    double *d = (double *)ddpc__cuda_scratch(DDPC__CUDA_SCRATCH_HOST_SUMS, bytes);
-    DDPC_CUDA_CHECK(cudaMemcpyAsync(d, sums, bytes, cudaMemcpyHostToDevice, ddpc__cuda_stream()));
-    return d;
-}
-
 extern "C" void ddpc__cuda_batchnorm_sums(double *sums, const float *x, int64_t n, int64_t c,
                                           int64_t hw)
 {
-    if (c > 0) {
-        double *dev = (double *)ddpc__cuda_scratch(DDPC__CUDA_SCRATCH_REDUCE,
-                                                   (size_t)(2 * c) * sizeof(double));
-        sums_kernel<<<(unsigned)c, kReduceThreads, 0, ddpc__cuda_stream()>>>(dev, x, n, c, hw);
-        DDPC_CUDA_LAUNCHED();
-        read_sums(sums, dev, c);
-    }
-    sums[2 * c] = (double)(n * hw);
+    const unsigned blocks = c > 0 ? (unsigned)c : 1u;
+    sums_kernel<<<blocks, kReduceThreads, 0, ddpc__cuda_stream()>>>(sums, x, n, c, hw);
+    DDPC_CUDA_LAUNCHED();
 }
 
 static __global__ void stats_kernel(float *mean, float *invstd, float *running_mean,
@@ -127,9 +108,8 @@ extern "C" void ddpc__cuda_batchnorm_stats(float *mean, float *invstd, float *ru
 {
     if (c <= 0)
         return;
-    const double *d = upload_sums(sums, 2 * c + 1);
     stats_kernel<<<ddpc__cuda_blocks(c, kThreads), kThreads, 0, ddpc__cuda_stream()>>>(
-        mean, invstd, running_mean, running_var, d, c, momentum, eps);
+        mean, invstd, running_mean, running_var, sums, c, momentum, eps);
     DDPC_CUDA_LAUNCHED();
 }
 
@@ -187,12 +167,9 @@ extern "C" void ddpc__cuda_batchnorm_backward_sums(double *sums, const float *dy
 {
     if (c <= 0)
         return;
-    double *dev = (double *)ddpc__cuda_scratch(DDPC__CUDA_SCRATCH_REDUCE,
-                                               (size_t)(2 * c) * sizeof(double));
     backward_sums_kernel<<<(unsigned)c, kReduceThreads, 0, ddpc__cuda_stream()>>>(
-        dev, dy, x, mean, invstd, n, c, hw);
+        sums, dy, x, mean, invstd, n, c, hw);
     DDPC_CUDA_LAUNCHED();
-    read_sums(sums, dev, c);
 }
 
 static __global__ void backward_params_kernel(float *dw, float *db, const double *sums, int64_t c)
@@ -211,9 +188,8 @@ extern "C" void ddpc__cuda_batchnorm_backward_params(float *dw, float *db, const
 {
     if (c <= 0 || (!dw && !db))
         return;
-    const double *d = upload_sums(sums, 2 * c);
     backward_params_kernel<<<ddpc__cuda_blocks(c, kThreads), kThreads, 0, ddpc__cuda_stream()>>>(
-        dw, db, d, c);
+        dw, db, sums, c);
     DDPC_CUDA_LAUNCHED();
 }
 
@@ -244,8 +220,7 @@ extern "C" void ddpc__cuda_batchnorm_backward_input(float *dx, const float *dy, 
     const int64_t total = n * c * hw;
     if (total <= 0)
         return;
-    const double *d = upload_sums(sums, 2 * c);
     backward_input_kernel<<<ddpc__cuda_blocks(total, kThreads), kThreads, 0, ddpc__cuda_stream()>>>(
-        dx, dy, x, mean, invstd, w, d, count, total, c, hw);
+        dx, dy, x, mean, invstd, w, sums, count, total, c, hw);
     DDPC_CUDA_LAUNCHED();
 }

@@ -40,7 +40,7 @@ static inline unsigned ddpc__cuda_blocks(int64_t n, int threads)
 /* Device scratch owned by kernels/cuda, grown (never shrunk) to at least `bytes`; slot picks one of
  * a few independent buffers. Growth counts as an allocation (alloc_count). */
 void *ddpc__cuda_scratch(int slot, size_t bytes);
-enum { DDPC__CUDA_SCRATCH_BLAS, DDPC__CUDA_SCRATCH_REDUCE, DDPC__CUDA_SCRATCH_HOST_SUMS,
+enum { DDPC__CUDA_SCRATCH_BLAS, DDPC__CUDA_SCRATCH_REDUCE,
        DDPC__CUDA_SCRATCH_MISC, DDPC__CUDA_SCRATCH_COUNT };
 
 /* device.cu implements ddpc_backend_cuda_built, ddpc_cuda_devices and backend_impl.h's
