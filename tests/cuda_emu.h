@@ -1,17 +1,22 @@
 // SPDX-License-Identifier: MIT
-/* Just enough of CUDA to run a kernel's device code on the host (C++17): a block is THREADS real
+/* Just enough of CUDA to run a kernel's device code on the host (C++17): a block is blockDim.x real
  * threads, warps of 32 meet at barriers for __syncwarp and __shfl_xor_sync, the block at another
  * for __syncthreads; WMMA fragments hold the whole 16x16 tile, in lane 0 only (the kernels read
  * fragments through stores alone, so the other lanes only check the rules), and loads and stores
  * check WMMA's 32-byte alignment and leading dimension rules; bf16/fp16 convert with ddpc/half.h's
- * round-to-nearest-even. Invariant: blocks run one after another, so a kernel that needs another
- * block's results in flight would hang here as it might on a GPU. */
+ * round-to-nearest-even. A .cu file fences its host side (launches, streams, cuBLAS) with
+ * `#ifndef DDPC_CUDA_EMULATE`, which the emulation tests define before including it.
+ * Invariant: blocks run one after another, so a kernel that needs another block's results in
+ * flight would hang here as it might on a GPU; `__shared__` is a static variable, which is one
+ * block's because only one block runs at a time. */
 #ifndef DDPC_TESTS_CUDA_EMU_H
 #define DDPC_TESTS_CUDA_EMU_H
 
 #include <ddpc/half.h>
 
 #include <pthread.h>
+
+#include <math.h>
 
 #include <cmath>
 #include <cstdint>
@@ -26,12 +31,16 @@
 #define __forceinline__ inline
 #define __launch_bounds__(n)
 #define __align__(n) alignas(n)
+#define __shared__ static
+#ifndef DDPC_CUDA_EMULATE
+#define DDPC_CUDA_EMULATE 1
+#endif
 
 struct emu_dim {
     unsigned x, y, z;
 };
 static thread_local emu_dim threadIdx, blockIdx;
-static emu_dim gridDim;
+static emu_dim gridDim, blockDim;
 
 struct float4 {
     float x, y, z, w;
@@ -68,11 +77,99 @@ static inline float emu_to_float(float x)
     return x;
 }
 
+/* Device math. The _rn intrinsics round once to nearest even, as IEEE operations on the host do
+ * when nothing is contracted (the emulation tests compile with -ffp-contract=off): so a kernel
+ * written with them computes here exactly the bits it computes on a GPU. Elsewhere nvcc may fuse
+ * a * b + c into one FMA and the host does not, and the GPU's expf/sqrtf/rsqrtf/__expf are within
+ * a few ulp of the host's (correctly rounded or nearly) functions: compare such code within a
+ * tolerance, never bitwise. */
+static inline uint32_t __float_as_uint(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+static inline float __uint_as_float(uint32_t u)
+{
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+static inline float __fadd_rn(float a, float b)
+{
+    return a + b;
+}
+static inline float __fmul_rn(float a, float b)
+{
+    return a * b;
+}
+static inline float __fdiv_rn(float a, float b)
+{
+    return a / b;
+}
+static inline float __fsqrt_rn(float a)
+{
+    return sqrtf(a);
+}
+static inline float __fmaf_rn(float a, float b, float c)
+{
+    return fmaf(a, b, c);
+}
+static inline double __dadd_rn(double a, double b)
+{
+    return a + b;
+}
+static inline double __dsqrt_rn(double a)
+{
+    return sqrt(a);
+}
+static inline float __double2float_rn(double a)
+{
+    return (float)a;
+}
+/* The GPU's fast exponential (ex2.approx, about 2 ulp plus an error growing with |x|); glibc
+ * declares a __expf of its own, so the name is a macro. */
+static inline float emu_expf(float x)
+{
+    return expf(x);
+}
+#define __expf emu_expf
+static inline float rsqrtf(float x)
+{
+    return 1.0f / sqrtf(x);
+}
+static inline int64_t min(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+static inline int64_t max(int64_t a, int64_t b)
+{
+    return a > b ? a : b;
+}
+static inline int atomicOr(int *p, int v)
+{
+    return __atomic_fetch_or(p, v, __ATOMIC_RELAXED);
+}
+static inline int atomicAdd(int *p, int v)
+{
+    return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+}
+static inline float atomicAdd(float *p, float v)
+{
+    float old, want;
+    __atomic_load(p, &old, __ATOMIC_RELAXED);
+    do
+        want = old + v;
+    while (!__atomic_compare_exchange(p, &old, &want, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+    return old;
+}
+
 /* One block's shared state: its barriers, its shuffle slots and its dynamic shared memory. */
 enum { EMU_MAX_WARPS = 32 };
 struct emu_block {
     pthread_barrier_t block, warp[EMU_MAX_WARPS];
-    float shfl[EMU_MAX_WARPS][32];
+    uint64_t shfl[EMU_MAX_WARPS][32];
+    int vote;
     unsigned char *smem;
 };
 static emu_block *emu_cur;
@@ -97,16 +194,46 @@ static inline void __syncwarp()
 {
     pthread_barrier_wait(&emu_cur->warp[emu_warp()]);
 }
-static inline float __shfl_xor_sync(unsigned mask, float v, int lane_mask)
+/* Every lane's v, read by lane `src(lane)`; lanes whose source is outside the warp keep their
+ * own v (as __shfl_down_sync does). */
+template <typename T, typename Src> static inline T emu_shfl(unsigned mask, T v, Src src)
 {
+    static_assert(sizeof(T) <= 8, "a shuffle moves at most 8 bytes");
     if (mask != 0xffffffffu)
-        emu_fail("__shfl_xor_sync with a partial mask");
-    const unsigned w = emu_warp(), lane = threadIdx.x % 32;
-    emu_cur->shfl[w][lane] = v;
+        emu_fail("a shuffle with a partial mask");
+    const unsigned w = emu_warp(), lane = threadIdx.x % 32, from = src(lane);
+    memcpy(&emu_cur->shfl[w][lane], &v, sizeof v);
     __syncwarp();
-    const float r = emu_cur->shfl[w][lane ^ (unsigned)lane_mask];
+    T r = v;
+    if (from < 32)
+        memcpy(&r, &emu_cur->shfl[w][from], sizeof r);
     __syncwarp();
     return r;
+}
+template <typename T> static inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask)
+{
+    return emu_shfl(mask, v, [&](unsigned lane) { return lane ^ (unsigned)lane_mask; });
+}
+template <typename T> static inline T __shfl_down_sync(unsigned mask, T v, unsigned delta)
+{
+    return emu_shfl(mask, v, [&](unsigned lane) { return lane + delta; });
+}
+/* __syncthreads that also returns whether p was nonzero in any thread of the block. */
+static inline int __syncthreads_or(int p)
+{
+    __syncthreads(); /* a previous call's readers are done */
+    if (threadIdx.x == 0)
+        emu_cur->vote = 0;
+    __syncthreads();
+    if (p)
+        __atomic_fetch_or(&emu_cur->vote, 1, __ATOMIC_RELAXED);
+    __syncthreads();
+    return __atomic_load_n(&emu_cur->vote, __ATOMIC_RELAXED);
+}
+/* __ldg reads through the read-only cache: a plain load here. */
+template <typename T> static inline T __ldg(const T *p)
+{
+    return *p;
 }
 
 namespace nvcuda
@@ -203,44 +330,56 @@ static inline void mma_sync(fragment<accumulator, 16, 16, 16, float> &d,
 } // namespace wmma
 } // namespace nvcuda
 
-/* Runs fn() as every thread of every block of a 1-D grid of `blocks` x `threads`, with `smem`
- * bytes of dynamic shared memory (filled with NaN bytes, so a read before a write shows). */
+/* Runs fn() as every thread of every block of a grid of gx x gy blocks of `threads` (x only), with
+ * `smem` bytes of dynamic shared memory (filled with NaN bytes before each block, so a read before
+ * a write shows). The block's threads are created once and run the blocks in turn, meeting at the
+ * block barrier between blocks (thread creation dominated the time otherwise). */
 template <typename F> struct emu_launch_ctx {
     F *fn;
-    unsigned block, tid;
+    unsigned tid, blocks;
+    size_t smem;
 };
 template <typename F> static void *emu_thread(void *p)
 {
     emu_launch_ctx<F> *c = (emu_launch_ctx<F> *)p;
     threadIdx = emu_dim{c->tid, 0, 0};
-    blockIdx = emu_dim{c->block, 0, 0};
-    (*c->fn)();
+    for (unsigned blk = 0; blk < c->blocks; blk++) {
+        if (c->tid == 0)
+            memset(emu_cur->smem, 0xff, c->smem); /* NaN floats, NaN halves */
+        __syncthreads();
+        blockIdx = emu_dim{blk % gridDim.x, blk / gridDim.x, 0};
+        (*c->fn)();
+        __syncthreads(); /* every thread is done with the block's shared memory */
+    }
     return NULL;
 }
 
-template <typename F> static void emu_launch(unsigned blocks, unsigned threads, size_t smem, F fn)
+template <typename F>
+static void emu_launch2(unsigned gx, unsigned gy, unsigned threads, size_t smem, F fn)
 {
-    if (threads % 32 != 0 || threads / 32 > EMU_MAX_WARPS)
+    if (threads % 32 != 0 || threads / 32 > EMU_MAX_WARPS || gx == 0 || gy == 0)
         abort();
-    gridDim = emu_dim{blocks, 1, 1};
+    gridDim = emu_dim{gx, gy, 1};
+    blockDim = emu_dim{threads, 1, 1};
     emu_block b;
     b.smem = (unsigned char *)aligned_alloc(128, smem ? (smem + 127) / 128 * 128 : 128);
     pthread_barrier_init(&b.block, NULL, threads);
     for (unsigned w = 0; w < threads / 32; w++)
         pthread_barrier_init(&b.warp[w], NULL, 32);
     emu_cur = &b;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 1 << 20); /* WMMA fragments are 1 KiB each */
     pthread_t *th = (pthread_t *)malloc(threads * sizeof(pthread_t));
     emu_launch_ctx<F> *ctx = (emu_launch_ctx<F> *)malloc(threads * sizeof(emu_launch_ctx<F>));
-    for (unsigned blk = 0; blk < blocks; blk++) {
-        memset(b.smem, 0xff, smem); /* NaN floats, NaN halves */
-        for (unsigned t = 0; t < threads; t++) {
-            ctx[t] = emu_launch_ctx<F>{&fn, blk, t};
-            if (pthread_create(&th[t], NULL, emu_thread<F>, &ctx[t]) != 0)
-                abort();
-        }
-        for (unsigned t = 0; t < threads; t++)
-            pthread_join(th[t], NULL);
+    for (unsigned t = 0; t < threads; t++) {
+        ctx[t] = emu_launch_ctx<F>{&fn, t, gx * gy, smem};
+        if (pthread_create(&th[t], &attr, emu_thread<F>, &ctx[t]) != 0)
+            abort();
     }
+    for (unsigned t = 0; t < threads; t++)
+        pthread_join(th[t], NULL);
+    pthread_attr_destroy(&attr);
     free(th);
     free(ctx);
     for (unsigned w = 0; w < threads / 32; w++)
@@ -248,6 +387,11 @@ template <typename F> static void emu_launch(unsigned blocks, unsigned threads, 
     pthread_barrier_destroy(&b.block);
     free(b.smem);
     emu_cur = NULL;
+}
+
+template <typename F> static void emu_launch(unsigned blocks, unsigned threads, size_t smem, F fn)
+{
+    emu_launch2(blocks, 1, threads, smem, fn);
 }
 
 #endif

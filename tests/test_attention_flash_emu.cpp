@@ -6,7 +6,6 @@
  * head dims 32, 64, 128, aligned and not. Shared memory starts as NaN and outputs are poisoned,
  * so a read before a write or a missed element fails. What it cannot see: the GPU's timing,
  * occupancy and the real fragment layouts (the kernels never depend on them). */
-#define DDPC_FLASH_EMULATE 1
 #include "cuda_emu.h"
 
 #include "../src/kernels/cuda/attention_flash.cu"
