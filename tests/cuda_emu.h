@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: MIT
-/* Just enough of CUDA to run a kernel's device code on the host (C++17): a block is blockDim.x real
- * threads, warps of 32 meet at barriers for __syncwarp and __shfl_xor_sync, the block at another
- * for __syncthreads; WMMA fragments hold the whole 16x16 tile, in lane 0 only (the kernels read
+/* Just enough of CUDA to run a kernel's device code on the host (C++17): a block is blockDim.x
+ * fibers (ucontext) on one host thread, switched at barriers: warps of 32 meet at one for
+ * __syncwarp and the shuffles, the block at another for __syncthreads, and a barrier that can never
+ * be met (a thread returned, or the warp or block split between barriers) is reported, not hung.
+ * Between two barriers each fiber runs alone, in ascending thread order or descending, alternating
+ * from one barrier phase to the next and from one block to the next, so a read of another thread's
+ * write without a barrier between them sees stale data in one of the two orders; WMMA fragments hold the whole 16x16 tile, in lane 0 only (the kernels read
  * fragments through stores alone, so the other lanes only check the rules), and loads and stores
  * check WMMA's 32-byte alignment and leading dimension rules; bf16/fp16 convert with ddpc/half.h's
  * round-to-nearest-even. A .cu file fences its host side (launches, streams, cuBLAS) with
@@ -12,9 +16,10 @@
 #ifndef DDPC_TESTS_CUDA_EMU_H
 #define DDPC_TESTS_CUDA_EMU_H
 
+#include <ddpc/device.h> /* what kernels/cuda/cuda_impl.h gives the .cu files */
 #include <ddpc/half.h>
 
-#include <pthread.h>
+#include <ucontext.h>
 
 #include <math.h>
 
@@ -39,7 +44,7 @@
 struct emu_dim {
     unsigned x, y, z;
 };
-static thread_local emu_dim threadIdx, blockIdx;
+static emu_dim threadIdx, blockIdx; /* the running fiber's */
 static emu_dim gridDim, blockDim;
 
 struct float4 {
@@ -164,10 +169,17 @@ static inline float atomicAdd(float *p, float v)
     return old;
 }
 
-/* One block's shared state: its barriers, its shuffle slots and its dynamic shared memory. */
+/* One block's shared state: its fibers, its shuffle slots and its dynamic shared memory. */
 enum { EMU_MAX_WARPS = 32 };
+enum emu_state { EMU_READY, EMU_AT_BLOCK, EMU_AT_WARP, EMU_DONE };
+struct emu_fiber {
+    ucontext_t ctx;
+    emu_state state;
+};
 struct emu_block {
-    pthread_barrier_t block, warp[EMU_MAX_WARPS];
+    ucontext_t sched;
+    emu_fiber *fib;
+    unsigned threads, cur;
     uint64_t shfl[EMU_MAX_WARPS][32];
     int vote;
     unsigned char *smem;
@@ -178,7 +190,7 @@ static int emu_failures;
 static inline void emu_fail(const char *what)
 {
     fprintf(stderr, "cuda_emu: %s\n", what);
-    __atomic_add_fetch(&emu_failures, 1, __ATOMIC_RELAXED);
+    emu_failures++;
 }
 
 #define FLASH_SMEM(name) unsigned char *name = emu_cur->smem
@@ -186,13 +198,20 @@ static inline unsigned emu_warp()
 {
     return threadIdx.x / 32;
 }
+/* The running fiber waits in `st` until the scheduler releases it. */
+static inline void emu_wait(emu_state st)
+{
+    emu_fiber *f = &emu_cur->fib[emu_cur->cur];
+    f->state = st;
+    swapcontext(&f->ctx, &emu_cur->sched);
+}
 static inline void __syncthreads()
 {
-    pthread_barrier_wait(&emu_cur->block);
+    emu_wait(EMU_AT_BLOCK);
 }
 static inline void __syncwarp()
 {
-    pthread_barrier_wait(&emu_cur->warp[emu_warp()]);
+    emu_wait(EMU_AT_WARP);
 }
 /* Every lane's v, read by lane `src(lane)`; lanes whose source is outside the warp keep their
  * own v (as __shfl_down_sync does). */
@@ -226,9 +245,9 @@ static inline int __syncthreads_or(int p)
         emu_cur->vote = 0;
     __syncthreads();
     if (p)
-        __atomic_fetch_or(&emu_cur->vote, 1, __ATOMIC_RELAXED);
+        emu_cur->vote = 1;
     __syncthreads();
-    return __atomic_load_n(&emu_cur->vote, __ATOMIC_RELAXED);
+    return emu_cur->vote;
 }
 /* __ldg reads through the read-only cache: a plain load here. */
 template <typename T> static inline T __ldg(const T *p)
@@ -332,26 +351,43 @@ static inline void mma_sync(fragment<accumulator, 16, 16, 16, float> &d,
 
 /* Runs fn() as every thread of every block of a grid of gx x gy blocks of `threads` (x only), with
  * `smem` bytes of dynamic shared memory (filled with NaN bytes before each block, so a read before
- * a write shows). The block's threads are created once and run the blocks in turn, meeting at the
- * block barrier between blocks (thread creation dominated the time otherwise). */
-template <typename F> struct emu_launch_ctx {
-    F *fn;
-    unsigned tid, blocks;
-    size_t smem;
-};
-template <typename F> static void *emu_thread(void *p)
+ * a write shows). Blocks run one after another. */
+static void (*emu_body)(void *);
+static void *emu_body_arg;
+static void emu_fiber_main()
 {
-    emu_launch_ctx<F> *c = (emu_launch_ctx<F> *)p;
-    threadIdx = emu_dim{c->tid, 0, 0};
-    for (unsigned blk = 0; blk < c->blocks; blk++) {
-        if (c->tid == 0)
-            memset(emu_cur->smem, 0xff, c->smem); /* NaN floats, NaN halves */
-        __syncthreads();
-        blockIdx = emu_dim{blk % gridDim.x, blk / gridDim.x, 0};
-        (*c->fn)();
-        __syncthreads(); /* every thread is done with the block's shared memory */
+    emu_body(emu_body_arg);
+    emu_cur->fib[emu_cur->cur].state = EMU_DONE; /* uc_link returns to the scheduler */
+}
+
+/* Releases the waiters whose barrier is complete; false when none could go on. */
+static bool emu_release(emu_block *b)
+{
+    bool any = false;
+    unsigned at_block = 0, done = 0;
+    for (unsigned t = 0; t < b->threads; t++) {
+        at_block += b->fib[t].state == EMU_AT_BLOCK;
+        done += b->fib[t].state == EMU_DONE;
     }
-    return NULL;
+    if (at_block > 0 && at_block + done == b->threads) {
+        if (done > 0)
+            emu_fail("__syncthreads after some of the block's threads returned");
+        for (unsigned t = 0; t < b->threads; t++)
+            if (b->fib[t].state == EMU_AT_BLOCK)
+                b->fib[t].state = EMU_READY;
+        return true;
+    }
+    for (unsigned w = 0; w < b->threads / 32; w++) {
+        unsigned n = 0;
+        for (unsigned l = 0; l < 32; l++)
+            n += b->fib[w * 32 + l].state == EMU_AT_WARP;
+        if (n == 32) {
+            for (unsigned l = 0; l < 32; l++)
+                b->fib[w * 32 + l].state = EMU_READY;
+            any = true;
+        }
+    }
+    return any;
 }
 
 template <typename F>
@@ -359,32 +395,53 @@ static void emu_launch2(unsigned gx, unsigned gy, unsigned threads, size_t smem,
 {
     if (threads % 32 != 0 || threads / 32 > EMU_MAX_WARPS || gx == 0 || gy == 0)
         abort();
+    enum { STACK = 256 << 10 }; /* WMMA fragments are 1 KiB each */
     gridDim = emu_dim{gx, gy, 1};
     blockDim = emu_dim{threads, 1, 1};
     emu_block b;
+    b.threads = threads;
     b.smem = (unsigned char *)aligned_alloc(128, smem ? (smem + 127) / 128 * 128 : 128);
-    pthread_barrier_init(&b.block, NULL, threads);
-    for (unsigned w = 0; w < threads / 32; w++)
-        pthread_barrier_init(&b.warp[w], NULL, 32);
+    b.fib = (emu_fiber *)calloc(threads, sizeof(emu_fiber));
+    char *stacks = (char *)malloc((size_t)threads * STACK);
+    if (!b.smem || !b.fib || !stacks)
+        abort();
     emu_cur = &b;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, 1 << 20); /* WMMA fragments are 1 KiB each */
-    pthread_t *th = (pthread_t *)malloc(threads * sizeof(pthread_t));
-    emu_launch_ctx<F> *ctx = (emu_launch_ctx<F> *)malloc(threads * sizeof(emu_launch_ctx<F>));
-    for (unsigned t = 0; t < threads; t++) {
-        ctx[t] = emu_launch_ctx<F>{&fn, t, gx * gy, smem};
-        if (pthread_create(&th[t], &attr, emu_thread<F>, &ctx[t]) != 0)
-            abort();
+    emu_body = [](void *f) { (*(F *)f)(); };
+    emu_body_arg = &fn;
+    for (unsigned blk = 0; blk < gx * gy; blk++) {
+        memset(b.smem, 0xff, smem); /* NaN floats, NaN halves */
+        blockIdx = emu_dim{blk % gx, blk / gx, 0};
+        for (unsigned t = 0; t < threads; t++) {
+            emu_fiber *f = &b.fib[t];
+            getcontext(&f->ctx);
+            f->ctx.uc_stack.ss_sp = stacks + (size_t)t * STACK;
+            f->ctx.uc_stack.ss_size = STACK;
+            f->ctx.uc_link = &b.sched;
+            makecontext(&f->ctx, emu_fiber_main, 0);
+            f->state = EMU_READY;
+        }
+        for (unsigned phase = 0;; phase++) {
+            for (unsigned i = 0; i < threads; i++) {
+                const unsigned t = (phase + blk) % 2 ? threads - 1 - i : i;
+                if (b.fib[t].state != EMU_READY)
+                    continue;
+                b.cur = t;
+                threadIdx = emu_dim{t, 0, 0};
+                swapcontext(&b.sched, &b.fib[t].ctx);
+            }
+            unsigned done = 0;
+            for (unsigned t = 0; t < threads; t++)
+                done += b.fib[t].state == EMU_DONE;
+            if (done == threads)
+                break;
+            if (!emu_release(&b)) {
+                emu_fail("a barrier that can never be met (the block's threads split)");
+                break; /* the waiting fibers are abandoned with their stacks */
+            }
+        }
     }
-    for (unsigned t = 0; t < threads; t++)
-        pthread_join(th[t], NULL);
-    pthread_attr_destroy(&attr);
-    free(th);
-    free(ctx);
-    for (unsigned w = 0; w < threads / 32; w++)
-        pthread_barrier_destroy(&b.warp[w]);
-    pthread_barrier_destroy(&b.block);
+    free(stacks);
+    free(b.fib);
     free(b.smem);
     emu_cur = NULL;
 }
