@@ -38,16 +38,6 @@ static geom geom_of(const ddpc_conv2d_shape *s)
     return g;
 }
 
-/* Samples per chunk: as many as fit kChunkFloats of workspace, at least 1, at most n. */
-static int64_t chunk_samples(const geom *g, int64_t n)
-{
-    const int64_t per = (g->crs + g->k) * g->ohw;
-    int64_t nb = per > 0 ? kChunkFloats / per : n;
-    if (nb > n)
-        nb = n;
-    return nb < 1 ? 1 : nb;
-}
-
 /* col (crs, nb*ohw): row (ci, ri, si), column (i, oy, ox) holds x[i0 + i, ci, iy, ix] with
  * iy = oy*stride - pad + ri, ix = ox*stride - pad + si, or 0 in the padding. */
 static __global__ void im2col_kernel(float *col, const float *x, geom g, int64_t i0, int64_t nb)
@@ -140,6 +130,16 @@ static __global__ void bias_backward_kernel(float *db, const float *dy, int64_t 
 }
 
 #ifndef DDPC_CUDA_EMULATE /* the host side: launches */
+/* Samples per chunk: as many as fit kChunkFloats of workspace, at least 1, at most n. */
+static int64_t chunk_samples(const geom *g, int64_t n)
+{
+    const int64_t per = (g->crs + g->k) * g->ohw;
+    int64_t nb = per > 0 ? kChunkFloats / per : n;
+    if (nb > n)
+        nb = n;
+    return nb < 1 ? 1 : nb;
+}
+
 extern "C" size_t ddpc__cuda_conv2d_workspace_floats(const ddpc_conv2d_shape *s)
 {
     const geom g = geom_of(s);
