@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Just enough of CUDA to run a kernel's device code on the host (C++17): a block is blockDim.x
- * fibers (ucontext) on one host thread, switched at barriers: warps of 32 meet at one for
+ * fibers on one host thread, switched at barriers (x86-64: six saved registers and the stack
+ * pointer; elsewhere ucontext, whose switches make system calls): warps of 32 meet at one for
  * __syncwarp and the shuffles, the block at another for __syncthreads, and a barrier that can never
  * be met (a thread returned, or the warp or block split between barriers) is reported, not hung.
  * Between two barriers each fiber runs alone, in ascending thread order or descending, alternating
@@ -19,7 +20,9 @@
 #include <ddpc/device.h> /* what kernels/cuda/cuda_impl.h gives the .cu files */
 #include <ddpc/half.h>
 
+#if !defined(__x86_64__)
 #include <ucontext.h>
+#endif
 
 #include <math.h>
 
@@ -172,15 +175,61 @@ static inline float atomicAdd(float *p, float v)
 /* One block's shared state: its fibers, its shuffle slots and its dynamic shared memory. */
 enum { EMU_MAX_WARPS = 32 };
 enum emu_state { EMU_READY, EMU_AT_BLOCK, EMU_AT_WARP, EMU_DONE };
+/* A saved execution context: emu_switch(&from, to) saves the running one into `from` and resumes
+ * `to`; emu_ctx_start prepares a fresh one on a stack to run emu_fiber_main. */
+#if defined(__x86_64__)
+typedef void *emu_ctx; /* the stack pointer, the callee-saved registers pushed below it */
+extern "C" void emu_switch(emu_ctx *from, emu_ctx to);
+__asm__(".text\n"
+        ".globl emu_switch\n"
+        ".type emu_switch, @function\n"
+        "emu_switch:\n"
+        "  pushq %rbp\n  pushq %rbx\n  pushq %r12\n  pushq %r13\n  pushq %r14\n  pushq %r15\n"
+        "  movq %rsp, (%rdi)\n"
+        "  movq %rsi, %rsp\n"
+        "  popq %r15\n  popq %r14\n  popq %r13\n  popq %r12\n  popq %rbx\n  popq %rbp\n"
+        "  ret\n"
+        ".size emu_switch, .-emu_switch\n");
+static void emu_fiber_main();
+static inline void emu_ctx_start(emu_ctx *c, char *stack, size_t size)
+{
+    uintptr_t top = ((uintptr_t)stack + size) & ~(uintptr_t)15;
+    void **sp = (void **)top;
+    *--sp = NULL;                   /* emu_fiber_main's return address: it never returns */
+    *--sp = (void *)emu_fiber_main; /* where emu_switch's ret goes */
+    for (int i = 0; i < 6; i++)
+        *--sp = NULL; /* rbp, rbx, r12..r15 */
+    *c = sp;
+}
+#else
+typedef ucontext_t emu_ctx;
+static inline void emu_switch(emu_ctx *from, emu_ctx &to)
+{
+    swapcontext(from, &to);
+}
+static void emu_fiber_main();
+static inline void emu_ctx_start(emu_ctx *c, char *stack, size_t size)
+{
+    getcontext(c);
+    c->uc_stack.ss_sp = stack;
+    c->uc_stack.ss_size = size;
+    c->uc_link = NULL;
+    makecontext(c, emu_fiber_main, 0);
+}
+#endif
+
 struct emu_fiber {
-    ucontext_t ctx;
+    emu_ctx ctx;
     emu_state state;
 };
 struct emu_block {
-    ucontext_t sched;
+    emu_ctx sched;
     emu_fiber *fib;
     unsigned threads, cur;
-    uint64_t shfl[EMU_MAX_WARPS][32];
+    /* Two sets of shuffle slots per warp, used in turn: a lane can only write the set again after
+     * every lane passed the next shuffle's barrier, so one barrier per shuffle suffices. */
+    uint64_t shfl[2][EMU_MAX_WARPS][32];
+    unsigned shfl_turn[EMU_MAX_WARPS * 32];
     int vote;
     unsigned char *smem;
 };
@@ -203,7 +252,7 @@ static inline void emu_wait(emu_state st)
 {
     emu_fiber *f = &emu_cur->fib[emu_cur->cur];
     f->state = st;
-    swapcontext(&f->ctx, &emu_cur->sched);
+    emu_switch(&f->ctx, emu_cur->sched);
 }
 static inline void __syncthreads()
 {
@@ -221,12 +270,12 @@ template <typename T, typename Src> static inline T emu_shfl(unsigned mask, T v,
     if (mask != 0xffffffffu)
         emu_fail("a shuffle with a partial mask");
     const unsigned w = emu_warp(), lane = threadIdx.x % 32, from = src(lane);
-    memcpy(&emu_cur->shfl[w][lane], &v, sizeof v);
+    const unsigned turn = emu_cur->shfl_turn[threadIdx.x]++ % 2;
+    memcpy(&emu_cur->shfl[turn][w][lane], &v, sizeof v);
     __syncwarp();
     T r = v;
     if (from < 32)
-        memcpy(&r, &emu_cur->shfl[w][from], sizeof r);
-    __syncwarp();
+        memcpy(&r, &emu_cur->shfl[turn][w][from], sizeof r);
     return r;
 }
 template <typename T> static inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask)
@@ -357,7 +406,9 @@ static void *emu_body_arg;
 static void emu_fiber_main()
 {
     emu_body(emu_body_arg);
-    emu_cur->fib[emu_cur->cur].state = EMU_DONE; /* uc_link returns to the scheduler */
+    emu_fiber *f = &emu_cur->fib[emu_cur->cur];
+    f->state = EMU_DONE;
+    emu_switch(&f->ctx, emu_cur->sched); /* never resumed */
 }
 
 /* Releases the waiters whose barrier is complete; false when none could go on. */
@@ -412,13 +463,9 @@ static void emu_launch2(unsigned gx, unsigned gy, unsigned threads, size_t smem,
         memset(b.smem, 0xff, smem); /* NaN floats, NaN halves */
         blockIdx = emu_dim{blk % gx, blk / gx, 0};
         for (unsigned t = 0; t < threads; t++) {
-            emu_fiber *f = &b.fib[t];
-            getcontext(&f->ctx);
-            f->ctx.uc_stack.ss_sp = stacks + (size_t)t * STACK;
-            f->ctx.uc_stack.ss_size = STACK;
-            f->ctx.uc_link = &b.sched;
-            makecontext(&f->ctx, emu_fiber_main, 0);
-            f->state = EMU_READY;
+            emu_ctx_start(&b.fib[t].ctx, stacks + (size_t)t * STACK, STACK);
+            b.fib[t].state = EMU_READY;
+            b.shfl_turn[t] = 0;
         }
         for (unsigned phase = 0;; phase++) {
             for (unsigned i = 0; i < threads; i++) {
@@ -427,7 +474,7 @@ static void emu_launch2(unsigned gx, unsigned gy, unsigned threads, size_t smem,
                     continue;
                 b.cur = t;
                 threadIdx = emu_dim{t, 0, 0};
-                swapcontext(&b.sched, &b.fib[t].ctx);
+                emu_switch(&b.sched, b.fib[t].ctx);
             }
             unsigned done = 0;
             for (unsigned t = 0; t < threads; t++)
