@@ -1,19 +1,20 @@
 // SPDX-License-Identifier: MIT
-/* Just enough of CUDA to run a kernel's device code on the host (C++17): a block is blockDim.x
+/* Just enough of CUDA to run a kernel's device code on the host (C++17). A block is blockDim.x
  * fibers on one host thread, switched at barriers (x86-64: six saved registers and the stack
  * pointer; elsewhere ucontext, whose switches make system calls): warps of 32 meet at one for
- * __syncwarp and the shuffles, the block at another for __syncthreads, and a barrier that can never
- * be met (a thread returned, or the warp or block split between barriers) is reported, not hung.
- * Between two barriers each fiber runs alone, in ascending thread order or descending, alternating
- * from one barrier phase to the next and from one block to the next, so a read of another thread's
- * write without a barrier between them sees stale data in one of the two orders; WMMA fragments hold the whole 16x16 tile, in lane 0 only (the kernels read
- * fragments through stores alone, so the other lanes only check the rules), and loads and stores
- * check WMMA's 32-byte alignment and leading dimension rules; bf16/fp16 convert with ddpc/half.h's
- * round-to-nearest-even. A .cu file fences its host side (launches, streams, cuBLAS) with
- * `#ifndef DDPC_CUDA_EMULATE`, which the emulation tests define before including it.
- * Invariant: blocks run one after another, so a kernel that needs another block's results in
- * flight would hang here as it might on a GPU; `__shared__` is a static variable, which is one
- * block's because only one block runs at a time. */
+ * __syncwarp and the shuffles, the block at another for __syncthreads, and a barrier that can
+ * never be met (a thread returned, or the warp or block split between barriers) is reported
+ * through emu_failures, not hung. Between two barriers each fiber runs alone, in ascending or
+ * descending thread order, alternating from one barrier phase to the next and from one block to
+ * the next, so a read of another thread's write without a barrier between them sees stale data in
+ * one of the two orders. WMMA fragments hold the whole 16x16 tile, in lane 0 only (the kernels
+ * read fragments through stores alone, so the other lanes only check the rules), and loads and
+ * stores check WMMA's 32-byte alignment and leading dimension rules; bf16/fp16 convert with
+ * ddpc/half.h's round-to-nearest-even. A .cu file fences its host side (launches, streams,
+ * cuBLAS, CUB) with `#ifndef DDPC_CUDA_EMULATE`, which this header defines; a test includes it,
+ * then the .cu file. Invariant: blocks run one after another, so a kernel that waits for another
+ * block's results in flight would hang here as it might on a GPU; `__shared__` is a static
+ * variable, which is one block's because only one block runs at a time. */
 #ifndef DDPC_TESTS_CUDA_EMU_H
 #define DDPC_TESTS_CUDA_EMU_H
 

@@ -57,8 +57,8 @@ static void check_attention(int64_t b, int64_t t, int64_t c, int64_t nh, unsigne
         dqkv(nqkv), ws(cpu->attention_workspace_floats(DDPC_PREC_FP32, b, t, c, nh) + 1);
     cpu->attention_forward(DDPC_PREC_FP32, out.data(), att.data(), qkv.data(), b, t, c, nh,
                            ws.data());
-    cpu->attention_backward(DDPC_PREC_FP32, dqkv.data(), dout.data(), qkv.data(), att.data(), b,
-                            t, c, nh, ws.data());
+    cpu->attention_backward(DDPC_PREC_FP32, dqkv.data(), dout.data(), qkv.data(), att.data(), b, t,
+                            c, nh, ws.data());
 
     const float scale = 1.0f / sqrtf((float)hs);
     std::vector<float> ews = emu_poison(7 * r + region64(rows * t));
@@ -89,9 +89,9 @@ static void check_attention(int64_t b, int64_t t, int64_t c, int64_t nh, unsigne
 static void test_attention(void)
 {
     check_attention(2, 1, 8, 2, 0);
-    check_attention(2, 17, 12, 3, 0);  /* 32 threads */
-    check_attention(1, 70, 16, 2, 0);  /* 128 threads: 4 warps */
-    check_attention(1, 300, 8, 1, 5);  /* rows longer than 256 threads, 5 blocks for 300 rows */
+    check_attention(2, 17, 12, 3, 0); /* 32 threads */
+    check_attention(1, 70, 16, 2, 0); /* 128 threads: 4 warps */
+    check_attention(1, 300, 8, 1, 5); /* rows longer than 256 threads, 5 blocks for 300 rows */
 }
 
 static void test_no_emulator_faults(void)

@@ -39,7 +39,7 @@ static void check_conv(ddpc_conv2d_shape s, int64_t nb_max)
     const ddpc_kernel_table *cpu = emu_cpu();
     std::vector<float> ws(cpu->conv2d_workspace_floats(&s) + 1);
     std::vector<float> y(ny), dx = emu_rand(nx, 0.5f, 5), dw = emu_rand(nw, 0.5f, 6),
-                       db = emu_rand(s.k, 0.5f, 7);
+                              db = emu_rand(s.k, 0.5f, 7);
     std::vector<float> ey = emu_poison(ny), edx = dx, edw = dw, edb = db;
     cpu->conv2d_forward(DDPC_PREC_FP32, y.data(), x.data(), w.data(), b.data(), &s, ws.data());
     cpu->conv2d_backward(DDPC_PREC_FP32, dx.data(), dw.data(), db.data(), dy.data(), x.data(),
@@ -52,18 +52,18 @@ static void check_conv(ddpc_conv2d_shape s, int64_t nb_max)
         std::vector<float> col = emu_poison(g.crs * cols), t = emu_poison(g.k * cols);
         emu_launch(emu_grid(g.crs * cols, kThreads), kThreads, 0,
                    [&] { im2col_kernel(col.data(), x.data(), g, i0, nb); });
-        host_gemm(false, false, g.k, cols, g.crs, w.data(), g.crs, col.data(), cols, 0.0f,
-                  t.data(), cols);
+        host_gemm(false, false, g.k, cols, g.crs, w.data(), g.crs, col.data(), cols, 0.0f, t.data(),
+                  cols);
         emu_launch(2, kThreads, 0,
                    [&] { to_nchw_kernel(ey.data(), t.data(), b.data(), g, i0, nb); });
 
         t = emu_poison(g.k * cols);
         emu_launch(emu_grid(g.k * cols, kThreads), kThreads, 0,
                    [&] { from_nchw_kernel(t.data(), dy.data(), g, i0, nb); });
-        host_gemm(false, true, g.k, g.crs, cols, t.data(), cols, col.data(), cols, 1.0f,
-                  edw.data(), g.crs);
-        host_gemm(true, false, g.crs, cols, g.k, w.data(), g.crs, t.data(), cols, 0.0f,
-                  col.data(), cols);
+        host_gemm(false, true, g.k, g.crs, cols, t.data(), cols, col.data(), cols, 1.0f, edw.data(),
+                  g.crs);
+        host_gemm(true, false, g.crs, cols, g.k, w.data(), g.crs, t.data(), cols, 0.0f, col.data(),
+                  cols);
         emu_launch(3, kThreads, 0, [&] { col2im_kernel(edx.data(), col.data(), g, i0, nb); });
     }
     CHECK(emu_rel_err("y", ey.data(), y.data(), ny) <= 1e-5);
@@ -76,7 +76,7 @@ static void test_conv(void)
 {
     ddpc_conv2d_shape s = {3, 2, 9, 7, 4, 3, 3, 1, 1};
     check_conv(s, 3);
-    check_conv(s, 2); /* a chunk starting at sample 2 */
+    check_conv(s, 2);                                     /* a chunk starting at sample 2 */
     s = (ddpc_conv2d_shape){2, 3, 11, 10, 5, 3, 2, 2, 1}; /* stride 2, a 3x2 kernel */
     check_conv(s, 1);
     s = (ddpc_conv2d_shape){2, 4, 5, 6, 3, 1, 1, 1, 0}; /* 1x1 */

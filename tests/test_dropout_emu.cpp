@@ -18,8 +18,7 @@ static void emu_mask(float *out, const float *in, int64_t n, float p, uint64_t s
 {
     const float scale = 1.0f / (1.0f - p);
     const uint64_t key = stream_key(seed, stream);
-    emu_launch(blocks, kThreads, 0,
-               [&] { dropout_kernel(out, in, n, p, scale, key, accumulate); });
+    emu_launch(blocks, kThreads, 0, [&] { dropout_kernel(out, in, n, p, scale, key, accumulate); });
 }
 
 static void check_dropout(int64_t n, float p, uint64_t seed, uint64_t stream, unsigned blocks)

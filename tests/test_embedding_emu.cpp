@@ -31,22 +31,20 @@ static void check_embedding(int64_t b, int64_t t, int64_t c, int64_t v, bool wit
 
     std::vector<float> y(n * c), ey = emu_poison(n * c);
     cpu->embedding_forward(y.data(), tok.data(), wte.data(), wp, b, t, c);
-    emu_launch(small_grid ? 3 : emu_grid(n * c, 256), 256, 0, [&] {
-        embedding_forward_kernel(ey.data(), tok.data(), wte.data(), wp, n, t, c);
-    });
+    emu_launch(small_grid ? 3 : emu_grid(n * c, 256), 256, 0,
+               [&] { embedding_forward_kernel(ey.data(), tok.data(), wte.data(), wp, n, t, c); });
     CHECK(emu_same_bits("y", ey.data(), y.data(), n * c, 4));
 
     const std::vector<float> dy = emu_rand(n * c, 1.0f, 3);
     std::vector<float> dwte = emu_rand(v * c, 0.5f, 4), dwpe = emu_rand(t * c, 0.5f, 5);
     std::vector<float> edwte = dwte, edwpe = dwpe;
-    cpu->embedding_backward(dwte.data(), with_wpe ? dwpe.data() : NULL, dy.data(), tok.data(), b,
-                            t, c);
+    cpu->embedding_backward(dwte.data(), with_wpe ? dwpe.data() : NULL, dy.data(), tok.data(), b, t,
+                            c);
     if (with_wpe)
         emu_launch(small_grid ? 2 : emu_grid(t * c, 256), 256, 0,
                    [&] { embedding_dwpe_kernel(edwpe.data(), dy.data(), b, t, c); });
     std::vector<int32_t> pos_in((size_t)n, -1), key = tok, pos((size_t)n);
-    emu_launch(small_grid ? 1 : emu_grid(n, 256), 256, 0,
-               [&] { iota_kernel(pos_in.data(), n); });
+    emu_launch(small_grid ? 1 : emu_grid(n, 256), 256, 0, [&] { iota_kernel(pos_in.data(), n); });
     std::vector<int32_t> iota((size_t)n);
     std::iota(iota.begin(), iota.end(), 0);
     CHECK(pos_in == iota);

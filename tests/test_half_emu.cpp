@@ -4,8 +4,8 @@
  * special values (zeros, f32 and f16 subnormals, ties at each rounding point, the overflow
  * threshold 65520, infinities, NaNs with payloads of either sign) and a spread of 2^16 bit
  * patterns over all exponents. It found f16 -> f32 keeping a signalling NaN signalling on the
- * GPU and in the CPU's scalar path while the CPU's F16C path made it quiet. Launched with the host side's grid and with a few blocks, so the
- * grid-stride loops go round. */
+ * GPU and in the CPU's scalar path while the CPU's F16C path made it quiet. Launched with the host
+ * side's grid and with a few blocks, so the grid-stride loops go round. */
 #include "cuda_emu.h"
 
 #include "../src/kernels/cuda/half.cu"
@@ -63,7 +63,8 @@ static void check_from_half(int bf16, unsigned blocks)
     std::vector<float> ref((size_t)n), got = emu_poison(n);
     emu_cpu()->half_to_f32_array(ref.data(), h.data(), (size_t)n, bf16);
     emu_launch(blocks, THREADS, 0, [&] { from_half_kernel(got.data(), h.data(), n, bf16); });
-    printf(" %s -> f32, all 65536 values and 7 more NaNs, %u blocks\n", bf16 ? "bf16" : "f16", blocks);
+    printf(" %s -> f32, all 65536 values and 7 more NaNs, %u blocks\n", bf16 ? "bf16" : "f16",
+           blocks);
     CHECK(emu_same_bits(bf16 ? "from bf16" : "from f16", got.data(), ref.data(), n, 4));
 }
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* src/kernels/cuda/layernorm.cu's device code on the host (tests/cuda_emu.h) against the CPU
  * table's layernorm: forward y, mean, rstd within 1e-5; backward dx (accumulated onto nonzero
- * values) within 1e-5 of its terms' size and dw, db (two-pass column sums over row chunks) within 1e-4. Rows longer
- * than a warp's 32 lanes, c = 1, more rows than the grid's warps (the row loop goes round), several
- * row chunks, w and b absent, mean and rstd not asked for. */
+ * values) within 1e-5 of its terms' size and dw, db (two-pass column sums over row chunks) within
+ * 1e-4. Rows longer than a warp's 32 lanes, c = 1, more rows than the grid's warps (the row loop
+ * goes round), several row chunks, w and b absent, mean and rstd not asked for. */
 #include "cuda_emu.h"
 
 #include "../src/kernels/cuda/layernorm.cu"
@@ -45,8 +45,8 @@ static void check_ln(int64_t rows, int64_t c, bool affine, unsigned blocks)
 {
     printf(" layernorm rows %lld c %lld %s, %u blocks\n", (long long)rows, (long long)c,
            affine ? "w, b" : "no w, b", blocks);
-    const std::vector<float> x = emu_rand(rows * c, 3.0f, 1 + (uint64_t)c), dy =
-                                 emu_rand(rows * c, 1.0f, 2 + (uint64_t)c);
+    const std::vector<float> x = emu_rand(rows * c, 3.0f, 1 + (uint64_t)c),
+                             dy = emu_rand(rows * c, 1.0f, 2 + (uint64_t)c);
     std::vector<float> xs = x;
     for (int64_t i = 0; i < rows * c; i++)
         xs[(size_t)i] += (float)(i / c % 5) * 10.0f; /* rows with a large mean */
@@ -78,7 +78,8 @@ static void check_ln(int64_t rows, int64_t c, bool affine, unsigned blocks)
     double dx_max = 1e-6, term_max = 0.0;
     for (int64_t i = 0; i < rows * c; i++) {
         dx_max = fmax(dx_max, fabs(dx[(size_t)i]));
-        term_max = fmax(term_max, rstd[(size_t)(i / c)] * fabs(dy[(size_t)i] * (wp ? wp[i % c] : 1)));
+        term_max =
+            fmax(term_max, rstd[(size_t)(i / c)] * fabs(dy[(size_t)i] * (wp ? wp[i % c] : 1)));
     }
     CHECK(emu_rel_err("dx", edx.data(), dx.data(), rows * c) * dx_max <=
           1e-5 * fmax(dx_max, term_max));

@@ -151,8 +151,7 @@ static void emu_norm_clip(double *norm, float *g, int64_t n, float max_norm)
     emu_launch(blocks, kSumThreads, 0, [&] { sumsq_partial_kernel(part.data(), g, n); });
     emu_launch(1, kSumThreads, 0, [&] { norm_final_kernel(norm, part.data(), (int)blocks); });
     if (max_norm > 0.0f)
-        emu_launch(emu_grid(n, kThreads), kThreads, 0,
-                   [&] { clip_kernel(g, n, norm, max_norm); });
+        emu_launch(emu_grid(n, kThreads), kThreads, 0, [&] { clip_kernel(g, n, norm, max_norm); });
 }
 
 /* One clip: norm[0] near the CPU's sum, norm[1] accumulated, and g scaled by exactly the host's
@@ -187,9 +186,9 @@ static void check_clip(int64_t n, float amp, float max_norm, int64_t nan_at)
 
 static void test_grad_norm_clip(void)
 {
-    check_clip(5000, 1.0f, 1.0f, -1);  /* clipped */
-    check_clip(777, 0.01f, 1.0f, -1);  /* norm below max: untouched */
-    check_clip(5000, 1.0f, 0.0f, -1);  /* no clipping asked */
+    check_clip(5000, 1.0f, 1.0f, -1);   /* clipped */
+    check_clip(777, 0.01f, 1.0f, -1);   /* norm below max: untouched */
+    check_clip(5000, 1.0f, 0.0f, -1);   /* no clipping asked */
     check_clip(3001, 1.0f, 1.0f, 2900); /* NaN: untouched, the running sum poisoned */
     check_clip(3001, 1.0f, 1.0f, 1001); /* inf */
 }

@@ -39,13 +39,12 @@ static void check_pool(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, in
     cpu->maxpool2d_backward(dx.data(), dy.data(), idx.data(), n, c, h, w, k, stride);
     if (stride >= k)
         emu_launch(small_grid ? 2 : emu_grid(no, kThreads), kThreads, 0, [&] {
-            pool_backward_scatter_kernel(edx.data(), dy.data(), idx.data(), planes, h * w,
-                                         oh * ow);
+            pool_backward_scatter_kernel(edx.data(), dy.data(), idx.data(), planes, h * w, oh * ow);
         });
     else
         emu_launch(small_grid ? 2 : emu_grid(ni, kThreads), kThreads, 0, [&] {
-            pool_backward_gather_kernel(edx.data(), dy.data(), idx.data(), planes, h, w, oh, ow,
-                                        k, stride);
+            pool_backward_gather_kernel(edx.data(), dy.data(), idx.data(), planes, h, w, oh, ow, k,
+                                        stride);
         });
     CHECK(emu_same_bits("dx", edx.data(), dx.data(), ni, 4));
 }
