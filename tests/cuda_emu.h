@@ -1,17 +1,31 @@
 // SPDX-License-Identifier: MIT
-/* Just enough of CUDA to run a kernel's device code on the host (C++17): a block is THREADS real
- * threads, warps of 32 meet at barriers for __syncwarp and __shfl_xor_sync, the block at another
- * for __syncthreads; WMMA fragments hold the whole 16x16 tile, in lane 0 only (the kernels read
- * fragments through stores alone, so the other lanes only check the rules), and loads and stores
- * check WMMA's 32-byte alignment and leading dimension rules; bf16/fp16 convert with ddpc/half.h's
- * round-to-nearest-even. Invariant: blocks run one after another, so a kernel that needs another
- * block's results in flight would hang here as it might on a GPU. */
+/* Just enough of CUDA to run a kernel's device code on the host (C++17). A block is blockDim.x
+ * fibers on one host thread, switched at barriers (x86-64: six saved registers and the stack
+ * pointer; elsewhere ucontext, whose switches make system calls): warps of 32 meet at one for
+ * __syncwarp and the shuffles, the block at another for __syncthreads, and a barrier that can
+ * never be met (a thread returned, or the warp or block split between barriers) is reported
+ * through emu_failures, not hung. Between two barriers each fiber runs alone, in ascending or
+ * descending thread order, alternating from one barrier phase to the next and from one block to
+ * the next, so a read of another thread's write without a barrier between them sees stale data in
+ * one of the two orders. WMMA fragments hold the whole 16x16 tile, in lane 0 only (the kernels
+ * read fragments through stores alone, so the other lanes only check the rules), and loads and
+ * stores check WMMA's 32-byte alignment and leading dimension rules; bf16/fp16 convert with
+ * ddpc/half.h's round-to-nearest-even. A .cu file fences its host side (launches, streams,
+ * cuBLAS, CUB) with `#ifndef DDPC_CUDA_EMULATE`, which this header defines; a test includes it,
+ * then the .cu file. Invariant: blocks run one after another, so a kernel that waits for another
+ * block's results in flight would hang here as it might on a GPU; `__shared__` is a static
+ * variable, which is one block's because only one block runs at a time. */
 #ifndef DDPC_TESTS_CUDA_EMU_H
 #define DDPC_TESTS_CUDA_EMU_H
 
+#include <ddpc/device.h> /* what kernels/cuda/cuda_impl.h gives the .cu files */
 #include <ddpc/half.h>
 
-#include <pthread.h>
+#if !defined(__x86_64__)
+#include <ucontext.h>
+#endif
+
+#include <math.h>
 
 #include <cmath>
 #include <cstdint>
@@ -26,12 +40,16 @@
 #define __forceinline__ inline
 #define __launch_bounds__(n)
 #define __align__(n) alignas(n)
+#define __shared__ static
+#ifndef DDPC_CUDA_EMULATE
+#define DDPC_CUDA_EMULATE 1
+#endif
 
 struct emu_dim {
     unsigned x, y, z;
 };
-static thread_local emu_dim threadIdx, blockIdx;
-static emu_dim gridDim;
+static emu_dim threadIdx, blockIdx; /* the running fiber's */
+static emu_dim gridDim, blockDim;
 
 struct float4 {
     float x, y, z, w;
@@ -68,11 +86,152 @@ static inline float emu_to_float(float x)
     return x;
 }
 
-/* One block's shared state: its barriers, its shuffle slots and its dynamic shared memory. */
+/* Device math. The _rn intrinsics round once to nearest even, as IEEE operations on the host do
+ * when nothing is contracted (the emulation tests compile with -ffp-contract=off): so a kernel
+ * written with them computes here exactly the bits it computes on a GPU. Elsewhere nvcc may fuse
+ * a * b + c into one FMA and the host does not, and the GPU's expf/sqrtf/rsqrtf/__expf are within
+ * a few ulp of the host's (correctly rounded or nearly) functions: compare such code within a
+ * tolerance, never bitwise. */
+static inline uint32_t __float_as_uint(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+static inline float __uint_as_float(uint32_t u)
+{
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+static inline float __fadd_rn(float a, float b)
+{
+    return a + b;
+}
+static inline float __fmul_rn(float a, float b)
+{
+    return a * b;
+}
+static inline float __fdiv_rn(float a, float b)
+{
+    return a / b;
+}
+static inline float __fsqrt_rn(float a)
+{
+    return sqrtf(a);
+}
+static inline float __fmaf_rn(float a, float b, float c)
+{
+    return fmaf(a, b, c);
+}
+static inline double __dadd_rn(double a, double b)
+{
+    return a + b;
+}
+static inline double __dsqrt_rn(double a)
+{
+    return sqrt(a);
+}
+static inline float __double2float_rn(double a)
+{
+    return (float)a;
+}
+/* The GPU's fast exponential (ex2.approx, about 2 ulp plus an error growing with |x|); glibc
+ * declares a __expf of its own, so the name is a macro. */
+static inline float emu_expf(float x)
+{
+    return expf(x);
+}
+#define __expf emu_expf
+static inline float rsqrtf(float x)
+{
+    return 1.0f / sqrtf(x);
+}
+static inline int64_t min(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+static inline int64_t max(int64_t a, int64_t b)
+{
+    return a > b ? a : b;
+}
+static inline int atomicOr(int *p, int v)
+{
+    return __atomic_fetch_or(p, v, __ATOMIC_RELAXED);
+}
+static inline int atomicAdd(int *p, int v)
+{
+    return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+}
+static inline float atomicAdd(float *p, float v)
+{
+    float old, want;
+    __atomic_load(p, &old, __ATOMIC_RELAXED);
+    do
+        want = old + v;
+    while (!__atomic_compare_exchange(p, &old, &want, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+    return old;
+}
+
+/* One block's shared state: its fibers, its shuffle slots and its dynamic shared memory. */
 enum { EMU_MAX_WARPS = 32 };
+enum emu_state { EMU_READY, EMU_AT_BLOCK, EMU_AT_WARP, EMU_DONE };
+/* A saved execution context: emu_switch(&from, to) saves the running one into `from` and resumes
+ * `to`; emu_ctx_start prepares a fresh one on a stack to run emu_fiber_main. */
+#if defined(__x86_64__)
+typedef void *emu_ctx; /* the stack pointer, the callee-saved registers pushed below it */
+extern "C" void emu_switch(emu_ctx *from, emu_ctx to);
+__asm__(".text\n"
+        ".globl emu_switch\n"
+        ".type emu_switch, @function\n"
+        "emu_switch:\n"
+        "  pushq %rbp\n  pushq %rbx\n  pushq %r12\n  pushq %r13\n  pushq %r14\n  pushq %r15\n"
+        "  movq %rsp, (%rdi)\n"
+        "  movq %rsi, %rsp\n"
+        "  popq %r15\n  popq %r14\n  popq %r13\n  popq %r12\n  popq %rbx\n  popq %rbp\n"
+        "  ret\n"
+        ".size emu_switch, .-emu_switch\n");
+static void emu_fiber_main();
+static inline void emu_ctx_start(emu_ctx *c, char *stack, size_t size)
+{
+    uintptr_t top = ((uintptr_t)stack + size) & ~(uintptr_t)15;
+    void **sp = (void **)top;
+    *--sp = NULL;                   /* emu_fiber_main's return address: it never returns */
+    *--sp = (void *)emu_fiber_main; /* where emu_switch's ret goes */
+    for (int i = 0; i < 6; i++)
+        *--sp = NULL; /* rbp, rbx, r12..r15 */
+    *c = sp;
+}
+#else
+typedef ucontext_t emu_ctx;
+static inline void emu_switch(emu_ctx *from, emu_ctx &to)
+{
+    swapcontext(from, &to);
+}
+static void emu_fiber_main();
+static inline void emu_ctx_start(emu_ctx *c, char *stack, size_t size)
+{
+    getcontext(c);
+    c->uc_stack.ss_sp = stack;
+    c->uc_stack.ss_size = size;
+    c->uc_link = NULL;
+    makecontext(c, emu_fiber_main, 0);
+}
+#endif
+
+struct emu_fiber {
+    emu_ctx ctx;
+    emu_state state;
+};
 struct emu_block {
-    pthread_barrier_t block, warp[EMU_MAX_WARPS];
-    float shfl[EMU_MAX_WARPS][32];
+    emu_ctx sched;
+    emu_fiber *fib;
+    unsigned threads, cur;
+    /* Two sets of shuffle slots per warp, used in turn: a lane can only write the set again after
+     * every lane passed the next shuffle's barrier, so one barrier per shuffle suffices. */
+    uint64_t shfl[2][EMU_MAX_WARPS][32];
+    unsigned shfl_turn[EMU_MAX_WARPS * 32];
+    int vote;
     unsigned char *smem;
 };
 static emu_block *emu_cur;
@@ -81,7 +240,7 @@ static int emu_failures;
 static inline void emu_fail(const char *what)
 {
     fprintf(stderr, "cuda_emu: %s\n", what);
-    __atomic_add_fetch(&emu_failures, 1, __ATOMIC_RELAXED);
+    emu_failures++;
 }
 
 #define FLASH_SMEM(name) unsigned char *name = emu_cur->smem
@@ -89,24 +248,61 @@ static inline unsigned emu_warp()
 {
     return threadIdx.x / 32;
 }
+/* The running fiber waits in `st` until the scheduler releases it. */
+static inline void emu_wait(emu_state st)
+{
+    emu_fiber *f = &emu_cur->fib[emu_cur->cur];
+    f->state = st;
+    emu_switch(&f->ctx, emu_cur->sched);
+}
 static inline void __syncthreads()
 {
-    pthread_barrier_wait(&emu_cur->block);
+    emu_wait(EMU_AT_BLOCK);
 }
 static inline void __syncwarp()
 {
-    pthread_barrier_wait(&emu_cur->warp[emu_warp()]);
+    emu_wait(EMU_AT_WARP);
 }
-static inline float __shfl_xor_sync(unsigned mask, float v, int lane_mask)
+/* Every lane's v, read by lane `src(lane)`; lanes whose source is outside the warp keep their
+ * own v (as __shfl_down_sync does). */
+template <typename T, typename Src> static inline T emu_shfl(unsigned mask, T v, Src src)
 {
+    static_assert(sizeof(T) <= 8, "a shuffle moves at most 8 bytes");
     if (mask != 0xffffffffu)
-        emu_fail("__shfl_xor_sync with a partial mask");
-    const unsigned w = emu_warp(), lane = threadIdx.x % 32;
-    emu_cur->shfl[w][lane] = v;
+        emu_fail("a shuffle with a partial mask");
+    const unsigned w = emu_warp(), lane = threadIdx.x % 32, from = src(lane);
+    const unsigned turn = emu_cur->shfl_turn[threadIdx.x]++ % 2;
+    memcpy(&emu_cur->shfl[turn][w][lane], &v, sizeof v);
     __syncwarp();
-    const float r = emu_cur->shfl[w][lane ^ (unsigned)lane_mask];
-    __syncwarp();
+    T r = v;
+    if (from < 32)
+        memcpy(&r, &emu_cur->shfl[turn][w][from], sizeof r);
     return r;
+}
+template <typename T> static inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask)
+{
+    return emu_shfl(mask, v, [&](unsigned lane) { return lane ^ (unsigned)lane_mask; });
+}
+template <typename T> static inline T __shfl_down_sync(unsigned mask, T v, unsigned delta)
+{
+    return emu_shfl(mask, v, [&](unsigned lane) { return lane + delta; });
+}
+/* __syncthreads that also returns whether p was nonzero in any thread of the block. */
+static inline int __syncthreads_or(int p)
+{
+    __syncthreads(); /* a previous call's readers are done */
+    if (threadIdx.x == 0)
+        emu_cur->vote = 0;
+    __syncthreads();
+    if (p)
+        emu_cur->vote = 1;
+    __syncthreads();
+    return emu_cur->vote;
+}
+/* __ldg reads through the read-only cache: a plain load here. */
+template <typename T> static inline T __ldg(const T *p)
+{
+    return *p;
 }
 
 namespace nvcuda
@@ -203,51 +399,104 @@ static inline void mma_sync(fragment<accumulator, 16, 16, 16, float> &d,
 } // namespace wmma
 } // namespace nvcuda
 
-/* Runs fn() as every thread of every block of a 1-D grid of `blocks` x `threads`, with `smem`
- * bytes of dynamic shared memory (filled with NaN bytes, so a read before a write shows). */
-template <typename F> struct emu_launch_ctx {
-    F *fn;
-    unsigned block, tid;
-};
-template <typename F> static void *emu_thread(void *p)
+/* Runs fn() as every thread of every block of a grid of gx x gy blocks of `threads` (x only), with
+ * `smem` bytes of dynamic shared memory (filled with NaN bytes before each block, so a read before
+ * a write shows). Blocks run one after another. */
+static void (*emu_body)(void *);
+static void *emu_body_arg;
+static void emu_fiber_main()
 {
-    emu_launch_ctx<F> *c = (emu_launch_ctx<F> *)p;
-    threadIdx = emu_dim{c->tid, 0, 0};
-    blockIdx = emu_dim{c->block, 0, 0};
-    (*c->fn)();
-    return NULL;
+    emu_body(emu_body_arg);
+    emu_fiber *f = &emu_cur->fib[emu_cur->cur];
+    f->state = EMU_DONE;
+    emu_switch(&f->ctx, emu_cur->sched); /* never resumed */
+}
+
+/* Releases the waiters whose barrier is complete; false when none could go on. */
+static bool emu_release(emu_block *b)
+{
+    bool any = false;
+    unsigned at_block = 0, done = 0;
+    for (unsigned t = 0; t < b->threads; t++) {
+        at_block += b->fib[t].state == EMU_AT_BLOCK;
+        done += b->fib[t].state == EMU_DONE;
+    }
+    if (at_block > 0 && at_block + done == b->threads) {
+        if (done > 0)
+            emu_fail("__syncthreads after some of the block's threads returned");
+        for (unsigned t = 0; t < b->threads; t++)
+            if (b->fib[t].state == EMU_AT_BLOCK)
+                b->fib[t].state = EMU_READY;
+        return true;
+    }
+    for (unsigned w = 0; w < b->threads / 32; w++) {
+        unsigned n = 0;
+        for (unsigned l = 0; l < 32; l++)
+            n += b->fib[w * 32 + l].state == EMU_AT_WARP;
+        if (n == 32) {
+            for (unsigned l = 0; l < 32; l++)
+                b->fib[w * 32 + l].state = EMU_READY;
+            any = true;
+        }
+    }
+    return any;
+}
+
+template <typename F>
+static void emu_launch2(unsigned gx, unsigned gy, unsigned threads, size_t smem, F fn)
+{
+    if (threads % 32 != 0 || threads / 32 > EMU_MAX_WARPS || gx == 0 || gy == 0)
+        abort();
+    enum { STACK = 256 << 10 }; /* WMMA fragments are 1 KiB each */
+    gridDim = emu_dim{gx, gy, 1};
+    blockDim = emu_dim{threads, 1, 1};
+    emu_block b;
+    b.threads = threads;
+    b.smem = (unsigned char *)aligned_alloc(128, smem ? (smem + 127) / 128 * 128 : 128);
+    b.fib = (emu_fiber *)calloc(threads, sizeof(emu_fiber));
+    char *stacks = (char *)malloc((size_t)threads * STACK);
+    if (!b.smem || !b.fib || !stacks)
+        abort();
+    emu_cur = &b;
+    emu_body = [](void *f) { (*(F *)f)(); };
+    emu_body_arg = &fn;
+    for (unsigned blk = 0; blk < gx * gy; blk++) {
+        memset(b.smem, 0xff, smem); /* NaN floats, NaN halves */
+        blockIdx = emu_dim{blk % gx, blk / gx, 0};
+        for (unsigned t = 0; t < threads; t++) {
+            emu_ctx_start(&b.fib[t].ctx, stacks + (size_t)t * STACK, STACK);
+            b.fib[t].state = EMU_READY;
+            b.shfl_turn[t] = 0;
+        }
+        for (unsigned phase = 0;; phase++) {
+            for (unsigned i = 0; i < threads; i++) {
+                const unsigned t = (phase + blk) % 2 ? threads - 1 - i : i;
+                if (b.fib[t].state != EMU_READY)
+                    continue;
+                b.cur = t;
+                threadIdx = emu_dim{t, 0, 0};
+                emu_switch(&b.sched, b.fib[t].ctx);
+            }
+            unsigned done = 0;
+            for (unsigned t = 0; t < threads; t++)
+                done += b.fib[t].state == EMU_DONE;
+            if (done == threads)
+                break;
+            if (!emu_release(&b)) {
+                emu_fail("a barrier that can never be met (the block's threads split)");
+                break; /* the waiting fibers are abandoned with their stacks */
+            }
+        }
+    }
+    free(stacks);
+    free(b.fib);
+    free(b.smem);
+    emu_cur = NULL;
 }
 
 template <typename F> static void emu_launch(unsigned blocks, unsigned threads, size_t smem, F fn)
 {
-    if (threads % 32 != 0 || threads / 32 > EMU_MAX_WARPS)
-        abort();
-    gridDim = emu_dim{blocks, 1, 1};
-    emu_block b;
-    b.smem = (unsigned char *)aligned_alloc(128, smem ? (smem + 127) / 128 * 128 : 128);
-    pthread_barrier_init(&b.block, NULL, threads);
-    for (unsigned w = 0; w < threads / 32; w++)
-        pthread_barrier_init(&b.warp[w], NULL, 32);
-    emu_cur = &b;
-    pthread_t *th = (pthread_t *)malloc(threads * sizeof(pthread_t));
-    emu_launch_ctx<F> *ctx = (emu_launch_ctx<F> *)malloc(threads * sizeof(emu_launch_ctx<F>));
-    for (unsigned blk = 0; blk < blocks; blk++) {
-        memset(b.smem, 0xff, smem); /* NaN floats, NaN halves */
-        for (unsigned t = 0; t < threads; t++) {
-            ctx[t] = emu_launch_ctx<F>{&fn, blk, t};
-            if (pthread_create(&th[t], NULL, emu_thread<F>, &ctx[t]) != 0)
-                abort();
-        }
-        for (unsigned t = 0; t < threads; t++)
-            pthread_join(th[t], NULL);
-    }
-    free(th);
-    free(ctx);
-    for (unsigned w = 0; w < threads / 32; w++)
-        pthread_barrier_destroy(&b.warp[w]);
-    pthread_barrier_destroy(&b.block);
-    free(b.smem);
-    emu_cur = NULL;
+    emu_launch2(blocks, 1, threads, smem, fn);
 }
 
 #endif

@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: MIT
 /* The CUDA flash attention's own device code (src/kernels/cuda/attention_flash.cu, compiled for
- * the host against tests/cuda_emu.h: real threads per block, warp barriers, whole-tile WMMA
+ * the host against tests/cuda_emu.h: a fiber per thread, warp barriers, whole-tile WMMA
  * fragments that check alignment) against the CPU attention at bf16 and fp16, within 1e-2:
  * forward out, the saved logsumexps' copy of out, and backward dqkv, for T = 1, 17, 70, 129 and
  * head dims 32, 64, 128, aligned and not. Shared memory starts as NaN and outputs are poisoned,
  * so a read before a write or a missed element fails. What it cannot see: the GPU's timing,
  * occupancy and the real fragment layouts (the kernels never depend on them). */
-#define DDPC_FLASH_EMULATE 1
 #include "cuda_emu.h"
 
 #include "../src/kernels/cuda/attention_flash.cu"

@@ -47,8 +47,9 @@ float ddpc_f16_to_f32(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
-    if (exp == 0x1f) /* inf or NaN: payload moves to the top of the f32 mantissa */
-        return bits_f32(sign | 0x7f800000u | (man << 13));
+    if (exp == 0x1f) /* inf or NaN: payload moves to the top of the f32 mantissa, a NaN made
+                      * quiet as F16C's vcvtph2ps makes it (the array loops use that) */
+        return bits_f32(sign | 0x7f800000u | (man << 13) | (man ? 0x00400000u : 0u));
     if (exp == 0) { /* zero or subnormal: man * 2^-24, exact in f32 */
         float v = (float)man * 0x1p-24f;
         return bits_f32(sign | f32_bits(v));

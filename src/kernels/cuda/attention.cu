@@ -7,37 +7,12 @@
  * backward are ddpc's row kernels with fixed-order reductions (reruns give the same bits).
  * At bf16/fp16 with head dims 32, 64 and 128 the fused kernels of attention_flash.cu run instead,
  * and att holds their saved state (ddpc__cuda_attention_saved_floats). */
+#ifndef DDPC_CUDA_EMULATE /* tests/test_attention_emu.cpp runs the kernels on the host */
 #include "kernels/cuda/cuda_impl.h"
+#endif
 #include "kernels/cuda/row_reduce.cuh"
 
 #include <math.h>
-
-/* Workspace regions start on 256-byte boundaries, which cuBLAS's vectorised paths like. */
-static int64_t region(int64_t floats)
-{
-    return (floats + 63) / 64 * 64;
-}
-
-/* Forward uses q, k, v (y reuses q's region); backward q, k, v, dout, dq, dk, dv, then datt.
- * Unlike the CPU kernel, forward needs ws too (it may not be NULL here). The fused kernels need
- * only D (B, NH, T) in backward. */
-extern "C" size_t ddpc__cuda_attention_workspace_floats(ddpc_precision prec, int64_t b, int64_t t,
-                                                        int64_t c, int64_t nh)
-{
-    if (ddpc__cuda_flash_applies(prec, b, t, c, nh))
-        return (size_t)region(b * nh * t);
-    return (size_t)(7 * region(b * t * c) + region(b * nh * t * t));
-}
-
-/* The probabilities (B, NH, T, T); the fused kernels' row logsumexps (B, NH, T) and a copy of out
- * (B, T, C), from which backward's D = rowsum(dout * out) comes (backward is not given out). */
-extern "C" size_t ddpc__cuda_attention_saved_floats(ddpc_precision prec, int64_t b, int64_t t,
-                                                    int64_t c, int64_t nh)
-{
-    if (ddpc__cuda_flash_applies(prec, b, t, c, nh))
-        return (size_t)(b * nh * t + b * t * c);
-    return (size_t)(b * nh * t * t);
-}
 
 /* Between packed rows of `parts` (B, T, parts, NH, hs) slices and `parts` head-major arrays
  * (B, NH, T, hs), `stride` floats apart: to_heads gathers packed into heads, else the reverse.
@@ -59,40 +34,6 @@ static __global__ void permute_kernel(float *heads, float *packed, int64_t b, in
                 packed[e] = heads[at];
         }
     }
-}
-
-static void permute(float *heads, float *packed, int64_t b, int64_t t, int64_t nh, int64_t hs,
-                    int parts, int64_t stride, bool to_heads)
-{
-    const int64_t rows = b * t;
-    permute_kernel<<<(unsigned)(rows < 65535 * 16 ? rows : 65535 * 16), 256, 0,
-                     ddpc__cuda_stream()>>>(heads, packed, b, t, (int)nh, (int)hs, parts, stride,
-                                            to_heads);
-    DDPC_CUDA_LAUNCHED();
-}
-
-/* Row-major c (m, n) = alpha op(a) (m, k) op(b) (k, n) for `batch` matrices `sa`, `sb`, `sc`
- * floats apart, as cuBLAS's column-major c^T = op(b)^T op(a)^T. Precision as ddpc__cuda_gemm:
- * fp32 without TF32; bf16/fp16 round the fp32 inputs on the tensor cores, accumulating in fp32. */
-static void batched_gemm(ddpc_precision prec, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
-                         float alpha, const float *a, int64_t lda, int64_t sa, const float *b,
-                         int64_t ldb, int64_t sb, float *c, int64_t ldc, int64_t sc, int64_t batch)
-{
-    const float beta = 0.0f;
-    const cublasComputeType_t ct = prec == DDPC_PREC_BF16   ? CUBLAS_COMPUTE_32F_FAST_16BF
-                                   : prec == DDPC_PREC_FP16 ? CUBLAS_COMPUTE_32F_FAST_16F
-                                                            : CUBLAS_COMPUTE_32F;
-    DDPC_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-        ddpc__cuda_blas(), tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n,
-        (int)m, (int)k, &alpha, b, CUDA_R_32F, (int)ldb, (long long)sb, a, CUDA_R_32F, (int)lda,
-        (long long)sa, &beta, c, CUDA_R_32F, (int)ldc, (long long)sc, (int)batch, ct,
-        CUBLAS_GEMM_DEFAULT));
-}
-
-/* Rows handled by one block each, looping when there are more than the grid. */
-static unsigned row_grid(int64_t rows)
-{
-    return (unsigned)(rows < 65535 * 16 ? rows : 65535 * 16);
 }
 
 /* att rows (rows = B*NH*T of T) hold scaled scores; row i of each head becomes a softmax over keys
@@ -137,6 +78,68 @@ static __global__ void causal_softmax_backward_kernel(float *datt, const float *
         for (int64_t j = threadIdx.x; j < t; j += blockDim.x)
             d[j] = j < len ? scale * p[j] * (d[j] - dot) : 0.0f;
     }
+}
+
+#ifndef DDPC_CUDA_EMULATE /* the host side: launches */
+/* Workspace regions start on 256-byte boundaries, which cuBLAS's vectorised paths like. */
+static int64_t region(int64_t floats)
+{
+    return (floats + 63) / 64 * 64;
+}
+
+/* Forward uses q, k, v (y reuses q's region); backward q, k, v, dout, dq, dk, dv, then datt.
+ * Unlike the CPU kernel, forward needs ws too (it may not be NULL here). The fused kernels need
+ * only D (B, NH, T) in backward. */
+extern "C" size_t ddpc__cuda_attention_workspace_floats(ddpc_precision prec, int64_t b, int64_t t,
+                                                        int64_t c, int64_t nh)
+{
+    if (ddpc__cuda_flash_applies(prec, b, t, c, nh))
+        return (size_t)region(b * nh * t);
+    return (size_t)(7 * region(b * t * c) + region(b * nh * t * t));
+}
+
+/* The probabilities (B, NH, T, T); the fused kernels' row logsumexps (B, NH, T) and a copy of out
+ * (B, T, C), from which backward's D = rowsum(dout * out) comes (backward is not given out). */
+extern "C" size_t ddpc__cuda_attention_saved_floats(ddpc_precision prec, int64_t b, int64_t t,
+                                                    int64_t c, int64_t nh)
+{
+    if (ddpc__cuda_flash_applies(prec, b, t, c, nh))
+        return (size_t)(b * nh * t + b * t * c);
+    return (size_t)(b * nh * t * t);
+}
+
+static void permute(float *heads, float *packed, int64_t b, int64_t t, int64_t nh, int64_t hs,
+                    int parts, int64_t stride, bool to_heads)
+{
+    const int64_t rows = b * t;
+    permute_kernel<<<(unsigned)(rows < 65535 * 16 ? rows : 65535 * 16), 256, 0,
+                     ddpc__cuda_stream()>>>(heads, packed, b, t, (int)nh, (int)hs, parts, stride,
+                                            to_heads);
+    DDPC_CUDA_LAUNCHED();
+}
+
+/* Row-major c (m, n) = alpha op(a) (m, k) op(b) (k, n) for `batch` matrices `sa`, `sb`, `sc`
+ * floats apart, as cuBLAS's column-major c^T = op(b)^T op(a)^T. Precision as ddpc__cuda_gemm:
+ * fp32 without TF32; bf16/fp16 round the fp32 inputs on the tensor cores, accumulating in fp32. */
+static void batched_gemm(ddpc_precision prec, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                         float alpha, const float *a, int64_t lda, int64_t sa, const float *b,
+                         int64_t ldb, int64_t sb, float *c, int64_t ldc, int64_t sc, int64_t batch)
+{
+    const float beta = 0.0f;
+    const cublasComputeType_t ct = prec == DDPC_PREC_BF16   ? CUBLAS_COMPUTE_32F_FAST_16BF
+                                   : prec == DDPC_PREC_FP16 ? CUBLAS_COMPUTE_32F_FAST_16F
+                                                            : CUBLAS_COMPUTE_32F;
+    DDPC_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+        ddpc__cuda_blas(), tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n,
+        (int)m, (int)k, &alpha, b, CUDA_R_32F, (int)ldb, (long long)sb, a, CUDA_R_32F, (int)lda,
+        (long long)sa, &beta, c, CUDA_R_32F, (int)ldc, (long long)sc, (int)batch, ct,
+        CUBLAS_GEMM_DEFAULT));
+}
+
+/* Rows handled by one block each, looping when there are more than the grid. */
+static unsigned row_grid(int64_t rows)
+{
+    return (unsigned)(rows < 65535 * 16 ? rows : 65535 * 16);
 }
 
 extern "C" void ddpc__cuda_attention_forward(ddpc_precision prec, float *out, float *att,
@@ -196,3 +199,4 @@ extern "C" void ddpc__cuda_attention_backward(ddpc_precision prec, float *dqkv, 
     /* dq, dk, dv are consecutive regions r apart: one scatter writes every element of dqkv. */
     permute(dq, dqkv, b, t, nh, hs, 3, r, false);
 }
+#endif

@@ -6,7 +6,7 @@
  * Invariants: the tensor cores' operands are the CPU kernel's rounding points (q, k, v, P, dout,
  * dS); no float atomics: D = rowsum(dout * out), then dK/dV per key tile and dQ per query tile,
  * each output element written once in a fixed order, so a rerun gives the same bits. */
-#ifndef DDPC_FLASH_EMULATE /* tests/test_attention_flash_emu.cpp runs the kernels on the host */
+#ifndef DDPC_CUDA_EMULATE /* tests/test_attention_flash_emu.cpp runs the kernels on the host */
 #include "kernels/cuda/cuda_impl.h"
 
 #include <cuda_bf16.h>
@@ -374,7 +374,7 @@ __global__ void __launch_bounds__(THREADS)
                    t, lane);
 }
 
-#ifndef DDPC_FLASH_EMULATE /* the host side: launches and the table's entry points */
+#ifndef DDPC_CUDA_EMULATE /* the host side: launches and the table's entry points */
 /* Kernels beyond 48 KiB of shared memory must ask for it (sm_80 allows 163 KiB, sm_90 227). */
 template <typename K> static void allow_smem(K kernel, size_t bytes)
 {

@@ -6,7 +6,9 @@
  * which each input element adds its taps in the CPU's (ri, si) order, and db is a fixed tree.
  * Workspace: col (c*r*s, nb*oh*ow) then t (k, nb*oh*ow), nb = min(n, what fits kChunkFloats), so
  * `ws` sized for a shape serves any call with the same shape and at most as many samples. */
+#ifndef DDPC_CUDA_EMULATE /* tests/test_conv_emu.cpp runs the kernels on the host */
 #include "kernels/cuda/cuda_impl.h"
+#endif
 
 static const int kThreads = 256;
 static const int kReduceThreads = 256; /* a power of two: the tree halves it */
@@ -34,22 +36,6 @@ static geom geom_of(const ddpc_conv2d_shape *s)
     g.crs = s->c * s->r * s->s;
     g.ohw = g.oh * g.ow;
     return g;
-}
-
-/* Samples per chunk: as many as fit kChunkFloats of workspace, at least 1, at most n. */
-static int64_t chunk_samples(const geom *g, int64_t n)
-{
-    const int64_t per = (g->crs + g->k) * g->ohw;
-    int64_t nb = per > 0 ? kChunkFloats / per : n;
-    if (nb > n)
-        nb = n;
-    return nb < 1 ? 1 : nb;
-}
-
-extern "C" size_t ddpc__cuda_conv2d_workspace_floats(const ddpc_conv2d_shape *s)
-{
-    const geom g = geom_of(s);
-    return (size_t)((g.crs + g.k) * chunk_samples(&g, s->n) * g.ohw);
 }
 
 /* col (crs, nb*ohw): row (ci, ri, si), column (i, oy, ox) holds x[i0 + i, ci, iy, ix] with
@@ -143,6 +129,23 @@ static __global__ void bias_backward_kernel(float *db, const float *dy, int64_t 
         db[kk] = __fadd_rn(db[kk], (float)part[0]);
 }
 
+#ifndef DDPC_CUDA_EMULATE /* the host side: launches */
+/* Samples per chunk: as many as fit kChunkFloats of workspace, at least 1, at most n. */
+static int64_t chunk_samples(const geom *g, int64_t n)
+{
+    const int64_t per = (g->crs + g->k) * g->ohw;
+    int64_t nb = per > 0 ? kChunkFloats / per : n;
+    if (nb > n)
+        nb = n;
+    return nb < 1 ? 1 : nb;
+}
+
+extern "C" size_t ddpc__cuda_conv2d_workspace_floats(const ddpc_conv2d_shape *s)
+{
+    const geom g = geom_of(s);
+    return (size_t)((g.crs + g.k) * chunk_samples(&g, s->n) * g.ohw);
+}
+
 extern "C" void ddpc__cuda_conv2d_forward(ddpc_precision prec, float *y, const float *x,
                                           const float *w, const float *b,
                                           const ddpc_conv2d_shape *s, float *ws)
@@ -206,3 +209,4 @@ extern "C" void ddpc__cuda_conv2d_backward(ddpc_precision prec, float *dx, float
         }
     }
 }
+#endif

@@ -3,7 +3,9 @@
  * where uniform is src/core/rng.c's counter-based SplitMix64 generator ported bit for bit (64-bit
  * integer arithmetic wraps the same way on both sides; the 24-bit value and the power-of-two scale
  * make the float exact). The mask is recomputed in backward, never stored. */
+#ifndef DDPC_CUDA_EMULATE /* tests/test_dropout_emu.cpp runs the kernels on the host */
 #include "kernels/cuda/cuda_impl.h"
+#endif
 
 static const int kThreads = 256;
 
@@ -47,6 +49,7 @@ static __global__ void accumulate_kernel(float *out, const float *in, int64_t n)
         out[i] = __fadd_rn(out[i], in[i]);
 }
 
+#ifndef DDPC_CUDA_EMULATE /* the host side: launches */
 static void apply_mask(float *out, const float *in, int64_t n, float p, uint64_t seed,
                        uint64_t stream, int accumulate)
 {
@@ -83,3 +86,4 @@ extern "C" void ddpc__cuda_dropout_backward(float *dx, const float *dy, int64_t 
     }
     apply_mask(dx, dy, n, p, seed, stream, 1);
 }
+#endif

@@ -3,7 +3,9 @@
  * kernels/cpu/activation.c computes it (x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3)).
  * Invariant: each element is computed independently by grid-stride loops with 64-bit indices, so
  * in-place use (y aliasing an input element for element) is safe. */
+#ifndef DDPC_CUDA_EMULATE /* tests/test_elementwise_emu.cpp runs the kernels on the host */
 #include "kernels/cuda/cuda_impl.h"
+#endif
 
 #define GELU_K0 0.7978845608028654f /* sqrt(2 / pi) */
 #define GELU_K1 0.044715f
@@ -59,6 +61,7 @@ static __global__ void gelu_backward_kernel(float *dx, const float *dy, const fl
     }
 }
 
+#ifndef DDPC_CUDA_EMULATE /* the host side: launches */
 extern "C" void ddpc__cuda_fill_f32(float *x, float value, int64_t n)
 {
     if (n <= 0)
@@ -100,3 +103,4 @@ extern "C" void ddpc__cuda_gelu_backward(float *dx, const float *dy, const float
                                                                                              x, n);
     DDPC_CUDA_LAUNCHED();
 }
+#endif

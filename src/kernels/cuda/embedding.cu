@@ -5,9 +5,10 @@
  * reproducible and match the CPU, with no float atomics. The positions are grouped by token on
  * the device (a stable radix sort of (token, position) pairs), so backward never waits for the
  * host. */
+#ifndef DDPC_CUDA_EMULATE /* tests/test_embedding_emu.cpp runs the kernels on the host */
 #include "kernels/cuda/cuda_impl.h"
-
 #include <cub/device/device_radix_sort.cuh>
+#endif
 
 static __global__ void embedding_forward_kernel(float *y, const int32_t *tokens, const float *wte,
                                                 const float *wpe, int64_t bt, int64_t t, int64_t c)
@@ -19,17 +20,6 @@ static __global__ void embedding_forward_kernel(float *y, const int32_t *tokens,
         const float w = wte[(int64_t)tokens[i] * c + j];
         y[e] = wpe ? w + wpe[(i % t) * c + j] : w;
     }
-}
-
-extern "C" void ddpc__cuda_embedding_forward(float *y, const int32_t *tokens, const float *wte,
-                                             const float *wpe, int64_t b, int64_t t, int64_t c)
-{
-    const int64_t total = b * t * c;
-    if (total <= 0)
-        return;
-    embedding_forward_kernel<<<ddpc__cuda_blocks(total, 256), 256, 0, ddpc__cuda_stream()>>>(
-        y, tokens, wte, wpe, b * t, t, c);
-    DDPC_CUDA_LAUNCHED();
 }
 
 /* dwpe (t, c) += sum over the batch of dy (b, t, c), batch rows in order. */
@@ -70,6 +60,18 @@ static __global__ void embedding_dwte_kernel(float *dwte, const float *dy, const
     for (int64_t r = k; r < n && key[r] == tok; r++)
         acc += dy[(int64_t)pos[r] * c + j];
     *d = acc;
+}
+
+#ifndef DDPC_CUDA_EMULATE /* the host side: launches */
+extern "C" void ddpc__cuda_embedding_forward(float *y, const int32_t *tokens, const float *wte,
+                                             const float *wpe, int64_t b, int64_t t, int64_t c)
+{
+    const int64_t total = b * t * c;
+    if (total <= 0)
+        return;
+    embedding_forward_kernel<<<ddpc__cuda_blocks(total, 256), 256, 0, ddpc__cuda_stream()>>>(
+        y, tokens, wte, wpe, b * t, t, c);
+    DDPC_CUDA_LAUNCHED();
 }
 
 /* CUB's temporary bytes for sorting n pairs: computed on the host, without touching the device. */
@@ -116,3 +118,4 @@ extern "C" void ddpc__cuda_embedding_backward(float *dwte, float *dwpe, const fl
     embedding_dwte_kernel<<<grid, 256, 0, st>>>(dwte, dy, key, pos, n, c);
     DDPC_CUDA_LAUNCHED();
 }
+#endif

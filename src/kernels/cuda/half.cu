@@ -3,8 +3,11 @@
  * core/half.c, element for element, so a bucket compressed on the GPU holds the CPU's bits
  * (round to nearest even, NaN kept and quieted, overflow to infinity, f16 subnormals). Integer
  * operations only, except f16's subnormal rounding, which is one IEEE f32 add as on the CPU.
- * Invariant: each element is converted independently by grid-stride loops. */
+ * Invariant: each element is converted independently by grid-stride loops.
+ * tests/test_half_emu.cpp runs the kernels on the host (tests/cuda_emu.h) against core/half.c. */
+#ifndef DDPC_CUDA_EMULATE
 #include "kernels/cuda/cuda_impl.h"
+#endif
 
 #define THREADS 256
 
@@ -43,8 +46,8 @@ static __device__ float from_f16(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
-    if (exp == 0x1f) /* inf or NaN: payload moves to the top of the f32 mantissa */
-        return __uint_as_float(sign | 0x7f800000u | (man << 13));
+    if (exp == 0x1f) /* inf or NaN: payload to the top of the f32 mantissa, a NaN made quiet */
+        return __uint_as_float(sign | 0x7f800000u | (man << 13) | (man ? 0x00400000u : 0u));
     if (exp == 0) /* zero or subnormal: man * 2^-24, exact in f32 */
         return __uint_as_float(sign | __float_as_uint(__fmul_rn((float)man, 0x1p-24f)));
     return __uint_as_float(sign | ((exp + 112u) << 23) | (man << 13));
@@ -60,6 +63,7 @@ static __global__ void from_half_kernel(float *dst, const uint16_t *src, int64_t
     GRID_STRIDE(i, n) dst[i] = bf16 ? __uint_as_float((uint32_t)src[i] << 16) : from_f16(src[i]);
 }
 
+#ifndef DDPC_CUDA_EMULATE /* the host side: launches */
 extern "C" void ddpc__cuda_f32_to_half_array(uint16_t *dst, const float *src, size_t n, int bf16)
 {
     if (n == 0)
@@ -77,3 +81,4 @@ extern "C" void ddpc__cuda_half_to_f32_array(float *dst, const uint16_t *src, si
         dst, src, (int64_t)n, bf16);
     DDPC_CUDA_LAUNCHED();
 }
+#endif

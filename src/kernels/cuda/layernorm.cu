@@ -4,7 +4,9 @@
  * (ones / zeros). One warp per row for the row kernels; dw and db are fixed-order column sums
  * (reduce.cuh), so reruns give the same bits.
  * Invariant: backward uses forward's saved mean and rstd (rows), never recomputed statistics. */
+#ifndef DDPC_CUDA_EMULATE /* tests/test_layernorm_emu.cpp runs the kernels on the host */
 #include "kernels/cuda/cuda_impl.h"
+#endif
 #include "kernels/cuda/reduce.cuh"
 
 #define LN_EPS 1e-5f
@@ -107,6 +109,7 @@ static __global__ void params_final_kernel(float *dw, float *db, const float *pw
         db[j] += ab;
 }
 
+#ifndef DDPC_CUDA_EMULATE /* the host side: launches */
 extern "C" void ddpc__cuda_layernorm_forward(float *y, float *mean, float *rstd, const float *x,
                                              const float *w, const float *b, int64_t rows,
                                              int64_t c)
@@ -144,3 +147,4 @@ extern "C" void ddpc__cuda_layernorm_backward(float *dx, float *dw, float *db, c
         DDPC_CUDA_LAUNCHED();
     }
 }
+#endif

@@ -6,7 +6,9 @@
  * (__fmaf_rn where src/optim/adamw.c and sgd.c call fmaf, __fmul_rn/__fadd_rn/__fdiv_rn/
  * __fsqrt_rn elsewhere) so nvcc cannot contract or approximate them: a GPU update equals the
  * CPU's bit for bit. The sum of squares is a fixed two-level tree, so reruns give the same bits. */
+#ifndef DDPC_CUDA_EMULATE /* tests/test_optim_emu.cpp runs the kernels on the host */
 #include "kernels/cuda/cuda_impl.h"
+#endif
 
 #include <math.h>
 
@@ -32,16 +34,6 @@ static __global__ void adamw_kernel(float *params, const float *grads, float *m,
     }
 }
 
-extern "C" void ddpc__cuda_adamw_update(float *params, const float *grads, float *m, float *v,
-                                        const uint8_t *mask, int64_t n, const ddpc_adamw_coef *k)
-{
-    if (n <= 0)
-        return;
-    adamw_kernel<<<ddpc__cuda_blocks(n, kThreads), kThreads, 0, ddpc__cuda_stream()>>>(
-        params, grads, m, v, mask, n, *k);
-    DDPC_CUDA_LAUNCHED();
-}
-
 static __global__ void sgd_kernel(float *params, const float *grads, float *buf,
                                   const uint8_t *mask, int64_t n, ddpc_sgd_coef k)
 {
@@ -59,16 +51,6 @@ static __global__ void sgd_kernel(float *params, const float *grads, float *buf,
         }
         params[i] = __fmaf_rn(d, k.neg_lr, p); /* param.add_(d_p, alpha=-lr) */
     }
-}
-
-extern "C" void ddpc__cuda_sgd_update(float *params, const float *grads, float *buf,
-                                      const uint8_t *mask, int64_t n, const ddpc_sgd_coef *k)
-{
-    if (n <= 0)
-        return;
-    sgd_kernel<<<ddpc__cuda_blocks(n, kThreads), kThreads, 0, ddpc__cuda_stream()>>>(
-        params, grads, buf, mask, n, *k);
-    DDPC_CUDA_LAUNCHED();
 }
 
 /* Block-wide sum of v in a fixed tree; thread 0 gets it. */
@@ -111,6 +93,78 @@ static __global__ void sumsq_final_kernel(double *part, int nparts)
         part[nparts] = s;
 }
 
+/* norm[0] = sum of part[0, nparts) (sumsq_final_kernel's tree), norm[1] += norm[0]; one block. */
+static __global__ void norm_final_kernel(double *norm, const double *part, int nparts)
+{
+    double acc = 0.0;
+    for (int i = threadIdx.x; i < nparts; i += kSumThreads)
+        acc += part[i];
+    const double s = block_sum(acc);
+    if (threadIdx.x == 0) {
+        norm[0] = s;
+        norm[1] = __dadd_rn(norm[1], s);
+    }
+}
+
+/* g *= ddpc_grad_clip_coef(sqrt(norm[0]), max_norm) unless that is 1: the host's arithmetic
+ * (optim/coef.c) with explicit roundings, so the coefficient has the host's bits. */
+static __global__ void clip_kernel(float *g, int64_t n, const double *norm, float max_norm)
+{
+    const double total = __dsqrt_rn(norm[0]);
+    if (!isfinite(total))
+        return;
+    const float coef = __fdiv_rn(max_norm, __fadd_rn(__double2float_rn(total), 1e-6f));
+    if (!(coef < 1.0f))
+        return;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        g[i] = __fmul_rn(g[i], coef);
+}
+
+/* g *= inv (unless inv is 1); *bad |= 1 when any element was not finite before. The flag is an
+ * integer OR, whose result does not depend on order. */
+static __global__ void unscale_kernel(float *g, int64_t n, float inv, int *bad)
+{
+    int mine = 0;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const float x = g[i];
+        mine |= !isfinite(x);
+        if (inv != 1.0f)
+            g[i] = __fmul_rn(x, inv);
+    }
+    if (__syncthreads_or(mine) && threadIdx.x == 0)
+        atomicOr(bad, 1);
+}
+
+static __global__ void scale_kernel(float *g, int64_t n, float s)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        g[i] = __fmul_rn(g[i], s);
+}
+
+#ifndef DDPC_CUDA_EMULATE /* the host side: launches, scratch and read-backs */
+extern "C" void ddpc__cuda_adamw_update(float *params, const float *grads, float *m, float *v,
+                                        const uint8_t *mask, int64_t n, const ddpc_adamw_coef *k)
+{
+    if (n <= 0)
+        return;
+    adamw_kernel<<<ddpc__cuda_blocks(n, kThreads), kThreads, 0, ddpc__cuda_stream()>>>(
+        params, grads, m, v, mask, n, *k);
+    DDPC_CUDA_LAUNCHED();
+}
+
+extern "C" void ddpc__cuda_sgd_update(float *params, const float *grads, float *buf,
+                                      const uint8_t *mask, int64_t n, const ddpc_sgd_coef *k)
+{
+    if (n <= 0)
+        return;
+    sgd_kernel<<<ddpc__cuda_blocks(n, kThreads), kThreads, 0, ddpc__cuda_stream()>>>(
+        params, grads, buf, mask, n, *k);
+    DDPC_CUDA_LAUNCHED();
+}
+
 /* The partial sums of sumsq's tree into the reduce scratch; returns it, with *blocks partials
  * followed by a free slot. */
 static double *sumsq_partials(const float *g, int64_t n, int *blocks)
@@ -140,34 +194,6 @@ extern "C" double ddpc__cuda_sumsq(const float *g, int64_t n)
     return total;
 }
 
-/* norm[0] = sum of part[0, nparts) (sumsq_final_kernel's tree), norm[1] += norm[0]; one block. */
-static __global__ void norm_final_kernel(double *norm, const double *part, int nparts)
-{
-    double acc = 0.0;
-    for (int i = threadIdx.x; i < nparts; i += kSumThreads)
-        acc += part[i];
-    const double s = block_sum(acc);
-    if (threadIdx.x == 0) {
-        norm[0] = s;
-        norm[1] = __dadd_rn(norm[1], s);
-    }
-}
-
-/* g *= ddpc_grad_clip_coef(sqrt(norm[0]), max_norm) unless that is 1: the host's arithmetic
- * (optim/coef.c) with explicit roundings, so the coefficient has the host's bits. */
-static __global__ void clip_kernel(float *g, int64_t n, const double *norm, float max_norm)
-{
-    const double total = __dsqrt_rn(norm[0]);
-    if (!isfinite(total))
-        return;
-    const float coef = __fdiv_rn(max_norm, __fadd_rn(__double2float_rn(total), 1e-6f));
-    if (!(coef < 1.0f))
-        return;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-         i += (int64_t)gridDim.x * blockDim.x)
-        g[i] = __fmul_rn(g[i], coef);
-}
-
 extern "C" void ddpc__cuda_grad_norm_clip(double *norm, float *g, int64_t n, float max_norm)
 {
     cudaStream_t st = ddpc__cuda_stream();
@@ -183,22 +209,6 @@ extern "C" void ddpc__cuda_grad_norm_clip(double *norm, float *g, int64_t n, flo
         clip_kernel<<<ddpc__cuda_blocks(n, kThreads), kThreads, 0, st>>>(g, n, norm, max_norm);
         DDPC_CUDA_LAUNCHED();
     }
-}
-
-/* g *= inv (unless inv is 1); *bad |= 1 when any element was not finite before. The flag is an
- * integer OR, whose result does not depend on order. */
-static __global__ void unscale_kernel(float *g, int64_t n, float inv, int *bad)
-{
-    int mine = 0;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        const float x = g[i];
-        mine |= !isfinite(x);
-        if (inv != 1.0f)
-            g[i] = __fmul_rn(x, inv);
-    }
-    if (__syncthreads_or(mine) && threadIdx.x == 0)
-        atomicOr(bad, 1);
 }
 
 extern "C" bool ddpc__cuda_unscale(float *g, int64_t n, float scale)
@@ -217,13 +227,6 @@ extern "C" bool ddpc__cuda_unscale(float *g, int64_t n, float scale)
     return host != 0;
 }
 
-static __global__ void scale_kernel(float *g, int64_t n, float s)
-{
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-         i += (int64_t)gridDim.x * blockDim.x)
-        g[i] = __fmul_rn(g[i], s);
-}
-
 extern "C" void ddpc__cuda_scale(float *g, int64_t n, float s)
 {
     if (n <= 0)
@@ -231,3 +234,4 @@ extern "C" void ddpc__cuda_scale(float *g, int64_t n, float s)
     scale_kernel<<<ddpc__cuda_blocks(n, kThreads), kThreads, 0, ddpc__cuda_stream()>>>(g, n, s);
     DDPC_CUDA_LAUNCHED();
 }
+#endif

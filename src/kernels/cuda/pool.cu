@@ -4,7 +4,9 @@
  * window in row-major order). Backward needs no atomics: with stride >= k no two windows share an
  * input, so each output scatters to its own element; otherwise each input gathers the windows
  * that chose it, in ascending output order, the order the CPU adds them in. */
+#ifndef DDPC_CUDA_EMULATE /* tests/test_pool_emu.cpp runs the kernels on the host */
 #include "kernels/cuda/cuda_impl.h"
+#endif
 
 static const int kThreads = 256;
 
@@ -72,6 +74,7 @@ static __global__ void pool_backward_gather_kernel(float *dx, const float *dy, c
     }
 }
 
+#ifndef DDPC_CUDA_EMULATE /* the host side: launches */
 extern "C" void ddpc__cuda_maxpool2d_forward(float *y, int32_t *idx, const float *x, int64_t n,
                                              int64_t c, int64_t h, int64_t w, int64_t k,
                                              int64_t stride)
@@ -103,3 +106,4 @@ extern "C" void ddpc__cuda_maxpool2d_backward(float *dx, const float *dy, const 
     }
     DDPC_CUDA_LAUNCHED();
 }
+#endif

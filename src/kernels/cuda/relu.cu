@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* ReLU on the device (kernels.h: y = max(x, 0), dx += dy * (y > 0)). Elementwise, one thread per
  * element in grid-stride loops; y may alias x, so forward reads each element before writing it. */
+#ifndef DDPC_CUDA_EMULATE /* tests/test_relu_emu.cpp runs the kernels on the host */
 #include "kernels/cuda/cuda_impl.h"
+#endif
 
 static const int kThreads = 256;
 
@@ -21,6 +23,7 @@ static __global__ void relu_backward_kernel(float *dx, const float *dy, const fl
         dx[i] = __fadd_rn(dx[i], y[i] > 0.0f ? dy[i] : 0.0f);
 }
 
+#ifndef DDPC_CUDA_EMULATE /* the host side: launches */
 extern "C" void ddpc__cuda_relu_forward(float *y, const float *x, int64_t n)
 {
     if (n <= 0)
@@ -38,3 +41,4 @@ extern "C" void ddpc__cuda_relu_backward(float *dx, const float *dy, const float
         dx, dy, y, n);
     DDPC_CUDA_LAUNCHED();
 }
+#endif
