@@ -140,10 +140,13 @@ if [ "$dev" != cpu ]; then
     done
     m0=$(backed zm0) m2=$(backed zm2) m3=$(backed zm3)
     if [ -n "$m0" ] && [ -n "$m2" ] && [ -n "$m3" ] &&
-        awk -v a="$m0" -v b="$m2" -v c="$m3" 'BEGIN { exit !(a > 0 && b <= 0.85 * a && c <= 0.75 * a) }'; then
-        pass "zero stages 2 and 3 on $dev give memory back: flat buffers backed ${m0:-?} / ${m2:-?} / ${m3:-?} MiB at stages 0 / 2 / 3"
+        awk -v a="$m0" -v b="$m2" -v c="$m3" \
+            'BEGIN { exit !(a > 0 && b <= 0.85 * a && c <= 0.75 * a) }'; then
+        pass "zero stages 2 and 3 on $dev give memory back: flat buffers backed" \
+            "$m0 / $m2 / $m3 MiB at stages 0 / 2 / 3"
     else
-        fail "zero stages 2 and 3 on $dev keep their flat buffers: backed ${m0:-?} / ${m2:-?} / ${m3:-?} MiB at stages 0 / 2 / 3 (limits 85% and 75% of stage 0's)"
+        fail "zero stages 2 and 3 on $dev keep their flat buffers: backed ${m0:-?} /" \
+            "${m2:-?} / ${m3:-?} MiB at stages 0 / 2 / 3 (limits 85% and 75% of stage 0's)"
     fi
 fi
 
