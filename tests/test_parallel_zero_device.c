@@ -5,12 +5,143 @@
  * copies, as on a GPU, so every path ZeRO takes there (slots, pool, gathers and releases through
  * the table, the optimizer on the shard's ranges, the norm of the shards) runs here. The checks
  * are zero_device_testutil.h's, on 2 and 3 forked shm ranks; the same on a real GPU is
- * tests/test_cuda_zero.c. */
+ * tests/test_cuda_zero.c.
+ * The model's flat buffers are reserved as a GPU's are (vmem.c's granules, as memory_vmm.cu uses
+ * them), over mmap'd pages: a released granule is PROT_NONE, so any kernel, copy or collective
+ * (the shm backend's comm thread included) that touches a range ZeRO did not back first faults,
+ * and the rank fails saying where. */
+#define _DEFAULT_SOURCE
 #include "check.h"
+#include "kernels/vmem.h"
 #include "spawn.h"
 #include "zero_device_testutil.h"
 
+#include <ddpc/pages.h>
+
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+enum { FAKE_REGIONS = 8 };
+static ddpc__vmem regions[FAKE_REGIONS];
+
+static size_t fake_granule(void)
+{
+    return 2 * (size_t)sysconf(_SC_PAGESIZE); /* not the page: vmem's granule logic is tested */
+}
+
+static ddpc__vmem *find_region(const void *p)
+{
+    for (int i = 0; i < FAKE_REGIONS; i++)
+        if (regions[i].base && ddpc__vmem_contains(&regions[i], p))
+            return &regions[i];
+    return NULL;
+}
+
+static bool map_pages(void *ctx, char *at, size_t bytes, size_t first)
+{
+    (void)ctx, (void)first;
+    return mprotect(at, bytes, PROT_READ | PROT_WRITE) == 0;
+}
+
+static void unmap_pages(void *ctx, char *at, size_t bytes, size_t first)
+{
+    (void)ctx, (void)first;
+    madvise(at, bytes, MADV_DONTNEED); /* zero-filled when mapped again */
+    mprotect(at, bytes, PROT_NONE);
+}
+
+static void zero_bytes(void *ctx, char *at, size_t bytes)
+{
+    (void)ctx;
+    memset(at, 0, bytes);
+}
+
+static const ddpc__vmem_ops fake_ops = {NULL, map_pages, unmap_pages, zero_bytes};
+
 static uint64_t fake_allocs;
+
+static void *fake_reserve(size_t bytes)
+{
+    size_t g = fake_granule(), size = (bytes + g - 1) / g * g;
+    for (int i = 0; i < FAKE_REGIONS; i++) {
+        if (regions[i].base)
+            continue;
+        void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return NULL;
+        if (ddpc__vmem_init(&regions[i], p, size, g) != DDPC_OK) {
+            munmap(p, size);
+            return NULL;
+        }
+        fake_allocs++;
+        return p;
+    }
+    return NULL;
+}
+
+static void fake_release(void *p, size_t bytes)
+{
+    ddpc__vmem *v = find_region(p);
+    if (v)
+        ddpc__vmem_release(v, &fake_ops, p, bytes);
+    else
+        ddpc_pages_release(p, bytes);
+}
+
+static bool fake_back(void *p, size_t bytes)
+{
+    ddpc__vmem *v = find_region(p);
+    return v ? ddpc__vmem_back(v, &fake_ops, p, bytes) : true;
+}
+
+static size_t fake_backed_bytes(void)
+{
+    size_t sum = 0;
+    for (int i = 0; i < FAKE_REGIONS; i++)
+        sum += regions[i].base ? regions[i].n_backed * regions[i].granule : 0;
+    return sum;
+}
+
+static void plain_copy(void *dst, const void *src, size_t n)
+{
+    memcpy(dst, src, n);
+}
+
+static void fake_to_host(void *dst, const void *src, size_t bytes)
+{
+    ddpc__vmem *v = bytes ? find_region(src) : NULL;
+    if (v)
+        ddpc__vmem_read(v, dst, src, bytes, plain_copy);
+    else if (bytes)
+        memcpy(dst, src, bytes);
+}
+
+static void fake_free(void *p)
+{
+    ddpc__vmem *v = p ? find_region(p) : NULL;
+    if (!v) {
+        ddpc_free(p);
+        return;
+    }
+    munmap(v->base, v->bytes);
+    ddpc__vmem_fini(v);
+    v->base = NULL;
+}
+
+/* A touch of an unbacked granule: say where and fail the rank (spawn_ranks reports it). */
+static void on_fault(int sig, siginfo_t *si, void *uc)
+{
+    (void)sig, (void)uc;
+    char line[160];
+    ddpc__vmem *v = find_region(si->si_addr);
+    int len = snprintf(line, sizeof line, "FAULT: byte %ld of a reserved buffer touched while "
+                       "released (not backed)\n",
+                       v ? (long)((char *)si->si_addr - v->base) : -1L);
+    if (write(2, line, (size_t)len) < 0)
+        _exit(3);
+    _exit(3);
+}
 
 static void *fake_alloc(size_t bytes)
 {
@@ -69,10 +200,18 @@ static ddpc_kernel_table fake;
 static const ddpc_kernel_table *fake_table(int local_rank)
 {
     (void)local_rank;
+    struct sigaction sa = {.sa_sigaction = on_fault, .sa_flags = SA_SIGINFO};
+    sigaction(SIGSEGV, &sa, NULL);
     fake = *ddpc_kernel_table_cpu();
     fake.name = "fake-gpu";
     fake.kind = DDPC_DEVICE_CUDA;
     fake.alloc = fake_alloc;
+    fake.free = fake_free;
+    fake.to_host = fake_to_host;
+    fake.reserve = fake_reserve;
+    fake.release = fake_release;
+    fake.back = fake_back;
+    fake.backed_bytes = fake_backed_bytes;
     fake.alloc_count = fake_alloc_count;
     fake.adamw_update = fake_adamw;
     fake.sgd_update = fake_sgd;
@@ -84,7 +223,7 @@ static const ddpc_kernel_table *fake_table(int local_rank)
 
 static void test_stages_on_device_buffers(void)
 {
-    zdev_setup s = {.table = fake_table};
+    zdev_setup s = {.table = fake_table, .granule = fake_granule()};
     CHECK_EQ_INT(spawn_ranks(2, 120.0, zdev_rank_stages, &s), 0);
     CHECK_EQ_INT(spawn_ranks(3, 120.0, zdev_rank_stages, &s), 0);
     s.accum = 2; /* the pool goes on from what the no_sync pass summed */
@@ -93,7 +232,7 @@ static void test_stages_on_device_buffers(void)
 
 static void test_bf16_on_device_buffers(void)
 {
-    zdev_setup s = {.table = fake_table, .bf16 = true};
+    zdev_setup s = {.table = fake_table, .bf16 = true, .granule = fake_granule()};
     CHECK_EQ_INT(spawn_ranks(2, 120.0, zdev_rank_stages, &s), 0);
     CHECK_EQ_INT(spawn_ranks(3, 120.0, zdev_rank_stages, &s), 0);
 }

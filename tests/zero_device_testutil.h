@@ -9,7 +9,10 @@
  * read (only ddpc_model_to_host at the end fills them); outside the rank's chunks the device
  * gradients (stage 2 up, without accumulation) and parameters (stage 3) read zero between steps;
  * warm steps make no device allocation. With bf16 communication (converted on the device), the
- * same checks, stages 1 to 3 within 1e-2 of stage 0 (bf16's rounding).
+ * same checks, stages 1 to 3 within 1e-2 of stage 0 (bf16's rounding). After every step the
+ * table's backed_bytes (the model's reserved flat buffers still mapped) is printed; given the
+ * granule (zdev_setup.granule), it must be at most what the owned chunks touch (stage 2: plus the
+ * whole parameter buffer; stages 0 and 1 keep both buffers whole).
  * Header-only, for tests. */
 #ifndef DDPC_TESTS_ZERO_DEVICE_TESTUTIL_H
 #define DDPC_TESTS_ZERO_DEVICE_TESTUTIL_H
@@ -38,6 +41,7 @@ typedef struct {
     int device_port;
     int accum; /* micro-batches per step (no_sync before the last); 0 means 1 */
     bool bf16; /* gradients communicated as bf16 (ddp.comm_dtype), else f32 */
+    size_t granule; /* the table's release granule: backed_bytes is checked; 0: only printed */
 } zdev_setup;
 
 typedef struct {
@@ -45,7 +49,47 @@ typedef struct {
     ddpc_pg *host, *dev; /* dev == host without a device group */
     int rank, world, accum;
     bool bf16;
+    size_t granule;
 } zdev_rank;
+
+/* Bytes of the granules the engine's shard touches (an upper bound on what stays backed). */
+static size_t zdev_shard_granule_bytes(const ddpc_engine *e, size_t granule)
+{
+    const ddpc_range *sh;
+    size_t nr, sum = 0;
+    ddpc_engine_shard(e, &sh, &nr);
+    for (size_t i = 0; i < nr; i++) {
+        if (!sh[i].len)
+            continue;
+        size_t a = sh[i].lo * sizeof(float), b = (sh[i].lo + sh[i].len) * sizeof(float);
+        sum += ((b + granule - 1) / granule - a / granule) * granule;
+    }
+    return sum;
+}
+
+/* After a step: the reserved buffers' backed bytes within the bound of the stage. */
+static int zdev_check_backed(const zdev_rank *z, const ddpc_engine *e, int stage, int step,
+                             size_t n)
+{
+    size_t backed = z->k->backed_bytes(), whole = n * sizeof(float);
+    if (!z->granule) {
+        if (z->rank == 0 && step == ZDEV_STEPS - 1)
+            printf("     stage %d: %zu bytes of the flat buffers backed (2 x %zu reserved)\n",
+                   stage, backed, whole);
+        return 0;
+    }
+    size_t rounded = (whole + z->granule - 1) / z->granule * z->granule;
+    size_t shard = zdev_shard_granule_bytes(e, z->granule);
+    size_t bound = stage < 2 ? 2 * rounded : stage == 2 ? rounded + shard : 2 * shard;
+    if (z->rank == 0 && step == ZDEV_STEPS - 1)
+        printf("     stage %d%s: %zu bytes backed after a step (bound %zu, unsharded %zu)\n",
+               stage, z->accum > 1 ? " with accumulation" : "", backed, bound, 2 * rounded);
+    if (backed <= bound)
+        return 0;
+    fprintf(stderr, "rank %d stage %d step %d: %zu bytes of the flat buffers backed, above the "
+            "bound %zu\n", z->rank, stage, step, backed, bound);
+    return 1;
+}
 
 static ddpc_model *zdev_model(const zdev_rank *z)
 {
@@ -155,6 +199,8 @@ static int zdev_train(const zdev_rank *z, ddpc_dataset *ds, int stage, float **o
             fprintf(stderr, "rank %d stage 3 step %d: device parameters outside the shard are "
                     "not zero\n", z->rank, step);
             fail = 1;
+        } else {
+            fail = zdev_check_backed(z, e, stage, step, *n);
         }
     }
     if (!fail && z->k->alloc_count() != warm) {
@@ -195,7 +241,8 @@ static double zdev_worst_rel(const float *a, const float *b, size_t n)
 static int zdev_join(const zdev_setup *s, int rank, int world, zdev_rank *z)
 {
     *z = (zdev_rank){.k = s->table(rank), .rank = rank, .world = world,
-                     .accum = s->accum > 1 ? s->accum : 1, .bf16 = s->bf16};
+                     .accum = s->accum > 1 ? s->accum : 1, .bf16 = s->bf16,
+                     .granule = s->granule};
     ddpc_comm_env env;
     ddpc_pg_config pc = ddpc_pg_config_default();
     pc.timeout_s = 60;

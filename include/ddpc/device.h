@@ -72,6 +72,25 @@ typedef struct ddpc_kernel_table {
     /* The device's memory in bytes (cudaMemGetInfo's total); 0 on the CPU, whose limit is the
      * host's. */
     size_t (*memory_total)(void);
+    /* The device's free memory in bytes (cudaMemGetInfo's free: every process on it counted); 0 on
+     * the CPU. */
+    size_t (*memory_free)(void);
+
+    /* ---- releasable memory (ZeRO-2/3's flat buffers) ----
+     * reserve: as alloc (zeroed, 64-byte aligned, all of it backed), freed with free.
+     * release(p, bytes): the range reads as zeros from now on; the whole pages (CPU: madvise) or
+     * granules (CUDA with virtual memory management: 2 MiB, unmapped) inside it give their memory
+     * back and its partial ends are zeroed. back(p, bytes): a released range must be backed again
+     * before a kernel, copy or collective touches it (to_host alone reads it as zeros without):
+     * zeroed memory is mapped under it; false when the device is out of memory. On the CPU back
+     * does nothing (a released page faults back in zeroed on its next touch); on memory not from
+     * reserve, or a GPU without virtual memory management, release only zeroes. */
+    void *(*reserve)(size_t bytes);
+    void (*release)(void *p, size_t bytes);
+    bool (*back)(void *p, size_t bytes);
+    /* Bytes backed of every reserved range alive; 0 on the CPU (ddpc_pages_resident measures host
+     * pages) and on a GPU without virtual memory management. */
+    size_t (*backed_bytes)(void);
 
     /* ---- elementwise ---- */
     void (*fill_f32)(float *x, float value, int64_t n);

@@ -12,6 +12,7 @@
 #include <ddpc/rng.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 
@@ -99,8 +100,8 @@ static ddpc_status allocate_device_buffers(ddpc_model *m)
         return DDPC_OK;
     }
     size_t bytes = m->n_params * sizeof(float);
-    m->kparams = k->alloc(bytes);
-    m->kgrads = k->alloc(bytes);
+    m->kparams = k->reserve(bytes); /* ZeRO-2/3 give back what a rank does not own */
+    m->kgrads = k->reserve(bytes);
     m->kdecay_mask = k->alloc(m->n_params);
     m->kbuffers = m->n_buffer_floats ? k->alloc(m->n_buffer_floats * sizeof(float)) : NULL;
     if (!m->kparams || !m->kgrads || !m->kdecay_mask || (m->n_buffer_floats && !m->kbuffers))
@@ -297,6 +298,13 @@ void ddpc_model_to_device(ddpc_model *m)
 {
     if (m->k->kind == DDPC_DEVICE_CPU || !m->kparams)
         return;
+    /* ZeRO-3 may have released parts: they are backed again before the copy writes them. */
+    if (!m->k->back(m->kparams, m->n_params * sizeof(float))) {
+        /* to_device cannot fail by its contract; a device this full fails its next kernel too. */
+        fprintf(stderr, "ddpc: out of %s memory for the %zu parameters a checkpoint restores\n",
+                m->k->name, m->n_params);
+        abort();
+    }
     m->k->to_device(m->kparams, m->params, m->n_params * sizeof(float));
     if (m->n_buffer_floats)
         m->k->to_device(m->kbuffers, m->buffers, m->n_buffer_floats * sizeof(float));
@@ -328,6 +336,9 @@ ddpc_sample_sizes ddpc_model_sample_sizes(const ddpc_model *m, const ddpc_model_
 
 void ddpc_model_zero_grad(ddpc_model *m)
 {
+    /* After ZeRO-2/3 released parts (a caller outside the reducer): backed again first. */
+    if (!m->k->back(m->kgrads, m->n_params * sizeof(float)))
+        return; /* out of device memory: the next kernel's check reports it */
     m->k->fill_f32(m->kgrads, 0.0f, (int64_t)m->n_params);
 }
 

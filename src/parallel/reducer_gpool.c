@@ -8,7 +8,9 @@
  * the chunk was copied out; when all are busy with buckets still summing, the bucket falls back
  * to the flat buffer (released again after its reduce-scatter). The pool is the model's device
  * memory and every fill and copy goes through reducer_mem.c, so on a GPU the same code runs on
- * device buffers (the flat buffer's release is a zeroing there). */
+ * device buffers. With bf16/f16 communication there is no pool, but the hook stays: it backs each
+ * bucket's range of the flat buffer before backward writes it (reducer_back.c), as it does for a
+ * no_sync pass and the pool's overflow. */
 #include "parallel/reducer_impl.h"
 
 #include <ddpc/alloc.h>
@@ -53,28 +55,40 @@ static int take_buffer(ddpc_reducer *r)
     return i;
 }
 
+/* Backward writes bucket b's gradients into the flat buffer (NULL: the model's own pointer),
+ * backed first. */
+static float *flat(ddpc_reducer *r, const ddpc__bucket *b)
+{
+    ddpc__reducer_back_bucket(r, b, ddpc__zmem_grads(r));
+    return NULL;
+}
+
 static float *on_grad_use(void *ctx, size_t tensor)
 {
     ddpc_reducer *r = ctx;
-    if (!r->pool_on || tensor >= r->n_tensors)
+    if (tensor >= r->n_tensors)
         return NULL;
     long bi = (long)r->bucket_of[tensor];
     ddpc__bucket *b = &r->buckets[bi];
-    if (r->gpool_of[bi] == -2 || b->launched)
-        return NULL;
+    /* A no_sync pass, bf16/f16 communication (no pool), the pool's overflow: the flat buffer. */
+    if (!r->pool_on || r->gpool_of[bi] == -2 || b->launched)
+        return flat(r, b);
     if (r->gpool_of[bi] < 0) {
         int i = take_buffer(r);
         if (i < 0) { /* every buffer holds a bucket still summing: this one uses the flat buffer */
             r->gpool_of[bi] = -2;
             r->flat_dirty = true;
-            return NULL;
+            return flat(r, b);
         }
         size_t n = b->hi - b->lo, padded = b->chunk * (size_t)r->world;
-        /* Micro-batches before this pass (no_sync) summed into the flat buffer: go on from it. */
-        if (r->accumulated)
+        /* Micro-batches before this pass (no_sync) summed into the flat buffer: go on from it,
+         * then give the flat copy back (only the owned chunk is written there again). */
+        if (r->accumulated && ddpc__reducer_back_bucket(r, b, ddpc__zmem_grads(r))) {
             ddpc__zmem_copy(r, r->gpool[i], ddpc__zmem_grads(r) + b->lo, n);
-        else
+            ddpc__reducer_release_others(r, b, ddpc__zmem_grads(r));
+        } else {
             ddpc__zmem_zero(r, r->gpool[i], n);
+        }
         ddpc__zmem_zero(r, r->gpool[i] + n, padded - n);
         r->gpool_of[bi] = i;
         r->gpool_bucket[i] = bi;
@@ -122,7 +136,7 @@ void ddpc__reducer_pool_zero(ddpc_reducer *r)
 {
     float *g = ddpc__zmem_grads(r);
     if (r->accumulated || r->flat_dirty || !r->gpool_of) {
-        ddpc__zmem_release(r, g, ddpc_model_num_params(r->model));
+        ddpc__reducer_release_all_but_shard(r, g);
     } else { /* only the owned chunks were written: zero them, nothing to fault in */
         for (size_t i = 0; i < r->n_shard; i++)
             ddpc__zmem_zero(r, g + r->shard[i].lo, r->shard[i].len);
@@ -132,8 +146,10 @@ void ddpc__reducer_pool_zero(ddpc_reducer *r)
 
 ddpc_status ddpc__reducer_build_gpool(ddpc_reducer *r)
 {
-    if (r->cfg.comm_dtype != DDPC_DTYPE_F32) /* bf16/f16 buckets are staged as before */
+    if (r->cfg.comm_dtype != DDPC_DTYPE_F32) { /* bf16/f16 buckets are staged, without a pool */
+        ddpc_model_set_grad_use_hook(r->model, on_grad_use, r); /* backs the flat buffer */
         return DDPC_OK;
+    }
     r->gpool_of = ddpc_malloc((r->n_buckets ? r->n_buckets : 1) * sizeof *r->gpool_of);
     if (!r->gpool_of)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory for ZeRO's gradient pool table");
@@ -150,6 +166,6 @@ ddpc_status ddpc__reducer_build_gpool(ddpc_reducer *r)
     }
     ddpc_model_set_grad_use_hook(r->model, on_grad_use, r);
     /* Released once: from now on only the owned chunks are ever written between steps. */
-    ddpc__zmem_release(r, ddpc__zmem_grads(r), ddpc_model_num_params(r->model));
+    ddpc__reducer_release_all_but_shard(r, ddpc__zmem_grads(r));
     return DDPC_OK;
 }

@@ -115,8 +115,9 @@ void ddpc__reducer_pool_prepare(ddpc_reducer *r, bool sync);
 void ddpc__reducer_pool_zero(ddpc_reducer *r);
 /* ZeRO's door to model memory (reducer_mem.c): the model's device buffers (the host ones on the
  * CPU), and allocation (zeroed), copies and fills of `floats` floats through the model's kernel
- * table. release: the range reads as zeros afterwards; on the CPU its pages also go back to the
- * OS, on a device it stays allocated. */
+ * table. release: the range reads as zeros afterwards and its memory goes back (CPU pages; GPU
+ * granules where the device has virtual memory management); back: a released range must be
+ * backed again before anything touches it on a device (false: out of device memory). */
 bool ddpc__zmem_on_device(const ddpc_reducer *r);
 float *ddpc__zmem_params(const ddpc_reducer *r);
 float *ddpc__zmem_grads(const ddpc_reducer *r);
@@ -125,6 +126,15 @@ void ddpc__zmem_free(const ddpc_reducer *r, void *p);
 void ddpc__zmem_copy(const ddpc_reducer *r, float *dst, const float *src, size_t floats);
 void ddpc__zmem_zero(const ddpc_reducer *r, float *p, size_t floats);
 void ddpc__zmem_release(const ddpc_reducer *r, float *p, size_t floats);
+bool ddpc__zmem_back(const ddpc_reducer *r, float *p, size_t floats);
+/* reducer_back.c: ZeRO-2/3 back a released range of buf (the flat gradient or parameter buffer)
+ * before writing or reading it; out of device memory is kept in r->error (false). The owned
+ * chunks stay backed: every release of a whole buffer is followed by back_shard. */
+bool ddpc__reducer_back(ddpc_reducer *r, float *buf, size_t lo, size_t floats);
+bool ddpc__reducer_back_bucket(ddpc_reducer *r, const ddpc__bucket *b, float *buf);
+void ddpc__reducer_back_shard(ddpc_reducer *r, float *buf);
+/* Releases the whole of buf but the owned chunks (which stay backed). */
+void ddpc__reducer_release_all_but_shard(ddpc_reducer *r, float *buf);
 /* Frees the shard tables and slots. */
 void ddpc__reducer_free_shard(ddpc_reducer *r);
 /* Compares every tensor's name and shape and cfg.fingerprint's lines across ranks. */

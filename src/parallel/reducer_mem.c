@@ -8,7 +8,6 @@
 #include "parallel/reducer_impl.h"
 
 #include <ddpc/device.h>
-#include <ddpc/pages.h>
 
 static const ddpc_kernel_table *table(const ddpc_reducer *r)
 {
@@ -53,13 +52,16 @@ void ddpc__zmem_zero(const ddpc_reducer *r, float *p, size_t floats)
         table(r)->fill_f32(p, 0.0f, (int64_t)floats);
 }
 
-/* On the CPU the pages go back to the OS (madvise), which is where ZeRO-2/3's saving of host
- * memory comes from. Device memory has no such call (cudaMalloc'd blocks are freed whole), so
- * there the range is zeroed and stays allocated: the same contents, no saving yet (zero.md). */
+/* The table's release: on the CPU the pages go back to the OS (madvise) and fault back in zeroed
+ * when next written, which is where ZeRO-2/3's saving of host memory comes from; on a GPU with
+ * virtual memory management the granules inside the range are unmapped, and reducer_back.c maps
+ * them again before anything touches the range. */
 void ddpc__zmem_release(const ddpc_reducer *r, float *p, size_t floats)
 {
-    if (!ddpc__zmem_on_device(r))
-        ddpc_pages_release(p, floats * sizeof(float));
-    else
-        ddpc__zmem_zero(r, p, floats);
+    table(r)->release(p, floats * sizeof(float));
+}
+
+bool ddpc__zmem_back(const ddpc_reducer *r, float *p, size_t floats)
+{
+    return table(r)->back(p, floats * sizeof(float));
 }

@@ -117,6 +117,8 @@ void ddpc__reducer_launch_scatter(ddpc_reducer *r, size_t bi)
     int s = (int)(bi % 2);
     if (r->slot_bucket[s] >= 0)
         finish_scatter(r, s);
+    /* A bucket whose gradients backward never wrote (unused parameters) may be released. */
+    ddpc__reducer_back_bucket(r, b, ddpc__zmem_grads(r));
     const float *g = ddpc__zmem_grads(r) + b->lo;
     size_t n = b->hi - b->lo, es = comm_size(r), padded = b->chunk * (size_t)r->world;
     char *slot = (char *)r->slot[s];
@@ -162,6 +164,9 @@ static ddpc_status finish_gather(ddpc_reducer *r, int s)
     ddpc_status st = ddpc_work_wait(b->work);
     ddpc_work_destroy(b->work);
     b->work = NULL;
+    /* Stage 3 released the flat buffer outside the owned chunks: backed again until released. */
+    if (st == DDPC_OK && !ddpc__reducer_back_bucket(r, b, ddpc__zmem_params(r)))
+        st = DDPC_ENOMEM;
     if (st == DDPC_OK)
         ddpc__zmem_copy(r, ddpc__zmem_params(r) + b->lo, r->slot[s], b->hi - b->lo);
     return st;

@@ -138,8 +138,10 @@ static float *on_param_use(void *ctx, size_t tensor)
             follow_order(r, b);
     }
     int s = r->slot_of[b];
-    if (s < 0) /* the gather failed (kept in r->error): read the flat buffer meanwhile */
+    if (s < 0) { /* the gather failed (kept in r->error): read the flat buffer meanwhile */
+        ddpc__reducer_back_bucket(r, &r->buckets[b], ddpc__zmem_params(r));
         return NULL;
+    }
     return r->pslot[s] + (ddpc_model_tensor(r->model, tensor)->offset - r->buckets[b].lo);
 }
 

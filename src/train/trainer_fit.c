@@ -84,6 +84,9 @@ static ddpc_status train_step(ddpc_trainer *t)
         t->gpu.allocs_last = k->alloc_count();
         if (++t->gpu.steps == 2)
             t->gpu.allocs_warm = t->gpu.allocs_last;
+        t->gpu.used_last = k->memory_total() - k->memory_free();
+        t->gpu.used_most = t->gpu.used_last > t->gpu.used_most ? t->gpu.used_last
+                                                               : t->gpu.used_most;
     }
     if (!ddpc_engine_deferred(t->engine)) /* else read with the losses */
         t->win.last_grad_norm = info.grad_norm;

@@ -23,6 +23,9 @@ typedef struct {
     uint64_t waits_at; /* host_waits() when the current step began */
     uint64_t waits_quiet, waits_logged; /* the most in one step */
     int64_t quiet_steps, logged_steps;
+    /* Device memory in use (cudaMemGetInfo: every process on the GPU) after the latest step and
+     * the most after any step, for ZeRO's saving (trainer_fit_log.c). */
+    size_t used_last, used_most;
 } ddpc__gpu_count;
 
 /* A deferred engine's passes not yet read back (trainer_pending.c): in order, each pass's task

@@ -9,7 +9,9 @@
 #   - a 2-rank GPU ZeRO-2 checkpoint (step 10) resumes on 1 CPU rank at stage 0 with the same global
 #     batch: its losses within 1e-5 of the uninterrupted 2-rank GPU run's (weights within 1e-3);
 #   - a rank killed at step 12 (fault.kill_at_step, checkpoints every 5 steps) and the same command
-#     again: the resumed ZeRO-2 run on the GPU ends with the uninterrupted run's weights, bitwise.
+#     again: the resumed ZeRO-2 run on the GPU ends with the uninterrupted run's weights, bitwise;
+#   - (GPU only) the flat buffers' backed memory after a step at stages 0, 2 and 3 of a wider GPT:
+#     stage 2 at most 85% of stage 0's, stage 3 at most 75% (CUDA virtual memory management).
 # usage: multi_zero.sh DDPC_BIN SOURCE_DIR   (WORK: scratch folder)
 # The same checks without a GPU (tests/cli_train_zero_multi.sh): DDPC_CHECK_DEVICE=cpu, a smaller
 # GPT through DDPC_CHECK_ARGS (appended to every run).
@@ -118,6 +120,34 @@ if [ $first -ne 0 ] && ran kill $second && grep -q "resuming from .*: step 10" "
     pass "zero stage 2 on $dev: killed at step $kill_at (exit $first) and resumed from step 10, the uninterrupted weights bitwise"
 else
     fail "zero stage 2 on $dev: kill (exit $first) and resume (exit $second) does not end with the uninterrupted weights"
+fi
+
+# 4. What ZeRO-2/3 give back on the GPU (CUDA virtual memory: 2 MiB granules): a wider GPT (about
+# 25M parameters, 100 MB per flat buffer) at the default bucket cap, 4 steps per stage. Rank 0's
+# log says how many bytes of its flat parameter and gradient buffers are still backed after the
+# last step and what the GPU has in use; stage 2 must hold at most 85% of stage 0's (the gradients
+# halved), stage 3 at most 75% (both halved; partial granules at each bucket's chunk edges stay).
+if [ "$dev" != cpu ]; then
+    backed() { # NAME: MiB of the flat buffers backed, from the log's device memory line
+        sed -n 's/.*flat buffers backed: \([0-9.]*\) MiB.*/\1/p' "$work/$1.log" | tail -n 1
+    }
+    for stage in 0 2 3; do
+        train zm$stage 2 "$dev" zero.stage=$stage max_steps=4 model.n_embd=512 model.n_layer=8 \
+            model.n_head=8 ddp.bucket_cap_mb=25 ddp.first_bucket_mb=25
+        ran zm$stage $? || fail "zero stage $stage: the 2-rank memory run on $dev failed"
+        grep -m1 "device memory after the last step" "$work/zm$stage.log" |
+            sed "s/^/  stage $stage: /"
+    done
+    m0=$(backed zm0) m2=$(backed zm2) m3=$(backed zm3)
+    if [ -n "$m0" ] && [ -n "$m2" ] && [ -n "$m3" ] &&
+        awk -v a="$m0" -v b="$m2" -v c="$m3" \
+            'BEGIN { exit !(a > 0 && b <= 0.85 * a && c <= 0.75 * a) }'; then
+        pass "zero stages 2 and 3 on $dev give memory back: flat buffers backed" \
+            "$m0 / $m2 / $m3 MiB at stages 0 / 2 / 3"
+    else
+        fail "zero stages 2 and 3 on $dev keep their flat buffers: backed ${m0:-?} /" \
+            "${m2:-?} / ${m3:-?} MiB at stages 0 / 2 / 3 (limits 85% and 75% of stage 0's)"
+    fi
 fi
 
 echo "multi_zero: $fails failed"

@@ -4,6 +4,7 @@
 #include <ddpc/alloc.h>
 #include <ddpc/device.h>
 #include <ddpc/half.h>
+#include <ddpc/pages.h>
 
 #include <math.h>
 #include <string.h>
@@ -23,6 +24,9 @@ static void host_synchronize(void) {}
 static uint64_t host_alloc_count(void) { return 0; }
 static uint64_t host_waits(void) { return 0; }
 static size_t host_memory_total(void) { return 0; }
+/* A released page faults back in zeroed on its next touch: nothing to do before a write. */
+static bool host_back(void *p, size_t bytes) { (void)p, (void)bytes; return true; }
+static size_t host_backed_bytes(void) { return 0; }
 
 /* The table's attention sizes take the precision (the CUDA table's depend on it); the CPU's
  * do not. */
@@ -68,6 +72,11 @@ static const ddpc_kernel_table cpu_table = {
     .alloc_count = host_alloc_count,
     .host_waits = host_waits,
     .memory_total = host_memory_total,
+    .memory_free = host_memory_total,
+    .reserve = host_alloc,
+    .release = ddpc_pages_release,
+    .back = host_back,
+    .backed_bytes = host_backed_bytes,
     .fill_f32 = ddpc_fill_f32,
     .add_f32 = ddpc_add_f32,
     .axpy_f32 = ddpc_axpy_f32,

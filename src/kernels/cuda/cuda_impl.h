@@ -57,7 +57,13 @@ void ddpc__cuda_copy(void *dst, const void *src, size_t bytes);
 void ddpc__cuda_synchronize(void);
 uint64_t ddpc__cuda_alloc_count(void);
 size_t ddpc__cuda_memory_total(void);
+size_t ddpc__cuda_memory_free(void);
 void ddpc__cuda_count_alloc(void);
+/* memory_vmm.cu (free and to_host too: they tell reserved ranges apart) */
+void *ddpc__cuda_reserve(size_t bytes);
+void ddpc__cuda_release(void *p, size_t bytes);
+bool ddpc__cuda_back(void *p, size_t bytes);
+size_t ddpc__cuda_backed_bytes(void);
 /* The one door for the host to wait for the device: synchronizes `st` and counts the wait
  * (host_waits), so no read-back goes uncounted. */
 void ddpc__cuda_wait(cudaStream_t st);

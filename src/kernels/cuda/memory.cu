@@ -2,7 +2,8 @@
 /* The CUDA table's memory: device buffers (zeroed, 256-byte aligned by cudaMalloc, so the table's
  * 64-byte promise holds) and copies, all ordered on ddpc__cuda_stream(). Invariant: the stream is
  * non-blocking, so every copy and memset here is the *Async form on that stream (a plain cudaMemcpy
- * would run on the legacy default stream and not wait for our kernels). */
+ * would run on the legacy default stream and not wait for our kernels). free and to_host live in
+ * memory_vmm.cu, beside the releasable ranges they must tell apart. */
 #include "kernels/cuda/cuda_impl.h"
 
 #include <atomic>
@@ -52,15 +53,6 @@ extern "C" void *ddpc__cuda_alloc(size_t bytes)
     return p;
 }
 
-/* cudaFree waits for the device, so kernels still reading p finish first. */
-extern "C" void ddpc__cuda_free(void *p)
-{
-    if (p) {
-        (void)ddpc__cuda_stream(); /* makes our GPU current on this thread */
-        DDPC_CUDA_CHECK(cudaFree(p));
-    }
-}
-
 /* Returns once the host buffer may be reused: cudaMemcpyAsync from pageable memory stages the
  * bytes before returning. */
 extern "C" void ddpc__cuda_to_device(void *dst, const void *src, size_t bytes)
@@ -68,14 +60,6 @@ extern "C" void ddpc__cuda_to_device(void *dst, const void *src, size_t bytes)
     if (bytes)
         DDPC_CUDA_CHECK(
             cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, ddpc__cuda_stream()));
-}
-
-extern "C" void ddpc__cuda_to_host(void *dst, const void *src, size_t bytes)
-{
-    if (bytes)
-        DDPC_CUDA_CHECK(
-            cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, ddpc__cuda_stream()));
-    ddpc__cuda_wait(ddpc__cuda_stream());
 }
 
 extern "C" void ddpc__cuda_copy(void *dst, const void *src, size_t bytes)
@@ -95,4 +79,12 @@ extern "C" size_t ddpc__cuda_memory_total(void)
     size_t free_bytes = 0, total = 0;
     DDPC_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
     return total;
+}
+
+extern "C" size_t ddpc__cuda_memory_free(void)
+{
+    size_t free_bytes = 0, total = 0;
+    (void)ddpc__cuda_stream(); /* our GPU current on this thread */
+    DDPC_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
+    return free_bytes;
 }
