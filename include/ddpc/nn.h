@@ -197,7 +197,7 @@ float *ddpc_model_device_buffer_data(ddpc_model *m);
  * n (training or evaluation) allocate nothing. DDPC_ENOMEM naming the device. */
 ddpc_status ddpc_model_reserve(ddpc_model *m, int64_t n, int64_t seq_len);
 void ddpc_model_to_host(ddpc_model *m);
-void ddpc_model_to_device(ddpc_model *m);
+ddpc_status ddpc_model_to_device(ddpc_model *m); /* DDPC_ENOMEM naming the device */
 
 /* SyncBatchNorm: called inside forward (and backward) with `count` doubles of per-channel sums
  * that must be replaced, in place, by their sum over every replica; every replica calls it in the

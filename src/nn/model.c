@@ -213,8 +213,7 @@ ddpc_status ddpc_model_allocate(ddpc_model *m)
         return DDPC_OK;
     DDPC_TRY(allocate_buffers(m));
     m->ops->init(m);
-    ddpc_model_to_device(m);
-    return DDPC_OK;
+    return ddpc_model_to_device(m);
 }
 
 ddpc_status ddpc_model_create(ddpc_model **out, const ddpc_model_config *cfg)
@@ -294,20 +293,18 @@ void ddpc_model_to_host(ddpc_model *m)
         m->k->to_host(m->buffers, m->kbuffers, m->n_buffer_floats * sizeof(float));
 }
 
-void ddpc_model_to_device(ddpc_model *m)
+ddpc_status ddpc_model_to_device(ddpc_model *m)
 {
     if (m->k->kind == DDPC_DEVICE_CPU || !m->kparams)
-        return;
+        return DDPC_OK;
     /* ZeRO-3 may have released parts: they are backed again before the copy writes them. */
-    if (!m->k->back(m->kparams, m->n_params * sizeof(float))) {
-        /* to_device cannot fail by its contract; a device this full fails its next kernel too. */
-        fprintf(stderr, "ddpc: out of %s memory for the %zu parameters a checkpoint restores\n",
-                m->k->name, m->n_params);
-        abort();
-    }
+    if (!m->k->back(m->kparams, m->n_params * sizeof(float)))
+        return ddpc_errorf(DDPC_ENOMEM, "out of %s memory for the model's %zu parameters",
+                           m->k->name, m->n_params);
     m->k->to_device(m->kparams, m->params, m->n_params * sizeof(float));
     if (m->n_buffer_floats)
         m->k->to_device(m->kbuffers, m->buffers, m->n_buffer_floats * sizeof(float));
+    return DDPC_OK;
 }
 size_t ddpc_model_num_buffers(const ddpc_model *m) { return m->n_buffers; }
 const ddpc_param *ddpc_model_buffer(const ddpc_model *m, size_t i) { return &m->buffer_views[i]; }

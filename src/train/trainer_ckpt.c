@@ -189,7 +189,7 @@ static ddpc_status load(ddpc_trainer *t, const char *path, ddpc_ckpt_state *st)
     DDPC_TRY(
         ddpc_ckpt_load_shard(path, t->model, ddpc_engine_optim(t->engine), ranges, n_ranges, st));
     /* The host copies now hold the checkpoint; a GPU run's kernels read the device's. */
-    ddpc_model_to_device(t->model);
+    DDPC_TRY(ddpc_model_to_device(t->model));
     ddpc_optim_to_device(ddpc_engine_optim(t->engine));
     ddpc_engine_params_written(t->engine); /* ZeRO-3 keeps only its chunks resident */
     ddpc_engine_restore(t->engine, st->step, st->skipped_steps);

@@ -18,8 +18,7 @@ static ddpc_status load_init(ddpc_trainer *t)
     if (s != DDPC_OK && t->kind->explain_weights)
         s = t->kind->explain_weights(t, s);
     DDPC_TRY(s);
-    ddpc_model_to_device(t->model); /* the loaded host copy is what a GPU run trains */
-    return DDPC_OK;
+    return ddpc_model_to_device(t->model); /* the loaded host copy is what a GPU run trains */
 }
 
 static ddpc_status build(ddpc_trainer *t, const char *config_name)
