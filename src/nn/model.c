@@ -449,6 +449,8 @@ ddpc_status ddpc_model_reserve(ddpc_model *m, int64_t n, int64_t seq_len)
 ddpc_status ddpc_model_forward(ddpc_model *m, const ddpc_model_input *in, bool training,
                                ddpc_model_output *out)
 {
+    const bool armed = m->ce_armed && training; /* this forward's, whatever happens */
+    m->ce_armed = false;
     if (in->n <= 0)
         return ddpc_errorf(DDPC_EINVAL, "model forward needs a batch of at least 1, got %lld",
                            (long long)in->n);
@@ -458,10 +460,9 @@ ddpc_status ddpc_model_forward(ddpc_model *m, const ddpc_model_input *in, bool t
                            "head%s", in->task, heads, heads == 1 ? "" : "s");
     DDPC_TRY(ddpc__model_reserve_arena(m, arena_need(m, in->n, m->cfg.activation_checkpointing),
                                        in->n));
-    const bool armed = m->ce_armed && training; /* this forward's, whatever happens */
-    m->ce_armed = m->ce_fused = false;
     ddpc_model_output local = {0};
     m->last_n = 0;
+    m->ce_fused = false; /* with last_n: a backward meets this forward's logits or none */
     if (m->ops->check_input)
         DDPC_TRY(m->ops->check_input(m, in));
     ddpc_model_input staged;
