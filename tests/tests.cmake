@@ -148,8 +148,8 @@ endforeach()
 # variant a portable build may pick meets the same reference and finite-difference checks.
 foreach(cap baseline avx2)
     foreach(t test_kernels_activation test_kernels_attention test_kernels_cpu_impl
-              test_kernels_layernorm test_kernels_linear test_kernels_loss test_nn_models
-              test_adamw test_sgd test_clip test_comm_reduce)
+              test_kernels_layernorm test_kernels_linear test_kernels_loss test_kernels_ce_fused
+              test_nn_models test_adamw test_sgd test_clip test_comm_reduce)
         if(TARGET ${t})
             add_test(NAME ${t}_isa_${cap} COMMAND ${t})
             set_tests_properties(${t}_isa_${cap} PROPERTIES TIMEOUT 120 ENVIRONMENT

@@ -194,6 +194,13 @@ typedef struct ddpc_kernel_table {
     void (*cross_entropy_backward_from)(float *dlogits, const float *probs,
                                         const int32_t *targets, int64_t n, int64_t v,
                                         int32_t ignore_index, const double *sums, float dloss);
+    /* Both at once for a training step whose dloss is known before its forward: sums as
+     * cross_entropy_forward_into's, dlogits (n, v) = dloss / sums[1] * (softmax - onehot) on valid
+     * rows, 0 elsewhere, the same bits as forward then backward onto zeroed dlogits (the
+     * backward's g computed as it computes it). dlogits may be logits. */
+    void (*cross_entropy_fused)(double *sums, float *dlogits, float *losses, const float *logits,
+                                const int32_t *targets, int64_t n, int64_t v,
+                                int32_t ignore_index, float dloss);
     void (*argmax_correct_into)(double *correct, const float *scores, const int32_t *targets,
                                 int64_t n, int64_t v, int32_t ignore_index);
     /* x (n, classes) = softmax of each row, in place. */

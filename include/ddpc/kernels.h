@@ -278,6 +278,14 @@ float ddpc_cross_entropy_forward(float *probs, float *losses, const float *logit
 void ddpc_cross_entropy_backward(float *dlogits, const float *probs, const int32_t *targets,
                                  int64_t n, int64_t v, int32_t ignore_index, int64_t n_valid,
                                  float dloss);
+/* Forward and backward in one sweep, for a training step whose dloss is known before its forward
+ * (llm.c's fused classifier): sums (2) = {the sum of row losses in double, the valid rows}, losses
+ * (n) as forward's (may be NULL), dlogits (n, v) = dloss / sums[1] * (softmax - onehot(target)) on
+ * valid rows and 0 on the others (all 0 without valid rows). The same bits as forward into probs,
+ * then backward onto zeroed dlogits. dlogits may alias logits. */
+void ddpc_cross_entropy_fused(double *sums, float *dlogits, float *losses, const float *logits,
+                              const int32_t *targets, int64_t n, int64_t v, int32_t ignore_index,
+                              float dloss);
 /* Label-smoothed softmax cross-entropy (Szegedy et al. 2016), PyTorch's
  * CrossEntropyLoss(ignore_index, label_smoothing=eps): row loss = (1 - eps) (-log p[target])
  * + eps/v sum_j (-log p_j), mean over valid rows; eps = 0 is ddpc_cross_entropy_forward. Arguments

@@ -225,6 +225,11 @@ ddpc_status ddpc_model_backward(ddpc_model *m, float dloss);
  * sum / valid as a float) and backward takes the count from it. NULL (the default) reads them
  * back. No effect on the CPU, whose table has no such kernels. Borrows sink until reset. */
 void ddpc_model_set_loss_sink(ddpc_model *m, double *sink);
+/* Announces that the next forward, if a training forward with targets, is followed by
+ * ddpc_model_backward(m, dloss): a cross-entropy model may then compute the loss's gradient in
+ * that forward (one sweep over the logits, the same bits), after which ddpc_model_probs is NULL
+ * and a backward with another dloss is DDPC_EINVAL. The next forward consumes the announcement. */
+void ddpc_model_expect_backward(ddpc_model *m, float dloss);
 void ddpc_model_zero_grad(ddpc_model *m);
 
 /* Called from inside ddpc_model_backward each time tensor `tensor`'s gradient is final for this

@@ -202,13 +202,16 @@ void ddpc__fc_stack_backward(ddpc__fc_stack *s, ddpc_model *m, float dloss, floa
 {
     int64_t n = s->n, k = s->dims[s->n_layers];
     float p = s->training ? m->cfg.dropout : 0.0f;
-    m->k->fill_f32(s->dlogits, 0.0f, n * k);
-    if (m->cfg.loss == DDPC_LOSS_CROSS_ENTROPY)
-        ddpc__ce_backward(m, s->dlogits, m->probs, s->targets, n, k, s->n_valid, dloss);
-    else
-        ddpc__loss_backward(m, s->dlogits, m->probs, s->float_targets, n * k, dloss);
-    /* dy is the gradient of layer i's output; din (the other buffer) receives its input's. */
+    /* dy is the gradient of layer i's output; din (the other buffer) receives its input's. The
+     * last layer's backward never reads its output, the logits: a fused forward left dy there. */
     const float *dy = s->dlogits;
+    if (m->cfg.loss == DDPC_LOSS_CROSS_ENTROPY) {
+        dy = ddpc__ce_backward(m, s->dlogits, s->acts[s->n_layers], s->targets, n, k, s->n_valid,
+                               dloss);
+    } else {
+        m->k->fill_f32(s->dlogits, 0.0f, n * k);
+        ddpc__loss_backward(m, s->dlogits, m->probs, s->float_targets, n * k, dloss);
+    }
     float *din = s->dbuf[1], *dpre = s->dbuf[0];
     for (int i = s->n_layers - 1; i >= 0; i--) {
         float *dlayer_in = i > 0 ? din : dx;

@@ -227,10 +227,12 @@ void ddpc__gpt_backward(ddpc_model *m, float dloss)
     const ddpc_model_config *c = &m->cfg;
     const ddpc_gpt_config *o = ddpc__gpt_cfg(m);
     int64_t B = g->B, T = o->block_size, C = o->n_embd, V = c->num_classes, BT = B * T;
-    m->k->fill_f32(g->dlogits, 0.0f, BT * V);
-    ddpc__ce_backward(m, g->dlogits, g->logits, g->targets, BT, V, g->n_valid, dloss);
+    /* The LM head's backward reads dlogits and its input lnf, never the logits: a fused forward
+     * left the gradient over them. */
+    const float *dlogits =
+        ddpc__ce_backward(m, g->dlogits, g->logits, g->targets, BT, V, g->n_valid, dloss);
     m->k->fill_f32(g->dln, 0.0f, BT * C);
-    m->k->linear_backward(m->cfg.precision, g->dln, G(g->wte), NULL, g->dlogits, g->lnf, P(g->wte),
+    m->k->linear_backward(m->cfg.precision, g->dln, G(g->wte), NULL, dlogits, g->lnf, P(g->wte),
                          BT, C, V);
     const float *last = o->n_layer > 0 ? g->acts[o->n_layer - 1].res3 : g->encoded;
     m->k->fill_f32(g->dres, 0.0f, BT * C);

@@ -2,8 +2,9 @@
 /* The softmax cross-entropy a model ends in, with argmax accuracy: where its values go. Without a
  * loss sink (the CPU, evaluation, a caller that wants them now) the kernel table returns them,
  * which on a device waits for it; with one, the device keeps them for a later read and nothing
- * waits. Invariant: both ways run the same kernels in the same order, so the values are the same
- * bits, read now or later. */
+ * waits. A training forward announced by ddpc_model_expect_backward runs forward and backward in
+ * one kernel and leaves the gradient over the logits. Invariant: every way runs kernels that give
+ * the same bits (the fused one matches forward then backward), read now or later. */
 #include "nn/loss.h"
 
 #include <math.h>
@@ -13,6 +14,12 @@ void ddpc_model_set_loss_sink(ddpc_model *m, double *sink)
     m->loss_sink = sink;
 }
 
+void ddpc_model_expect_backward(ddpc_model *m, float dloss)
+{
+    m->ce_armed = true;
+    m->ce_dloss = dloss;
+}
+
 /* Whether this forward leaves its values on the device. */
 static bool deferred(const ddpc_model *m)
 {
@@ -20,11 +27,46 @@ static bool deferred(const ddpc_model *m)
            m->k->cross_entropy_backward_from;
 }
 
+/* Where this forward's fused sums go, or NULL when it keeps forward and backward apart (no
+ * announced backward, no such kernel, or no memory): the loss sink, else two doubles of the
+ * table's memory the model keeps from its first fused forward on. */
+static double *fused_sums(ddpc_model *m)
+{
+    if (!m->ce_armed || !m->k->cross_entropy_fused)
+        return NULL;
+    if (deferred(m))
+        return m->loss_sink;
+    if (!m->ce_sums)
+        m->ce_sums = m->k->alloc(2 * sizeof(double));
+    return m->ce_sums;
+}
+
 void ddpc__ce_forward(ddpc_model *m, float *logits, float *losses, const int32_t *targets,
                       int64_t n, int64_t v, ddpc_model_output *out)
 {
     const ddpc_kernel_table *k = m->k;
-    /* argmax first: cross-entropy turns the logits into probabilities in place. */
+    /* argmax first: cross-entropy turns the logits into probabilities (or gradients) in place. */
+    double *sums = fused_sums(m);
+    if (sums) {
+        if (deferred(m))
+            k->argmax_correct_into(m->loss_sink + 2, logits, targets, n, v, -1);
+        else
+            out->n_correct = k->argmax_correct(logits, targets, n, v, -1);
+        k->cross_entropy_fused(sums, logits, losses, logits, targets, n, v, -1, m->ce_dloss);
+        m->ce_fused = true;
+        m->probs = NULL; /* the logits hold the gradient now */
+        if (deferred(m)) {
+            out->loss = NAN;
+            out->n_valid = out->n_correct = -1;
+            return;
+        }
+        /* Read back (a wait on a device) and returned as cross_entropy_forward returns them. */
+        double here[2];
+        k->to_host(here, sums, sizeof here);
+        out->n_valid = (int64_t)here[1];
+        out->loss = out->n_valid ? (float)(here[0] / here[1]) : 0.0f;
+        return;
+    }
     if (deferred(m)) {
         k->argmax_correct_into(m->loss_sink + 2, logits, targets, n, v, -1);
         k->cross_entropy_forward_into(m->loss_sink, logits, losses, logits, targets, n, v, -1);
@@ -36,11 +78,16 @@ void ddpc__ce_forward(ddpc_model *m, float *logits, float *losses, const int32_t
     out->loss = k->cross_entropy_forward(logits, losses, logits, targets, n, v, -1, &out->n_valid);
 }
 
-void ddpc__ce_backward(ddpc_model *m, float *dlogits, const float *probs, const int32_t *targets,
-                       int64_t n, int64_t v, int64_t n_valid, float dloss)
+const float *ddpc__ce_backward(ddpc_model *m, float *dlogits, const float *probs,
+                               const int32_t *targets, int64_t n, int64_t v, int64_t n_valid,
+                               float dloss)
 {
+    if (m->ce_fused)
+        return probs; /* the forward wrote the gradient there, scaled by this dloss */
+    m->k->fill_f32(dlogits, 0.0f, n * v);
     if (deferred(m))
         m->k->cross_entropy_backward_from(dlogits, probs, targets, n, v, -1, m->loss_sink, dloss);
     else
         m->k->cross_entropy_backward(dlogits, probs, targets, n, v, -1, n_valid, dloss);
+    return dlogits;
 }

@@ -245,6 +245,8 @@ void ddpc_model_destroy(ddpc_model *m)
     }
     if (m->k)
         m->k->free(m->arena);
+    if (m->k && m->ce_sums)
+        m->k->free(m->ce_sums);
     ddpc_free(m->host_probs);
     ddpc_free(m->tensors);
     ddpc_free(m->params);
@@ -455,6 +457,8 @@ ddpc_status ddpc_model_reserve(ddpc_model *m, int64_t n, int64_t seq_len)
 ddpc_status ddpc_model_forward(ddpc_model *m, const ddpc_model_input *in, bool training,
                                ddpc_model_output *out)
 {
+    const bool armed = m->ce_armed && training; /* this forward's, whatever happens */
+    m->ce_armed = false;
     if (in->n <= 0)
         return ddpc_errorf(DDPC_EINVAL, "model forward needs a batch of at least 1, got %lld",
                            (long long)in->n);
@@ -466,6 +470,7 @@ ddpc_status ddpc_model_forward(ddpc_model *m, const ddpc_model_input *in, bool t
                                        in->n));
     ddpc_model_output local = {0};
     m->last_n = 0;
+    m->ce_fused = false; /* with last_n: a backward meets this forward's logits or none */
     if (m->ops->check_input)
         DDPC_TRY(m->ops->check_input(m, in));
     ddpc_model_input staged;
@@ -473,7 +478,10 @@ ddpc_status ddpc_model_forward(ddpc_model *m, const ddpc_model_input *in, bool t
         DDPC_TRY(stage_inputs(m, in, &staged));
         in = &staged;
     }
-    DDPC_TRY(m->ops->forward(m, in, training, out ? out : &local));
+    m->ce_armed = armed;
+    ddpc_status st = m->ops->forward(m, in, training, out ? out : &local);
+    m->ce_armed = false;
+    DDPC_TRY(st);
     /* The loss ran only on the targets it takes: a forward without them leaves nothing to
      * backward through. */
     if (m->cfg.loss == DDPC_LOSS_CROSS_ENTROPY ? in->targets != NULL : in->float_targets != NULL)
@@ -503,6 +511,10 @@ ddpc_status ddpc_model_backward(ddpc_model *m, float dloss)
 {
     if (m->last_n == 0)
         return ddpc_errorf(DDPC_EINVAL, "model backward needs a forward pass with targets first");
+    if (m->ce_fused && dloss != m->ce_dloss) /* the gradient was scaled by the announced one */
+        return ddpc_errorf(DDPC_EINVAL, "model backward: dloss %g is not the %g that "
+                           "ddpc_model_expect_backward announced", (double)dloss,
+                           (double)m->ce_dloss);
     m->backward_status = DDPC_OK;
     m->ops->backward(m, dloss);
     return m->backward_status;

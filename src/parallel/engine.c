@@ -270,6 +270,10 @@ ddpc_status ddpc_engine_pass(ddpc_engine *e, ddpc_model_input *in, int64_t micro
         return ddpc_errorf(DDPC_EINVAL, "engine: %zu passes (defer_passes) wait to be read; call "
                            "ddpc_engine_read first", e->defer.cap);
     ddpc_model_set_loss_sink(e->model, sink); /* this pass's record; NULL reads the loss now */
+    /* GradScaler: scale(loss / accum_steps); the reported loss stays unscaled. Known now, so the
+     * forward may compute the loss's gradient with the loss. */
+    const float dloss = loss_weight / (float)c->accum_steps * e->scaler.scale;
+    ddpc_model_expect_backward(e->model, dloss);
     set_phase(e, DDPC_PHASE_FORWARD);
     double t = lap(e, NULL, 0.0, NULL);
     ddpc_status st = ddpc_model_forward(e->model, in, true, out);
@@ -282,9 +286,8 @@ ddpc_status ddpc_engine_pass(ddpc_engine *e, ddpc_model_input *in, int64_t micro
         e->bad_loss = true;
         e->bad_loss_value = out->loss;
     }
-    /* GradScaler: scale(loss / accum_steps); the reported loss stays unscaled. */
     set_phase(e, DDPC_PHASE_BACKWARD);
-    st = ddpc_model_backward(e->model, loss_weight / (float)c->accum_steps * e->scaler.scale);
+    st = ddpc_model_backward(e->model, dloss);
     lap(e, &e->spent.backward_s, t, "backward");
     ddpc_model_set_loss_sink(e->model, NULL);
     return st;

@@ -79,6 +79,50 @@ DDPC_SIMD_DISPATCH_VOID(ddpc_cross_entropy_backward,
                          int64_t v, int32_t ignore_index, int64_t n_valid, float dloss),
                         (dlogits, probs, targets, n, v, ignore_index, n_valid, dloss))
 
+/* Forward and backward in one sweep: each row's softmax lands in dlogits and becomes its gradient
+ * while the row is still in cache. The same row_forward and the same products as forward then
+ * backward onto zeroed dlogits (0 + g p, then - g at the target; g = dloss / count as backward
+ * computes it), so the same bits, loss sum included; only the valid count is needed first. */
+void DDPC_SIMD(ddpc_cross_entropy_fused)(double *sums, float *dlogits, float *losses,
+                                         const float *logits, const int32_t *targets, int64_t n,
+                                         int64_t v, int32_t ignore_index, float dloss)
+{
+    int64_t count = 0;
+    for (int64_t i = 0; i < n; i++)
+        count += valid_target(targets[i], v, ignore_index);
+    const float g = count ? dloss / (float)count : 0.0f;
+    double total = 0.0;
+#pragma omp parallel for schedule(static) if (losses && n * v >= DDPC__PAR_MIN_WORK)
+    for (int64_t i = 0; i < n; i++) {
+        int32_t tg = targets[i];
+        float *d = dlogits + i * v;
+        float li = 0.0f;
+        if (count && valid_target(tg, v, ignore_index)) {
+            li = row_forward(d, logits + i * v, tg, v, 1);
+            for (int64_t j = 0; j < v; j++)
+                d[j] = 0.0f + g * d[j];
+            d[tg] -= g;
+        } else {
+            for (int64_t j = 0; j < v; j++)
+                d[j] = 0.0f;
+        }
+        if (losses)
+            losses[i] = li;
+        else
+            total += li; /* serial: the parallel loop runs only with losses */
+    }
+    if (losses)
+        for (int64_t i = 0; i < n; i++)
+            total += losses[i];
+    sums[0] = total;
+    sums[1] = (double)count;
+}
+DDPC_SIMD_DISPATCH_VOID(ddpc_cross_entropy_fused,
+                        (double *sums, float *dlogits, float *losses, const float *logits,
+                         const int32_t *targets, int64_t n, int64_t v, int32_t ignore_index,
+                         float dloss),
+                        (sums, dlogits, losses, logits, targets, n, v, ignore_index, dloss))
+
 int64_t DDPC_SIMD(ddpc_argmax_correct)(const float *scores, const int32_t *targets, int64_t n,
                                        int64_t v, int32_t ignore_index)
 {

@@ -114,6 +114,7 @@ static const ddpc_kernel_table cpu_table = {
     .cross_entropy_forward = ddpc_cross_entropy_forward,
     .cross_entropy_backward = ddpc_cross_entropy_backward,
     .argmax_correct = ddpc_argmax_correct,
+    .cross_entropy_fused = ddpc_cross_entropy_fused,
     .softmax_rows = cpu_softmax_rows,
     .mse_forward = ddpc_mse_forward,
     .mse_backward = ddpc_mse_backward,

@@ -4,17 +4,14 @@
  * Invariant: as in kernels/cpu/cross_entropy.c, a target is valid when it is not ignore_index and
  * lies in [0, v); the mean is summed in double by one block in a fixed order, so it is the same
  * bits on every rerun; the members that return a number wait for the device, their *_into forms
- * leave it in device memory (the waiting ones are the *_into ones plus a read). */
+ * leave it in device memory (the waiting ones are the *_into ones plus a read). The fused
+ * forward+backward gives the bits of forward then backward (same block shape, same products). */
+#ifndef DDPC_CUDA_EMULATE /* tests/test_loss_emu.cpp runs the kernels on the host */
 #include "kernels/cuda/cuda_impl.h"
+#endif
 #include "kernels/cuda/row_reduce.cuh"
 
 #include <math.h>
-
-/* The grid for `rows` row blocks; the kernels loop, so a capped grid still covers every row. */
-static unsigned row_grid(int64_t rows)
-{
-    return (unsigned)(rows < 65535 * 16 ? rows : 65535 * 16);
-}
 
 static __device__ __forceinline__ bool valid_target(int32_t tg, int64_t v, int32_t ignore_index)
 {
@@ -75,6 +72,161 @@ static __global__ void __launch_bounds__(1024)
     }
 }
 
+/* dlogits (n, v) += g * (probs - onehot(target)) on valid rows, in the CPU's order of operations
+ * (d + g p, then - g at the target). With `sums`, g is dloss / sums[1] (the valid rows), computed
+ * as the host computes it, and nothing happens without valid rows. */
+static __global__ void ce_backward_kernel(float *dlogits, const float *probs,
+                                          const int32_t *targets, int64_t n, int64_t v,
+                                          int32_t ignore_index, float g, const double *sums,
+                                          float dloss)
+{
+    if (sums) {
+        const int64_t count = (int64_t)sums[1];
+        if (count <= 0)
+            return;
+        g = __fdiv_rn(dloss, (float)count);
+    }
+    for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
+        const int32_t tg = targets[i];
+        if (!valid_target(tg, v, ignore_index))
+            continue; /* the whole block skips: no barrier in this kernel */
+        float *d = dlogits + i * v;
+        const float *p = probs + i * v;
+        for (int64_t j = threadIdx.x; j < v; j += blockDim.x) {
+            float r = d[j] + g * p[j];
+            d[j] = j == tg ? r - g : r;
+        }
+    }
+}
+
+/* sums[1] = the valid rows, before any row is written: the fused kernel's g needs it. One block,
+ * the count an integer, so the order does not matter. */
+static __global__ void __launch_bounds__(1024)
+    ce_count_kernel(double *sums, const int32_t *targets, int64_t n, int64_t v,
+                    int32_t ignore_index)
+{
+    __shared__ long long shc[32];
+    long long count = 0;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+        count += valid_target(targets[i], v, ignore_index);
+    count = ddpc__block_reduce(count, ddpc__sum_op(), 0LL, shc);
+    if (threadIdx.x == 0)
+        sums[1] = (double)count;
+}
+
+/* ce_forward_kernel and ce_backward_kernel (onto zeroed dlogits) in one launch, llm.c's fused
+ * classifier without its online softmax: the max and the sum are ce_forward_kernel's, in its
+ * thread layout (launch it with the same block size), so they are the same bits; the last sweep
+ * recomputes e = expf(x - mx) rather than storing it, and writes the gradient once:
+ * d = 0 + g (e * inv), less g at the target, with g = dloss / count as the backward divides.
+ * Ignored rows (every row without valid ones) get 0. dlogits may be logits: a thread writes only
+ * the elements it read, after the last barrier of its row. */
+static __global__ void __launch_bounds__(1024)
+    ce_fused_kernel(float *dlogits, float *row_loss, const float *logits, const int32_t *targets,
+                    int64_t n, int64_t v, int32_t ignore_index, const double *sums, float dloss)
+{
+    __shared__ float sh[32];
+    const int64_t count = (int64_t)sums[1];
+    const float g = count > 0 ? __fdiv_rn(dloss, (float)count) : 0.0f;
+    for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
+        const float *x = logits + i * v;
+        float *d = dlogits + i * v;
+        const int32_t tg = targets[i];
+        if (count <= 0 || !valid_target(tg, v, ignore_index)) { /* uniform over the block */
+            for (int64_t j = threadIdx.x; j < v; j += blockDim.x)
+                d[j] = 0.0f;
+            if (threadIdx.x == 0)
+                row_loss[i] = 0.0f;
+            continue;
+        }
+        const float x_tg = x[tg]; /* before the barriers below, after which x is overwritten */
+        float mx = -INFINITY;
+        for (int64_t j = threadIdx.x; j < v; j += blockDim.x)
+            mx = ddpc__max_op()(mx, x[j]);
+        mx = ddpc__block_reduce(mx, ddpc__max_op(), -INFINITY, sh);
+        float sum = 0.0f;
+        for (int64_t j = threadIdx.x; j < v; j += blockDim.x)
+            sum += expf(x[j] - mx);
+        sum = ddpc__block_reduce(sum, ddpc__sum_op(), 0.0f, sh);
+        const float inv = 1.0f / sum;
+        for (int64_t j = threadIdx.x; j < v; j += blockDim.x) {
+            const float p = expf(x[j] - mx) * inv;
+            const float r = 0.0f + g * p;
+            d[j] = j == tg ? r - g : r;
+        }
+        if (threadIdx.x == 0)
+            row_loss[i] = logf(sum) - (x_tg - mx);
+    }
+}
+
+/* *correct += rows whose first maximum is their (valid) target. An integer atomic: the count is
+ * exact whatever the order. */
+static __global__ void __launch_bounds__(1024)
+    argmax_kernel(unsigned long long *correct, const float *scores, const int32_t *targets,
+                  int64_t n, int64_t v, int32_t ignore_index)
+{
+    __shared__ float sv[32];
+    __shared__ int si[32];
+    for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
+        const int32_t tg = targets[i];
+        if (!valid_target(tg, v, ignore_index))
+            continue; /* uniform over the block, so the barriers below stay matched */
+        const float *row = scores + i * v;
+        /* Each thread's first element is taken as is (as the CPU takes row[0]), later ones only
+         * when strictly larger: ties keep the first. */
+        float best = -INFINITY;
+        int at = INT32_MAX;
+        if (threadIdx.x < v) {
+            best = row[threadIdx.x];
+            at = (int)threadIdx.x;
+        }
+        for (int64_t j = threadIdx.x + blockDim.x; j < v; j += blockDim.x)
+            if (row[j] > best) {
+                best = row[j];
+                at = (int)j;
+            }
+        ddpc__block_argmax(&best, &at, sv, si);
+        if (threadIdx.x == 0 && at == tg)
+            atomicAdd(correct, 1ULL);
+    }
+}
+
+/* *out = *count as a double (exact below 2^53). */
+static __global__ void count_to_double_kernel(double *out, const unsigned long long *count)
+{
+    *out = (double)*count;
+}
+
+/* x (n, classes) = softmax of each row, in place; divides by the sum as the CPU table does. */
+static __global__ void __launch_bounds__(1024)
+    softmax_rows_kernel(float *x, int64_t n, int64_t classes)
+{
+    __shared__ float sh[32];
+    for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
+        float *row = x + i * classes;
+        float mx = -INFINITY;
+        for (int64_t j = threadIdx.x; j < classes; j += blockDim.x)
+            mx = ddpc__max_op()(mx, row[j]);
+        mx = ddpc__block_reduce(mx, ddpc__max_op(), -INFINITY, sh);
+        float sum = 0.0f;
+        for (int64_t j = threadIdx.x; j < classes; j += blockDim.x) {
+            float e = expf(row[j] - mx);
+            row[j] = e;
+            sum += e;
+        }
+        sum = ddpc__block_reduce(sum, ddpc__sum_op(), 0.0f, sh);
+        for (int64_t j = threadIdx.x; j < classes; j += blockDim.x)
+            row[j] /= sum;
+    }
+}
+
+#ifndef DDPC_CUDA_EMULATE /* the host side: launches and the table's entry points */
+/* The grid for `rows` row blocks; the kernels loop, so a capped grid still covers every row. */
+static unsigned row_grid(int64_t rows)
+{
+    return (unsigned)(rows < 65535 * 16 ? rows : 65535 * 16);
+}
+
 extern "C" void ddpc__cuda_cross_entropy_forward_into(double *sums, float *probs, float *losses,
                                                       const float *logits,
                                                       const int32_t *targets, int64_t n,
@@ -120,33 +272,6 @@ extern "C" float ddpc__cuda_cross_entropy_forward(float *probs, float *losses, c
     return count ? (float)(host[0] / (double)count) : 0.0f;
 }
 
-/* dlogits (n, v) += g * (probs - onehot(target)) on valid rows, in the CPU's order of operations
- * (d + g p, then - g at the target). With `sums`, g is dloss / sums[1] (the valid rows), computed
- * as the host computes it, and nothing happens without valid rows. */
-static __global__ void ce_backward_kernel(float *dlogits, const float *probs,
-                                          const int32_t *targets, int64_t n, int64_t v,
-                                          int32_t ignore_index, float g, const double *sums,
-                                          float dloss)
-{
-    if (sums) {
-        const int64_t count = (int64_t)sums[1];
-        if (count <= 0)
-            return;
-        g = __fdiv_rn(dloss, (float)count);
-    }
-    for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
-        const int32_t tg = targets[i];
-        if (!valid_target(tg, v, ignore_index))
-            continue; /* the whole block skips: no barrier in this kernel */
-        float *d = dlogits + i * v;
-        const float *p = probs + i * v;
-        for (int64_t j = threadIdx.x; j < v; j += blockDim.x) {
-            float r = d[j] + g * p[j];
-            d[j] = j == tg ? r - g : r;
-        }
-    }
-}
-
 extern "C" void ddpc__cuda_cross_entropy_backward(float *dlogits, const float *probs,
                                                   const int32_t *targets, int64_t n, int64_t v,
                                                   int32_t ignore_index, int64_t n_valid,
@@ -172,42 +297,27 @@ extern "C" void ddpc__cuda_cross_entropy_backward_from(float *dlogits, const flo
     DDPC_CUDA_LAUNCHED();
 }
 
-/* *correct += rows whose first maximum is their (valid) target. An integer atomic: the count is
- * exact whatever the order. */
-static __global__ void __launch_bounds__(1024)
-    argmax_kernel(unsigned long long *correct, const float *scores, const int32_t *targets,
-                  int64_t n, int64_t v, int32_t ignore_index)
+extern "C" void ddpc__cuda_cross_entropy_fused(double *sums, float *dlogits, float *losses,
+                                               const float *logits, const int32_t *targets,
+                                               int64_t n, int64_t v, int32_t ignore_index,
+                                               float dloss)
 {
-    __shared__ float sv[32];
-    __shared__ int si[32];
-    for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
-        const int32_t tg = targets[i];
-        if (!valid_target(tg, v, ignore_index))
-            continue; /* uniform over the block, so the barriers below stay matched */
-        const float *row = scores + i * v;
-        /* Each thread's first element is taken as is (as the CPU takes row[0]), later ones only
-         * when strictly larger: ties keep the first. */
-        float best = -INFINITY;
-        int at = INT32_MAX;
-        if (threadIdx.x < v) {
-            best = row[threadIdx.x];
-            at = (int)threadIdx.x;
-        }
-        for (int64_t j = threadIdx.x + blockDim.x; j < v; j += blockDim.x)
-            if (row[j] > best) {
-                best = row[j];
-                at = (int)j;
-            }
-        ddpc__block_argmax(&best, &at, sv, si);
-        if (threadIdx.x == 0 && at == tg)
-            atomicAdd(correct, 1ULL);
+    cudaStream_t st = ddpc__cuda_stream();
+    if (n <= 0 || v <= 0) {
+        DDPC_CUDA_CHECK(cudaMemsetAsync(sums, 0, 2 * sizeof(double), st));
+        return;
     }
-}
-
-/* *out = *count as a double (exact below 2^53). */
-static __global__ void count_to_double_kernel(double *out, const unsigned long long *count)
-{
-    *out = (double)*count;
+    /* Row losses in the scratch when the caller keeps none, as forward_into does. */
+    char *scratch = (char *)ddpc__cuda_scratch(DDPC__CUDA_SCRATCH_REDUCE,
+                                               2 * sizeof(double) + (size_t)n * sizeof(float));
+    float *row_loss = losses ? losses : (float *)(scratch + 2 * sizeof(double));
+    ce_count_kernel<<<1, 1024, 0, st>>>(sums, targets, n, v, ignore_index);
+    DDPC_CUDA_LAUNCHED();
+    ce_fused_kernel<<<row_grid(n), ddpc__row_threads(v, 1024), 0, st>>>(
+        dlogits, row_loss, logits, targets, n, v, ignore_index, sums, dloss);
+    DDPC_CUDA_LAUNCHED();
+    ce_mean_kernel<<<1, 1024, 0, st>>>(sums, row_loss, targets, n, v, ignore_index);
+    DDPC_CUDA_LAUNCHED();
 }
 
 /* Counts into the scratch's first word; returns it. */
@@ -248,29 +358,6 @@ extern "C" void ddpc__cuda_argmax_correct_into(double *out, const float *scores,
     DDPC_CUDA_LAUNCHED();
 }
 
-/* x (n, classes) = softmax of each row, in place; divides by the sum as the CPU table does. */
-static __global__ void __launch_bounds__(1024)
-    softmax_rows_kernel(float *x, int64_t n, int64_t classes)
-{
-    __shared__ float sh[32];
-    for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
-        float *row = x + i * classes;
-        float mx = -INFINITY;
-        for (int64_t j = threadIdx.x; j < classes; j += blockDim.x)
-            mx = ddpc__max_op()(mx, row[j]);
-        mx = ddpc__block_reduce(mx, ddpc__max_op(), -INFINITY, sh);
-        float sum = 0.0f;
-        for (int64_t j = threadIdx.x; j < classes; j += blockDim.x) {
-            float e = expf(row[j] - mx);
-            row[j] = e;
-            sum += e;
-        }
-        sum = ddpc__block_reduce(sum, ddpc__sum_op(), 0.0f, sh);
-        for (int64_t j = threadIdx.x; j < classes; j += blockDim.x)
-            row[j] /= sum;
-    }
-}
-
 extern "C" void ddpc__cuda_softmax_rows(float *x, int64_t n, int64_t classes)
 {
     if (n <= 0 || classes <= 0)
@@ -279,3 +366,4 @@ extern "C" void ddpc__cuda_softmax_rows(float *x, int64_t n, int64_t classes)
         x, n, classes);
     DDPC_CUDA_LAUNCHED();
 }
+#endif

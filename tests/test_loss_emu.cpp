@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: MIT
+/* The CUDA cross-entropy's own device code (src/kernels/cuda/loss.cu, compiled for the host
+ * against tests/cuda_emu.h): the fused forward+backward kernel against the unfused kernels it
+ * replaces (forward, mean, backward onto zeroed dlogits) bit for bit, dlogits, row losses and
+ * sums alike, and against the CPU table's fused member within 1e-5 (the block reductions and the
+ * host's expf differ from the CPU's serial SIMD sum and exp). Blocks of 1, 2 and 32 warps, rows
+ * longer than the block, fewer blocks than rows (the grid-stride loop), in place and not, ignored
+ * and out-of-range targets, every row ignored, GPT-2's padded 50304. Outputs start as NaN. What it
+ * cannot see: the device's own expf/logf (the GPU test compares those, tests/test_cuda_loss.c). */
+#define DDPC_CUDA_EMULATE 1
+#include "cuda_emu.h"
+
+#include <climits>
+#include <cstdint>
+#include <vector>
+
+/* What loss.cu needs beyond cuda_emu.h: the block's size, block-shared statics (blocks run one
+ * after another), shuffles of doubles and integers, __fdiv_rn (IEEE division, as the host's),
+ * and a 64-bit atomicAdd. */
+static emu_dim blockDim;
+#ifndef __shared__
+#define __shared__ static
+#endif
+static unsigned char emu_shfl_wide[EMU_MAX_WARPS][32][8];
+template <typename T> static inline T emu_shfl_any(T v, int lane_mask)
+{
+    static_assert(sizeof(T) <= 8, "shuffles of at most 8 bytes");
+    const unsigned w = emu_warp(), lane = threadIdx.x % 32;
+    memcpy(emu_shfl_wide[w][lane], &v, sizeof v);
+    __syncwarp();
+    T r;
+    memcpy(&r, emu_shfl_wide[w][lane ^ (unsigned)lane_mask], sizeof r);
+    __syncwarp();
+    return r;
+}
+static inline double __shfl_xor_sync(unsigned mask, double v, int m)
+{
+    if (mask != 0xffffffffu)
+        emu_fail("__shfl_xor_sync with a partial mask");
+    return emu_shfl_any(v, m);
+}
+static inline long long __shfl_xor_sync(unsigned mask, long long v, int m)
+{
+    if (mask != 0xffffffffu)
+        emu_fail("__shfl_xor_sync with a partial mask");
+    return emu_shfl_any(v, m);
+}
+static inline int __shfl_xor_sync(unsigned mask, int v, int m)
+{
+    if (mask != 0xffffffffu)
+        emu_fail("__shfl_xor_sync with a partial mask");
+    return emu_shfl_any(v, m);
+}
+static inline float __fdiv_rn(float a, float b)
+{
+    return a / b;
+}
+static inline unsigned long long atomicAdd(unsigned long long *p, unsigned long long v)
+{
+    return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+}
+
+/* The argmax and softmax kernels are compiled here but not run: this test is about the loss. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#include "../src/kernels/cuda/loss.cu"
+#pragma GCC diagnostic pop
+
+#include <ddpc/kernels.h>
+#include <ddpc/rng.h>
+
+#include "check.h"
+
+enum { IGNORE = -100 };
+
+template <typename F> static void launch(unsigned blocks, unsigned threads, F fn)
+{
+    blockDim = emu_dim{threads, 1, 1};
+    emu_launch(blocks, threads, 0, fn);
+}
+
+static std::vector<float> nan_vec(int64_t n)
+{
+    return std::vector<float>((size_t)n, NAN);
+}
+
+/* Targets for n rows: every 5th ignore_index, every 7th v (out of range), every 11th negative. */
+static std::vector<int32_t> make_targets(int64_t n, int64_t v, bool none)
+{
+    std::vector<int32_t> t((size_t)n);
+    for (int64_t i = 0; i < n; i++)
+        t[(size_t)i] = none || i % 5 == 1 ? IGNORE
+                       : i % 7 == 2       ? (int32_t)v
+                       : i % 11 == 3      ? -3
+                                          : (int32_t)((i * 7919 + 13) % v);
+    return t;
+}
+
+/* The number of elements where a and b differ in their bits; prints the first. */
+static int64_t bit_diffs(const char *what, const float *a, const float *b, int64_t n)
+{
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (memcmp(&a[i], &b[i], sizeof(float)) != 0 && bad++ == 0)
+            printf("  %s[%lld]: %.9g vs %.9g\n", what, (long long)i, (double)a[i], (double)b[i]);
+    if (bad)
+        printf("  %s: %lld of %lld differ\n", what, (long long)bad, (long long)n);
+    return bad;
+}
+
+/* max |a - ref| / max |ref|; +inf where a is not finite. */
+static double rel_err(const float *a, const float *ref, int64_t n)
+{
+    double m = 0.0, s = 1e-30;
+    for (int64_t i = 0; i < n; i++) {
+        if (!std::isfinite(a[i]))
+            return INFINITY;
+        m = std::fmax(m, std::fabs((double)a[i] - ref[i]));
+        s = std::fmax(s, std::fabs((double)ref[i]));
+    }
+    return m / s;
+}
+
+/* One shape, `threads` per row block (the host launches ddpc__row_threads(v, 1024)), `blocks`
+ * row blocks (the host launches one per row; fewer makes the blocks loop). */
+static void check_emu(int64_t n, int64_t v, unsigned threads, unsigned blocks, float dloss,
+                      bool none, bool in_place, uint64_t seed)
+{
+    /* The one-block count and mean kernels: 1024 threads as the host launches them for GPT-2's
+     * shape; fewer elsewhere, which only changes the order of the (unchanged) mean's sum, the
+     * same for both sides, and keeps the emulation's thread starts few. */
+    const unsigned one = threads == 1024 ? 1024 : 128;
+    printf(" emulated n %lld v %lld threads %u blocks %u dloss %g%s%s\n", (long long)n,
+           (long long)v, threads, blocks, (double)dloss, none ? " all ignored" : "",
+           in_place ? " in place" : "");
+    const std::vector<int32_t> tg = make_targets(n, v, none);
+    std::vector<float> logits((size_t)(n * v));
+    for (int64_t i = 0; i < n * v; i++)
+        logits[(size_t)i] = 16.0f * ddpc_rng_uniform_at(seed, 3, (uint64_t)i) - 8.0f;
+    const int32_t *t = tg.data();
+    const int before = emu_failures;
+
+    /* The unfused kernels as the models ran them: probs over the logits, the mean, then the
+     * backward (g from the sums) onto zeroed dlogits. */
+    std::vector<float> probs = logits, ref_loss = nan_vec(n);
+    std::vector<float> ref_d((size_t)(n * v), 0.0f);
+    double ref_sums[2] = {NAN, NAN};
+    launch(blocks, threads, [&] {
+        ce_forward_kernel(probs.data(), ref_loss.data(), probs.data(), t, n, v, IGNORE);
+    });
+    launch(1, one, [&] { ce_mean_kernel(ref_sums, ref_loss.data(), t, n, v, IGNORE); });
+    launch(blocks, (unsigned)ddpc__row_threads(v, 256), [&] {
+        ce_backward_kernel(ref_d.data(), probs.data(), t, n, v, IGNORE, 0.0f, ref_sums, dloss);
+    });
+
+    /* The fused member's three launches, as ddpc__cuda_cross_entropy_fused makes them. */
+    std::vector<float> x = logits, sep = nan_vec(n * v), loss = nan_vec(n);
+    float *d = in_place ? x.data() : sep.data();
+    double sums[2] = {NAN, NAN};
+    launch(1, one, [&] { ce_count_kernel(sums, t, n, v, IGNORE); });
+    CHECK(sums[1] == ref_sums[1]);
+    launch(blocks, threads,
+           [&] { ce_fused_kernel(d, loss.data(), x.data(), t, n, v, IGNORE, sums, dloss); });
+    launch(1, one, [&] { ce_mean_kernel(sums, loss.data(), t, n, v, IGNORE); });
+    CHECK_EQ_INT(emu_failures, before); /* full-warp shuffles */
+
+    CHECK_EQ_INT(bit_diffs("dlogits", d, ref_d.data(), n * v), 0);
+    CHECK_EQ_INT(bit_diffs("row loss", loss.data(), ref_loss.data(), n), 0);
+    CHECK(memcmp(sums, ref_sums, sizeof sums) == 0);
+
+    /* The CPU table's fused member: the same count, the loss and gradient within 1e-5. */
+    std::vector<float> cd = nan_vec(n * v), cl = nan_vec(n);
+    double csums[2] = {NAN, NAN};
+    ddpc_cross_entropy_fused(csums, cd.data(), cl.data(), logits.data(), t, n, v, IGNORE, dloss);
+    CHECK(csums[1] == sums[1]);
+    const double e_d = rel_err(d, cd.data(), n * v), e_l = rel_err(loss.data(), cl.data(), n);
+    const double e_s = std::fabs(sums[0] - csums[0]) / std::fmax(std::fabs(csums[0]), 1e-30);
+    printf("  against the CPU: dlogits %.3g, row losses %.3g, loss sum %.3g\n", e_d, e_l, e_s);
+    CHECK(e_d <= 1e-5);
+    CHECK(e_l <= 1e-5);
+    CHECK(csums[0] == 0.0 ? sums[0] == 0.0 : e_s <= 1e-5);
+}
+
+static void test_emu_small_blocks(void)
+{
+    check_emu(10, 300, 64, 3, 1.0f, false, false, 1); /* rows of ~5 blocks, 2 warps, looping */
+    check_emu(10, 300, 64, 3, 1.0f, false, true, 1);
+    check_emu(23, 13, 32, 23, 0.75f, false, true, 2); /* 1 warp, most threads idle */
+    check_emu(7, 13, 32, 2, 1.0f, true, true, 3);     /* every row ignored: dlogits all 0 */
+    check_emu(12, 1000, 128, 5, 65536.0f / 3.0f, false, false, 4); /* an fp16 scale */
+}
+
+static void test_emu_gpt2_vocab(void)
+{
+    /* The host's launch for GPT-2: 1024 threads, each row ~49 elements per thread. */
+    check_emu(6, 50304, (unsigned)ddpc__row_threads(50304, 1024), 6, 1.0f, false, true, 5);
+}
+
+int main(void)
+{
+    RUN_TEST(test_emu_small_blocks);
+    RUN_TEST(test_emu_gpt2_vocab);
+    return check_summary();
+}
