@@ -14,47 +14,7 @@
 #include <cstdint>
 #include <vector>
 
-/* What loss.cu needs beyond cuda_emu.h: the block's size, block-shared statics (blocks run one
- * after another), shuffles of doubles and integers, __fdiv_rn (IEEE division, as the host's),
- * and a 64-bit atomicAdd. */
-static emu_dim blockDim;
-#ifndef __shared__
-#define __shared__ static
-#endif
-static unsigned char emu_shfl_wide[EMU_MAX_WARPS][32][8];
-template <typename T> static inline T emu_shfl_any(T v, int lane_mask)
-{
-    static_assert(sizeof(T) <= 8, "shuffles of at most 8 bytes");
-    const unsigned w = emu_warp(), lane = threadIdx.x % 32;
-    memcpy(emu_shfl_wide[w][lane], &v, sizeof v);
-    __syncwarp();
-    T r;
-    memcpy(&r, emu_shfl_wide[w][lane ^ (unsigned)lane_mask], sizeof r);
-    __syncwarp();
-    return r;
-}
-static inline double __shfl_xor_sync(unsigned mask, double v, int m)
-{
-    if (mask != 0xffffffffu)
-        emu_fail("__shfl_xor_sync with a partial mask");
-    return emu_shfl_any(v, m);
-}
-static inline long long __shfl_xor_sync(unsigned mask, long long v, int m)
-{
-    if (mask != 0xffffffffu)
-        emu_fail("__shfl_xor_sync with a partial mask");
-    return emu_shfl_any(v, m);
-}
-static inline int __shfl_xor_sync(unsigned mask, int v, int m)
-{
-    if (mask != 0xffffffffu)
-        emu_fail("__shfl_xor_sync with a partial mask");
-    return emu_shfl_any(v, m);
-}
-static inline float __fdiv_rn(float a, float b)
-{
-    return a / b;
-}
+/* What loss.cu needs beyond cuda_emu.h: a 64-bit atomicAdd (the argmax count). */
 static inline unsigned long long atomicAdd(unsigned long long *p, unsigned long long v)
 {
     return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
@@ -75,7 +35,6 @@ enum { IGNORE = -100 };
 
 template <typename F> static void launch(unsigned blocks, unsigned threads, F fn)
 {
-    blockDim = emu_dim{threads, 1, 1};
     emu_launch(blocks, threads, 0, fn);
 }
 
