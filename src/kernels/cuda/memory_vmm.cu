@@ -73,7 +73,8 @@ bool vmm_on(void)
 #define DDPC_ENTRY(f, name) entry(name, reinterpret_cast<void **>(&drv.f))
     bool found = DDPC_ENTRY(address_reserve, "cuMemAddressReserve") &&
                  DDPC_ENTRY(address_free, "cuMemAddressFree") &&
-                 DDPC_ENTRY(create, "cuMemCreate") && DDPC_ENTRY(release, "cuMemRelease") && DDPC_ENTRY(map, "cuMemMap") &&
+                 DDPC_ENTRY(create, "cuMemCreate") && DDPC_ENTRY(release, "cuMemRelease") &&
+                 DDPC_ENTRY(map, "cuMemMap") &&
                  DDPC_ENTRY(unmap, "cuMemUnmap") && DDPC_ENTRY(set_access, "cuMemSetAccess") &&
                  DDPC_ENTRY(granularity, "cuMemGetAllocationGranularity") &&
                  DDPC_ENTRY(attribute, "cuDeviceGetAttribute") &&
