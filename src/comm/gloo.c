@@ -215,7 +215,7 @@ static void gloo_destroy(void *state)
     if (st->shm_ops)
         st->shm_ops->destroy(st->shm);
     ddpc_store_close(st->store);
-    ddpc_store_server_stop(st->server);
+    ddpc__job_store_release(st->server);
     ddpc_free(st->addrs);
     ddpc_free((void *)st->srcs);
     ddpc_free(st->pulled);

@@ -368,7 +368,7 @@ static void destroy(void *state)
         cudaStreamDestroy(st->stream);
     (void)cudaGetLastError();
     ddpc_store_close(st->store);
-    ddpc_store_server_stop(st->server);
+    ddpc__job_store_release(st->server);
     ddpc_free(st);
 }
 

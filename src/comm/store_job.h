@@ -14,9 +14,12 @@ enum { DDPC__JOB_PREFIX_CAP = 200 };
  * unless a launcher's agent does; every rank connects to it, proving the job's token, and gets
  * the key prefix of this attempt ("ddpc/<run id>/<restart count>/") in prefix (cap
  * DDPC__JOB_PREFIX_CAP). `who` names the backend in messages ("the gloo backend"). On success
- * *server (rank 0 only, else NULL) and *store are the caller's to stop and close; on failure both
- * are NULL. */
+ * *server (rank 0 only, else NULL) and *store are the caller's to release (below) and close; on
+ * failure both are NULL. A process's groups share rank 0's server (a GPU run's second group). */
 ddpc_status ddpc__job_store_open(const ddpc_comm_env *env, const char *who, double deadline,
                                  ddpc_store_server **server, ddpc_store **store, char *prefix);
+/* Gives back a server from ddpc__job_store_open; the last of the process's groups stops it. NULL
+ * is a no-op. */
+void ddpc__job_store_release(ddpc_store_server *server);
 
 #endif
