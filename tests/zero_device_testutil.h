@@ -101,6 +101,7 @@ static ddpc_model *zdev_model(const zdev_rank *z)
     own.hidden[0] = 300, own.n_hidden = 1; /* ~80k parameters: several 0.05 MB buckets */
     c.seed = 3;
     c.backend = z->k;
+    c.releasable_flat = true; /* as the trainer asks for ZeRO-2/3 */
     ddpc_model *m = NULL;
     if (ddpc_model_create(&m, &c) != DDPC_OK || ddpc_model_reserve(m, ZDEV_BATCH, 0) != DDPC_OK) {
         fprintf(stderr, "rank %d: model: %s\n", z->rank, ddpc_last_error());

@@ -84,6 +84,10 @@ typedef struct {
     /* The kernel table the model runs on (ddpc_backend_select): its parameters, gradients,
      * buffers and activations live in that device's memory. NULL: the CPU's. */
     const struct ddpc_kernel_table *backend;
+    /* On a device: the flat parameter and gradient buffers are reserved as releasable memory
+     * (CUDA virtual memory), so that ZeRO-2/3 give back what a rank does not own; false: plain
+     * allocations, and ZeRO zeroes instead. The trainer sets it for zero.stage >= 2. */
+    bool releasable_flat;
     uint64_t seed; /* initialisation */
     /* The type's own config (ddpc/model_ops.h: its config_size bytes, copied by create; NULL:
      * the type's defaults). The built-in types' are ddpc/models.h's ddpc_mlp_config and the like;

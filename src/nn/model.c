@@ -100,8 +100,10 @@ static ddpc_status allocate_device_buffers(ddpc_model *m)
         return DDPC_OK;
     }
     size_t bytes = m->n_params * sizeof(float);
-    m->kparams = k->reserve(bytes); /* ZeRO-2/3 give back what a rank does not own */
-    m->kgrads = k->reserve(bytes);
+    /* Only where ZeRO-2/3 will give memory back: other runs keep plain device allocations. */
+    void *(*flat)(size_t) = m->cfg.releasable_flat ? k->reserve : k->alloc;
+    m->kparams = flat(bytes);
+    m->kgrads = flat(bytes);
     m->kdecay_mask = k->alloc(m->n_params);
     m->kbuffers = m->n_buffer_floats ? k->alloc(m->n_buffer_floats * sizeof(float)) : NULL;
     if (!m->kparams || !m->kgrads || !m->kdecay_mask || (m->n_buffer_floats && !m->kbuffers))

@@ -89,6 +89,14 @@ ddpc_status ddpc__trainer_init_dist(ddpc_trainer *t)
     return DDPC_OK;
 }
 
+ddpc_status ddpc__trainer_zero_stage(ddpc_config *c, int *stage)
+{
+    int64_t s;
+    DDPC_TRY(ddpc_config_int(c, "zero.stage", 0, 0, 3, &s));
+    *stage = (int)s;
+    return DDPC_OK;
+}
+
 ddpc_status ddpc__trainer_read_ddp(ddpc_trainer *t)
 {
     ddpc_config *c = t->cfg;
@@ -97,9 +105,9 @@ ddpc_status ddpc__trainer_read_ddp(ddpc_trainer *t)
     bool sync_bn = rc->sync_batchnorm; /* model.sync_batchnorm, read with the model */
     *rc = ddpc_reducer_config_default();
     rc->sync_batchnorm = sync_bn;
-    int64_t stage;
-    DDPC_TRY(ddpc_config_int(c, "zero.stage", 0, 0, 3, &stage));
-    rc->zero_stage = (int)stage;
+    int stage;
+    DDPC_TRY(ddpc__trainer_zero_stage(c, &stage));
+    rc->zero_stage = stage;
     if (stage > 0 && t->dist.dp_replicas > 0)
         return ddpc_errorf(DDPC_EINVAL,
                            "zero.stage %lld shards across processes; parallel.mode: "

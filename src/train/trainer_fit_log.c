@@ -156,12 +156,14 @@ void ddpc__trainer_log_device_allocs(const ddpc_trainer *t)
     fprintf(t->log, "device allocations after step 2: %llu in %lld steps\n",
             (unsigned long long)(t->gpu.allocs_last - t->gpu.allocs_warm),
             (long long)t->gpu.steps - 2);
-    /* ZeRO-2/3's saving: the flat buffers' backed bytes are this rank's own. */
-    double mib = 1048576.0;
+    /* ZeRO-2/3's saving: the flat buffers' backed bytes are this rank's own. Without ZeRO-2/3
+     * they are plain allocations, all of them held. */
+    double mib = 1048576.0, flat = (double)ddpc_model_num_params(t->model) * sizeof(float);
+    double backed = ddpc_model_config_of(t->model)->releasable_flat ? (double)k->backed_bytes()
+                                                                    : 2.0 * flat;
     fprintf(t->log,
             "device memory after the last step: %.1f MiB in use on the GPU (at most %.1f MiB "
             "after any step); flat buffers backed: %.1f MiB of 2 x %.1f MiB\n",
-            (double)t->gpu.used_last / mib, (double)t->gpu.used_most / mib,
-            (double)k->backed_bytes() / mib,
-            (double)ddpc_model_num_params(t->model) * sizeof(float) / mib);
+            (double)t->gpu.used_last / mib, (double)t->gpu.used_most / mib, backed / mib,
+            flat / mib);
 }

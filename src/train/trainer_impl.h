@@ -333,6 +333,7 @@ void ddpc__trainer_split_threads(ddpc_trainer *t, const ddpc_comm_env *env);
 /* The ddp.* keys into t->dist.reducer_cfg (before the model is allocated: the memory plan needs
  * them). */
 ddpc_status ddpc__trainer_read_ddp(ddpc_trainer *t);
+ddpc_status ddpc__trainer_zero_stage(ddpc_config *c, int *stage); /* zero.stage, 0-3 */
 ddpc_status ddpc__trainer_init_ddp(ddpc_trainer *t);
 /* trainer_gpus.c: once the model is built, every rank's device kind agreed (a CPU and GPU mix is
  * refused on every rank), and with world > 1 on GPUs the device group and the start-up lines. */

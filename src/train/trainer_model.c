@@ -132,6 +132,9 @@ static ddpc_status read_model_config(ddpc_trainer *t, ddpc_model_config *mc, voi
     DDPC_TRY(read_loss(t, mc));
     mc->seed = t->set.seed;
     mc->precision = t->set.precision;
+    int stage;
+    DDPC_TRY(ddpc__trainer_zero_stage(c, &stage));
+    mc->releasable_flat = stage >= 2; /* ZeRO-2/3 give device memory back */
     int64_t shape[3];
     ddpc_dataset_sample_shape(t->data.task[0].train, shape);
     mc->num_classes = ddpc_dataset_num_classes(t->data.task[0].train);
