@@ -37,15 +37,15 @@ static void test_world_size_mismatch_and_duplicate_rank(void)
     int codes[16];
     mismatch_arg m = {1, 3, -1, "world size mismatch"};
     ddpc_comm_env e = base_env(2);
-    e.timeout_s = 5;
+    e.timeout_s = 60; /* far past the bound below, so a loaded machine cannot blur the two */
     e.master_port = free_port();
     double t0 = ddpc_time_now();
-    run_ranks(2, &e, rank_mismatch, &m, 30, codes);
+    run_ranks(2, &e, rank_mismatch, &m, 90, codes);
     expect_all_ok(2, codes);
     set_run_id(&e, "mismatch");
-    run_ranks(2, &e, rank_mismatch, &m, 30, codes);
+    run_ranks(2, &e, rank_mismatch, &m, 90, codes);
     expect_all_ok(2, codes);
-    CHECK(ddpc_time_now() - t0 < 4.0); /* both sides fail at once, not at the timeout */
+    CHECK(ddpc_time_now() - t0 < 30.0); /* both sides fail at once, not at the timeout */
 
     /* world 3 where rank 2 also says it is rank 1: the group never forms; the error names it */
     m = (mismatch_arg){-1, 0, 1, "rank 1"};
@@ -62,7 +62,26 @@ typedef struct {
     int culprit;  /* the rank that misbehaves */
     bool dies;    /* _exit right after joining; else joins but never calls the collective */
     double limit; /* the others must fail within this many seconds */
+    int world;
+    char done[64]; /* "<prefix>.<rank>" is created by each other rank once it has failed */
 } fault_arg;
+
+static void done_path(char *out, size_t cap, const fault_arg *f, int rank)
+{
+    snprintf(out, cap, "%s.%d", f->done, rank);
+}
+
+/* The culprit of a timeout stays in the group until every other rank has timed out (no clock:
+ * under load a fixed sleep could end before their timeout fires, turning it into a departure). */
+static void wait_for_others(const fault_arg *f, int me)
+{
+    for (int r = 0; r < f->world; r++) {
+        char path[96];
+        done_path(path, sizeof path, f, r);
+        for (int i = 0; r != me && i < 1200 && access(path, F_OK) != 0; i++)
+            nanosleep(&(struct timespec){0, 100000000}, NULL);
+    }
+}
 
 static void rank_fault(const ddpc_comm_env *e, void *arg)
 {
@@ -74,7 +93,7 @@ static void rank_fault(const ddpc_comm_env *e, void *arg)
     if (e->rank == f->culprit) {
         if (f->dies)
             _exit(0);
-        nanosleep(&(struct timespec){1, 600000000}, NULL); /* past the others' 1 s timeout */
+        wait_for_others(f, e->rank);
         ddpc_pg_destroy(pg);
         return;
     }
@@ -98,7 +117,26 @@ static void rank_fault(const ddpc_comm_env *e, void *arg)
     CHECK_STR_CONTAINS(ddpc_pg_error(pg), want); /* the group stays failed */
     CHECK_EQ_INT(ddpc_pg_barrier(pg), DDPC_EPEER);
     CHECK_STR_CONTAINS(ddpc_last_error(), "process group failed earlier");
+    char path[96];
+    done_path(path, sizeof path, f, e->rank);
+    FILE *done = fopen(path, "w");
+    if (done)
+        fclose(done);
     ddpc_pg_destroy(pg);
+}
+
+static void fault_arg_init(fault_arg *f, const char *name)
+{
+    snprintf(f->done, sizeof f->done, "/tmp/ddpc-shm-failure-%ld-%s", (long)getpid(), name);
+}
+
+static void fault_arg_clean(const fault_arg *f)
+{
+    for (int r = 0; r < f->world; r++) {
+        char path[96];
+        done_path(path, sizeof path, f, r);
+        unlink(path);
+    }
 }
 
 static void test_timeout_names_missing_rank(void)
@@ -106,21 +144,25 @@ static void test_timeout_names_missing_rank(void)
     ddpc_comm_env e = base_env(3);
     e.master_port = free_port();
     e.timeout_s = 1;
-    fault_arg f = {2, false, 2.5};
+    fault_arg f = {.culprit = 2, .dies = false, .limit = 30.0, .world = 3};
+    fault_arg_init(&f, "timeout");
     int codes[16];
-    run_ranks(3, &e, rank_fault, &f, 30, codes);
+    run_ranks(3, &e, rank_fault, &f, 180, codes);
     expect_all_ok(3, codes);
+    fault_arg_clean(&f);
 }
 
 static void test_dead_peer_detected(void)
 {
     ddpc_comm_env e = base_env(3);
     set_run_id(&e, "dead");
-    e.timeout_s = 30; /* detection must not wait for the timeout */
-    fault_arg f = {1, true, 1.0};
+    e.timeout_s = 120; /* detection must not wait for the timeout */
+    fault_arg f = {.culprit = 1, .dies = true, .limit = 60.0, .world = 3};
+    fault_arg_init(&f, "dead");
     int codes[16];
-    run_ranks(3, &e, rank_fault, &f, 30, codes);
+    run_ranks(3, &e, rank_fault, &f, 180, codes);
     expect_all_ok(3, codes);
+    fault_arg_clean(&f);
 }
 
 /* Ranks that disagree on the collective fail at once with both sides named (no garbage). */

@@ -77,7 +77,7 @@ static void rank_join_without_2(const ddpc_comm_env *e, void *arg)
     ddpc_pg *pg = NULL;
     double t0 = ddpc_time_now();
     CHECK_EQ_INT(ddpc_pg_create(e, NULL, &pg), DDPC_ETIMEOUT);
-    CHECK(ddpc_time_now() - t0 < 3.0);
+    CHECK(ddpc_time_now() - t0 < 20.0); /* the 1 s deadline, not a hang (loaded machines) */
     /* The budget left when the backend starts, a few ms under 1 s on a slow (sanitizer) build. */
     CHECK_STR_CONTAINS(ddpc_last_error(), "timed out after ");
     CHECK_STR_CONTAINS(ddpc_last_error(), " s: rank 2 never");
