@@ -5,10 +5,11 @@
  * flags, and m and n swap. fp32 runs CUBLAS_COMPUTE_32F (no TF32). bf16 / fp16 round both fp32
  * operands to nearest even into scratch (the rounding kernels.h and the CPU path specify; the
  * _FAST_16BF compute types do not document their rounding) and run cublasGemmEx on the 16-bit
- * copies with fp32 accumulation and fp32 C: autocast's numerics. At 16 bits the linear layer's
- * backward rounds dy once for both of its products.
+ * copies with fp32 accumulation and fp32 C: autocast's numerics. At 16 bits the linear layer
+ * saves passes: backward rounds dy once for both of its products, and forward with a bias (no
+ * residual) adds it in cuBLASLt's epilogue (gemm_lt.cu) instead of seeding y for beta = 1.
  * Invariant: the only device memory touched besides the operands is the BLAS scratch slot (grown
- * once per largest shape) and cuBLAS's preset workspace, so warm calls allocate nothing. */
+ * once per largest shape) and the preset cuBLAS(Lt) workspace, so warm calls allocate nothing. */
 #include "kernels/cuda/cuda_impl.h"
 #include "kernels/cuda/reduce.cuh"
 
@@ -244,11 +245,59 @@ static __global__ void seed_kernel(float *y, const float *r, const float *b, int
     }
 }
 
+/* The 16-bit linear forward with a bias and no residual: y (n, out) = x @ w^T + b with b added in
+ * cuBLASLt's epilogue (beta = 0), so y is written once instead of seeded, read and written again.
+ * The same padded sizes and rounded operands as gemm_16's (NO_TRANS, TRANS) product; the bias is
+ * copied into scratch, zero-padded, when out is padded (the epilogue reads one per padded row) or
+ * b is not 16-byte aligned.
+ * False, having run nothing, where cuBLASLt has no algorithm for the shape. */
+static bool linear_bias_16(ddpc_precision prec, float *y, const float *x, const float *w,
+                           const float *b, int n, int in, int out)
+{
+    rounded rx = operand(x, n, in, in), rw = operand(w, out, in, in);
+    const int64_t np = padded(out);
+    const size_t x_bytes = rounded_bytes(&rx), w_bytes = rounded_bytes(&rw);
+    /* A bias view at any 4-byte offset of the parameter buffer would narrow cuBLASLt's choice. */
+    const bool copy_b = np != out || (uintptr_t)b % 16 != 0;
+    const size_t b_bytes = copy_b ? ((size_t)np * sizeof(float) + 255) & ~(size_t)255 : 0;
+    const size_t c_bytes = c_pad_bytes(n, out, out);
+    char *s =
+        (char *)ddpc__cuda_scratch(DDPC__CUDA_SCRATCH_BLAS, x_bytes + w_bytes + b_bytes + c_bytes);
+    round_operand(prec, &rx, s);
+    round_operand(prec, &rw, s + x_bytes);
+    const float *bias = b;
+    if (b_bytes) {
+        float *bp = (float *)(s + x_bytes + w_bytes);
+        if (np > out)
+            DDPC_CUDA_CHECK(cudaMemsetAsync(bp + out, 0, (size_t)(np - out) * sizeof(float),
+                                            ddpc__cuda_stream()));
+        DDPC_CUDA_CHECK(cudaMemcpyAsync(bp, b, (size_t)out * sizeof(float),
+                                        cudaMemcpyDeviceToDevice, ddpc__cuda_stream()));
+        bias = bp;
+    }
+    float *d = c_bytes ? (float *)(s + x_bytes + w_bytes + b_bytes) : y;
+    const int64_t ldd = c_bytes ? np : out;
+    /* Column-major: y^T (out, n) = w_r^T (out, in) x_r^T (in, n), the bias along y^T's rows. */
+    const int pn = int_size(np, "out"), pm = int_size(rx.prows, "n"), pk = int_size(rx.pcols, "in");
+    if (!ddpc__cuda_lt_bias_gemm(type_of(prec), CUBLAS_OP_T, CUBLAS_OP_N, pn, pm, pk, rw.p, pk,
+                                 rx.p, pk, bias, d, int_size(ldd, "ldc")))
+        return false; /* the rounding is redone by the fallback: cuBLASLt has no such shape */
+    if (c_bytes)
+        DDPC_CUDA_CHECK(cudaMemcpy2DAsync(
+            y, (size_t)out * sizeof(float), d, (size_t)ldd * sizeof(float),
+            (size_t)out * sizeof(float), (size_t)n, cudaMemcpyDeviceToDevice, ddpc__cuda_stream()));
+    return true;
+}
+
 extern "C" void ddpc__cuda_linear_residual_forward(ddpc_precision prec, float *y, const float *x,
                                                    const float *w, const float *b, const float *r,
                                                    int64_t n, int64_t in, int64_t out)
 {
     if (n <= 0 || out <= 0)
+        return;
+    const bool half = prec == DDPC_PREC_BF16 || prec == DDPC_PREC_FP16;
+    if (half && b && !r && in > 0 &&
+        linear_bias_16(prec, y, x, w, b, int_size(n, "m"), int_size(in, "k"), int_size(out, "n")))
         return;
     float beta = 0.0f;
     if (b || r) {
