@@ -3,7 +3,9 @@
  * batch B x 1024, AdamW). Part 1 times the step's phases through the public API (median of 5 warm
  * steps); part 2 times every kernel-table member the step calls at the step's exact shapes, on
  * fresh random data, each checked finite once, and ranks them by time x calls per step; part 3
- * times cuBLAS alone on the LM head's three products, on operands already rounded to bf16.
+ * times cuBLAS alone on the LM head's three products, on operands already rounded to bf16, and
+ * the biased linear layers' members as they ran before their 16-bit passes were fused (reference
+ * rows "before: ...", against which the "linear_forward/backward qkv/fc" rows show the gain).
  * Every timing is (synchronize; t0; R calls; synchronize; t1): the host clock, device work only.
  * usage: gpu_step_profile [batch]   (default 16; exit 77 without a GPU) */
 #include <ddpc/alloc.h>
@@ -284,6 +286,10 @@ enum {
     OP_BLAS_HEAD_FWD,
     OP_BLAS_HEAD_DX,
     OP_BLAS_HEAD_DW,
+    OP_SEED_GEMM_QKV,
+    OP_SEED_GEMM_FC,
+    OP_TWO_GEMMS_QKV,
+    OP_TWO_GEMMS_FC,
     OP_COUNT
 };
 
@@ -305,6 +311,29 @@ static void blas_bf16(bench *b, bool ta, bool tb, int m, int n, int k, const voi
                             n, m, k, &one, bb, CUDA_R_16BF, ldb, a, CUDA_R_16BF, lda, &beta, c,
                             CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                "GemmEx");
+}
+
+/* The biased 16-bit linear forward as it ran before the bias moved into cuBLASLt's epilogue: y
+ * seeded with the bias (linear_forward with in = 0 is the seed alone: its product has k = 0 and
+ * beta = 1), then the product adding onto it. */
+static void seed_gemm(bench *b, int64_t out)
+{
+    const ddpc_kernel_table *k = b->k;
+    k->linear_forward(DDPC_PREC_BF16, b->y, b->x, b->w, b->bias, b->BT, 0, out);
+    k->gemm(DDPC_PREC_BF16, DDPC_NO_TRANS, DDPC_TRANS, b->BT, out, C, 1.0f, b->x, C, b->w, C, 1.0f,
+            b->y, out);
+}
+
+/* The 16-bit linear backward as it ran before dy was rounded once for both products: two gemms
+ * (each rounding dy) and the bias sum alone. */
+static void two_gemms(bench *b, const float *dy, int64_t out)
+{
+    const ddpc_kernel_table *k = b->k;
+    const ddpc_precision bf = DDPC_PREC_BF16;
+    int64_t BT = b->BT;
+    k->gemm(bf, DDPC_NO_TRANS, DDPC_NO_TRANS, BT, C, out, 1.0f, dy, out, b->w, C, 1.0f, b->dx, C);
+    k->gemm(bf, DDPC_TRANS, DDPC_NO_TRANS, out, C, BT, 1.0f, dy, out, b->x, C, 1.0f, b->dw, C);
+    k->linear_backward(bf, NULL, NULL, b->db, dy, NULL, NULL, BT, C, out);
 }
 
 static void op_run(bench *b, int op)
@@ -439,6 +468,18 @@ static void op_run(bench *b, int op)
     case OP_BLAS_HEAD_DW:
         blas_bf16(b, true, false, V, C, (int)BT, b->dl16, V, b->x16, C, 1.0f, b->dw, C);
         break;
+    case OP_SEED_GEMM_QKV:
+        seed_gemm(b, 3 * C);
+        break;
+    case OP_SEED_GEMM_FC:
+        seed_gemm(b, 4 * C);
+        break;
+    case OP_TWO_GEMMS_QKV:
+        two_gemms(b, b->dqkv, 3 * C);
+        break;
+    case OP_TWO_GEMMS_FC:
+        two_gemms(b, b->dy, 4 * C);
+        break;
     }
 }
 
@@ -469,9 +510,11 @@ static void op_check(bench *b, int op, const char *name)
         check_finite(b, name, b->att, (size_t)b->B * NH * T * T);
         break;
     case OP_LIN_QKV:
+    case OP_SEED_GEMM_QKV:
         check_finite(b, name, b->y, BT * 3 * C);
         break;
     case OP_LIN_FC:
+    case OP_SEED_GEMM_FC:
     case OP_GELU_FWD:
         check_finite(b, name, b->y, BT * 4 * C);
         break;
@@ -501,6 +544,8 @@ static void op_check(bench *b, int op, const char *name)
     case OP_LINB_FC:
     case OP_LINB_PROJ:
     case OP_LINB_QKV:
+    case OP_TWO_GEMMS_QKV:
+    case OP_TWO_GEMMS_FC:
         check_finite(b, name, b->dx, BT * 4 * C);
         check_finite(b, name, b->dw, (size_t)V * C);
         break;
@@ -692,6 +737,16 @@ int main(int argc, char **argv)
                              2 * (bt * V + V * C) + f * 2 * bt * C, LINF(C, V), 0},
         [OP_BLAS_HEAD_DW] = {"  cuBLAS alone head dw", "bf16 in", 0,
                              2 * (bt * V + bt * C) + f * 2.0 * V * C, LINF(C, V), 0},
+        /* The linear members as they ran before (same least bytes as their rows above): against
+         * "linear_forward qkv/fc" and "linear_backward qkv/fc", the time the new paths save. */
+        [OP_SEED_GEMM_QKV] = {"  before: seed+gemm qkv", "C->3C", 0, LINFB(C, 3 * C, f * 3 * C),
+                              LINF(C, 3 * C), 0},
+        [OP_SEED_GEMM_FC] = {"  before: seed+gemm fc", "C->4C", 0, LINFB(C, 4 * C, 0),
+                             LINF(C, 4 * C), 0},
+        [OP_TWO_GEMMS_QKV] = {"  before: 2 gemms+db qkv", "C->3C", 0, LINBB(C, 3 * C),
+                              2 * LINF(C, 3 * C), 0},
+        [OP_TWO_GEMMS_FC] = {"  before: 2 gemms+db fc", "C->4C", 0, LINBB(C, 4 * C),
+                             2 * LINF(C, 4 * C), 0},
     };
     /* In enum order: each op's inputs were written by the ops before it (att by attention
      * forward, probs by cross_entropy_forward, dqkv by attention backward). */

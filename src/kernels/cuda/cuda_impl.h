@@ -23,6 +23,9 @@ extern "C" {
 /* The stream and cuBLAS handle of the current device (made by ddpc__cuda_open). */
 cudaStream_t ddpc__cuda_stream(void);
 cublasHandle_t ddpc__cuda_blas(void);
+/* The cuBLASLt handle, and the workspace (*bytes long) it shares with the cuBLAS handle. */
+cublasLtHandle_t ddpc__cuda_blas_lt(void);
+void *ddpc__cuda_blas_workspace(size_t *bytes);
 /* Aborts with the file, line and CUDA's message: a failed launch or copy is a bug or a lost
  * device, never user input. */
 void ddpc__cuda_check(cudaError_t e, const char *what, const char *file, int line);
@@ -95,6 +98,13 @@ void ddpc__cuda_linear_residual_forward(ddpc_precision prec, float *y, const flo
 void ddpc__cuda_linear_backward(ddpc_precision prec, float *dx, float *dw, float *db,
                                 const float *dy, const float *x, const float *w, int64_t n,
                                 int64_t in, int64_t out);
+/* gemm_lt.cu: column-major d (m, n; ldd) fp32 = op(a) op(b) + bias (m) broadcast over d's
+ * columns, a and b 16-bit (type), fp32 accumulation, through cuBLASLt's bias epilogue with the
+ * descriptors and algorithm cached per shape and alignment. False, having run nothing, where
+ * cuBLASLt offers no algorithm for it (the caller then seeds and adds). */
+bool ddpc__cuda_lt_bias_gemm(cudaDataType_t type, cublasOperation_t opa, cublasOperation_t opb,
+                             int m, int n, int k, const void *a, int lda, const void *b, int ldb,
+                             const float *bias, float *d, int ldd);
 
 /* layernorm.cu, embedding.cu */
 void ddpc__cuda_layernorm_forward(float *y, float *mean, float *rstd, const float *x,

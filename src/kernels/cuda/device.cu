@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-/* The CUDA runtime core: which GPU this process uses, its one non-blocking stream, its cuBLAS
- * handle (TF32 off, a workspace set once so cuBLAS never allocates during steps), error checks and
- * the grow-only scratch slots. Invariant: a process opens at most one GPU and never closes it, so
- * the stream, handle and table stay valid for the process's lifetime and every kernel runs in
- * order on that one stream. */
+/* The CUDA runtime core: which GPU this process uses, its one non-blocking stream, its cuBLAS and
+ * cuBLASLt handles (TF32 off, one workspace set once so neither allocates during steps), error
+ * checks and the grow-only scratch slots. Invariant: a process opens at most one GPU and never
+ * closes it, so the stream, handles and table stay valid for the process's lifetime and every
+ * kernel runs in order on that one stream. */
 #include "kernels/cuda/cuda_impl.h"
 
 #include <atomic>
@@ -19,6 +19,7 @@ static std::atomic<bool> opened; /* set once, after everything it guards */
 static int open_device = -1;
 static cudaStream_t stream;
 static cublasHandle_t blas;
+static cublasLtHandle_t blas_lt; /* the epilogue products' (gemm_lt.cu); shares blas_workspace */
 static void *blas_workspace;
 static ddpc_kernel_table table;
 static char description[640]; /* prop.name is up to 256 bytes */
@@ -114,10 +115,13 @@ static ddpc_status open_locked(int dev, int count)
         s = cublasSetStream(blas, stream);
     if (s == CUBLAS_STATUS_SUCCESS)
         s = cublasSetWorkspace(blas, blas_workspace, BLAS_WORKSPACE_BYTES);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtCreate(&blas_lt);
     if (s != CUBLAS_STATUS_SUCCESS) {
         if (blas)
             cublasDestroy(blas);
         blas = nullptr;
+        blas_lt = nullptr;
         cudaFree(blas_workspace);
         cudaStreamDestroy(stream);
         return ddpc_errorf(DDPC_EINTERNAL, "GPU %d: cuBLAS cannot start: %s", dev,
@@ -187,6 +191,19 @@ extern "C" cublasHandle_t ddpc__cuda_blas(void)
 {
     make_current();
     return blas;
+}
+
+extern "C" cublasLtHandle_t ddpc__cuda_blas_lt(void)
+{
+    make_current();
+    return blas_lt;
+}
+
+/* cuBLAS and cuBLASLt run in order on the one stream, so they can share one workspace. */
+extern "C" void *ddpc__cuda_blas_workspace(size_t *bytes)
+{
+    *bytes = BLAS_WORKSPACE_BYTES;
+    return blas_workspace;
 }
 
 extern "C" void ddpc__cuda_check(cudaError_t e, const char *what, const char *file, int line)

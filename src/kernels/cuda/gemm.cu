@@ -5,9 +5,11 @@
  * flags, and m and n swap. fp32 runs CUBLAS_COMPUTE_32F (no TF32). bf16 / fp16 round both fp32
  * operands to nearest even into scratch (the rounding kernels.h and the CPU path specify; the
  * _FAST_16BF compute types do not document their rounding) and run cublasGemmEx on the 16-bit
- * copies with fp32 accumulation and fp32 C: autocast's numerics.
+ * copies with fp32 accumulation and fp32 C: autocast's numerics. At 16 bits the linear layer
+ * saves passes: backward rounds dy once for both of its products, and forward with a bias (no
+ * residual) adds it in cuBLASLt's epilogue (gemm_lt.cu) instead of seeding y for beta = 1.
  * Invariant: the only device memory touched besides the operands is the BLAS scratch slot (grown
- * once per largest shape) and cuBLAS's preset workspace, so warm calls allocate nothing. */
+ * once per largest shape) and the preset cuBLAS(Lt) workspace, so warm calls allocate nothing. */
 #include "kernels/cuda/cuda_impl.h"
 #include "kernels/cuda/reduce.cuh"
 
@@ -82,8 +84,8 @@ static void round_into(T *dst, int64_t prows, int64_t pcols, const float *src, i
 {
     int64_t xb = (pcols + THREADS - 1) / THREADS;
     dim3 grid((unsigned)(xb < 1024 ? xb : 1024), (unsigned)(prows < 65535 ? prows : 65535));
-    round_kernel<T><<<grid, THREADS, 0, ddpc__cuda_stream()>>>(dst, src, rows, cols, prows, pcols,
-                                                               lds);
+    round_kernel<T>
+        <<<grid, THREADS, 0, ddpc__cuda_stream()>>>(dst, src, rows, cols, prows, pcols, lds);
     DDPC_CUDA_LAUNCHED();
 }
 
@@ -97,49 +99,107 @@ static int64_t padded(int64_t x)
     return x % 8 == 0 ? x : (x + mult - 1) / mult * mult;
 }
 
-/* The 16-bit product: a (ra, ca) and b (rb, cb) as stored (row-major, before op) are rounded into
- * one scratch buffer, packed, with m, n and k padded (padded()) by zeros; when a size was padded or
- * c's rows are not 64-byte aligned, the product goes to a padded scratch c and its (m, n) part is
- * copied back (less than what the unpadded product cost). */
-static void gemm_16(ddpc_precision prec, ddpc_transpose ta, ddpc_transpose tb, int m, int n, int k,
-                    float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
-                    float beta, float *c, int ldc)
+/* A 16-bit copy of one fp32 operand as stored (rows, cols; leading dimension ld), before any
+ * transpose: each size padded (padded()) with zeros and the copy packed (leading dimension pcols),
+ * at p in the BLAS scratch. Rounding is a step of its own, so one rounded copy can feed several
+ * products (linear_backward's dy feeds both of its products). */
+typedef struct {
+    const float *src;
+    int64_t rows, cols, ld;
+    int64_t prows, pcols;
+    void *p;
+} rounded;
+
+static rounded operand(const float *src, int64_t rows, int64_t cols, int64_t ld)
+{
+    return rounded{src, rows, cols, ld, padded(rows), padded(cols), nullptr};
+}
+
+/* op(x) (r, c) as stored: (r, c) untransposed, (c, r) transposed. */
+static rounded operand_op(ddpc_transpose t, const float *src, int64_t r, int64_t c, int64_t ld)
+{
+    return t == DDPC_NO_TRANS ? operand(src, r, c, ld) : operand(src, c, r, ld);
+}
+
+/* Each part of the scratch starts 256-byte aligned (cudaMalloc's alignment). */
+static size_t rounded_bytes(const rounded *o)
+{
+    return ((size_t)(o->prows * o->pcols) * 2 + 255) & ~(size_t)255;
+}
+
+static void round_operand(ddpc_precision prec, rounded *o, char *at)
+{
+    o->p = at;
+    if (prec == DDPC_PREC_BF16)
+        round_into((__nv_bfloat16 *)at, o->prows, o->pcols, o->src, o->rows, o->cols, o->ld);
+    else
+        round_into((__half *)at, o->prows, o->pcols, o->src, o->rows, o->cols, o->ld);
+}
+
+static cudaDataType_t type_of(ddpc_precision prec)
+{
+    return prec == DDPC_PREC_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+}
+
+/* When a size was padded or c's rows are not 64-byte aligned, the product goes to a padded
+ * scratch c of these bytes and its (m, n) part is copied back (less than what the unpadded product
+ * cost); 0 when it goes to c itself. */
+static size_t c_pad_bytes(int m, int n, int ldc)
+{
+    const int64_t mp = padded(m), np = padded(n);
+    return mp != m || np != n || ldc % 16 != 0 ? (size_t)mp * (size_t)np * sizeof(float) : 0;
+}
+
+/* The product step of the 16-bit path: c (m, n; ldc) = alpha op(a) op(b) + beta c at the padded
+ * sizes, a and b rounded (round_operand) with shapes matching op's, cpad c_pad_bytes(m, n, ldc)
+ * of scratch. */
+static void gemm_rounded(ddpc_precision prec, ddpc_transpose ta, ddpc_transpose tb, int m, int n,
+                         int k, float alpha, const rounded *a, const rounded *b, float beta,
+                         float *c, int ldc, void *cpad)
 {
     const int64_t mp = padded(m), np = padded(n), kp = padded(k);
-    int64_t ra = ta == DDPC_NO_TRANS ? m : k, ca = ta == DDPC_NO_TRANS ? k : m;
-    int64_t rb = tb == DDPC_NO_TRANS ? k : n, cb = tb == DDPC_NO_TRANS ? n : k;
-    int64_t pra = ta == DDPC_NO_TRANS ? mp : kp, pca = ta == DDPC_NO_TRANS ? kp : mp;
-    int64_t prb = tb == DDPC_NO_TRANS ? kp : np, pcb = tb == DDPC_NO_TRANS ? np : kp;
-    const bool pad_c = mp != m || np != n || ldc % 16 != 0;
-    const int64_t ldcp = pad_c ? np : ldc;
-    size_t a_bytes = ((size_t)(pra * pca) * 2 + 255) & ~(size_t)255; /* each part 256-aligned */
-    size_t b_bytes = ((size_t)(prb * pcb) * 2 + 255) & ~(size_t)255;
-    size_t c_bytes = pad_c ? (size_t)mp * (size_t)np * sizeof(float) : 0;
-    char *s = (char *)ddpc__cuda_scratch(DDPC__CUDA_SCRATCH_BLAS, a_bytes + b_bytes + c_bytes);
-    cudaDataType_t type;
-    if (prec == DDPC_PREC_BF16) {
-        round_into((__nv_bfloat16 *)s, pra, pca, a, ra, ca, lda);
-        round_into((__nv_bfloat16 *)(s + a_bytes), prb, pcb, b, rb, cb, ldb);
-        type = CUDA_R_16BF;
-    } else {
-        round_into((__half *)s, pra, pca, a, ra, ca, lda);
-        round_into((__half *)(s + a_bytes), prb, pcb, b, rb, cb, ldb);
-        type = CUDA_R_16F;
+    const int64_t pra = ta == DDPC_NO_TRANS ? mp : kp, pca = ta == DDPC_NO_TRANS ? kp : mp;
+    const int64_t prb = tb == DDPC_NO_TRANS ? kp : np, pcb = tb == DDPC_NO_TRANS ? np : kp;
+    if (a->prows != pra || a->pcols != pca || b->prows != prb || b->pcols != pcb) {
+        fprintf(stderr,
+                "ddpc: CUDA gemm: rounded operands (%lld, %lld) and (%lld, %lld) do not "
+                "fit the product %d x %d x %d\n",
+                (long long)a->prows, (long long)a->pcols, (long long)b->prows, (long long)b->pcols,
+                m, n, k);
+        abort();
     }
-    float *cc = pad_c ? (float *)(s + a_bytes + b_bytes) : c;
+    const bool pad_c = c_pad_bytes(m, n, ldc) != 0;
+    const int64_t ldcp = pad_c ? np : ldc;
+    const cudaDataType_t type = type_of(prec);
+    float *cc = pad_c ? (float *)cpad : c;
     const size_t row = (size_t)n * sizeof(float), dpitch = (size_t)ldcp * sizeof(float);
     const size_t spitch = (size_t)ldc * sizeof(float);
     if (pad_c && beta != 0.0f)
         DDPC_CUDA_CHECK(cudaMemcpy2DAsync(cc, dpitch, c, spitch, row, (size_t)m,
                                           cudaMemcpyDeviceToDevice, ddpc__cuda_stream()));
     DDPC_CUBLAS_CHECK(cublasGemmEx(ddpc__cuda_blas(), op_of(tb), op_of(ta), int_size(np, "n"),
-                                   int_size(mp, "m"), int_size(kp, "k"), &alpha, s + a_bytes, type,
-                                   int_size(pcb, "ldb"), s, type, int_size(pca, "lda"), &beta, cc,
-                                   CUDA_R_32F, int_size(ldcp, "ldc"), CUBLAS_COMPUTE_32F,
+                                   int_size(mp, "m"), int_size(kp, "k"), &alpha, b->p, type,
+                                   int_size(b->pcols, "ldb"), a->p, type, int_size(a->pcols, "lda"),
+                                   &beta, cc, CUDA_R_32F, int_size(ldcp, "ldc"), CUBLAS_COMPUTE_32F,
                                    CUBLAS_GEMM_DEFAULT));
     if (pad_c)
         DDPC_CUDA_CHECK(cudaMemcpy2DAsync(c, spitch, cc, dpitch, row, (size_t)m,
                                           cudaMemcpyDeviceToDevice, ddpc__cuda_stream()));
+}
+
+/* The 16-bit product: a and b rounded into one scratch buffer (a, then b, then the padded c),
+ * then the product on them. */
+static void gemm_16(ddpc_precision prec, ddpc_transpose ta, ddpc_transpose tb, int m, int n, int k,
+                    float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
+                    float beta, float *c, int ldc)
+{
+    rounded ra = operand_op(ta, a, m, k, lda), rb = operand_op(tb, b, k, n, ldb);
+    const size_t a_bytes = rounded_bytes(&ra), b_bytes = rounded_bytes(&rb);
+    char *s = (char *)ddpc__cuda_scratch(DDPC__CUDA_SCRATCH_BLAS,
+                                         a_bytes + b_bytes + c_pad_bytes(m, n, ldc));
+    round_operand(prec, &ra, s);
+    round_operand(prec, &rb, s + a_bytes);
+    gemm_rounded(prec, ta, tb, m, n, k, alpha, &ra, &rb, beta, c, ldc, s + a_bytes + b_bytes);
 }
 
 extern "C" void ddpc__cuda_gemm(ddpc_precision prec, ddpc_transpose ta, ddpc_transpose tb,
@@ -185,11 +245,59 @@ static __global__ void seed_kernel(float *y, const float *r, const float *b, int
     }
 }
 
+/* The 16-bit linear forward with a bias and no residual: y (n, out) = x @ w^T + b with b added in
+ * cuBLASLt's epilogue (beta = 0), so y is written once instead of seeded, read and written again.
+ * The same padded sizes and rounded operands as gemm_16's (NO_TRANS, TRANS) product; the bias is
+ * copied into scratch, zero-padded, when out is padded (the epilogue reads one per padded row) or
+ * b is not 16-byte aligned.
+ * False, having run nothing, where cuBLASLt has no algorithm for the shape. */
+static bool linear_bias_16(ddpc_precision prec, float *y, const float *x, const float *w,
+                           const float *b, int n, int in, int out)
+{
+    rounded rx = operand(x, n, in, in), rw = operand(w, out, in, in);
+    const int64_t np = padded(out);
+    const size_t x_bytes = rounded_bytes(&rx), w_bytes = rounded_bytes(&rw);
+    /* A bias view at any 4-byte offset of the parameter buffer would narrow cuBLASLt's choice. */
+    const bool copy_b = np != out || (uintptr_t)b % 16 != 0;
+    const size_t b_bytes = copy_b ? ((size_t)np * sizeof(float) + 255) & ~(size_t)255 : 0;
+    const size_t c_bytes = c_pad_bytes(n, out, out);
+    char *s =
+        (char *)ddpc__cuda_scratch(DDPC__CUDA_SCRATCH_BLAS, x_bytes + w_bytes + b_bytes + c_bytes);
+    round_operand(prec, &rx, s);
+    round_operand(prec, &rw, s + x_bytes);
+    const float *bias = b;
+    if (b_bytes) {
+        float *bp = (float *)(s + x_bytes + w_bytes);
+        if (np > out)
+            DDPC_CUDA_CHECK(cudaMemsetAsync(bp + out, 0, (size_t)(np - out) * sizeof(float),
+                                            ddpc__cuda_stream()));
+        DDPC_CUDA_CHECK(cudaMemcpyAsync(bp, b, (size_t)out * sizeof(float),
+                                        cudaMemcpyDeviceToDevice, ddpc__cuda_stream()));
+        bias = bp;
+    }
+    float *d = c_bytes ? (float *)(s + x_bytes + w_bytes + b_bytes) : y;
+    const int64_t ldd = c_bytes ? np : out;
+    /* Column-major: y^T (out, n) = w_r^T (out, in) x_r^T (in, n), the bias along y^T's rows. */
+    const int pn = int_size(np, "out"), pm = int_size(rx.prows, "n"), pk = int_size(rx.pcols, "in");
+    if (!ddpc__cuda_lt_bias_gemm(type_of(prec), CUBLAS_OP_T, CUBLAS_OP_N, pn, pm, pk, rw.p, pk,
+                                 rx.p, pk, bias, d, int_size(ldd, "ldc")))
+        return false; /* the rounding is redone by the fallback: cuBLASLt has no such shape */
+    if (c_bytes)
+        DDPC_CUDA_CHECK(cudaMemcpy2DAsync(
+            y, (size_t)out * sizeof(float), d, (size_t)ldd * sizeof(float),
+            (size_t)out * sizeof(float), (size_t)n, cudaMemcpyDeviceToDevice, ddpc__cuda_stream()));
+    return true;
+}
+
 extern "C" void ddpc__cuda_linear_residual_forward(ddpc_precision prec, float *y, const float *x,
                                                    const float *w, const float *b, const float *r,
                                                    int64_t n, int64_t in, int64_t out)
 {
     if (n <= 0 || out <= 0)
+        return;
+    const bool half = prec == DDPC_PREC_BF16 || prec == DDPC_PREC_FP16;
+    if (half && b && !r && in > 0 &&
+        linear_bias_16(prec, y, x, w, b, int_size(n, "m"), int_size(in, "k"), int_size(out, "n")))
         return;
     float beta = 0.0f;
     if (b || r) {
@@ -254,16 +362,47 @@ static void bias_backward(float *db, const float *dy, int64_t n, int64_t out)
     DDPC_CUDA_LAUNCHED();
 }
 
+/* The 16-bit dx and dw products from one rounding of dy (and of w and x): dx's product reads dy
+ * (n, out) untransposed, dw's transposed, and both pad it to (padded(n), padded(out)), so the one
+ * copy is what gemm_16 would make for each. The same rounded operands and the same cuBLAS calls as
+ * two gemm_16 calls: the same bits, with dy read and rounded once instead of twice. */
+static void linear_backward_16(ddpc_precision prec, float *dx, float *dw, const float *dy,
+                               const float *x, const float *w, int n, int in, int out)
+{
+    rounded rdy = operand(dy, n, out, out), rw = operand(w, out, in, in);
+    rounded rx = operand(x, n, in, in);
+    const size_t dy_bytes = rounded_bytes(&rdy), w_bytes = rounded_bytes(&rw);
+    const size_t x_bytes = rounded_bytes(&rx);
+    const size_t cx = c_pad_bytes(n, in, in), cw = c_pad_bytes(out, in, in);
+    char *s = (char *)ddpc__cuda_scratch(DDPC__CUDA_SCRATCH_BLAS,
+                                         dy_bytes + w_bytes + x_bytes + (cx > cw ? cx : cw));
+    round_operand(prec, &rdy, s);
+    round_operand(prec, &rw, s + dy_bytes);
+    round_operand(prec, &rx, s + dy_bytes + w_bytes);
+    char *cpad = s + dy_bytes + w_bytes + x_bytes; /* each product's, in turn (stream order) */
+    /* dx (n, in) += dy (n, out) @ w (out, in) */
+    gemm_rounded(prec, DDPC_NO_TRANS, DDPC_NO_TRANS, n, in, out, 1.0f, &rdy, &rw, 1.0f, dx, in,
+                 cpad);
+    /* dw (out, in) += dy^T (out, n) @ x (n, in) */
+    gemm_rounded(prec, DDPC_TRANS, DDPC_NO_TRANS, out, in, n, 1.0f, &rdy, &rx, 1.0f, dw, in, cpad);
+}
+
 extern "C" void ddpc__cuda_linear_backward(ddpc_precision prec, float *dx, float *dw, float *db,
                                            const float *dy, const float *x, const float *w,
                                            int64_t n, int64_t in, int64_t out)
 {
-    if (dx) /* dx (n, in) += dy (n, out) @ w (out, in) */
-        ddpc__cuda_gemm(prec, DDPC_NO_TRANS, DDPC_NO_TRANS, n, in, out, 1.0f, dy, out, w, in, 1.0f,
-                        dx, in);
-    if (dw) /* dw (out, in) += dy^T (out, n) @ x (n, in) */
-        ddpc__cuda_gemm(prec, DDPC_TRANS, DDPC_NO_TRANS, out, in, n, 1.0f, dy, out, x, in, 1.0f, dw,
-                        in);
+    const bool half = prec == DDPC_PREC_BF16 || prec == DDPC_PREC_FP16;
+    if (half && dx && dw && n > 0 && in > 0 && out > 0) {
+        linear_backward_16(prec, dx, dw, dy, x, w, int_size(n, "m"), int_size(in, "n"),
+                           int_size(out, "k"));
+    } else {
+        if (dx) /* dx (n, in) += dy (n, out) @ w (out, in) */
+            ddpc__cuda_gemm(prec, DDPC_NO_TRANS, DDPC_NO_TRANS, n, in, out, 1.0f, dy, out, w, in,
+                            1.0f, dx, in);
+        if (dw) /* dw (out, in) += dy^T (out, n) @ x (n, in) */
+            ddpc__cuda_gemm(prec, DDPC_TRANS, DDPC_NO_TRANS, out, in, n, 1.0f, dy, out, x, in, 1.0f,
+                            dw, in);
+    }
     if (db && n > 0 && out > 0)
         bias_backward(db, dy, n, out);
 }
