@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* The CUDA cross-entropy's own device code (src/kernels/cuda/loss.cu, compiled for the host
- * against tests/cuda_emu.h): the fused forward+backward kernel against the unfused kernels it
- * replaces (forward, mean, backward onto zeroed dlogits) bit for bit, dlogits, row losses and
- * sums alike, and against the CPU table's fused member within 1e-5 (the block reductions and the
+ * against tests/cuda_emu.h): the fused forward+backward kernel, and the backward written over the
+ * probabilities (count from the sums or the host), against the unfused kernels they replace
+ * (forward, mean, backward onto zeroed dlogits) bit for bit, dlogits, row losses and sums alike,
+ * and the fused one against the CPU table's fused member within 1e-5 (the block reductions and the
  * host's expf differ from the CPU's serial SIMD sum and exp). Blocks of 1, 2 and 32 warps, rows
  * longer than the block, fewer blocks than rows (the grid-stride loop), in place and not, ignored
  * and out-of-range targets, every row ignored, GPT-2's padded 50304. Outputs start as NaN. What it
@@ -108,9 +109,27 @@ static void check_emu(int64_t n, int64_t v, unsigned threads, unsigned blocks, f
         ce_forward_kernel(probs.data(), ref_loss.data(), probs.data(), t, n, v, IGNORE);
     });
     launch(1, one, [&] { ce_mean_kernel(ref_sums, ref_loss.data(), t, n, v, IGNORE); });
-    launch(blocks, (unsigned)ddpc__row_threads(v, 256), [&] {
-        ce_backward_kernel(ref_d.data(), probs.data(), t, n, v, IGNORE, 0.0f, ref_sums, dloss);
+    const unsigned bwd = (unsigned)ddpc__row_threads(v, 256);
+    launch(blocks, bwd, [&] {
+        ce_backward_kernel(ref_d.data(), probs.data(), t, n, v, IGNORE, 0, ref_sums, dloss, false);
     });
+
+    /* The backward over the probabilities (as the models run it now), the count from the sums and
+     * from the host: the same bits. Ignored rows' probabilities are NaN: never read, set to 0. */
+    for (int host = 0; host < 2; host++) {
+        std::vector<float> over = probs;
+        for (int64_t i = 0; i < n; i++)
+            if (!valid_target(t[i], v, IGNORE))
+                std::fill(over.begin() + i * v, over.begin() + (i + 1) * v, NAN);
+        const int64_t n_valid = host ? (int64_t)ref_sums[1] : -1;
+        launch(blocks, bwd, [&] {
+            ce_backward_kernel(over.data(), over.data(), t, n, v, IGNORE, n_valid,
+                               host ? nullptr : ref_sums, dloss, true);
+        });
+        CHECK_EQ_INT(bit_diffs(host ? "in place, host count" : "in place", over.data(),
+                               ref_d.data(), n * v),
+                     0);
+    }
 
     /* The fused member's three launches, as ddpc__cuda_cross_entropy_fused makes them. */
     std::vector<float> x = logits, sep = nan_vec(n * v), loss = nan_vec(n);

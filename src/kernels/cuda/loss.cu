@@ -73,27 +73,31 @@ static __global__ void __launch_bounds__(1024)
 }
 
 /* dlogits (n, v) += g * (probs - onehot(target)) on valid rows, in the CPU's order of operations
- * (d + g p, then - g at the target). With `sums`, g is dloss / sums[1] (the valid rows), computed
- * as the host computes it, and nothing happens without valid rows. */
+ * (d + g p, then - g at the target), g = dloss / count with count = sums[1] (the valid rows,
+ * computed as the host computes it) when sums is not NULL, else n_valid; nothing happens without
+ * valid rows. With `over`, the gradient replaces what dlogits held, rows without one get 0, and
+ * dlogits may be probs: d is taken as 0 rather than read (0 + g p, the same bits as onto zeroed
+ * dlogits), and a thread writes only the element it read. */
 static __global__ void ce_backward_kernel(float *dlogits, const float *probs,
                                           const int32_t *targets, int64_t n, int64_t v,
-                                          int32_t ignore_index, float g, const double *sums,
-                                          float dloss)
+                                          int32_t ignore_index, int64_t n_valid,
+                                          const double *sums, float dloss, bool over)
 {
-    if (sums) {
-        const int64_t count = (int64_t)sums[1];
-        if (count <= 0)
-            return;
-        g = __fdiv_rn(dloss, (float)count);
-    }
+    const int64_t count = sums ? (int64_t)sums[1] : n_valid;
+    if (count <= 0 && !over)
+        return;
+    const float g = count > 0 ? __fdiv_rn(dloss, (float)count) : 0.0f;
     for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
         const int32_t tg = targets[i];
-        if (!valid_target(tg, v, ignore_index))
-            continue; /* the whole block skips: no barrier in this kernel */
         float *d = dlogits + i * v;
         const float *p = probs + i * v;
+        if (count <= 0 || !valid_target(tg, v, ignore_index)) {
+            for (int64_t j = threadIdx.x; over && j < v; j += blockDim.x)
+                d[j] = 0.0f;
+            continue; /* the whole block skips: no barrier in this kernel */
+        }
         for (int64_t j = threadIdx.x; j < v; j += blockDim.x) {
-            float r = d[j] + g * p[j];
+            float r = (over ? 0.0f : d[j]) + g * p[j];
             d[j] = j == tg ? r - g : r;
         }
     }
@@ -272,17 +276,26 @@ extern "C" float ddpc__cuda_cross_entropy_forward(float *probs, float *losses, c
     return count ? (float)(host[0] / (double)count) : 0.0f;
 }
 
+/* The three backward members: one kernel launch. */
+static void launch_backward(float *dlogits, const float *probs, const int32_t *targets, int64_t n,
+                            int64_t v, int32_t ignore_index, int64_t n_valid, const double *sums,
+                            float dloss, bool over)
+{
+    if (n <= 0 || v <= 0)
+        return;
+    ce_backward_kernel<<<row_grid(n), ddpc__row_threads(v, 256), 0, ddpc__cuda_stream()>>>(
+        dlogits, probs, targets, n, v, ignore_index, n_valid, sums, dloss, over);
+    DDPC_CUDA_LAUNCHED();
+}
+
 extern "C" void ddpc__cuda_cross_entropy_backward(float *dlogits, const float *probs,
                                                   const int32_t *targets, int64_t n, int64_t v,
                                                   int32_t ignore_index, int64_t n_valid,
                                                   float dloss)
 {
-    if (n_valid <= 0 || n <= 0 || v <= 0)
-        return;
-    const float g = dloss / (float)n_valid;
-    ce_backward_kernel<<<row_grid(n), ddpc__row_threads(v, 256), 0, ddpc__cuda_stream()>>>(
-        dlogits, probs, targets, n, v, ignore_index, g, nullptr, 0.0f);
-    DDPC_CUDA_LAUNCHED();
+    if (n_valid > 0) /* nothing to add: no launch */
+        launch_backward(dlogits, probs, targets, n, v, ignore_index, n_valid, nullptr, dloss,
+                        false);
 }
 
 extern "C" void ddpc__cuda_cross_entropy_backward_from(float *dlogits, const float *probs,
@@ -290,11 +303,15 @@ extern "C" void ddpc__cuda_cross_entropy_backward_from(float *dlogits, const flo
                                                        int64_t v, int32_t ignore_index,
                                                        const double *sums, float dloss)
 {
-    if (n <= 0 || v <= 0)
-        return;
-    ce_backward_kernel<<<row_grid(n), ddpc__row_threads(v, 256), 0, ddpc__cuda_stream()>>>(
-        dlogits, probs, targets, n, v, ignore_index, 0.0f, sums, dloss);
-    DDPC_CUDA_LAUNCHED();
+    launch_backward(dlogits, probs, targets, n, v, ignore_index, 0, sums, dloss, false);
+}
+
+extern "C" void ddpc__cuda_cross_entropy_backward_inplace(float *probs, const int32_t *targets,
+                                                          int64_t n, int64_t v,
+                                                          int32_t ignore_index, int64_t n_valid,
+                                                          const double *sums, float dloss)
+{
+    launch_backward(probs, probs, targets, n, v, ignore_index, n_valid, sums, dloss, true);
 }
 
 extern "C" void ddpc__cuda_cross_entropy_fused(double *sums, float *dlogits, float *losses,
