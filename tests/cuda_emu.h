@@ -499,4 +499,18 @@ template <typename F> static void emu_launch(unsigned blocks, unsigned threads, 
     emu_launch2(blocks, 1, threads, smem, fn);
 }
 
+/* For the tests' comparisons: max |a - ref| / max |ref| over n elements (the denominator at least
+ * 1e-30); +inf where a is not finite. */
+static inline double emu_rel_err(const float *a, const float *ref, int64_t n)
+{
+    double m = 0.0, s = 1e-30;
+    for (int64_t i = 0; i < n; i++) {
+        if (!std::isfinite(a[i]))
+            return INFINITY;
+        m = std::fmax(m, std::fabs((double)a[i] - ref[i]));
+        s = std::fmax(s, std::fabs((double)ref[i]));
+    }
+    return m / s;
+}
+
 #endif

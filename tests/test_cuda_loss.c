@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 /* The CUDA cross-entropy, argmax accuracy, row softmax and embedding kernels against the CPU table
  * on the same random inputs: GPT-2's 50257-wide rows with ignored and out-of-range targets, ties in
- * argmax, embedding backward with repeated tokens (and ids past 65535) without a host wait;
- * reruns of embedding backward give the same bits; second calls with the same shapes allocate nothing on the device.
- * Skips (exit 77) without a GPU; device outputs are poisoned with NaN before a kernel runs. */
+ * argmax, embedding backward with repeated tokens (and ids past 65535) without a host wait; the
+ * backward written over the probabilities (count from the host or device sums, all 0 when every
+ * row is ignored); reruns of embedding backward give the same bits; second calls with the same
+ * shapes allocate nothing on the device. Skips (exit 77) without a GPU; device outputs are
+ * poisoned with NaN before a kernel runs. */
 #include "backend_testutil.h"
 
 static const ddpc_kernel_table *gpu;
@@ -56,6 +58,18 @@ static void check_cross_entropy(int64_t v)
     gpu->cross_entropy_backward(d_dl, d_probs, d_tg, N, v, IGNORE, nv, 0.75f);
     CHECK(bt_err(gpu, "dlogits", d_dl, dl, N * v) <= 1e-5);
 
+    /* The backward over the probabilities, the count from the host and then from device sums:
+     * the gradient alone, 0 on ignored rows. */
+    float *over = tu_alloc(N * v);
+    memcpy(over, probs, (size_t)(N * v) * sizeof(float));
+    cpu->cross_entropy_backward_inplace(over, tg, N, v, IGNORE, nv, NULL, 0.75f);
+    gpu->cross_entropy_backward_inplace(d_probs, d_tg, N, v, IGNORE, nv, NULL, 0.75f);
+    CHECK(bt_err(gpu, "dlogits over probs", d_probs, over, N * v) <= 1e-5);
+    const double sums[2] = {0.0, (double)nv};
+    double *d_sums = bt_up_bytes(gpu, sums, sizeof sums);
+    gpu->cross_entropy_backward_inplace(d_logits, d_tg, N, v, IGNORE, -1, d_sums, 0.75f);
+    CHECK(bt_err(gpu, "dlogits over probs, count from sums", d_logits, over, N * v) <= 1e-5);
+
     /* Every row ignored: mean 0, count 0, and backward leaves dlogits alone. */
     int32_t none[N];
     for (int i = 0; i < N; i++)
@@ -65,6 +79,12 @@ static void check_cross_entropy(int64_t v)
     CHECK(gpu->cross_entropy_forward(d_probs, d_losses, d_probs, d_none, N, v, IGNORE, &gnv) ==
           0.0f);
     CHECK_EQ_INT(gnv, 0);
+    /* ... and over the probabilities, writes 0 everywhere. */
+    gpu->cross_entropy_backward_inplace(d_probs, d_none, N, v, IGNORE, 0, NULL, 0.75f);
+    float *zeros = tu_alloc(N * v);
+    memset(zeros, 0, (size_t)(N * v) * sizeof(float));
+    float *back = bt_down(gpu, d_probs, N * v);
+    CHECK(memcmp(back, zeros, (size_t)(N * v) * sizeof(float)) == 0);
 
     gpu->free(d_tg);
     gpu->free(d_none);
@@ -72,6 +92,10 @@ static void check_cross_entropy(int64_t v)
     gpu->free(d_probs);
     gpu->free(d_losses);
     gpu->free(d_dl);
+    gpu->free(d_sums);
+    ddpc_free(over);
+    ddpc_free(zeros);
+    ddpc_free(back);
     ddpc_free(logits);
     ddpc_free(probs);
     ddpc_free(losses);

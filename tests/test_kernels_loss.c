@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Tests for cross_entropy.c and dropout.c: softmax/loss against double references with
- * ignore_index and out-of-range targets, n_valid, gradient by finite differences, accumulation;
+ * ignore_index and out-of-range targets, n_valid, gradient by finite differences, accumulation,
+ * the backward over the probabilities bit for bit;
  * dropout masks equal to ddpc_rng_uniform_at, reproducible, keep fraction ~ 1 - p. */
 #include "kernels_testutil.h"
 
@@ -110,6 +111,40 @@ static void test_cross_entropy_threaded_matches_serial(void)
     ddpc_free(losses);
 }
 
+/* The backward over the probabilities against the backward onto zeroed dlogits: the same bits at
+ * 1 and 2 threads (n * v large enough to fork), at dloss 1 and an fp16 loss scale; ignored rows
+ * (their probabilities NaN here: never read) and a batch without valid rows come out 0. */
+static void test_cross_entropy_backward_inplace(void)
+{
+    int64_t n = 300, v = 257, nv;
+    int32_t *targets = ddpc_malloc((size_t)n * sizeof(int32_t));
+    for (int64_t i = 0; i < n; i++)
+        targets[i] = i % 7 == 0 ? -100 : i % 11 == 5 ? (int32_t)v : (int32_t)((i * 31) % v);
+    float *probs = tu_rand(n * v, -4, 4, 12), *ref = tu_alloc(n * v), *over = tu_alloc(n * v);
+    ddpc_cross_entropy_forward(probs, NULL, probs, targets, n, v, -100, &nv);
+    const float dlosses[2] = {1.0f, 65536.0f / 3.0f};
+    for (int threads = 1; threads <= 2; threads++) {
+        ddpc_kernels_set_threads(threads);
+        for (int k = 0; k < 2; k++) {
+            memset(ref, 0, (size_t)(n * v) * 4);
+            ddpc_cross_entropy_backward(ref, probs, targets, n, v, -100, nv, dlosses[k]);
+            memcpy(over, probs, (size_t)(n * v) * 4);
+            for (int64_t i = 0; i < n; i += 7) /* the ignored rows */
+                for (int64_t j = 0; j < v; j++)
+                    over[i * v + j] = NAN;
+            ddpc_cross_entropy_backward_inplace(over, targets, n, v, -100, nv, dlosses[k]);
+            CHECK(memcmp(over, ref, (size_t)(n * v) * 4) == 0);
+        }
+    }
+    ddpc_kernels_set_threads(1);
+    ddpc_cross_entropy_backward_inplace(over, targets, n, v, -100, 0, 1.0f);
+    CHECK(tu_max_abs(over, n * v) == 0.0);
+    ddpc_free(targets);
+    ddpc_free(probs);
+    ddpc_free(ref);
+    ddpc_free(over);
+}
+
 static void test_dropout_mask(void)
 {
     int64_t n = 1 << 20;
@@ -151,6 +186,7 @@ int main(void)
     RUN_TEST(test_cross_entropy_forward);
     RUN_TEST(test_cross_entropy_backward);
     RUN_TEST(test_cross_entropy_threaded_matches_serial);
+    RUN_TEST(test_cross_entropy_backward_inplace);
     RUN_TEST(test_dropout_mask);
     return check_summary();
 }

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: MIT
 /* The CUDA cross-entropy's own device code (src/kernels/cuda/loss.cu, compiled for the host
- * against tests/cuda_emu.h): the fused forward+backward kernel against the unfused kernels it
- * replaces (forward, mean, backward onto zeroed dlogits) bit for bit, dlogits, row losses and
- * sums alike, and against the CPU table's fused member within 1e-5 (the block reductions and the
+ * against tests/cuda_emu.h): the fused forward+backward kernel, and the backward written over the
+ * probabilities (count from the sums or the host), against the unfused kernels they replace
+ * (forward, mean, backward onto zeroed dlogits) bit for bit, dlogits, row losses and sums alike,
+ * and the fused one against the CPU table's fused member within 1e-5 (the block reductions and the
  * host's expf differ from the CPU's serial SIMD sum and exp). Blocks of 1, 2 and 32 warps, rows
  * longer than the block, fewer blocks than rows (the grid-stride loop), in place and not, ignored
- * and out-of-range targets, every row ignored, GPT-2's padded 50304. Outputs start as NaN. What it
- * cannot see: the device's own expf/logf (the GPU test compares those, tests/test_cuda_loss.c). */
+ * and out-of-range targets, every row ignored, GPT-2's padded 50304; and the row softmax against
+ * the CPU table's within 1e-6. Outputs start as NaN. What it cannot see: the device's own
+ * expf/logf (the GPU test compares those, tests/test_cuda_loss.c). */
 #define DDPC_CUDA_EMULATE 1
 #include "cuda_emu.h"
 
@@ -20,7 +22,8 @@ static inline unsigned long long atomicAdd(unsigned long long *p, unsigned long 
     return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
 }
 
-/* The argmax and softmax kernels are compiled here but not run: this test is about the loss. */
+/* The argmax kernel is compiled here but not run: this test is about the loss (and the softmax,
+ * which shares its row statistics). */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function"
 #include "../src/kernels/cuda/loss.cu"
@@ -32,11 +35,6 @@ static inline unsigned long long atomicAdd(unsigned long long *p, unsigned long 
 #include "check.h"
 
 enum { IGNORE = -100 };
-
-template <typename F> static void launch(unsigned blocks, unsigned threads, F fn)
-{
-    emu_launch(blocks, threads, 0, fn);
-}
 
 static std::vector<float> nan_vec(int64_t n)
 {
@@ -67,19 +65,6 @@ static int64_t bit_diffs(const char *what, const float *a, const float *b, int64
     return bad;
 }
 
-/* max |a - ref| / max |ref|; +inf where a is not finite. */
-static double rel_err(const float *a, const float *ref, int64_t n)
-{
-    double m = 0.0, s = 1e-30;
-    for (int64_t i = 0; i < n; i++) {
-        if (!std::isfinite(a[i]))
-            return INFINITY;
-        m = std::fmax(m, std::fabs((double)a[i] - ref[i]));
-        s = std::fmax(s, std::fabs((double)ref[i]));
-    }
-    return m / s;
-}
-
 /* One shape, `threads` per row block (the host launches ddpc__row_threads(v, 1024)), `blocks`
  * row blocks (the host launches one per row; fewer makes the blocks loop). */
 static void check_emu(int64_t n, int64_t v, unsigned threads, unsigned blocks, float dloss,
@@ -104,23 +89,41 @@ static void check_emu(int64_t n, int64_t v, unsigned threads, unsigned blocks, f
     std::vector<float> probs = logits, ref_loss = nan_vec(n);
     std::vector<float> ref_d((size_t)(n * v), 0.0f);
     double ref_sums[2] = {NAN, NAN};
-    launch(blocks, threads, [&] {
+    const unsigned bwd = (unsigned)ddpc__row_threads(v, 256);
+    emu_launch(blocks, threads, 0, [&] {
         ce_forward_kernel(probs.data(), ref_loss.data(), probs.data(), t, n, v, IGNORE);
     });
-    launch(1, one, [&] { ce_mean_kernel(ref_sums, ref_loss.data(), t, n, v, IGNORE); });
-    launch(blocks, (unsigned)ddpc__row_threads(v, 256), [&] {
-        ce_backward_kernel(ref_d.data(), probs.data(), t, n, v, IGNORE, 0.0f, ref_sums, dloss);
+    emu_launch(1, one, 0, [&] { ce_mean_kernel(ref_sums, ref_loss.data(), t, n, v, IGNORE); });
+    emu_launch(blocks, bwd, 0, [&] {
+        ce_backward_kernel(ref_d.data(), probs.data(), t, n, v, IGNORE, 0, ref_sums, dloss, false);
     });
+
+    /* The backward over the probabilities (as the models run it now), the count from the sums and
+     * from the host: the same bits. Ignored rows' probabilities are NaN: never read, set to 0. */
+    for (int host = 0; host < 2; host++) {
+        std::vector<float> over = probs;
+        for (int64_t i = 0; i < n; i++)
+            if (!valid_target(t[i], v, IGNORE))
+                std::fill(over.begin() + i * v, over.begin() + (i + 1) * v, NAN);
+        const int64_t n_valid = host ? (int64_t)ref_sums[1] : -1;
+        emu_launch(blocks, bwd, 0, [&] {
+            ce_backward_kernel(over.data(), over.data(), t, n, v, IGNORE, n_valid,
+                               host ? nullptr : ref_sums, dloss, true);
+        });
+        CHECK_EQ_INT(bit_diffs(host ? "in place, host count" : "in place", over.data(),
+                               ref_d.data(), n * v),
+                     0);
+    }
 
     /* The fused member's three launches, as ddpc__cuda_cross_entropy_fused makes them. */
     std::vector<float> x = logits, sep = nan_vec(n * v), loss = nan_vec(n);
     float *d = in_place ? x.data() : sep.data();
     double sums[2] = {NAN, NAN};
-    launch(1, one, [&] { ce_count_kernel(sums, t, n, v, IGNORE); });
+    emu_launch(1, one, 0, [&] { ce_count_kernel(sums, t, n, v, IGNORE); });
     CHECK(sums[1] == ref_sums[1]);
-    launch(blocks, threads,
-           [&] { ce_fused_kernel(d, loss.data(), x.data(), t, n, v, IGNORE, sums, dloss); });
-    launch(1, one, [&] { ce_mean_kernel(sums, loss.data(), t, n, v, IGNORE); });
+    emu_launch(blocks, threads, 0,
+               [&] { ce_fused_kernel(d, loss.data(), x.data(), t, n, v, IGNORE, sums, dloss); });
+    emu_launch(1, one, 0, [&] { ce_mean_kernel(sums, loss.data(), t, n, v, IGNORE); });
     CHECK_EQ_INT(emu_failures, before); /* full-warp shuffles */
 
     CHECK_EQ_INT(bit_diffs("dlogits", d, ref_d.data(), n * v), 0);
@@ -132,7 +135,8 @@ static void check_emu(int64_t n, int64_t v, unsigned threads, unsigned blocks, f
     double csums[2] = {NAN, NAN};
     ddpc_cross_entropy_fused(csums, cd.data(), cl.data(), logits.data(), t, n, v, IGNORE, dloss);
     CHECK(csums[1] == sums[1]);
-    const double e_d = rel_err(d, cd.data(), n * v), e_l = rel_err(loss.data(), cl.data(), n);
+    const double e_d = emu_rel_err(d, cd.data(), n * v);
+    const double e_l = emu_rel_err(loss.data(), cl.data(), n);
     const double e_s = std::fabs(sums[0] - csums[0]) / std::fmax(std::fabs(csums[0]), 1e-30);
     printf("  against the CPU: dlogits %.3g, row losses %.3g, loss sum %.3g\n", e_d, e_l, e_s);
     CHECK(e_d <= 1e-5);
@@ -155,9 +159,32 @@ static void test_emu_gpt2_vocab(void)
     check_emu(6, 50304, (unsigned)ddpc__row_threads(50304, 1024), 6, 1.0f, false, true, 5);
 }
 
+/* softmax_rows_kernel in place against the CPU table's softmax_rows within 1e-6: rows longer and
+ * shorter than the block, fewer blocks than rows. */
+static void test_emu_softmax_rows(void)
+{
+    const int64_t n = 5, shapes[2] = {300, 13};
+    for (int k = 0; k < 2; k++) {
+        const int64_t v = shapes[k];
+        std::vector<float> x((size_t)(n * v));
+        for (int64_t i = 0; i < n * v; i++)
+            x[(size_t)i] = 16.0f * ddpc_rng_uniform_at(9, 3, (uint64_t)i) - 8.0f;
+        std::vector<float> ref = x;
+        ddpc_kernel_table_cpu()->softmax_rows(ref.data(), n, v);
+        const int before = emu_failures;
+        emu_launch(2, 64, 0, [&] { softmax_rows_kernel(x.data(), n, v); });
+        CHECK_EQ_INT(emu_failures, before);
+        const double e = emu_rel_err(x.data(), ref.data(), n * v);
+        printf(" emulated softmax n %lld v %lld: %.3g against the CPU\n", (long long)n,
+               (long long)v, e);
+        CHECK(e <= 1e-6);
+    }
+}
+
 int main(void)
 {
     RUN_TEST(test_emu_small_blocks);
     RUN_TEST(test_emu_gpt2_vocab);
+    RUN_TEST(test_emu_softmax_rows);
     return check_summary();
 }

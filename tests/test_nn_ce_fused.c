@@ -1,16 +1,19 @@
 // SPDX-License-Identifier: MIT
 /* A training forward announced by ddpc_model_expect_backward (cross-entropy's forward and backward
  * in one kernel, the gradient left over the logits) against the same model without the
- * announcement: the same loss, counts, gradients and grad-ready order, bit for bit, over two
- * steps, for a gpt (dropout, an ignored target), an mlp and a cnn with two heads, at fp32, bf16
- * and fp16, on 1 and 2 threads, dloss 1 and a loss scale. After a fused forward ddpc_model_probs
- * is NULL and a backward with another dloss is refused; an evaluation forward never fuses and
- * consumes the announcement. */
+ * announcement (whose backward writes the gradient over the probabilities): the same loss, counts,
+ * gradients and grad-ready order, bit for bit, over two steps, for a gpt (dropout, an ignored
+ * target), an mlp and a cnn with two heads, at fp32, bf16 and fp16, on 1 and 2 threads, dloss 1
+ * and a loss scale. ddpc_model_probs is NULL after a fused forward and after any backward; a
+ * second backward of one forward adds the same gradient again, and one with another dloss is
+ * refused; an evaluation forward never fuses and consumes the announcement. */
 #include <ddpc/alloc.h>
 #include <ddpc/kernels.h>
 #include <ddpc/models.h>
 #include <ddpc/nn.h>
 #include <ddpc/rng.h>
+
+#include <math.h>
 
 #include "check.h"
 
@@ -38,10 +41,10 @@ static void step_both(ddpc_model *m[2], hook_log h[2], const ddpc_model_input *i
         if (k == 1)
             ddpc_model_expect_backward(m[k], dloss);
         CHECK_EQ_INT(ddpc_model_forward(m[k], in, true, &out[k]), DDPC_OK);
+        CHECK((ddpc_model_probs(m[k]) != NULL) == (k == 0)); /* fused: the logits hold dlogits */
         CHECK_EQ_INT(ddpc_model_backward(m[k], dloss), DDPC_OK);
+        CHECK(ddpc_model_probs(m[k]) == NULL); /* either way, after backward */
     }
-    CHECK(ddpc_model_probs(m[0]) != NULL);
-    CHECK(ddpc_model_probs(m[1]) == NULL); /* the logits hold the gradient */
     if (memcmp(&out[0].loss, &out[1].loss, sizeof(float)) != 0)
         printf("  loss %.9g, fused %.9g\n", (double)out[0].loss, (double)out[1].loss);
     CHECK(memcmp(&out[0].loss, &out[1].loss, sizeof(float)) == 0);
@@ -215,7 +218,27 @@ static void test_announcement_rules(void)
     CHECK(ddpc_model_probs(m) != NULL);
     CHECK_EQ_INT(ddpc_model_forward(m, &in[0], true, &out), DDPC_OK);
     CHECK(ddpc_model_probs(m) != NULL);
+    ddpc_model_zero_grad(m);
     CHECK_EQ_INT(ddpc_model_backward(m, 1.0f), DDPC_OK);
+    CHECK(ddpc_model_probs(m) == NULL);
+    /* Without an announcement too, the first backward fixes the dloss of the logits' gradient:
+     * a second one with it adds the same gradient again (twice the first, but for the rounding of
+     * the sums), another is refused. */
+    size_t np = ddpc_model_num_params(m);
+    float *once = ddpc_malloc(np * sizeof(float));
+    if (once) {
+        memcpy(once, ddpc_model_grads(m), np * sizeof(float));
+        CHECK_EQ_INT(ddpc_model_backward(m, 1.0f), DDPC_OK);
+        size_t bad = 0;
+        for (size_t i = 0; i < np; i++) {
+            double want = 2.0 * once[i], got = ddpc_model_grads(m)[i];
+            bad += fabs(got - want) > 1e-5 * fabs(want) + 1e-8;
+        }
+        CHECK_EQ_INT(bad, 0);
+        ddpc_free(once);
+    }
+    CHECK_EQ_INT(ddpc_model_backward(m, 2.0f), DDPC_EINVAL);
+    CHECK_STR_CONTAINS(ddpc_last_error(), "first backward");
     ddpc_model_destroy(m);
 }
 

@@ -201,6 +201,13 @@ typedef struct ddpc_kernel_table {
     void (*cross_entropy_fused)(double *sums, float *dlogits, float *losses, const float *logits,
                                 const int32_t *targets, int64_t n, int64_t v,
                                 int32_t ignore_index, float dloss);
+    /* cross_entropy_backward over its input, for a model that keeps no (n, v) gradient buffer:
+     * probs (n, v) become dloss / count * (probs - onehot) on valid rows, 0 elsewhere (all 0
+     * without valid rows), count = sums[1] (as cross_entropy_backward_from's) when sums is not
+     * NULL, else n_valid; the same bits as cross_entropy_backward onto zeroed dlogits. */
+    void (*cross_entropy_backward_inplace)(float *probs, const int32_t *targets, int64_t n,
+                                           int64_t v, int32_t ignore_index, int64_t n_valid,
+                                           const double *sums, float dloss);
     void (*argmax_correct_into)(double *correct, const float *scores, const int32_t *targets,
                                 int64_t n, int64_t v, int32_t ignore_index);
     /* x (n, classes) = softmax of each row, in place. */

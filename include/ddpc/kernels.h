@@ -278,6 +278,12 @@ float ddpc_cross_entropy_forward(float *probs, float *losses, const float *logit
 void ddpc_cross_entropy_backward(float *dlogits, const float *probs, const int32_t *targets,
                                  int64_t n, int64_t v, int32_t ignore_index, int64_t n_valid,
                                  float dloss);
+/* The same gradient written over probs (n, v) instead: dloss / n_valid * (probs - onehot(target))
+ * on valid rows, 0 on the others (all 0 when n_valid <= 0); the same bits as backward onto zeroed
+ * dlogits, without an (n, v) buffer for them. */
+void ddpc_cross_entropy_backward_inplace(float *probs, const int32_t *targets, int64_t n,
+                                         int64_t v, int32_t ignore_index, int64_t n_valid,
+                                         float dloss);
 /* Forward and backward in one sweep, for a training step whose dloss is known before its forward
  * (llm.c's fused classifier): sums (2) = {the sum of row losses in double, the valid rows}, losses
  * (n) as forward's (may be NULL), dlogits (n, v) = dloss / sums[1] * (softmax - onehot(target)) on

@@ -219,9 +219,13 @@ void ddpc_model_set_stat_sync_hook(ddpc_model *m, ddpc_stat_sync_fn fn, void *ct
 ddpc_status ddpc_model_forward(ddpc_model *m, const ddpc_model_input *in, bool training,
                                ddpc_model_output *out);
 /* Probabilities (n, classes of the head that ran, or outputs_per_sample) of the last forward;
- * valid until the next forward. */
+ * valid until the next forward, or the next backward of a softmax cross-entropy model (gpt, mlp,
+ * cnn), which writes the loss's gradient over them (no second buffer of that size): NULL after
+ * it. */
 const float *ddpc_model_probs(ddpc_model *m);
-/* Accumulates d(dloss * loss)/d(params) into the gradient buffer; needs a forward with targets. */
+/* Accumulates d(dloss * loss)/d(params) into the gradient buffer; needs a forward with targets.
+ * Another backward of the same forward adds the same again; for a softmax cross-entropy model
+ * it must pass the first one's dloss (the logits hold that gradient), else DDPC_EINVAL. */
 ddpc_status ddpc_model_backward(ddpc_model *m, float dloss);
 /* A device model's cross-entropy without a wait for the device: while `sink` (3 doubles of the
  * model's device memory) is set, a forward with targets writes {loss sum, valid targets, correct}

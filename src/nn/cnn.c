@@ -206,7 +206,7 @@ static size_t carve(const ddpc_model *m, cnn_impl *impl, int64_t n, bool ckpt, f
 static size_t cnn_arena_floats(const ddpc_model *m, int64_t n, bool ckpt)
 {
     const cnn_impl *impl = m->impl;
-    return carve(m, NULL, n, ckpt, NULL) + ddpc__fc_stack_arena_floats(&impl->fc, n);
+    return carve(m, NULL, n, ckpt, NULL) + ddpc__fc_stack_arena_floats(&impl->fc, m, n);
 }
 
 /* Stage i: conv [-> BN] -> ReLU into act[i], then the pool into y (n, k, h/2, w/2) and idx[i].

@@ -115,10 +115,18 @@ static int64_t max_dim(const ddpc__fc_stack *s)
     return d;
 }
 
-size_t ddpc__fc_stack_arena_floats(const ddpc__fc_stack *s, int64_t n)
+/* Whether backward needs a gradient buffer for the outputs: cross-entropy writes its gradient
+ * over the probabilities (nn/loss.h); the elementwise losses' kernels accumulate into another. */
+static bool keeps_doutputs(const ddpc_model *m)
 {
+    return m->cfg.loss != DDPC_LOSS_CROSS_ENTROPY;
+}
+
+size_t ddpc__fc_stack_arena_floats(const ddpc__fc_stack *s, const ddpc_model *m, int64_t n)
+{
+    size_t outs = keeps_doutputs(m) ? 2 : 1; /* the outputs, and maybe their gradient */
     size_t total = 3 * ddpc__round16((size_t)(n * max_dim(s))) +
-                   2 * ddpc__round16((size_t)(n * max_out(s))) + ddpc__round16((size_t)n);
+                   outs * ddpc__round16((size_t)(n * max_out(s))) + ddpc__round16((size_t)n);
     for (int i = 1; i < s->n_layers; i++) /* hidden activations, and pre-BN outputs */
         total += (s->bn ? 2 : 1) * ddpc__round16((size_t)(n * s->dims[i]));
     return total;
@@ -192,7 +200,9 @@ ddpc_status ddpc__fc_stack_forward(ddpc__fc_stack *s, ddpc_model *m, const float
     s->dbuf[0] = ddpc__take(arena, buf);
     s->dbuf[1] = ddpc__take(arena, buf);
     s->dtmp = ddpc__take(arena, buf);
-    s->dlogits = ddpc__take(arena, (size_t)(n * s->dims[s->n_layers]));
+    s->dlogits = NULL;
+    if (keeps_doutputs(m))
+        s->dlogits = ddpc__take(arena, (size_t)(n * s->dims[s->n_layers]));
     s->losses = ddpc__take(arena, (size_t)n);
     classify_loss(s, m, (float *)s->acts[s->n_layers], out);
     return DDPC_OK;
@@ -203,10 +213,10 @@ void ddpc__fc_stack_backward(ddpc__fc_stack *s, ddpc_model *m, float dloss, floa
     int64_t n = s->n, k = s->dims[s->n_layers];
     float p = s->training ? m->cfg.dropout : 0.0f;
     /* dy is the gradient of layer i's output; din (the other buffer) receives its input's. The
-     * last layer's backward never reads its output, the logits: a fused forward left dy there. */
+     * last layer's backward never reads its output, the logits: cross-entropy leaves dy there. */
     const float *dy = s->dlogits;
-    if (m->cfg.loss == DDPC_LOSS_CROSS_ENTROPY) {
-        dy = ddpc__ce_backward(m, s->dlogits, s->acts[s->n_layers], s->targets, n, k, s->n_valid,
+    if (!keeps_doutputs(m)) {
+        dy = ddpc__ce_backward(m, (float *)s->acts[s->n_layers], s->targets, n, k, s->n_valid,
                                dloss);
     } else {
         m->k->fill_f32(s->dlogits, 0.0f, n * k);

@@ -28,7 +28,7 @@ typedef struct {
     /* Set by forward, read by backward. */
     const float *acts[DDPC_MODEL_MAX_LAYERS + 2]; /* acts[i] (n, dims[i]); acts[0] is the input */
     float *dbuf[2], *dtmp;                        /* (n, max dim) each */
-    float *dlogits, *losses;                      /* (n, out), (n) */
+    float *dlogits, *losses; /* (n, out) for losses other than cross-entropy, else NULL; (n) */
     const int32_t *targets;                       /* (n) or NULL */
     const float *float_targets;                   /* (n, out): losses other than cross-entropy */
     int64_t n, n_valid;
@@ -49,7 +49,7 @@ void ddpc__fc_stack_free(ddpc__fc_stack *s);
 void ddpc__fc_stack_select(ddpc__fc_stack *s, int task);
 /* PyTorch's nn.Linear default: weight and bias uniform in +-1/sqrt(fan_in). */
 void ddpc__fc_stack_init(const ddpc__fc_stack *s, ddpc_model *m);
-size_t ddpc__fc_stack_arena_floats(const ddpc__fc_stack *s, int64_t n);
+size_t ddpc__fc_stack_arena_floats(const ddpc__fc_stack *s, const ddpc_model *m, int64_t n);
 double ddpc__fc_stack_flops(const ddpc__fc_stack *s);
 /* x (n, dims[0]) and in->targets are borrowed until backward. Runs the layers and the loss: the
  * logits become probabilities in the arena (m->probs); with targets, *out gets loss and accuracy.

@@ -30,11 +30,10 @@ typedef struct {
     gpt_layer_acts acts[DDPC_MODEL_MAX_LAYERS];
     float *encoded;                   /* (B,T,C) */
     float *lnf, *lnf_mean, *lnf_rstd; /* (B,T,C), (B,T), (B,T) */
-    float *logits;                    /* (B,T,V), softmax in place */
+    float *logits; /* (B,T,V): softmax in place, then the loss's gradient (nn/loss.h) */
     float *losses;                    /* (B,T) */
     float *ws;                        /* attention workspace */
     /* Backward temporaries. */
-    float *dlogits;                   /* (B,T,V) */
     float *dres, *dbranch, *dln, *datty; /* (B,T,C) */
     float *dqkv;                      /* (B,T,3C) */
     float *dfch;                      /* (B,T,4C) */

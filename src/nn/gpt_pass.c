@@ -56,7 +56,6 @@ static size_t carve_all(const ddpc_model *m, gpt_impl *g, int64_t B, bool ckpt, 
     TAKE(losses, BT);
     TAKE(ws, m->k->attention_workspace_floats(c->precision, B, o->block_size, o->n_embd,
                                               o->n_head));
-    TAKE(dlogits, BT * V);
     TAKE(dres, BT * C);
     TAKE(dbranch, BT * C);
     TAKE(dln, BT * C);
@@ -227,10 +226,9 @@ void ddpc__gpt_backward(ddpc_model *m, float dloss)
     const ddpc_model_config *c = &m->cfg;
     const ddpc_gpt_config *o = ddpc__gpt_cfg(m);
     int64_t B = g->B, T = o->block_size, C = o->n_embd, V = c->num_classes, BT = B * T;
-    /* The LM head's backward reads dlogits and its input lnf, never the logits: a fused forward
-     * left the gradient over them. */
-    const float *dlogits =
-        ddpc__ce_backward(m, g->dlogits, g->logits, g->targets, BT, V, g->n_valid, dloss);
+    /* The LM head's backward reads dlogits and its input lnf, never the logits: the gradient is
+     * written over them (B*T*V floats, GPT-2's 3.3 GB at B 16, T 1024, kept in no other buffer). */
+    const float *dlogits = ddpc__ce_backward(m, g->logits, g->targets, BT, V, g->n_valid, dloss);
     m->k->fill_f32(g->dln, 0.0f, BT * C);
     m->k->linear_backward(m->cfg.precision, g->dln, G(g->wte), NULL, dlogits, g->lnf, P(g->wte),
                          BT, C, V);

@@ -21,13 +21,13 @@ void ddpc__loss_backward(ddpc_model *m, float *doutputs, const float *probs, con
 /* Softmax cross-entropy with argmax accuracy on logits (n, v), turned into probabilities in place
  * (loss_ce.c), or into the loss's gradient in a forward announced by ddpc_model_expect_backward:
  * read back into *out (loss, n_valid, n_correct), or, with a loss sink on a device, left in the
- * sink (*out's loss NaN, counts -1). The backward returns where the gradient (n, v) is: probs (the
- * forward's logits) when the forward fused it, else dlogits, zeroed and filled here with the
- * valid count from the sink when there is one, else n_valid (forward's). */
+ * sink (*out's loss NaN, counts -1). The backward returns probs (the forward's logits), which
+ * then hold the gradient (n, v): the fused forward's, or written over the probabilities here with
+ * the valid count from the sink when there is one, else n_valid (forward's); m->probs is then
+ * NULL, and a second backward of the same forward finds the gradient there. */
 void ddpc__ce_forward(ddpc_model *m, float *logits, float *losses, const int32_t *targets,
                       int64_t n, int64_t v, ddpc_model_output *out);
-const float *ddpc__ce_backward(ddpc_model *m, float *dlogits, const float *probs,
-                               const int32_t *targets, int64_t n, int64_t v, int64_t n_valid,
-                               float dloss);
+const float *ddpc__ce_backward(ddpc_model *m, float *probs, const int32_t *targets, int64_t n,
+                               int64_t v, int64_t n_valid, float dloss);
 
 #endif

@@ -3,8 +3,9 @@
  * loss sink (the CPU, evaluation, a caller that wants them now) the kernel table returns them,
  * which on a device waits for it; with one, the device keeps them for a later read and nothing
  * waits. A training forward announced by ddpc_model_expect_backward runs forward and backward in
- * one kernel and leaves the gradient over the logits. Invariant: every way runs kernels that give
- * the same bits (the fused one matches forward then backward), read now or later. */
+ * one kernel and leaves the gradient over the logits; otherwise the backward writes it there.
+ * Invariant: every way runs kernels that give the same bits (the fused one matches forward then
+ * backward), read now or later. */
 #include "nn/loss.h"
 
 #include <math.h>
@@ -23,8 +24,7 @@ void ddpc_model_expect_backward(ddpc_model *m, float dloss)
 /* Whether this forward leaves its values on the device. */
 static bool deferred(const ddpc_model *m)
 {
-    return m->loss_sink && m->k->cross_entropy_forward_into && m->k->argmax_correct_into &&
-           m->k->cross_entropy_backward_from;
+    return m->loss_sink && m->k->cross_entropy_forward_into && m->k->argmax_correct_into;
 }
 
 /* Where this forward's fused sums go, or NULL when it keeps forward and backward apart (no
@@ -78,16 +78,18 @@ void ddpc__ce_forward(ddpc_model *m, float *logits, float *losses, const int32_t
     out->loss = k->cross_entropy_forward(logits, losses, logits, targets, n, v, -1, &out->n_valid);
 }
 
-const float *ddpc__ce_backward(ddpc_model *m, float *dlogits, const float *probs,
-                               const int32_t *targets, int64_t n, int64_t v, int64_t n_valid,
-                               float dloss)
+/* The gradient goes where the fused forward leaves it, over the probabilities: the backward reads
+ * each probability once, in the thread that writes its gradient, so no model keeps an (n, v)
+ * gradient buffer, and the kernel forms the same bits as a backward onto zeroed dlogits. */
+const float *ddpc__ce_backward(ddpc_model *m, float *probs, const int32_t *targets, int64_t n,
+                               int64_t v, int64_t n_valid, float dloss)
 {
     if (m->ce_fused)
-        return probs; /* the forward wrote the gradient there, scaled by this dloss */
-    m->k->fill_f32(dlogits, 0.0f, n * v);
-    if (deferred(m))
-        m->k->cross_entropy_backward_from(dlogits, probs, targets, n, v, -1, m->loss_sink, dloss);
-    else
-        m->k->cross_entropy_backward(dlogits, probs, targets, n, v, -1, n_valid, dloss);
-    return dlogits;
+        return probs; /* already there, scaled by this dloss (model.c checks it) */
+    m->k->cross_entropy_backward_inplace(probs, targets, n, v, -1, n_valid,
+                                         deferred(m) ? m->loss_sink : NULL, dloss);
+    m->ce_fused = true;
+    m->ce_dloss = dloss;
+    m->probs = NULL;
+    return probs;
 }

@@ -63,7 +63,7 @@ static size_t mlp_arena_floats(const ddpc_model *m, int64_t n, bool ckpt)
 {
     (void)ckpt; /* no blocks to recompute */
     const mlp_impl *impl = m->impl;
-    return ddpc__fc_stack_arena_floats(&impl->fc, n);
+    return ddpc__fc_stack_arena_floats(&impl->fc, m, n);
 }
 
 static ddpc_status mlp_forward(ddpc_model *m, const ddpc_model_input *in, bool training,

@@ -513,10 +513,10 @@ ddpc_status ddpc_model_backward(ddpc_model *m, float dloss)
 {
     if (m->last_n == 0)
         return ddpc_errorf(DDPC_EINVAL, "model backward needs a forward pass with targets first");
-    if (m->ce_fused && dloss != m->ce_dloss) /* the gradient was scaled by the announced one */
+    if (m->ce_fused && dloss != m->ce_dloss) /* the logits hold the gradient scaled by that one */
         return ddpc_errorf(DDPC_EINVAL, "model backward: dloss %g is not the %g that "
-                           "ddpc_model_expect_backward announced", (double)dloss,
-                           (double)m->ce_dloss);
+                           "ddpc_model_expect_backward or this forward's first backward gave",
+                           (double)dloss, (double)m->ce_dloss);
     m->backward_status = DDPC_OK;
     m->ops->backward(m, dloss);
     return m->backward_status;

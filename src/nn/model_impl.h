@@ -45,9 +45,9 @@ struct ddpc_model {
     const float *probs;  /* set by forward: (n, outputs_per_sample), k's memory */
     int64_t last_n;      /* batch of the last forward with targets, 0 if none */
     double *loss_sink;   /* ddpc_model_set_loss_sink's (3) doubles in k's memory, or NULL */
-    float ce_dloss;      /* ddpc_model_expect_backward's dloss */
+    float ce_dloss;      /* the dloss that gradient was (or will be) scaled by */
     bool ce_armed;       /* during a training forward: it may fuse cross-entropy's backward */
-    bool ce_fused;       /* the last forward left the loss's gradient over its logits */
+    bool ce_fused;       /* the logits hold the loss's gradient (fused forward or backward) */
     double *ce_sums;     /* (2) the fused loss's sums when no sink takes them, k's memory */
     ddpc_grad_ready_fn grad_ready; /* may be NULL */
     void *grad_ready_ctx;

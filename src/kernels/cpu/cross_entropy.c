@@ -2,7 +2,8 @@
 /* Softmax cross-entropy with PyTorch's defaults: mean over rows whose target is valid, where
  * ignore_index (and any target outside [0, v)) marks a row as ignored.
  * Invariant: the loss sum runs serially over the per-row losses in row order, so the mean is
- * deterministic whatever the thread count; probs may overwrite logits row by row. */
+ * deterministic whatever the thread count; probs may overwrite logits row by row, and the
+ * gradient may overwrite probs. */
 #include <ddpc/kernels.h>
 
 #include <math.h>
@@ -79,6 +80,37 @@ DDPC_SIMD_DISPATCH_VOID(ddpc_cross_entropy_backward,
                          int64_t v, int32_t ignore_index, int64_t n_valid, float dloss),
                         (dlogits, probs, targets, n, v, ignore_index, n_valid, dloss))
 
+/* A valid row's probabilities p (v) become its gradient in place: 0 + g p, less g at the target,
+ * the sums ddpc_cross_entropy_backward forms onto a zeroed row, so the same bits. */
+static void row_gradient(float *p, int32_t tg, int64_t v, float g)
+{
+    for (int64_t j = 0; j < v; j++)
+        p[j] = 0.0f + g * p[j];
+    p[tg] -= g;
+}
+
+/* The backward over its own input: every element is read, then written, by one thread. */
+void DDPC_SIMD(ddpc_cross_entropy_backward_inplace)(float *probs, const int32_t *targets,
+                                                    int64_t n, int64_t v, int32_t ignore_index,
+                                                    int64_t n_valid, float dloss)
+{
+    const float g = n_valid > 0 ? dloss / (float)n_valid : 0.0f;
+#pragma omp parallel for schedule(static) if (n * v >= DDPC__PAR_MIN_WORK)
+    for (int64_t i = 0; i < n; i++) {
+        float *p = probs + i * v;
+        if (n_valid > 0 && valid_target(targets[i], v, ignore_index)) {
+            row_gradient(p, targets[i], v, g);
+        } else {
+            for (int64_t j = 0; j < v; j++)
+                p[j] = 0.0f;
+        }
+    }
+}
+DDPC_SIMD_DISPATCH_VOID(ddpc_cross_entropy_backward_inplace,
+                        (float *probs, const int32_t *targets, int64_t n, int64_t v,
+                         int32_t ignore_index, int64_t n_valid, float dloss),
+                        (probs, targets, n, v, ignore_index, n_valid, dloss))
+
 /* Forward and backward in one sweep: each row's softmax lands in dlogits and becomes its gradient
  * while the row is still in cache. The same row_forward and the same products as forward then
  * backward onto zeroed dlogits (0 + g p, then - g at the target; g = dloss / count as backward
@@ -99,9 +131,7 @@ void DDPC_SIMD(ddpc_cross_entropy_fused)(double *sums, float *dlogits, float *lo
         float li = 0.0f;
         if (count && valid_target(tg, v, ignore_index)) {
             li = row_forward(d, logits + i * v, tg, v, 1);
-            for (int64_t j = 0; j < v; j++)
-                d[j] = 0.0f + g * d[j];
-            d[tg] -= g;
+            row_gradient(d, tg, v, g);
         } else {
             for (int64_t j = 0; j < v; j++)
                 d[j] = 0.0f;

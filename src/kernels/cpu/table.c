@@ -45,6 +45,15 @@ static size_t cpu_attention_workspace_floats(ddpc_precision prec, int64_t b, int
     return ddpc_attention_workspace_floats(b, t, c, nh);
 }
 
+/* The count from sums (host memory here) when given, as the device tables take it. */
+static void cpu_cross_entropy_backward_inplace(float *probs, const int32_t *targets, int64_t n,
+                                               int64_t v, int32_t ignore_index, int64_t n_valid,
+                                               const double *sums, float dloss)
+{
+    ddpc_cross_entropy_backward_inplace(probs, targets, n, v, ignore_index,
+                                        sums ? (int64_t)sums[1] : n_valid, dloss);
+}
+
 static void cpu_softmax_rows(float *x, int64_t n, int64_t classes)
 {
     for (int64_t i = 0; i < n; i++) {
@@ -115,6 +124,7 @@ static const ddpc_kernel_table cpu_table = {
     .cross_entropy_backward = ddpc_cross_entropy_backward,
     .argmax_correct = ddpc_argmax_correct,
     .cross_entropy_fused = ddpc_cross_entropy_fused,
+    .cross_entropy_backward_inplace = cpu_cross_entropy_backward_inplace,
     .softmax_rows = cpu_softmax_rows,
     .mse_forward = ddpc_mse_forward,
     .mse_backward = ddpc_mse_backward,

@@ -44,18 +44,7 @@ static __global__ void causal_softmax_kernel(float *att, int64_t rows, int64_t t
     for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
         float *p = att + row * t;
         const int64_t len = row % t + 1;
-        float mx = -INFINITY;
-        for (int64_t j = threadIdx.x; j < len; j += blockDim.x)
-            mx = ddpc__max_op()(mx, p[j]);
-        mx = ddpc__block_reduce(mx, ddpc__max_op(), -INFINITY, sh);
-        float sum = 0.0f;
-        for (int64_t j = threadIdx.x; j < len; j += blockDim.x) {
-            float e = expf(p[j] - mx);
-            p[j] = e;
-            sum += e;
-        }
-        sum = ddpc__block_reduce(sum, ddpc__sum_op(), 0.0f, sh);
-        const float inv = 1.0f / sum;
+        const float inv = 1.0f / ddpc__row_max_expsum(p, p, len, sh).sum;
         for (int64_t j = threadIdx.x; j < t; j += blockDim.x)
             p[j] = j < len ? p[j] * inv : 0.0f;
     }

@@ -186,6 +186,9 @@ void ddpc__cuda_cross_entropy_forward_into(double *sums, float *probs, float *lo
 void ddpc__cuda_cross_entropy_backward_from(float *dlogits, const float *probs,
                                             const int32_t *targets, int64_t n, int64_t v,
                                             int32_t ignore_index, const double *sums, float dloss);
+void ddpc__cuda_cross_entropy_backward_inplace(float *probs, const int32_t *targets, int64_t n,
+                                               int64_t v, int32_t ignore_index, int64_t n_valid,
+                                               const double *sums, float dloss);
 void ddpc__cuda_cross_entropy_fused(double *sums, float *dlogits, float *losses,
                                     const float *logits, const int32_t *targets, int64_t n,
                                     int64_t v, int32_t ignore_index, float dloss);

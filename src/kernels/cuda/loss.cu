@@ -32,23 +32,25 @@ static __global__ void __launch_bounds__(1024)
         const bool valid = valid_target(tg, v, ignore_index);
         /* Read before the barrier inside the max reduction: after it, threads overwrite x. */
         const float x_tg = valid ? x[tg] : 0.0f;
-        float mx = -INFINITY;
-        for (int64_t j = threadIdx.x; j < v; j += blockDim.x)
-            mx = ddpc__max_op()(mx, x[j]);
-        mx = ddpc__block_reduce(mx, ddpc__max_op(), -INFINITY, sh);
-        float sum = 0.0f;
-        for (int64_t j = threadIdx.x; j < v; j += blockDim.x) {
-            float e = expf(x[j] - mx);
-            p[j] = e;
-            sum += e;
-        }
-        sum = ddpc__block_reduce(sum, ddpc__sum_op(), 0.0f, sh);
-        const float inv = 1.0f / sum; /* the CPU multiplies by the inverse too */
+        const ddpc__row_stats r = ddpc__row_max_expsum(x, p, v, sh);
+        const float inv = 1.0f / r.sum; /* the CPU multiplies by the inverse too */
         for (int64_t j = threadIdx.x; j < v; j += blockDim.x)
             p[j] *= inv;
         if (threadIdx.x == 0)
-            row_loss[i] = valid ? logf(sum) - (x_tg - mx) : 0.0f;
+            row_loss[i] = valid ? logf(r.sum) - (x_tg - r.mx) : 0.0f;
     }
+}
+
+/* The valid rows of targets (n), over the one block of a one-block kernel, returned to every
+ * thread; every thread must call it. An integer, so the order does not matter. */
+static __device__ __forceinline__ long long valid_rows(const int32_t *targets, int64_t n,
+                                                       int64_t v, int32_t ignore_index,
+                                                       long long *shc)
+{
+    long long count = 0;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+        count += valid_target(targets[i], v, ignore_index);
+    return ddpc__block_reduce(count, ddpc__sum_op(), 0LL, shc);
 }
 
 /* out[0] = sum of row_loss (n) in double, out[1] = number of valid rows; one block. */
@@ -59,13 +61,10 @@ static __global__ void __launch_bounds__(1024)
     __shared__ double shd[32];
     __shared__ long long shc[32];
     double total = 0.0;
-    long long count = 0;
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
         total += (double)row_loss[i];
-        count += valid_target(targets[i], v, ignore_index);
-    }
     total = ddpc__block_reduce(total, ddpc__sum_op(), 0.0, shd);
-    count = ddpc__block_reduce(count, ddpc__sum_op(), 0LL, shc);
+    const long long count = valid_rows(targets, n, v, ignore_index, shc);
     if (threadIdx.x == 0) {
         out[0] = total;
         out[1] = (double)count;
@@ -73,27 +72,31 @@ static __global__ void __launch_bounds__(1024)
 }
 
 /* dlogits (n, v) += g * (probs - onehot(target)) on valid rows, in the CPU's order of operations
- * (d + g p, then - g at the target). With `sums`, g is dloss / sums[1] (the valid rows), computed
- * as the host computes it, and nothing happens without valid rows. */
+ * (d + g p, then - g at the target), g = dloss / count with count = sums[1] (the valid rows,
+ * computed as the host computes it) when sums is not NULL, else n_valid; nothing happens without
+ * valid rows. With `over`, the gradient replaces what dlogits held, rows without one get 0, and
+ * dlogits may be probs: d is taken as 0 rather than read (0 + g p, the same bits as onto zeroed
+ * dlogits), and a thread writes only the element it read. */
 static __global__ void ce_backward_kernel(float *dlogits, const float *probs,
                                           const int32_t *targets, int64_t n, int64_t v,
-                                          int32_t ignore_index, float g, const double *sums,
-                                          float dloss)
+                                          int32_t ignore_index, int64_t n_valid,
+                                          const double *sums, float dloss, bool over)
 {
-    if (sums) {
-        const int64_t count = (int64_t)sums[1];
-        if (count <= 0)
-            return;
-        g = __fdiv_rn(dloss, (float)count);
-    }
+    const int64_t count = sums ? (int64_t)sums[1] : n_valid;
+    if (count <= 0 && !over)
+        return;
+    const float g = count > 0 ? __fdiv_rn(dloss, (float)count) : 0.0f;
     for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
         const int32_t tg = targets[i];
-        if (!valid_target(tg, v, ignore_index))
-            continue; /* the whole block skips: no barrier in this kernel */
         float *d = dlogits + i * v;
         const float *p = probs + i * v;
+        if (count <= 0 || !valid_target(tg, v, ignore_index)) {
+            for (int64_t j = threadIdx.x; over && j < v; j += blockDim.x)
+                d[j] = 0.0f;
+            continue; /* the whole block skips: no barrier in this kernel */
+        }
         for (int64_t j = threadIdx.x; j < v; j += blockDim.x) {
-            float r = d[j] + g * p[j];
+            float r = (over ? 0.0f : d[j]) + g * p[j];
             d[j] = j == tg ? r - g : r;
         }
     }
@@ -106,10 +109,7 @@ static __global__ void __launch_bounds__(1024)
                     int32_t ignore_index)
 {
     __shared__ long long shc[32];
-    long long count = 0;
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
-        count += valid_target(targets[i], v, ignore_index);
-    count = ddpc__block_reduce(count, ddpc__sum_op(), 0LL, shc);
+    const long long count = valid_rows(targets, n, v, ignore_index, shc);
     if (threadIdx.x == 0)
         sums[1] = (double)count;
 }
@@ -140,22 +140,15 @@ static __global__ void __launch_bounds__(1024)
             continue;
         }
         const float x_tg = x[tg]; /* before the barriers below, after which x is overwritten */
-        float mx = -INFINITY;
-        for (int64_t j = threadIdx.x; j < v; j += blockDim.x)
-            mx = ddpc__max_op()(mx, x[j]);
-        mx = ddpc__block_reduce(mx, ddpc__max_op(), -INFINITY, sh);
-        float sum = 0.0f;
-        for (int64_t j = threadIdx.x; j < v; j += blockDim.x)
-            sum += expf(x[j] - mx);
-        sum = ddpc__block_reduce(sum, ddpc__sum_op(), 0.0f, sh);
-        const float inv = 1.0f / sum;
+        const ddpc__row_stats st = ddpc__row_max_expsum(x, nullptr, v, sh);
+        const float inv = 1.0f / st.sum;
         for (int64_t j = threadIdx.x; j < v; j += blockDim.x) {
-            const float p = expf(x[j] - mx) * inv;
+            const float p = expf(x[j] - st.mx) * inv;
             const float r = 0.0f + g * p;
             d[j] = j == tg ? r - g : r;
         }
         if (threadIdx.x == 0)
-            row_loss[i] = logf(sum) - (x_tg - mx);
+            row_loss[i] = logf(st.sum) - (x_tg - st.mx);
     }
 }
 
@@ -204,17 +197,7 @@ static __global__ void __launch_bounds__(1024)
     __shared__ float sh[32];
     for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
         float *row = x + i * classes;
-        float mx = -INFINITY;
-        for (int64_t j = threadIdx.x; j < classes; j += blockDim.x)
-            mx = ddpc__max_op()(mx, row[j]);
-        mx = ddpc__block_reduce(mx, ddpc__max_op(), -INFINITY, sh);
-        float sum = 0.0f;
-        for (int64_t j = threadIdx.x; j < classes; j += blockDim.x) {
-            float e = expf(row[j] - mx);
-            row[j] = e;
-            sum += e;
-        }
-        sum = ddpc__block_reduce(sum, ddpc__sum_op(), 0.0f, sh);
+        const float sum = ddpc__row_max_expsum(row, row, classes, sh).sum;
         for (int64_t j = threadIdx.x; j < classes; j += blockDim.x)
             row[j] /= sum;
     }
@@ -227,21 +210,29 @@ static unsigned row_grid(int64_t rows)
     return (unsigned)(rows < 65535 * 16 ? rows : 65535 * 16);
 }
 
+/* Where a forward's row losses (n) go: the caller's `losses`, else the reduce scratch past the two
+ * results of cross_entropy_forward (sized by n alone, so a repeated shape never grows it). NULL
+ * for an empty batch, whose sums are zeroed here. */
+static float *row_losses(double *sums, float *losses, int64_t n, int64_t v)
+{
+    if (n <= 0 || v <= 0) {
+        DDPC_CUDA_CHECK(cudaMemsetAsync(sums, 0, 2 * sizeof(double), ddpc__cuda_stream()));
+        return nullptr;
+    }
+    char *scratch = (char *)ddpc__cuda_scratch(DDPC__CUDA_SCRATCH_REDUCE,
+                                               2 * sizeof(double) + (size_t)n * sizeof(float));
+    return losses ? losses : (float *)(scratch + 2 * sizeof(double));
+}
+
 extern "C" void ddpc__cuda_cross_entropy_forward_into(double *sums, float *probs, float *losses,
                                                       const float *logits,
                                                       const int32_t *targets, int64_t n,
                                                       int64_t v, int32_t ignore_index)
 {
     cudaStream_t st = ddpc__cuda_stream();
-    if (n <= 0 || v <= 0) {
-        DDPC_CUDA_CHECK(cudaMemsetAsync(sums, 0, 2 * sizeof(double), st));
+    float *row_loss = row_losses(sums, losses, n, v);
+    if (!row_loss)
         return;
-    }
-    /* Scratch: the two results of cross_entropy_forward, then row losses when the caller keeps
-     * none. Sized by n alone, so a repeated shape never grows it. */
-    char *scratch = (char *)ddpc__cuda_scratch(DDPC__CUDA_SCRATCH_REDUCE,
-                                               2 * sizeof(double) + (size_t)n * sizeof(float));
-    float *row_loss = losses ? losses : (float *)(scratch + 2 * sizeof(double));
     ce_forward_kernel<<<row_grid(n), ddpc__row_threads(v, 1024), 0, st>>>(
         probs, row_loss, logits, targets, n, v, ignore_index);
     DDPC_CUDA_LAUNCHED();
@@ -272,17 +263,26 @@ extern "C" float ddpc__cuda_cross_entropy_forward(float *probs, float *losses, c
     return count ? (float)(host[0] / (double)count) : 0.0f;
 }
 
+/* The three backward members: one kernel launch. */
+static void launch_backward(float *dlogits, const float *probs, const int32_t *targets, int64_t n,
+                            int64_t v, int32_t ignore_index, int64_t n_valid, const double *sums,
+                            float dloss, bool over)
+{
+    if (n <= 0 || v <= 0)
+        return;
+    ce_backward_kernel<<<row_grid(n), ddpc__row_threads(v, 256), 0, ddpc__cuda_stream()>>>(
+        dlogits, probs, targets, n, v, ignore_index, n_valid, sums, dloss, over);
+    DDPC_CUDA_LAUNCHED();
+}
+
 extern "C" void ddpc__cuda_cross_entropy_backward(float *dlogits, const float *probs,
                                                   const int32_t *targets, int64_t n, int64_t v,
                                                   int32_t ignore_index, int64_t n_valid,
                                                   float dloss)
 {
-    if (n_valid <= 0 || n <= 0 || v <= 0)
-        return;
-    const float g = dloss / (float)n_valid;
-    ce_backward_kernel<<<row_grid(n), ddpc__row_threads(v, 256), 0, ddpc__cuda_stream()>>>(
-        dlogits, probs, targets, n, v, ignore_index, g, nullptr, 0.0f);
-    DDPC_CUDA_LAUNCHED();
+    if (n_valid > 0) /* nothing to add: no launch */
+        launch_backward(dlogits, probs, targets, n, v, ignore_index, n_valid, nullptr, dloss,
+                        false);
 }
 
 extern "C" void ddpc__cuda_cross_entropy_backward_from(float *dlogits, const float *probs,
@@ -290,11 +290,15 @@ extern "C" void ddpc__cuda_cross_entropy_backward_from(float *dlogits, const flo
                                                        int64_t v, int32_t ignore_index,
                                                        const double *sums, float dloss)
 {
-    if (n <= 0 || v <= 0)
-        return;
-    ce_backward_kernel<<<row_grid(n), ddpc__row_threads(v, 256), 0, ddpc__cuda_stream()>>>(
-        dlogits, probs, targets, n, v, ignore_index, 0.0f, sums, dloss);
-    DDPC_CUDA_LAUNCHED();
+    launch_backward(dlogits, probs, targets, n, v, ignore_index, 0, sums, dloss, false);
+}
+
+extern "C" void ddpc__cuda_cross_entropy_backward_inplace(float *probs, const int32_t *targets,
+                                                          int64_t n, int64_t v,
+                                                          int32_t ignore_index, int64_t n_valid,
+                                                          const double *sums, float dloss)
+{
+    launch_backward(probs, probs, targets, n, v, ignore_index, n_valid, sums, dloss, true);
 }
 
 extern "C" void ddpc__cuda_cross_entropy_fused(double *sums, float *dlogits, float *losses,
@@ -303,14 +307,9 @@ extern "C" void ddpc__cuda_cross_entropy_fused(double *sums, float *dlogits, flo
                                                float dloss)
 {
     cudaStream_t st = ddpc__cuda_stream();
-    if (n <= 0 || v <= 0) {
-        DDPC_CUDA_CHECK(cudaMemsetAsync(sums, 0, 2 * sizeof(double), st));
+    float *row_loss = row_losses(sums, losses, n, v);
+    if (!row_loss)
         return;
-    }
-    /* Row losses in the scratch when the caller keeps none, as forward_into does. */
-    char *scratch = (char *)ddpc__cuda_scratch(DDPC__CUDA_SCRATCH_REDUCE,
-                                               2 * sizeof(double) + (size_t)n * sizeof(float));
-    float *row_loss = losses ? losses : (float *)(scratch + 2 * sizeof(double));
     ce_count_kernel<<<1, 1024, 0, st>>>(sums, targets, n, v, ignore_index);
     DDPC_CUDA_LAUNCHED();
     ce_fused_kernel<<<row_grid(n), ddpc__row_threads(v, 1024), 0, st>>>(

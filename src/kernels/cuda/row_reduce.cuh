@@ -47,6 +47,31 @@ __device__ __forceinline__ T ddpc__block_reduce(T v, Op op, T id, T *sh)
     return v;
 }
 
+/* A softmax row's statistics, as the CPU forms them: mx = the maximum of x (len), sum = the sum
+ * of expf(x[j] - mx), both block-reduced for every thread, each thread taking the elements
+ * j = threadIdx.x (mod blockDim.x). With e, stores each exponential in e[j]; e may be x (a thread
+ * writes only the elements it read, after the max's barriers). Every thread must call it; sh is
+ * __shared__ float[32]. */
+struct ddpc__row_stats {
+    float mx, sum;
+};
+__device__ __forceinline__ ddpc__row_stats ddpc__row_max_expsum(const float *x, float *e,
+                                                                int64_t len, float *sh)
+{
+    float mx = -INFINITY;
+    for (int64_t j = threadIdx.x; j < len; j += blockDim.x)
+        mx = ddpc__max_op()(mx, x[j]);
+    mx = ddpc__block_reduce(mx, ddpc__max_op(), -INFINITY, sh);
+    float sum = 0.0f;
+    for (int64_t j = threadIdx.x; j < len; j += blockDim.x) {
+        const float ex = expf(x[j] - mx);
+        if (e)
+            e[j] = ex;
+        sum += ex;
+    }
+    return ddpc__row_stats{mx, ddpc__block_reduce(sum, ddpc__sum_op(), 0.0f, sh)};
+}
+
 /* The first maximum: (v, i) beats (bv, bi) when larger, or equal with a smaller index. */
 __device__ __forceinline__ void ddpc__argmax_combine(float *bv, int *bi, float v, int i)
 {

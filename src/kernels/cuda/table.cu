@@ -61,6 +61,7 @@ extern "C" const ddpc_kernel_table ddpc__cuda_table = {
     .cross_entropy_forward_into = ddpc__cuda_cross_entropy_forward_into,
     .cross_entropy_backward_from = ddpc__cuda_cross_entropy_backward_from,
     .cross_entropy_fused = ddpc__cuda_cross_entropy_fused,
+    .cross_entropy_backward_inplace = ddpc__cuda_cross_entropy_backward_inplace,
     .argmax_correct_into = ddpc__cuda_argmax_correct_into,
     .softmax_rows = ddpc__cuda_softmax_rows,
     /* No elementwise-loss kernels yet: models refuse losses other than cross-entropy here. */
