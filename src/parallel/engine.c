@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* The training step engine: creation, the passes (forward and backward with DDP's hooks,
- * DataParallel's replicas), and its accessors; the update is engine_update.c. Invariant: between ddpc_engine_zero_grad and ddpc_engine_update the
- * gradient buffer holds the sum over this step's passes of d(loss x weight / accum_steps); after
- * update it is the rank average (what the optimizer consumed). The optimizer math follows torch
- * (optim.h), and clipping is torch.nn.utils.clip_grad_norm_ on the averaged gradients, so every
- * rank computes the same norm, takes the same skip/stop decision and applies the same update. */
+ * DataParallel's replicas), and its accessors; the update is engine_update.c. Invariant: between
+ * ddpc_engine_zero_grad and ddpc_engine_update the gradient buffer holds the sum over this step's
+ * passes of d(loss x weight / accum_steps); after update it is the rank average (what the
+ * optimizer consumed). */
 #include <ddpc/alloc.h>
 #include <ddpc/device.h>
 #include <ddpc/comm.h>
