@@ -481,6 +481,7 @@ ddpc_status ddpc_model_forward(ddpc_model *m, const ddpc_model_input *in, bool t
         in = &staged;
     }
     m->ce_armed = armed;
+    m->stat_rows = 0.0;
     ddpc_status st = m->ops->forward(m, in, training, out ? out : &local);
     m->ce_armed = false;
     DDPC_TRY(st);
