@@ -45,8 +45,10 @@ static void test_reserve_release_back(void)
     void *one = gpu->reserve(1);
     size_t granule = gpu->backed_bytes() - before;
     gpu->free(one);
-    printf("  granule %zu bytes\n", granule);
+    const char *note = gpu->release_note ? gpu->release_note() : NULL;
+    printf("  granule %zu bytes; release note: %s\n", granule, note ? note : "(none)");
     CHECK(granule > 0); /* 0: no virtual memory management, release only zeroes */
+    CHECK(note == NULL); /* it gives memory back, so it has nothing to excuse */
     if (granule == 0)
         return;
     size_t gf = granule / sizeof(float), n = 24 * gf + 1001; /* 25 granules */
@@ -61,7 +63,8 @@ static void test_reserve_release_back(void)
 
     gpu->synchronize();
     size_t free0 = gpu->memory_free();
-    gpu->release(d + e.lo, (e.hi - e.lo) * sizeof(float)); /* whole granules 2 to 19 */
+    /* whole granules 2 to 19 */
+    CHECK_EQ_INT(gpu->release(d + e.lo, (e.hi - e.lo) * sizeof(float)), DDPC_OK);
     size_t free1 = gpu->memory_free();
     printf("  release of 18 granules: backed %zu -> %zu bytes, free memory %zu -> %zu bytes\n",
            25 * granule, gpu->backed_bytes() - before, free0, free1);
@@ -72,14 +75,14 @@ static void test_reserve_release_back(void)
 
     /* Back two granules' worth inside the released range and write them with a kernel. */
     e.b_lo = e.lo + 3 * gf, e.b_hi = e.lo + 5 * gf;
-    CHECK(gpu->back(d + e.b_lo, (e.b_hi - e.b_lo) * sizeof(float)));
+    CHECK_EQ_INT(gpu->back(d + e.b_lo, (e.b_hi - e.b_lo) * sizeof(float)), DDPC_OK);
     CHECK_EQ_INT(gpu->backed_bytes() - before, 10 * granule); /* 3 granules touched */
     gpu->fill_f32(d + e.b_lo, 7.0f, (int64_t)(e.b_hi - e.b_lo));
     gpu->to_host(h, d, n * sizeof(float));
     CHECK(all_as(h, n, pattern, &e));
 
     /* Back everything: nothing changes but the memory; then a kernel writes all of it. */
-    CHECK(gpu->back(d, n * sizeof(float)));
+    CHECK_EQ_INT(gpu->back(d, n * sizeof(float)), DDPC_OK);
     gpu->synchronize();
     size_t free2 = gpu->memory_free();
     printf("  back of the rest: backed %zu bytes, free memory %zu bytes\n",
@@ -110,8 +113,8 @@ static void test_plain_alloc_zeroes(void)
     for (int i = 0; i < N; i++)
         h[i] = (float)(i + 1);
     float *d = bt_up(gpu, h, N);
-    gpu->release(d + 100, 3000 * sizeof(float));
-    CHECK(gpu->back(d + 100, 3000 * sizeof(float)));
+    CHECK_EQ_INT(gpu->release(d + 100, 3000 * sizeof(float)), DDPC_OK);
+    CHECK_EQ_INT(gpu->back(d + 100, 3000 * sizeof(float)), DDPC_OK);
     gpu->to_host(h, d, sizeof h);
     for (int i = 0; i < N; i++)
         if (h[i] != (i >= 100 && i < 3100 ? 0.0f : (float)(i + 1))) {

@@ -14,21 +14,22 @@ static unsigned char mem[G * NG];
 static int maps, unmaps, zeros;
 static size_t zeroed; /* bytes zeroed by the last release */
 
-static bool rec_map(void *ctx, char *at, size_t bytes, size_t first)
+static ddpc_status rec_map(void *ctx, char *at, size_t bytes, size_t first)
 {
     (void)ctx;
     CHECK_EQ_INT((size_t)(at - (char *)mem), first * G);
     memset(at, 0, bytes);
     maps++;
-    return true;
+    return DDPC_OK;
 }
 
-static void rec_unmap(void *ctx, char *at, size_t bytes, size_t first)
+static ddpc_status rec_unmap(void *ctx, char *at, size_t bytes, size_t first)
 {
     (void)ctx;
     CHECK_EQ_INT((size_t)(at - (char *)mem), first * G);
     memset(at, 0xAB, bytes); /* what an unmapped granule "holds": never to be read */
     unmaps++;
+    return DDPC_OK;
 }
 
 static void rec_zero(void *ctx, char *at, size_t bytes)
@@ -59,7 +60,8 @@ static void test_release_whole_granules_only(void)
 {
     ddpc__vmem v;
     reset(&v);
-    ddpc__vmem_release(&v, &ops, mem + 10, 3 * G); /* [10, 202): granules 1 and 2 whole */
+    /* [10, 202): granules 1 and 2 whole */
+    CHECK_EQ_INT(ddpc__vmem_release(&v, &ops, mem + 10, 3 * G), DDPC_OK);
     CHECK_EQ_INT(v.n_backed, NG - 2);
     CHECK_EQ_INT(unmaps, 1); /* one run */
     CHECK_EQ_INT(zeroed, (G - 10) + 10);
@@ -75,12 +77,12 @@ static void test_release_whole_granules_only(void)
         }
     }
     /* Inside one granule: zeroed only, nothing unmapped; twice released: nothing more to do. */
-    ddpc__vmem_release(&v, &ops, mem + 5 * G + 3, 20);
+    CHECK_EQ_INT(ddpc__vmem_release(&v, &ops, mem + 5 * G + 3, 20), DDPC_OK);
     CHECK_EQ_INT(unmaps, 1);
     CHECK_EQ_INT(mem[5 * G + 3], 0);
     CHECK_EQ_INT(mem[5 * G + 23], (5 * G + 23) % 251 + 1);
     int z = zeros;
-    ddpc__vmem_release(&v, &ops, mem + G, 2 * G);
+    CHECK_EQ_INT(ddpc__vmem_release(&v, &ops, mem + G, 2 * G), DDPC_OK);
     CHECK_EQ_INT(unmaps, 1);
     CHECK_EQ_INT(zeros, z);
     ddpc__vmem_fini(&v);
@@ -90,15 +92,15 @@ static void test_back_maps_touched_granules(void)
 {
     ddpc__vmem v;
     reset(&v);
-    ddpc__vmem_release(&v, &ops, mem, sizeof mem);
+    CHECK_EQ_INT(ddpc__vmem_release(&v, &ops, mem, sizeof mem), DDPC_OK);
     CHECK_EQ_INT(v.n_backed, 0);
-    CHECK(ddpc__vmem_back(&v, &ops, mem + G - 1, 2)); /* granules 0 and 1 */
+    CHECK_EQ_INT(ddpc__vmem_back(&v, &ops, mem + G - 1, 2), DDPC_OK); /* granules 0 and 1 */
     CHECK_EQ_INT(v.n_backed, 2);
     CHECK_EQ_INT(maps, 1);
-    CHECK(ddpc__vmem_back(&v, &ops, mem, 3 * G)); /* only granule 2 is new */
+    CHECK_EQ_INT(ddpc__vmem_back(&v, &ops, mem, 3 * G), DDPC_OK); /* only granule 2 is new */
     CHECK_EQ_INT(v.n_backed, 3);
     CHECK_EQ_INT(maps, 2);
-    CHECK(ddpc__vmem_back(&v, &ops, mem, sizeof mem));
+    CHECK_EQ_INT(ddpc__vmem_back(&v, &ops, mem, sizeof mem), DDPC_OK);
     CHECK_EQ_INT(v.n_backed, NG);
     for (size_t i = 0; i < sizeof mem; i++)
         if (mem[i] != 0) {

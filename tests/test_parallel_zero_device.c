@@ -9,7 +9,8 @@
  * The model's flat buffers are reserved as a GPU's are (vmem.c's granules, as memory_vmm.cu uses
  * them), over mmap'd pages: a released granule is PROT_NONE, so any kernel, copy or collective
  * (the shm backend's comm thread included) that touches a range ZeRO did not back first faults,
- * and the rank fails saying where. */
+ * and the rank fails saying where. The stand-in's driver fails a map or an unmap on demand: the
+ * step returns the error, naming it, and nothing crashes. */
 #define _DEFAULT_SOURCE
 #include "check.h"
 #include "kernels/vmem.h"
@@ -38,17 +39,27 @@ static ddpc__vmem *find_region(const void *p)
     return NULL;
 }
 
-static bool map_pages(void *ctx, char *at, size_t bytes, size_t first)
+/* The driver's calls counted, and the one (counted from 0) to refuse; -1: none. */
+static long maps, unmaps, fail_map_at = -1, fail_unmap_at = -1;
+
+static ddpc_status map_pages(void *ctx, char *at, size_t bytes, size_t first)
 {
-    (void)ctx, (void)first;
-    return mprotect(at, bytes, PROT_READ | PROT_WRITE) == 0;
+    (void)ctx;
+    if (maps++ == fail_map_at)
+        return ddpc_errorf(DDPC_EIO, "fake-gpu: cuMemMap of granule %zu refused", first);
+    if (mprotect(at, bytes, PROT_READ | PROT_WRITE) != 0)
+        return ddpc_errorf(DDPC_ENOMEM, "fake-gpu: mprotect of granule %zu failed", first);
+    return DDPC_OK;
 }
 
-static void unmap_pages(void *ctx, char *at, size_t bytes, size_t first)
+static ddpc_status unmap_pages(void *ctx, char *at, size_t bytes, size_t first)
 {
-    (void)ctx, (void)first;
+    (void)ctx;
+    if (unmaps++ == fail_unmap_at)
+        return ddpc_errorf(DDPC_EIO, "fake-gpu: cuMemUnmap of granule %zu refused", first);
     madvise(at, bytes, MADV_DONTNEED); /* zero-filled when mapped again */
     mprotect(at, bytes, PROT_NONE);
+    return DDPC_OK;
 }
 
 static void zero_bytes(void *ctx, char *at, size_t bytes)
@@ -80,19 +91,19 @@ static void *fake_reserve(size_t bytes)
     return NULL;
 }
 
-static void fake_release(void *p, size_t bytes)
+static ddpc_status fake_release(void *p, size_t bytes)
 {
     ddpc__vmem *v = find_region(p);
     if (v)
-        ddpc__vmem_release(v, &fake_ops, p, bytes);
-    else
-        ddpc_pages_release(p, bytes);
+        return ddpc__vmem_release(v, &fake_ops, p, bytes);
+    ddpc_pages_release(p, bytes);
+    return DDPC_OK;
 }
 
-static bool fake_back(void *p, size_t bytes)
+static ddpc_status fake_back(void *p, size_t bytes)
 {
     ddpc__vmem *v = find_region(p);
-    return v ? ddpc__vmem_back(v, &fake_ops, p, bytes) : true;
+    return v ? ddpc__vmem_back(v, &fake_ops, p, bytes) : DDPC_OK;
 }
 
 static size_t fake_backed_bytes(void)
@@ -237,9 +248,68 @@ static void test_bf16_on_device_buffers(void)
     CHECK_EQ_INT(spawn_ranks(3, 120.0, zdev_rank_stages, &s), 0);
 }
 
+/* In a forked rank: ZeRO-2 with bf16 buckets (every step backs each bucket's gradients, then
+ * releases what is not this rank's) on the stand-in; after a good first step the driver refuses
+ * the next map (ctx NULL) or unmap (ctx non-NULL) on every rank. That step must return the
+ * driver's error, saying which call failed, on every rank; nothing may crash. */
+static int rank_driver_fails(int rank, int world, void *ctx)
+{
+    zdev_setup s = {.table = fake_table, .bf16 = true};
+    zdev_rank z;
+    int fail = zdev_join(&s, rank, world, &z);
+    ddpc_dataset *ds = NULL;
+    fail |= ddpc_dataset_synthetic_images_create(&ds, ZDEV_BATCH * 2 * world, 1, 16, 16, 10, 3,
+                                                 true) != DDPC_OK;
+    ddpc_model *m = fail ? NULL : zdev_model(&z);
+    ddpc_reducer_config rc = ddpc_reducer_config_default();
+    rc.bucket_cap_mb = rc.first_bucket_mb = 0.05;
+    rc.zero_stage = 2;
+    rc.comm_dtype = DDPC_DTYPE_BF16;
+    ddpc_engine_config ec = ddpc_engine_config_default();
+    ddpc_reducer *r = NULL;
+    ddpc_engine *e = NULL;
+    if (!m || ddpc_reducer_create(z.dev, m, &rc, &r) != DDPC_OK ||
+        ddpc_engine_create(m, r, rank, world, &ec, &e) != DDPC_OK ||
+        zdev_step(e, ds, &z, 0) != DDPC_OK) {
+        fprintf(stderr, "rank %d: %s\n", rank, ddpc_last_error());
+        fail = 1;
+    }
+    const char *want = ctx ? "fake-gpu: cuMemUnmap of granule" : "fake-gpu: cuMemMap of granule";
+    if (!fail) {
+        if (ctx)
+            fail_unmap_at = unmaps;
+        else
+            fail_map_at = maps;
+        ddpc_status st = zdev_step(e, ds, &z, 1);
+        if (rank == 0)
+            printf("     %s refused: the step returns %s: %s\n", ctx ? "unmap" : "map",
+                   ddpc_status_name(st), ddpc_last_error());
+        if (st != DDPC_EIO || !strstr(ddpc_last_error(), want)) {
+            fprintf(stderr, "rank %d: a refused %s gave %s: %s\n", rank,
+                    ctx ? "unmap" : "map", ddpc_status_name(st), ddpc_last_error());
+            fail = 1;
+        }
+        fail_map_at = fail_unmap_at = -1;
+    }
+    ddpc_engine_destroy(e);
+    ddpc_reducer_destroy(r);
+    ddpc_model_destroy(m);
+    ddpc_dataset_destroy(ds);
+    zdev_leave(&z);
+    return fail;
+}
+
+static void test_driver_failures_are_returned(void)
+{
+    static int unmap = 1;
+    CHECK_EQ_INT(spawn_ranks(2, 120.0, rank_driver_fails, NULL), 0);
+    CHECK_EQ_INT(spawn_ranks(2, 120.0, rank_driver_fails, &unmap), 0);
+}
+
 int main(void)
 {
     RUN_TEST(test_stages_on_device_buffers);
     RUN_TEST(test_bf16_on_device_buffers);
+    RUN_TEST(test_driver_failures_are_returned);
     return check_summary();
 }

@@ -82,12 +82,16 @@ typedef struct ddpc_kernel_table {
      * granules (CUDA with virtual memory management: 2 MiB, unmapped) inside it give their memory
      * back and its partial ends are zeroed. back(p, bytes): a released range must be backed again
      * before a kernel, copy or collective touches it (to_host alone reads it as zeros without):
-     * zeroed memory is mapped under it; false when the device is out of memory. On the CPU back
+     * zeroed memory is mapped under it. Both return DDPC_OK, or the failure named by
+     * ddpc_errorf (back: DDPC_ENOMEM when the device is out of memory; either: the driver's
+     * refusal to map or unmap, after which the range is not to be used again). On the CPU back
      * does nothing (a released page faults back in zeroed on its next touch); on memory not from
-     * reserve, or a GPU without virtual memory management, release only zeroes. */
+     * reserve, or a GPU without virtual memory management, release only zeroes (release_note,
+     * NULL where absent, then says why, after the first reserve; else it returns NULL). */
     void *(*reserve)(size_t bytes);
-    void (*release)(void *p, size_t bytes);
-    bool (*back)(void *p, size_t bytes);
+    ddpc_status (*release)(void *p, size_t bytes);
+    ddpc_status (*back)(void *p, size_t bytes);
+    const char *(*release_note)(void);
     /* Bytes backed of every reserved range alive; 0 on the CPU (ddpc_pages_resident measures host
      * pages) and on a GPU without virtual memory management. */
     size_t (*backed_bytes)(void);

@@ -35,9 +35,9 @@ typedef struct {
                                     the model's stat-sync hook (default off) */
     const char *fingerprint;     /* extra text every rank must agree on (e.g. the config), borrowed;
                                     NULL for none */
-    /* The group for what is on the host (the fingerprint check, SyncBatchNorm's element counts;
-     * its sums are the model's memory, on pg), borrowed until destroy; NULL: the reducer's own
-     * group. A model on a GPU gives ddpc_reducer_create a group on device buffers
+    /* The group for what is on the host (the fingerprint check, a device model's SyncBatchNorm
+     * batch size; its sums are the model's memory, on pg), borrowed until destroy; NULL: pg itself.
+     * A model on a GPU gives ddpc_reducer_create a group on device buffers
      * (ddpc_pg_config.cuda) for its memory and this one, the same ranks in the same order on
      * host buffers, for the rest. */
     ddpc_pg *host_pg;

@@ -31,8 +31,8 @@ bool ddpc__vmem_contains(const ddpc__vmem *v, const void *p)
     return c >= v->base && c < v->base + v->bytes;
 }
 
-/* Unmaps the backed granules [g0, g1) in runs. */
-static void unmap_granules(ddpc__vmem *v, const ddpc__vmem_ops *ops, size_t g0, size_t g1)
+/* Unmaps the backed granules [g0, g1) in runs; stops at the first failure. */
+static ddpc_status unmap_granules(ddpc__vmem *v, const ddpc__vmem_ops *ops, size_t g0, size_t g1)
 {
     for (size_t g = g0; g < g1;) {
         if (!v->backed[g]) {
@@ -42,10 +42,11 @@ static void unmap_granules(ddpc__vmem *v, const ddpc__vmem_ops *ops, size_t g0, 
         size_t e = g;
         while (e < g1 && v->backed[e])
             v->backed[e++] = 0;
-        ops->unmap(ops->ctx, v->base + g * v->granule, (e - g) * v->granule, g);
         v->n_backed -= e - g;
+        DDPC_TRY(ops->unmap(ops->ctx, v->base + g * v->granule, (e - g) * v->granule, g));
         g = e;
     }
+    return DDPC_OK;
 }
 
 /* Zeroes [a, b) within one granule when that granule is backed (else it reads zero already). */
@@ -55,27 +56,27 @@ static void zero_if_backed(const ddpc__vmem *v, const ddpc__vmem_ops *ops, size_
         ops->zero(ops->ctx, v->base + a, b - a);
 }
 
-void ddpc__vmem_release(ddpc__vmem *v, const ddpc__vmem_ops *ops, void *p, size_t bytes)
+ddpc_status ddpc__vmem_release(ddpc__vmem *v, const ddpc__vmem_ops *ops, void *p, size_t bytes)
 {
     if (!bytes)
-        return;
+        return DDPC_OK;
     size_t a = (size_t)((char *)p - v->base), b = a + bytes, gs = v->granule;
     size_t first = (a + gs - 1) / gs, last = b / gs; /* whole granules [first, last) */
     if (first >= last) { /* no whole granule inside: one or two partial ones */
         size_t mid = a / gs == (b - 1) / gs ? b : (a / gs + 1) * gs;
         zero_if_backed(v, ops, a, mid);
         zero_if_backed(v, ops, mid, b);
-        return;
+        return DDPC_OK;
     }
     zero_if_backed(v, ops, a, first * gs);
     zero_if_backed(v, ops, last * gs, b);
-    unmap_granules(v, ops, first, last);
+    return unmap_granules(v, ops, first, last);
 }
 
-bool ddpc__vmem_back(ddpc__vmem *v, const ddpc__vmem_ops *ops, void *p, size_t bytes)
+ddpc_status ddpc__vmem_back(ddpc__vmem *v, const ddpc__vmem_ops *ops, void *p, size_t bytes)
 {
     if (!bytes)
-        return true;
+        return DDPC_OK;
     size_t a = (size_t)((char *)p - v->base), gs = v->granule;
     size_t g1 = (a + bytes + gs - 1) / gs;
     for (size_t g = a / gs; g < g1;) {
@@ -86,13 +87,12 @@ bool ddpc__vmem_back(ddpc__vmem *v, const ddpc__vmem_ops *ops, void *p, size_t b
         size_t e = g;
         while (e < g1 && !v->backed[e])
             e++;
-        if (!ops->map(ops->ctx, v->base + g * gs, (e - g) * gs, g))
-            return false;
+        DDPC_TRY(ops->map(ops->ctx, v->base + g * gs, (e - g) * gs, g));
         memset(v->backed + g, 1, e - g);
         v->n_backed += e - g;
         g = e;
     }
-    return true;
+    return DDPC_OK;
 }
 
 bool ddpc__vmem_is_backed(const ddpc__vmem *v, const void *p, size_t bytes)

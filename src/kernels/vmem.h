@@ -21,10 +21,12 @@ extern "C" {
 typedef struct {
     void *ctx;
     /* Backs [at, at + bytes): whole granules, none backed, `first` the index of the first;
-     * the new memory reads zero. False when the device is out of memory (nothing left mapped). */
-    bool (*map)(void *ctx, char *at, size_t bytes, size_t first);
-    /* Gives back [at, at + bytes): whole granules, all backed, `first` the index of the first. */
-    void (*unmap)(void *ctx, char *at, size_t bytes, size_t first);
+     * the new memory reads zero. On failure (DDPC_ENOMEM: the device is out of memory; else the
+     * driver's, named by ddpc_errorf) nothing of the run is left mapped. */
+    ddpc_status (*map)(void *ctx, char *at, size_t bytes, size_t first);
+    /* Gives back [at, at + bytes): whole granules, all backed, `first` the index of the first.
+     * On failure (ddpc_errorf's) the driver's state of the run is unknown. */
+    ddpc_status (*unmap)(void *ctx, char *at, size_t bytes, size_t first);
     /* Zeroes [at, at + bytes), backed. */
     void (*zero)(void *ctx, char *at, size_t bytes);
 } ddpc__vmem_ops;
@@ -42,10 +44,13 @@ void ddpc__vmem_fini(ddpc__vmem *v);
 /* Whether p lies inside the region. */
 bool ddpc__vmem_contains(const ddpc__vmem *v, const void *p);
 /* [p, p + bytes) (inside the region) reads zero from now on: whole granules inside are unmapped,
- * the backed parts of the granules at its ends zeroed. */
-void ddpc__vmem_release(ddpc__vmem *v, const ddpc__vmem_ops *ops, void *p, size_t bytes);
-/* Backs every granule [p, p + bytes) touches; false when a map failed. */
-bool ddpc__vmem_back(ddpc__vmem *v, const ddpc__vmem_ops *ops, void *p, size_t bytes);
+ * the backed parts of the granules at its ends zeroed. The first unmap's failure is returned at
+ * once: that run counts as released, the rest of the range is left as it was, and the region's
+ * contents are not to be trusted again (the caller stops). */
+ddpc_status ddpc__vmem_release(ddpc__vmem *v, const ddpc__vmem_ops *ops, void *p, size_t bytes);
+/* Backs every granule [p, p + bytes) touches; a map's failure is returned (what it mapped before
+ * stays backed). */
+ddpc_status ddpc__vmem_back(ddpc__vmem *v, const ddpc__vmem_ops *ops, void *p, size_t bytes);
 /* Whether every granule [p, p + bytes) touches is backed. */
 bool ddpc__vmem_is_backed(const ddpc__vmem *v, const void *p, size_t bytes);
 /* Reads [src, src + bytes) into host memory: backed runs through copy(dst, src, n), unbacked runs

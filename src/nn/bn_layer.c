@@ -2,7 +2,9 @@
 /* BatchNorm layer over the batchnorm kernels: registration, torch's reset, forward with the
  * stat-sync hook in training, backward with the local parameter gradients and the synced input
  * gradient. Invariant: mean/invstd/count hold what the last forward normalised with; the sums
- * never leave the device (a GPU step waits for none of them), the count is known on the host. */
+ * never leave the device (a GPU step waits for none of them), the count is known on the host:
+ * SyncBatchNorm costs one collective per layer in forward and one in backward, plus (on a device
+ * only) one host all-reduce of the batch size per forward. */
 #include "nn/bn_layer.h"
 
 #include <ddpc/kernels.h>
@@ -60,6 +62,29 @@ void ddpc__bn_layer_init(const ddpc__bn_layer *l, ddpc_model *m)
     ddpc_fill_f32(ddpc__host_buffer_ptr(m, l->rvar_idx), 1.0f, l->c);
 }
 
+/* l->count: the elements per channel behind this training forward's statistics, every rank's
+ * with SyncBatchNorm. On the CPU the sums are host memory and hold it already (sums[2c], summed
+ * with them). On a device reading sums[2c] would be a wait, so the host works it out: every
+ * BatchNorm layer of a forward sees the same batch n per rank (only hw differs), so the ranks add
+ * up their n once per forward on the host group, and the count is that sum times hw, exact. */
+static ddpc_status agree_count(ddpc__bn_layer *l, ddpc_model *m, int64_t n, int64_t hw)
+{
+    if (m->k->kind == DDPC_DEVICE_CPU) {
+        l->count = l->sums[2 * l->c];
+        return DDPC_OK;
+    }
+    if (m->stat_rows == 0.0) { /* this forward's first BatchNorm layer */
+        m->stat_rows = (double)n;
+        ddpc_status st = ddpc__model_sync_stats(m, &m->stat_rows, 1, true);
+        if (st != DDPC_OK) {
+            m->stat_rows = 0.0;
+            return st;
+        }
+    }
+    l->count = m->stat_rows * (double)hw;
+    return DDPC_OK;
+}
+
 ddpc_status ddpc__bn_layer_forward(ddpc__bn_layer *l, ddpc_model *m, float *y, const float *x,
                                    int64_t n, int64_t hw, bool training)
 {
@@ -67,13 +92,13 @@ ddpc_status ddpc__bn_layer_forward(ddpc__bn_layer *l, ddpc_model *m, float *y, c
     float *rmean = ddpc__buffer_ptr(m, l->rmean_idx), *rvar = ddpc__buffer_ptr(m, l->rvar_idx);
     if (training) {
         m->k->batchnorm_sums(l->sums, x, n, c, hw);
-        /* The count is the host's to check: this rank's is n * hw, every rank's (SyncBatchNorm)
-         * one host all-reduce of it, so reading sums[2c] back would be a wait for nothing. It is
-         * exact and the same on every rank, so every rank refuses alike, before the sums' sync. */
-        l->count = (double)(n * hw);
-        DDPC_TRY(ddpc__model_sync_stats(m, &l->count, 1, true));
+        bool host_sums = m->k->kind == DDPC_DEVICE_CPU;
+        if (host_sums) /* the count travels in the sums: one collective, no second group */
+            DDPC_TRY(ddpc__model_sync_stats(m, l->sums, (size_t)(2 * c + 1), false));
+        DDPC_TRY(agree_count(l, m, n, hw));
         /* torch refuses this too: one value per channel normalises to 0 and its variance has no
-         * unbiased estimate. */
+         * unbiased estimate. The count is exact and every rank's, so every rank refuses alike,
+         * before the running statistics change. */
         if (l->count <= 1.0) {
             const char *w = m->tensors[l->w_idx].name;
             return ddpc_errorf(DDPC_EINVAL,
@@ -84,7 +109,8 @@ ddpc_status ddpc__bn_layer_forward(ddpc__bn_layer *l, ddpc_model *m, float *y, c
                                (int)(strlen(w) - strlen(".weight")), w, l->count, (long long)n,
                                (long long)hw, hw == 1 ? "" : "s");
         }
-        DDPC_TRY(ddpc__model_sync_stats(m, l->sums, (size_t)(2 * c + 1), false));
+        if (!host_sums)
+            DDPC_TRY(ddpc__model_sync_stats(m, l->sums, (size_t)(2 * c + 1), false));
         m->k->batchnorm_stats(l->mean, l->invstd, rmean, rvar, l->sums, c, l->opts.momentum,
                              l->opts.eps);
     } else {

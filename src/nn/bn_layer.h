@@ -21,7 +21,7 @@ typedef struct {
     float *mean, *invstd;  /* (c) of the last forward, in k's memory */
     double *sums;         /* (2c + 1) in k's memory: the sums and their all-reduce */
     double count;         /* elements per channel behind the last training forward's statistics
-                             (host: every rank's with SyncBatchNorm) */
+                             (host: every rank's with SyncBatchNorm; see agree_count) */
 } ddpc__bn_layer;
 
 /* Reads `<prefix>.batchnorm` (false), `.bn_momentum` (0.1) and `.bn_eps` (1e-5), torch's

@@ -302,9 +302,7 @@ ddpc_status ddpc_model_to_device(ddpc_model *m)
     if (m->k->kind == DDPC_DEVICE_CPU || !m->kparams)
         return DDPC_OK;
     /* ZeRO-3 may have released parts: they are backed again before the copy writes them. */
-    if (!m->k->back(m->kparams, m->n_params * sizeof(float)))
-        return ddpc_errorf(DDPC_ENOMEM, "out of %s memory for the model's %zu parameters",
-                           m->k->name, m->n_params);
+    DDPC_TRY(m->k->back(m->kparams, m->n_params * sizeof(float)));
     m->k->to_device(m->kparams, m->params, m->n_params * sizeof(float));
     if (m->n_buffer_floats)
         m->k->to_device(m->kbuffers, m->buffers, m->n_buffer_floats * sizeof(float));
@@ -338,7 +336,7 @@ ddpc_sample_sizes ddpc_model_sample_sizes(const ddpc_model *m, const ddpc_model_
 void ddpc_model_zero_grad(ddpc_model *m)
 {
     /* After ZeRO-2/3 released parts (a caller outside the reducer): backed again first. */
-    if (!m->k->back(m->kgrads, m->n_params * sizeof(float)))
+    if (m->k->back(m->kgrads, m->n_params * sizeof(float)) != DDPC_OK)
         return; /* out of device memory: the next kernel's check reports it */
     m->k->fill_f32(m->kgrads, 0.0f, (int64_t)m->n_params);
 }
@@ -481,6 +479,7 @@ ddpc_status ddpc_model_forward(ddpc_model *m, const ddpc_model_input *in, bool t
         in = &staged;
     }
     m->ce_armed = armed;
+    m->stat_rows = 0.0;
     ddpc_status st = m->ops->forward(m, in, training, out ? out : &local);
     m->ce_armed = false;
     DDPC_TRY(st);

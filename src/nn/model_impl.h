@@ -60,6 +60,8 @@ struct ddpc_model {
     float *buffers;           /* (n_buffer_floats) */
     ddpc_stat_sync_fn stat_sync; /* may be NULL */
     void *stat_sync_ctx;
+    double stat_rows; /* a device model's batch over every replica in this training forward, for
+                         its BatchNorm counts (bn_layer.c); 0 until its first BatchNorm asks */
     ddpc_status backward_status; /* a failed stat sync inside backward (ops->backward is void) */
     double train_flops_per_sample;
     int64_t outputs_per_sample;

@@ -201,10 +201,9 @@ ddpc_pg *ddpc_reducer_device_pg(const ddpc_reducer *r)
     return r->pg;
 }
 
-/* SyncBatchNorm's statistics: the sums of every rank, in place (the model's stat-sync hook). The
- * kernel table returns them on the host on every device, so they travel on the host group. */
-/* SyncBatchNorm's sums: the model's memory on the model's group (the GPUs' for a model there, so
- * the statistics never visit the host), the host's count on the host group. */
+/* SyncBatchNorm's sums, the model's stat-sync hook: the model's memory on the model's group (the
+ * GPUs' for a model there, so the statistics never visit the host; on the CPU they carry their
+ * count), a device model's batch size (host) on the host group. */
 static ddpc_status sum_stats(void *ctx, double *sums, size_t count, bool host)
 {
     ddpc_reducer *r = ctx;

@@ -14,13 +14,9 @@
 
 bool ddpc__reducer_back(ddpc_reducer *r, float *buf, size_t lo, size_t floats)
 {
-    if (ddpc__zmem_back(r, buf + lo, floats))
-        return true;
-    ddpc__reducer_keep_error(r, ddpc_errorf(DDPC_ENOMEM,
-                                            "out of %s memory for ZeRO: backing %zu floats of "
-                                            "the model's flat buffers again",
-                                            ddpc_model_backend(r->model)->name, floats));
-    return false;
+    ddpc_status st = ddpc__zmem_back(r, buf + lo, floats);
+    ddpc__reducer_keep_error(r, st); /* the table's message names what failed */
+    return st == DDPC_OK;
 }
 
 bool ddpc__reducer_back_bucket(ddpc_reducer *r, const ddpc__bucket *b, float *buf)
@@ -34,8 +30,12 @@ void ddpc__reducer_back_shard(ddpc_reducer *r, float *buf)
         ddpc__reducer_back(r, buf, r->shard[i].lo, r->shard[i].len);
 }
 
-void ddpc__reducer_release_all_but_shard(ddpc_reducer *r, float *buf)
+ddpc_status ddpc__reducer_release_all_but_shard(ddpc_reducer *r, float *buf)
 {
-    ddpc__zmem_release(r, buf, ddpc_model_num_params(r->model));
+    ddpc_status st = ddpc__zmem_release(r, buf, ddpc_model_num_params(r->model));
+    ddpc__reducer_keep_error(r, st);
+    if (st != DDPC_OK)
+        return st;
     ddpc__reducer_back_shard(r, buf);
+    return r->error; /* back_shard's failure (kept), if any */
 }

@@ -85,7 +85,7 @@ static float *on_grad_use(void *ctx, size_t tensor)
          * then give the flat copy back (only the owned chunk is written there again). */
         if (r->accumulated && ddpc__reducer_back_bucket(r, b, ddpc__zmem_grads(r))) {
             ddpc__zmem_copy(r, r->gpool[i], ddpc__zmem_grads(r) + b->lo, n);
-            ddpc__reducer_release_others(r, b, ddpc__zmem_grads(r));
+            (void)ddpc__reducer_release_others(r, b, ddpc__zmem_grads(r)); /* kept: finish */
         } else {
             ddpc__zmem_zero(r, r->gpool[i], n);
         }
@@ -136,7 +136,7 @@ void ddpc__reducer_pool_zero(ddpc_reducer *r)
 {
     float *g = ddpc__zmem_grads(r);
     if (r->accumulated || r->flat_dirty || !r->gpool_of) {
-        ddpc__reducer_release_all_but_shard(r, g);
+        (void)ddpc__reducer_release_all_but_shard(r, g); /* a failure is kept for finish */
     } else { /* only the owned chunks were written: zero them, nothing to fault in */
         for (size_t i = 0; i < r->n_shard; i++)
             ddpc__zmem_zero(r, g + r->shard[i].lo, r->shard[i].len);
@@ -166,6 +166,5 @@ ddpc_status ddpc__reducer_build_gpool(ddpc_reducer *r)
     }
     ddpc_model_set_grad_use_hook(r->model, on_grad_use, r);
     /* Released once: from now on only the owned chunks are ever written between steps. */
-    ddpc__reducer_release_all_but_shard(r, ddpc__zmem_grads(r));
-    return DDPC_OK;
+    return ddpc__reducer_release_all_but_shard(r, ddpc__zmem_grads(r));
 }

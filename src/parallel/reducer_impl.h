@@ -86,8 +86,9 @@ ddpc_status ddpc__reducer_build_buckets(ddpc_reducer *r);
  * in r->error and r->message; DDPC_OK is ignored. */
 void ddpc__reducer_keep_error(ddpc_reducer *r, ddpc_status st);
 /* Gives back the parts of bucket b's range of buf (the flat parameter or gradient buffer, on the
- * model's device) outside this rank's chunk: they read as zeros (ddpc__zmem_release). */
-void ddpc__reducer_release_others(const ddpc_reducer *r, const ddpc__bucket *b, float *buf);
+ * model's device) outside this rank's chunk: they read as zeros (ddpc__zmem_release). A failure
+ * is kept in r->error and returned. */
+ddpc_status ddpc__reducer_release_others(ddpc_reducer *r, const ddpc__bucket *b, float *buf);
 /* Copies this rank's chunk of bucket b's parameters into slot (padded with zeros) and launches
  * the all-gather that fills the rest of the slot. */
 ddpc_status ddpc__reducer_launch_gather(ddpc_reducer *r, const ddpc__bucket *b, float *slot,
@@ -117,7 +118,8 @@ void ddpc__reducer_pool_zero(ddpc_reducer *r);
  * CPU), and allocation (zeroed), copies and fills of `floats` floats through the model's kernel
  * table. release: the range reads as zeros afterwards and its memory goes back (CPU pages; GPU
  * granules where the device has virtual memory management); back: a released range must be
- * backed again before anything touches it on a device (false: out of device memory). */
+ * backed again before anything touches it on a device. Both return the table's status (its
+ * message names the failure: out of device memory, or the driver's refusal). */
 bool ddpc__zmem_on_device(const ddpc_reducer *r);
 float *ddpc__zmem_params(const ddpc_reducer *r);
 float *ddpc__zmem_grads(const ddpc_reducer *r);
@@ -125,16 +127,18 @@ float *ddpc__zmem_alloc(const ddpc_reducer *r, size_t floats);
 void ddpc__zmem_free(const ddpc_reducer *r, void *p);
 void ddpc__zmem_copy(const ddpc_reducer *r, float *dst, const float *src, size_t floats);
 void ddpc__zmem_zero(const ddpc_reducer *r, float *p, size_t floats);
-void ddpc__zmem_release(const ddpc_reducer *r, float *p, size_t floats);
-bool ddpc__zmem_back(const ddpc_reducer *r, float *p, size_t floats);
+ddpc_status ddpc__zmem_release(const ddpc_reducer *r, float *p, size_t floats);
+ddpc_status ddpc__zmem_back(const ddpc_reducer *r, float *p, size_t floats);
 /* reducer_back.c: ZeRO-2/3 back a released range of buf (the flat gradient or parameter buffer)
- * before writing or reading it; out of device memory is kept in r->error (false). The owned
- * chunks stay backed: every release of a whole buffer is followed by back_shard. */
+ * before writing or reading it; a failure (out of device memory, the driver's refusal) is kept
+ * in r->error (false), so the step's ddpc_reducer_finish returns it. The owned chunks stay
+ * backed: every release of a whole buffer is followed by back_shard. */
 bool ddpc__reducer_back(ddpc_reducer *r, float *buf, size_t lo, size_t floats);
 bool ddpc__reducer_back_bucket(ddpc_reducer *r, const ddpc__bucket *b, float *buf);
 void ddpc__reducer_back_shard(ddpc_reducer *r, float *buf);
-/* Releases the whole of buf but the owned chunks (which stay backed). */
-void ddpc__reducer_release_all_but_shard(ddpc_reducer *r, float *buf);
+/* Releases the whole of buf but the owned chunks (which stay backed); a failure is kept in
+ * r->error and returned. */
+ddpc_status ddpc__reducer_release_all_but_shard(ddpc_reducer *r, float *buf);
 /* Frees the shard tables and slots. */
 void ddpc__reducer_free_shard(ddpc_reducer *r);
 /* Compares every tensor's name and shape and cfg.fingerprint's lines across ranks. */

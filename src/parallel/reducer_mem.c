@@ -56,12 +56,12 @@ void ddpc__zmem_zero(const ddpc_reducer *r, float *p, size_t floats)
  * when next written, which is where ZeRO-2/3's saving of host memory comes from; on a GPU with
  * virtual memory management the granules inside the range are unmapped, and reducer_back.c maps
  * them again before anything touches the range. */
-void ddpc__zmem_release(const ddpc_reducer *r, float *p, size_t floats)
+ddpc_status ddpc__zmem_release(const ddpc_reducer *r, float *p, size_t floats)
 {
-    table(r)->release(p, floats * sizeof(float));
+    return table(r)->release(p, floats * sizeof(float));
 }
 
-bool ddpc__zmem_back(const ddpc_reducer *r, float *p, size_t floats)
+ddpc_status ddpc__zmem_back(const ddpc_reducer *r, float *p, size_t floats)
 {
     return table(r)->back(p, floats * sizeof(float));
 }

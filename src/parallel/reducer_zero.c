@@ -66,11 +66,14 @@ void ddpc__reducer_free_shard(ddpc_reducer *r)
     ddpc_free(r->order);
 }
 
-void ddpc__reducer_release_others(const ddpc_reducer *r, const ddpc__bucket *b, float *buf)
+ddpc_status ddpc__reducer_release_others(ddpc_reducer *r, const ddpc__bucket *b, float *buf)
 {
     size_t end = b->own.lo + b->own.len;
-    ddpc__zmem_release(r, buf + b->lo, b->own.lo - b->lo);
-    ddpc__zmem_release(r, buf + end, b->hi - end);
+    ddpc_status st = ddpc__zmem_release(r, buf + b->lo, b->own.lo - b->lo);
+    if (st == DDPC_OK)
+        st = ddpc__zmem_release(r, buf + end, b->hi - end);
+    ddpc__reducer_keep_error(r, st);
+    return st;
 }
 
 ddpc_status ddpc__reducer_launch_gather(ddpc_reducer *r, const ddpc__bucket *b, float *slot,
@@ -108,7 +111,7 @@ static void finish_scatter(ddpc_reducer *r, int s)
                                                         r->cfg.comm_dtype == DDPC_DTYPE_BF16);
     if (r->cfg.zero_stage < 2) /* stage 1 keeps the whole gradient buffer, as DeepSpeed does */
         return;
-    ddpc__reducer_release_others(r, b, g);
+    (void)ddpc__reducer_release_others(r, b, g); /* a failure is kept for finish */
 }
 
 void ddpc__reducer_launch_scatter(ddpc_reducer *r, size_t bi)

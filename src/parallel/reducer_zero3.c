@@ -14,10 +14,11 @@
 #include <ddpc/alloc.h>
 
 
-/* Gives back bucket b's parameters outside its owned chunk in the flat buffer. */
+/* Gives back bucket b's parameters outside its owned chunk in the flat buffer (a failure is kept
+ * in r->error, for the step's finish). */
 static void release_flat(ddpc_reducer *r, size_t b)
 {
-    ddpc__reducer_release_others(r, &r->buckets[b], ddpc__zmem_params(r));
+    (void)ddpc__reducer_release_others(r, &r->buckets[b], ddpc__zmem_params(r));
 }
 
 /* A slot neither kept nor prefetching; -1 when all three are busy (never, by the lru rule). */
@@ -192,6 +193,8 @@ ddpc_status ddpc__reducer_build_zero3(ddpc_reducer *r)
     r->lru[0] = r->lru[1] = r->prefetch = -1;
     r->pinned = true; /* every rank holds rank 0's parameters now: release all but the chunks */
     ddpc_reducer_release_params(r);
+    if (r->error != DDPC_OK)
+        return ddpc_errorf(r->error, "%s", r->message);
     ddpc_model_set_param_use_hook(r->model, on_param_use, r);
     return DDPC_OK;
 }

@@ -85,6 +85,14 @@ void ddpc__trainer_log_start(ddpc_trainer *t)
     fputs(t->notes, t->log);
     if (t->dist.gpu_lines) /* which rank has which GPU, and how their buffers travel */
         fputs(t->dist.gpu_lines, t->log);
+    /* ZeRO-2/3 on a GPU without virtual memory management: the table says why its releases
+     * keep the memory (the kernels cannot log: that is a layer above them). */
+    const ddpc_kernel_table *kt = ddpc_model_backend(t->model);
+    const char *kept = kt->release_note && ddpc_model_config_of(t->model)->releasable_flat
+                           ? kt->release_note()
+                           : NULL;
+    if (kept)
+        fprintf(t->log, "%s\n", kept);
     if (t->kind->log_start)
         t->kind->log_start(t);
     for (int i = 0; i < t->data.n_tasks; i++) {

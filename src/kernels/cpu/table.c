@@ -25,7 +25,13 @@ static uint64_t host_alloc_count(void) { return 0; }
 static uint64_t host_waits(void) { return 0; }
 static size_t host_memory_total(void) { return 0; }
 /* A released page faults back in zeroed on its next touch: nothing to do before a write. */
-static bool host_back(void *p, size_t bytes) { (void)p, (void)bytes; return true; }
+static ddpc_status host_back(void *p, size_t bytes) { (void)p, (void)bytes; return DDPC_OK; }
+/* madvise's failure is covered inside (it zeroes by hand): a release cannot fail here. */
+static ddpc_status host_release(void *p, size_t bytes)
+{
+    ddpc_pages_release(p, bytes);
+    return DDPC_OK;
+}
 static size_t host_backed_bytes(void) { return 0; }
 
 /* The table's attention sizes take the precision (the CUDA table's depend on it); the CPU's
@@ -83,7 +89,7 @@ static const ddpc_kernel_table cpu_table = {
     .memory_total = host_memory_total,
     .memory_free = host_memory_total,
     .reserve = host_alloc,
-    .release = ddpc_pages_release,
+    .release = host_release,
     .back = host_back,
     .backed_bytes = host_backed_bytes,
     .fill_f32 = ddpc_fill_f32,

@@ -64,8 +64,9 @@ size_t ddpc__cuda_memory_free(void);
 void ddpc__cuda_count_alloc(void);
 /* memory_vmm.cu (free and to_host too: they tell reserved ranges apart) */
 void *ddpc__cuda_reserve(size_t bytes);
-void ddpc__cuda_release(void *p, size_t bytes);
-bool ddpc__cuda_back(void *p, size_t bytes);
+ddpc_status ddpc__cuda_release(void *p, size_t bytes);
+ddpc_status ddpc__cuda_back(void *p, size_t bytes);
+const char *ddpc__cuda_release_note(void);
 size_t ddpc__cuda_backed_bytes(void);
 /* The one door for the host to wait for the device: synchronizes `st` and counts the wait
  * (host_waits), so no read-back goes uncounted. */

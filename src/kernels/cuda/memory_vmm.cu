@@ -8,14 +8,15 @@
  * The driver API is reached through the runtime's cudaGetDriverEntryPointByVersion, so libcuda is
  * never linked and a machine without a driver still runs the CPU path. Without VMM (an old driver,
  * a device without the attribute) reserve is alloc, release zeroes and back does nothing: the
- * values are the same, only the memory is not given back (said once on stderr). */
+ * values are the same, only the memory is not given back (release_note says why; the trainer
+ * logs it). A driver call that fails is returned as a status naming it: nothing here aborts
+ * on the driver's refusal to map or unmap. */
 #include "kernels/cuda/cuda_impl.h"
 #include "kernels/vmem.h"
 
 #include <cuda.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -44,6 +45,7 @@ struct region {
 std::mutex lock;
 driver drv;
 int state = -1; /* -1 not asked yet, 0 no VMM, 1 VMM */
+char note[192];  /* with state 0: why, for release_note */
 size_t granule;
 CUmemAllocationProp prop;
 CUmemAccessDesc access;
@@ -60,7 +62,8 @@ bool entry(const char *name, void **fn)
     return true;
 }
 
-/* Resolves the driver's entry points and asks the device; false (said once) when VMM is out. */
+/* Resolves the driver's entry points and asks the device; false (note says why) when VMM is
+ * out. */
 bool vmm_on(void)
 {
     if (state >= 0)
@@ -101,8 +104,8 @@ bool vmm_on(void)
             why = "the driver gave no allocation granularity";
     }
     if (why) {
-        fprintf(stderr, "ddpc: GPU %d: %s, so ZeRO-2/3 zero the memory they release instead of "
-                "giving it back\n", ordinal, why);
+        snprintf(note, sizeof note, "GPU %d: %s, so ZeRO-2/3 zero the memory they release "
+                 "instead of giving it back", ordinal, why);
         return false;
     }
     state = 1;
@@ -117,50 +120,70 @@ region *find(const void *p)
     return nullptr;
 }
 
-void unmap_run(region *r, char *at, size_t bytes, size_t first)
+/* DDPC_EIO naming the driver call that failed on the granule at `at`, with CUDA's code. */
+ddpc_status driver_failed(const char *call, CUresult e, const char *at)
+{
+    return ddpc_errorf(DDPC_EIO, "GPU memory: %s of the %zu-byte granule at %p failed (CUresult "
+                       "%d), so ZeRO-2/3 cannot give back or take again its released memory",
+                       call, granule, static_cast<const void *>(at), static_cast<int>(e));
+}
+
+ddpc_status unmap_run(region *r, char *at, size_t bytes, size_t first)
 {
     for (size_t i = 0; i < bytes / granule; i++) {
         CUdeviceptr p = reinterpret_cast<CUdeviceptr>(at + i * granule);
-        if (drv.unmap(p, granule) != CUDA_SUCCESS || drv.release(r->handles[first + i]) !=
-                                                          CUDA_SUCCESS) {
-            fprintf(stderr, "ddpc: cuMemUnmap/cuMemRelease of a %zu-byte granule failed\n",
-                    granule);
-            abort();
-        }
-        r->handles[first + i] = 0;
+        CUresult e = drv.unmap(p, granule);
+        if (e != CUDA_SUCCESS)
+            return driver_failed("cuMemUnmap", e, at + i * granule);
+        e = drv.release(r->handles[first + i]);
+        r->handles[first + i] = 0; /* unmapped: the address is free again either way */
+        if (e != CUDA_SUCCESS)
+            return driver_failed("cuMemRelease", e, at + i * granule);
     }
+    return DDPC_OK;
 }
 
-bool op_map(void *ctx, char *at, size_t bytes, size_t first)
+ddpc_status op_map(void *ctx, char *at, size_t bytes, size_t first)
 {
     region *r = static_cast<region *>(ctx);
     size_t n = bytes / granule;
     for (size_t i = 0; i < n; i++) {
         CUmemGenericAllocationHandle h = 0;
         CUdeviceptr p = reinterpret_cast<CUdeviceptr>(at + i * granule);
-        if (drv.create(&h, granule, &prop, 0) != CUDA_SUCCESS) {
-            unmap_run(r, at, i * granule, first); /* out of memory: nothing stays half done */
-            return false;
+        size_t mapped = i; /* granules of the run to undo on a failure */
+        const char *call = "cuMemCreate";
+        CUresult e = drv.create(&h, granule, &prop, 0);
+        if (e == CUDA_SUCCESS) {
+            call = "cuMemMap";
+            e = drv.map(p, granule, 0, h, 0);
+            if (e != CUDA_SUCCESS)
+                (void)drv.release(h);
         }
-        if (drv.map(p, granule, 0, h, 0) != CUDA_SUCCESS ||
-            drv.set_access(p, granule, &access, 1) != CUDA_SUCCESS) {
-            fprintf(stderr, "ddpc: cuMemMap/cuMemSetAccess of a %zu-byte granule failed\n",
-                    granule);
-            abort();
+        if (e == CUDA_SUCCESS) {
+            r->handles[first + i] = h;
+            mapped = i + 1;
+            call = "cuMemSetAccess";
+            e = drv.set_access(p, granule, &access, 1);
         }
-        r->handles[first + i] = h;
+        if (e != CUDA_SUCCESS) { /* nothing of the run stays mapped (best effort), then say why */
+            (void)unmap_run(r, at, mapped * granule, first);
+            if (e == CUDA_ERROR_OUT_OF_MEMORY)
+                return ddpc_errorf(DDPC_ENOMEM, "GPU memory: out of device memory mapping a "
+                                   "%zu-byte granule (%s)", granule, call);
+            return driver_failed(call, e, at + i * granule);
+        }
     }
     DDPC_CUDA_CHECK(cudaMemsetAsync(at, 0, bytes, ddpc__cuda_stream()));
-    return true;
+    return DDPC_OK;
 }
 
 /* cuMemUnmap does not promise to wait for kernels still using the range (PyTorch synchronizes
  * before it too): everything queued on any stream finishes first. */
-void op_unmap(void *ctx, char *at, size_t bytes, size_t first)
+ddpc_status op_unmap(void *ctx, char *at, size_t bytes, size_t first)
 {
     ddpc__cuda_synchronize();
     DDPC_CUDA_CHECK(cudaDeviceSynchronize());
-    unmap_run(static_cast<region *>(ctx), at, bytes, first);
+    return unmap_run(static_cast<region *>(ctx), at, bytes, first);
 }
 
 void op_zero(void *, char *at, size_t bytes)
@@ -201,7 +224,7 @@ extern "C" void *ddpc__cuda_reserve(size_t bytes)
     memset(r->v.backed, 0, size / granule);
     r->v.n_backed = 0;
     ddpc__vmem_ops ops = ops_of(r);
-    if (!ddpc__vmem_back(&r->v, &ops, at, size)) {
+    if (ddpc__vmem_back(&r->v, &ops, at, size) != DDPC_OK) {
         ddpc__vmem_fini(&r->v);
         drv.address_free(base, size);
         delete r;
@@ -212,26 +235,32 @@ extern "C" void *ddpc__cuda_reserve(size_t bytes)
     return at;
 }
 
-extern "C" void ddpc__cuda_release(void *p, size_t bytes)
+extern "C" ddpc_status ddpc__cuda_release(void *p, size_t bytes)
 {
     std::lock_guard<std::mutex> g(lock);
     region *r = state == 1 ? find(p) : nullptr;
     if (!r) { /* not reserved, or no VMM: the range reads as zeros and stays allocated */
         op_zero(nullptr, static_cast<char *>(p), bytes);
-        return;
+        return DDPC_OK;
     }
     ddpc__vmem_ops ops = ops_of(r);
-    ddpc__vmem_release(&r->v, &ops, p, bytes);
+    return ddpc__vmem_release(&r->v, &ops, p, bytes);
 }
 
-extern "C" bool ddpc__cuda_back(void *p, size_t bytes)
+extern "C" ddpc_status ddpc__cuda_back(void *p, size_t bytes)
 {
     std::lock_guard<std::mutex> g(lock);
     region *r = state == 1 ? find(p) : nullptr;
     if (!r)
-        return true;
+        return DDPC_OK;
     ddpc__vmem_ops ops = ops_of(r);
     return ddpc__vmem_back(&r->v, &ops, p, bytes);
+}
+
+extern "C" const char *ddpc__cuda_release_note(void)
+{
+    std::lock_guard<std::mutex> g(lock);
+    return state == 0 ? note : nullptr;
 }
 
 extern "C" size_t ddpc__cuda_backed_bytes(void)
@@ -257,7 +286,7 @@ extern "C" void ddpc__cuda_free(void *p)
         return;
     }
     ddpc__vmem_ops ops = ops_of(r);
-    ddpc__vmem_release(&r->v, &ops, r->v.base, r->v.bytes);
+    (void)ddpc__vmem_release(&r->v, &ops, r->v.base, r->v.bytes); /* free cannot fail */
     drv.address_free(reinterpret_cast<CUdeviceptr>(r->v.base), r->v.bytes);
     ddpc__vmem_fini(&r->v);
     for (size_t i = 0; i < regions.size(); i++)

@@ -20,6 +20,7 @@ extern "C" const ddpc_kernel_table ddpc__cuda_table = {
     .reserve = ddpc__cuda_reserve,
     .release = ddpc__cuda_release,
     .back = ddpc__cuda_back,
+    .release_note = ddpc__cuda_release_note,
     .backed_bytes = ddpc__cuda_backed_bytes,
     .fill_f32 = ddpc__cuda_fill_f32,
     .add_f32 = ddpc__cuda_add_f32,
