@@ -207,7 +207,8 @@ ddpc_status ddpc_model_to_device(ddpc_model *m); /* DDPC_ENOMEM naming the devic
  * that must be replaced, in place, by their sum over every replica; every replica calls it in the
  * same order. `sums` is the model's memory (its kernel table's: the GPU's for a model on a GPU),
  * or host memory when `host` is set (a device model's batch size, once per training forward, from
- * which the host knows the element counts without waiting for the device). An error fails the forward (or the backward) with the hook's status.
+ * which the host knows the element counts without waiting for the device). An error fails the
+ * forward (or the backward) with the hook's status.
  * Installs (or with fn NULL removes) the hook; ctx is borrowed. Without it, batch statistics are
  * local. */
 typedef ddpc_status (*ddpc_stat_sync_fn)(void *ctx, double *sums, size_t count, bool host);
