@@ -74,8 +74,8 @@ static ddpc_status second_group(ddpc_pg **out)
 }
 
 /* STEPS SGD steps of BATCH rows (rank 1: BATCH - 3) on table k (NULL: the CPU's), with bf16
- * buckets and SyncBatchNorm; the final parameters and running statistics into params/buffers. Returns 0 on
- * success. */
+ * buckets and SyncBatchNorm; the final parameters and running statistics into params/buffers.
+ * Returns 0 on success. */
 static int train(ddpc_pg *pg, ddpc_pg *host, const ddpc_kernel_table *k, int rank, float *params,
                  float *buffers)
 {
