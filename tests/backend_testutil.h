@@ -11,6 +11,27 @@
 
 #include "kernels_testutil.h"
 
+/* Fails the test (printing the value) unless err <= tol; a NaN fails too. */
+#define BT_CHECK_ERR(err, tol)                                                                     \
+    do {                                                                                           \
+        double check_e_ = (err);                                                                   \
+        if (!(check_e_ <= (tol))) {                                                                \
+            fprintf(stderr, "%s:%d: %s = %.3g exceeds %g\n", __FILE__, __LINE__, #err, check_e_,   \
+                    (double)(tol));                                                                \
+            check_failures_in_test++;                                                              \
+        }                                                                                          \
+    } while (0)
+
+/* Runs stmt (a kernel's second call with its first call's shapes) and checks that table b
+ * allocated nothing on the device for it. */
+#define BT_CHECK_WARM(b, stmt)                                                                     \
+    do {                                                                                           \
+        uint64_t warm_a0_ = (b)->alloc_count();                                                    \
+        stmt;                                                                                      \
+        (b)->synchronize();                                                                        \
+        CHECK_EQ_INT((b)->alloc_count(), warm_a0_);                                                \
+    } while (0)
+
 /* The CUDA table, or exit 77 saying why not. */
 static inline const ddpc_kernel_table *bt_cuda_or_skip(void)
 {

@@ -13,26 +13,6 @@
 
 static const ddpc_kernel_table *cpu, *gpu;
 
-#define CHECK_ERR(err, tol)                                                                        \
-    do {                                                                                           \
-        double check_e_ = (err);                                                                   \
-        if (!(check_e_ <= (tol))) {                                                                \
-            fprintf(stderr, "%s:%d: %s = %.3g exceeds %g\n", __FILE__, __LINE__, #err, check_e_,   \
-                    (double)(tol));                                                                \
-            check_failures_in_test++;                                                              \
-        }                                                                                          \
-    } while (0)
-
-/* Runs stmt (a kernel's second call with its first call's shapes) and checks that the device
- * allocated nothing for it. */
-#define CHECK_WARM(stmt)                                                                           \
-    do {                                                                                           \
-        uint64_t warm_a0_ = gpu->alloc_count();                                                    \
-        stmt;                                                                                      \
-        gpu->synchronize();                                                                        \
-        CHECK_EQ_INT(gpu->alloc_count(), warm_a0_);                                                \
-    } while (0)
-
 static double tol_of(ddpc_precision p, double fp32_tol)
 {
     return p == DDPC_PREC_FP32 ? fp32_tol : TOL_16;
@@ -69,37 +49,37 @@ static void test_elementwise(void)
 
     gpu->fill_f32(dy, 1.5f, n);
     cpu->fill_f32(r, 1.5f, n);
-    CHECK_ERR(bt_err(gpu, "fill_f32", dy, r, n), 0.0);
-    CHECK_WARM(gpu->fill_f32(dy, 1.5f, n));
+    BT_CHECK_ERR(bt_err(gpu, "fill_f32", dy, r, n), 0.0);
+    BT_CHECK_WARM(gpu, gpu->fill_f32(dy, 1.5f, n));
 
     gpu->fill_f32(dy, NAN, n);
     gpu->add_f32(dy, da, db, n);
     cpu->add_f32(r, a, b, n);
-    CHECK_ERR(bt_err(gpu, "add_f32", dy, r, n), TOL_F32);
-    CHECK_WARM(gpu->add_f32(dy, da, db, n));
+    BT_CHECK_ERR(bt_err(gpu, "add_f32", dy, r, n), TOL_F32);
+    BT_CHECK_WARM(gpu, gpu->add_f32(dy, da, db, n));
 
     gpu->to_device(dy, b, (size_t)n * sizeof(float)); /* axpy accumulates into y = b */
     memcpy(r, b, (size_t)n * sizeof(float));
     gpu->axpy_f32(dy, -0.75f, da, n);
     cpu->axpy_f32(r, -0.75f, a, n);
-    CHECK_ERR(bt_err(gpu, "axpy_f32", dy, r, n), TOL_F32);
-    CHECK_WARM(gpu->axpy_f32(dy, -0.75f, da, n));
+    BT_CHECK_ERR(bt_err(gpu, "axpy_f32", dy, r, n), TOL_F32);
+    BT_CHECK_WARM(gpu, gpu->axpy_f32(dy, -0.75f, da, n));
 
     gpu->fill_f32(dy, NAN, n);
     gpu->gelu_forward(dy, da, n);
     cpu->gelu_forward(r, a, n);
-    CHECK_ERR(bt_err(gpu, "gelu_forward", dy, r, n), TOL_F32);
-    CHECK_WARM(gpu->gelu_forward(dy, da, n));
+    BT_CHECK_ERR(bt_err(gpu, "gelu_forward", dy, r, n), TOL_F32);
+    BT_CHECK_WARM(gpu, gpu->gelu_forward(dy, da, n));
 
     gpu->fill_f32(dy, NAN, n); /* gelu_backward overwrites dx */
     gpu->gelu_backward(dy, db, da, n);
     cpu->gelu_backward(r, b, a, n);
-    CHECK_ERR(bt_err(gpu, "gelu_backward", dy, r, n), TOL_F32);
-    CHECK_WARM(gpu->gelu_backward(dy, db, da, n));
+    BT_CHECK_ERR(bt_err(gpu, "gelu_backward", dy, r, n), TOL_F32);
+    BT_CHECK_WARM(gpu, gpu->gelu_backward(dy, db, da, n));
 
     gpu->to_device(dy, b, (size_t)n * sizeof(float)); /* in place: dx = dy */
     gpu->gelu_backward(dy, dy, da, n);
-    CHECK_ERR(bt_err(gpu, "gelu_backward in place", dy, r, n), TOL_F32);
+    BT_CHECK_ERR(bt_err(gpu, "gelu_backward in place", dy, r, n), TOL_F32);
 
     gpu->free(da);
     gpu->free(db);
@@ -136,8 +116,8 @@ static void check_gemm(ddpc_precision p, ddpc_transpose ta, ddpc_transpose tb, i
     printf("  gemm %s %c%c m %lld n %lld k %lld beta %g: rel err %.3g\n", ddpc_precision_name(p),
            ta == DDPC_TRANS ? 'T' : 'N', tb == DDPC_TRANS ? 'T' : 'N', (long long)m, (long long)n,
            (long long)k, (double)beta, e);
-    CHECK_ERR(e, tol_of(p, TOL_F32));
-    CHECK_WARM(gpu->gemm(p, ta, tb, m, n, k, 0.5f, da, lda, db, ldb, beta, dc, ldc));
+    BT_CHECK_ERR(e, tol_of(p, TOL_F32));
+    BT_CHECK_WARM(gpu, gpu->gemm(p, ta, tb, m, n, k, 0.5f, da, lda, db, ldb, beta, dc, ldc));
     gpu->free(da);
     gpu->free(db);
     gpu->free(dc);
@@ -178,34 +158,34 @@ static void check_linear(ddpc_precision p, int64_t n, int64_t in, int64_t out)
 
     gpu->linear_forward(p, gy, gx, gw, gb, n, in, out);
     cpu->linear_forward(p, y, x, w, b, n, in, out);
-    CHECK_ERR(bt_err(gpu, "linear_forward", gy, y, n * out), tf);
-    CHECK_WARM(gpu->linear_forward(p, gy, gx, gw, gb, n, in, out));
+    BT_CHECK_ERR(bt_err(gpu, "linear_forward", gy, y, n * out), tf);
+    BT_CHECK_WARM(gpu, gpu->linear_forward(p, gy, gx, gw, gb, n, in, out));
 
     gpu->fill_f32(gy, NAN, n * out);
     gpu->linear_forward(p, gy, gx, gw, NULL, n, in, out);
     cpu->linear_forward(p, y, x, w, NULL, n, in, out);
-    CHECK_ERR(bt_err(gpu, "linear_forward, no bias", gy, y, n * out), tf);
+    BT_CHECK_ERR(bt_err(gpu, "linear_forward, no bias", gy, y, n * out), tf);
 
     gpu->fill_f32(gy, NAN, n * out);
     gpu->linear_residual_forward(p, gy, gx, gw, gb, gr, n, in, out);
     cpu->linear_residual_forward(p, y, x, w, b, r, n, in, out);
-    CHECK_ERR(bt_err(gpu, "linear_residual_forward", gy, y, n * out), tf);
-    CHECK_WARM(gpu->linear_residual_forward(p, gy, gx, gw, gb, gr, n, in, out));
+    BT_CHECK_ERR(bt_err(gpu, "linear_residual_forward", gy, y, n * out), tf);
+    BT_CHECK_WARM(gpu, gpu->linear_residual_forward(p, gy, gx, gw, gb, gr, n, in, out));
 
     gpu->copy(gy, gr, (size_t)(n * out) * sizeof(float)); /* r aliasing y, no bias */
     gpu->linear_residual_forward(p, gy, gx, gw, NULL, gy, n, in, out);
     cpu->linear_residual_forward(p, y, x, w, NULL, r, n, in, out);
-    CHECK_ERR(bt_err(gpu, "linear_residual_forward, r = y", gy, y, n * out), tf);
+    BT_CHECK_ERR(bt_err(gpu, "linear_residual_forward, r = y", gy, y, n * out), tf);
 
     /* Backward accumulates: both sides start from the same dx, dw, db. */
     float *gdx = bt_up(gpu, dx, n * in), *gdw = bt_up(gpu, dw, out * in);
     float *gdb = bt_up(gpu, dbias, out);
     gpu->linear_backward(p, gdx, gdw, gdb, gdy, gx, gw, n, in, out);
     cpu->linear_backward(p, dx, dw, dbias, dy, x, w, n, in, out);
-    CHECK_ERR(bt_err(gpu, "linear_backward dx", gdx, dx, n * in), tf);
-    CHECK_ERR(bt_err(gpu, "linear_backward dw (sum over rows)", gdw, dw, out * in), ts);
-    CHECK_ERR(bt_err(gpu, "linear_backward db (sum over rows)", gdb, dbias, out), TOL_SUM);
-    CHECK_WARM(gpu->linear_backward(p, gdx, gdw, gdb, gdy, gx, gw, n, in, out));
+    BT_CHECK_ERR(bt_err(gpu, "linear_backward dx", gdx, dx, n * in), tf);
+    BT_CHECK_ERR(bt_err(gpu, "linear_backward dw (sum over rows)", gdw, dw, out * in), ts);
+    BT_CHECK_ERR(bt_err(gpu, "linear_backward db (sum over rows)", gdb, dbias, out), TOL_SUM);
+    BT_CHECK_WARM(gpu, gpu->linear_backward(p, gdx, gdw, gdb, gdy, gx, gw, n, in, out));
 
     float *list[] = {x, w, b, r, dy, y, dx, dw, dbias};
     for (size_t i = 0; i < sizeof list / sizeof list[0]; i++)
@@ -243,10 +223,10 @@ static void check_layernorm(int64_t rows, int64_t c, bool with_params)
 
     gpu->layernorm_forward(gy, gmean, grstd, gx, gwp, gbp, rows, c);
     cpu->layernorm_forward(y, mean, rstd, x, wp, bp, rows, c);
-    CHECK_ERR(bt_err(gpu, "layernorm_forward y", gy, y, n), TOL_F32);
-    CHECK_ERR(bt_err(gpu, "layernorm_forward mean", gmean, mean, rows), TOL_F32);
-    CHECK_ERR(bt_err(gpu, "layernorm_forward rstd", grstd, rstd, rows), TOL_F32);
-    CHECK_WARM(gpu->layernorm_forward(gy, gmean, grstd, gx, gwp, gbp, rows, c));
+    BT_CHECK_ERR(bt_err(gpu, "layernorm_forward y", gy, y, n), TOL_F32);
+    BT_CHECK_ERR(bt_err(gpu, "layernorm_forward mean", gmean, mean, rows), TOL_F32);
+    BT_CHECK_ERR(bt_err(gpu, "layernorm_forward rstd", grstd, rstd, rows), TOL_F32);
+    BT_CHECK_WARM(gpu, gpu->layernorm_forward(gy, gmean, grstd, gx, gwp, gbp, rows, c));
 
     /* Backward from the CPU's saved statistics on both sides (the GPU's are checked above). */
     gpu->to_device(gmean, mean, (size_t)rows * sizeof(float));
@@ -254,16 +234,16 @@ static void check_layernorm(int64_t rows, int64_t c, bool with_params)
     float *gdx = bt_up(gpu, dx, n), *gdw = bt_up(gpu, dw, c), *gdb = bt_up(gpu, db, c);
     gpu->layernorm_backward(gdx, gdw, gdb, gdy, gx, gwp, gmean, grstd, rows, c);
     cpu->layernorm_backward(dx, dw, db, dy, x, wp, mean, rstd, rows, c);
-    CHECK_ERR(bt_err(gpu, "layernorm_backward dx", gdx, dx, n), TOL_SUM);
-    CHECK_ERR(bt_err(gpu, "layernorm_backward dw (sum over rows)", gdw, dw, c), TOL_SUM);
-    CHECK_ERR(bt_err(gpu, "layernorm_backward db (sum over rows)", gdb, db, c), TOL_SUM);
-    CHECK_WARM(gpu->layernorm_backward(gdx, gdw, gdb, gdy, gx, gwp, gmean, grstd, rows, c));
+    BT_CHECK_ERR(bt_err(gpu, "layernorm_backward dx", gdx, dx, n), TOL_SUM);
+    BT_CHECK_ERR(bt_err(gpu, "layernorm_backward dw (sum over rows)", gdw, dw, c), TOL_SUM);
+    BT_CHECK_ERR(bt_err(gpu, "layernorm_backward db (sum over rows)", gdb, db, c), TOL_SUM);
+    BT_CHECK_WARM(gpu, gpu->layernorm_backward(gdx, gdw, gdb, gdy, gx, gwp, gmean, grstd, rows, c));
 
     /* dx alone, and dw/db alone (NULL gradients are skipped). */
     gpu->to_device(gdx, dx, (size_t)n * sizeof(float));
     gpu->layernorm_backward(gdx, NULL, NULL, gdy, gx, gwp, gmean, grstd, rows, c);
     cpu->layernorm_backward(dx, NULL, NULL, dy, x, wp, mean, rstd, rows, c);
-    CHECK_ERR(bt_err(gpu, "layernorm_backward dx only", gdx, dx, n), TOL_SUM);
+    BT_CHECK_ERR(bt_err(gpu, "layernorm_backward dx only", gdx, dx, n), TOL_SUM);
 
     /* Reruns give the same bits: dw and db from zero, twice. */
     float *bits[2][2];

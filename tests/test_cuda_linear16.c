@@ -15,24 +15,6 @@
 
 static const ddpc_kernel_table *cpu, *gpu;
 
-#define CHECK_ERR(err, tol)                                                                        \
-    do {                                                                                           \
-        double check_e_ = (err);                                                                   \
-        if (!(check_e_ <= (tol))) {                                                                \
-            fprintf(stderr, "%s:%d: %s = %.3g exceeds %g\n", __FILE__, __LINE__, #err, check_e_,   \
-                    (double)(tol));                                                                \
-            check_failures_in_test++;                                                              \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK_WARM(stmt)                                                                           \
-    do {                                                                                           \
-        uint64_t warm_a0_ = gpu->alloc_count();                                                    \
-        stmt;                                                                                      \
-        gpu->synchronize();                                                                        \
-        CHECK_EQ_INT(gpu->alloc_count(), warm_a0_);                                                \
-    } while (0)
-
 /* How many of device arrays a and b's n floats differ in their bits; prints it, with the largest
  * difference relative to b's largest magnitude, under `what`. */
 static int64_t bits_differ(const char *what, const float *a, const float *b, int64_t n, double *rel)
@@ -77,16 +59,16 @@ static void check_backward(ddpc_precision p, int64_t n, int64_t in, int64_t out)
     CHECK_EQ_INT(bits_differ("backward db vs the bias sum alone", gdb, odb, out, NULL), 0);
 
     cpu->linear_backward(p, dx, dw, db, dy, x, w, n, in, out);
-    CHECK_ERR(bt_err(gpu, "backward dx vs CPU", gdx, dx, n * in), TOL_16);
-    CHECK_ERR(bt_err(gpu, "backward dw vs CPU", gdw, dw, out * in), TOL_16);
-    CHECK_ERR(bt_err(gpu, "backward db vs CPU", gdb, db, out), TOL_SUM);
-    CHECK_WARM(gpu->linear_backward(p, gdx, gdw, gdb, gdy, gx, gw, n, in, out));
+    BT_CHECK_ERR(bt_err(gpu, "backward dx vs CPU", gdx, dx, n * in), TOL_16);
+    BT_CHECK_ERR(bt_err(gpu, "backward dw vs CPU", gdw, dw, out * in), TOL_16);
+    BT_CHECK_ERR(bt_err(gpu, "backward db vs CPU", gdb, db, out), TOL_SUM);
+    BT_CHECK_WARM(gpu, gpu->linear_backward(p, gdx, gdw, gdb, gdy, gx, gw, n, in, out));
 
     /* One gradient alone takes the single-product path: still the CPU's result. */
     gpu->to_device(gdx, dx, (size_t)(n * in) * sizeof(float));
     gpu->linear_backward(p, gdx, NULL, NULL, gdy, gx, gw, n, in, out);
     cpu->linear_backward(p, dx, NULL, NULL, dy, x, w, n, in, out);
-    CHECK_ERR(bt_err(gpu, "backward dx alone vs CPU", gdx, dx, n * in), TOL_16);
+    BT_CHECK_ERR(bt_err(gpu, "backward dx alone vs CPU", gdx, dx, n * in), TOL_16);
 
     float *list[] = {x, w, dy, dx, dw, db};
     for (size_t i = 0; i < sizeof list / sizeof list[0]; i++)
@@ -119,13 +101,13 @@ static void check_forward(ddpc_precision p, int64_t n, int64_t in, int64_t out, 
     gpu->gemm(p, DDPC_NO_TRANS, DDPC_TRANS, n, out, in, 1.0f, gx, in, gw, in, 1.0f, oy, out);
     double rel = INFINITY;
     bits_differ("forward vs seed + gemm (beta 1)", gy, oy, n * out, &rel);
-    CHECK_ERR(rel, TOL_SAME);
+    BT_CHECK_ERR(rel, TOL_SAME);
     gpu->linear_forward(p, gy2, gx, gw, gb, n, in, out);
     CHECK_EQ_INT(bits_differ("forward rerun", gy2, gy, n * out, NULL), 0);
 
     cpu->linear_forward(p, y, x, w, b + bias_off, n, in, out);
-    CHECK_ERR(bt_err(gpu, "forward vs CPU", gy, y, n * out), TOL_16);
-    CHECK_WARM(gpu->linear_forward(p, gy, gx, gw, gb, n, in, out));
+    BT_CHECK_ERR(bt_err(gpu, "forward vs CPU", gy, y, n * out), TOL_16);
+    BT_CHECK_WARM(gpu, gpu->linear_forward(p, gy, gx, gw, gb, n, in, out));
 
     ddpc_free(x);
     ddpc_free(w);
