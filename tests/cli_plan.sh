@@ -157,4 +157,13 @@ check "its default limit is MemAvailable over the 2 local ranks" grep -q \
 check "ddpc plan --help exits 0 with its usage" grep -q "^usage: ddpc plan CONFIG" "$tmp/help.log"
 "$ddpc" plan "$cfg" --batch_size 64 --nproc 2 >"$tmp/flag.log" 2>&1
 check "ddpc plan takes seed-style flags (--batch_size 64)" grep -q "batch 64 per rank" "$tmp/flag.log"
+# docs/memory.md's gpt_fortunes example: the logits' gradient is written over them, so the arena
+# holds one (B, T, V) buffer (172 MiB without checkpointing, 70.2 MiB with; 174 and 72.2 when a
+# separate gradient buffer was carved), and the rows are the page's.
+"$ddpc" plan "$src/configs/gpt_fortunes.yaml" --nproc 4 optim.type=adamw >"$tmp/gpt.out" 2>&1
+check "ddpc plan of gpt_fortunes exits 0" test $? -eq 0
+check "... stage 0 without checkpointing as docs/memory.md shows" grep -Eq \
+    '^\*     0   off +12.4 MiB +12.4 MiB +24.9 MiB +172 MiB +0 B +222 MiB$' "$tmp/gpt.out"
+check "... and with checkpointing" grep -Eq \
+    '^      0    on +12.4 MiB +12.4 MiB +24.9 MiB +70.2 MiB +0 B +120 MiB$' "$tmp/gpt.out"
 summary
