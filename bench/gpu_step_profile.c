@@ -507,7 +507,7 @@ static void op_check(bench *b, int op, const char *name)
         break;
     case OP_ATT_FWD:
         check_finite(b, name, b->y, BT * C);
-        check_finite(b, name, b->att, (size_t)b->B * NH * T * T);
+        check_finite(b, name, b->att, K->attention_saved_floats(DDPC_PREC_BF16, b->B, T, C, NH));
         break;
     case OP_LIN_QKV:
     case OP_SEED_GEMM_QKV:
@@ -650,6 +650,7 @@ static int cmp_row(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* rows reach the log even if a later call aborts */
     int64_t B = argc > 1 ? atoll(argv[1]) : 16;
     if (B < 1 || B > 64) {
         fprintf(stderr, "usage: gpu_step_profile [batch in 1..64]\n");
@@ -674,14 +675,14 @@ int main(int argc, char **argv)
     /* The fused (flash) kernels save the logsumexps and a copy of out instead of (B, NH, T, T):
      * the least they move is qkv, out, its copy and lse forward; qkv, dout, the copy, lse, D
      * and dqkv backward. */
-    const bool flash = K->attention_saved_floats(DDPC_PREC_BF16, B, T, C, NH) <
-                       (size_t)B * NH * T * T;
+    const bool flash =
+        K->attention_saved_floats(DDPC_PREC_BF16, B, T, C, NH) < (size_t)B * NH * T * T;
     const double att = flash ? (double)B * NH * T : (double)B * NH * T * T;
     const double att_fwd = flash ? f * (bt * 5 * C + att) : f * (bt * 4 * C + att);
     const double att_bwd = flash ? f * (bt * 8 * C + 3 * att) : f * (bt * 7 * C + att);
     const char *att_shape = flash ? "flash hs 64" : "B,NH,T,T";
     printf("attention: %s\n", flash ? "the fused (flash) kernels, bf16 tensor cores"
-                                     : "probabilities materialised (B, NH, T, T)");
+                                    : "probabilities materialised (B, NH, T, T)");
 #define LINF(in, out) (2.0 * bt * (in) * (out))
 #define LINFB(in, out, ib) (f * (bt * (in) + (double)(in) * (out) + bt * (out)) + (ib))
     /* backward: reads dy, x, w; dx and dw are read and written (they accumulate) */

@@ -3,7 +3,8 @@
  * during the call (overwritten at once, the device still gets what they held), the two slots keep
  * their own batches, a kernel launched after the call sees the batch (the compute stream waits
  * for the copy), and staging into a slot whose last copy is done makes no host wait; a batch
- * larger than the last grows the staging and still arrives whole. Skips (exit 77) without a GPU. */
+ * larger than the last grows the staging and still arrives whole; a host far ahead of the device
+ * is throttled, not counted as a host wait. Skips (exit 77) without a GPU. */
 #include "backend_testutil.h"
 
 static const ddpc_kernel_table *gpu;
@@ -72,10 +73,47 @@ static void test_two_slots(void)
     ddpc_free(tbig);
 }
 
+/* The host far ahead of the device (a queue of slow kernels after each batch): staging then
+ * waits for its slot's last copy as a throttle, never as a host wait, and every batch still
+ * reaches the kernel queued after it intact (acc sums them in the host's order). */
+static void test_host_ahead(void)
+{
+    enum { N = 4099, BUSY = 1 << 24, BATCHES = 12, SLOW = 40 };
+    float *busy = bt_poison(gpu, BUSY), *acc = bt_poison(gpu, N);
+    float *dx[2] = {bt_poison(gpu, N), bt_poison(gpu, N)};
+    int32_t *dt[2] = {gpu->alloc(N * sizeof(int32_t)), gpu->alloc(N * sizeof(int32_t))};
+    float *x = tu_alloc(N), *want = tu_alloc(N);
+    int32_t *t = ddpc_calloc(N, sizeof(int32_t));
+    gpu->fill_f32(acc, 0.0f, N);
+    uint64_t w0 = gpu->host_waits(), th0 = gpu->host_throttles();
+    for (int k = 0; k < BATCHES; k++) {
+        for (int64_t i = 0; i < N; i++)
+            x[i] = (float)(k * N + i) * 0.25f, want[i] += x[i];
+        stage(k & 1, dx[k & 1], dt[k & 1], x, t, N);
+        gpu->add_f32(acc, acc, dx[k & 1], N);
+        for (int j = 0; j < SLOW; j++)
+            gpu->add_f32(busy, busy, busy, BUSY);
+    }
+    uint64_t waits = gpu->host_waits() - w0, throttles = gpu->host_throttles() - th0;
+    printf("  %d batches: %llu host waits, %llu throttles\n", BATCHES, (unsigned long long)waits,
+           (unsigned long long)throttles);
+    CHECK_EQ_INT(waits, 0);
+    CHECK(bt_err(gpu, "every batch summed", acc, want, N) == 0.0);
+    float *dev[] = {busy, acc, dx[0], dx[1]};
+    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
+        gpu->free(dev[i]);
+    gpu->free(dt[0]);
+    gpu->free(dt[1]);
+    ddpc_free(x);
+    ddpc_free(want);
+    ddpc_free(t);
+}
+
 int main(void)
 {
     gpu = bt_cuda_or_skip();
     CHECK(gpu->stage_in != NULL);
     RUN_TEST(test_two_slots);
+    RUN_TEST(test_host_ahead);
     return check_summary();
 }

@@ -69,6 +69,9 @@ typedef struct ddpc_kernel_table {
     /* Times the host has waited for the device since the process started (every read-back and
      * synchronize; 0 on the CPU, which never waits), so a training step can be held to a number. */
     uint64_t (*host_waits)(void);
+    /* Times the host waited only because it was a full batch ring ahead of the device, whose
+     * queue held work all the while (stage_in's pinned slots); not in host_waits. 0 on the CPU. */
+    uint64_t (*host_throttles)(void);
     /* The device's memory in bytes (cudaMemGetInfo's total); 0 on the CPU, whose limit is the
      * host's. */
     size_t (*memory_total)(void);

@@ -59,10 +59,13 @@ static ncclDataType_t nccl_type(ddpc_dtype t)
     return types[t];
 }
 
-static ncclRedOp_t nccl_op(ddpc_reduce_op op)
+/* One rank's average is its own value: ncclSum, since NCCL 2.28.3's ncclAvg on one rank left
+ * the last elements of a count that is not a multiple of its vector width wrong (an H200, 2026-11).
+ */
+static ncclRedOp_t nccl_op(const nccl_state *st, ddpc_reduce_op op)
 {
     static const ncclRedOp_t ops[DDPC_REDUCE_COUNT] = {ncclSum, ncclAvg, ncclMin, ncclMax};
-    return ops[op];
+    return st->world == 1 && op == DDPC_REDUCE_AVG ? ncclSum : ops[op];
 }
 
 static void nap(int *us)
@@ -223,13 +226,14 @@ static ncclResult_t enqueue(nccl_state *st, const ddpc__coll *c)
     /* count 0 still synchronises (comm.h), and its buffers may be NULL: a barrier */
     switch (c->count == 0 ? DDPC__COLL_BARRIER : c->kind) {
     case DDPC__COLL_ALL_REDUCE:
-        return a->all_reduce(c->send, c->recv, c->count, t, nccl_op(c->op), st->comm, st->stream);
+        return a->all_reduce(c->send, c->recv, c->count, t, nccl_op(st, c->op), st->comm,
+                             st->stream);
     case DDPC__COLL_BROADCAST:
         return a->broadcast(c->recv, c->recv, c->count, t, c->root, st->comm, st->stream);
     case DDPC__COLL_ALL_GATHER:
         return a->all_gather(c->send, c->recv, c->count, t, st->comm, st->stream);
     case DDPC__COLL_REDUCE_SCATTER:
-        return a->reduce_scatter(c->send, c->recv, c->count, t, nccl_op(c->op), st->comm,
+        return a->reduce_scatter(c->send, c->recv, c->count, t, nccl_op(st, c->op), st->comm,
                                  st->stream);
     default: /* NCCL has no barrier: a one-element all-reduce, as torch does */
         return a->all_reduce(st->one, st->one, 1, ncclFloat32, ncclSum, st->comm, st->stream);

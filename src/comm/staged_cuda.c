@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* Host staging's copier on this process's GPU: pinned host memory (cudaMallocHost, which the
- * device reads and writes at full copy bandwidth) and synchronous copies. `down` waits for the
+ * device reads and writes at full copy bandwidth) and synchronous copies. Both wait for the
  * kernel table's stream first, since the buffer is written there; the copies run on whichever
  * thread runs the backend, so each makes the GPU current on it. */
 #include "comm/device_impl.h"
@@ -62,7 +62,11 @@ static ddpc_status down(void *ctx, void *host, const void *dev, size_t bytes)
 
 static ddpc_status up(void *ctx, void *dev, const void *host, size_t bytes)
 {
-    return copy(ctx, dev, host, bytes, "up to");
+    const ddpc_kernel_table *t = ctx;
+    /* Work still queued on the kernels' stream may write the same buffer (a broadcast's
+     * receivers never copy it down, so nothing waited yet): it lands first, not over the result. */
+    t->synchronize();
+    return copy(t, dev, host, bytes, "up to");
 }
 
 ddpc_status ddpc__staging_copier_cuda(int local_rank, ddpc__staging_copier *out)

@@ -20,7 +20,9 @@
 typedef struct {
     uint64_t allocs_warm, allocs_last;
     int64_t steps;
-    uint64_t waits_at; /* host_waits() when the current step began */
+    uint64_t waits_at;     /* host_waits() when the current step began */
+    uint64_t throttles_at; /* host_throttles() then */
+    uint64_t throttles;    /* in warm steps: the host a batch ring ahead, the GPU busy */
     uint64_t waits_quiet, waits_logged; /* the most in one step */
     int64_t quiet_steps, logged_steps;
     /* Device memory in use (cudaMemGetInfo: every process on the GPU) after the latest step and

@@ -75,7 +75,8 @@ for m in gpt mlp cnn; do
     else
         fail "$m fp32: a short run failed"
     fi
-    if run "${m}_cpu" "${args[@]}" device=cpu && run "${m}_gpu" "${args[@]}" device=$dev; then
+    if run "${m}_cpu" "${args[@]}" device=cpu &&
+        DDPC_TRACE_HOST_WAITS=1 run "${m}_gpu" "${args[@]}" device=$dev; then
         grep -m1 "^training\|on NVIDIA\|GPU 0" "$work/${m}_gpu.log" | cut -c1-160 | sed 's/^/  /'
         if losses_close "${m}_gpu" "${m}_cpu" 1e-3; then
             pass "$m fp32: GPU losses within 1e-3 of the CPU's at every logged step"
@@ -103,8 +104,13 @@ waits_at_most() { # NAME QUIET LOGGED: the run's "host waits per step" line with
     local line
     line=$(grep "host waits per step" "$work/$1.log")
     echo "  $1: ${line:-no host waits line}"
-    [[ $line =~ host\ waits\ per\ step:\ ([0-9]+)\ \(at\ most\;\ ([0-9]+)\ at ]] &&
-        [ "${BASH_REMATCH[1]}" -le "$2" ] && [ "${BASH_REMATCH[2]}" -le "$3" ]
+    if [[ $line =~ host\ waits\ per\ step:\ ([0-9]+)\ \(at\ most\;\ ([0-9]+)\ at ]] &&
+        [ "${BASH_REMATCH[1]}" -le "$2" ] && [ "${BASH_REMATCH[2]}" -le "$3" ]; then
+        return 0
+    fi
+    echo "  where the host waited (DDPC_TRACE_HOST_WAITS), most often first:"
+    sed -n 's/^ddpc: host wait [0-9]* at //p' "$work/$1.log" | sort | uniq -c | sort -rn | head -8
+    return 1
 }
 if [ "$dev" = cuda ]; then
     for m in gpt mlp cnn; do

@@ -22,7 +22,7 @@ static void host_copy(void *dst, const void *src, size_t bytes)
 
 static void host_synchronize(void) {}
 static uint64_t host_alloc_count(void) { return 0; }
-static uint64_t host_waits(void) { return 0; }
+static uint64_t never_waits(void) { return 0; } /* it computes on the calling thread */
 static size_t host_memory_total(void) { return 0; }
 /* A released page faults back in zeroed on its next touch: nothing to do before a write. */
 static ddpc_status host_back(void *p, size_t bytes) { (void)p, (void)bytes; return DDPC_OK; }
@@ -85,7 +85,8 @@ static const ddpc_kernel_table cpu_table = {
     .copy = host_copy,
     .synchronize = host_synchronize,
     .alloc_count = host_alloc_count,
-    .host_waits = host_waits,
+    .host_waits = never_waits,
+    .host_throttles = never_waits,
     .memory_total = host_memory_total,
     .memory_free = host_memory_total,
     .reserve = host_alloc,

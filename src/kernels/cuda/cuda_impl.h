@@ -69,10 +69,19 @@ ddpc_status ddpc__cuda_back(void *p, size_t bytes);
 const char *ddpc__cuda_release_note(void);
 size_t ddpc__cuda_backed_bytes(void);
 /* The one door for the host to wait for the device: synchronizes `st` and counts the wait
- * (host_waits), so no read-back goes uncounted. */
-void ddpc__cuda_wait(cudaStream_t st);
-void ddpc__cuda_wait_event(cudaEvent_t ev);
+ * (host_waits), so no read-back goes uncounted; `site` (file:line) is printed per wait when
+ * DDPC_TRACE_HOST_WAITS is set. A throttle is the other kind of wait: the host is a whole batch
+ * ring ahead of the device, whose queue is never empty meanwhile (host_throttles). */
+void ddpc__cuda_wait_at(cudaStream_t st, const char *site);
+void ddpc__cuda_wait_event_at(cudaEvent_t ev, const char *site);
+void ddpc__cuda_throttle(cudaEvent_t ev);
 uint64_t ddpc__cuda_host_waits(void);
+uint64_t ddpc__cuda_host_throttles(void);
+#define DDPC__CUDA_SITE2(f, l) f ":" #l
+#define DDPC__CUDA_SITE(f, l) DDPC__CUDA_SITE2(f, l)
+#define ddpc__cuda_wait(st) ddpc__cuda_wait_at((st), DDPC__CUDA_SITE(__FILE__, __LINE__))
+#define ddpc__cuda_wait_event(ev) \
+    ddpc__cuda_wait_event_at((ev), DDPC__CUDA_SITE(__FILE__, __LINE__))
 
 /* elementwise.cu */
 void ddpc__cuda_fill_f32(float *x, float value, int64_t n);

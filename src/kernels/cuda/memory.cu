@@ -7,8 +7,18 @@
 #include "kernels/cuda/cuda_impl.h"
 
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 
-static std::atomic<uint64_t> allocations, waits;
+static std::atomic<uint64_t> allocations, waits, throttles;
+
+static void count_wait(const char *site)
+{
+    uint64_t n = waits.fetch_add(1, std::memory_order_relaxed) + 1;
+    static const bool trace = getenv("DDPC_TRACE_HOST_WAITS") != nullptr;
+    if (trace)
+        fprintf(stderr, "ddpc: host wait %llu at %s\n", (unsigned long long)n, site);
+}
 
 extern "C" void ddpc__cuda_count_alloc(void)
 {
@@ -20,21 +30,32 @@ extern "C" uint64_t ddpc__cuda_alloc_count(void)
     return allocations.load(std::memory_order_relaxed);
 }
 
-extern "C" void ddpc__cuda_wait(cudaStream_t st)
+extern "C" void ddpc__cuda_wait_at(cudaStream_t st, const char *site)
 {
-    waits.fetch_add(1, std::memory_order_relaxed);
+    count_wait(site);
     DDPC_CUDA_CHECK(cudaStreamSynchronize(st));
 }
 
-extern "C" void ddpc__cuda_wait_event(cudaEvent_t ev)
+extern "C" void ddpc__cuda_wait_event_at(cudaEvent_t ev, const char *site)
 {
-    waits.fetch_add(1, std::memory_order_relaxed);
+    count_wait(site);
+    DDPC_CUDA_CHECK(cudaEventSynchronize(ev));
+}
+
+extern "C" void ddpc__cuda_throttle(cudaEvent_t ev)
+{
+    throttles.fetch_add(1, std::memory_order_relaxed);
     DDPC_CUDA_CHECK(cudaEventSynchronize(ev));
 }
 
 extern "C" uint64_t ddpc__cuda_host_waits(void)
 {
     return waits.load(std::memory_order_relaxed);
+}
+
+extern "C" uint64_t ddpc__cuda_host_throttles(void)
+{
+    return throttles.load(std::memory_order_relaxed);
 }
 
 /* NULL when the device is out of memory (the table's contract); the caller reports it. */
@@ -71,7 +92,7 @@ extern "C" void ddpc__cuda_copy(void *dst, const void *src, size_t bytes)
 
 extern "C" void ddpc__cuda_synchronize(void)
 {
-    ddpc__cuda_wait(ddpc__cuda_stream());
+    ddpc__cuda_wait_at(ddpc__cuda_stream(), "synchronize");
 }
 
 extern "C" size_t ddpc__cuda_memory_total(void)

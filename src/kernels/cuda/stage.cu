@@ -76,11 +76,13 @@ extern "C" void ddpc__cuda_stage_in(int slot, void *const *dst, const void *cons
     if (total > 0 && open_once()) {
         /* The other slot's batch is fully queued by now: what its next copy must wait for. */
         DDPC_CUDA_CHECK(cudaEventRecord(g.consumed[s ^ 1], st));
-        /* Slot s's last copy ran while the step before this one computed: usually done. */
+        /* Slot s's last copy (batch k-2's) waited only for batch k-4's work: usually done. If
+         * not, the host is so far ahead that batches k-3 to k-1 are still queued behind it, so
+         * waiting here cannot leave the device idle: a throttle, not a host wait. */
         if (g.copying[s]) {
             cudaError_t q = cudaEventQuery(g.copied[s]);
             if (q == cudaErrorNotReady)
-                ddpc__cuda_wait_event(g.copied[s]);
+                ddpc__cuda_throttle(g.copied[s]);
             else
                 DDPC_CUDA_CHECK(q);
         }
@@ -100,8 +102,8 @@ extern "C" void ddpc__cuda_stage_in(int slot, void *const *dst, const void *cons
     off = 0;
     for (int i = 0; i < count; i++) {
         if (bytes[i])
-            DDPC_CUDA_CHECK(cudaMemcpyAsync(dst[i], buf + off, bytes[i], cudaMemcpyHostToDevice,
-                                            g.copy));
+            DDPC_CUDA_CHECK(
+                cudaMemcpyAsync(dst[i], buf + off, bytes[i], cudaMemcpyHostToDevice, g.copy));
         off += padded(bytes[i]);
     }
     DDPC_CUDA_CHECK(cudaEventRecord(g.copied[s], g.copy));

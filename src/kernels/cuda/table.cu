@@ -15,6 +15,7 @@ extern "C" const ddpc_kernel_table ddpc__cuda_table = {
     .synchronize = ddpc__cuda_synchronize,
     .alloc_count = ddpc__cuda_alloc_count,
     .host_waits = ddpc__cuda_host_waits,
+    .host_throttles = ddpc__cuda_host_throttles,
     .memory_total = ddpc__cuda_memory_total,
     .memory_free = ddpc__cuda_memory_free,
     .reserve = ddpc__cuda_reserve,
