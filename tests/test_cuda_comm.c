@@ -2,10 +2,10 @@
 /* Process groups on GPU buffers, on a real GPU: the conformance checks of comm_shm_testutil.h
  * (every collective, dtype and reduction, in place and not, sizes 0 to 1 MiB) with inputs copied
  * up and results copied down, bitwise against the same host references the CPU backends meet.
- * One rank on nccl; two ranks sharing GPU 0 staged through host memory over shm (AUTO's choice,
- * since NCCL refuses a shared GPU; with two GPUs AUTO must pick nccl instead); one rank staged
- * without a host backend; explicit nccl on a shared GPU refused in one line; async work on the
- * comm thread; a host pointer refused by nccl. Ranks are forked children and the parent never
+ * One rank on nccl; two and four ranks sharing GPU 0 staged through host memory over shm (AUTO's
+ * choice, since NCCL refuses a shared GPU; with two GPUs AUTO must pick nccl instead); one rank
+ * staged without a host backend; explicit nccl on a shared GPU refused in one line; async work on
+ * the comm thread; a host pointer refused by nccl. Ranks are forked children and the parent never
  * touches CUDA (a child of a process that initialised CUDA cannot use it). Skips (exit 77,
  * saying why) without a GPU. Run by tests/gpu/run.sh's comm part. */
 #include "comm_shm_testutil.h"
@@ -230,6 +230,15 @@ static void test_two_ranks_auto(void)
     run("2 ranks, backend auto", 2, rank_conformance, &sc);
 }
 
+/* The other staged size: 4 ranks on one GPU (on 4 GPUs or more, AUTO picks nccl). */
+static void test_four_ranks_auto(void)
+{
+    scenario sc = {DDPC_BACKEND_AUTO,
+                   gpus >= 4 ? "nccl on GPU" : "host staging over shm: 4 ranks on this host share",
+                   false};
+    run("4 ranks, backend auto", 4, rank_conformance, &sc);
+}
+
 static void test_staged_extras(void)
 {
     run("1 rank staged (no host backend)", 1, rank_conformance,
@@ -248,6 +257,7 @@ int main(void)
     printf("%d GPU(s) visible\n", gpus);
     RUN_TEST(test_one_rank_nccl);
     RUN_TEST(test_two_ranks_auto);
+    RUN_TEST(test_four_ranks_auto);
     RUN_TEST(test_staged_extras);
     return check_summary();
 }
