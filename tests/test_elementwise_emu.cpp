@@ -3,55 +3,71 @@
  * table: fill, add, axpy bit for bit (one rounding each, nothing to fuse but axpy's a * x + y,
  * which the host does not fuse), GELU forward and backward within 1e-5 (expf on both sides, the
  * CPU's own contraction), backward in place (dx aliasing dy). Odd sizes, the host side's grid and
- * 2 blocks (the grid-stride loops go round). */
+ * 2-3 blocks (the grid-stride loops go round), with float4s (aligned arrays) and without. */
 #include "cuda_emu.h"
 
 #include "../src/kernels/cuda/elementwise.cu"
+
+#include <algorithm>
 
 #include "emu_testutil.h"
 
 #include "check.h"
 
-static void check_all(int64_t n, unsigned blocks)
+/* `off` floats into each array (1: not 16-byte aligned) and n4 float4s (vec: n / 4, as the host
+ * side passes for aligned arrays; else 0, all single floats). */
+static void check_all(int64_t n, unsigned blocks, bool vec, int64_t off)
 {
-    const unsigned g = blocks ? blocks : emu_grid(n, THREADS);
-    printf(" n %lld, %u blocks\n", (long long)n, g);
+    const int64_t n4 = vec ? n / 4 : 0;
+    const unsigned g = blocks ? blocks : emu_grid(n4 > n - 4 * n4 ? n4 : n - 4 * n4, THREADS);
+    printf(" n %lld, %u blocks, %lld float4s, offset %lld\n", (long long)n, g, (long long)n4,
+           (long long)off);
     const ddpc_kernel_table *cpu = emu_cpu();
-    const std::vector<float> a = emu_rand(n, 6.0f, 1), b = emu_rand(n, 2.0f, 2);
-    std::vector<float> ref(n), got = emu_poison(n);
+    const std::vector<float> a0 = emu_rand(n + off, 6.0f, 1), b0 = emu_rand(n + off, 2.0f, 2);
+    const float *a = a0.data() + off, *b = b0.data() + off;
+    std::vector<float> ref(n), got0 = emu_poison(n + off);
+    float *got = got0.data() + off;
+    const auto repoison = [&] { /* in place: got stays valid */
+        const std::vector<float> p = emu_poison(n + off);
+        std::copy(p.begin(), p.end(), got0.begin());
+    };
 
     cpu->fill_f32(ref.data(), -2.5f, n);
-    emu_launch(g, THREADS, 0, [&] { fill_kernel(got.data(), -2.5f, n); });
-    CHECK(emu_same_bits("fill", got.data(), ref.data(), n, 4));
+    emu_launch(g, THREADS, 0, [&] { fill_kernel(got, -2.5f, n4, n); });
+    CHECK(emu_same_bits("fill", got, ref.data(), n, 4));
 
-    got = emu_poison(n);
-    cpu->add_f32(ref.data(), a.data(), b.data(), n);
-    emu_launch(g, THREADS, 0, [&] { add_kernel(got.data(), a.data(), b.data(), n); });
-    CHECK(emu_same_bits("add", got.data(), ref.data(), n, 4));
+    repoison();
+    cpu->add_f32(ref.data(), a, b, n);
+    emu_launch(g, THREADS, 0, [&] { add_kernel(got, a, b, n4, n); });
+    CHECK(emu_same_bits("add", got, ref.data(), n, 4));
 
-    ref = b;
-    got = b;
-    cpu->axpy_f32(ref.data(), 0.3f, a.data(), n);
-    emu_launch(g, THREADS, 0, [&] { axpy_kernel(got.data(), 0.3f, a.data(), n); });
-    CHECK(emu_rel_err("axpy", got.data(), ref.data(), n) <= 1e-6);
+    ref.assign(b, b + n);
+    std::copy(b, b + n, got);
+    cpu->axpy_f32(ref.data(), 0.3f, a, n);
+    emu_launch(g, THREADS, 0, [&] { axpy_kernel(got, 0.3f, a, n4, n); });
+    CHECK(emu_rel_err("axpy", got, ref.data(), n) <= 1e-6);
 
-    got = emu_poison(n);
-    cpu->gelu_forward(ref.data(), a.data(), n);
-    emu_launch(g, THREADS, 0, [&] { gelu_forward_kernel(got.data(), a.data(), n); });
-    CHECK(emu_rel_err("gelu forward", got.data(), ref.data(), n) <= 1e-5);
+    repoison();
+    cpu->gelu_forward(ref.data(), a, n);
+    emu_launch(g, THREADS, 0, [&] { gelu_forward_kernel(got, a, n4, n); });
+    CHECK(emu_rel_err("gelu forward", got, ref.data(), n) <= 1e-5);
 
-    ref = b; /* in place: dx is dy */
-    got = b;
-    cpu->gelu_backward(ref.data(), ref.data(), a.data(), n);
-    emu_launch(g, THREADS, 0, [&] { gelu_backward_kernel(got.data(), got.data(), a.data(), n); });
-    CHECK(emu_rel_err("gelu backward", got.data(), ref.data(), n) <= 1e-5);
+    ref.assign(b, b + n); /* in place: dx is dy */
+    std::copy(b, b + n, got);
+    cpu->gelu_backward(ref.data(), ref.data(), a, n);
+    emu_launch(g, THREADS, 0, [&] { gelu_backward_kernel(got, got, a, n4, n); });
+    CHECK(emu_rel_err("gelu backward", got, ref.data(), n) <= 1e-5);
 }
 
 static void test_elementwise(void)
 {
-    check_all(1, 0);
-    check_all(1001, 0);
-    check_all(3001, 2);
+    for (int vec = 0; vec < 2; vec++) {
+        check_all(1, 0, vec, 0);
+        check_all(1001, 0, vec, 0);
+        check_all(3001, 2, vec, 0);
+        check_all(4096, 3, vec, 0);
+    }
+    check_all(1003, 0, false, 1); /* unaligned: the host side passes no float4s */
 }
 
 static void test_no_emulator_faults(void)
