@@ -27,9 +27,10 @@ static void check_all(int64_t n, unsigned blocks, bool vec, int64_t off)
     const float *a = a0.data() + off, *b = b0.data() + off;
     std::vector<float> ref(n), got0 = emu_poison(n + off);
     float *got = got0.data() + off;
-    const auto repoison = [&] { /* in place: got stays valid */
-                                const std::vector<float> p = emu_poison(n + off);
-                                std::copy(p.begin(), p.end(), got0.begin());
+    /* Poison in place, so got stays valid. */
+    const auto repoison = [&] {
+        const std::vector<float> p = emu_poison(n + off);
+        std::copy(p.begin(), p.end(), got0.begin());
     };
 
     cpu->fill_f32(ref.data(), -2.5f, n);
