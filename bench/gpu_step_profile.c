@@ -713,7 +713,8 @@ int main(int argc, char **argv)
         [OP_FILL_4C] = {"fill_f32 dfch", "BT x 4C", l, f * bt * 4 * C, 0, 0},
         [OP_LINB_HEAD] = {"linear_backward LM head", "C->V", 1,
                           f * (2 * bt * C + bt * V + 3.0 * V * C), 2 * LINF(C, V), 0},
-        [OP_LN_BWD] = {"layernorm_backward", "BT x C", 2 * l + 1, f * (5 * bt * C + 2 * bt + 5 * C),
+        /* reads dy, x, mean, rstd, w; dx, dw, db are read and written (they accumulate) */
+        [OP_LN_BWD] = {"layernorm_backward", "BT x C", 2 * l + 1, f * (4 * bt * C + 2 * bt + 5 * C),
                        0, 0},
         [OP_LINB_FCPROJ] = {"linear_backward fcproj", "4C->C", l, LINBB(4 * C, C),
                             2 * LINF(4 * C, C), 0},

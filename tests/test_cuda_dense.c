@@ -203,11 +203,20 @@ static void test_linear(void)
     check_linear(DDPC_PREC_BF16, 4096, 768, 768);
 }
 
-/* LayerNorm forward and backward against the CPU; with_params false passes w = b = NULL. */
-static void check_layernorm(int64_t rows, int64_t c, bool with_params)
+/* n floats of x on the device, `off` floats into a fresh array (*base, for gpu->free). */
+static float *ln_up(const float *x, int64_t n, int64_t off, float **base)
 {
-    printf(" layernorm rows %lld c %lld%s\n", (long long)rows, (long long)c,
-           with_params ? "" : " (no w, b)");
+    *base = bt_poison(gpu, n + off);
+    gpu->to_device(*base + off, x, (size_t)n * sizeof(float));
+    return *base + off;
+}
+
+/* LayerNorm forward and backward against the CPU; with_params false passes w = b = NULL; x, y, dy
+ * and dx sit `off` floats into their arrays (1: not 16-byte aligned, the scalar kernels). */
+static void check_layernorm(int64_t rows, int64_t c, bool with_params, int64_t off)
+{
+    printf(" layernorm rows %lld c %lld%s, offset %lld\n", (long long)rows, (long long)c,
+           with_params ? "" : " (no w, b)", (long long)off);
     int64_t n = rows * c;
     float *x = tu_rand(n, -2, 2, 51), *w = tu_rand(c, 0.5f, 1.5f, 52), *b = tu_rand(c, -1, 1, 53);
     float *dy = tu_rand(n, -1, 1, 54), *dx = tu_rand(n, -1, 1, 55);
@@ -216,8 +225,9 @@ static void check_layernorm(int64_t rows, int64_t c, bool with_params)
     for (int64_t i = 0; i < n; i++)
         x[i] += (float)(i / c % 7); /* rows with different means */
     const float *wp = with_params ? w : NULL, *bp = with_params ? b : NULL;
-    float *gx = bt_up(gpu, x, n), *gw = bt_up(gpu, w, c), *gb = bt_up(gpu, b, c);
-    float *gdy = bt_up(gpu, dy, n), *gy = bt_poison(gpu, n);
+    float *gxb, *gdyb, *gdxb, *gyb = bt_poison(gpu, n + off), *gy = gyb + off;
+    float *gx = ln_up(x, n, off, &gxb), *gw = bt_up(gpu, w, c), *gb = bt_up(gpu, b, c);
+    float *gdy = ln_up(dy, n, off, &gdyb);
     float *gmean = bt_poison(gpu, rows), *grstd = bt_poison(gpu, rows);
     const float *gwp = with_params ? gw : NULL, *gbp = with_params ? gb : NULL;
 
@@ -231,7 +241,7 @@ static void check_layernorm(int64_t rows, int64_t c, bool with_params)
     /* Backward from the CPU's saved statistics on both sides (the GPU's are checked above). */
     gpu->to_device(gmean, mean, (size_t)rows * sizeof(float));
     gpu->to_device(grstd, rstd, (size_t)rows * sizeof(float));
-    float *gdx = bt_up(gpu, dx, n), *gdw = bt_up(gpu, dw, c), *gdb = bt_up(gpu, db, c);
+    float *gdx = ln_up(dx, n, off, &gdxb), *gdw = bt_up(gpu, dw, c), *gdb = bt_up(gpu, db, c);
     gpu->layernorm_backward(gdx, gdw, gdb, gdy, gx, gwp, gmean, grstd, rows, c);
     cpu->layernorm_backward(dx, dw, db, dy, x, wp, mean, rstd, rows, c);
     BT_CHECK_ERR(bt_err(gpu, "layernorm_backward dx", gdx, dx, n), TOL_SUM);
@@ -264,17 +274,20 @@ static void check_layernorm(int64_t rows, int64_t c, bool with_params)
     float *list[] = {x, w, b, dy, dx, dw, db, y, mean, rstd};
     for (size_t i = 0; i < sizeof list / sizeof list[0]; i++)
         ddpc_free(list[i]);
-    float *glist[] = {gx, gw, gb, gdy, gy, gmean, grstd, gdx, gdw, gdb};
+    float *glist[] = {gxb, gw, gb, gdyb, gyb, gmean, grstd, gdxb, gdw, gdb};
     for (size_t i = 0; i < sizeof glist / sizeof glist[0]; i++)
         gpu->free(glist[i]);
 }
 
 static void test_layernorm(void)
 {
-    check_layernorm(37, 131, true);
-    check_layernorm(53, 45, false);
-    check_layernorm(3, 1000, true);
-    check_layernorm(4096, 768, true);
+    check_layernorm(37, 131, true, 0); /* odd c: the scalar kernels */
+    check_layernorm(53, 45, false, 0);
+    check_layernorm(3, 1000, true, 0); /* the float4 kernels, lanes idle past c / 4 */
+    check_layernorm(1, 768, true, 0);  /* one row */
+    check_layernorm(37, 768, true, 1); /* unaligned: the scalar kernels */
+    check_layernorm(4096, 768, true, 0);
+    check_layernorm(16384, 768, true, 0); /* GPT-2 124M's batch: 512 row chunks */
 }
 
 /* Two runs of linear_backward's bias sum give the same bits too. */
