@@ -1,17 +1,17 @@
 // SPDX-License-Identifier: MIT
-/* The CUDA cross-entropy's own device code (src/kernels/cuda/loss.cu, compiled for the host
- * against tests/cuda_emu.h): the fused forward+backward kernels (the row staged in shared memory
- * with 16-byte loads, and the fallback reading it from memory), and the backward written over the
- * probabilities (count from the sums or the host), against the unfused kernels they replace
- * (forward, mean, backward onto zeroed dlogits) bit for bit, dlogits, row losses and sums alike,
- * and the fused one against the CPU table's fused member within 1e-5 (the block reductions and the
- * host's expf differ from the CPU's serial SIMD sum and exp). Blocks of 1, 2 and 32 warps, rows
- * longer than the block, fewer blocks than rows (the grid-stride loop), in place and not, ignored
- * and out-of-range targets, every row ignored, GPT-2's padded 50304 and raw 50257 (rows at every
- * 16-byte offset), rows narrower than the 16-byte head, one row, a row past sm_90's shared memory;
- * and the row softmax against the CPU table's within 1e-6. Outputs start as NaN. What it cannot
- * see: the device's own expf/logf (the GPU test compares those, tests/test_cuda_loss.c), nor a
- * misaligned 16-byte load (the host allows it; tests/test_cuda_ce_fused.c's 50257 would fail). */
+/* The CUDA cross-entropy's own device code (src/kernels/cuda/loss.cu, compiled for the host against
+ * tests/cuda_emu.h): the forward and the fused forward+backward kernels (the row staged in shared
+ * memory with 16-byte loads, and the fallbacks reading it from memory), and the backward written
+ * over the probabilities (count from the sums or the host), against the unfused kernels they
+ * replace (forward, mean, backward onto zeroed dlogits) bit for bit, dlogits, row losses and sums
+ * alike, and the fused one against the CPU table's fused member within 1e-5 (the block reductions
+ * and the host's expf differ from the CPU's serial SIMD sum and exp). Blocks of 1, 2 and 32 warps,
+ * rows longer than the block, fewer blocks than rows (the grid-stride loop), in place and not,
+ * ignored and out-of-range targets, every row ignored, GPT-2's padded 50304 and raw 50257 (rows at
+ * every 16-byte offset), rows narrower than the 16-byte head, one row, a row past sm_90's shared
+ * memory; and the row softmax against the CPU table's within 1e-6. Outputs start as NaN. What it
+ * cannot see: the device's own expf/logf (the GPU test compares those, tests/test_cuda_loss.c), nor
+ * a misaligned 16-byte load (the host allows it; tests/test_cuda_ce_fused.c's 50257 would fail). */
 #define DDPC_CUDA_EMULATE 1
 #include "cuda_emu.h"
 
@@ -97,6 +97,19 @@ static void check_emu(int64_t n, int64_t v, unsigned threads, unsigned blocks, f
         ce_forward_kernel(probs.data(), ref_loss.data(), probs.data(), t, n, v, IGNORE);
     });
     emu_launch(1, one, 0, [&] { ce_mean_kernel(ref_sums, ref_loss.data(), t, n, v, IGNORE); });
+
+    /* The forward that stages the row in shared memory (the host's choice where it fits): the
+     * same probabilities and row losses. */
+    {
+        std::vector<float> sx = logits, sp = nan_vec(n * v), sl = nan_vec(n);
+        float *out = in_place ? sx.data() : sp.data();
+        emu_launch(blocks, threads, ce_stage_bytes(v), [&] {
+            ce_forward_smem_kernel(out, sl.data(), sx.data(), t, n, v, IGNORE);
+        });
+        CHECK_EQ_INT(emu_failures, before);
+        CHECK_EQ_INT(bit_diffs("staged probs", out, probs.data(), n * v), 0);
+        CHECK_EQ_INT(bit_diffs("staged forward's row loss", sl.data(), ref_loss.data(), n), 0);
+    }
     emu_launch(blocks, bwd, 0, [&] {
         ce_backward_kernel(ref_d.data(), probs.data(), t, n, v, IGNORE, 0, ref_sums, dloss, false);
     });

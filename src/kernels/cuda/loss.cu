@@ -181,7 +181,7 @@ static __global__ void __launch_bounds__(1024)
  * x + head; buf holds v + 3 floats. Four loads per thread are in flight before their stores.
  * Every thread must call it: it waits for the block's readers of the previous row first, and
  * returns after the whole copy is written. */
-static __device__ __forceinline__ const float *ce_stage_row(float *buf, const float *x, int64_t v)
+static __device__ __forceinline__ float *ce_stage_row(float *buf, const float *x, int64_t v)
 {
     const int64_t mis = (int64_t)(((uintptr_t)x & 15u) / 4u); /* x's floats past 16 bytes */
     const int64_t head = mis == 0 ? 0 : (4 - mis < v ? 4 - mis : v);
@@ -236,14 +236,39 @@ static __global__ void __launch_bounds__(1024)
     }
 }
 
-/* The dynamic shared memory ce_fused_smem_kernel needs for rows of v. */
+/* ce_forward_kernel with the row read from device memory once, staged as ce_fused_smem_kernel
+ * stages it: the exponentials go over the copy (as ce_forward_kernel stores them in probs) and
+ * probs = e * inv is written once, in ce_forward_kernel's thread layout and order, so with its
+ * bits. probs may be logits: a row is written only after its copy is complete. */
+static __global__ void __launch_bounds__(1024)
+    ce_forward_smem_kernel(float *probs, float *row_loss, const float *logits,
+                           const int32_t *targets, int64_t n, int64_t v, int32_t ignore_index)
+{
+    CE_ROW_SMEM(smem);
+    __shared__ float sh[32];
+    for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
+        float *p = probs + i * v;
+        const int32_t tg = targets[i];
+        const bool valid = valid_target(tg, v, ignore_index);
+        float *s = ce_stage_row((float *)smem, logits + i * v, v);
+        const float x_tg = valid ? s[tg] : 0.0f; /* before the exponentials overwrite s */
+        const ddpc__row_stats r = ddpc__row_max_expsum(s, s, v, sh);
+        const float inv = 1.0f / r.sum;
+        for (int64_t j = threadIdx.x; j < v; j += blockDim.x)
+            p[j] = s[j] * inv;
+        if (threadIdx.x == 0)
+            row_loss[i] = valid ? logf(r.sum) - (x_tg - r.mx) : 0.0f;
+    }
+}
+
+/* The dynamic shared memory the staged kernels need for rows of v. */
 static inline size_t ce_stage_bytes(int64_t v)
 {
     return (size_t)(v + 3) * sizeof(float);
 }
 
-/* Whether rows of v take ce_fused_smem_kernel on a device allowing `limit` bytes of dynamic
- * shared memory per block; ce_fused_kernel takes the rest. */
+/* Whether rows of v take the staged kernels on a device allowing `limit` bytes of dynamic shared
+ * memory per block; ce_fused_kernel and ce_forward_kernel take the rest. */
 static inline bool ce_row_fits(int64_t v, size_t limit)
 {
     return ce_stage_bytes(v) <= limit;
@@ -321,6 +346,18 @@ static float *row_losses(double *sums, float *losses, int64_t n, int64_t v)
     return losses ? losses : (float *)(scratch + 2 * sizeof(double));
 }
 
+/* The most dynamic shared memory the staged kernels may ask for on the current device: the
+ * opt-in per-block limit less the kernel's static reductions scratch. Asked each call (a host-side
+ * attribute read), so nothing is cached across devices. */
+static size_t staged_smem_limit(void)
+{
+    int dev = 0, optin = 0;
+    DDPC_CUDA_CHECK(cudaGetDevice(&dev));
+    DDPC_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    const size_t fixed = 32 * sizeof(float); /* sh[32] */
+    return (size_t)optin > fixed ? (size_t)optin - fixed : 0;
+}
+
 extern "C" void ddpc__cuda_cross_entropy_forward_into(double *sums, float *probs, float *losses,
                                                       const float *logits,
                                                       const int32_t *targets, int64_t n,
@@ -330,8 +367,17 @@ extern "C" void ddpc__cuda_cross_entropy_forward_into(double *sums, float *probs
     float *row_loss = row_losses(sums, losses, n, v);
     if (!row_loss)
         return;
-    ce_forward_kernel<<<row_grid(n), ddpc__row_threads(v, 1024), 0, st>>>(
-        probs, row_loss, logits, targets, n, v, ignore_index);
+    const unsigned grid = row_grid(n), threads = (unsigned)ddpc__row_threads(v, 1024);
+    const size_t bytes = ce_stage_bytes(v);
+    if (ce_row_fits(v, staged_smem_limit())) {
+        DDPC_CUDA_CHECK(cudaFuncSetAttribute(
+            ce_forward_smem_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+        ce_forward_smem_kernel<<<grid, threads, bytes, st>>>(probs, row_loss, logits, targets, n,
+                                                              v, ignore_index);
+    } else {
+        ce_forward_kernel<<<grid, threads, 0, st>>>(probs, row_loss, logits, targets, n, v,
+                                                    ignore_index);
+    }
     DDPC_CUDA_LAUNCHED();
     ce_mean_kernel<<<1, 1024, 0, st>>>(sums, row_loss, targets, n, v, ignore_index);
     DDPC_CUDA_LAUNCHED();
@@ -398,18 +444,6 @@ extern "C" void ddpc__cuda_cross_entropy_backward_inplace(float *probs, const in
     launch_backward(probs, probs, targets, n, v, ignore_index, n_valid, sums, dloss, true);
 }
 
-/* The most dynamic shared memory ce_fused_smem_kernel may ask for on the current device: the
- * opt-in per-block limit less the kernel's static reductions scratch. Asked each call (a host-side
- * attribute read), so nothing is cached across devices. */
-static size_t fused_smem_limit(void)
-{
-    int dev = 0, optin = 0;
-    DDPC_CUDA_CHECK(cudaGetDevice(&dev));
-    DDPC_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    const size_t fixed = 32 * sizeof(float); /* sh[32] */
-    return (size_t)optin > fixed ? (size_t)optin - fixed : 0;
-}
-
 extern "C" void ddpc__cuda_cross_entropy_fused(double *sums, float *dlogits, float *losses,
                                                const float *logits, const int32_t *targets,
                                                int64_t n, int64_t v, int32_t ignore_index,
@@ -423,7 +457,7 @@ extern "C" void ddpc__cuda_cross_entropy_fused(double *sums, float *dlogits, flo
     DDPC_CUDA_LAUNCHED();
     const unsigned grid = row_grid(n), threads = (unsigned)ddpc__row_threads(v, 1024);
     const size_t bytes = ce_stage_bytes(v);
-    if (ce_row_fits(v, fused_smem_limit())) {
+    if (ce_row_fits(v, staged_smem_limit())) {
         DDPC_CUDA_CHECK(cudaFuncSetAttribute(
             ce_fused_smem_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
         ce_fused_smem_kernel<<<grid, threads, bytes, st>>>(dlogits, row_loss, logits, targets, n,
