@@ -3,9 +3,10 @@
  * bits as the unfused kernels it replaces in training (forward_into, then backward_from onto
  * zeroed dlogits), dlogits and sums alike, in place and not; within 1e-5 of the CPU table's fused
  * member (the CPU sums a row serially, the GPU in a tree); no host wait and, on a repeat of a
- * shape, no device allocation; every row ignored gives zeros. GPT-2's padded 50304-wide rows and
- * a small width, ignored and out-of-range targets, dloss 1 and an fp16 loss scale. Skips (exit 77)
- * without a GPU; device outputs start as NaN. */
+ * shape, no device allocation; every row ignored gives zeros. GPT-2's padded 50304-wide rows, its
+ * raw 50257 (rows at every 16-byte offset), rows too wide for shared memory (the fallback kernel)
+ * and a small width, ignored and out-of-range targets, dloss 1 and an fp16 loss scale. Skips
+ * (exit 77) without a GPU; device outputs start as NaN. */
 #include "backend_testutil.h"
 
 static const ddpc_kernel_table *gpu;
@@ -122,6 +123,14 @@ static void test_fused_gpt2_vocab(void)
     check_fused(50304, 32768.0f / 3.0f, false);
 }
 
+/* GPT-2's raw 50257: rows start at every offset from 16 bytes (the staged kernel's head and
+ * tail); 60000 floats pass sm_90's 227 KiB of shared memory a block: the fallback kernel. */
+static void test_fused_unaligned_and_wide(void)
+{
+    check_fused(50257, 1.0f, false);
+    check_fused(60000, 1.0f, false);
+}
+
 static void test_fused_small(void)
 {
     check_fused(13, 1.0f, false);
@@ -133,6 +142,7 @@ int main(void)
     gpu = bt_cuda_or_skip();
     cpu = ddpc_kernel_table_cpu();
     RUN_TEST(test_fused_gpt2_vocab);
+    RUN_TEST(test_fused_unaligned_and_wide);
     RUN_TEST(test_fused_small);
     return check_summary();
 }

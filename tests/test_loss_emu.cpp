@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: MIT
-/* The CUDA cross-entropy's own device code (src/kernels/cuda/loss.cu, compiled for the host
- * against tests/cuda_emu.h): the fused forward+backward kernel, and the backward written over the
- * probabilities (count from the sums or the host), against the unfused kernels they replace
- * (forward, mean, backward onto zeroed dlogits) bit for bit, dlogits, row losses and sums alike,
- * and the fused one against the CPU table's fused member within 1e-5 (the block reductions and the
- * host's expf differ from the CPU's serial SIMD sum and exp). Blocks of 1, 2 and 32 warps, rows
- * longer than the block, fewer blocks than rows (the grid-stride loop), in place and not, ignored
- * and out-of-range targets, every row ignored, GPT-2's padded 50304; and the row softmax against
- * the CPU table's within 1e-6. Outputs start as NaN. What it cannot see: the device's own
- * expf/logf (the GPU test compares those, tests/test_cuda_loss.c). */
+/* The CUDA cross-entropy's own device code (src/kernels/cuda/loss.cu, compiled for the host against
+ * tests/cuda_emu.h): the forward and the fused forward+backward kernels (the row staged in shared
+ * memory with 16-byte loads, and the fallbacks reading it from memory), and the backward written
+ * over the probabilities (count from the sums or the host), against the unfused kernels they
+ * replace (forward, mean, backward onto zeroed dlogits) bit for bit, dlogits, row losses and sums
+ * alike, and the fused one against the CPU table's fused member within 1e-5 (the block reductions
+ * and the host's expf differ from the CPU's serial SIMD sum and exp). Blocks of 1, 2 and 32 warps,
+ * rows longer than the block, fewer blocks than rows (the grid-stride loop), in place and not,
+ * ignored and out-of-range targets, every row ignored, GPT-2's padded 50304 and raw 50257 (rows at
+ * every 16-byte offset), rows narrower than the 16-byte head, one row, a row past sm_90's shared
+ * memory; and the row softmax against the CPU table's within 1e-6. Outputs start as NaN. What it
+ * cannot see: the device's own expf/logf (the GPU test compares those, tests/test_cuda_loss.c), nor
+ * a misaligned 16-byte load (the host allows it; tests/test_cuda_ce_fused.c's 50257 would fail). */
 #define DDPC_CUDA_EMULATE 1
 #include "cuda_emu.h"
 
@@ -94,6 +97,19 @@ static void check_emu(int64_t n, int64_t v, unsigned threads, unsigned blocks, f
         ce_forward_kernel(probs.data(), ref_loss.data(), probs.data(), t, n, v, IGNORE);
     });
     emu_launch(1, one, 0, [&] { ce_mean_kernel(ref_sums, ref_loss.data(), t, n, v, IGNORE); });
+
+    /* The forward that stages the row in shared memory (the host's choice where it fits): the
+     * same probabilities and row losses. */
+    {
+        std::vector<float> sx = logits, sp = nan_vec(n * v), sl = nan_vec(n);
+        float *out = in_place ? sx.data() : sp.data();
+        emu_launch(blocks, threads, ce_stage_bytes(v), [&] {
+            ce_forward_smem_kernel(out, sl.data(), sx.data(), t, n, v, IGNORE);
+        });
+        CHECK_EQ_INT(emu_failures, before);
+        CHECK_EQ_INT(bit_diffs("staged probs", out, probs.data(), n * v), 0);
+        CHECK_EQ_INT(bit_diffs("staged forward's row loss", sl.data(), ref_loss.data(), n), 0);
+    }
     emu_launch(blocks, bwd, 0, [&] {
         ce_backward_kernel(ref_d.data(), probs.data(), t, n, v, IGNORE, 0, ref_sums, dloss, false);
     });
@@ -115,20 +131,36 @@ static void check_emu(int64_t n, int64_t v, unsigned threads, unsigned blocks, f
                      0);
     }
 
-    /* The fused member's three launches, as ddpc__cuda_cross_entropy_fused makes them. */
+    /* The fused member's three launches, as ddpc__cuda_cross_entropy_fused makes them, with the
+     * kernel that stages the row in shared memory (the host's choice where the row fits) and the
+     * fallback that reads it three times: the same bits. */
     std::vector<float> x = logits, sep = nan_vec(n * v), loss = nan_vec(n);
     float *d = in_place ? x.data() : sep.data();
     double sums[2] = {NAN, NAN};
-    emu_launch(1, one, 0, [&] { ce_count_kernel(sums, t, n, v, IGNORE); });
-    CHECK(sums[1] == ref_sums[1]);
-    emu_launch(blocks, threads, 0,
-               [&] { ce_fused_kernel(d, loss.data(), x.data(), t, n, v, IGNORE, sums, dloss); });
-    emu_launch(1, one, 0, [&] { ce_mean_kernel(sums, loss.data(), t, n, v, IGNORE); });
-    CHECK_EQ_INT(emu_failures, before); /* full-warp shuffles */
+    for (int staged = 0; staged < 2; staged++) {
+        const char *which = staged ? "staged" : "fallback";
+        printf("  %s kernel\n", which);
+        x = logits;
+        std::fill(sep.begin(), sep.end(), NAN);
+        std::fill(loss.begin(), loss.end(), NAN);
+        sums[0] = sums[1] = NAN;
+        emu_launch(1, one, 0, [&] { ce_count_kernel(sums, t, n, v, IGNORE); });
+        CHECK(sums[1] == ref_sums[1]);
+        if (staged)
+            emu_launch(blocks, threads, ce_stage_bytes(v), [&] {
+                ce_fused_smem_kernel(d, loss.data(), x.data(), t, n, v, IGNORE, sums, dloss);
+            });
+        else
+            emu_launch(blocks, threads, 0, [&] {
+                ce_fused_kernel(d, loss.data(), x.data(), t, n, v, IGNORE, sums, dloss);
+            });
+        emu_launch(1, one, 0, [&] { ce_mean_kernel(sums, loss.data(), t, n, v, IGNORE); });
+        CHECK_EQ_INT(emu_failures, before); /* full-warp shuffles, matched barriers */
 
-    CHECK_EQ_INT(bit_diffs("dlogits", d, ref_d.data(), n * v), 0);
-    CHECK_EQ_INT(bit_diffs("row loss", loss.data(), ref_loss.data(), n), 0);
-    CHECK(memcmp(sums, ref_sums, sizeof sums) == 0);
+        CHECK_EQ_INT(bit_diffs("dlogits", d, ref_d.data(), n * v), 0);
+        CHECK_EQ_INT(bit_diffs("row loss", loss.data(), ref_loss.data(), n), 0);
+        CHECK(memcmp(sums, ref_sums, sizeof sums) == 0);
+    }
 
     /* The CPU table's fused member: the same count, the loss and gradient within 1e-5. */
     std::vector<float> cd = nan_vec(n * v), cl = nan_vec(n);
@@ -153,10 +185,38 @@ static void test_emu_small_blocks(void)
     check_emu(12, 1000, 128, 5, 65536.0f / 3.0f, false, false, 4); /* an fp16 scale */
 }
 
+/* Rows narrower than the 16-byte head the staged kernel copies one by one: every row starts at
+ * another offset from 16 bytes, some rows end inside the head. */
+static void test_emu_narrow_rows(void)
+{
+    check_emu(9, 1, 32, 4, 1.0f, false, false, 10);
+    check_emu(9, 2, 32, 4, 1.0f, false, true, 11);
+    check_emu(9, 3, 32, 9, 1.0f, false, false, 12);
+    check_emu(6, 5, 32, 6, 1.0f, false, true, 13);
+    check_emu(1, 300, 64, 1, 1.0f, false, true, 14); /* one row */
+}
+
 static void test_emu_gpt2_vocab(void)
 {
-    /* The host's launch for GPT-2: 1024 threads, each row ~49 elements per thread. */
+    /* The host's launch for GPT-2: 1024 threads, each row ~49 elements per thread; the padded
+     * 50304 keeps rows 16-byte aligned, the raw 50257 starts them at every offset. */
     check_emu(6, 50304, (unsigned)ddpc__row_threads(50304, 1024), 6, 1.0f, false, true, 5);
+    check_emu(6, 50257, (unsigned)ddpc__row_threads(50257, 1024), 6, 1.0f, false, false, 6);
+    check_emu(5, 50257, (unsigned)ddpc__row_threads(50257, 1024), 3, 1.0f, false, true, 7);
+}
+
+/* The host's choice between the kernels on sm_90 (227 KiB a block, less the 128 bytes of sh):
+ * 50257 is staged, a row one float past the limit falls back; both kernels run such a row above
+ * (check_emu runs both on every shape) with the same bits. */
+static void test_emu_on_chip_limit(void)
+{
+    const size_t sm90 = 227 * 1024 - 32 * sizeof(float);
+    const int64_t widest = (int64_t)(sm90 / sizeof(float)) - 3;
+    CHECK(ce_row_fits(50257, sm90));
+    CHECK(ce_row_fits(widest, sm90));
+    CHECK(!ce_row_fits(widest + 1, sm90));
+    CHECK(!ce_row_fits(50257, 48 * 1024)); /* a device without the opt-in */
+    check_emu(2, widest + 1, 1024, 2, 1.0f, false, true, 8);
 }
 
 /* softmax_rows_kernel in place against the CPU table's softmax_rows within 1e-6: rows longer and
@@ -184,7 +244,9 @@ static void test_emu_softmax_rows(void)
 int main(void)
 {
     RUN_TEST(test_emu_small_blocks);
+    RUN_TEST(test_emu_narrow_rows);
     RUN_TEST(test_emu_gpt2_vocab);
+    RUN_TEST(test_emu_on_chip_limit);
     RUN_TEST(test_emu_softmax_rows);
     return check_summary();
 }

@@ -5,13 +5,20 @@
  * lies in [0, v); the mean is summed in double by one block in a fixed order, so it is the same
  * bits on every rerun; the members that return a number wait for the device, their *_into forms
  * leave it in device memory (the waiting ones are the *_into ones plus a read). The fused
- * forward+backward gives the bits of forward then backward (same block shape, same products). */
+ * forward+backward gives the bits of forward then backward (same block shape, same products),
+ * reading each logit from device memory once where its row fits in shared memory. */
 #ifndef DDPC_CUDA_EMULATE /* tests/test_loss_emu.cpp runs the kernels on the host */
 #include "kernels/cuda/cuda_impl.h"
 #endif
 #include "kernels/cuda/row_reduce.cuh"
 
 #include <math.h>
+
+#ifdef DDPC_CUDA_EMULATE /* the emulator's dynamic shared memory */
+#define CE_ROW_SMEM(name) FLASH_SMEM(name)
+#else
+#define CE_ROW_SMEM(name) extern __shared__ __align__(16) unsigned char name[]
+#endif
 
 static __device__ __forceinline__ bool valid_target(int32_t tg, int64_t v, int32_t ignore_index)
 {
@@ -114,13 +121,37 @@ static __global__ void __launch_bounds__(1024)
         sums[1] = (double)count;
 }
 
+/* A fused row's gradient sweep: d (v) = 0 + g (e * inv), less g at the target, with
+ * e = expf(x - mx) recomputed rather than stored, each thread the elements j = threadIdx.x
+ * (mod blockDim.x). One function for both fused kernels, so both round alike. */
+static __device__ __forceinline__ void ce_fused_sweep(float *d, const float *x, int64_t v,
+                                                      int32_t tg, ddpc__row_stats st, float g)
+{
+    const float inv = 1.0f / st.sum;
+    for (int64_t j = threadIdx.x; j < v; j += blockDim.x) {
+        const float p = expf(x[j] - st.mx) * inv;
+        const float r = 0.0f + g * p;
+        d[j] = j == tg ? r - g : r;
+    }
+}
+
+/* A row without a valid target (or a batch without one): d (v) = 0, its loss 0. */
+static __device__ __forceinline__ void ce_fused_ignored(float *d, float *row_loss, int64_t v)
+{
+    for (int64_t j = threadIdx.x; j < v; j += blockDim.x)
+        d[j] = 0.0f;
+    if (threadIdx.x == 0)
+        *row_loss = 0.0f;
+}
+
 /* ce_forward_kernel and ce_backward_kernel (onto zeroed dlogits) in one launch, llm.c's fused
  * classifier without its online softmax: the max and the sum are ce_forward_kernel's, in its
  * thread layout (launch it with the same block size), so they are the same bits; the last sweep
  * recomputes e = expf(x - mx) rather than storing it, and writes the gradient once:
  * d = 0 + g (e * inv), less g at the target, with g = dloss / count as the backward divides.
  * Ignored rows (every row without valid ones) get 0. dlogits may be logits: a thread writes only
- * the elements it read, after the last barrier of its row. */
+ * the elements it read, after the last barrier of its row. It reads a row three times (L2 or
+ * device memory): the fallback for rows too long for ce_fused_smem_kernel. */
 static __global__ void __launch_bounds__(1024)
     ce_fused_kernel(float *dlogits, float *row_loss, const float *logits, const int32_t *targets,
                     int64_t n, int64_t v, int32_t ignore_index, const double *sums, float dloss)
@@ -133,23 +164,114 @@ static __global__ void __launch_bounds__(1024)
         float *d = dlogits + i * v;
         const int32_t tg = targets[i];
         if (count <= 0 || !valid_target(tg, v, ignore_index)) { /* uniform over the block */
-            for (int64_t j = threadIdx.x; j < v; j += blockDim.x)
-                d[j] = 0.0f;
-            if (threadIdx.x == 0)
-                row_loss[i] = 0.0f;
+            ce_fused_ignored(d, row_loss + i, v);
             continue;
         }
         const float x_tg = x[tg]; /* before the barriers below, after which x is overwritten */
         const ddpc__row_stats st = ddpc__row_max_expsum(x, nullptr, v, sh);
-        const float inv = 1.0f / st.sum;
-        for (int64_t j = threadIdx.x; j < v; j += blockDim.x) {
-            const float p = expf(x[j] - st.mx) * inv;
-            const float r = 0.0f + g * p;
-            d[j] = j == tg ? r - g : r;
-        }
+        ce_fused_sweep(d, x, v, tg, st, g);
         if (threadIdx.x == 0)
             row_loss[i] = logf(st.sum) - (x_tg - st.mx);
     }
+}
+
+/* Copies the row x (v) into shared memory with 16-byte loads and returns the copy s, s[j] = x[j]:
+ * x is only 4-byte aligned (rows of 50257 floats), so the first `head` < 4 elements and the tail
+ * go one by one, and s starts `pad` floats into buf so that s + head is 16-byte aligned like
+ * x + head; buf holds v + 3 floats. Four loads per thread are in flight before their stores.
+ * Every thread must call it: it waits for the block's readers of the previous row first, and
+ * returns after the whole copy is written. */
+static __device__ __forceinline__ float *ce_stage_row(float *buf, const float *x, int64_t v)
+{
+    const int64_t mis = (int64_t)(((uintptr_t)x & 15u) / 4u); /* x's floats past 16 bytes */
+    const int64_t head = mis == 0 ? 0 : (4 - mis < v ? 4 - mis : v);
+    float *s = buf + (4 - head) % 4;
+    const int64_t n4 = (v - head) / 4, bd = blockDim.x;
+    const float4 *x4 = (const float4 *)(x + head);
+    float4 *s4 = (float4 *)(s + head);
+    __syncthreads(); /* the previous row's readers of buf are done */
+    if ((int64_t)threadIdx.x < head)
+        s[threadIdx.x] = x[threadIdx.x];
+    for (int64_t k = threadIdx.x; k < n4; k += 4 * bd) {
+        float4 a[4] = {};
+        for (int u = 0; u < 4; u++)
+            if (k + u * bd < n4)
+                a[u] = x4[k + u * bd];
+        for (int u = 0; u < 4; u++)
+            if (k + u * bd < n4)
+                s4[k + u * bd] = a[u];
+    }
+    for (int64_t j = head + 4 * n4 + threadIdx.x; j < v; j += bd)
+        s[j] = x[j];
+    __syncthreads();
+    return s;
+}
+
+/* ce_fused_kernel with the row read from device memory once: staged in (v + 3) floats of dynamic
+ * shared memory (GPT-2's 50257 take 196 KiB of sm_90's 227), the max, the sum and the sweep then
+ * read the copy in ce_fused_kernel's thread layout and order, so every result has its bits.
+ * dlogits may be logits: a row is written only after its copy is complete. */
+static __global__ void __launch_bounds__(1024)
+    ce_fused_smem_kernel(float *dlogits, float *row_loss, const float *logits,
+                         const int32_t *targets, int64_t n, int64_t v, int32_t ignore_index,
+                         const double *sums, float dloss)
+{
+    CE_ROW_SMEM(smem);
+    __shared__ float sh[32];
+    const int64_t count = (int64_t)sums[1];
+    const float g = count > 0 ? __fdiv_rn(dloss, (float)count) : 0.0f;
+    for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
+        float *d = dlogits + i * v;
+        const int32_t tg = targets[i];
+        if (count <= 0 || !valid_target(tg, v, ignore_index)) { /* uniform over the block */
+            ce_fused_ignored(d, row_loss + i, v);
+            continue;
+        }
+        const float *s = ce_stage_row((float *)smem, logits + i * v, v);
+        const float x_tg = s[tg];
+        const ddpc__row_stats st = ddpc__row_max_expsum(s, nullptr, v, sh);
+        ce_fused_sweep(d, s, v, tg, st, g);
+        if (threadIdx.x == 0)
+            row_loss[i] = logf(st.sum) - (x_tg - st.mx);
+    }
+}
+
+/* ce_forward_kernel with the row read from device memory once, staged as ce_fused_smem_kernel
+ * stages it: the exponentials go over the copy (as ce_forward_kernel stores them in probs) and
+ * probs = e * inv is written once, in ce_forward_kernel's thread layout and order, so with its
+ * bits. probs may be logits: a row is written only after its copy is complete. */
+static __global__ void __launch_bounds__(1024)
+    ce_forward_smem_kernel(float *probs, float *row_loss, const float *logits,
+                           const int32_t *targets, int64_t n, int64_t v, int32_t ignore_index)
+{
+    CE_ROW_SMEM(smem);
+    __shared__ float sh[32];
+    for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
+        float *p = probs + i * v;
+        const int32_t tg = targets[i];
+        const bool valid = valid_target(tg, v, ignore_index);
+        float *s = ce_stage_row((float *)smem, logits + i * v, v);
+        const float x_tg = valid ? s[tg] : 0.0f; /* before the exponentials overwrite s */
+        const ddpc__row_stats r = ddpc__row_max_expsum(s, s, v, sh);
+        const float inv = 1.0f / r.sum;
+        for (int64_t j = threadIdx.x; j < v; j += blockDim.x)
+            p[j] = s[j] * inv;
+        if (threadIdx.x == 0)
+            row_loss[i] = valid ? logf(r.sum) - (x_tg - r.mx) : 0.0f;
+    }
+}
+
+/* The dynamic shared memory the staged kernels need for rows of v. */
+static inline size_t ce_stage_bytes(int64_t v)
+{
+    return (size_t)(v + 3) * sizeof(float);
+}
+
+/* Whether rows of v take the staged kernels on a device allowing `limit` bytes of dynamic shared
+ * memory per block; ce_fused_kernel and ce_forward_kernel take the rest. */
+static inline bool ce_row_fits(int64_t v, size_t limit)
+{
+    return ce_stage_bytes(v) <= limit;
 }
 
 /* *correct += rows whose first maximum is their (valid) target. An integer atomic: the count is
@@ -224,6 +346,18 @@ static float *row_losses(double *sums, float *losses, int64_t n, int64_t v)
     return losses ? losses : (float *)(scratch + 2 * sizeof(double));
 }
 
+/* The most dynamic shared memory the staged kernels may ask for on the current device: the
+ * opt-in per-block limit less the kernel's static reductions scratch. Asked each call (a host-side
+ * attribute read), so nothing is cached across devices. */
+static size_t staged_smem_limit(void)
+{
+    int dev = 0, optin = 0;
+    DDPC_CUDA_CHECK(cudaGetDevice(&dev));
+    DDPC_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    const size_t fixed = 32 * sizeof(float); /* sh[32] */
+    return (size_t)optin > fixed ? (size_t)optin - fixed : 0;
+}
+
 extern "C" void ddpc__cuda_cross_entropy_forward_into(double *sums, float *probs, float *losses,
                                                       const float *logits,
                                                       const int32_t *targets, int64_t n,
@@ -233,8 +367,17 @@ extern "C" void ddpc__cuda_cross_entropy_forward_into(double *sums, float *probs
     float *row_loss = row_losses(sums, losses, n, v);
     if (!row_loss)
         return;
-    ce_forward_kernel<<<row_grid(n), ddpc__row_threads(v, 1024), 0, st>>>(
-        probs, row_loss, logits, targets, n, v, ignore_index);
+    const unsigned grid = row_grid(n), threads = (unsigned)ddpc__row_threads(v, 1024);
+    const size_t bytes = ce_stage_bytes(v);
+    if (ce_row_fits(v, staged_smem_limit())) {
+        DDPC_CUDA_CHECK(cudaFuncSetAttribute(
+            ce_forward_smem_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+        ce_forward_smem_kernel<<<grid, threads, bytes, st>>>(probs, row_loss, logits, targets, n,
+                                                              v, ignore_index);
+    } else {
+        ce_forward_kernel<<<grid, threads, 0, st>>>(probs, row_loss, logits, targets, n, v,
+                                                    ignore_index);
+    }
     DDPC_CUDA_LAUNCHED();
     ce_mean_kernel<<<1, 1024, 0, st>>>(sums, row_loss, targets, n, v, ignore_index);
     DDPC_CUDA_LAUNCHED();
@@ -312,8 +455,17 @@ extern "C" void ddpc__cuda_cross_entropy_fused(double *sums, float *dlogits, flo
         return;
     ce_count_kernel<<<1, 1024, 0, st>>>(sums, targets, n, v, ignore_index);
     DDPC_CUDA_LAUNCHED();
-    ce_fused_kernel<<<row_grid(n), ddpc__row_threads(v, 1024), 0, st>>>(
-        dlogits, row_loss, logits, targets, n, v, ignore_index, sums, dloss);
+    const unsigned grid = row_grid(n), threads = (unsigned)ddpc__row_threads(v, 1024);
+    const size_t bytes = ce_stage_bytes(v);
+    if (ce_row_fits(v, staged_smem_limit())) {
+        DDPC_CUDA_CHECK(cudaFuncSetAttribute(
+            ce_fused_smem_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+        ce_fused_smem_kernel<<<grid, threads, bytes, st>>>(dlogits, row_loss, logits, targets, n,
+                                                            v, ignore_index, sums, dloss);
+    } else {
+        ce_fused_kernel<<<grid, threads, 0, st>>>(dlogits, row_loss, logits, targets, n, v,
+                                                  ignore_index, sums, dloss);
+    }
     DDPC_CUDA_LAUNCHED();
     ce_mean_kernel<<<1, 1024, 0, st>>>(sums, row_loss, targets, n, v, ignore_index);
     DDPC_CUDA_LAUNCHED();
