@@ -13,6 +13,8 @@ typedef struct {
     int allocs, downs, ups;
     size_t down_bytes, up_bytes;
     bool fail_down, fail_alloc;
+    const unsigned char *pinned; /* the latest pinned buffer, (pinned_bytes) */
+    size_t pinned_bytes;
 } fake_device;
 
 static void *host_alloc(void *ctx, size_t bytes)
@@ -21,7 +23,21 @@ static void *host_alloc(void *ctx, size_t bytes)
     if (d->fail_alloc)
         return NULL;
     d->allocs++;
-    return ddpc_malloc(bytes);
+    d->pinned = ddpc_malloc(bytes);
+    d->pinned_bytes = bytes;
+    return (void *)d->pinned;
+}
+
+/* Every copy stays inside the pinned buffer, as cudaMemcpy insists on a real GPU. */
+static bool in_pinned(const fake_device *d, const void *host, size_t bytes)
+{
+    const unsigned char *h = host;
+    bool ok = h >= d->pinned && bytes <= d->pinned_bytes &&
+              h - d->pinned <= (ptrdiff_t)(d->pinned_bytes - bytes);
+    if (!ok)
+        fprintf(stderr, "a copy of %zu bytes at offset %td leaves the %zu-byte pinned buffer\n",
+                bytes, h - d->pinned, d->pinned_bytes);
+    return ok;
 }
 
 static void host_free(void *ctx, void *p)
@@ -38,6 +54,7 @@ static ddpc_status down(void *ctx, void *host, const void *dev, size_t bytes)
                            bytes);
     d->downs++;
     d->down_bytes += bytes;
+    CHECK(in_pinned(d, host, bytes));
     memcpy(host, dev, bytes);
     return DDPC_OK;
 }
@@ -47,6 +64,7 @@ static ddpc_status up(void *ctx, void *dev, const void *host, size_t bytes)
     fake_device *d = ctx;
     d->ups++;
     d->up_bytes += bytes;
+    CHECK(in_pinned(d, host, bytes));
     memcpy(dev, host, bytes);
     return DDPC_OK;
 }
@@ -127,23 +145,27 @@ static void rank_copies(const ddpc_comm_env *e, void *arg)
     CHECK_EQ_INT(ddpc_pg_all_reduce(pg, send, recv, N, DDPC_DTYPE_F32, DDPC_REDUCE_SUM), DDPC_OK);
     CHECK_EQ_INT(dev.allocs, allocs);
     /* all_gather: the small input down, the whole (w, N) output up */
-    dev = (fake_device){.allocs = dev.allocs};
+    dev =
+        (fake_device){.allocs = dev.allocs, .pinned = dev.pinned, .pinned_bytes = dev.pinned_bytes};
     CHECK_EQ_INT(ddpc_pg_all_gather(pg, send, recv, N, DDPC_DTYPE_F32), DDPC_OK);
     CHECK_EQ_INT(dev.down_bytes, N * sizeof(float));
     CHECK_EQ_INT(dev.up_bytes, (size_t)w * N * sizeof(float));
     /* reduce_scatter in place: the whole input down once, the own block up */
-    dev = (fake_device){.allocs = dev.allocs};
+    dev =
+        (fake_device){.allocs = dev.allocs, .pinned = dev.pinned, .pinned_bytes = dev.pinned_bytes};
     CHECK_EQ_INT(ddpc_pg_reduce_scatter(pg, send, send + (size_t)e->rank * N, N, DDPC_DTYPE_F32,
                                         DDPC_REDUCE_SUM),
                  DDPC_OK);
     CHECK_EQ_INT(dev.downs, 1);
     CHECK_EQ_INT(dev.down_bytes, (size_t)w * N * sizeof(float));
     CHECK_EQ_INT(dev.up_bytes, N * sizeof(float));
-    dev = (fake_device){.allocs = dev.allocs};
+    dev =
+        (fake_device){.allocs = dev.allocs, .pinned = dev.pinned, .pinned_bytes = dev.pinned_bytes};
     CHECK_EQ_INT(ddpc_pg_broadcast(pg, recv, N, DDPC_DTYPE_F32, 1), DDPC_OK);
     CHECK_EQ_INT(dev.downs, e->rank == 1 ? 1 : 0);
     CHECK_EQ_INT(dev.ups, 1);
-    dev = (fake_device){.allocs = dev.allocs};
+    dev =
+        (fake_device){.allocs = dev.allocs, .pinned = dev.pinned, .pinned_bytes = dev.pinned_bytes};
     CHECK_EQ_INT(ddpc_pg_barrier(pg), DDPC_OK);
     CHECK_EQ_INT(dev.downs + dev.ups, 0);
     ddpc_free(send);
@@ -158,6 +180,40 @@ static void test_one_copy_each_way(void)
     int codes[16];
     run_ranks(2, &e, rank_copies, NULL, 60, codes);
     expect_all_ok(2, codes);
+}
+
+/* An in-place reduce_scatter as a fresh group's first collective: on rank 0 send and recv are the
+ * same pointer, and the pinned buffer must still hold the whole (w, count) input. */
+static void rank_first_in_place(const ddpc_comm_env *e, void *arg)
+{
+    (void)arg;
+    fake_device dev = {0};
+    ddpc_pg *pg = staged_pg(e, &dev);
+    if (!pg)
+        return;
+    enum { N = 7 };
+    int w = e->world_size;
+    float *x = ddpc_malloc((size_t)w * N * sizeof(float));
+    for (int i = 0; i < w * N; i++)
+        x[i] = (float)(i + e->rank);
+    CHECK_EQ_INT(
+        ddpc_pg_reduce_scatter(pg, x, x + (size_t)e->rank * N, N, DDPC_DTYPE_F32, DDPC_REDUCE_SUM),
+        DDPC_OK);
+    for (int i = 0; i < N; i++) /* sum over ranks r of (rank*N + i + r) */
+        CHECK(x[e->rank * N + i] == (float)(w * (e->rank * N + i) + w * (w - 1) / 2));
+    ddpc_free(x);
+    ddpc_pg_destroy(pg);
+}
+
+static void test_first_in_place_reduce_scatter(void)
+{
+    for (int w = 2; w <= 4; w += 2) {
+        ddpc_comm_env e = base_env(w);
+        e.master_port = free_port();
+        int codes[16];
+        run_ranks(w, &e, rank_first_in_place, NULL, 60, codes);
+        expect_all_ok(w, codes);
+    }
 }
 
 /* A copy that fails, or pinned memory refused, fails the collective with the copier's message
@@ -196,6 +252,7 @@ int main(void)
 {
     RUN_TEST(test_conformance_on_1_to_3_ranks);
     RUN_TEST(test_one_copy_each_way);
+    RUN_TEST(test_first_in_place_reduce_scatter);
     RUN_TEST(test_copy_failures);
     RUN_TEST(test_nothing_left_in_dev_shm);
     return check_summary();

@@ -56,7 +56,8 @@ static ddpc_status host_image(staged *st, const ddpc__coll *c, ddpc__coll *h)
     regions(st, c, &sb, &rb);
     *h = *c;
     if (c->kind == DDPC__COLL_BROADCAST || c->send == c->recv) {
-        DDPC_TRY(reserve(st, rb));
+        /* rank 0's in-place reduce_scatter (or all_gather) has send == recv: the larger wins */
+        DDPC_TRY(reserve(st, sb > rb ? sb : rb));
         h->send = h->recv = st->host;
     } else if (sb && inside(c->send, c->recv, rb)) { /* all_gather in place */
         DDPC_TRY(reserve(st, rb));
