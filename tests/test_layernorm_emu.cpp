@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 /* src/kernels/cuda/layernorm.cu's device code on the host (tests/cuda_emu.h) against the CPU
- * table's layernorm: forward y, mean, rstd within 1e-5; backward dx (accumulated onto nonzero
- * values) within 1e-5 of its terms' size and dw, db (two-pass column sums over row chunks) within
- * 1e-4. Both paths (the float4 kernels and the scalar ones, for odd or long rows and unaligned
- * pointers), rows longer than a warp's 32 lanes, c = 1, one row, more rows than the grid's warps
- * (the row loop goes round), several row chunks, w and b absent, mean and rstd not asked for. */
+ * table's layernorm: forward mean, rstd within 1e-5 and y within 1e-4; backward dx (accumulated
+ * onto nonzero values) within 1e-5 of its terms' size and dw, db (two-pass column sums over row
+ * chunks) within 1e-4. Both paths (the float4 kernels and the scalar ones, for odd or long rows
+ * and unaligned pointers), rows longer than a warp's 32 lanes, c = 1, one row, more rows than the
+ * grid's warps (the row loop goes round), several row chunks, w and b absent, mean and rstd not
+ * asked for. */
 #include "cuda_emu.h"
 
 #include "../src/kernels/cuda/layernorm.cu"
@@ -80,7 +81,9 @@ static void check_ln(int64_t rows, int64_t c, bool affine, unsigned blocks, int6
     float *ey = eyb.data() + off;
     CHECK_EQ_INT(ln_vec(c, ey, xs, wp, bp), vec);
     emu_forward(ey, em.data(), er.data(), xs, wp, bp, rows, c, blocks);
-    CHECK(emu_rel_err("y", ey, y.data(), n) <= 1e-5);
+    /* y = (x - mean) rstd: rows whose mean is about 23 standard deviations out turn the means'
+     * 1e-6 (summation order; -O1 differs from -O3) into 1e-5 here: the issue's reduction bound. */
+    CHECK(emu_rel_err("y", ey, y.data(), n) <= 1e-4);
     CHECK(emu_rel_err("mean", em.data(), mean.data(), rows) <= 1e-5);
     CHECK(emu_rel_err("rstd", er.data(), rstd.data(), rows) <= 1e-5);
     std::vector<float> ey2b = emu_poison(n + off); /* mean and rstd not asked for */
