@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: MIT
+/* Kernels written and checked in the emulator on machines without a GPU, not yet run on one, are
+ * candidates: they stay off unless DDPC_CUDA_CANDIDATES names them (comma-separated, or "all").
+ * tests/gpu/run.sh checks and times each against the default; the next GPU session then makes it
+ * the default or deletes it, so no candidate outlives one GPU run. */
+#include "kernels/cuda/cuda_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+extern "C" bool ddpc__cuda_candidate(const char *name)
+{
+    static const char *const list = getenv("DDPC_CUDA_CANDIDATES");
+    if (!list || !*list)
+        return false;
+    if (strcmp(list, "all") == 0)
+        return true;
+    const size_t len = strlen(name);
+    for (const char *at = list; (at = strstr(at, name)) != nullptr; at += len) {
+        const bool starts = at == list || at[-1] == ',', ends = at[len] == ',' || at[len] == 0;
+        if (starts && ends)
+            return true;
+    }
+    return false;
+}
