@@ -55,7 +55,7 @@ for i in $(seq 1 30); do
 done
 echo "val loss 10.98"
 EOF
-printf '#!/bin/sh\necho "all close"\n' >"$fake/bin/test_cuda_pass"
+printf '#!/bin/sh\necho "all close, candidates [$DDPC_CUDA_CANDIDATES]"\n' >"$fake/bin/test_cuda_pass"
 printf '#!/bin/sh\necho "1 GPU(s) visible"\necho "ok   test_one_rank_nccl"\n' >"$fake/bin/test_cuda_comm"
 printf '#!/bin/sh\necho "no GPU: skipped"\nexit 77\n' >"$fake/bin/test_cuda_skip"
 printf '#!/bin/sh\necho "gelu: max rel err 3e-2 > 1e-5"\nexit 1\n' >"$fake/bin/test_cuda_fail"
@@ -67,7 +67,7 @@ run() {
     PATH="$tmp/path:$PATH" OUT="$tmp/out" DDPC_GPU_DIR="$fake" DDPC_GPU_PYTHON="$py" \
         bash "$src/tests/gpu/run.sh" "$@"
 }
-run --skip train,compile >"$tmp/log" 2>&1
+DDPC_GPU_CANDIDATES=fake1,fake2 run --skip train,compile >"$tmp/log" 2>&1
 [ $? = 1 ] && ok "run.sh goes on past failures and then exits 1" ||
     fail "run.sh goes on past failures and then exits 1" "$tmp/log"
 tail -n 1 "$tmp/log" | grep -q '^pytorch-eager FAILED' &&
@@ -100,10 +100,25 @@ grep -Eq '^\| pytorch-eager +\| FAILED' "$tmp/log" && ok "a failed peer is a FAI
     fail "a failed peer is a FAILED row" "$tmp/log"
 tar -tzf "$tmp/out/logs.tar.gz" >"$tmp/tar" 2>&1 && grep -q 'logs/ddpc.log' "$tmp/tar" &&
     grep -q 'logs/llmc.log' "$tmp/tar" && [ -s "$tmp/out/env.txt" ] &&
-    [ "$(wc -l <"$tmp/out/results.jsonl")" = 3 ] && ok "logs, env and rows under \$OUT" ||
+    [ "$(wc -l <"$tmp/out/results.jsonl")" = 4 ] && ok "logs, env and rows under \$OUT" ||
     fail "logs, env and rows under \$OUT" "$tmp/tar"
 [ "$(ls "$tmp/out" | wc -l)" -le 8 ] && ok "at most 8 files under \$OUT" ||
     fail "at most 8 files under \$OUT"
+
+# candidates: the kernel tests again with DDPC_CUDA_CANDIDATES set, and a second ddpc row.
+tar -xzOf "$tmp/out/logs.tar.gz" logs/test_cuda_pass.log >"$tmp/plain" 2>&1
+tar -xzOf "$tmp/out/logs.tar.gz" logs/test_cuda_pass-cand.log >"$tmp/cand" 2>&1
+grep -q 'candidates \[\]' "$tmp/plain" && grep -q 'candidates \[fake1,fake2\]' "$tmp/cand" &&
+    grep -Eq '^test_cuda_pass-cand +PASS' "$tmp/out/checks.txt" &&
+    grep -q '== candidates: fake1,fake2' "$tmp/log" &&
+    grep -Eq '^\| ddpc-cand +\| 160,000 ' "$tmp/log" &&
+    ok "candidates: the kernel tests with them on, and a ddpc row" ||
+    fail "candidates: the kernel tests with them on, and a ddpc row" "$tmp/plain" "$tmp/cand" \
+        "$tmp/log"
+rm -rf "$tmp/out"
+DDPC_GPU_CANDIDATES= run --only candidates >"$tmp/log6" 2>&1
+grep -Eq '^candidates +SKIPPED \(none\)' "$tmp/out/checks.txt" &&
+    ok "no candidates: the part says so" || fail "no candidates: the part says so" "$tmp/log6"
 
 # A torch log in the script's own format parses into a row.
 cat >"$tmp/torch.log" <<'EOF'

@@ -8,9 +8,11 @@
 # FAILED, else 0.
 #
 # usage: tests/gpu/run.sh [--only PARTS] [--skip PARTS] [--deadline SECONDS] [--steps N]
-#   PARTS, comma-separated: env kernels comm train multi profile ddpc eager llmc compile (run in
-#   this order), or the groups checks (kernels,comm,train,multi), peers (eager,llmc,compile), bench
-#   (ddpc and the peers). multi: every tests/gpu/multi_*.sh (several ranks on GPU 0, 150 s
+#   PARTS, comma-separated: env kernels comm train candidates multi profile ddpc eager llmc
+#   compile (run in this order), or the groups checks (kernels,comm,train,candidates,multi), peers
+#   (eager,llmc,compile), bench (ddpc and the peers). candidates: the kernels test and train_checks
+#   again with DDPC_CUDA_CANDIDATES naming every candidate kernel in src (candidates.cu); with it,
+#   ddpc and profile each add a row or a table under the candidates too. multi: every tests/gpu/multi_*.sh (several ranks on GPU 0, 150 s
 #   each). comm: test_cuda_comm (collectives on GPU buffers: 1 rank nccl, 2 ranks staged on GPU 0)
 #   and `ddpc bench allreduce --device cuda` for nccl and for staging, into $OUT/comm.txt.
 #   profile (bench/gpu_step_profile: the step's phases and every kernel-table member's time at
@@ -21,12 +23,12 @@
 #   (default python3), PEAK_TFLOPS (default 989: dense bf16, H100 SXM and H200), DDPC_DEVICE_ARGS
 #   (default "device=cuda": the override that puts ddpc's run on the GPU), DDPC_TRAIN_ARGS (more
 #   overrides for ddpc's benchmark run; default none: a GPU run's memory plan is held to the
-#   GPU's memory).
+#   GPU's memory), DDPC_GPU_CANDIDATES (default: every name src passes to ddpc__cuda_candidate).
 set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
-all_parts="env kernels comm train multi profile ddpc eager llmc compile"
+all_parts="env kernels comm train candidates multi profile ddpc eager llmc compile"
 only="" skip="" deadline=420 steps=30
 while [ $# -gt 0 ]; do
     case $1 in
@@ -42,10 +44,11 @@ expand() {
     local w
     for w in ${1//,/ }; do
         case $w in
-        checks) echo kernels comm train multi ;;
+        checks) echo kernels comm train candidates multi ;;
         peers) echo eager llmc compile ;;
         bench) echo ddpc eager llmc compile ;;
-        env | kernels | comm | train | multi | profile | ddpc | eager | compile | llmc) echo "$w" ;;
+        env | kernels | comm | train | candidates | multi | profile | ddpc | eager | compile | llmc)
+            echo "$w" ;;
         *) echo "run.sh: unknown part '$w' (parts: $all_parts, checks, peers, bench)" >&2
             exit 2 ;;
         esac
@@ -247,22 +250,25 @@ EOF
         sed 's/^/     /'
 fi
 
-# --- kernels: every CUDA kernel test against the CPU kernels.
-if wants kernels; then
-    n=0
+# --- kernels: every CUDA kernel test against the CPU kernels. kernel_tests SUFFIX [VAR=VALUE...]:
+# each test under that environment, its check named with SUFFIX.
+kernel_tests() {
+    local suffix=$1 n=0 exe t v
+    shift
     for exe in "$bin"/test_cuda_*; do
         [ -x "$exe" ] || continue
         t=$(basename "$exe")
         [ "$t" = test_cuda_comm ] && continue # the comm part's
         n=$((n + 1))
-        run_part "$t" 120 "${libenv[@]}" DDPC_SOURCE_DIR="$root" DDPC_BIN="$ddpc" \
+        run_part "$t$suffix" 120 "${libenv[@]}" "$@" DDPC_SOURCE_DIR="$root" DDPC_BIN="$ddpc" \
             OMP_NUM_THREADS="${OMP_NUM_THREADS:-8}" "$exe"
         v=$(verdict "$part_rc")
-        check_line "$t" "$v" "$part_s"
-        [ "$v" = PASS ] || tail -n 5 "$logs/$t.log" | cut -c1-200 | sed 's/^/    /'
+        check_line "$t$suffix" "$v" "$part_s"
+        [ "$v" = PASS ] || tail -n 5 "$logs/$t$suffix.log" | cut -c1-200 | sed 's/^/    /'
     done
-    [ "$n" = 0 ] && check_line "kernels" "FAILED (no tests)" 0
-fi
+    [ "$n" = 0 ] && check_line "kernels$suffix" "FAILED (no tests)" 0
+}
+wants kernels && kernel_tests ""
 
 # --- comm: collectives on GPU buffers, checked (every op, dtype and reduction against the CPU
 # backends' references) and measured (nccl-tests' columns; busbw is 0 on one rank, whose
@@ -309,18 +315,39 @@ if wants comm; then
 fi
 
 # --- train: the lead's training checks (parity with the CPU, bitwise reruns, resume).
-if wants train; then
+# train_part SUFFIX [VAR=VALUE...]: under that environment, its check named with SUFFIX.
+train_part() {
+    local suffix=$1
+    shift
     if [ -f tests/gpu/train_checks.sh ]; then
-        mkdir -p "$work/train"
-        run_part train_checks 240 "${libenv[@]}" DDPC_BIN="$ddpc" DDPC_SOURCE_DIR="$root" \
-            DDPC_GPU_DIR="$gpu" DDPC_SHARDS="$shards" WORK="$work/train" \
-            OMP_NUM_THREADS="${OMP_NUM_THREADS:-8}" bash tests/gpu/train_checks.sh "$ddpc" "$root"
-        check_line train_checks.sh "$(verdict "$part_rc")" "$part_s"
-        tail -n 25 "$logs/train_checks.log" | cut -c1-200 | sed 's/^/    /'
+        mkdir -p "$work/train$suffix"
+        run_part "train_checks$suffix" 240 "${libenv[@]}" "$@" DDPC_BIN="$ddpc" \
+            DDPC_SOURCE_DIR="$root" DDPC_GPU_DIR="$gpu" DDPC_SHARDS="$shards" \
+            WORK="$work/train$suffix" OMP_NUM_THREADS="${OMP_NUM_THREADS:-8}" \
+            bash tests/gpu/train_checks.sh "$ddpc" "$root"
+        check_line "train_checks.sh$suffix" "$(verdict "$part_rc")" "$part_s"
+        tail -n 25 "$logs/train_checks$suffix.log" | cut -c1-200 | sed 's/^/    /'
     else
-        check_line train_checks.sh "SKIPPED (absent)" 0
+        check_line "train_checks.sh$suffix" "SKIPPED (absent)" 0
+    fi
+}
+wants train && train_part ""
+
+# --- candidates: kernels not yet run on a GPU (src/kernels/cuda/candidates.cu), all on at once,
+# through the kernel tests and the training checks; ddpc and profile below add their own.
+cands=${DDPC_GPU_CANDIDATES-$(grep -rhoE 'ddpc__cuda_candidate\("[a-z0-9_]+"\)' src |
+    sed -E 's/.*\("(.*)"\)/\1/' | sort -u | paste -sd, -)}
+cand_env=(DDPC_CUDA_CANDIDATES="$cands")
+if wants candidates; then
+    echo "== candidates: ${cands:-none}"
+    if [ -n "$cands" ]; then
+        kernel_tests "-cand" "${cand_env[@]}"
+        train_part "-cand" "${cand_env[@]}"
+    else
+        check_line candidates "SKIPPED (none)" 0
     fi
 fi
+with_cands() { wants candidates && [ -n "$cands" ]; }
 
 # --- multi: several ranks on the GPU (DDP, ZeRO), each tests/gpu/multi_*.sh with train_checks.sh's
 # contract (exit 0 PASS, 77 SKIPPED; its own one-line-per-check summary last).
@@ -341,11 +368,17 @@ if wants multi; then
 fi
 
 # --- profile: where one GPT-2 124M step's time goes, kernel-table member by member.
+profile_part() { # SUFFIX [VAR=VALUE...]
+    local suffix=$1
+    shift
+    run_part "profile$suffix" 120 "${libenv[@]}" "$@" "$bin/gpu_step_profile" 16
+    check_line "gpu_step_profile$suffix" "$(verdict "$part_rc")" "$part_s"
+    cp "$logs/profile$suffix.log" "$out/profile$suffix.txt"
+    sed 's/^/    /' "$logs/profile$suffix.log" | cut -c1-200
+}
 if wants profile; then
-    run_part profile 120 "${libenv[@]}" "$bin/gpu_step_profile" 16
-    check_line gpu_step_profile "$(verdict "$part_rc")" "$part_s"
-    cp "$logs/profile.log" "$out/profile.txt"
-    sed 's/^/    /' "$logs/profile.log" | cut -c1-200
+    profile_part ""
+    with_cands && profile_part "-cand" "${cand_env[@]}"
 fi
 
 # --- The benchmark: GPT-2 124M, bf16, batch 16 x 1024, on the same shards.
@@ -383,6 +416,7 @@ ddpc_row() { # NAME [VAR=VALUE]: one ddpc benchmark run, its environment extende
 }
 if wants ddpc; then
     ddpc_row ddpc
+    with_cands && ddpc_row ddpc-cand "${cand_env[@]}"
     # DDPC_BENCH_VARIANT="VAR=VALUE": a second ddpc row under that setting, in the same run.
     [ -n "${DDPC_BENCH_VARIANT:-}" ] && ddpc_row "ddpc-${DDPC_BENCH_VARIANT##*=}" "$DDPC_BENCH_VARIANT"
 fi

@@ -3,15 +3,17 @@
  * candidates: they stay off unless DDPC_CUDA_CANDIDATES names them (comma-separated, or "all").
  * tests/gpu/run.sh checks and times each against the default; the next GPU session then makes it
  * the default or deletes it, so no candidate outlives one GPU run. */
+#ifndef DDPC_CUDA_EMULATE /* tests/test_candidates_emu.cpp reads the list's parsing */
 #include "kernels/cuda/cuda_impl.h"
+#endif
 
 #include <stdlib.h>
 #include <string.h>
 
-extern "C" bool ddpc__cuda_candidate(const char *name)
+/* Whether the comma-separated `list` names `name` as a whole item, or is "all". */
+static bool candidate_named(const char *list, const char *name)
 {
-    static const char *const list = getenv("DDPC_CUDA_CANDIDATES");
-    if (!list || !*list)
+    if (!list || !*list || !*name)
         return false;
     if (strcmp(list, "all") == 0)
         return true;
@@ -23,3 +25,11 @@ extern "C" bool ddpc__cuda_candidate(const char *name)
     }
     return false;
 }
+
+#ifndef DDPC_CUDA_EMULATE
+extern "C" bool ddpc__cuda_candidate(const char *name)
+{
+    static const char *const list = getenv("DDPC_CUDA_CANDIDATES"); /* read once */
+    return candidate_named(list, name);
+}
+#endif
