@@ -10,10 +10,11 @@
 # usage: tests/gpu/run.sh [--only PARTS] [--skip PARTS] [--deadline SECONDS] [--steps N]
 #   PARTS, comma-separated: env kernels comm train candidates multi profile ddpc eager llmc
 #   compile (run in this order), or the groups checks (kernels,comm,train,candidates,multi), peers
-#   (eager,llmc,compile), bench (ddpc and the peers). candidates: the kernels test and train_checks
-#   again with DDPC_CUDA_CANDIDATES naming every candidate kernel in src (candidates.cu); with it,
-#   ddpc and profile each add a row or a table under the candidates too. multi: every tests/gpu/multi_*.sh (several ranks on GPU 0, 150 s
-#   each). comm: test_cuda_comm (collectives on GPU buffers: 1 rank nccl, 2 ranks staged on GPU 0)
+#   (eager,llmc,compile), bench (ddpc and the peers). candidates: the kernel tests and
+#   train_checks again with DDPC_CUDA_CANDIDATES naming every candidate kernel in src
+#   (candidates.cu); with it, ddpc and profile each run under the candidates too. multi: every
+#   tests/gpu/multi_*.sh (several ranks on GPU 0, 150 s each). comm: test_cuda_comm (collectives
+#   on GPU buffers: 1 rank nccl, 2 ranks staged on GPU 0)
 #   and `ddpc bench allreduce --device cuda` for nccl and for staging, into $OUT/comm.txt.
 #   profile (bench/gpu_step_profile: the step's phases and every kernel-table member's time at
 #   GPT-2 124M's shapes; under a minute) runs only when named in --only.
@@ -36,7 +37,7 @@ while [ $# -gt 0 ]; do
     --skip) skip="$skip,$2"; shift 2 ;;
     --deadline) deadline=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
-    -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
 done

@@ -111,6 +111,10 @@ void ddpc__cuda_linear_residual_forward(ddpc_precision prec, float *y, const flo
 void ddpc__cuda_linear_backward(ddpc_precision prec, float *dx, float *dw, float *db,
                                 const float *dy, const float *x, const float *w, int64_t n,
                                 int64_t in, int64_t out);
+/* round.cu (candidate "round4"): dst (prows, pcols) 16-bit = src (rows, cols; lds) rounded to
+ * nearest even, zero past rows and cols; pcols a multiple of 4. */
+void ddpc__cuda_round4(ddpc_precision prec, void *dst, int64_t prows, int64_t pcols,
+                       const float *src, int64_t rows, int64_t cols, int64_t lds);
 /* gemm_lt.cu: column-major d (m, n; ldd) fp32 = op(a) op(b) + bias (m) broadcast over d's
  * columns, a and b 16-bit (type), fp32 accumulation, through cuBLASLt's bias epilogue with the
  * descriptors and algorithm cached per shape and alignment. False, having run nothing, where

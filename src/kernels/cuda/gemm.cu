@@ -130,7 +130,9 @@ static size_t rounded_bytes(const rounded *o)
 static void round_operand(ddpc_precision prec, rounded *o, char *at)
 {
     o->p = at;
-    if (prec == DDPC_PREC_BF16)
+    if (o->pcols % 4 == 0 && ddpc__cuda_candidate("round4"))
+        ddpc__cuda_round4(prec, at, o->prows, o->pcols, o->src, o->rows, o->cols, o->ld);
+    else if (prec == DDPC_PREC_BF16)
         round_into((__nv_bfloat16 *)at, o->prows, o->pcols, o->src, o->rows, o->cols, o->ld);
     else
         round_into((__half *)at, o->prows, o->pcols, o->src, o->rows, o->cols, o->ld);
