@@ -100,7 +100,7 @@ grep -Eq '^\| pytorch-eager +\| FAILED' "$tmp/log" && ok "a failed peer is a FAI
     fail "a failed peer is a FAILED row" "$tmp/log"
 tar -tzf "$tmp/out/logs.tar.gz" >"$tmp/tar" 2>&1 && grep -q 'logs/ddpc.log' "$tmp/tar" &&
     grep -q 'logs/llmc.log' "$tmp/tar" && [ -s "$tmp/out/env.txt" ] &&
-    [ "$(wc -l <"$tmp/out/results.jsonl")" = 4 ] && ok "logs, env and rows under \$OUT" ||
+    [ "$(wc -l <"$tmp/out/results.jsonl")" = 6 ] && ok "logs, env and rows under \$OUT" ||
     fail "logs, env and rows under \$OUT" "$tmp/tar"
 [ "$(ls "$tmp/out" | wc -l)" -le 8 ] && ok "at most 8 files under \$OUT" ||
     fail "at most 8 files under \$OUT"
@@ -111,9 +111,12 @@ tar -xzOf "$tmp/out/logs.tar.gz" logs/test_cuda_pass-cand.log >"$tmp/cand" 2>&1
 grep -q 'candidates \[\]' "$tmp/plain" && grep -q 'candidates \[fake1,fake2\]' "$tmp/cand" &&
     grep -Eq '^test_cuda_pass-cand +PASS' "$tmp/out/checks.txt" &&
     grep -q '== candidates: fake1,fake2' "$tmp/log" &&
+    grep -Eq '^\| ddpc-fake1 +\| 160,000 ' "$tmp/log" &&
+    grep -Eq '^\| ddpc-fake2 +\| 160,000 ' "$tmp/log" &&
     grep -Eq '^\| ddpc-cand +\| 160,000 ' "$tmp/log" &&
-    ok "candidates: the kernel tests with them on, and a ddpc row" ||
-    fail "candidates: the kernel tests with them on, and a ddpc row" "$tmp/plain" "$tmp/cand" \
+    ok "candidates: the kernel tests with them on, a ddpc row for each and for all" ||
+    fail "candidates: the kernel tests with them on, a ddpc row for each and for all" \
+        "$tmp/plain" "$tmp/cand" \
         "$tmp/log"
 rm -rf "$tmp/out"
 DDPC_GPU_CANDIDATES= run --only candidates >"$tmp/log6" 2>&1

@@ -12,10 +12,10 @@
 #   compile (run in this order), or the groups checks (kernels,comm,train,candidates,multi), peers
 #   (eager,llmc,compile), bench (ddpc and the peers). candidates: the kernel tests and
 #   train_checks again with DDPC_CUDA_CANDIDATES naming every candidate kernel in src
-#   (candidates.cu); with it, ddpc and profile each run under the candidates too. multi: every
-#   tests/gpu/multi_*.sh (several ranks on GPU 0, 150 s each). comm: test_cuda_comm (collectives
-#   on GPU buffers: 1 rank nccl, 2 ranks staged on GPU 0)
-#   and `ddpc bench allreduce --device cuda` for nccl and for staging, into $OUT/comm.txt.
+#   (candidates.cu); with it, ddpc runs under each alone and all together, profile under all.
+#   multi: every tests/gpu/multi_*.sh (several ranks on GPU 0, 150 s each). comm: test_cuda_comm
+#   (collectives on GPU buffers: 1 rank nccl, 2 ranks staged on GPU 0) and `ddpc bench allreduce
+#   --device cuda` for nccl and for staging, into $OUT/comm.txt.
 #   profile (bench/gpu_step_profile: the step's phases and every kernel-table member's time at
 #   GPT-2 124M's shapes; under a minute) runs only when named in --only.
 #   --deadline: seconds for the whole run (default 420); a part never runs past it.
@@ -37,7 +37,7 @@ while [ $# -gt 0 ]; do
     --skip) skip="$skip,$2"; shift 2 ;;
     --deadline) deadline=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
-    -h | --help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -417,7 +417,12 @@ ddpc_row() { # NAME [VAR=VALUE]: one ddpc benchmark run, its environment extende
 }
 if wants ddpc; then
     ddpc_row ddpc
-    with_cands && ddpc_row ddpc-cand "${cand_env[@]}"
+    if with_cands; then # each candidate alone, then (when several) all of them together
+        for c in ${cands//,/ }; do
+            ddpc_row "ddpc-$c" DDPC_CUDA_CANDIDATES="$c"
+        done
+        [ "$cands" = "${cands%%,*}" ] || ddpc_row ddpc-cand "${cand_env[@]}"
+    fi
     # DDPC_BENCH_VARIANT="VAR=VALUE": a second ddpc row under that setting, in the same run.
     [ -n "${DDPC_BENCH_VARIANT:-}" ] && ddpc_row "ddpc-${DDPC_BENCH_VARIANT##*=}" "$DDPC_BENCH_VARIANT"
 fi
