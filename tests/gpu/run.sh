@@ -37,7 +37,7 @@ while [ $# -gt 0 ]; do
     --skip) skip="$skip,$2"; shift 2 ;;
     --deadline) deadline=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
-    -h | --help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
