@@ -140,8 +140,8 @@ static void test_gemm(void)
     check_gemm(DDPC_PREC_FP32, DDPC_NO_TRANS, DDPC_TRANS, 13, 17, 0, 0.5f);
 }
 
-/* Linear forward (with bias, with bias and residual, residual in place) and backward against the
- * CPU for one shape at precision p. */
+/* Linear forward (with bias, with bias and residual, residual in place with and without a bias)
+ * and backward against the CPU for one shape at precision p. */
 static void check_linear(ddpc_precision p, int64_t n, int64_t in, int64_t out)
 {
     printf(" linear %s n %lld in %lld out %lld\n", ddpc_precision_name(p), (long long)n,
@@ -171,6 +171,11 @@ static void check_linear(ddpc_precision p, int64_t n, int64_t in, int64_t out)
     cpu->linear_residual_forward(p, y, x, w, b, r, n, in, out);
     BT_CHECK_ERR(bt_err(gpu, "linear_residual_forward", gy, y, n * out), tf);
     BT_CHECK_WARM(gpu, gpu->linear_residual_forward(p, gy, gx, gw, gb, gr, n, in, out));
+
+    gpu->copy(gy, gr, (size_t)(n * out) * sizeof(float)); /* r aliasing y, with a bias */
+    gpu->linear_residual_forward(p, gy, gx, gw, gb, gy, n, in, out);
+    cpu->linear_residual_forward(p, y, x, w, b, r, n, in, out);
+    BT_CHECK_ERR(bt_err(gpu, "linear_residual_forward, r = y, bias", gy, y, n * out), tf);
 
     gpu->copy(gy, gr, (size_t)(n * out) * sizeof(float)); /* r aliasing y, no bias */
     gpu->linear_residual_forward(p, gy, gx, gw, NULL, gy, n, in, out);

@@ -115,13 +115,14 @@ void ddpc__cuda_linear_backward(ddpc_precision prec, float *dx, float *dw, float
  * nearest even, zero past rows and cols; pcols a multiple of 4. */
 void ddpc__cuda_round4(ddpc_precision prec, void *dst, int64_t prows, int64_t pcols,
                        const float *src, int64_t rows, int64_t cols, int64_t lds);
-/* gemm_lt.cu: column-major d (m, n; ldd) fp32 = op(a) op(b) + bias (m) broadcast over d's
+/* gemm_lt.cu: column-major d (m, n; ldd) fp32 = op(a) op(b) [+ c] + bias (m) broadcast over d's
  * columns, a and b 16-bit (type), fp32 accumulation, through cuBLASLt's bias epilogue with the
- * descriptors and algorithm cached per shape and alignment. False, having run nothing, where
- * cuBLASLt offers no algorithm for it (the caller then seeds and adds). */
+ * descriptors and algorithm cached per shape and alignment; c (m, n; ldd) may be NULL or d.
+ * False, having run nothing, where cuBLASLt offers no algorithm for it (the caller then seeds
+ * and adds). */
 bool ddpc__cuda_lt_bias_gemm(cudaDataType_t type, cublasOperation_t opa, cublasOperation_t opb,
                              int m, int n, int k, const void *a, int lda, const void *b, int ldb,
-                             const float *bias, float *d, int ldd);
+                             const float *bias, const float *c, float *d, int ldd);
 
 /* layernorm.cu, embedding.cu */
 void ddpc__cuda_layernorm_forward(float *y, float *mean, float *rstd, const float *x,

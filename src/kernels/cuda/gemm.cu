@@ -247,22 +247,25 @@ static __global__ void seed_kernel(float *y, const float *r, const float *b, int
     }
 }
 
-/* The 16-bit linear forward with a bias and no residual: y (n, out) = x @ w^T + b with b added in
- * cuBLASLt's epilogue (beta = 0), so y is written once instead of seeded, read and written again.
- * The same padded sizes and rounded operands as gemm_16's (NO_TRANS, TRANS) product; the bias is
- * copied into scratch, zero-padded, when out is padded (the epilogue reads one per padded row) or
- * b is not 16-byte aligned.
- * False, having run nothing, where cuBLASLt has no algorithm for the shape. */
+/* The 16-bit linear forward with a bias: y (n, out) = x @ w^T + b with b added in cuBLASLt's
+ * epilogue (beta = 0), so y is written once instead of seeded, read and written again; with a
+ * residual r (candidate "ltres"), y = (x @ w^T + r) + b, r read as cuBLASLt's C (beta = 1) where
+ * y needs no padded scratch. The same padded sizes and rounded operands as gemm_16's (NO_TRANS,
+ * TRANS) product; the bias is copied into scratch, zero-padded, when out is padded (the epilogue
+ * reads one per padded row) or b is not 16-byte aligned.
+ * False, having run nothing, where cuBLASLt has no algorithm for the shape or r needs scratch. */
 static bool linear_bias_16(ddpc_precision prec, float *y, const float *x, const float *w,
-                           const float *b, int n, int in, int out)
+                           const float *b, const float *r, int n, int in, int out)
 {
+    const size_t c_bytes = c_pad_bytes(n, out, out);
+    if (r && c_bytes)
+        return false;
     rounded rx = operand(x, n, in, in), rw = operand(w, out, in, in);
     const int64_t np = padded(out);
     const size_t x_bytes = rounded_bytes(&rx), w_bytes = rounded_bytes(&rw);
     /* A bias view at any 4-byte offset of the parameter buffer would narrow cuBLASLt's choice. */
     const bool copy_b = np != out || (uintptr_t)b % 16 != 0;
     const size_t b_bytes = copy_b ? ((size_t)np * sizeof(float) + 255) & ~(size_t)255 : 0;
-    const size_t c_bytes = c_pad_bytes(n, out, out);
     char *s =
         (char *)ddpc__cuda_scratch(DDPC__CUDA_SCRATCH_BLAS, x_bytes + w_bytes + b_bytes + c_bytes);
     round_operand(prec, &rx, s);
@@ -282,7 +285,7 @@ static bool linear_bias_16(ddpc_precision prec, float *y, const float *x, const 
     /* Column-major: y^T (out, n) = w_r^T (out, in) x_r^T (in, n), the bias along y^T's rows. */
     const int pn = int_size(np, "out"), pm = int_size(rx.prows, "n"), pk = int_size(rx.pcols, "in");
     if (!ddpc__cuda_lt_bias_gemm(type_of(prec), CUBLAS_OP_T, CUBLAS_OP_N, pn, pm, pk, rw.p, pk,
-                                 rx.p, pk, bias, d, int_size(ldd, "ldc")))
+                                 rx.p, pk, bias, r, d, int_size(ldd, "ldc")))
         return false; /* the rounding is redone by the fallback: cuBLASLt has no such shape */
     if (c_bytes)
         DDPC_CUDA_CHECK(cudaMemcpy2DAsync(
@@ -298,8 +301,9 @@ extern "C" void ddpc__cuda_linear_residual_forward(ddpc_precision prec, float *y
     if (n <= 0 || out <= 0)
         return;
     const bool half = prec == DDPC_PREC_BF16 || prec == DDPC_PREC_FP16;
-    if (half && b && !r && in > 0 &&
-        linear_bias_16(prec, y, x, w, b, int_size(n, "m"), int_size(in, "k"), int_size(out, "n")))
+    if (half && b && (!r || ddpc__cuda_candidate("ltres")) && in > 0 &&
+        linear_bias_16(prec, y, x, w, b, r, int_size(n, "m"), int_size(in, "k"),
+                       int_size(out, "n")))
         return;
     float beta = 0.0f;
     if (b || r) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The cuBLASLt product with the bias added in its epilogue, for gemm.cu's 16-bit linear forward:
- * the bias costs no pass over the output of its own (cuBLAS's beta = 1 read it back from y).
+ * the bias costs no pass over the output of its own (cuBLAS's beta = 1 read it back from y), and
+ * a residual c comes in as cuBLASLt's C with beta = 1 (candidate "ltres": no seeding pass).
  * Invariant: a shape's descriptors and algorithm are made once and kept for the process (as the
  * handles are), so a warm call allocates nothing and asks no heuristic; the workspace is the one
  * device.cu set for cuBLAS. The cache is guarded by a mutex: kernels may be reached from several
@@ -21,6 +22,7 @@ typedef struct {
     cublasOperation_t opa, opb;
     int m, n, k, lda, ldb, ldd;
     unsigned align_a, align_b, align_d, align_bias; /* bytes, powers of two up to 256 */
+    unsigned align_c;                               /* 0: no residual (beta = 0) */
 } plan_key;
 
 typedef struct {
@@ -51,7 +53,7 @@ static bool same_key(const plan_key *x, const plan_key *y)
     return x->type == y->type && x->opa == y->opa && x->opb == y->opb && x->m == y->m &&
            x->n == y->n && x->k == y->k && x->lda == y->lda && x->ldb == y->ldb &&
            x->ldd == y->ldd && x->align_a == y->align_a && x->align_b == y->align_b &&
-           x->align_d == y->align_d && x->align_bias == y->align_bias;
+           x->align_d == y->align_d && x->align_bias == y->align_bias && x->align_c == y->align_c;
 }
 
 static void plan_free(plan *p)
@@ -98,7 +100,8 @@ static void plan_make(plan *p, const plan_key *k, const float *bias)
     size_t ws_bytes = 0;
     (void)ddpc__cuda_blas_workspace(&ws_bytes);
     const uint64_t ws = ws_bytes;
-    const uint32_t al[4] = {k->align_a, k->align_b, k->align_d, k->align_d}; /* c is d */
+    const uint32_t al[4] = {k->align_a, k->align_b, k->align_c ? k->align_c : k->align_d,
+                            k->align_d}; /* without a residual, c is d */
     const cublasLtMatmulPreferenceAttributes_t which[4] = {
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
@@ -122,11 +125,13 @@ static void plan_make(plan *p, const plan_key *k, const float *bias)
 extern "C" bool ddpc__cuda_lt_bias_gemm(cudaDataType_t type, cublasOperation_t opa,
                                         cublasOperation_t opb, int m, int n, int k, const void *a,
                                         int lda, const void *b, int ldb, const float *bias,
-                                        float *d, int ldd)
+                                        const float *c, float *d, int ldd)
 {
-    const plan_key key = {type,        opa,         opb,           m,   n,
-                          k,           lda,         ldb,           ldd, align_of(a),
-                          align_of(b), align_of(d), align_of(bias)};
+    plan_key key = {};
+    key.type = type, key.opa = opa, key.opb = opb;
+    key.m = m, key.n = n, key.k = k, key.lda = lda, key.ldb = ldb, key.ldd = ldd;
+    key.align_a = align_of(a), key.align_b = align_of(b), key.align_d = align_of(d);
+    key.align_bias = align_of(bias), key.align_c = c ? align_of(c) : 0u;
     std::lock_guard<std::mutex> hold(plans_lock);
     plan *p = nullptr, once;
     for (int i = 0; i < n_plans && !p; i++)
@@ -138,14 +143,15 @@ extern "C" bool ddpc__cuda_lt_bias_gemm(cudaDataType_t type, cublasOperation_t o
     }
     bool ran = false;
     if (p->ok) {
-        const float alpha = 1.0f, beta = 0.0f;
+        const float alpha = 1.0f, beta = c ? 1.0f : 0.0f;
         size_t ws_bytes = 0;
         void *ws = ddpc__cuda_blas_workspace(&ws_bytes);
         DDPC_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                                          &bias, sizeof bias));
-        /* beta = 0: c (= d) is not read. */
+        /* Without a residual, beta = 0 and C (given as d) is not read. C shares D's layout, so
+         * c may be d (cuBLASLt's in-place case). */
         DDPC_CUBLAS_CHECK(cublasLtMatmul(ddpc__cuda_blas_lt(), p->desc, &alpha, a, p->la, b, p->lb,
-                                         &beta, d, p->ld, d, p->ld, &p->algo, ws, ws_bytes,
+                                         &beta, c ? c : d, p->ld, d, p->ld, &p->algo, ws, ws_bytes,
                                          ddpc__cuda_stream()));
         ran = true;
     }
