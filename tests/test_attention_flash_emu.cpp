@@ -9,6 +9,7 @@
 #include "cuda_emu.h"
 
 #include "../src/kernels/cuda/attention_flash.cu"
+#include "../src/kernels/cuda/attention_flash2.cu"
 
 #include <ddpc/kernels.h>
 #include <ddpc/rng.h>
@@ -47,6 +48,55 @@ static void run_flash(float *out, float *saved, float *dqkv, float *dd, const fl
     emu_launch(blocks, THREADS, D::BWD_BYTES, [&] {
         flash_dq_kernel<H, HS>(dqkv, dout, qkv, saved, dd, (int)t, (int)c, (int)nh, tiles, scale);
     });
+}
+
+/* Candidate flash2's kernels, launched as attention_flash2.cu's forward2_hs/backward2_hs launch
+ * them; its forward stands aside for a qkv not 16-byte aligned (the 4-warp kernel runs). */
+template <typename H, int HS>
+static void run_flash2(float *out, float *saved, float *dqkv, float *ws, const float *qkv,
+                       const float *dout, int64_t b, int64_t t, int64_t c, int64_t nh)
+{
+    using F = flash2_dims<HS>;
+    const flash2_layout l = flash2_plan(b, t, c, nh);
+    const int tiles = (int)l.tiles, tp = (int)l.tp;
+    const unsigned big_blocks = (unsigned)(b * nh * ((tiles + 1) / 2));
+    const float scale = 1.0f / sqrtf((float)HS);
+    if (((uintptr_t)qkv & 15) == 0)
+        emu_launch(big_blocks, THREADS8, F::FWD_BYTES, [&] {
+            flash2_forward_kernel<H, HS>(out, saved, qkv, (int)t, (int)c, (int)nh, tiles, b * nh,
+                                         scale);
+        });
+    else
+        emu_launch((unsigned)(b * nh * tiles), THREADS, flash_dims<HS>::FWD_BYTES, [&] {
+            flash_forward_kernel<H, HS>(out, saved, qkv, (int)t, (int)c, (int)nh, tiles, b * nh,
+                                        scale);
+        });
+    H *q16 = (H *)(ws + l.dd), *k16 = (H *)(ws + l.dd + l.r16);
+    H *v16 = (H *)(ws + l.dd + 2 * l.r16), *do16 = (H *)(ws + l.dd + 3 * l.r16);
+    H *ds = (H *)(ws + l.dd + 4 * l.r16);
+    /* Three blocks: the rounding kernel's grid-stride loop goes round. */
+    emu_launch(3, THREADS8, 0, [&] {
+        flash2_round_kernel<H, HS>(q16, k16, v16, do16, ws, qkv, dout, saved + b * nh * t, (int)t,
+                                   tp, (int)c, (int)nh, b * nh * l.tp);
+    });
+    emu_launch(big_blocks, THREADS8, F::DKDV_BYTES, [&] {
+        flash2_dkdv_kernel<H, HS>(dqkv, ds, q16, k16, v16, do16, saved, ws, (int)t, tp, (int)c,
+                                  (int)nh, tiles, scale);
+    });
+    emu_launch((unsigned)(b * nh * tiles), THREADS, F::DQ_BYTES,
+               [&] { flash2_dq_kernel<H, HS>(dqkv, ds, k16, (int)t, tp, (int)c, (int)nh, tiles); });
+}
+
+template <typename H>
+static void run2_hs(int64_t hs, float *out, float *saved, float *dqkv, float *ws, const float *qkv,
+                    const float *dout, int64_t b, int64_t t, int64_t c, int64_t nh)
+{
+    if (hs == 32)
+        run_flash2<H, 32>(out, saved, dqkv, ws, qkv, dout, b, t, c, nh);
+    else if (hs == 64)
+        run_flash2<H, 64>(out, saved, dqkv, ws, qkv, dout, b, t, c, nh);
+    else
+        run_flash2<H, 128>(out, saved, dqkv, ws, qkv, dout, b, t, c, nh);
 }
 
 template <typename H>
@@ -103,6 +153,37 @@ static void check_emu(int64_t b, int64_t t, int64_t c, int64_t nh, ddpc_precisio
     CHECK(e_out <= 1e-2);
     CHECK(e_dqkv <= 1e-2);
     CHECK(memcmp(saved + b * nh * t, fout, (size_t)nout * 4) == 0);
+
+    /* flash2 from NaN outputs and a NaN workspace: the 4-warp kernels' bits, everywhere. */
+    const size_t nws2 = (size_t)flash2_plan(b, t, c, nh).total;
+    float *out2 = (float *)aligned_alloc(64, ((size_t)nout * 4 + 63) / 64 * 64);
+    float *saved2 = (float *)aligned_alloc(64, (nsaved * 4 + 63) / 64 * 64);
+    float *dqkv2 = (float *)aligned_alloc(64, ((size_t)nqkv * 4 + 63) / 64 * 64);
+    float *ws2 = (float *)aligned_alloc(64, (nws2 * 4 + 63) / 64 * 64);
+    if (!out2 || !saved2 || !dqkv2 || !ws2)
+        abort();
+    memset(out2, 0xff, (size_t)nout * 4);
+    memset(saved2, 0xff, nsaved * 4);
+    memset(dqkv2, 0xff, (size_t)nqkv * 4);
+    memset(ws2, 0xff, nws2 * 4);
+    if (prec == DDPC_PREC_BF16)
+        run2_hs<__nv_bfloat16>(hs, out2, saved2, dqkv2, ws2, qkv, dout, b, t, c, nh);
+    else
+        run2_hs<__half>(hs, out2, saved2, dqkv2, ws2, qkv, dout, b, t, c, nh);
+    CHECK_EQ_INT(emu_failures, before);
+    const double e2_out = emu_rel_err(out2, out.data(), nout),
+                 e2_dqkv = emu_rel_err(dqkv2, dqkv.data(), nqkv);
+    printf("  flash2: out rel err %.3g, dqkv rel err %.3g\n", e2_out, e2_dqkv);
+    CHECK(e2_out <= 1e-2);
+    CHECK(e2_dqkv <= 1e-2);
+    CHECK(memcmp(out2, fout, (size_t)nout * 4) == 0);
+    CHECK(memcmp(saved2, saved, nsaved * 4) == 0);
+    CHECK(memcmp(dqkv2, fdqkv, (size_t)nqkv * 4) == 0);
+    CHECK(memcmp(ws2, dd, (size_t)(b * nh * t) * 4) == 0); /* D */
+    free(out2);
+    free(saved2);
+    free(dqkv2);
+    free(ws2);
     free(fout);
     free(saved);
     free(fdqkv);
@@ -116,6 +197,15 @@ static void test_emu_head_dims(void)
     check_emu(1, 70, 256, 2, DDPC_PREC_BF16, 0);  /* hs 128, two tiles */
 }
 
+/* T = 300: five tiles, so flash2's last 128-row block has one; every head dim, both types. */
+static void test_emu_t300(void)
+{
+    check_emu(1, 300, 64, 2, DDPC_PREC_BF16, 0);  /* hs 32 */
+    check_emu(1, 300, 64, 1, DDPC_PREC_FP16, 0);  /* hs 64 */
+    check_emu(1, 300, 128, 1, DDPC_PREC_BF16, 0); /* hs 128 */
+    check_emu(1, 300, 128, 2, DDPC_PREC_FP16, 0); /* hs 64 */
+}
+
 static void test_emu_t1_and_unaligned(void)
 {
     check_emu(2, 1, 64, 1, DDPC_PREC_BF16, 0);
@@ -126,5 +216,6 @@ int main(void)
 {
     RUN_TEST(test_emu_head_dims);
     RUN_TEST(test_emu_t1_and_unaligned);
+    RUN_TEST(test_emu_t300);
     return check_summary();
 }
