@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: MIT
 /* The CUDA table's fused (flash) causal attention (kernels/cuda/attention_flash.cu) against the
  * CPU kernel on the same random inputs: out and dqkv at bf16 and fp16 within 1e-2 relative, fp32
- * (today's kernel, which the table keeps for fp32) within 1e-4; T = 1, 17, 64, 129, 1024 and head
- * dims 32, 64, 128. Also: the table sizes att as the fused state (logsumexps and a copy of out,
- * far below B*NH*T*T floats), each logsumexp gives the CPU's P(i, 0), the copy equals out, reruns
- * give the same bits and allocate nothing on the device, aligned or not. Skips (exit 77) without a
- * GPU; every device output is poisoned with NaN first, so an element a kernel misses fails. */
+ * (today's kernel, which the table keeps for fp32) within 1e-4; T = 1, 17, 64, 129, 300, 1024 and
+ * head dims 32, 64, 128. Also: the table sizes att as the fused state (logsumexps and a copy of
+ * out, far below B*NH*T*T floats), each logsumexp gives the CPU's P(i, 0), the copy equals out,
+ * reruns give the same bits and allocate nothing on the device, aligned or not. Skips (exit 77)
+ * without a GPU; every device output is poisoned with NaN first, so an element a kernel misses
+ * fails. Run once as the environment says: with DDPC_CUDA_CANDIDATES=flash2 the table takes
+ * candidate flash2's kernels; each case prints an FNV-1a hash of out's and dqkv's bits, so two
+ * runs, with and without the candidate, show whether it gave the fused kernels' bits (diff the
+ * "bits" lines). */
 #include "backend_testutil.h"
 
 #include <ddpc/half.h>
@@ -41,6 +45,16 @@ static double lse_err(ddpc_precision prec, const float *lse, const float *att, c
             e = fmax(e, isfinite(p0) ? fabs(p0 - att[(bh * t + i) * t]) : INFINITY);
         }
     return e;
+}
+
+/* FNV-1a over n floats' bytes. */
+static uint64_t bits_hash(const float *x, int64_t n)
+{
+    const unsigned char *p = (const unsigned char *)x;
+    uint64_t h = 14695981039346656037ull;
+    for (size_t i = 0; i < (size_t)n * sizeof(float); i++)
+        h = (h ^ p[i]) * 1099511628211ull;
+    return h;
 }
 
 /* One shape at one precision, inputs uniform in (-amp, amp); `skew` floats before qkv and dout
@@ -86,6 +100,8 @@ static void check_flash_at(int64_t b, int64_t t, int64_t c, int64_t nh, ddpc_pre
     gpu->attention_backward(prec, d_dqkv, d_dout, d_qkv, d_saved, b, t, c, nh, d_ws);
     CHECK(bt_err(gpu, "dqkv", d_dqkv, dqkv, nqkv) <= tol);
     float *first = bt_down(gpu, d_dqkv, nqkv);
+    printf("  bits out %016llx dqkv %016llx\n", (unsigned long long)bits_hash(h_out, nout),
+           (unsigned long long)bits_hash(first, nqkv));
 
     /* Again from poison, with the shapes already seen: the same bits, no device allocation. */
     uint64_t allocs = gpu->alloc_count();
@@ -147,6 +163,20 @@ static void test_flash_t1024(void)
     check_all_precisions(1, 1024, 128, 2);
 }
 
+/* T = 300: five 64-row tiles, an odd count (flash2 pairs them into 128-row blocks). */
+static void test_flash_t300(void)
+{
+    check_all_precisions(1, 300, 128, 2);              /* hs 64 */
+    check_flash(2, 300, 96, 3, DDPC_PREC_FP16, 1.0f);  /* hs 32 */
+    check_flash(1, 300, 256, 2, DDPC_PREC_BF16, 1.0f); /* hs 128 */
+}
+
+/* GPT-2 124M's attention: 12 heads of 64 at T = 1024, one sequence. */
+static void test_flash_gpt2(void)
+{
+    check_flash(1, 1024, 768, 12, DDPC_PREC_BF16, 1.0f);
+}
+
 /* Larger scores make the softmax peaky, so the running maximum moves across tiles. */
 static void test_flash_peaky(void)
 {
@@ -172,10 +202,14 @@ int main(void)
 {
     gpu = bt_cuda_or_skip();
     cpu = ddpc_kernel_table_cpu();
+    const char *cand = getenv("DDPC_CUDA_CANDIDATES");
+    printf("DDPC_CUDA_CANDIDATES=%s\n", cand ? cand : "(unset)");
     RUN_TEST(test_flash_t1);
     RUN_TEST(test_flash_partial_tiles);
     RUN_TEST(test_flash_whole_tiles);
     RUN_TEST(test_flash_t1024);
+    RUN_TEST(test_flash_t300);
+    RUN_TEST(test_flash_gpt2);
     RUN_TEST(test_flash_peaky);
     RUN_TEST(test_flash_unaligned);
     RUN_TEST(test_flash_other_head_dims);
