@@ -2,10 +2,12 @@
 /* The CUDA flash attention's own device code (src/kernels/cuda/attention_flash.cu, compiled for
  * the host against tests/cuda_emu.h: a fiber per thread, warp barriers, whole-tile WMMA
  * fragments that check alignment) against the CPU attention at bf16 and fp16, within 1e-2:
- * forward out, the saved logsumexps' copy of out, and backward dqkv, for T = 1, 17, 70, 129 and
- * head dims 32, 64, 128, aligned and not. Shared memory starts as NaN and outputs are poisoned,
- * so a read before a write or a missed element fails. What it cannot see: the GPU's timing,
- * occupancy and the real fragment layouts (the kernels never depend on them). */
+ * forward out, the saved logsumexps' copy of out, and backward dqkv, for T = 1 to 1024 (300: an
+ * odd tile count) and head dims 32, 64, 128, aligned and not. Candidate flash2's kernels
+ * (attention_flash2.cu) must give exactly these kernels' bits: out, saved state, dqkv and D.
+ * Shared memory starts as NaN and outputs and flash2's workspace are poisoned, so a read before a
+ * write or a missed element fails. What it cannot see: the GPU's timing, occupancy and the real
+ * fragment layouts (the kernels never depend on them). */
 #include "cuda_emu.h"
 
 #include "../src/kernels/cuda/attention_flash.cu"
@@ -206,6 +208,16 @@ static void test_emu_t300(void)
     check_emu(1, 300, 128, 2, DDPC_PREC_FP16, 0); /* hs 64 */
 }
 
+/* flash2's 128-row blocks: an even tile count with two heads and sequences, T = 128 (no row
+ * padding), one tile (a block half empty), and GPT-2's head at T = 1024 (16 tiles). */
+static void test_emu_flash2_blocks(void)
+{
+    check_emu(2, 200, 64, 2, DDPC_PREC_BF16, 0); /* hs 32, four tiles */
+    check_emu(1, 128, 128, 2, DDPC_PREC_FP16, 0);
+    check_emu(2, 64, 64, 1, DDPC_PREC_BF16, 0);
+    check_emu(1, 1024, 64, 1, DDPC_PREC_BF16, 0);
+}
+
 static void test_emu_t1_and_unaligned(void)
 {
     check_emu(2, 1, 64, 1, DDPC_PREC_BF16, 0);
@@ -217,5 +229,6 @@ int main(void)
     RUN_TEST(test_emu_head_dims);
     RUN_TEST(test_emu_t1_and_unaligned);
     RUN_TEST(test_emu_t300);
+    RUN_TEST(test_emu_flash2_blocks);
     return check_summary();
 }
