@@ -50,8 +50,10 @@ template <int HS> struct flash2_dims {
     /* dK/dV: lse, D, per warp S and dP (floats, adjacent), per warp P^T and dS^T, then Q, dout */
     static constexpr size_t BS = (size_t)W8 * 2 * WR * LDS * 4, BP = (size_t)W8 * 2 * WR * LDP * 2;
     static constexpr size_t DKDV_BYTES = 2 * TILE * 4 + BS + BP + 2 * (size_t)TILE * D::LDH * 2;
-    /* dQ: each warp's staging rows only */
-    static constexpr size_t DQ_BYTES = (size_t)WARPS * WR * D::LDO * 4;
+    /* dQ: each warp's staging rows, then the dS^T and K tiles */
+    static constexpr size_t DQ_STAGE = (size_t)WARPS * WR * D::LDO * 4;
+    static constexpr size_t DQ_BYTES =
+        DQ_STAGE + (size_t)TILE * LDP * 2 + (size_t)TILE * D::LDH * 2;
     /* the forward's K/V prefetch (float4s) and the backward's Q/dout prefetch (chunks) */
     static constexpr int FPF = 2 * TILE * HS / 4 / THREADS8, BPF = 2 * TILE * HS / 8 / THREADS8;
     static_assert(FPF * THREADS8 == 2 * TILE * HS / 4 && BPF * THREADS8 == 2 * TILE * HS / 8,
@@ -351,34 +353,71 @@ __global__ void __launch_bounds__(THREADS8)
     write_rows<HS>(dst + 2 * (int64_t)c, c3, s_w, dv, k0, t, lane);
 }
 
+/* The dQ kernel's next dS^T tile (TILE keys, TILE queries) and K tile (TILE, HS), both already
+ * 16-bit, in registers: chunks x, x + THREADS, ... of dS^T's TILE * TILE / 8 then K's. */
+template <int HS> struct dsk_prefetch {
+    static constexpr int NDS = TILE * TILE / 8, QK = HS / 8, N = (NDS + TILE * QK) / THREADS;
+    static_assert(N * THREADS == NDS + TILE * QK && NDS % THREADS == 0, "whole chunks a thread");
+    f2_chunk r[N];
+    template <typename H> __device__ void load(const H *ds, const H *k)
+    {
+        for (int n = 0; n < N; n++) {
+            const int e = (int)threadIdx.x + n * THREADS, f = e - NDS;
+            r[n] = e < NDS ? *(const f2_chunk *)(ds + e / 8 * TILE + e % 8 * 8)
+                           : *(const f2_chunk *)(k + f / QK * HS + f % QK * 8);
+        }
+    }
+    /* Into sds (TILE, LDP) and sk (TILE, LDH). */
+    template <typename H> __device__ void store(H *sds, H *sk) const
+    {
+        for (int n = 0; n < N; n++) {
+            const int e = (int)threadIdx.x + n * THREADS, f = e - NDS;
+            H *dst = e < NDS ? sds + e / 8 * LDP + e % 8 * 8
+                             : sk + f / QK * flash_dims<HS>::LDH + f % QK * 8;
+            *(f2_chunk *)dst = r[n];
+        }
+    }
+};
+
 /* dQ of one query tile (block: query tile, b*nh + h; later tiles first), 4 warps of 16 queries:
  * dQ += dS k over the key tiles up to the diagonal, in attention_flash.cu's dQ kernel's order,
- * reading the stored dS^T (as a column-major A) and the rounded K straight from global memory. */
+ * from the stored dS^T (a column-major A) and the rounded K, staged in shared memory, the next
+ * pair of tiles prefetched into registers. */
 template <typename H, int HS>
 __global__ void __launch_bounds__(THREADS) flash2_dq_kernel(float *dqkv, const H *ds, const H *k16,
                                                             int t, int tp, int c, int nh, int tiles)
 {
+    using D = flash_dims<HS>;
     FLASH_SMEM(smem);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    float *stage = (float *)smem + warp * WR * flash_dims<HS>::LDO;
+    float *stage = (float *)smem + warp * WR * D::LDO;
+    H *sds = (H *)(smem + flash2_dims<HS>::DQ_STAGE), *sk = sds + TILE * LDP;
     const int qt = tiles - 1 - (int)(blockIdx.x % tiles), q0 = qt * TILE;
     const int64_t bh = blockIdx.x / tiles, bi = bh / nh, h = bh % nh, c3 = 3 * (int64_t)c;
     const int64_t ntri = (int64_t)tiles * (tiles + 1) / 2;
-    const H *dsq = ds + (bh * ntri + (int64_t)qt * (qt + 1) / 2) * TILE * TILE + warp * WR;
+    const H *dsq = ds + (bh * ntri + (int64_t)qt * (qt + 1) / 2) * TILE * TILE;
     const H *kh = k16 + bh * tp * HS;
     frag_acc dq[HS / 16];
     for (int nd = 0; nd < HS / 16; nd++)
         wmma::fill_fragment(dq[nd], 0.0f);
-    for (int kt = 0; kt <= qt; kt++)
+    dsk_prefetch<HS> pf;
+    pf.load(dsq, kh);
+    for (int kt = 0; kt <= qt; kt++) {
+        __syncthreads(); /* every warp is done with the previous tiles */
+        pf.store(sds, sk);
+        __syncthreads();
+        if (kt < qt)
+            pf.load(dsq + (int64_t)(kt + 1) * TILE * TILE, kh + (int64_t)(kt + 1) * TILE * HS);
         for (int kb = 0; kb < TILE / 16; kb++) {
             wmma::fragment<wmma::matrix_a, 16, 16, 16, H, wmma::col_major> fa;
-            wmma::load_matrix_sync(fa, dsq + ((int64_t)kt * TILE + kb * 16) * TILE, TILE);
+            wmma::load_matrix_sync(fa, sds + kb * 16 * LDP + warp * WR, LDP);
             for (int nd = 0; nd < HS / 16; nd++) {
                 frag_b_row<H> fb;
-                wmma::load_matrix_sync(fb, kh + (int64_t)(kt * TILE + kb * 16) * HS + nd * 16, HS);
+                wmma::load_matrix_sync(fb, sk + kb * 16 * D::LDH + nd * 16, D::LDH);
                 wmma::mma_sync(dq[nd], fa, fb, dq[nd]);
             }
         }
+    }
     write_rows<HS>(dqkv + (bi * t + q0 + warp * WR) * c3 + h * HS, c3, stage, dq, q0 + warp * WR, t,
                    lane);
 }
