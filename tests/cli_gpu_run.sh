@@ -56,6 +56,8 @@ done
 echo "val loss 10.98"
 EOF
 printf '#!/bin/sh\necho "all close, candidates [$DDPC_CUDA_CANDIDATES]"\n' >"$fake/bin/test_cuda_pass"
+printf '#!/bin/sh\necho "  bits out 00ff"\n' >"$fake/bin/test_cuda_same"
+printf '#!/bin/sh\necho "  bits out ${DDPC_CUDA_CANDIDATES:-0}"\n' >"$fake/bin/test_cuda_differ"
 printf '#!/bin/sh\necho "1 GPU(s) visible"\necho "ok   test_one_rank_nccl"\n' >"$fake/bin/test_cuda_comm"
 printf '#!/bin/sh\necho "no GPU: skipped"\nexit 77\n' >"$fake/bin/test_cuda_skip"
 printf '#!/bin/sh\necho "gelu: max rel err 3e-2 > 1e-5"\nexit 1\n' >"$fake/bin/test_cuda_fail"
@@ -110,12 +112,15 @@ tar -xzOf "$tmp/out/logs.tar.gz" logs/test_cuda_pass.log >"$tmp/plain" 2>&1
 tar -xzOf "$tmp/out/logs.tar.gz" logs/test_cuda_pass-cand.log >"$tmp/cand" 2>&1
 grep -q 'candidates \[\]' "$tmp/plain" && grep -q 'candidates \[fake1,fake2\]' "$tmp/cand" &&
     grep -Eq '^test_cuda_pass-cand +PASS' "$tmp/out/checks.txt" &&
+    grep -Eq '^test_cuda_same bits +same as default' "$tmp/out/checks.txt" &&
+    grep -Eq '^test_cuda_differ bits +differ \(in bounds\)' "$tmp/out/checks.txt" &&
+    ! grep -q '^test_cuda_pass bits' "$tmp/out/checks.txt" &&
     grep -q '== candidates: fake1,fake2' "$tmp/log" &&
     grep -Eq '^\| ddpc-fake1 +\| 160,000 ' "$tmp/log" &&
     grep -Eq '^\| ddpc-fake2 +\| 160,000 ' "$tmp/log" &&
     grep -Eq '^\| ddpc-cand +\| 160,000 ' "$tmp/log" &&
-    ok "candidates: the kernel tests with them on, a ddpc row for each and for all" ||
-    fail "candidates: the kernel tests with them on, a ddpc row for each and for all" \
+    ok "candidates: the kernel tests with them on, their bits, a ddpc row for each and for all" ||
+    fail "candidates: the kernel tests with them on, their bits, a ddpc row for each and for all" \
         "$tmp/plain" "$tmp/cand" \
         "$tmp/log"
 rm -rf "$tmp/out"

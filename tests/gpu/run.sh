@@ -343,6 +343,18 @@ if wants candidates; then
     echo "== candidates: ${cands:-none}"
     if [ -n "$cands" ]; then
         kernel_tests "-cand" "${cand_env[@]}"
+        # Tests that print "bits" lines (hashes of their outputs' bits): the same under the
+        # candidates as without them, or not (then within the test's bounds, which it checked).
+        for f in "$logs"/test_cuda_*-cand.log; do
+            [ -f "$f" ] || continue
+            t=$(basename "$f" -cand.log)
+            [ -f "$logs/$t.log" ] && grep -q ' bits ' "$f" || continue
+            if [ "$(grep ' bits ' "$logs/$t.log")" = "$(grep ' bits ' "$f")" ]; then
+                check_line "$t bits" "same as default" 0
+            else
+                check_line "$t bits" "differ (in bounds)" 0
+            fi
+        done
         train_part "-cand" "${cand_env[@]}"
     else
         check_line candidates "SKIPPED (none)" 0
