@@ -151,13 +151,14 @@ ddpc_status ddpc__gpt_forward(ddpc_model *m, const ddpc_model_input *in, bool tr
     }
     m->k->layernorm_forward(g->lnf, g->lnf_mean, g->lnf_rstd, x, P(g->lnfw), P(g->lnfb), BT, C);
     *out = (ddpc_model_output){0};
-    /* A training step at 16 bits may keep the logits in 16 bits, product and loss in one. */
-    if (ddpc__ce_head16_forward(m, g->logits, g->losses, g->lnf, P(g->wte), in->targets, BT, C, V,
-                                out)) {
+    /* A training step at 16 bits may keep the logits in 16 bits, product and loss in one. wte is
+     * asked for once (a ZeRO-3 hook gathers it), whichever path takes it. */
+    const float *wte = P(g->wte);
+    if (ddpc__ce_head16_forward(m, g->logits, g->losses, g->lnf, wte, in->targets, BT, C, V, out)) {
         g->n_valid = out->n_valid;
         return DDPC_OK;
     }
-    m->k->linear_forward(m->cfg.precision, g->logits, g->lnf, P(g->wte), NULL, BT, C, V);
+    m->k->linear_forward(m->cfg.precision, g->logits, g->lnf, wte, NULL, BT, C, V);
     m->probs = g->logits;
     m->probs_count = (size_t)(BT * V);
     if (!in->targets) {
