@@ -9,9 +9,12 @@
  * rows longer than the block, fewer blocks than rows (the grid-stride loop), in place and not,
  * ignored and out-of-range targets, every row ignored, GPT-2's padded 50304 and raw 50257 (rows at
  * every 16-byte offset), rows narrower than the 16-byte head, one row, a row past sm_90's shared
- * memory; and the row softmax against the CPU table's within 1e-6. Outputs start as NaN. What it
- * cannot see: the device's own expf/logf (the GPU test compares those, tests/test_cuda_loss.c), nor
- * a misaligned 16-byte load (the host allows it; tests/test_cuda_ce_fused.c's 50257 would fail). */
+ * memory; and the row softmax against the CPU table's within 1e-6. The candidate head16's kernel
+ * on 16-bit logits (bf16, fp16) against the fused kernel on them widened, its gradient rounded,
+ * and argmax_kernel, bit for bit (rows whose loss is near 0 expose the sum's order). Outputs start
+ * as NaN. What it cannot see: the device's own expf/logf (the GPU test compares those,
+ * tests/test_cuda_loss.c), nor a misaligned 16-byte load (the host allows it;
+ * tests/test_cuda_ce_fused.c's 50257 would fail). */
 #define DDPC_CUDA_EMULATE 1
 #include "cuda_emu.h"
 
@@ -252,7 +255,8 @@ static void check_emu16(int64_t n, int64_t v, int64_t ld, int64_t rows, unsigned
             float x = 16.0f * ddpc_rng_uniform_at(seed, 3, (uint64_t)(i * v + j)) - 8.0f;
             const int32_t tj = t[i];
             if (tj >= 0 && tj < v && i % 4 != 2 && (j == tj || (i % 4 == 0 && j == tj / 2)))
-                x = 9.0f; /* the target is the maximum: on odd rows alone, tied earlier on 4k */
+                x = 24.0f; /* the target the maximum (alone on odd rows, tied earlier on 4k): its
+                            * loss near 0 shows the sum's last bit */
             h[(size_t)(i * ld + j)] = narrow16(bf, x);
             wide[(size_t)(i * v + j)] = widen16(bf, h[(size_t)(i * ld + j)]);
         }
