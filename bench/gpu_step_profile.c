@@ -47,7 +47,7 @@ typedef struct {
     float *wpe, *dwpe;            /* (T, C) */
     float *logits, *dlogits;      /* (BT, V) */
     float *losses;                /* (BT) */
-    double *sums;                 /* (2) the fused cross-entropy's loss sum and valid rows */
+    double *sums; /* (3) the fused cross-entropy's loss sum, valid rows (and head16's hits) */
     int32_t *tokens, *targets;    /* (BT) */
     int64_t n_valid;
     float *p, *g, *m, *v;       /* (n_params) AdamW */
@@ -290,6 +290,8 @@ enum {
     OP_SEED_GEMM_FC,
     OP_TWO_GEMMS_QKV,
     OP_TWO_GEMMS_FC,
+    OP_HEAD16_FWD,
+    OP_HEAD16_BWD,
     OP_COUNT
 };
 
@@ -447,6 +449,17 @@ static void op_run(bench *b, int op)
         k->adamw_update(b->p, b->g, b->m, b->v, b->mask, (int64_t)b->n_params, &c);
         break;
     }
+    /* The candidate head16 (DDPC_CUDA_CANDIDATES=head16; otherwise its forward declines at once
+     * and its backward reads whatever bits the logits hold): the product, argmax and fused loss
+     * over 16-bit logits, then the backward's two products from the 16-bit gradient. Last in
+     * the enum: the forward overwrites the logits with 16-bit values. */
+    case OP_HEAD16_FWD:
+        (void)k->head16_forward(bf, b->sums, b->logits, (size_t)(BT * V) * sizeof(float), b->losses,
+                                b->x, b->w, b->targets, BT, C, V, -1, 1.0f);
+        break;
+    case OP_HEAD16_BWD:
+        k->head16_backward(bf, b->dx, b->dw, b->logits, b->x, b->w, BT, C, V);
+        break;
     case OP_GEMM_HEAD_FWD:
         k->gemm(bf, DDPC_NO_TRANS, DDPC_TRANS, BT, V, C, 1.0f, b->x, C, b->w, C, 0.0f, b->logits,
                 V);
@@ -598,7 +611,7 @@ static void bench_alloc(bench *b)
     b->x = dev(act * f), b->y = dev(act * f), b->dy = dev(act * f), b->dx = dev(act * f);
     b->res = dev(act * f);
     b->mean = dev(BT * f), b->rstd = dev(BT * f), b->losses = dev(BT * f);
-    b->sums = dev(2 * sizeof(double));
+    b->sums = dev(3 * sizeof(double));
     b->lnw = dev(C * f), b->lnb = dev(C * f), b->bias = dev(4 * C * f), b->db = dev(4 * C * f);
     b->w = dev((size_t)V * C * f), b->dw = dev((size_t)V * C * f);
     b->qkv = dev(BT * 3 * C * f), b->dqkv = dev(BT * 3 * C * f);
@@ -749,6 +762,13 @@ int main(int argc, char **argv)
                               2 * LINF(C, 3 * C), 0},
         [OP_TWO_GEMMS_FC] = {"  before: 2 gemms+db fc", "C->4C", 0, LINBB(C, 4 * C),
                              2 * LINF(C, 4 * C), 0},
+        /* Against "linear_forward LM head" + argmax + cross_entropy_fused, and "linear_backward
+         * LM head": what the candidate head16 saves (bytes: x and w in fp32, 16-bit logits
+         * written, read and written again; the backward's dlogits read in 16 bits). */
+        [OP_HEAD16_FWD] = {"  head16_forward (cand.)", "C->V + CE", 0,
+                           f * (bt * C + (double)V * C) + 6.0 * bt * V, LINF(C, V), 0},
+        [OP_HEAD16_BWD] = {"  head16_backward (cand.)", "C->V", 0,
+                           f * (3 * bt * C + 3.0 * V * C) + 2.0 * bt * V, 2 * LINF(C, V), 0},
     };
     /* In enum order: each op's inputs were written by the ops before it (att by attention
      * forward, probs by cross_entropy_forward, dqkv by attention backward). */

@@ -59,6 +59,14 @@ static inline float4 make_float4(float x, float y, float z, float w)
     return float4{x, y, z, w};
 }
 
+struct uint4 {
+    unsigned x, y, z, w;
+};
+static inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w)
+{
+    return uint4{x, y, z, w};
+}
+
 struct __nv_bfloat16 {
     uint16_t bits;
 };
@@ -72,6 +80,22 @@ static inline __nv_bfloat16 __float2bfloat16_rn(float x)
 static inline __half __float2half_rn(float x)
 {
     return __half{ddpc_f32_to_f16(x)};
+}
+static inline uint16_t __bfloat16_as_ushort(__nv_bfloat16 h)
+{
+    return h.bits;
+}
+static inline uint16_t __half_as_ushort(__half h)
+{
+    return h.bits;
+}
+static inline __half __ushort_as_half(uint16_t b)
+{
+    return __half{b};
+}
+static inline float __half2float(__half h)
+{
+    return ddpc_f16_to_f32(h.bits);
 }
 static inline float emu_to_float(__nv_bfloat16 h)
 {

@@ -9,9 +9,12 @@
  * rows longer than the block, fewer blocks than rows (the grid-stride loop), in place and not,
  * ignored and out-of-range targets, every row ignored, GPT-2's padded 50304 and raw 50257 (rows at
  * every 16-byte offset), rows narrower than the 16-byte head, one row, a row past sm_90's shared
- * memory; and the row softmax against the CPU table's within 1e-6. Outputs start as NaN. What it
- * cannot see: the device's own expf/logf (the GPU test compares those, tests/test_cuda_loss.c), nor
- * a misaligned 16-byte load (the host allows it; tests/test_cuda_ce_fused.c's 50257 would fail). */
+ * memory; and the row softmax against the CPU table's within 1e-6. The candidate head16's kernel
+ * on 16-bit logits (bf16, fp16) against the fused kernel on them widened, its gradient rounded,
+ * and argmax_kernel, bit for bit (rows whose loss is near 0 expose the sum's order). Outputs start
+ * as NaN. What it cannot see: the device's own expf/logf (the GPU test compares those,
+ * tests/test_cuda_loss.c), nor a misaligned 16-byte load (the host allows it;
+ * tests/test_cuda_ce_fused.c's 50257 would fail). */
 #define DDPC_CUDA_EMULATE 1
 #include "cuda_emu.h"
 
@@ -25,8 +28,8 @@ static inline unsigned long long atomicAdd(unsigned long long *p, unsigned long 
     return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
 }
 
-/* The argmax kernel is compiled here but not run: this test is about the loss (and the softmax,
- * which shares its row statistics). */
+/* The argmax kernel runs only as the 16-bit kernel's reference: this test is about the loss (and
+ * the softmax, which shares its row statistics). */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function"
 #include "../src/kernels/cuda/loss.cu"
@@ -219,6 +222,119 @@ static void test_emu_on_chip_limit(void)
     check_emu(2, widest + 1, 1024, 2, 1.0f, false, true, 8);
 }
 
+/* The 16-bit bits of x in prec's format (round to nearest even), and back. */
+static uint16_t narrow16(bool bf, float x)
+{
+    return bf ? ddpc_f32_to_bf16(x) : ddpc_f32_to_f16(x);
+}
+static float widen16(bool bf, uint16_t b)
+{
+    return bf ? ddpc_bf16_to_f32(b) : ddpc_f16_to_f32(b);
+}
+
+/* The head16 candidate's row kernel on 16-bit logits (rows, ld), v of each row's ld columns
+ * real, against the fp32 path on the same logits widened: ce_count_kernel, ce_fused_smem_kernel
+ * and ce_mean_kernel, then its dlogits rounded to 16 bits as linear_backward rounds them, and
+ * argmax_kernel. The same bits for every gradient, row loss and sum, the same argmax count;
+ * zeros in the padding columns and rows (which start as garbage here), on ignored rows and for
+ * a batch without valid rows. Some rows put their maximum at the target, some tie it earlier. */
+static void check_emu16(int64_t n, int64_t v, int64_t ld, int64_t rows, unsigned threads,
+                        unsigned blocks, float dloss, bool bf, bool none, uint64_t seed)
+{
+    const unsigned one = threads == 1024 ? 1024 : 128;
+    printf(
+        " emulated 16-bit (%s) n %lld v %lld ld %lld rows %lld threads %u blocks %u dloss %g%s\n",
+        bf ? "bf16" : "fp16", (long long)n, (long long)v, (long long)ld, (long long)rows, threads,
+        blocks, (double)dloss, none ? " all ignored" : "");
+    const std::vector<int32_t> tg = make_targets(n, v, none);
+    const int32_t *t = tg.data();
+    std::vector<uint16_t> h((size_t)(rows * ld), narrow16(bf, 1.5f)); /* the padding: garbage */
+    std::vector<float> wide((size_t)(n * v));
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < v; j++) {
+            float x = 16.0f * ddpc_rng_uniform_at(seed, 3, (uint64_t)(i * v + j)) - 8.0f;
+            const int32_t tj = t[i];
+            if (tj >= 0 && tj < v && i % 4 != 2 && (j == tj || (i % 4 == 0 && j == tj / 2)))
+                x = 24.0f; /* the target the maximum (alone on odd rows, tied earlier on 4k): its
+                            * loss near 0 shows the sum's last bit */
+            h[(size_t)(i * ld + j)] = narrow16(bf, x);
+            wide[(size_t)(i * v + j)] = widen16(bf, h[(size_t)(i * ld + j)]);
+        }
+    const int before = emu_failures;
+
+    /* Today's path on the widened logits. */
+    std::vector<float> ref_d = nan_vec(n * v), ref_loss = nan_vec(n);
+    double ref_sums[2] = {NAN, NAN};
+    unsigned long long ref_correct = 0;
+    emu_launch(1, one, 0, [&] { ce_count_kernel(ref_sums, t, n, v, IGNORE); });
+    emu_launch(blocks, threads, ce_stage_bytes(v), [&] {
+        ce_fused_smem_kernel(ref_d.data(), ref_loss.data(), wide.data(), t, n, v, IGNORE, ref_sums,
+                             dloss);
+    });
+    emu_launch(1, one, 0, [&] { ce_mean_kernel(ref_sums, ref_loss.data(), t, n, v, IGNORE); });
+    emu_launch(blocks, threads, 0,
+               [&] { argmax_kernel(&ref_correct, wide.data(), t, n, v, IGNORE); });
+
+    /* The candidate's four launches, as ddpc__cuda_ce16_fused makes them. */
+    std::vector<float> loss = nan_vec(n);
+    double sums[3] = {NAN, NAN, NAN};
+    unsigned long long correct = 0;
+    emu_launch(1, one, 0, [&] { ce_count_kernel(sums, t, n, v, IGNORE); });
+    emu_launch(blocks, threads, (size_t)ld * 2, [&] {
+        if (bf)
+            ce16_fused_kernel<ce16_bf16>(h.data(), loss.data(), &correct, t, n, rows, v, ld, IGNORE,
+                                         sums, dloss);
+        else
+            ce16_fused_kernel<ce16_f16>(h.data(), loss.data(), &correct, t, n, rows, v, ld, IGNORE,
+                                        sums, dloss);
+    });
+    emu_launch(1, one, 0, [&] { ce_mean_kernel(sums, loss.data(), t, n, v, IGNORE); });
+    emu_launch(1, 32, 0, [&] { count_to_double_kernel(sums + 2, &correct); });
+    CHECK_EQ_INT(emu_failures, before);
+
+    int64_t bad = 0, pad = 0;
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < ld; j++) {
+            const uint16_t got = h[(size_t)(i * ld + j)];
+            if (i >= n || j >= v) {
+                pad += got != 0;
+                continue;
+            }
+            const uint16_t want = narrow16(bf, ref_d[(size_t)(i * v + j)]);
+            if (got != want && bad++ == 0)
+                printf("  dlogits[%lld, %lld]: %#06x vs %#06x\n", (long long)i, (long long)j,
+                       (unsigned)got, (unsigned)want);
+        }
+    printf("  %lld gradients differ, %lld padding not 0; %llu of %.0f rows correct\n",
+           (long long)bad, (long long)pad, correct, ref_sums[1]);
+    CHECK_EQ_INT(bad, 0);
+    CHECK_EQ_INT(pad, 0);
+    CHECK_EQ_INT(bit_diffs("16-bit row loss", loss.data(), ref_loss.data(), n), 0);
+    CHECK(memcmp(sums, ref_sums, sizeof ref_sums) == 0);
+    CHECK(sums[2] == (double)ref_correct);
+    CHECK(none ? ref_correct == 0 : ref_correct > 0);
+}
+
+static void test_emu16_small(void)
+{
+    for (int bf = 0; bf < 2; bf++) {
+        check_emu16(10, 300, 304, 16, 64, 3, 1.0f, bf, false, 21); /* looping blocks, 2 warps */
+        check_emu16(23, 13, 16, 24, 32, 23, 0.75f, bf, false, 22); /* 1 warp, most idle */
+        check_emu16(7, 13, 16, 8, 32, 2, 1.0f, bf, true, 23);      /* every row ignored */
+        check_emu16(12, 1000, 1000, 12, 128, 5, 65536.0f / 3.0f, bf, false, 24); /* no padding */
+        check_emu16(9, 1, 8, 16, 32, 4, 1.0f, bf, false, 25);                    /* one class */
+    }
+}
+
+/* GPT-2's vocabulary as the head16 product lays it out: 50257 classes at a row stride of the
+ * padded 50304, the host's 1024 threads. */
+static void test_emu16_gpt2_vocab(void)
+{
+    const unsigned th = (unsigned)ddpc__row_threads(50257, 1024);
+    check_emu16(6, 50257, 50304, 8, th, 6, 1.0f, true, false, 26);
+    check_emu16(6, 50257, 50304, 6, th, 3, 1.0f, false, false, 27);
+}
+
 /* softmax_rows_kernel in place against the CPU table's softmax_rows within 1e-6: rows longer and
  * shorter than the block, fewer blocks than rows. */
 static void test_emu_softmax_rows(void)
@@ -248,5 +364,7 @@ int main(void)
     RUN_TEST(test_emu_gpt2_vocab);
     RUN_TEST(test_emu_on_chip_limit);
     RUN_TEST(test_emu_softmax_rows);
+    RUN_TEST(test_emu16_small);
+    RUN_TEST(test_emu16_gpt2_vocab);
     return check_summary();
 }

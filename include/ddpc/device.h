@@ -219,6 +219,23 @@ typedef struct ddpc_kernel_table {
                                 int64_t n, int64_t v, int32_t ignore_index);
     /* x (n, classes) = softmax of each row, in place. */
     void (*softmax_rows)(float *x, int64_t n, int64_t classes);
+    /* A language model's head and its loss with 16-bit logits, autocast's and llm.c's numerics,
+     * for a training step at bf16/fp16 whose dloss is known before its forward: NULL in the CPU
+     * table. head16_forward: logits = x (n, c) @ w (v, c)^T with x and w rounded as
+     * linear_forward rounds them, written in `prec`'s 16 bits over `logits` (`bytes` of the
+     * table's memory, a row stride the member picks), then cross_entropy_fused's gradient over
+     * them, rounded to 16 bits: the bits of cross_entropy_fused on the rounded logits widened to
+     * fp32 with its dlogits rounded to 16 bits; losses (n) its row losses (may be NULL);
+     * sums (3) = {the loss sum, the valid rows, argmax_correct on the same logits}. False, having
+     * run nothing, where it does not apply (another precision, `bytes` too few, a row too wide,
+     * the candidate off): the caller then runs linear_forward and the fp32 members.
+     * head16_backward: dx (n, c) += dlogits @ w, dw (v, c) += dlogits^T @ x (linear_backward's
+     * accumulate contract, w and x rounded as it rounds them) from a head16_forward's logits. */
+    bool (*head16_forward)(ddpc_precision prec, double *sums, void *logits, size_t bytes,
+                           float *losses, const float *x, const float *w, const int32_t *targets,
+                           int64_t n, int64_t c, int64_t v, int32_t ignore_index, float dloss);
+    void (*head16_backward)(ddpc_precision prec, float *dx, float *dw, const void *dlogits,
+                            const float *x, const float *w, int64_t n, int64_t c, int64_t v);
     /* Elementwise losses on float targets (regression, multi-label): NULL in the CUDA table,
      * where models refuse every loss but cross-entropy; sum_abs and sum_sq are host. */
     float (*mse_forward)(const float *pred, const float *target, int64_t n);

@@ -150,10 +150,17 @@ ddpc_status ddpc__gpt_forward(ddpc_model *m, const ddpc_model_input *in, bool tr
         x = g->acts[l].res3;
     }
     m->k->layernorm_forward(g->lnf, g->lnf_mean, g->lnf_rstd, x, P(g->lnfw), P(g->lnfb), BT, C);
-    m->k->linear_forward(m->cfg.precision, g->logits, g->lnf, P(g->wte), NULL, BT, C, V);
+    *out = (ddpc_model_output){0};
+    /* A training step at 16 bits may keep the logits in 16 bits, product and loss in one. wte is
+     * asked for once (a ZeRO-3 hook gathers it), whichever path takes it. */
+    const float *wte = P(g->wte);
+    if (ddpc__ce_head16_forward(m, g->logits, g->losses, g->lnf, wte, in->targets, BT, C, V, out)) {
+        g->n_valid = out->n_valid;
+        return DDPC_OK;
+    }
+    m->k->linear_forward(m->cfg.precision, g->logits, g->lnf, wte, NULL, BT, C, V);
     m->probs = g->logits;
     m->probs_count = (size_t)(BT * V);
-    *out = (ddpc_model_output){0};
     if (!in->targets) {
         m->k->softmax_rows(g->logits, BT, V);
         return DDPC_OK;
@@ -227,11 +234,19 @@ void ddpc__gpt_backward(ddpc_model *m, float dloss)
     const ddpc_gpt_config *o = ddpc__gpt_cfg(m);
     int64_t B = g->B, T = o->block_size, C = o->n_embd, V = c->num_classes, BT = B * T;
     /* The LM head's backward reads dlogits and its input lnf, never the logits: the gradient is
-     * written over them (B*T*V floats, GPT-2's 3.3 GB at B 16, T 1024, kept in no other buffer). */
-    const float *dlogits = ddpc__ce_backward(m, g->logits, g->targets, BT, V, g->n_valid, dloss);
-    m->k->fill_f32(g->dln, 0.0f, BT * C);
-    m->k->linear_backward(m->cfg.precision, g->dln, G(g->wte), NULL, dlogits, g->lnf, P(g->wte),
-                         BT, C, V);
+     * written over them (B*T*V floats, GPT-2's 3.3 GB at B 16, T 1024, kept in no other buffer),
+     * in 16 bits where the forward took the head into the loss. */
+    if (m->ce_half) {
+        m->k->fill_f32(g->dln, 0.0f, BT * C);
+        m->k->head16_backward(m->cfg.precision, g->dln, G(g->wte), g->logits, g->lnf, P(g->wte), BT,
+                              C, V);
+    } else {
+        const float *dlogits =
+            ddpc__ce_backward(m, g->logits, g->targets, BT, V, g->n_valid, dloss);
+        m->k->fill_f32(g->dln, 0.0f, BT * C);
+        m->k->linear_backward(m->cfg.precision, g->dln, G(g->wte), NULL, dlogits, g->lnf, P(g->wte),
+                              BT, C, V);
+    }
     const float *last = o->n_layer > 0 ? g->acts[o->n_layer - 1].res3 : g->encoded;
     m->k->fill_f32(g->dres, 0.0f, BT * C);
     m->k->layernorm_backward(g->dres, G(g->lnfw), G(g->lnfb), g->dln, last, P(g->lnfw), g->lnf_mean,

@@ -29,5 +29,13 @@ void ddpc__ce_forward(ddpc_model *m, float *logits, float *losses, const int32_t
                       int64_t n, int64_t v, ddpc_model_output *out);
 const float *ddpc__ce_backward(ddpc_model *m, float *probs, const int32_t *targets, int64_t n,
                                int64_t v, int64_t n_valid, float dloss);
+/* A language model's head logits = x (n, c) @ w (v, c)^T and the same loss in one, through the
+ * table's head16_forward, with *out as ddpc__ce_forward's: in an announced training forward with
+ * targets where the table has the member and it accepts (m->ce_half is then set: `logits`, n * v
+ * floats, hold the loss's 16-bit gradient, for head16_backward). False, having run nothing,
+ * otherwise: the caller then runs its product and ddpc__ce_forward. */
+bool ddpc__ce_head16_forward(ddpc_model *m, float *logits, float *losses, const float *x,
+                             const float *w, const int32_t *targets, int64_t n, int64_t c,
+                             int64_t v, ddpc_model_output *out);
 
 #endif

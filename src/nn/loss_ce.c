@@ -5,7 +5,10 @@
  * waits. A training forward announced by ddpc_model_expect_backward runs forward and backward in
  * one kernel and leaves the gradient over the logits; otherwise the backward writes it there.
  * Invariant: every way runs kernels that give the same bits (the fused one matches forward then
- * backward), read now or later. */
+ * backward), read now or later. A table with head16 members may also take a language model's
+ * head into the loss (16-bit logits): only in such an announced training forward with targets,
+ * where the member accepts (its precision, the candidate named); every other forward keeps fp32
+ * logits. */
 #include "nn/loss.h"
 
 #include <math.h>
@@ -28,8 +31,8 @@ static bool deferred(const ddpc_model *m)
 }
 
 /* Where this forward's fused sums go, or NULL when it keeps forward and backward apart (no
- * announced backward, no such kernel, or no memory): the loss sink, else two doubles of the
- * table's memory the model keeps from its first fused forward on. */
+ * announced backward, no such kernel, or no memory): the loss sink, else three doubles of the
+ * table's memory (laid out as the sink) the model keeps from its first fused forward on. */
 static double *fused_sums(ddpc_model *m)
 {
     if (!m->ce_armed || !m->k->cross_entropy_fused)
@@ -37,8 +40,42 @@ static double *fused_sums(ddpc_model *m)
     if (deferred(m))
         return m->loss_sink;
     if (!m->ce_sums)
-        m->ce_sums = m->k->alloc(2 * sizeof(double));
+        m->ce_sums = m->k->alloc(3 * sizeof(double));
     return m->ce_sums;
+}
+
+/* The read-back of a fused forward's sums (a wait on a device), returned as cross_entropy_forward
+ * returns them; the sink's NaN and -1 when they stay on the device. */
+static void fused_out(ddpc_model *m, const double *sums, int n, ddpc_model_output *out)
+{
+    if (deferred(m)) {
+        out->loss = NAN;
+        out->n_valid = out->n_correct = -1;
+        return;
+    }
+    double here[3];
+    m->k->to_host(here, sums, (size_t)n * sizeof(double));
+    out->n_valid = (int64_t)here[1];
+    out->loss = out->n_valid ? (float)(here[0] / here[1]) : 0.0f;
+    if (n == 3)
+        out->n_correct = (int64_t)here[2];
+}
+
+bool ddpc__ce_head16_forward(ddpc_model *m, float *logits, float *losses, const float *x,
+                             const float *w, const int32_t *targets, int64_t n, int64_t c,
+                             int64_t v, ddpc_model_output *out)
+{
+    const ddpc_kernel_table *k = m->k;
+    if (!m->ce_armed || !k->head16_forward || !targets)
+        return false;
+    double *sums = fused_sums(m);
+    if (!sums || !k->head16_forward(m->cfg.precision, sums, logits, (size_t)(n * v) * sizeof(float),
+                                    losses, x, w, targets, n, c, v, -1, m->ce_dloss))
+        return false;
+    m->ce_fused = m->ce_half = true;
+    m->probs = NULL; /* the logits hold the 16-bit gradient */
+    fused_out(m, sums, 3, out);
+    return true;
 }
 
 void ddpc__ce_forward(ddpc_model *m, float *logits, float *losses, const int32_t *targets,
@@ -55,16 +92,7 @@ void ddpc__ce_forward(ddpc_model *m, float *logits, float *losses, const int32_t
         k->cross_entropy_fused(sums, logits, losses, logits, targets, n, v, -1, m->ce_dloss);
         m->ce_fused = true;
         m->probs = NULL; /* the logits hold the gradient now */
-        if (deferred(m)) {
-            out->loss = NAN;
-            out->n_valid = out->n_correct = -1;
-            return;
-        }
-        /* Read back (a wait on a device) and returned as cross_entropy_forward returns them. */
-        double here[2];
-        k->to_host(here, sums, sizeof here);
-        out->n_valid = (int64_t)here[1];
-        out->loss = out->n_valid ? (float)(here[0] / here[1]) : 0.0f;
+        fused_out(m, sums, 2, out);
         return;
     }
     if (deferred(m)) {

@@ -470,7 +470,7 @@ ddpc_status ddpc_model_forward(ddpc_model *m, const ddpc_model_input *in, bool t
                                        in->n));
     ddpc_model_output local = {0};
     m->last_n = 0;
-    m->ce_fused = false; /* with last_n: a backward meets this forward's logits or none */
+    m->ce_fused = m->ce_half = false; /* with last_n: a backward meets this forward's or none */
     if (m->ops->check_input)
         DDPC_TRY(m->ops->check_input(m, in));
     ddpc_model_input staged;

@@ -48,7 +48,8 @@ struct ddpc_model {
     float ce_dloss;      /* the dloss that gradient was (or will be) scaled by */
     bool ce_armed;       /* during a training forward: it may fuse cross-entropy's backward */
     bool ce_fused;       /* the logits hold the loss's gradient (fused forward or backward) */
-    double *ce_sums;     /* (2) the fused loss's sums when no sink takes them, k's memory */
+    bool ce_half;        /* ... in 16 bits, from the table's head16_forward (nn/loss.h) */
+    double *ce_sums;     /* (3) the fused loss's sums when no sink takes them, k's memory */
     ddpc_grad_ready_fn grad_ready; /* may be NULL */
     void *grad_ready_ctx;
     ddpc_param_use_fn param_use;   /* may be NULL */

@@ -23,6 +23,9 @@ extern "C" {
 /* The stream and cuBLAS handle of the current device (made by ddpc__cuda_open). */
 cudaStream_t ddpc__cuda_stream(void);
 cublasHandle_t ddpc__cuda_blas(void);
+/* The ordinal of the process's GPU (ddpc__cuda_open's), made current in the calling thread: no
+ * CUDA call once it is, so kernels key what they cache per device on it. */
+int ddpc__cuda_device(void);
 /* The cuBLASLt handle, and the workspace (*bytes long) it shares with the cuBLAS handle. */
 cublasLtHandle_t ddpc__cuda_blas_lt(void);
 void *ddpc__cuda_blas_workspace(size_t *bytes);
@@ -111,6 +114,17 @@ void ddpc__cuda_linear_residual_forward(ddpc_precision prec, float *y, const flo
 void ddpc__cuda_linear_backward(ddpc_precision prec, float *dx, float *dw, float *db,
                                 const float *dy, const float *x, const float *w, int64_t n,
                                 int64_t in, int64_t out);
+/* The 16-bit LM head's products, on gemm_16's padded shapes and rounded operands:
+ * y (padded(n), padded(out)) 16-bit (prec) = x (n, in) @ w (out, in)^T, the padding zeros (y's
+ * row stride padded(out)); and linear_backward's dx (n, in) += dy @ w, dw (out, in) += dy^T @ x
+ * from such a 16-bit dy (padded(n), padded(out)), zero in its padding. padded() is
+ * ddpc__cuda_gemm_padded. */
+int64_t ddpc__cuda_gemm_padded(int64_t x);
+void ddpc__cuda_linear_forward_16out(ddpc_precision prec, void *y, const float *x, const float *w,
+                                     int64_t n, int64_t in, int64_t out);
+void ddpc__cuda_linear_backward_16in(ddpc_precision prec, float *dx, float *dw, const void *dy,
+                                     const float *x, const float *w, int64_t n, int64_t in,
+                                     int64_t out);
 /* round.cu (candidate "round4"): dst (prows, pcols) 16-bit = src (rows, cols; lds) rounded to
  * nearest even, zero past rows and cols; pcols a multiple of 4. */
 void ddpc__cuda_round4(ddpc_precision prec, void *dst, int64_t prows, int64_t pcols,
@@ -224,6 +238,22 @@ void ddpc__cuda_cross_entropy_fused(double *sums, float *dlogits, float *losses,
                                     int64_t v, int32_t ignore_index, float dloss);
 void ddpc__cuda_argmax_correct_into(double *correct, const float *scores, const int32_t *targets,
                                     int64_t n, int64_t v, int32_t ignore_index);
+/* The LM head's loss over 16-bit logits (rows, ld) written by ddpc__cuda_linear_forward_16out
+ * (rows >= n >= 1, those past n and the columns past v zeroed): cross_entropy_fused's gradient
+ * over v of each row's ld columns, rounded to 16 bits in place, losses (n) (may be NULL), sums
+ * (3) = {loss sum, valid rows, argmax hits}. Only where ddpc__cuda_ce16_applies: prec bf16/fp16,
+ * ld a multiple of 8 and >= v, a row of ld within the device's shared memory. */
+bool ddpc__cuda_ce16_applies(ddpc_precision prec, int64_t v, int64_t ld);
+void ddpc__cuda_ce16_fused(ddpc_precision prec, double *sums, void *logits, float *losses,
+                           const int32_t *targets, int64_t n, int64_t rows, int64_t v, int64_t ld,
+                           int32_t ignore_index, float dloss);
+/* head16.cu: the table's head16_forward and head16_backward (device.h). */
+bool ddpc__cuda_head16_forward(ddpc_precision prec, double *sums, void *logits, size_t bytes,
+                               float *losses, const float *x, const float *w,
+                               const int32_t *targets, int64_t n, int64_t c, int64_t v,
+                               int32_t ignore_index, float dloss);
+void ddpc__cuda_head16_backward(ddpc_precision prec, float *dx, float *dw, const void *dlogits,
+                                const float *x, const float *w, int64_t n, int64_t c, int64_t v);
 
 /* optim.cu */
 void ddpc__cuda_adamw_update(float *params, const float *grads, float *m, float *v,

@@ -187,6 +187,13 @@ extern "C" cudaStream_t ddpc__cuda_stream(void)
     return stream;
 }
 
+/* The process's one GPU, current in this thread: a key for what kernels cache per device. */
+extern "C" int ddpc__cuda_device(void)
+{
+    make_current();
+    return open_device;
+}
+
 extern "C" cublasHandle_t ddpc__cuda_blas(void)
 {
     make_current();

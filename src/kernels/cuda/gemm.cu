@@ -7,7 +7,8 @@
  * _FAST_16BF compute types do not document their rounding) and run cublasGemmEx on the 16-bit
  * copies with fp32 accumulation and fp32 C: autocast's numerics. At 16 bits the linear layer
  * saves passes: backward rounds dy once for both of its products, and forward with a bias (no
- * residual) adds it in cuBLASLt's epilogue (gemm_lt.cu) instead of seeding y for beta = 1.
+ * residual) adds it in cuBLASLt's epilogue (gemm_lt.cu) instead of seeding y for beta = 1. The
+ * LM head's 16-bit path (head16.cu) writes its product in 16 bits and reads its dy as it is.
  * Invariant: the only device memory touched besides the operands is the BLAS scratch slot (grown
  * once per largest shape) and the preset cuBLAS(Lt) workspace, so warm calls allocate nothing. */
 #include "kernels/cuda/cuda_impl.h"
@@ -368,6 +369,32 @@ static void bias_backward(float *db, const float *dy, int64_t n, int64_t out)
     DDPC_CUDA_LAUNCHED();
 }
 
+/* The scratch bytes backward_rounded takes: w's and x's rounded copies and one padded c. */
+static size_t backward_scratch(int n, int in, int out)
+{
+    rounded rw = operand(nullptr, out, in, in), rx = operand(nullptr, n, in, in);
+    const size_t cx = c_pad_bytes(n, in, in), cw = c_pad_bytes(out, in, in);
+    return rounded_bytes(&rw) + rounded_bytes(&rx) + (cx > cw ? cx : cw);
+}
+
+/* The 16-bit dx and dw products from a rounded dy (n, out; padded(n), padded(out)): w and x
+ * rounded at s (backward_scratch bytes), then dx's product reading dy untransposed and dw's
+ * transposed, both from the one copy. */
+static void backward_rounded(ddpc_precision prec, float *dx, float *dw, const rounded *rdy,
+                             const float *x, const float *w, int n, int in, int out, char *s)
+{
+    rounded rw = operand(w, out, in, in), rx = operand(x, n, in, in);
+    const size_t w_bytes = rounded_bytes(&rw), x_bytes = rounded_bytes(&rx);
+    round_operand(prec, &rw, s);
+    round_operand(prec, &rx, s + w_bytes);
+    char *cpad = s + w_bytes + x_bytes; /* each product's, in turn (stream order) */
+    /* dx (n, in) += dy (n, out) @ w (out, in) */
+    gemm_rounded(prec, DDPC_NO_TRANS, DDPC_NO_TRANS, n, in, out, 1.0f, rdy, &rw, 1.0f, dx, in,
+                 cpad);
+    /* dw (out, in) += dy^T (out, n) @ x (n, in) */
+    gemm_rounded(prec, DDPC_TRANS, DDPC_NO_TRANS, out, in, n, 1.0f, rdy, &rx, 1.0f, dw, in, cpad);
+}
+
 /* The 16-bit dx and dw products from one rounding of dy (and of w and x): dx's product reads dy
  * (n, out) untransposed, dw's transposed, and both pad it to (padded(n), padded(out)), so the one
  * copy is what gemm_16 would make for each. The same rounded operands and the same cuBLAS calls as
@@ -375,22 +402,51 @@ static void bias_backward(float *db, const float *dy, int64_t n, int64_t out)
 static void linear_backward_16(ddpc_precision prec, float *dx, float *dw, const float *dy,
                                const float *x, const float *w, int n, int in, int out)
 {
-    rounded rdy = operand(dy, n, out, out), rw = operand(w, out, in, in);
-    rounded rx = operand(x, n, in, in);
-    const size_t dy_bytes = rounded_bytes(&rdy), w_bytes = rounded_bytes(&rw);
-    const size_t x_bytes = rounded_bytes(&rx);
-    const size_t cx = c_pad_bytes(n, in, in), cw = c_pad_bytes(out, in, in);
+    rounded rdy = operand(dy, n, out, out);
+    const size_t dy_bytes = rounded_bytes(&rdy);
     char *s = (char *)ddpc__cuda_scratch(DDPC__CUDA_SCRATCH_BLAS,
-                                         dy_bytes + w_bytes + x_bytes + (cx > cw ? cx : cw));
+                                         dy_bytes + backward_scratch(n, in, out));
     round_operand(prec, &rdy, s);
-    round_operand(prec, &rw, s + dy_bytes);
-    round_operand(prec, &rx, s + dy_bytes + w_bytes);
-    char *cpad = s + dy_bytes + w_bytes + x_bytes; /* each product's, in turn (stream order) */
-    /* dx (n, in) += dy (n, out) @ w (out, in) */
-    gemm_rounded(prec, DDPC_NO_TRANS, DDPC_NO_TRANS, n, in, out, 1.0f, &rdy, &rw, 1.0f, dx, in,
-                 cpad);
-    /* dw (out, in) += dy^T (out, n) @ x (n, in) */
-    gemm_rounded(prec, DDPC_TRANS, DDPC_NO_TRANS, out, in, n, 1.0f, &rdy, &rx, 1.0f, dw, in, cpad);
+    backward_rounded(prec, dx, dw, &rdy, x, w, n, in, out, s + dy_bytes);
+}
+
+extern "C" int64_t ddpc__cuda_gemm_padded(int64_t x)
+{
+    return padded(x);
+}
+
+/* gemm_16's (NO_TRANS, TRANS) product on the same rounded operands and padded sizes, its C
+ * written in 16 bits over the whole padded (padded(n), padded(out)) instead of into an fp32
+ * scratch and copied out: the LM head's logits, which its loss reads in 16 bits. */
+extern "C" void ddpc__cuda_linear_forward_16out(ddpc_precision prec, void *y, const float *x,
+                                                const float *w, int64_t n, int64_t in, int64_t out)
+{
+    rounded rx = operand(x, int_size(n, "m"), int_size(in, "k"), in);
+    rounded rw = operand(w, int_size(out, "n"), in, in);
+    const size_t x_bytes = rounded_bytes(&rx);
+    char *s = (char *)ddpc__cuda_scratch(DDPC__CUDA_SCRATCH_BLAS, x_bytes + rounded_bytes(&rw));
+    round_operand(prec, &rx, s);
+    round_operand(prec, &rw, s + x_bytes);
+    const cudaDataType_t type = type_of(prec);
+    const float one = 1.0f, zero = 0.0f;
+    const int np = int_size(rw.prows, "out"), kp = int_size(rx.pcols, "in");
+    /* Column-major, w first as gemm_rounded passes it: y^T (np, mp) = w_r^T-op x_r^T. */
+    DDPC_CUBLAS_CHECK(cublasGemmEx(
+        ddpc__cuda_blas(), CUBLAS_OP_T, CUBLAS_OP_N, np, int_size(rx.prows, "n"), kp, &one, rw.p,
+        type, kp, rx.p, type, kp, &zero, y, type, np, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+/* linear_backward_16 from a dy already 16 bits, as linear_backward_16's rounding leaves it:
+ * (padded(n), padded(out)), zero in the padding. */
+extern "C" void ddpc__cuda_linear_backward_16in(ddpc_precision prec, float *dx, float *dw,
+                                                const void *dy, const float *x, const float *w,
+                                                int64_t n, int64_t in, int64_t out)
+{
+    const int rows = int_size(n, "m"), ii = int_size(in, "n"), io = int_size(out, "k");
+    rounded rdy = operand(nullptr, rows, io, io);
+    rdy.p = (void *)dy;
+    char *s = (char *)ddpc__cuda_scratch(DDPC__CUDA_SCRATCH_BLAS, backward_scratch(rows, ii, io));
+    backward_rounded(prec, dx, dw, &rdy, x, w, rows, ii, io, s);
 }
 
 extern "C" void ddpc__cuda_linear_backward(ddpc_precision prec, float *dx, float *dw, float *db,

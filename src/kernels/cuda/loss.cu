@@ -6,9 +6,15 @@
  * bits on every rerun; the members that return a number wait for the device, their *_into forms
  * leave it in device memory (the waiting ones are the *_into ones plus a read). The fused
  * forward+backward gives the bits of forward then backward (same block shape, same products),
- * reading each logit from device memory once where its row fits in shared memory. */
+ * reading each logit from device memory once where its row fits in shared memory; its 16-bit
+ * form (the candidate head16) gives its bits on the logits widened, the gradient rounded. */
 #ifndef DDPC_CUDA_EMULATE /* tests/test_loss_emu.cpp runs the kernels on the host */
 #include "kernels/cuda/cuda_impl.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <atomic>
 #endif
 #include "kernels/cuda/row_reduce.cuh"
 
@@ -121,18 +127,23 @@ static __global__ void __launch_bounds__(1024)
         sums[1] = (double)count;
 }
 
-/* A fused row's gradient sweep: d (v) = 0 + g (e * inv), less g at the target, with
- * e = expf(x - mx) recomputed rather than stored, each thread the elements j = threadIdx.x
- * (mod blockDim.x). One function for both fused kernels, so both round alike. */
+/* A fused row's gradient at one logit x: 0 + g (e * inv), less g at the target, with
+ * e = expf(x - mx) recomputed rather than stored. One function for every fused kernel (fp32 and
+ * 16-bit logits), so all round alike. The sweep gives each thread the elements j = threadIdx.x
+ * (mod blockDim.x). */
+static __device__ __forceinline__ float ce_grad(float x, float mx, float inv, float g, bool at_tg)
+{
+    const float p = expf(x - mx) * inv;
+    const float r = 0.0f + g * p;
+    return at_tg ? r - g : r;
+}
+
 static __device__ __forceinline__ void ce_fused_sweep(float *d, const float *x, int64_t v,
                                                       int32_t tg, ddpc__row_stats st, float g)
 {
     const float inv = 1.0f / st.sum;
-    for (int64_t j = threadIdx.x; j < v; j += blockDim.x) {
-        const float p = expf(x[j] - st.mx) * inv;
-        const float r = 0.0f + g * p;
-        d[j] = j == tg ? r - g : r;
-    }
+    for (int64_t j = threadIdx.x; j < v; j += blockDim.x)
+        d[j] = ce_grad(x[j], st.mx, inv, g, j == tg);
 }
 
 /* A row without a valid target (or a batch without one): d (v) = 0, its loss 0. */
@@ -306,6 +317,149 @@ static __global__ void __launch_bounds__(1024)
     }
 }
 
+/* The 16-bit logits' formats, as stored bits: widen is exact, narrow rounds to nearest even (as
+ * gemm.cu's round_kernel and cuBLAS's 16-bit output round). */
+struct ce16_bf16 {
+    static __device__ __forceinline__ float widen(uint16_t b)
+    {
+        return __uint_as_float((uint32_t)b << 16);
+    }
+    static __device__ __forceinline__ uint16_t narrow(float x)
+    {
+        return __bfloat16_as_ushort(__float2bfloat16_rn(x));
+    }
+};
+struct ce16_f16 {
+    static __device__ __forceinline__ float widen(uint16_t b)
+    {
+        return __half2float(__ushort_as_half(b));
+    }
+    static __device__ __forceinline__ uint16_t narrow(float x)
+    {
+        return __half_as_ushort(__float2half_rn(x));
+    }
+};
+
+/* The 16-byte chunks (8 logits) of a 16-bit row of ld (a multiple of 8, so every row of a
+ * 16-byte aligned buffer is too). */
+static __device__ __forceinline__ int64_t ce16_chunks(int64_t ld)
+{
+    return ld / 8;
+}
+
+/* Copies the 16-bit row x (ld) into shared memory (ld * 2 bytes at buf) with 16-byte loads, four
+ * per thread in flight before their stores; returns the copy. Every thread must call it: it waits
+ * for the block's readers of the previous row first, and returns after the copy is written. */
+static __device__ __forceinline__ const uint16_t *ce16_stage_row(unsigned char *buf,
+                                                                 const uint16_t *x, int64_t ld)
+{
+    const int64_t n8 = ce16_chunks(ld), bd = blockDim.x;
+    const uint4 *x8 = (const uint4 *)x;
+    uint4 *s8 = (uint4 *)buf;
+    __syncthreads(); /* the previous row's readers of buf are done */
+    for (int64_t k = threadIdx.x; k < n8; k += 4 * bd) {
+        uint4 a[4] = {};
+        for (int u = 0; u < 4; u++)
+            if (k + u * bd < n8)
+                a[u] = x8[k + u * bd];
+        for (int u = 0; u < 4; u++)
+            if (k + u * bd < n8)
+                s8[k + u * bd] = a[u];
+    }
+    __syncthreads();
+    return (const uint16_t *)buf;
+}
+
+/* Eight 16-bit values from one 16-byte load, element 0 at the lowest address. */
+static __device__ __forceinline__ void ce16_unpack(uint4 q, uint16_t *h)
+{
+    const uint32_t w[4] = {q.x, q.y, q.z, q.w};
+    for (int u = 0; u < 4; u++) {
+        h[2 * u] = (uint16_t)(w[u] & 0xffffu);
+        h[2 * u + 1] = (uint16_t)(w[u] >> 16);
+    }
+}
+
+/* Eight 16-bit values as one 16-byte store, element 0 at the lowest address. */
+static __device__ __forceinline__ uint4 ce16_pack(const uint16_t *h)
+{
+    uint4 q;
+    q.x = (uint32_t)h[0] | (uint32_t)h[1] << 16;
+    q.y = (uint32_t)h[2] | (uint32_t)h[3] << 16;
+    q.z = (uint32_t)h[4] | (uint32_t)h[5] << 16;
+    q.w = (uint32_t)h[6] | (uint32_t)h[7] << 16;
+    return q;
+}
+
+/* ce_fused_smem_kernel and argmax_kernel in one, over 16-bit logits (rows, ld) of F's format
+ * (v of each row's ld columns real), the gradient written back over them in 16 bits: the row
+ * is staged as 16 bits (half ce_fused_smem_kernel's shared memory), and the max, the sum and the
+ * first maximum are taken in their thread layout and order on the widened values, so each is the
+ * bits those kernels give on the logits widened to fp32; each gradient is ce_grad's, rounded once
+ * (as linear_backward rounds dlogits). Columns v..ld, rows past n and ignored rows get 0 (the
+ * backward's products then add nothing from them). The host launches it as the fp32 one, with
+ * sums[1] counted first; correct (a device counter) gains the rows whose first maximum is their
+ * target, an integer atomic, exact in any order. A row is written only after its copy is
+ * complete, 16 bytes per thread. */
+template <typename F>
+static __global__ void __launch_bounds__(1024)
+    ce16_fused_kernel(uint16_t *logits, float *row_loss, unsigned long long *correct,
+                      const int32_t *targets, int64_t n, int64_t rows, int64_t v, int64_t ld,
+                      int32_t ignore_index, const double *sums, float dloss)
+{
+    CE_ROW_SMEM(smem);
+    __shared__ float sh[32];
+    __shared__ float sv[32];
+    __shared__ int si[32];
+    const int64_t count = (int64_t)sums[1], n8 = ce16_chunks(ld);
+    const float g = count > 0 ? __fdiv_rn(dloss, (float)count) : 0.0f;
+    for (int64_t i = blockIdx.x; i < rows; i += gridDim.x) {
+        uint16_t *x = logits + i * ld;
+        uint4 *x8 = (uint4 *)x;
+        const int32_t tg = i < n ? targets[i] : ignore_index;
+        if (i >= n || count <= 0 || !valid_target(tg, v, ignore_index)) { /* uniform */
+            for (int64_t k = threadIdx.x; k < n8; k += blockDim.x)
+                x8[k] = make_uint4(0u, 0u, 0u, 0u);
+            if (i < n && threadIdx.x == 0)
+                row_loss[i] = 0.0f;
+            continue;
+        }
+        const uint16_t *s = ce16_stage_row(smem, x, ld);
+        /* ddpc__row_max_expsum's max and argmax_kernel's first maximum, in one pass. */
+        float mx = -INFINITY, best = -INFINITY;
+        int at = INT32_MAX;
+        for (int64_t j = threadIdx.x; j < v; j += blockDim.x) {
+            const float xj = F::widen(s[j]);
+            mx = ddpc__max_op()(mx, xj);
+            if (j == (int64_t)threadIdx.x || xj > best) { /* a thread's first is taken as is */
+                best = xj;
+                at = (int)j;
+            }
+        }
+        mx = ddpc__block_reduce(mx, ddpc__max_op(), -INFINITY, sh);
+        ddpc__block_argmax(&best, &at, sv, si);
+        float sum = 0.0f;
+        for (int64_t j = threadIdx.x; j < v; j += blockDim.x)
+            sum += expf(F::widen(s[j]) - mx);
+        sum = ddpc__block_reduce(sum, ddpc__sum_op(), 0.0f, sh);
+        const float inv = 1.0f / sum;
+        for (int64_t k = threadIdx.x; k < n8; k += blockDim.x) {
+            uint16_t h[8];
+            ce16_unpack(((const uint4 *)s)[k], h); /* one 16-byte read of shared memory */
+            for (int u = 0; u < 8; u++) {
+                const int64_t j = 8 * k + u;
+                h[u] = F::narrow(j < v ? ce_grad(F::widen(h[u]), mx, inv, g, j == tg) : 0.0f);
+            }
+            x8[k] = ce16_pack(h);
+        }
+        if (threadIdx.x == 0) {
+            row_loss[i] = logf(sum) - (F::widen(s[tg]) - mx);
+            if (at == tg)
+                atomicAdd(correct, 1ULL);
+        }
+    }
+}
+
 /* *out = *count as a double (exact below 2^53). */
 static __global__ void count_to_double_kernel(double *out, const unsigned long long *count)
 {
@@ -346,16 +500,37 @@ static float *row_losses(double *sums, float *losses, int64_t n, int64_t v)
     return losses ? losses : (float *)(scratch + 2 * sizeof(double));
 }
 
-/* The most dynamic shared memory the staged kernels may ask for on the current device: the
- * opt-in per-block limit less the kernel's static reductions scratch. Asked each call (a host-side
- * attribute read), so nothing is cached across devices. */
-static size_t staged_smem_limit(void)
+/* What a staged kernel may take on one device: 1 + the dynamic shared memory it is allowed (the
+ * opt-in per-block limit less its static shared memory), 0 until asked. */
+enum { CE_MAX_DEVICES = 64 };
+struct smem_cap {
+    std::atomic<size_t> plus1[CE_MAX_DEVICES];
+};
+static smem_cap forward_cap, fused_cap, fused16_cap[2];
+
+/* The most dynamic shared memory `kernel` may take on the current device, allowed to it: asked
+ * of CUDA (the device's limit, the kernel's static use, then cudaFuncSetAttribute) on the first
+ * call per device and kernel and remembered, so a training step makes none of these host calls.
+ * Two threads asking at once both set the same value. */
+static size_t staged_smem_cap(smem_cap *c, const void *kernel)
 {
-    int dev = 0, optin = 0;
-    DDPC_CUDA_CHECK(cudaGetDevice(&dev));
+    int dev = ddpc__cuda_device();
+    const bool keep = dev >= 0 && dev < CE_MAX_DEVICES;
+    const size_t known = keep ? c->plus1[dev].load(std::memory_order_acquire) : 0;
+    if (known)
+        return known - 1;
+    if (dev < 0) /* no device opened through the table: ask which is current */
+        DDPC_CUDA_CHECK(cudaGetDevice(&dev));
+    int optin = 0;
     DDPC_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    const size_t fixed = 32 * sizeof(float); /* sh[32] */
-    return (size_t)optin > fixed ? (size_t)optin - fixed : 0;
+    cudaFuncAttributes fa;
+    DDPC_CUDA_CHECK(cudaFuncGetAttributes(&fa, kernel));
+    const size_t cap = (size_t)optin > fa.sharedSizeBytes ? (size_t)optin - fa.sharedSizeBytes : 0;
+    DDPC_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)cap));
+    if (keep)
+        c->plus1[dev].store(cap + 1, std::memory_order_release);
+    return cap;
 }
 
 extern "C" void ddpc__cuda_cross_entropy_forward_into(double *sums, float *probs, float *losses,
@@ -369,9 +544,7 @@ extern "C" void ddpc__cuda_cross_entropy_forward_into(double *sums, float *probs
         return;
     const unsigned grid = row_grid(n), threads = (unsigned)ddpc__row_threads(v, 1024);
     const size_t bytes = ce_stage_bytes(v);
-    if (ce_row_fits(v, staged_smem_limit())) {
-        DDPC_CUDA_CHECK(cudaFuncSetAttribute(
-            ce_forward_smem_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+    if (ce_row_fits(v, staged_smem_cap(&forward_cap, (const void *)ce_forward_smem_kernel))) {
         ce_forward_smem_kernel<<<grid, threads, bytes, st>>>(probs, row_loss, logits, targets, n,
                                                               v, ignore_index);
     } else {
@@ -457,9 +630,7 @@ extern "C" void ddpc__cuda_cross_entropy_fused(double *sums, float *dlogits, flo
     DDPC_CUDA_LAUNCHED();
     const unsigned grid = row_grid(n), threads = (unsigned)ddpc__row_threads(v, 1024);
     const size_t bytes = ce_stage_bytes(v);
-    if (ce_row_fits(v, staged_smem_limit())) {
-        DDPC_CUDA_CHECK(cudaFuncSetAttribute(
-            ce_fused_smem_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+    if (ce_row_fits(v, staged_smem_cap(&fused_cap, (const void *)ce_fused_smem_kernel))) {
         ce_fused_smem_kernel<<<grid, threads, bytes, st>>>(dlogits, row_loss, logits, targets, n,
                                                             v, ignore_index, sums, dloss);
     } else {
@@ -468,6 +639,54 @@ extern "C" void ddpc__cuda_cross_entropy_fused(double *sums, float *dlogits, flo
     }
     DDPC_CUDA_LAUNCHED();
     ce_mean_kernel<<<1, 1024, 0, st>>>(sums, row_loss, targets, n, v, ignore_index);
+    DDPC_CUDA_LAUNCHED();
+}
+
+/* The 16-bit row kernel for prec. */
+static const void *ce16_kernel(ddpc_precision prec)
+{
+    return prec == DDPC_PREC_BF16 ? (const void *)ce16_fused_kernel<ce16_bf16>
+                                  : (const void *)ce16_fused_kernel<ce16_f16>;
+}
+
+extern "C" bool ddpc__cuda_ce16_applies(ddpc_precision prec, int64_t v, int64_t ld)
+{
+    if ((prec != DDPC_PREC_BF16 && prec != DDPC_PREC_FP16) || v <= 0 || ld < v || ld % 8 != 0)
+        return false;
+    const size_t cap = staged_smem_cap(&fused16_cap[prec == DDPC_PREC_BF16], ce16_kernel(prec));
+    return (size_t)ld * sizeof(uint16_t) <= cap;
+}
+
+extern "C" void ddpc__cuda_ce16_fused(ddpc_precision prec, double *sums, void *logits,
+                                      float *losses, const int32_t *targets, int64_t n,
+                                      int64_t rows, int64_t v, int64_t ld, int32_t ignore_index,
+                                      float dloss)
+{
+    const bool bf = prec == DDPC_PREC_BF16;
+    const size_t bytes = (size_t)ld * sizeof(uint16_t);
+    cudaStream_t st = ddpc__cuda_stream();
+    /* The scratch: the argmax counter, then the row losses when the caller keeps none. */
+    const size_t head = 64;
+    char *scratch = (char *)ddpc__cuda_scratch(DDPC__CUDA_SCRATCH_REDUCE,
+                                               head + (losses ? 0 : (size_t)n * sizeof(float)));
+    unsigned long long *correct = (unsigned long long *)scratch;
+    float *row_loss = losses ? losses : (float *)(scratch + head);
+    DDPC_CUDA_CHECK(cudaMemsetAsync(correct, 0, sizeof *correct, st));
+    ce_count_kernel<<<1, 1024, 0, st>>>(sums, targets, n, v, ignore_index);
+    DDPC_CUDA_LAUNCHED();
+    const unsigned grid = row_grid(rows), threads = (unsigned)ddpc__row_threads(v, 1024);
+    if (bf)
+        ce16_fused_kernel<ce16_bf16><<<grid, threads, bytes, st>>>((uint16_t *)logits, row_loss,
+                                                                   correct, targets, n, rows, v, ld,
+                                                                   ignore_index, sums, dloss);
+    else
+        ce16_fused_kernel<ce16_f16><<<grid, threads, bytes, st>>>((uint16_t *)logits, row_loss,
+                                                                  correct, targets, n, rows, v, ld,
+                                                                  ignore_index, sums, dloss);
+    DDPC_CUDA_LAUNCHED();
+    ce_mean_kernel<<<1, 1024, 0, st>>>(sums, row_loss, targets, n, v, ignore_index);
+    DDPC_CUDA_LAUNCHED();
+    count_to_double_kernel<<<1, 1, 0, st>>>(sums + 2, correct);
     DDPC_CUDA_LAUNCHED();
 }
 

@@ -66,6 +66,8 @@ extern "C" const ddpc_kernel_table ddpc__cuda_table = {
     .cross_entropy_backward_inplace = ddpc__cuda_cross_entropy_backward_inplace,
     .argmax_correct_into = ddpc__cuda_argmax_correct_into,
     .softmax_rows = ddpc__cuda_softmax_rows,
+    .head16_forward = ddpc__cuda_head16_forward,
+    .head16_backward = ddpc__cuda_head16_backward,
     /* No elementwise-loss kernels yet: models refuse losses other than cross-entropy here. */
     .mse_forward = nullptr,
     .mse_backward = nullptr,
