@@ -27,9 +27,14 @@ static bool candidate_named(const char *list, const char *name)
 }
 
 #ifndef DDPC_CUDA_EMULATE
-extern "C" bool ddpc__cuda_candidate(const char *name)
+extern "C" const char *ddpc__cuda_candidates(void)
 {
     static const char *const list = getenv("DDPC_CUDA_CANDIDATES"); /* read once */
-    return candidate_named(list, name);
+    return list && *list ? list : nullptr;
+}
+
+extern "C" bool ddpc__cuda_candidate(const char *name)
+{
+    return candidate_named(ddpc__cuda_candidates(), name);
 }
 #endif

@@ -86,8 +86,10 @@ uint64_t ddpc__cuda_host_throttles(void);
 #define ddpc__cuda_wait_event(ev) \
     ddpc__cuda_wait_event_at((ev), DDPC__CUDA_SITE(__FILE__, __LINE__))
 
-/* candidates.cu: whether DDPC_CUDA_CANDIDATES turns on the candidate kernel `name` (read once). */
+/* candidates.cu: whether DDPC_CUDA_CANDIDATES turns on the candidate kernel `name`, and the list
+ * as given (NULL when unset or empty); read once. */
 bool ddpc__cuda_candidate(const char *name);
+const char *ddpc__cuda_candidates(void);
 
 /* elementwise.cu */
 void ddpc__cuda_fill_f32(float *x, float value, int64_t n);

@@ -127,8 +127,10 @@ static ddpc_status open_locked(int dev, int count)
         return ddpc_errorf(DDPC_EINTERNAL, "GPU %d: cuBLAS cannot start: %s", dev,
                            cublasGetStatusString(s));
     }
-    snprintf(description, sizeof description, "%s (GPU %d of %d, %.1f GiB, sm_%d%d)", prop.name,
-             dev, count, (double)prop.totalGlobalMem / (double)(1u << 30), prop.major, prop.minor);
+    const char *cand = ddpc__cuda_candidates(); /* a run's log says which kernels it ran */
+    snprintf(description, sizeof description, "%s (GPU %d of %d, %.1f GiB, sm_%d%d%s%.200s)",
+             prop.name, dev, count, (double)prop.totalGlobalMem / (double)(1u << 30), prop.major,
+             prop.minor, cand ? "; candidate kernels " : "", cand ? cand : "");
     table = ddpc__cuda_table;
     table.device = dev;
     open_device = dev;
