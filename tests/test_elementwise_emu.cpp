@@ -3,7 +3,9 @@
  * table: fill, add, axpy bit for bit (one rounding each, nothing to fuse but axpy's a * x + y,
  * which the host does not fuse), GELU forward and backward within 1e-5 (expf on both sides, the
  * CPU's own contraction), backward in place (dx aliasing dy). Odd sizes, the host side's grid and
- * 2-3 blocks (the grid-stride loops go round), with float4s (aligned arrays) and without. */
+ * 2-3 blocks (the grid-stride loops go round), with float4s (aligned arrays) and without. GELU's
+ * 16-bit forward (candidate "act16") equals the fp32 kernel's y rounded to nearest even, bit for
+ * bit, in bf16 and fp16, also where y overflows fp16 and on infinities and NaN. */
 #include "cuda_emu.h"
 
 #include "../src/kernels/cuda/elementwise.cu"
@@ -60,6 +62,50 @@ static void check_all(int64_t n, unsigned blocks, bool vec, int64_t off)
     CHECK(emu_rel_err("gelu backward", got, ref.data(), n) <= 1e-5);
 }
 
+/* gelu_forward16_kernel (y of type Y) against gelu_forward_kernel's fp32 ref (n), rounded. */
+template <typename Y>
+static void check_gelu16(const char *what, const float *ref, const float *x, int64_t n, int64_t n4,
+                         unsigned g)
+{
+    std::vector<Y> y(n);
+    memset(y.data(), 0xff, y.size() * sizeof(Y));
+    std::vector<uint16_t> want(n), got(n);
+    emu_launch(g, THREADS, 0, [&] { gelu_forward16_kernel(y.data(), x, n4, n); });
+    const bool bf = std::is_same<Y, __nv_bfloat16>::value;
+    for (int64_t i = 0; i < n; i++) {
+        want[i] = bf ? ddpc_f32_to_bf16(ref[i]) : ddpc_f32_to_f16(ref[i]);
+        memcpy(&got[i], &y[i], sizeof(uint16_t));
+    }
+    CHECK(emu_same_bits(what, got.data(), want.data(), n, 2));
+}
+
+/* GELU's 16-bit y on n inputs of scale amp (past fp16's range at 1e5), with specials in place. */
+static void check_gelu16_all(int64_t n, float amp, bool vec, unsigned blocks)
+{
+    std::vector<float> x = emu_rand(n, amp, 21 + (uint64_t)n);
+    const float specials[] = {INFINITY, -INFINITY, NAN, 0.0f, -0.0f, 1e-40f, -1e30f, 70000.0f};
+    for (size_t i = 0; i < sizeof specials / sizeof specials[0] && (int64_t)i * 3 < n; i++)
+        x[i * 3] = specials[i];
+    const int64_t n4 = vec ? n / 4 : 0;
+    const unsigned g = blocks ? blocks : emu_grid(n4 > n - 4 * n4 ? n4 : n - 4 * n4, THREADS);
+    printf(" gelu 16-bit: n %lld, amplitude %g, %u blocks, %lld float4s\n", (long long)n,
+           (double)amp, g, (long long)n4);
+    std::vector<float> ref = emu_poison(n);
+    emu_launch(g, THREADS, 0, [&] { gelu_forward_kernel(ref.data(), x.data(), n4, n); });
+    check_gelu16<__nv_bfloat16>("gelu bf16", ref.data(), x.data(), n, n4, g);
+    check_gelu16<__half>("gelu fp16", ref.data(), x.data(), n, n4, g);
+}
+
+static void test_gelu16(void)
+{
+    for (int vec = 0; vec < 2; vec++) {
+        check_gelu16_all(1, 3.0f, vec, 0);
+        check_gelu16_all(1001, 6.0f, vec, 0);
+        check_gelu16_all(3001, 1e5f, vec, 2);  /* overflows fp16 */
+        check_gelu16_all(4096, 0.01f, vec, 3); /* small values: fp16 subnormals */
+    }
+}
+
 static void test_elementwise(void)
 {
     for (int vec = 0; vec < 2; vec++) {
@@ -79,6 +125,7 @@ static void test_no_emulator_faults(void)
 int main(void)
 {
     RUN_TEST(test_elementwise);
+    RUN_TEST(test_gelu16);
     RUN_TEST(test_no_emulator_faults);
     return check_summary();
 }

@@ -5,7 +5,9 @@
  * chunks) within 1e-4. Both paths (the float4 kernels and the scalar ones, for odd or long rows
  * and unaligned pointers), rows longer than a warp's 32 lanes, c = 1, one row, more rows than the
  * grid's warps (the row loop goes round), several row chunks, w and b absent, mean and rstd not
- * asked for. */
+ * asked for. The 16-bit forward (candidate "act16") writes bf16 / fp16 y equal bit for bit to
+ * the fp32 kernel's y rounded to nearest even, with the same mean and rstd bits, on every case and
+ * on rows that overflow fp16, hold an infinity or a NaN. */
 #include "cuda_emu.h"
 
 #include "../src/kernels/cuda/layernorm.cu"
@@ -21,12 +23,36 @@ static void emu_forward(float *y, float *mean, float *rstd, const float *x, cons
 {
     const unsigned g = blocks ? blocks : emu_grid(rows, ROWS_PER_BLOCK);
     const int vec = ln_vec(c, y, x, w, b);
-    emu_launch(g, THREADS, 0, [&] {
-        if (vec)
-            ln_forward_vec[vec](y, mean, rstd, x, w, b, rows, c);
-        else
-            forward_kernel(y, mean, rstd, x, w, b, rows, c);
-    });
+    emu_launch(g, THREADS, 0,
+               [&] { ln_forward_kernel<float>(vec)(y, mean, rstd, x, w, b, rows, c); });
+}
+
+/* The 16-bit forward (y of type Y) against the fp32 one: its y is ref (rows, c) rounded, bit for
+ * bit, and mean and rstd are ref_mean's and ref_rstd's bits. */
+template <typename Y>
+static void check_forward16(const char *what, const float *ref, const float *ref_mean,
+                            const float *ref_rstd, const float *x, const float *w, const float *b,
+                            int64_t rows, int64_t c, unsigned blocks, int64_t off)
+{
+    const int64_t n = rows * c;
+    std::vector<Y> yb(n + off);
+    memset(yb.data(), 0xff, yb.size() * sizeof(Y));
+    Y *y = yb.data() + off;
+    std::vector<float> m = emu_poison(rows), r = emu_poison(rows);
+    std::vector<uint16_t> want(n), got(n);
+    const int vec = ln_vec(c, y, x, w, b);
+    const unsigned g = blocks ? blocks : emu_grid(rows, ROWS_PER_BLOCK);
+    emu_launch(g, THREADS, 0,
+               [&] { ln_forward_kernel<Y>(vec)(y, m.data(), r.data(), x, w, b, rows, c); });
+    const bool bf = std::is_same<Y, __nv_bfloat16>::value;
+    for (int64_t i = 0; i < n; i++) {
+        want[i] = bf ? ddpc_f32_to_bf16(ref[i]) : ddpc_f32_to_f16(ref[i]);
+        memcpy(&got[i], &y[i], sizeof(uint16_t));
+    }
+    printf("  16-bit y (%s, %s path)\n", what, vec ? "float4" : "scalar");
+    CHECK(emu_same_bits(what, got.data(), want.data(), n, 2));
+    CHECK(emu_same_bits("16-bit forward's mean", m.data(), ref_mean, rows, 4));
+    CHECK(emu_same_bits("16-bit forward's rstd", r.data(), ref_rstd, rows, 4));
 }
 
 static void emu_backward(float *dx, float *dw, float *db, const float *dy, const float *x,
@@ -89,6 +115,10 @@ static void check_ln(int64_t rows, int64_t c, bool affine, unsigned blocks, int6
     std::vector<float> ey2b = emu_poison(n + off); /* mean and rstd not asked for */
     emu_forward(ey2b.data() + off, NULL, NULL, xs, wp, bp, rows, c, blocks);
     CHECK(emu_same_bits("y without mean, rstd", ey2b.data() + off, ey, n, 4));
+    /* An odd offset in 16-bit elements is only 2-byte aligned: the scalar path, as for fp32. */
+    check_forward16<__nv_bfloat16>("bf16", ey, em.data(), er.data(), xs, wp, bp, rows, c, blocks,
+                                   off);
+    check_forward16<__half>("fp16", ey, em.data(), er.data(), xs, wp, bp, rows, c, blocks, off);
 
     const std::vector<float> dx0 = emu_rand(n, 0.5f, 5), dw0 = emu_rand(c, 0.5f, 6),
                              db0 = emu_rand(c, 0.5f, 7);
@@ -142,6 +172,33 @@ static void test_layernorm(void)
     check_ln(5, 128, true, 0, 0, 1);   /* one float4 per lane, fewer rows than warps */
 }
 
+/* Rows whose y overflows fp16 (w 1e5), then a row holding +inf and one holding a NaN (their y is
+ * all NaN): the 16-bit y is the fp32 y rounded, bit for bit, on both paths. */
+static void test_forward16_specials(void)
+{
+    for (int64_t c : {768, 771}) {
+        const int64_t rows = 6, n = rows * c;
+        std::vector<float> x = emu_rand(n, 3.0f, 11), w = emu_rand(c, 1e5f, 12),
+                           b = emu_rand(c, 1.0f, 13);
+        x[(size_t)(3 * c + 7)] = INFINITY;
+        x[(size_t)(4 * c + 1)] = NAN;
+        x[(size_t)(5 * c + 2)] = -1e30f;
+        std::vector<float> y = emu_poison(n), m = emu_poison(rows), r = emu_poison(rows);
+        emu_forward(y.data(), m.data(), r.data(), x.data(), w.data(), b.data(), rows, c, 0);
+        int inf = 0, nan = 0;
+        for (int64_t i = 0; i < n; i++) {
+            inf += fabsf(y[(size_t)i]) > 65504.0f && !std::isnan(y[(size_t)i]);
+            nan += std::isnan(y[(size_t)i]);
+        }
+        printf(" specials, c %lld: %d values past fp16's range, %d NaN\n", (long long)c, inf, nan);
+        CHECK(inf > 0 && nan >= 2 * c);
+        check_forward16<__nv_bfloat16>("bf16 specials", y.data(), m.data(), r.data(), x.data(),
+                                       w.data(), b.data(), rows, c, 0, 0);
+        check_forward16<__half>("fp16 specials", y.data(), m.data(), r.data(), x.data(), w.data(),
+                                b.data(), rows, c, 0, 0);
+    }
+}
+
 static void test_no_emulator_faults(void)
 {
     CHECK_EQ_INT(emu_failures, 0);
@@ -150,6 +207,7 @@ static void test_no_emulator_faults(void)
 int main(void)
 {
     RUN_TEST(test_layernorm);
+    RUN_TEST(test_forward16_specials);
     RUN_TEST(test_no_emulator_faults);
     return check_summary();
 }

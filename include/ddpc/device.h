@@ -236,6 +236,29 @@ typedef struct ddpc_kernel_table {
                            int64_t n, int64_t c, int64_t v, int32_t ignore_index, float dloss);
     void (*head16_backward)(ddpc_precision prec, float *dx, float *dw, const void *dlogits,
                             const float *x, const float *w, int64_t n, int64_t c, int64_t v);
+    /* 16-bit activations for a linear layer's input (x rounded as linear_forward rounds it,
+     * computed once by its producer instead of written in fp32, read back and rounded): NULL in
+     * the CPU table. act16_applies: whether the members below take a (rows, cols) x at `prec`;
+     * false where they do not (another precision, shapes the table cannot keep packed, the
+     * candidate off), the caller then keeps fp32 outputs and the fp32 members. A caller asks
+     * before the producer runs and has the consumers, forward and backward, follow that answer.
+     * An x16 argument is a buffer of rows * cols floats (fp32's size) holding the 16-bit copy in
+     * a layout of the table's, written by layernorm_forward16 or gelu_forward16 and read by
+     * linear_forward16 and linear_backward16 of the same shape; its values are `prec`'s round to
+     * nearest even of layernorm_forward's / gelu_forward's fp32 y, bit for bit (mean and rstd as
+     * layernorm_forward's). linear_forward16: linear_residual_forward (r may be NULL) on that x;
+     * linear_backward16: linear_backward on it (dy and w rounded as it rounds them). Both give
+     * the bits of their fp32 members on the fp32 x whose rounding x16 holds. */
+    bool (*act16_applies)(ddpc_precision prec, int64_t rows, int64_t cols);
+    void (*layernorm_forward16)(ddpc_precision prec, float *y16, float *mean, float *rstd,
+                                const float *x, const float *w, const float *b, int64_t rows,
+                                int64_t c);
+    void (*gelu_forward16)(ddpc_precision prec, float *y16, const float *x, int64_t n);
+    void (*linear_forward16)(ddpc_precision prec, float *y, const float *x16, const float *w,
+                             const float *b, const float *r, int64_t n, int64_t in, int64_t out);
+    void (*linear_backward16)(ddpc_precision prec, float *dx, float *dw, float *db,
+                              const float *dy, const float *x16, const float *w, int64_t n,
+                              int64_t in, int64_t out);
     /* Elementwise losses on float targets (regression, multi-label): NULL in the CUDA table,
      * where models refuse every loss but cross-entropy; sum_abs and sum_sq are host. */
     float (*mse_forward)(const float *pred, const float *target, int64_t n);

@@ -13,7 +13,8 @@ typedef struct {
 } gpt_layer_params;
 
 typedef struct {
-    float *ln1, *ln1_mean, *ln1_rstd; /* (B,T,C), (B,T), (B,T) */
+    float *ln1, *ln1_mean, *ln1_rstd; /* (B,T,C), (B,T), (B,T); ln1, ln2, fch_gelu 16-bit
+                                       * copies (device.h's x16) where gpt_impl.act16 */
     float *qkv;                       /* (B,T,3C) */
     float *att; /* attention's saved state: (B,NH,T,T) probabilities on the CPU (device.h) */
     float *atty;                      /* (B,T,C) */
@@ -41,6 +42,7 @@ typedef struct {
     int64_t B, n_valid;
     bool training;
     bool ckpt; /* activation checkpointing: acts[l] share one set of buffers */
+    bool act16; /* ln1, ln2, fch_gelu hold the table's 16-bit copies (gpt_pass.c) */
     uint64_t rng_stream;
 } gpt_impl;
 

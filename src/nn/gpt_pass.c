@@ -3,7 +3,10 @@
  * order, so arena_floats() and forward() must agree: both walk carve_all(). Backward keeps one
  * running residual gradient `dres` and accumulates each branch's input gradient into it. With
  * activation checkpointing, backward first recomputes block l from its kept input (the same
- * kernels and dropout sites as forward, so the same bits) into the shared activation set. */
+ * kernels and dropout sites as forward, so the same bits) into the shared activation set. Where
+ * the table takes 16-bit activations (act16_applies, asked once per forward), ln1, ln2 and
+ * fch_gelu hold only their 16-bit copies, which just the linear layers after them read (LayerNorm's
+ * and GELU's backward read their inputs), forward, backward and recomputation alike. */
 #include "nn/gpt_impl.h"
 #include "nn/loss.h"
 
@@ -71,19 +74,56 @@ size_t ddpc__gpt_arena_floats(const ddpc_model *m, int64_t n, bool ckpt)
     return carve_all(m, NULL, n, ckpt, NULL);
 }
 
+/* Whether this forward keeps ln1, ln2 and fch_gelu in 16 bits: the table has the members and
+ * takes both shapes at this precision. */
+static bool act16_applies(const ddpc_model *m, int64_t BT, int64_t C)
+{
+    const ddpc_kernel_table *k = m->k;
+    ddpc_precision prec = m->cfg.precision;
+    return k->act16_applies && k->layernorm_forward16 && k->gelu_forward16 &&
+           k->linear_forward16 && k->linear_backward16 && k->act16_applies(prec, BT, C) &&
+           k->act16_applies(prec, BT, 4 * C);
+}
+
+/* y (BT, out) = x (BT, in) @ w^T + b (+ r (BT, out) when given), x 16-bit where x16. */
+static void linear_in(ddpc_model *m, bool x16, float *y, const float *x, int w, int b,
+                      const float *r, int64_t BT, int64_t in, int64_t out)
+{
+    ddpc_precision prec = m->cfg.precision;
+    if (x16)
+        m->k->linear_forward16(prec, y, x, P(w), P(b), r, BT, in, out);
+    else if (r)
+        m->k->linear_residual_forward(prec, y, x, P(w), P(b), r, BT, in, out);
+    else
+        m->k->linear_forward(prec, y, x, P(w), P(b), BT, in, out);
+}
+
+/* linear_backward onto dx (zeroed first), dw, db, x 16-bit where x16. */
+static void linear_back(ddpc_model *m, bool x16, float *dx, int w, int b, const float *dy,
+                        const float *x, int64_t BT, int64_t in, int64_t out)
+{
+    ddpc_precision prec = m->cfg.precision;
+    m->k->fill_f32(dx, 0.0f, BT * in);
+    if (x16)
+        m->k->linear_backward16(prec, dx, G(w), G(b), dy, x, P(w), BT, in, out);
+    else
+        m->k->linear_backward(prec, dx, G(w), G(b), dy, x, P(w), BT, in, out);
+}
+
 /* y (BT, C) = r (BT, C) + dropout(xin (BT, in) @ w^T + b), the end of a residual branch; without
- * dropout, r and b seed the sgemm's output, so the sum costs no extra pass. */
-static void residual_out(ddpc_model *m, const gpt_impl *g, float *y, const float *xin, int w, int b,
-                         const float *r, int64_t BT, int64_t in, uint64_t site)
+ * dropout, r and b seed the sgemm's output, so the sum costs no extra pass. xin is 16-bit where
+ * x16. */
+static void residual_out(ddpc_model *m, const gpt_impl *g, bool x16, float *y, const float *xin,
+                         int w, int b, const float *r, int64_t BT, int64_t in, uint64_t site)
 {
     const ddpc_model_config *c = &m->cfg;
     const ddpc_gpt_config *o = ddpc__gpt_cfg(m);
     float drop = g->training ? c->dropout : 0.0f;
     if (drop <= 0.0f) {
-        m->k->linear_residual_forward(m->cfg.precision, y, xin, P(w), P(b), r, BT, in, o->n_embd);
+        linear_in(m, x16, y, xin, w, b, r, BT, in, o->n_embd);
         return;
     }
-    m->k->linear_forward(m->cfg.precision, y, xin, P(w), P(b), BT, in, o->n_embd);
+    linear_in(m, x16, y, xin, w, b, NULL, BT, in, o->n_embd);
     m->k->dropout_forward(y, y, BT * o->n_embd, drop, c->seed, g->rng_stream * 64 + site);
     m->k->add_f32(y, y, r, BT * o->n_embd);
 }
@@ -97,14 +137,27 @@ static void block_activations(ddpc_model *m, gpt_impl *g, int l, const float *x,
     int64_t C = o->n_embd, T = o->block_size;
     const gpt_layer_params *p = &g->layer[l];
     gpt_layer_acts *a = &g->acts[l];
-    m->k->layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, x, P(p->ln1w), P(p->ln1b), BT, C);
-    m->k->linear_forward(m->cfg.precision, a->qkv, a->ln1, P(p->qkvw), P(p->qkvb), BT, C, 3 * C);
-    m->k->attention_forward(m->cfg.precision, a->atty, a->att, a->qkv, B, T, C, o->n_head, g->ws);
-    residual_out(m, g, a->res2, a->atty, p->projw, p->projb, x, BT, C, 2 * (uint64_t)l);
-    m->k->layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, P(p->ln2w), P(p->ln2b), BT,
-                           C);
-    m->k->linear_forward(m->cfg.precision, a->fch, a->ln2, P(p->fcw), P(p->fcb), BT, C, 4 * C);
-    m->k->gelu_forward(a->fch_gelu, a->fch, BT * 4 * C);
+    const ddpc_precision prec = m->cfg.precision;
+    if (g->act16)
+        m->k->layernorm_forward16(prec, a->ln1, a->ln1_mean, a->ln1_rstd, x, P(p->ln1w),
+                                  P(p->ln1b), BT, C);
+    else
+        m->k->layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, x, P(p->ln1w), P(p->ln1b), BT,
+                                C);
+    linear_in(m, g->act16, a->qkv, a->ln1, p->qkvw, p->qkvb, NULL, BT, C, 3 * C);
+    m->k->attention_forward(prec, a->atty, a->att, a->qkv, B, T, C, o->n_head, g->ws);
+    residual_out(m, g, false, a->res2, a->atty, p->projw, p->projb, x, BT, C, 2 * (uint64_t)l);
+    if (g->act16)
+        m->k->layernorm_forward16(prec, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, P(p->ln2w),
+                                  P(p->ln2b), BT, C);
+    else
+        m->k->layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, P(p->ln2w),
+                                P(p->ln2b), BT, C);
+    linear_in(m, g->act16, a->fch, a->ln2, p->fcw, p->fcb, NULL, BT, C, 4 * C);
+    if (g->act16)
+        m->k->gelu_forward16(prec, a->fch_gelu, a->fch, BT * 4 * C);
+    else
+        m->k->gelu_forward(a->fch_gelu, a->fch, BT * 4 * C);
 }
 
 static void block_forward(ddpc_model *m, gpt_impl *g, int l, const float *x, int64_t BT, int64_t B)
@@ -112,7 +165,7 @@ static void block_forward(ddpc_model *m, gpt_impl *g, int l, const float *x, int
     const gpt_layer_params *p = &g->layer[l];
     gpt_layer_acts *a = &g->acts[l];
     block_activations(m, g, l, x, BT, B);
-    residual_out(m, g, a->res3, a->fch_gelu, p->fcprojw, p->fcprojb, a->res2, BT,
+    residual_out(m, g, g->act16, a->res3, a->fch_gelu, p->fcprojw, p->fcprojb, a->res2, BT,
                  4 * ddpc__gpt_cfg(m)->n_embd, 2 * (uint64_t)l + 1);
 }
 
@@ -143,6 +196,7 @@ ddpc_status ddpc__gpt_forward(ddpc_model *m, const ddpc_model_input *in, bool tr
     g->rng_stream = in->rng_stream;
     g->tokens = in->tokens;
     g->targets = in->targets;
+    g->act16 = act16_applies(m, BT, C);
     m->k->embedding_forward(g->encoded, in->tokens, P(g->wte), P(g->wpe), B, T, C);
     const float *x = g->encoded;
     for (int l = 0; l < o->n_layer; l++) {
@@ -198,14 +252,10 @@ static void block_backward(ddpc_model *m, gpt_impl *g, int l, const float *x, in
     /* res3 = res2 + mlp(ln2(res2)): dres passes through and gains the MLP branch's gradient. */
     const float *dproj = through_dropout(m, g, g->dres, g->dbranch, BT * C, 2 * (uint64_t)l + 1);
     /* dfch holds the gradient of fch_gelu, then (gelu backward in place) that of fch. */
-    m->k->fill_f32(g->dfch, 0.0f, BT * 4 * C);
-    m->k->linear_backward(m->cfg.precision, g->dfch, G(p->fcprojw), G(p->fcprojb), dproj,
-                         a->fch_gelu, P(p->fcprojw), BT, 4 * C, C);
+    linear_back(m, g->act16, g->dfch, p->fcprojw, p->fcprojb, dproj, a->fch_gelu, BT, 4 * C, C);
     ready(m, p->fcprojw, p->fcprojb);
     m->k->gelu_backward(g->dfch, g->dfch, a->fch, BT * 4 * C);
-    m->k->fill_f32(g->dln, 0.0f, BT * C);
-    m->k->linear_backward(m->cfg.precision, g->dln, G(p->fcw), G(p->fcb), g->dfch, a->ln2, P(p->fcw),
-                         BT, C, 4 * C);
+    linear_back(m, g->act16, g->dln, p->fcw, p->fcb, g->dfch, a->ln2, BT, C, 4 * C);
     ready(m, p->fcw, p->fcb);
     m->k->layernorm_backward(g->dres, G(p->ln2w), G(p->ln2b), g->dln, a->res2, P(p->ln2w),
                             a->ln2_mean, a->ln2_rstd, BT, C);
@@ -218,9 +268,7 @@ static void block_backward(ddpc_model *m, gpt_impl *g, int l, const float *x, in
     ready(m, p->projw, p->projb);
     m->k->attention_backward(m->cfg.precision, g->dqkv, g->datty, a->qkv, a->att, B, T, C,
                              o->n_head, g->ws);
-    m->k->fill_f32(g->dln, 0.0f, BT * C);
-    m->k->linear_backward(m->cfg.precision, g->dln, G(p->qkvw), G(p->qkvb), g->dqkv, a->ln1,
-                         P(p->qkvw), BT, C, 3 * C);
+    linear_back(m, g->act16, g->dln, p->qkvw, p->qkvb, g->dqkv, a->ln1, BT, C, 3 * C);
     ready(m, p->qkvw, p->qkvb);
     m->k->layernorm_backward(g->dres, G(p->ln1w), G(p->ln1b), g->dln, x, P(p->ln1w), a->ln1_mean,
                             a->ln1_rstd, BT, C);

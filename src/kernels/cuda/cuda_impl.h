@@ -99,6 +99,8 @@ void ddpc__cuda_relu_forward(float *y, const float *x, int64_t n);
 void ddpc__cuda_relu_backward(float *dx, const float *dy, const float *y, int64_t n);
 void ddpc__cuda_gelu_forward(float *y, const float *x, int64_t n);
 void ddpc__cuda_gelu_backward(float *dx, const float *dy, const float *x, int64_t n);
+/* y (n) 16-bit (prec) = gelu_forward's values rounded to nearest even. */
+void ddpc__cuda_gelu_forward_16(ddpc_precision prec, void *y, const float *x, int64_t n);
 
 /* relu_mask.cu */
 void ddpc__cuda_relu_mask(float *x, const float *y, int64_t n);
@@ -127,6 +129,15 @@ void ddpc__cuda_linear_forward_16out(ddpc_precision prec, void *y, const float *
 void ddpc__cuda_linear_backward_16in(ddpc_precision prec, float *dx, float *dw, const void *dy,
                                      const float *x, const float *w, int64_t n, int64_t in,
                                      int64_t out);
+/* linear_residual_forward (r may be NULL) and linear_backward with x a 16-bit copy (n, in) packed,
+ * as the rounding of an fp32 x leaves it: n and in unchanged by padded(), bf16 / fp16, n, in and
+ * out positive. */
+void ddpc__cuda_linear_forward_x16(ddpc_precision prec, float *y, const void *x16, const float *w,
+                                   const float *b, const float *r, int64_t n, int64_t in,
+                                   int64_t out);
+void ddpc__cuda_linear_backward_x16(ddpc_precision prec, float *dx, float *dw, float *db,
+                                    const float *dy, const void *x16, const float *w, int64_t n,
+                                    int64_t in, int64_t out);
 /* round.cu (candidate "round4"): dst (prows, pcols) 16-bit = src (rows, cols; lds) rounded to
  * nearest even, zero past rows and cols; pcols a multiple of 4. */
 void ddpc__cuda_round4(ddpc_precision prec, void *dst, int64_t prows, int64_t pcols,
@@ -143,6 +154,10 @@ bool ddpc__cuda_lt_bias_gemm(cudaDataType_t type, cublasOperation_t opa, cublasO
 /* layernorm.cu, embedding.cu */
 void ddpc__cuda_layernorm_forward(float *y, float *mean, float *rstd, const float *x,
                                   const float *w, const float *b, int64_t rows, int64_t c);
+/* y (rows, c) 16-bit (prec) = layernorm_forward's y rounded to nearest even; mean, rstd as it. */
+void ddpc__cuda_layernorm_forward_16(ddpc_precision prec, void *y, float *mean, float *rstd,
+                                     const float *x, const float *w, const float *b, int64_t rows,
+                                     int64_t c);
 void ddpc__cuda_layernorm_backward(float *dx, float *dw, float *db, const float *dy,
                                    const float *x, const float *w, const float *mean,
                                    const float *rstd, int64_t rows, int64_t c);
@@ -249,6 +264,19 @@ bool ddpc__cuda_ce16_applies(ddpc_precision prec, int64_t v, int64_t ld);
 void ddpc__cuda_ce16_fused(ddpc_precision prec, double *sums, void *logits, float *losses,
                            const int32_t *targets, int64_t n, int64_t rows, int64_t v, int64_t ld,
                            int32_t ignore_index, float dloss);
+/* act16.cu: the table's act16_applies, layernorm_forward16, gelu_forward16, linear_forward16 and
+ * linear_backward16 (device.h). */
+bool ddpc__cuda_act16_applies(ddpc_precision prec, int64_t rows, int64_t cols);
+void ddpc__cuda_layernorm_forward16(ddpc_precision prec, float *y16, float *mean, float *rstd,
+                                    const float *x, const float *w, const float *b, int64_t rows,
+                                    int64_t c);
+void ddpc__cuda_gelu_forward16(ddpc_precision prec, float *y16, const float *x, int64_t n);
+void ddpc__cuda_linear_forward16(ddpc_precision prec, float *y, const float *x16, const float *w,
+                                 const float *b, const float *r, int64_t n, int64_t in,
+                                 int64_t out);
+void ddpc__cuda_linear_backward16(ddpc_precision prec, float *dx, float *dw, float *db,
+                                  const float *dy, const float *x16, const float *w, int64_t n,
+                                  int64_t in, int64_t out);
 /* head16.cu: the table's head16_forward and head16_backward (device.h). */
 bool ddpc__cuda_head16_forward(ddpc_precision prec, double *sums, void *logits, size_t bytes,
                                float *losses, const float *x, const float *w,

@@ -2,9 +2,13 @@
 /* Elementwise fp32 kernels: fill, add, axpy, and GELU in its tanh form exactly as
  * kernels/cpu/activation.c computes it (x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3)).
  * Invariant: each element is computed independently by grid-stride loops with 64-bit indices, so
- * in-place use (y aliasing an input element for element) is safe. */
+ * in-place use (y aliasing an input element for element) is safe. GELU forward also writes its y
+ * in 16 bits (candidate "act16"): the fp32 value's arithmetic, then rounded to nearest even. */
 #ifndef DDPC_CUDA_EMULATE /* tests/test_elementwise_emu.cpp runs the kernels on the host */
 #include "kernels/cuda/cuda_impl.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #endif
 
 #define GELU_K0 0.7978845608028654f /* sqrt(2 / pi) */
@@ -97,6 +101,29 @@ static __global__ void gelu_forward_kernel(float *y, const float *x, int64_t n4,
         [&](int64_t i) { y[i] = gelu(x[i]); });
 }
 
+/* y (n) 16-bit = gelu(x) rounded to nearest even: gelu_forward_kernel's values, each stored on its
+ * own (x alone decides the float4 path). */
+static __device__ void put16(__nv_bfloat16 *y, int64_t i, float v)
+{
+    y[i] = __float2bfloat16_rn(v);
+}
+static __device__ void put16(__half *y, int64_t i, float v)
+{
+    y[i] = __float2half_rn(v);
+}
+template <typename T>
+static __global__ void gelu_forward16_kernel(T *y, const float *x, int64_t n4, int64_t n)
+{
+    each_element(
+        n4, n,
+        [&](int64_t q) {
+            const float4 v = ld4(x, q);
+            put16(y, 4 * q, gelu(v.x)), put16(y, 4 * q + 1, gelu(v.y));
+            put16(y, 4 * q + 2, gelu(v.z)), put16(y, 4 * q + 3, gelu(v.w));
+        },
+        [&](int64_t i) { put16(y, i, gelu(x[i])); });
+}
+
 /* dx may be dy (each element read then written by the same thread). */
 static __global__ void gelu_backward_kernel(float *dx, const float *dy, const float *x, int64_t n4,
                                             int64_t n)
@@ -167,6 +194,20 @@ extern "C" void ddpc__cuda_gelu_forward(float *y, const float *x, int64_t n)
         return;
     const int64_t n4 = vec4(n, y, x);
     gelu_forward_kernel<<<blocks4(n4, n), THREADS, 0, ddpc__cuda_stream()>>>(y, x, n4, n);
+    DDPC_CUDA_LAUNCHED();
+}
+
+extern "C" void ddpc__cuda_gelu_forward_16(ddpc_precision prec, void *y, const float *x, int64_t n)
+{
+    if (n <= 0)
+        return;
+    const int64_t n4 = vec4(n, x);
+    const unsigned blocks = blocks4(n4, n);
+    if (prec == DDPC_PREC_BF16)
+        gelu_forward16_kernel<<<blocks, THREADS, 0, ddpc__cuda_stream()>>>((__nv_bfloat16 *)y, x,
+                                                                           n4, n);
+    else
+        gelu_forward16_kernel<<<blocks, THREADS, 0, ddpc__cuda_stream()>>>((__half *)y, x, n4, n);
     DDPC_CUDA_LAUNCHED();
 }
 

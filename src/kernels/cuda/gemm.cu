@@ -8,7 +8,9 @@
  * copies with fp32 accumulation and fp32 C: autocast's numerics. At 16 bits the linear layer
  * saves passes: backward rounds dy once for both of its products, and forward with a bias (no
  * residual) adds it in cuBLASLt's epilogue (gemm_lt.cu) instead of seeding y for beta = 1. The
- * LM head's 16-bit path (head16.cu) writes its product in 16 bits and reads its dy as it is.
+ * LM head's 16-bit path (head16.cu) writes its product in 16 bits and reads its dy as it is; the
+ * 16-bit activations' path (act16.cu) gives the linear layer an x already rounded, as round_operand
+ * would have left it, which then goes into the same products unrounded again.
  * Invariant: the only device memory touched besides the operands is the BLAS scratch slot (grown
  * once per largest shape) and the preset cuBLAS(Lt) workspace, so warm calls allocate nothing. */
 #include "kernels/cuda/cuda_impl.h"
@@ -190,19 +192,49 @@ static void gemm_rounded(ddpc_precision prec, ddpc_transpose ta, ddpc_transpose 
                                           cudaMemcpyDeviceToDevice, ddpc__cuda_stream()));
 }
 
-/* The 16-bit product: a and b rounded into one scratch buffer (a, then b, then the padded c),
- * then the product on them. */
+/* The scratch bytes an operand takes: none when it comes rounded already (p set). */
+static size_t scratch_bytes(const rounded *o)
+{
+    return o->p ? 0 : rounded_bytes(o);
+}
+
+/* The 16-bit product on ra and rb, those not rounded yet rounded into one scratch buffer (a, then
+ * b, then the padded c). */
+static void gemm_16r(ddpc_precision prec, ddpc_transpose ta, ddpc_transpose tb, int m, int n,
+                     int k, float alpha, rounded ra, rounded rb, float beta, float *c, int ldc)
+{
+    const size_t a_bytes = scratch_bytes(&ra), b_bytes = scratch_bytes(&rb);
+    char *s = (char *)ddpc__cuda_scratch(DDPC__CUDA_SCRATCH_BLAS,
+                                         a_bytes + b_bytes + c_pad_bytes(m, n, ldc));
+    if (!ra.p)
+        round_operand(prec, &ra, s);
+    if (!rb.p)
+        round_operand(prec, &rb, s + a_bytes);
+    gemm_rounded(prec, ta, tb, m, n, k, alpha, &ra, &rb, beta, c, ldc, s + a_bytes + b_bytes);
+}
+
+/* The 16-bit product: a and b rounded, then the product on them. */
 static void gemm_16(ddpc_precision prec, ddpc_transpose ta, ddpc_transpose tb, int m, int n, int k,
                     float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
                     float beta, float *c, int ldc)
 {
-    rounded ra = operand_op(ta, a, m, k, lda), rb = operand_op(tb, b, k, n, ldb);
-    const size_t a_bytes = rounded_bytes(&ra), b_bytes = rounded_bytes(&rb);
-    char *s = (char *)ddpc__cuda_scratch(DDPC__CUDA_SCRATCH_BLAS,
-                                         a_bytes + b_bytes + c_pad_bytes(m, n, ldc));
-    round_operand(prec, &ra, s);
-    round_operand(prec, &rb, s + a_bytes);
-    gemm_rounded(prec, ta, tb, m, n, k, alpha, &ra, &rb, beta, c, ldc, s + a_bytes + b_bytes);
+    gemm_16r(prec, ta, tb, m, n, k, alpha, operand_op(ta, a, m, k, lda),
+             operand_op(tb, b, k, n, ldb), beta, c, ldc);
+}
+
+/* x (rows, cols) as an operand: rounded from fp32 x, or x16 when given, a 16-bit copy laid out as
+ * round_operand leaves it, which needs sizes that padded() keeps (act16.cu's check). */
+static rounded x_operand(const float *x, const void *x16, int64_t rows, int64_t cols)
+{
+    rounded r = operand(x, rows, cols, cols);
+    if (x16 && (r.prows != rows || r.pcols != cols)) {
+        fprintf(stderr, "ddpc: CUDA gemm: a 16-bit x (%lld, %lld) needs padding\n",
+                (long long)rows, (long long)cols);
+        abort();
+    }
+    if (x16)
+        r.p = (void *)x16;
+    return r;
 }
 
 extern "C" void ddpc__cuda_gemm(ddpc_precision prec, ddpc_transpose ta, ddpc_transpose tb,
@@ -255,21 +287,22 @@ static __global__ void seed_kernel(float *y, const float *r, const float *b, int
  * TRANS) product; the bias is copied into scratch, zero-padded, when out is padded (the epilogue
  * reads one per padded row) or b is not 16-byte aligned.
  * False, having run nothing, where cuBLASLt has no algorithm for the shape or r needs scratch. */
-static bool linear_bias_16(ddpc_precision prec, float *y, const float *x, const float *w,
+static bool linear_bias_16(ddpc_precision prec, float *y, rounded rx, const float *w,
                            const float *b, const float *r, int n, int in, int out)
 {
     const size_t c_bytes = c_pad_bytes(n, out, out);
     if (r && c_bytes)
         return false;
-    rounded rx = operand(x, n, in, in), rw = operand(w, out, in, in);
+    rounded rw = operand(w, out, in, in);
     const int64_t np = padded(out);
-    const size_t x_bytes = rounded_bytes(&rx), w_bytes = rounded_bytes(&rw);
+    const size_t x_bytes = scratch_bytes(&rx), w_bytes = rounded_bytes(&rw);
     /* A bias view at any 4-byte offset of the parameter buffer would narrow cuBLASLt's choice. */
     const bool copy_b = np != out || (uintptr_t)b % 16 != 0;
     const size_t b_bytes = copy_b ? ((size_t)np * sizeof(float) + 255) & ~(size_t)255 : 0;
     char *s =
         (char *)ddpc__cuda_scratch(DDPC__CUDA_SCRATCH_BLAS, x_bytes + w_bytes + b_bytes + c_bytes);
-    round_operand(prec, &rx, s);
+    if (!rx.p)
+        round_operand(prec, &rx, s);
     round_operand(prec, &rw, s + x_bytes);
     const float *bias = b;
     if (b_bytes) {
@@ -295,16 +328,17 @@ static bool linear_bias_16(ddpc_precision prec, float *y, const float *x, const 
     return true;
 }
 
-extern "C" void ddpc__cuda_linear_residual_forward(ddpc_precision prec, float *y, const float *x,
-                                                   const float *w, const float *b, const float *r,
-                                                   int64_t n, int64_t in, int64_t out)
+/* linear_residual_forward on fp32 x, or on x16 (x_operand's) when given. */
+static void residual_forward(ddpc_precision prec, float *y, const float *x, const void *x16,
+                             const float *w, const float *b, const float *r, int64_t n, int64_t in,
+                             int64_t out)
 {
     if (n <= 0 || out <= 0)
         return;
     const bool half = prec == DDPC_PREC_BF16 || prec == DDPC_PREC_FP16;
     if (half && b && (!r || ddpc__cuda_candidate("ltres")) && in > 0 &&
-        linear_bias_16(prec, y, x, w, b, r, int_size(n, "m"), int_size(in, "k"),
-                       int_size(out, "n")))
+        linear_bias_16(prec, y, x_operand(x, x16, n, in), w, b, r, int_size(n, "m"),
+                       int_size(in, "k"), int_size(out, "n")))
         return;
     float beta = 0.0f;
     if (b || r) {
@@ -316,7 +350,27 @@ extern "C" void ddpc__cuda_linear_residual_forward(ddpc_precision prec, float *y
         }
         beta = 1.0f;
     }
-    ddpc__cuda_gemm(prec, DDPC_NO_TRANS, DDPC_TRANS, n, out, in, 1.0f, x, in, w, in, beta, y, out);
+    if (x16) /* a 16-bit x is for bf16 / fp16 with in > 0 (act16.cu) */
+        gemm_16r(prec, DDPC_NO_TRANS, DDPC_TRANS, int_size(n, "m"), int_size(out, "n"),
+                 int_size(in, "k"), 1.0f, x_operand(x, x16, n, in), operand(w, out, in, in), beta,
+                 y, int_size(out, "ldc"));
+    else
+        ddpc__cuda_gemm(prec, DDPC_NO_TRANS, DDPC_TRANS, n, out, in, 1.0f, x, in, w, in, beta, y,
+                        out);
+}
+
+extern "C" void ddpc__cuda_linear_residual_forward(ddpc_precision prec, float *y, const float *x,
+                                                   const float *w, const float *b, const float *r,
+                                                   int64_t n, int64_t in, int64_t out)
+{
+    residual_forward(prec, y, x, nullptr, w, b, r, n, in, out);
+}
+
+extern "C" void ddpc__cuda_linear_forward_x16(ddpc_precision prec, float *y, const void *x16,
+                                              const float *w, const float *b, const float *r,
+                                              int64_t n, int64_t in, int64_t out)
+{
+    residual_forward(prec, y, nullptr, x16, w, b, r, n, in, out);
 }
 
 extern "C" void ddpc__cuda_linear_forward(ddpc_precision prec, float *y, const float *x,
@@ -377,16 +431,17 @@ static size_t backward_scratch(int n, int in, int out)
     return rounded_bytes(&rw) + rounded_bytes(&rx) + (cx > cw ? cx : cw);
 }
 
-/* The 16-bit dx and dw products from a rounded dy (n, out; padded(n), padded(out)): w and x
- * rounded at s (backward_scratch bytes), then dx's product reading dy untransposed and dw's
- * transposed, both from the one copy. */
+/* The 16-bit dx and dw products from a rounded dy (n, out; padded(n), padded(out)): w and x (when
+ * not rounded already) rounded at s (backward_scratch bytes), then dx's product reading dy
+ * untransposed and dw's transposed, both from the one copy. */
 static void backward_rounded(ddpc_precision prec, float *dx, float *dw, const rounded *rdy,
-                             const float *x, const float *w, int n, int in, int out, char *s)
+                             rounded rx, const float *w, int n, int in, int out, char *s)
 {
-    rounded rw = operand(w, out, in, in), rx = operand(x, n, in, in);
-    const size_t w_bytes = rounded_bytes(&rw), x_bytes = rounded_bytes(&rx);
+    rounded rw = operand(w, out, in, in);
+    const size_t w_bytes = rounded_bytes(&rw), x_bytes = scratch_bytes(&rx);
     round_operand(prec, &rw, s);
-    round_operand(prec, &rx, s + w_bytes);
+    if (!rx.p)
+        round_operand(prec, &rx, s + w_bytes);
     char *cpad = s + w_bytes + x_bytes; /* each product's, in turn (stream order) */
     /* dx (n, in) += dy (n, out) @ w (out, in) */
     gemm_rounded(prec, DDPC_NO_TRANS, DDPC_NO_TRANS, n, in, out, 1.0f, rdy, &rw, 1.0f, dx, in,
@@ -400,14 +455,14 @@ static void backward_rounded(ddpc_precision prec, float *dx, float *dw, const ro
  * copy is what gemm_16 would make for each. The same rounded operands and the same cuBLAS calls as
  * two gemm_16 calls: the same bits, with dy read and rounded once instead of twice. */
 static void linear_backward_16(ddpc_precision prec, float *dx, float *dw, const float *dy,
-                               const float *x, const float *w, int n, int in, int out)
+                               rounded rx, const float *w, int n, int in, int out)
 {
     rounded rdy = operand(dy, n, out, out);
     const size_t dy_bytes = rounded_bytes(&rdy);
     char *s = (char *)ddpc__cuda_scratch(DDPC__CUDA_SCRATCH_BLAS,
                                          dy_bytes + backward_scratch(n, in, out));
     round_operand(prec, &rdy, s);
-    backward_rounded(prec, dx, dw, &rdy, x, w, n, in, out, s + dy_bytes);
+    backward_rounded(prec, dx, dw, &rdy, rx, w, n, in, out, s + dy_bytes);
 }
 
 extern "C" int64_t ddpc__cuda_gemm_padded(int64_t x)
@@ -446,7 +501,7 @@ extern "C" void ddpc__cuda_linear_backward_16in(ddpc_precision prec, float *dx, 
     rounded rdy = operand(nullptr, rows, io, io);
     rdy.p = (void *)dy;
     char *s = (char *)ddpc__cuda_scratch(DDPC__CUDA_SCRATCH_BLAS, backward_scratch(rows, ii, io));
-    backward_rounded(prec, dx, dw, &rdy, x, w, rows, ii, io, s);
+    backward_rounded(prec, dx, dw, &rdy, operand(x, rows, ii, ii), w, rows, ii, io, s);
 }
 
 extern "C" void ddpc__cuda_linear_backward(ddpc_precision prec, float *dx, float *dw, float *db,
@@ -455,8 +510,8 @@ extern "C" void ddpc__cuda_linear_backward(ddpc_precision prec, float *dx, float
 {
     const bool half = prec == DDPC_PREC_BF16 || prec == DDPC_PREC_FP16;
     if (half && dx && dw && n > 0 && in > 0 && out > 0) {
-        linear_backward_16(prec, dx, dw, dy, x, w, int_size(n, "m"), int_size(in, "n"),
-                           int_size(out, "k"));
+        linear_backward_16(prec, dx, dw, dy, operand(x, n, in, in), w, int_size(n, "m"),
+                           int_size(in, "n"), int_size(out, "k"));
     } else {
         if (dx) /* dx (n, in) += dy (n, out) @ w (out, in) */
             ddpc__cuda_gemm(prec, DDPC_NO_TRANS, DDPC_NO_TRANS, n, in, out, 1.0f, dy, out, w, in,
@@ -466,5 +521,29 @@ extern "C" void ddpc__cuda_linear_backward(ddpc_precision prec, float *dx, float
                             dw, in);
     }
     if (db && n > 0 && out > 0)
+        bias_backward(db, dy, n, out);
+}
+
+/* linear_backward with x a 16-bit copy (x_operand's), bf16 / fp16: its dw product reads x16 where
+ * linear_backward's reads x's rounding, everything else as there. */
+extern "C" void ddpc__cuda_linear_backward_x16(ddpc_precision prec, float *dx, float *dw, float *db,
+                                               const float *dy, const void *x16, const float *w,
+                                               int64_t n, int64_t in, int64_t out)
+{
+    if (n <= 0 || in <= 0 || out <= 0)
+        return;
+    const int rows = int_size(n, "m"), ii = int_size(in, "n"), io = int_size(out, "k");
+    const rounded rx = x_operand(nullptr, x16, n, in);
+    if (dx && dw) {
+        linear_backward_16(prec, dx, dw, dy, rx, w, rows, ii, io);
+    } else {
+        if (dx) /* dx (n, in) += dy (n, out) @ w (out, in) */
+            gemm_16(prec, DDPC_NO_TRANS, DDPC_NO_TRANS, rows, ii, io, 1.0f, dy, out, w, in, 1.0f,
+                    dx, ii);
+        if (dw) /* dw (out, in) += dy^T (out, n) @ x (n, in) */
+            gemm_16r(prec, DDPC_TRANS, DDPC_NO_TRANS, io, ii, rows, 1.0f,
+                     operand_op(DDPC_TRANS, dy, io, rows, out), rx, 1.0f, dw, ii);
+    }
+    if (db)
         bias_backward(db, dy, n, out);
 }

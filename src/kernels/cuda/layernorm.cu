@@ -5,9 +5,14 @@
  * take the fast kernels (each lane holds its float4s of the row in registers: one pass over
  * memory, and backward folds dw, db into the same pass); other rows take the scalar kernels.
  * Invariants: backward uses forward's saved mean and rstd (rows), never recomputed statistics;
- * dw and db are fixed-order sums (reduce.cuh's row chunks), so reruns give the same bits. */
+ * dw and db are fixed-order sums (reduce.cuh's row chunks), so reruns give the same bits. The
+ * forward kernels also write y in 16 bits (candidate "act16"): the fp32 y's arithmetic, each
+ * value then rounded to nearest even, so y16 = round(y) bit for bit. */
 #ifndef DDPC_CUDA_EMULATE /* tests/test_layernorm_emu.cpp runs the kernels on the host */
 #include "kernels/cuda/cuda_impl.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #endif
 #include "kernels/cuda/reduce.cuh"
 
@@ -30,14 +35,38 @@
     for (int64_t i = (int64_t)blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / 32; i < (rows);          \
          i += (int64_t)gridDim.x * ROWS_PER_BLOCK)
 
-static __global__ void forward_kernel(float *y, float *mean, float *rstd, const float *x,
+/* y's element j = v in y's type: fp32 as computed, 16 bits rounded to nearest even. */
+static __device__ void put(float *y, int64_t j, float v)
+{
+    y[j] = v;
+}
+static __device__ void put(__nv_bfloat16 *y, int64_t j, float v)
+{
+    y[j] = __float2bfloat16_rn(v);
+}
+static __device__ void put(__half *y, int64_t j, float v)
+{
+    y[j] = __float2half_rn(v);
+}
+/* y's float4 q (elements 4q .. 4q + 3) = v: one 16-byte store at fp32. */
+static __device__ void put4(float *y, int64_t q, float4 v)
+{
+    reinterpret_cast<float4 *>(y)[q] = v;
+}
+template <typename Y> static __device__ void put4(Y *y, int64_t q, float4 v)
+{
+    put(y, 4 * q, v.x), put(y, 4 * q + 1, v.y), put(y, 4 * q + 2, v.z), put(y, 4 * q + 3, v.w);
+}
+
+template <typename Y>
+static __global__ void forward_kernel(Y *y, float *mean, float *rstd, const float *x,
                                       const float *w, const float *b, int64_t rows, int64_t c)
 {
     int lane = threadIdx.x % 32;
     FOR_ROW_OF_WARP(i, rows)
     {
         const float *xi = x + i * c;
-        float *yi = y + i * c;
+        Y *yi = y + i * c;
         float s = 0.0f;
         for (int64_t j = lane; j < c; j += 32)
             s += xi[j];
@@ -49,7 +78,7 @@ static __global__ void forward_kernel(float *y, float *mean, float *rstd, const 
         }
         float r = 1.0f / sqrtf(ddpc__warp_sum(v) / (float)c + LN_EPS);
         for (int64_t j = lane; j < c; j += 32)
-            yi[j] = (xi[j] - m) * r * (w ? w[j] : 1.0f) + (b ? b[j] : 0.0f);
+            put(yi, j, (xi[j] - m) * r * (w ? w[j] : 1.0f) + (b ? b[j] : 0.0f));
         if (lane == 0 && mean)
             mean[i] = m;
         if (lane == 0 && rstd)
@@ -59,9 +88,9 @@ static __global__ void forward_kernel(float *y, float *mean, float *rstd, const 
 
 /* forward_kernel for c % 4 == 0, c <= 128 * V, 16-byte aligned x, y, w, b: lane l holds the row's
  * float4s l, l + 32, ..., l + 32 * (V - 1) (those below c / 4) in registers, so x is read once. */
-template <int V>
+template <int V, typename Y>
 static __global__ void __launch_bounds__(THREADS)
-    forward_vec_kernel(float *y, float *mean, float *rstd, const float *x, const float *w,
+    forward_vec_kernel(Y *y, float *mean, float *rstd, const float *x, const float *w,
                        const float *b, int64_t rows, int64_t c)
 {
     const int lane = threadIdx.x % 32;
@@ -91,7 +120,7 @@ static __global__ void __launch_bounds__(THREADS)
             }
         }
         const float r = 1.0f / sqrtf(ddpc__warp_sum(q) / (float)c + LN_EPS);
-        float4 *yi = (float4 *)(y + i * c);
+        Y *yi = y + i * c;
         UNROLL
         for (int k = 0; k < V; k++) {
             const int64_t j = lane + 32 * k;
@@ -99,9 +128,11 @@ static __global__ void __launch_bounds__(THREADS)
                 continue;
             const float4 wt = w ? ((const float4 *)w)[j] : make_float4(1.0f, 1.0f, 1.0f, 1.0f);
             const float4 bt = b ? ((const float4 *)b)[j] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            yi[j] = make_float4(
-                (v[4 * k] - m) * r * wt.x + bt.x, (v[4 * k + 1] - m) * r * wt.y + bt.y,
-                (v[4 * k + 2] - m) * r * wt.z + bt.z, (v[4 * k + 3] - m) * r * wt.w + bt.w);
+            put4(yi, j,
+                 make_float4((v[4 * k] - m) * r * wt.x + bt.x,
+                             (v[4 * k + 1] - m) * r * wt.y + bt.y,
+                             (v[4 * k + 2] - m) * r * wt.z + bt.z,
+                             (v[4 * k + 3] - m) * r * wt.w + bt.w));
         }
         if (lane == 0 && mean)
             mean[i] = m;
@@ -289,23 +320,28 @@ static int ln_vec(int64_t c, const void *p0, const void *p1, const void *p2, con
     return (int)((c + 127) / 128);
 }
 
-typedef void (*ln_forward_fn)(float *, float *, float *, const float *, const float *,
-                              const float *, int64_t, int64_t);
+template <typename Y>
+using ln_forward_fn = void (*)(Y *, float *, float *, const float *, const float *, const float *,
+                               int64_t, int64_t);
 typedef void (*ln_backward_fn)(float *, float *, float *, const float *, const float *,
                                const float *, const float *, const float *, int64_t, int64_t,
                                int64_t);
+/* Forward's kernel writing y as Y, for ln_vec's V (0: the scalar kernel). */
+template <typename Y> static ln_forward_fn<Y> ln_forward_kernel(int vec)
+{
+    switch (vec) {
+    case 1: return forward_vec_kernel<1, Y>;
+    case 2: return forward_vec_kernel<2, Y>;
+    case 3: return forward_vec_kernel<3, Y>;
+    case 4: return forward_vec_kernel<4, Y>;
+    case 5: return forward_vec_kernel<5, Y>;
+    case 6: return forward_vec_kernel<6, Y>;
+    case 7: return forward_vec_kernel<7, Y>;
+    case 8: return forward_vec_kernel<8, Y>;
+    default: return forward_kernel<Y>;
+    }
+}
 /* Indexed by ln_vec's V. */
-static const ln_forward_fn ln_forward_vec[VEC_MAX + 1] = {
-    NULL,
-    forward_vec_kernel<1>,
-    forward_vec_kernel<2>,
-    forward_vec_kernel<3>,
-    forward_vec_kernel<4>,
-    forward_vec_kernel<5>,
-    forward_vec_kernel<6>,
-    forward_vec_kernel<7>,
-    forward_vec_kernel<8>,
-};
 static const ln_backward_fn ln_backward_vec[VEC_MAX + 1] = {
     NULL,
     backward_vec_kernel<1>,
@@ -319,21 +355,35 @@ static const ln_backward_fn ln_backward_vec[VEC_MAX + 1] = {
 };
 
 #ifndef DDPC_CUDA_EMULATE /* the host side: launches */
+template <typename Y>
+static void forward_as(Y *y, float *mean, float *rstd, const float *x, const float *w,
+                       const float *b, int64_t rows, int64_t c)
+{
+    const unsigned blocks = ddpc__cuda_blocks(rows, ROWS_PER_BLOCK);
+    ln_forward_kernel<Y>(ln_vec(c, y, x, w, b))<<<blocks, THREADS, 0, ddpc__cuda_stream()>>>(
+        y, mean, rstd, x, w, b, rows, c);
+    DDPC_CUDA_LAUNCHED();
+}
+
 extern "C" void ddpc__cuda_layernorm_forward(float *y, float *mean, float *rstd, const float *x,
                                              const float *w, const float *b, int64_t rows,
                                              int64_t c)
 {
     if (rows <= 0 || c <= 0)
         return;
-    const int vec = ln_vec(c, y, x, w, b);
-    const unsigned blocks = ddpc__cuda_blocks(rows, ROWS_PER_BLOCK);
-    if (vec)
-        ln_forward_vec[vec]<<<blocks, THREADS, 0, ddpc__cuda_stream()>>>(y, mean, rstd, x, w, b,
-                                                                         rows, c);
+    forward_as(y, mean, rstd, x, w, b, rows, c);
+}
+
+extern "C" void ddpc__cuda_layernorm_forward_16(ddpc_precision prec, void *y, float *mean,
+                                                float *rstd, const float *x, const float *w,
+                                                const float *b, int64_t rows, int64_t c)
+{
+    if (rows <= 0 || c <= 0)
+        return;
+    if (prec == DDPC_PREC_BF16)
+        forward_as((__nv_bfloat16 *)y, mean, rstd, x, w, b, rows, c);
     else
-        forward_kernel<<<blocks, THREADS, 0, ddpc__cuda_stream()>>>(y, mean, rstd, x, w, b, rows,
-                                                                    c);
-    DDPC_CUDA_LAUNCHED();
+        forward_as((__half *)y, mean, rstd, x, w, b, rows, c);
 }
 
 extern "C" void ddpc__cuda_layernorm_backward(float *dx, float *dw, float *db, const float *dy,

@@ -68,6 +68,11 @@ extern "C" const ddpc_kernel_table ddpc__cuda_table = {
     .softmax_rows = ddpc__cuda_softmax_rows,
     .head16_forward = ddpc__cuda_head16_forward,
     .head16_backward = ddpc__cuda_head16_backward,
+    .act16_applies = ddpc__cuda_act16_applies,
+    .layernorm_forward16 = ddpc__cuda_layernorm_forward16,
+    .gelu_forward16 = ddpc__cuda_gelu_forward16,
+    .linear_forward16 = ddpc__cuda_linear_forward16,
+    .linear_backward16 = ddpc__cuda_linear_backward16,
     /* No elementwise-loss kernels yet: models refuse losses other than cross-entropy here. */
     .mse_forward = nullptr,
     .mse_backward = nullptr,
