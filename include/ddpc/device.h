@@ -256,9 +256,8 @@ typedef struct ddpc_kernel_table {
     void (*gelu_forward16)(ddpc_precision prec, float *y16, const float *x, int64_t n);
     void (*linear_forward16)(ddpc_precision prec, float *y, const float *x16, const float *w,
                              const float *b, const float *r, int64_t n, int64_t in, int64_t out);
-    void (*linear_backward16)(ddpc_precision prec, float *dx, float *dw, float *db,
-                              const float *dy, const float *x16, const float *w, int64_t n,
-                              int64_t in, int64_t out);
+    void (*linear_backward16)(ddpc_precision prec, float *dx, float *dw, float *db, const float *dy,
+                              const float *x16, const float *w, int64_t n, int64_t in, int64_t out);
     /* Elementwise losses on float targets (regression, multi-label): NULL in the CUDA table,
      * where models refuse every loss but cross-entropy; sum_abs and sum_sq are host. */
     float (*mse_forward)(const float *pred, const float *target, int64_t n);

@@ -80,8 +80,8 @@ static bool act16_applies(const ddpc_model *m, int64_t BT, int64_t C)
 {
     const ddpc_kernel_table *k = m->k;
     ddpc_precision prec = m->cfg.precision;
-    return k->act16_applies && k->layernorm_forward16 && k->gelu_forward16 &&
-           k->linear_forward16 && k->linear_backward16 && k->act16_applies(prec, BT, C) &&
+    return k->act16_applies && k->layernorm_forward16 && k->gelu_forward16 && k->linear_forward16 &&
+           k->linear_backward16 && k->act16_applies(prec, BT, C) &&
            k->act16_applies(prec, BT, 4 * C);
 }
 
@@ -139,11 +139,10 @@ static void block_activations(ddpc_model *m, gpt_impl *g, int l, const float *x,
     gpt_layer_acts *a = &g->acts[l];
     const ddpc_precision prec = m->cfg.precision;
     if (g->act16)
-        m->k->layernorm_forward16(prec, a->ln1, a->ln1_mean, a->ln1_rstd, x, P(p->ln1w),
-                                  P(p->ln1b), BT, C);
+        m->k->layernorm_forward16(prec, a->ln1, a->ln1_mean, a->ln1_rstd, x, P(p->ln1w), P(p->ln1b),
+                                  BT, C);
     else
-        m->k->layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, x, P(p->ln1w), P(p->ln1b), BT,
-                                C);
+        m->k->layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, x, P(p->ln1w), P(p->ln1b), BT, C);
     linear_in(m, g->act16, a->qkv, a->ln1, p->qkvw, p->qkvb, NULL, BT, C, 3 * C);
     m->k->attention_forward(prec, a->atty, a->att, a->qkv, B, T, C, o->n_head, g->ws);
     residual_out(m, g, false, a->res2, a->atty, p->projw, p->projb, x, BT, C, 2 * (uint64_t)l);
@@ -151,8 +150,8 @@ static void block_activations(ddpc_model *m, gpt_impl *g, int l, const float *x,
         m->k->layernorm_forward16(prec, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, P(p->ln2w),
                                   P(p->ln2b), BT, C);
     else
-        m->k->layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, P(p->ln2w),
-                                P(p->ln2b), BT, C);
+        m->k->layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, P(p->ln2w), P(p->ln2b),
+                                BT, C);
     linear_in(m, g->act16, a->fch, a->ln2, p->fcw, p->fcb, NULL, BT, C, 4 * C);
     if (g->act16)
         m->k->gelu_forward16(prec, a->fch_gelu, a->fch, BT * 4 * C);

@@ -200,8 +200,8 @@ static size_t scratch_bytes(const rounded *o)
 
 /* The 16-bit product on ra and rb, those not rounded yet rounded into one scratch buffer (a, then
  * b, then the padded c). */
-static void gemm_16r(ddpc_precision prec, ddpc_transpose ta, ddpc_transpose tb, int m, int n,
-                     int k, float alpha, rounded ra, rounded rb, float beta, float *c, int ldc)
+static void gemm_16r(ddpc_precision prec, ddpc_transpose ta, ddpc_transpose tb, int m, int n, int k,
+                     float alpha, rounded ra, rounded rb, float beta, float *c, int ldc)
 {
     const size_t a_bytes = scratch_bytes(&ra), b_bytes = scratch_bytes(&rb);
     char *s = (char *)ddpc__cuda_scratch(DDPC__CUDA_SCRATCH_BLAS,
@@ -228,8 +228,8 @@ static rounded x_operand(const float *x, const void *x16, int64_t rows, int64_t 
 {
     rounded r = operand(x, rows, cols, cols);
     if (x16 && (r.prows != rows || r.pcols != cols)) {
-        fprintf(stderr, "ddpc: CUDA gemm: a 16-bit x (%lld, %lld) needs padding\n",
-                (long long)rows, (long long)cols);
+        fprintf(stderr, "ddpc: CUDA gemm: a 16-bit x (%lld, %lld) needs padding\n", (long long)rows,
+                (long long)cols);
         abort();
     }
     if (x16)

@@ -129,8 +129,7 @@ static __global__ void __launch_bounds__(THREADS)
             const float4 wt = w ? ((const float4 *)w)[j] : make_float4(1.0f, 1.0f, 1.0f, 1.0f);
             const float4 bt = b ? ((const float4 *)b)[j] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             put4(yi, j,
-                 make_float4((v[4 * k] - m) * r * wt.x + bt.x,
-                             (v[4 * k + 1] - m) * r * wt.y + bt.y,
+                 make_float4((v[4 * k] - m) * r * wt.x + bt.x, (v[4 * k + 1] - m) * r * wt.y + bt.y,
                              (v[4 * k + 2] - m) * r * wt.z + bt.z,
                              (v[4 * k + 3] - m) * r * wt.w + bt.w));
         }
@@ -330,15 +329,24 @@ typedef void (*ln_backward_fn)(float *, float *, float *, const float *, const f
 template <typename Y> static ln_forward_fn<Y> ln_forward_kernel(int vec)
 {
     switch (vec) {
-    case 1: return forward_vec_kernel<1, Y>;
-    case 2: return forward_vec_kernel<2, Y>;
-    case 3: return forward_vec_kernel<3, Y>;
-    case 4: return forward_vec_kernel<4, Y>;
-    case 5: return forward_vec_kernel<5, Y>;
-    case 6: return forward_vec_kernel<6, Y>;
-    case 7: return forward_vec_kernel<7, Y>;
-    case 8: return forward_vec_kernel<8, Y>;
-    default: return forward_kernel<Y>;
+    case 1:
+        return forward_vec_kernel<1, Y>;
+    case 2:
+        return forward_vec_kernel<2, Y>;
+    case 3:
+        return forward_vec_kernel<3, Y>;
+    case 4:
+        return forward_vec_kernel<4, Y>;
+    case 5:
+        return forward_vec_kernel<5, Y>;
+    case 6:
+        return forward_vec_kernel<6, Y>;
+    case 7:
+        return forward_vec_kernel<7, Y>;
+    case 8:
+        return forward_vec_kernel<8, Y>;
+    default:
+        return forward_kernel<Y>;
     }
 }
 /* Indexed by ln_vec's V. */
