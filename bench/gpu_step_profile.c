@@ -53,6 +53,7 @@ typedef struct {
     float *p, *g, *m, *v;       /* (n_params) AdamW */
     uint8_t *mask;              /* (n_params) */
     uint16_t *x16, *w16, *dl16; /* bf16 copies for cuBLAS alone: (BT, C), (V, C), (BT, V) */
+    float *a16; /* (BT, 4C) floats: the act16 members' 16-bit activation (device.h's x16) */
     cublasHandle_t blas;
     bool bad; /* a result was not finite */
 } bench;
@@ -290,6 +291,14 @@ enum {
     OP_SEED_GEMM_FC,
     OP_TWO_GEMMS_QKV,
     OP_TWO_GEMMS_FC,
+    OP_LN_FWD16,
+    OP_LIN16_QKV,
+    OP_LIN16_FC,
+    OP_GELU_FWD16,
+    OP_LIN16_FCPROJ,
+    OP_LINB16_FCPROJ,
+    OP_LINB16_FC,
+    OP_LINB16_QKV,
     OP_HEAD16_FWD,
     OP_HEAD16_BWD,
     OP_COUNT
@@ -449,6 +458,32 @@ static void op_run(bench *b, int op)
         k->adamw_update(b->p, b->g, b->m, b->v, b->mask, (int64_t)b->n_params, &c);
         break;
     }
+    /* The candidate act16's members (they run whether or not it is named; act16_applies alone
+     * asks): LayerNorm then GELU write a16's 16-bit copy, the linear layers read it. */
+    case OP_LN_FWD16:
+        k->layernorm_forward16(bf, b->a16, b->mean, b->rstd, b->x, b->lnw, b->lnb, BT, C);
+        break;
+    case OP_LIN16_QKV:
+        k->linear_forward16(bf, b->y, b->a16, b->w, b->bias, NULL, BT, C, 3 * C);
+        break;
+    case OP_LIN16_FC:
+        k->linear_forward16(bf, b->y, b->a16, b->w, b->bias, NULL, BT, C, 4 * C);
+        break;
+    case OP_GELU_FWD16:
+        k->gelu_forward16(bf, b->a16, b->x, BT * 4 * C);
+        break;
+    case OP_LIN16_FCPROJ:
+        k->linear_forward16(bf, b->y, b->a16, b->w, b->bias, b->res, BT, 4 * C, C);
+        break;
+    case OP_LINB16_FCPROJ:
+        k->linear_backward16(bf, b->dx, b->dw, b->db, b->dy, b->a16, b->w, BT, 4 * C, C);
+        break;
+    case OP_LINB16_FC:
+        k->linear_backward16(bf, b->dx, b->dw, b->db, b->dy, b->a16, b->w, BT, C, 4 * C);
+        break;
+    case OP_LINB16_QKV:
+        k->linear_backward16(bf, b->dx, b->dw, b->db, b->dqkv, b->a16, b->w, BT, C, 3 * C);
+        break;
     /* The candidate head16 (DDPC_CUDA_CANDIDATES=head16; otherwise its forward declines at once
      * and its backward reads whatever bits the logits hold): the product, argmax and fused loss
      * over 16-bit logits, then the backward's two products from the 16-bit gradient. Last in
@@ -516,6 +551,7 @@ static void op_check(bench *b, int op, const char *name)
     case OP_LN_FWD:
     case OP_LIN_PROJ:
     case OP_LIN_FCPROJ:
+    case OP_LIN16_FCPROJ:
         check_finite(b, name, b->y, BT * C);
         break;
     case OP_ATT_FWD:
@@ -524,10 +560,12 @@ static void op_check(bench *b, int op, const char *name)
         break;
     case OP_LIN_QKV:
     case OP_SEED_GEMM_QKV:
+    case OP_LIN16_QKV:
         check_finite(b, name, b->y, BT * 3 * C);
         break;
     case OP_LIN_FC:
     case OP_SEED_GEMM_FC:
+    case OP_LIN16_FC:
     case OP_GELU_FWD:
         check_finite(b, name, b->y, BT * 4 * C);
         break;
@@ -559,6 +597,9 @@ static void op_check(bench *b, int op, const char *name)
     case OP_LINB_QKV:
     case OP_TWO_GEMMS_QKV:
     case OP_TWO_GEMMS_FC:
+    case OP_LINB16_FCPROJ:
+    case OP_LINB16_FC:
+    case OP_LINB16_QKV:
         check_finite(b, name, b->dx, BT * 4 * C);
         check_finite(b, name, b->dw, (size_t)V * C);
         break;
@@ -572,6 +613,9 @@ static void op_check(bench *b, int op, const char *name)
         break;
     case OP_ARGMAX:
         break; /* its count was range-checked */
+    case OP_LN_FWD16:
+    case OP_GELU_FWD16:
+        break; /* 16 bits, in a layout of the table's: the products after them are checked */
     }
 }
 
@@ -623,6 +667,7 @@ static void bench_alloc(bench *b)
     size_t n = b->n_params;
     b->p = dev(n * f), b->g = dev(n * f), b->m = dev(n * f), b->v = dev(n * f), b->mask = dev(n);
     b->x16 = dev(BT * C * 2), b->w16 = dev((size_t)V * C * 2), b->dl16 = dev(BT * V * 2);
+    b->a16 = dev(act * f);
 
     fill_random(b->x, act, -2.0f, 2.0f, 1), fill_random(b->dy, act, -1e-3f, 1e-3f, 2);
     fill_random(b->res, act, -1.0f, 1.0f, 3), fill_random(b->y, act, -1.0f, 1.0f, 4);
@@ -762,6 +807,23 @@ int main(int argc, char **argv)
                               2 * LINF(C, 3 * C), 0},
         [OP_TWO_GEMMS_FC] = {"  before: 2 gemms+db fc", "C->4C", 0, LINBB(C, 4 * C),
                              2 * LINF(C, 4 * C), 0},
+        /* Against "layernorm_forward", "gelu_forward" and the qkv, fc and fcproj linear rows:
+         * what the candidate act16 saves (bytes: its activation written and read in 16 bits). */
+        [OP_LN_FWD16] = {"  act16 layernorm fwd", "BT x C", 0,
+                         (f + 2) * bt * C + f * (2 * bt + 2 * C), 0, 0},
+        [OP_LIN16_QKV] = {"  act16 linear fwd qkv", "C->3C", 0,
+                          LINFB(C, 3 * C, f * 3 * C) - (f - 2) * bt * C, LINF(C, 3 * C), 0},
+        [OP_LIN16_FC] = {"  act16 linear fwd fc", "C->4C", 0, LINFB(C, 4 * C, 0) - (f - 2) * bt * C,
+                         LINF(C, 4 * C), 0},
+        [OP_GELU_FWD16] = {"  act16 gelu fwd", "BT x 4C", 0, (f + 2) * bt * 4 * C, 0, 0},
+        [OP_LIN16_FCPROJ] = {"  act16 linear fwd fcproj", "4C->C +r", 0,
+                             LINFB(4 * C, C, f * bt * C) - (f - 2) * bt * 4 * C, LINF(4 * C, C), 0},
+        [OP_LINB16_FCPROJ] = {"  act16 linear bwd fcproj", "4C->C", 0,
+                              LINBB(4 * C, C) - (f - 2) * bt * 4 * C, 2 * LINF(4 * C, C), 0},
+        [OP_LINB16_FC] = {"  act16 linear bwd fc", "C->4C", 0, LINBB(C, 4 * C) - (f - 2) * bt * C,
+                          2 * LINF(C, 4 * C), 0},
+        [OP_LINB16_QKV] = {"  act16 linear bwd qkv", "C->3C", 0, LINBB(C, 3 * C) - (f - 2) * bt * C,
+                           2 * LINF(C, 3 * C), 0},
         /* Against "linear_forward LM head" + argmax + cross_entropy_fused, and "linear_backward
          * LM head": what the candidate head16 saves (bytes: x and w in fp32, 16-bit logits
          * written, read and written again; the backward's dlogits read in 16 bits). */
