@@ -67,7 +67,7 @@ template <typename Y>
 static void check_gelu16(const char *what, const float *ref, const float *x, int64_t n, int64_t n4,
                          unsigned g)
 {
-    std::vector<Y> y(n);
+    std::vector<Y> y(n); /* 16-byte aligned (operator new), as the host side asks for n4 > 0 */
     memset(y.data(), 0xff, y.size() * sizeof(Y));
     std::vector<uint16_t> want(n), got(n);
     emu_launch(g, THREADS, 0, [&] { gelu_forward16_kernel(y.data(), x, n4, n); });

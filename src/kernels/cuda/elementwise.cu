@@ -101,27 +101,39 @@ static __global__ void gelu_forward_kernel(float *y, const float *x, int64_t n4,
         [&](int64_t i) { y[i] = gelu(x[i]); });
 }
 
-/* y (n) 16-bit = gelu(x) rounded to nearest even: gelu_forward_kernel's values, each stored on its
- * own (x alone decides the float4 path). */
-static __device__ void put16(__nv_bfloat16 *y, int64_t i, float v)
+/* y (n) 16-bit = gelu(x) rounded to nearest even: gelu_forward_kernel's values; four at a time
+ * in one 8-byte store where n4 > 0 (then y is 16-byte aligned too). */
+static __device__ __nv_bfloat16 to16(__nv_bfloat16 *, float v)
 {
-    y[i] = __float2bfloat16_rn(v);
+    return __float2bfloat16_rn(v);
 }
-static __device__ void put16(__half *y, int64_t i, float v)
+static __device__ __half to16(__half *, float v)
 {
-    y[i] = __float2half_rn(v);
+    return __float2half_rn(v);
+}
+static __device__ unsigned bits16(__nv_bfloat16 h)
+{
+    return __bfloat16_as_ushort(h);
+}
+static __device__ unsigned bits16(__half h)
+{
+    return __half_as_ushort(h);
 }
 template <typename T>
 static __global__ void gelu_forward16_kernel(T *y, const float *x, int64_t n4, int64_t n)
 {
+    /* Element 4q in the low half of the first word: little-endian, as the 16-bit array is. */
+    const auto two = [&](float a, float b) {
+        return bits16(to16(y, a)) | bits16(to16(y, b)) << 16;
+    };
     each_element(
         n4, n,
         [&](int64_t q) {
             const float4 v = ld4(x, q);
-            put16(y, 4 * q, gelu(v.x)), put16(y, 4 * q + 1, gelu(v.y));
-            put16(y, 4 * q + 2, gelu(v.z)), put16(y, 4 * q + 3, gelu(v.w));
+            reinterpret_cast<uint2 *>(y)[q] =
+                make_uint2(two(gelu(v.x), gelu(v.y)), two(gelu(v.z), gelu(v.w)));
         },
-        [&](int64_t i) { put16(y, i, gelu(x[i])); });
+        [&](int64_t i) { y[i] = to16(y, gelu(x[i])); });
 }
 
 /* dx may be dy (each element read then written by the same thread). */
@@ -201,7 +213,7 @@ extern "C" void ddpc__cuda_gelu_forward_16(ddpc_precision prec, void *y, const f
 {
     if (n <= 0)
         return;
-    const int64_t n4 = vec4(n, x);
+    const int64_t n4 = vec4(n, y, x);
     const unsigned blocks = blocks4(n4, n);
     if (prec == DDPC_PREC_BF16)
         gelu_forward16_kernel<<<blocks, THREADS, 0, ddpc__cuda_stream()>>>((__nv_bfloat16 *)y, x,

@@ -48,14 +48,25 @@ static __device__ void put(__half *y, int64_t j, float v)
 {
     y[j] = __float2half_rn(v);
 }
-/* y's float4 q (elements 4q .. 4q + 3) = v: one 16-byte store at fp32. */
+/* Two 16-bit values rounded from a and b, a in the low half (the lower address, little-endian). */
+static __device__ unsigned pack2(__nv_bfloat16 *, float a, float b)
+{
+    return (unsigned)__bfloat16_as_ushort(__float2bfloat16_rn(a)) |
+           (unsigned)__bfloat16_as_ushort(__float2bfloat16_rn(b)) << 16;
+}
+static __device__ unsigned pack2(__half *, float a, float b)
+{
+    return (unsigned)__half_as_ushort(__float2half_rn(a)) |
+           (unsigned)__half_as_ushort(__float2half_rn(b)) << 16;
+}
+/* y's elements 4q .. 4q + 3 = v in one store: 16 bytes at fp32, 8 (y 8-byte aligned) at 16 bits. */
 static __device__ void put4(float *y, int64_t q, float4 v)
 {
     reinterpret_cast<float4 *>(y)[q] = v;
 }
 template <typename Y> static __device__ void put4(Y *y, int64_t q, float4 v)
 {
-    put(y, 4 * q, v.x), put(y, 4 * q + 1, v.y), put(y, 4 * q + 2, v.z), put(y, 4 * q + 3, v.w);
+    reinterpret_cast<uint2 *>(y)[q] = make_uint2(pack2(y, v.x, v.y), pack2(y, v.z, v.w));
 }
 
 template <typename Y>
