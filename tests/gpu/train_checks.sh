@@ -11,7 +11,8 @@
 #   - a GPU checkpoint resumes on the CPU and continues within 1e-3 of the GPU run;
 #   - warm steps allocate nothing on the device (the run's "device allocations after step 2");
 #   - a GPT, MLP or CNN step that logs nothing makes no host wait, a logged step one; reading the
-#     losses less often trains the same weights; a NaN stops a GPU run too.
+#     losses less often trains the same weights; a NaN stops a GPU run too;
+#   - under DDPC_CUDA_CANDIDATES (run.sh's candidates part), the run's log names the candidates.
 # usage: train_checks.sh DDPC_BIN SOURCE_DIR   (WORK: scratch folder)
 # A dry run of the script's own logic without a GPU: DDPC_CHECK_DEVICE=cpu DDPC_CHECK_STEPS=40.
 set -u
@@ -174,6 +175,15 @@ if run gpt_bf16 "${gpt[@]}" device=$dev precision=bf16; then
     fi
 else
     fail "gpt bf16: the run failed"
+fi
+
+# 3a. Under candidate kernels (run.sh's candidates part) the run's start line names them.
+if [ "$dev" = cuda ] && [ -n "${DDPC_CUDA_CANDIDATES:-}" ]; then
+    if grep -qF "; candidate kernels $DDPC_CUDA_CANDIDATES)" "$work/gpt_bf16.log"; then
+        pass "gpt bf16: the run's log names its candidate kernels"
+    else
+        fail "gpt bf16: the log does not name DDPC_CUDA_CANDIDATES=$DDPC_CUDA_CANDIDATES"
+    fi
 fi
 
 # 3b. Activation checkpointing on the GPU recomputes the same bits; fp16 with the loss scaler
