@@ -61,17 +61,21 @@ check "torn: resume=never with a new checkpoint.dir starts over" test $? -eq 0
 copy denied
 chmod 000 "$tmp/denied/$ck"/step-*/model.safetensors
 as=()
+denied_ddpc=$ddpc denied_cfg=$cfg
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && id nobody >/dev/null 2>&1; then
     chmod o+x "$tmp"
     chown -R nobody "$tmp/denied"
     as=(setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups --)
+    # The build may sit in a folder only root enters (a clone under mktemp -d): nobody runs copies.
+    cp "$ddpc" "$tmp/ddpc" && cp "$cfg" "$tmp/cfg.yaml" && chmod o+rx "$tmp/ddpc" "$tmp/cfg.yaml"
+    denied_ddpc=$tmp/ddpc denied_cfg=$tmp/cfg.yaml
 fi
 if [ "$(id -u)" = 0 ] && [ ${#as[@]} = 0 ]; then
     echo "note: root without setpriv or user nobody: the permission-denied checks are left out"
 else
     before=$(snapshot "$tmp/denied")
-    "${bound[@]}" "${as[@]}" "$ddpc" train "$cfg" "${common[@]}" run_dir="$tmp/denied" \
-        max_steps=20 >"$tmp/denied.log" 2>&1
+    "${bound[@]}" "${as[@]}" "$denied_ddpc" train "$denied_cfg" "${common[@]}" \
+        run_dir="$tmp/denied" max_steps=20 >"$tmp/denied.log" 2>&1
     st=$?
     check "denied: resume auto refuses (exit $st)" test "$st" -ne 0 -a "$st" -ne 124
     check "denied: the message says Permission denied for each" test \
