@@ -27,6 +27,7 @@ ddpc_status ddpc__gloo_create(const ddpc_comm_env *env, double deadline,
 
 #include <arpa/inet.h>
 #include <netdb.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -34,7 +35,19 @@ ddpc_status ddpc__gloo_create(const ddpc_comm_env *env, double deadline,
 #include <unistd.h>
 
 enum { ID_CAP = 400 };
-static const double REPORT_WAIT_S = 1.0; /* how long a lost connection waits for the cause */
+/* How long a lost connection waits for its cause (a host-mate's death, another rank's report): a
+ * loaded machine's host-mate can take more than a second to see a killed rank and say so. */
+static const double REPORT_WAIT_S = 5.0;
+
+/* gloo's TCP pairs write with writev, which raises SIGPIPE when a killed peer reset the
+ * connection: the rank would die without a word. Ignored (as Python does under PyTorch), the
+ * write fails with EPIPE and the rank reports the lost peer. A handler the program set stays. */
+static void ignore_sigpipe(void)
+{
+    struct sigaction old;
+    if (sigaction(SIGPIPE, NULL, &old) == 0 && old.sa_handler == SIG_DFL)
+        signal(SIGPIPE, SIG_IGN);
+}
 
 void ddpc__gloo_host_text(const ddpc__gloo_state *st, int h, char *out, size_t cap)
 {
@@ -266,6 +279,7 @@ ddpc_status ddpc__gloo_create(const ddpc_comm_env *env, double deadline,
     }
     st->payload_cap = 4 * DDPC__SHM_SLOT + 256;
     if (s == DDPC_OK && st->hosts > 1) {
+        ignore_sigpipe();
         char prefix[DDPC_STORE_KEY_MAX + 1];
         snprintf(prefix, sizeof prefix, "%slink%d/", st->prefix, st->local);
         s = ddpc__gloo_link_create(st->store, prefix, st->host, st->hosts, st->addrs[st->host],
