@@ -7,7 +7,8 @@
 # are refused on cuda whatever the machine has, two ranks without a GPU for want of one; `ddpc env`
 # prints its GPU section.
 # With a GPU visible, device=cuda and auto train the MLP on it and the start line names it. A
-# configure with -DDDPC_CUDA=ON and no working nvcc stops with its one line (docs/gpu.md).
+# configure with -DDDPC_CUDA=ON and no working nvcc stops with its one line (docs/gpu.md). On
+# the CPU, DDPC_CUDA_CANDIDATES changes nothing.
 # usage: cli_train_device.sh DDPC_BIN SOURCE_DIR
 set -u
 ddpc=$1
@@ -173,6 +174,27 @@ else
     refused hidden '^ddpc train: device: cuda cannot be used: .+; set device: cpu or auto$' \
         "$tmp/hidden"
 fi
+
+# docs/gpu.md's candidate kernels are GPU kernels: on the CPU, DDPC_CUDA_CANDIDATES=all changes
+# nothing (a bf16 GPT, whose head16 and act16 paths the CUDA table alone offers, trains the same
+# bytes) and the start line names no candidate.
+cat >"$tmp/gpt.yaml" <<'YAML'
+seed: 7
+model: {type: gpt, n_layer: 1, n_head: 2, n_embd: 32, block_size: 16}
+data: {type: synthetic_tokens, size: 2048, batch_size: 4}
+precision: bf16
+YAML
+gpt=("$tmp/gpt.yaml" max_steps=6 log_every=3 eval_every=0 num_threads=1 device=cpu
+    log.progress=plain checkpoint.every_steps=0)
+train cand_off "${gpt[@]}" run_dir="$tmp/cand_off" weights_out="$tmp/cand_off.st"
+check_status "a bf16 GPT trains on the CPU" $rc "$tmp/cand_off.err" "$tmp/cand_off.out"
+DDPC_CUDA_CANDIDATES=all "$ddpc" train "${gpt[@]}" run_dir="$tmp/cand_on" \
+    weights_out="$tmp/cand_on.st" >"$tmp/cand_on.out" 2>"$tmp/cand_on.err"
+rc=$?
+check_status "... and with DDPC_CUDA_CANDIDATES=all" $rc "$tmp/cand_on.err" "$tmp/cand_on.out"
+check "... the same weights, byte for byte" cmp -s "$tmp/cand_off.st" "$tmp/cand_on.st"
+check "... and no candidate named on the CPU" \
+    bash -c "! grep -q 'candidate kernels' '$tmp/cand_on.out'"
 
 # docs/gpu.md's build table: -DDDPC_CUDA=ON without a working nvcc stops the configure, saying so.
 CUDACXX=/nonexistent/nvcc cmake -S "$src" -B "$tmp/cfg" -DDDPC_CUDA=ON >"$tmp/cfg.log" 2>&1
