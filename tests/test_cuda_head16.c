@@ -6,12 +6,12 @@
  * other cuBLAS algorithms at a 16-bit output): gradients over the logits, row losses, dx, dw;
  * the valid count exactly, the loss sum within 1e-3, the argmax count within one row. Zeros in
  * the padding (rows past n, columns past v) and on ignored rows; a rerun gives the same bits; no
- * host wait, and no allocation on a warm call. GPT-2's 50257 classes and a small odd width, bf16
- * and fp16. Then a GPT on the GPU, announced as the engine announces a training step, with and
- * without a loss sink: it takes the path exactly when DDPC_CUDA_CANDIDATES names head16 and the
- * precision is 16-bit, within tolerance of the fp32-logits path. Without the candidate named the
- * members decline and the model keeps today's path: run this test both ways. Skips (exit 77)
- * without a GPU. */
+ * host wait, and no allocation on a warm call, nor in an evaluation after training steps. GPT-2's
+ * 50257 classes and a small odd width, bf16 and fp16. Then a GPT on the GPU, announced as the
+ * engine announces a training step, with and without a loss sink: it takes the path exactly when
+ * DDPC_CUDA_CANDIDATES names head16 and the precision is 16-bit, within tolerance of the
+ * fp32-logits path. Without the candidate named the members decline and the model keeps today's
+ * path: run this test both ways. Skips (exit 77) without a GPU. */
 #include <ddpc/half.h>
 #include <ddpc/models.h>
 #include <ddpc/nn.h>
@@ -261,6 +261,44 @@ static void check_model(ddpc_precision p, bool sink)
     ddpc_model_destroy(m[1]);
 }
 
+/* An evaluation after announced training steps allocates no device memory: it keeps fp32 logits,
+ * whose product pads them through BLAS scratch (v = 1003 is no multiple of 16), more than the
+ * 16-bit head takes where B*T exceeds the width; so it must have been grown in training. The first
+ * test of the process, as the scratch only ever grows. */
+static void test_eval_allocates_nothing(void)
+{
+    static const ddpc_gpt_config gc = {.n_layer = 1, .n_head = 1, .n_embd = 32, .block_size = 64};
+    ddpc_model_config c = ddpc_model_config_default();
+    strcpy(c.type, "gpt");
+    c.num_classes = 1003, c.type_config = &gc, c.backend = gpu, c.precision = DDPC_PREC_BF16;
+    enum { B = 8, T = 64 };
+    static int32_t tok[B * T], tgt[B * T];
+    for (int i = 0; i < B * T; i++) {
+        tok[i] = (i * 37 + 5) % 1003;
+        tgt[i] = (i * 91 + 3) % 1003;
+    }
+    ddpc_model_input in = {.n = B, .tokens = tok, .targets = tgt, .rng_stream = 1};
+    ddpc_model *m = NULL;
+    CHECK_EQ_INT(ddpc_model_create(&m, &c), DDPC_OK);
+    if (!m)
+        return;
+    ddpc_model_output out;
+    for (int step = 0; step < 2; step++) {
+        ddpc_model_zero_grad(m);
+        ddpc_model_expect_backward(m, 1.0f);
+        CHECK_EQ_INT(ddpc_model_forward(m, &in, true, &out), DDPC_OK);
+        CHECK_EQ_INT(ddpc_model_backward(m, 1.0f), DDPC_OK);
+        CHECK(m->ce_half == on);
+    }
+    const uint64_t allocs = gpu->alloc_count();
+    CHECK_EQ_INT(ddpc_model_forward(m, &in, false, &out), DDPC_OK);
+    CHECK(!m->ce_half);
+    printf("  device allocations in the evaluation: %llu\n",
+           (unsigned long long)(gpu->alloc_count() - allocs));
+    CHECK_EQ_INT(gpu->alloc_count(), allocs);
+    ddpc_model_destroy(m);
+}
+
 static void test_model_path(void)
 {
     check_model(DDPC_PREC_BF16, false);
@@ -276,6 +314,7 @@ int main(void)
     on = c && (strcmp(c, "all") == 0 || strstr(c, "head16") != NULL);
     printf("candidate head16 %s (DDPC_CUDA_CANDIDATES=%s)\n", on ? "on" : "off: checks it declines",
            c ? c : "");
+    RUN_TEST(test_eval_allocates_nothing); /* first: the scratch has not grown yet */
     RUN_TEST(test_members_small);
     RUN_TEST(test_members_gpt2_vocab);
     RUN_TEST(test_model_path);

@@ -124,6 +124,8 @@ void ddpc__cuda_linear_backward(ddpc_precision prec, float *dx, float *dw, float
  * from such a 16-bit dy (padded(n), padded(out)), zero in its padding. padded() is
  * ddpc__cuda_gemm_padded. */
 int64_t ddpc__cuda_gemm_padded(int64_t x);
+/* The BLAS scratch (bytes) linear_forward at 16 bits, no bias, takes for these sizes. */
+size_t ddpc__cuda_linear_forward_scratch(int64_t n, int64_t in, int64_t out);
 void ddpc__cuda_linear_forward_16out(ddpc_precision prec, void *y, const float *x, const float *w,
                                      int64_t n, int64_t in, int64_t out);
 void ddpc__cuda_linear_backward_16in(ddpc_precision prec, float *dx, float *dw, const void *dy,

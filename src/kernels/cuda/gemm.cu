@@ -470,6 +470,15 @@ extern "C" int64_t ddpc__cuda_gemm_padded(int64_t x)
     return padded(x);
 }
 
+/* The BLAS scratch bytes linear_forward takes at 16 bits without a bias or residual: gemm_16's for
+ * its (NO_TRANS, TRANS) product, x and w rounded and y through a padded c where it needs one. */
+extern "C" size_t ddpc__cuda_linear_forward_scratch(int64_t n, int64_t in, int64_t out)
+{
+    const rounded rx = operand(nullptr, n, in, in), rw = operand(nullptr, out, in, in);
+    return rounded_bytes(&rx) + rounded_bytes(&rw) +
+           c_pad_bytes(int_size(n, "m"), int_size(out, "n"), int_size(out, "ldc"));
+}
+
 /* gemm_16's (NO_TRANS, TRANS) product on the same rounded operands and padded sizes, its C
  * written in 16 bits over the whole padded (padded(n), padded(out)) instead of into an fp32
  * scratch and copied out: the LM head's logits, which its loss reads in 16 bits. */

@@ -19,6 +19,11 @@ extern "C" bool ddpc__cuda_head16_forward(ddpc_precision prec, double *sums, voi
     if ((uintptr_t)logits % 16 != 0 || (double)rows * (double)ld * 2.0 > (double)bytes ||
         !ddpc__cuda_ce16_applies(prec, v, ld))
         return false;
+    /* Evaluation keeps fp32 logits (linear_forward), whose product takes more BLAS scratch than
+     * this path's where v or n needs padding (y through a padded fp32 c, 4 bytes a logit: 3.3 GB
+     * for GPT-2's 50257 at B 16): grown now, in the first training step, as the fp32 path would
+     * have, so that no evaluation allocates device memory after warm-up. */
+    (void)ddpc__cuda_scratch(DDPC__CUDA_SCRATCH_BLAS, ddpc__cuda_linear_forward_scratch(n, c, v));
     ddpc__cuda_linear_forward_16out(prec, logits, x, w, n, c, v);
     ddpc__cuda_ce16_fused(prec, sums, logits, losses, targets, n, rows, v, ld, ignore_index, dloss);
     return true;
