@@ -140,6 +140,10 @@ static inline float __fadd_rn(float a, float b)
 {
     return a + b;
 }
+static inline float __fsub_rn(float a, float b)
+{
+    return a - b;
+}
 static inline float __fmul_rn(float a, float b)
 {
     return a * b;

@@ -45,6 +45,14 @@ typedef struct {
     bool nesterov, first;
 } ddpc_sgd_coef;
 
+/* The elementwise losses of elementwise_loss_into (nn.h's ddpc_loss names them for models). */
+typedef enum {
+    DDPC_ELEMENTWISE_MSE,
+    DDPC_ELEMENTWISE_L1,
+    DDPC_ELEMENTWISE_SMOOTH_L1,
+    DDPC_ELEMENTWISE_BCE_LOGITS
+} ddpc_elementwise_loss;
+
 typedef struct ddpc_kernel_table {
     const char *name;   /* "cpu" | "cuda" */
     ddpc_device_kind kind;
@@ -258,8 +266,8 @@ typedef struct ddpc_kernel_table {
                              const float *b, const float *r, int64_t n, int64_t in, int64_t out);
     void (*linear_backward16)(ddpc_precision prec, float *dx, float *dw, float *db, const float *dy,
                               const float *x16, const float *w, int64_t n, int64_t in, int64_t out);
-    /* Elementwise losses on float targets (regression, multi-label): NULL in the CUDA table,
-     * where models refuse every loss but cross-entropy; sum_abs and sum_sq are host. */
+    /* Elementwise losses on float targets (regression, multi-label), reduction='mean': values
+     * returned to the host (on a device a wait); sum_abs and sum_sq are host. */
     float (*mse_forward)(const float *pred, const float *target, int64_t n);
     void (*mse_backward)(float *dpred, const float *pred, const float *target, int64_t n,
                          float dloss);
@@ -275,6 +283,12 @@ typedef struct ddpc_kernel_table {
     int64_t (*multilabel_correct)(const float *probs, const float *target, int64_t n);
     void (*regression_errors)(const float *pred, const float *target, int64_t n, double *sum_abs,
                               double *sum_sq);
+    /* The forward of `loss` left on the device for a later read, laid out as cross-entropy's sums:
+     * sums (3) = {the sum of the n elements' loss terms, n, label hits for bce_logits (as
+     * multilabel_correct counts them on the probabilities) or 0}; bce_logits writes probs as its
+     * forward does. NULL in the CPU table, whose values are read at once anyway. */
+    void (*elementwise_loss_into)(double *sums, ddpc_elementwise_loss loss, float beta,
+                                  float *probs, const float *pred, const float *target, int64_t n);
 
     /* ---- optimizer and gradient arithmetic on flat ranges: NULL in the CPU table, where the
      * optimizer's own vectorised host loops (optim/) run; mask (n) may be NULL (decay everywhere) */

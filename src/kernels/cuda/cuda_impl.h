@@ -266,6 +266,26 @@ bool ddpc__cuda_ce16_applies(ddpc_precision prec, int64_t v, int64_t ld);
 void ddpc__cuda_ce16_fused(ddpc_precision prec, double *sums, void *logits, float *losses,
                            const int32_t *targets, int64_t n, int64_t rows, int64_t v, int64_t ld,
                            int32_t ignore_index, float dloss);
+/* regression_loss.cu: the elementwise losses (device.h's mse_forward ... elementwise_loss_into). */
+float ddpc__cuda_mse_forward(const float *pred, const float *target, int64_t n);
+void ddpc__cuda_mse_backward(float *dpred, const float *pred, const float *target, int64_t n,
+                             float dloss);
+float ddpc__cuda_l1_forward(const float *pred, const float *target, int64_t n);
+void ddpc__cuda_l1_backward(float *dpred, const float *pred, const float *target, int64_t n,
+                            float dloss);
+float ddpc__cuda_smooth_l1_forward(const float *pred, const float *target, int64_t n, float beta);
+void ddpc__cuda_smooth_l1_backward(float *dpred, const float *pred, const float *target, int64_t n,
+                                   float beta, float dloss);
+float ddpc__cuda_bce_logits_forward(float *probs, const float *logits, const float *target,
+                                    int64_t n);
+void ddpc__cuda_bce_logits_backward(float *dlogits, const float *probs, const float *target,
+                                    int64_t n, float dloss);
+int64_t ddpc__cuda_multilabel_correct(const float *probs, const float *target, int64_t n);
+void ddpc__cuda_regression_errors(const float *pred, const float *target, int64_t n,
+                                  double *sum_abs, double *sum_sq);
+void ddpc__cuda_elementwise_loss_into(double *sums, ddpc_elementwise_loss loss, float beta,
+                                      float *probs, const float *pred, const float *target,
+                                      int64_t n);
 /* act16.cu: the table's act16_applies, layernorm_forward16, gelu_forward16, linear_forward16 and
  * linear_backward16 (device.h). */
 bool ddpc__cuda_act16_applies(ddpc_precision prec, int64_t rows, int64_t cols);
