@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /* The deferred engine's logic on the CPU, through a stand-in device: the CPU kernel table with
  * kind cuda, whose read-backs count as host waits and whose no-wait members (the *_into losses,
- * grad_norm_clip) are written here from the CPU kernels the way kernels/cuda computes them (a sum
- * in double, then the mean as a float). engine_defer_check.h's checks then run on it; on the GPU
- * test_cuda_defer runs them on the CUDA table. Also: the CPU table never defers; a CNN with
+ * grad_norm_clip, elementwise_loss_into) are written here from the CPU kernels the way
+ * kernels/cuda computes them (a sum in double, then the mean as a float), and whose memory is
+ * told from the host's (float targets must be staged). engine_defer_check.h's checks then run on
+ * it; on the GPU test_cuda_defer runs them on the CUDA table. Also: the CPU table never defers; a CNN with
  * BatchNorm on the stand-in keeps its batch sums in the stand-in's memory (sums handed over from
  * anywhere else would be a read-back, counted as a wait), so its steps never wait and train the
  * CPU table's bits. */
@@ -71,6 +72,75 @@ static void si_argmax_into(double *correct, const float *scores, const int32_t *
                            int64_t n, int64_t v, int32_t ignore_index)
 {
     *correct = (double)cpu->argmax_correct(scores, targets, n, v, ignore_index);
+}
+
+static bool si_holds(const void *p, size_t bytes);
+
+/* The elementwise losses: the values the CPU returns, read back (a wait) or left in sums the way
+ * kernels/cuda lays them out, whose sum over n elements gives the CPU's mean again (mean * n is
+ * exact in double for these sizes). The targets must have been staged into the stand-in's
+ * memory, as a device's kernels need them. */
+static void si_elementwise_into(double *sums, ddpc_elementwise_loss loss, float beta, float *probs,
+                                const float *pred, const float *target, int64_t n)
+{
+    CHECK(si_holds(target, (size_t)n * sizeof(float)));
+    float mean;
+    double hits = 0.0;
+    switch (loss) {
+    case DDPC_ELEMENTWISE_MSE:
+        mean = cpu->mse_forward(pred, target, n);
+        break;
+    case DDPC_ELEMENTWISE_L1:
+        mean = cpu->l1_forward(pred, target, n);
+        break;
+    case DDPC_ELEMENTWISE_SMOOTH_L1:
+        mean = cpu->smooth_l1_forward(pred, target, n, beta);
+        break;
+    default:
+        mean = cpu->bce_logits_forward(probs, pred, target, n);
+        hits = (double)cpu->multilabel_correct(probs, target, n);
+        break;
+    }
+    sums[0] = (double)mean * (double)n;
+    sums[1] = (double)n;
+    sums[2] = hits;
+}
+
+static float si_mse(const float *pred, const float *target, int64_t n)
+{
+    waits++;
+    return cpu->mse_forward(pred, target, n);
+}
+
+static float si_l1(const float *pred, const float *target, int64_t n)
+{
+    waits++;
+    return cpu->l1_forward(pred, target, n);
+}
+
+static float si_smooth_l1(const float *pred, const float *target, int64_t n, float beta)
+{
+    waits++;
+    return cpu->smooth_l1_forward(pred, target, n, beta);
+}
+
+static float si_bce(float *probs, const float *logits, const float *target, int64_t n)
+{
+    waits++;
+    return cpu->bce_logits_forward(probs, logits, target, n);
+}
+
+static int64_t si_multilabel(const float *probs, const float *target, int64_t n)
+{
+    waits++;
+    return cpu->multilabel_correct(probs, target, n);
+}
+
+static void si_regression_errors(const float *pred, const float *target, int64_t n,
+                                 double *sum_abs, double *sum_sq)
+{
+    waits++;
+    cpu->regression_errors(pred, target, n, sum_abs, sum_sq);
 }
 
 static double si_sumsq(const float *g, int64_t n)
@@ -146,13 +216,21 @@ static void si_free(void *p)
     cpu->free(p);
 }
 
-/* Whether sums (count doubles) lie in the stand-in's memory; counts the call when not. */
-static bool si_owned(const double *sums, int64_t count)
+/* Whether bytes at p lie in the stand-in's memory. */
+static bool si_holds(const void *p, size_t bytes)
 {
-    const char *a = (const char *)sums, *b = a + count * (int64_t)sizeof(double);
+    const char *a = (const char *)p, *b = a + bytes;
     for (size_t i = 0; i < si_n_allocs; i++)
         if (a >= si_allocs[i].p && b <= si_allocs[i].p + si_allocs[i].bytes)
             return true;
+    return false;
+}
+
+/* Whether sums (count doubles) lie in the stand-in's memory; counts the call when not. */
+static bool si_owned(const double *sums, int64_t count)
+{
+    if (si_holds(sums, (size_t)count * sizeof(double)))
+        return true;
     host_sums++;
     return false;
 }
@@ -318,6 +396,13 @@ int main(void)
     standin.cross_entropy_forward_into = si_ce_into;
     standin.cross_entropy_backward_from = si_ce_backward_from;
     standin.argmax_correct_into = si_argmax_into;
+    standin.mse_forward = si_mse;
+    standin.l1_forward = si_l1;
+    standin.smooth_l1_forward = si_smooth_l1;
+    standin.bce_logits_forward = si_bce;
+    standin.multilabel_correct = si_multilabel;
+    standin.regression_errors = si_regression_errors;
+    standin.elementwise_loss_into = si_elementwise_into;
     standin.sgd_update = si_sgd;
     standin.sumsq = si_sumsq;
     standin.unscale = si_unscale;

@@ -160,11 +160,12 @@ double ddpc_model_train_flops_pair(const ddpc_model *m, int64_t src_len, int64_t
  * forward's probabilities are (n, tgt_len, tgt_vocab)). */
 int64_t ddpc_model_outputs_per_sample(const ddpc_model *m);
 /* What one row of `in` holds for this model: floats of x (c*h*w for mlp/cnn, else 0), tokens
- * (gpt block_size, seq2seq in->tgt_len, else 0), targets (as tokens, or 1 for a class label) and
- * src_tokens (seq2seq in->src_len, else 0). Splitting a batch by rows (DataParallel's scatter)
- * copies these many elements per row. */
+ * (gpt block_size, seq2seq in->tgt_len, else 0), targets (as tokens, or 1 for a class label),
+ * src_tokens (seq2seq in->src_len, else 0) and float_targets (num_classes for a loss on float
+ * targets, else 0). Splitting a batch by rows (DataParallel's scatter) copies these many elements
+ * per row. */
 typedef struct {
-    int64_t x, tokens, targets, src_tokens;
+    int64_t x, tokens, targets, src_tokens, float_targets;
 } ddpc_sample_sizes;
 ddpc_sample_sizes ddpc_model_sample_sizes(const ddpc_model *m, const ddpc_model_input *in);
 

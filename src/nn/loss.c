@@ -5,6 +5,7 @@
  * predictions), sigmoid(logits) for bce_logits, which is also what its backward reads. */
 #include "nn/loss.h"
 
+#include <math.h>
 #include <string.h>
 
 static const char *const names[DDPC_LOSS_COUNT + 1] = {"cross_entropy", "mse", "l1",
@@ -27,7 +28,8 @@ bool ddpc_loss_from_name(const char *s, ddpc_loss *out)
     return false;
 }
 
-ddpc_status ddpc__loss_check(const ddpc_model_config *cfg, bool elementwise_ok, bool on_cpu)
+ddpc_status ddpc__loss_check(const ddpc_model_config *cfg, bool elementwise_ok,
+                             const ddpc_kernel_table *k)
 {
     if ((unsigned)cfg->loss >= DDPC_LOSS_COUNT)
         return ddpc_errorf(DDPC_EINVAL, "model loss %d is not one of cross_entropy, mse, l1, "
@@ -43,13 +45,28 @@ ddpc_status ddpc__loss_check(const ddpc_model_config *cfg, bool elementwise_ok, 
     if (cfg->n_heads > 0)
         return ddpc_errorf(DDPC_EINVAL, "loss '%s' needs a model with one head, not %zu "
                            "(multi-task models train with cross_entropy)", name, cfg->n_heads);
-    if (!on_cpu)
-        return ddpc_errorf(DDPC_EINVAL, "loss '%s' has no GPU kernels yet; use device: cpu (only "
-                           "cross_entropy runs on a GPU)", name);
+    if (!k->mse_forward || !k->l1_forward || !k->smooth_l1_forward || !k->bce_logits_forward)
+        return ddpc_errorf(DDPC_EINVAL, "loss '%s' has no kernels on %s; use device: cpu", name,
+                           k->name);
     if (cfg->num_classes < 1)
         return ddpc_errorf(DDPC_EINVAL, "loss '%s' needs at least 1 output, got %lld", name,
                            (long long)cfg->num_classes);
     return DDPC_OK;
+}
+
+/* The table's name for an elementwise loss. */
+static ddpc_elementwise_loss elementwise_of(ddpc_loss l)
+{
+    switch (l) {
+    case DDPC_LOSS_MSE:
+        return DDPC_ELEMENTWISE_MSE;
+    case DDPC_LOSS_L1:
+        return DDPC_ELEMENTWISE_L1;
+    case DDPC_LOSS_SMOOTH_L1:
+        return DDPC_ELEMENTWISE_SMOOTH_L1;
+    default: /* bce_logits; cross-entropy never comes here */
+        return DDPC_ELEMENTWISE_BCE_LOGITS;
+    }
 }
 
 void ddpc__loss_forward(ddpc_model *m, float *outputs, const float *targets, int64_t count,
@@ -57,6 +74,13 @@ void ddpc__loss_forward(ddpc_model *m, float *outputs, const float *targets, int
 {
     const ddpc_kernel_table *k = m->k;
     float beta = m->cfg.loss_beta;
+    if (m->loss_sink && k->elementwise_loss_into) { /* left on the device for a later read */
+        k->elementwise_loss_into(m->loss_sink, elementwise_of(m->cfg.loss), beta, outputs,
+                                 outputs, targets, count);
+        out->loss = NAN;
+        out->n_valid = out->n_correct = -1;
+        return;
+    }
     out->n_valid = count;
     switch (m->cfg.loss) {
     case DDPC_LOSS_MSE:

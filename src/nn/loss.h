@@ -7,11 +7,16 @@
 #include "nn/model_impl.h"
 
 /* Checks cfg's loss and loss_beta for a model type that supports elementwise losses or not
- * (elementwise_ok) and a device (on_cpu); DDPC_EINVAL in one line naming the loss. */
-ddpc_status ddpc__loss_check(const ddpc_model_config *cfg, bool elementwise_ok, bool on_cpu);
+ * (elementwise_ok) and the kernel table k (which must have their kernels); DDPC_EINVAL in one
+ * line naming the loss. */
+ddpc_status ddpc__loss_check(const ddpc_model_config *cfg, bool elementwise_ok,
+                             const ddpc_kernel_table *k);
 /* outputs (count) = a batch's (n, k) outputs flattened, targets (count) their float targets:
  * *out gets the mean loss, n_valid = count and the loss's statistics (regression errors, or
- * bce_logits's label hits). bce_logits turns outputs into sigmoid probabilities in place. */
+ * bce_logits's label hits). bce_logits turns outputs into sigmoid probabilities in place. With a
+ * loss sink and a table that has elementwise_loss_into, the loss, count and hits go to the sink
+ * instead (no wait; *out's loss NaN, counts -1) and the regression errors are not computed: a
+ * training pass, whose log shows none. */
 void ddpc__loss_forward(ddpc_model *m, float *outputs, const float *targets, int64_t count,
                         ddpc_model_output *out);
 /* doutputs (count) += dloss * d(loss)/d(outputs), from forward's outputs (probs). */

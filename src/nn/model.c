@@ -153,8 +153,7 @@ static ddpc_status create_shapes(ddpc_model **out, const ddpc_model_ops *ops,
     if (k->kind != DDPC_DEVICE_CPU && ops == &ddpc__seq2seq_ops)
         return ddpc_errorf(DDPC_EINVAL, "model type 'seq2seq' does not run on GPUs yet; use "
                            "device: cpu");
-    DDPC_TRY(ddpc__loss_check(cfg, ops == &ddpc__mlp_ops || ops == &ddpc__cnn_ops,
-                              k->kind == DDPC_DEVICE_CPU));
+    DDPC_TRY(ddpc__loss_check(cfg, ops == &ddpc__mlp_ops || ops == &ddpc__cnn_ops, k));
     ddpc_model *m = ddpc_calloc(1, sizeof *m);
     if (!m)
         return ddpc_errorf(DDPC_ENOMEM, "out of memory creating a %s model", ops->name);
@@ -244,6 +243,7 @@ void ddpc_model_destroy(ddpc_model *m)
         m->k->free(m->ktargets);
         m->k->free(m->ksrc);
         m->k->free(m->kx);
+        m->k->free(m->kftargets);
     }
     if (m->k)
         m->k->free(m->arena);
@@ -330,7 +330,10 @@ ddpc_sample_sizes ddpc_model_sample_sizes(const ddpc_model *m, const ddpc_model_
     if (m->ops == &ddpc__seq2seq_ops)
         return (ddpc_sample_sizes){
             .tokens = in->tgt_len, .targets = in->tgt_len, .src_tokens = in->src_len};
-    return (ddpc_sample_sizes){.x = c->in_channels * c->in_height * c->in_width, .targets = 1};
+    const bool floats = c->loss != DDPC_LOSS_CROSS_ENTROPY; /* one per output */
+    return (ddpc_sample_sizes){.x = c->in_channels * c->in_height * c->in_width,
+                               .targets = 1,
+                               .float_targets = floats ? c->num_classes : 0};
 }
 
 void ddpc_model_zero_grad(ddpc_model *m)
@@ -383,21 +386,24 @@ static ddpc_status grow_input(ddpc_model *m, void **buf, size_t cap, size_t size
 }
 
 /* Makes the device input buffers hold a batch shaped as `in` (every array of it, the largest of
- * its per-sample sizes times n), growing all four together; returns its sample sizes. */
+ * its per-sample sizes times n), growing all together; returns its sample sizes. */
 static ddpc_status reserve_inputs(ddpc_model *m, const ddpc_model_input *in, ddpc_sample_sizes *z)
 {
     *z = ddpc_model_sample_sizes(m, in);
     int64_t per = z->x > z->tokens ? z->x : z->tokens;
     per = per > z->targets ? per : z->targets;
     per = per > z->src_tokens ? per : z->src_tokens;
+    per = per > z->float_targets ? per : z->float_targets;
     size_t need = (size_t)in->n * (size_t)per, slots = m->k->stage_in ? 2 : 1;
     if (need <= m->in_cap)
         return DDPC_OK;
-    m->in_cap = 0; /* until all four have grown */
+    m->in_cap = 0; /* until all have grown */
     DDPC_TRY(grow_input(m, (void **)&m->ktokens, need * slots, sizeof(int32_t)));
     DDPC_TRY(grow_input(m, (void **)&m->ktargets, need * slots, sizeof(int32_t)));
     DDPC_TRY(grow_input(m, (void **)&m->ksrc, need * slots, sizeof(int32_t)));
     DDPC_TRY(grow_input(m, (void **)&m->kx, need * slots, sizeof(float)));
+    if (z->float_targets > 0) /* fixed by the model's loss: always, or never */
+        DDPC_TRY(grow_input(m, (void **)&m->kftargets, need * slots, sizeof(float)));
     m->in_cap = need;
     return DDPC_OK;
 }
@@ -411,15 +417,20 @@ static ddpc_status stage_inputs(ddpc_model *m, const ddpc_model_input *in, ddpc_
     ddpc_sample_sizes z;
     DDPC_TRY(reserve_inputs(m, in, &z));
     size_t n = (size_t)in->n, at = m->k->stage_in ? (size_t)m->in_slot * m->in_cap : 0;
-    void *dst[4];
-    const void *src[4];
-    size_t bytes[4];
+    void *dst[5];
+    const void *src[5];
+    size_t bytes[5];
     int count = 0;
     *out = *in;
     if (in->x) {
         out->x = m->kx + at;
         dst[count] = m->kx + at, src[count] = in->x;
         bytes[count++] = n * (size_t)z.x * sizeof(float);
+    }
+    if (in->float_targets && m->kftargets) {
+        out->float_targets = m->kftargets + at;
+        dst[count] = m->kftargets + at, src[count] = in->float_targets;
+        bytes[count++] = n * (size_t)z.float_targets * sizeof(float);
     }
     const int32_t *ints[3] = {in->tokens, in->targets, in->src_tokens};
     int32_t *kints[3] = {m->ktokens + at, m->ktargets + at, m->ksrc + at};

@@ -28,7 +28,7 @@ struct ddpc_model {
      * `in_cap` int32/float elements each, grown once per larger batch; twice that where the
      * table stages batches on a copy stream (k->stage_in), slot in_slot's at in_slot * in_cap. */
     int32_t *ktokens, *ktargets, *ksrc;
-    float *kx;
+    float *kx, *kftargets; /* kftargets only for a loss on float targets */
     size_t in_cap;
     int in_slot; /* the slot the next batch goes to */
     float *host_probs; /* a device model's probs read back for ddpc_model_probs */

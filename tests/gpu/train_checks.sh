@@ -3,15 +3,16 @@
 # Training on the GPU against the CPU, through `ddpc train` (run by tests/gpu/run.sh on the lent
 # GPU machine; skipped with 77 where no GPU is visible). Issue 19's acceptance:
 #   - the GPT (4 layers, 256 wide), the MLP and the CNN with BatchNorm, dropout off: 200 steps on
-#     the GPU at fp32 give losses within 1e-3 relative of the CPU's at every logged step;
+#     the GPU at fp32 give losses within 1e-3 relative of the CPU's at every logged step; so do
+#     MLPs on float targets (reg: mse on a CSV's value, bce: bce_logits on two labels);
 #   - the GPT at bf16 ends within 2% of fp32's loss;
 #   - a rerun on the GPU is bitwise identical (every logged loss, the saved weights), and so is
 #     activation checkpointing at fp32 and at bf16 (the fused attention);
 #   - kill -9 and resume on the GPU ends with the uninterrupted run's weights, byte for byte;
 #   - a GPU checkpoint resumes on the CPU and continues within 1e-3 of the GPU run;
 #   - warm steps allocate nothing on the device (the run's "device allocations after step 2");
-#   - a GPT, MLP or CNN step that logs nothing makes no host wait, a logged step one; reading the
-#     losses less often trains the same weights; a NaN stops a GPU run too;
+#   - a GPT, MLP (reg and bce too) or CNN step that logs nothing makes no host wait, a logged
+#     step one; reading the losses less often trains the same weights; a NaN stops a GPU run too;
 #   - under DDPC_CUDA_CANDIDATES (run.sh's candidates part), the run's log names the candidates.
 # usage: train_checks.sh DDPC_BIN SOURCE_DIR   (WORK: scratch folder)
 # A dry run of the script's own logic without a GPU: DDPC_CHECK_DEVICE=cpu DDPC_CHECK_STEPS=40.
@@ -39,6 +40,24 @@ cnn=(train "$src/configs/fmnist_cnn_bn.yaml" data.type=synthetic_images data.siz
      optim.type=sgd optim.lr=0.005 optim.momentum=0.9 optim.weight_decay=0 optim.schedule=constant
      model.sync_batchnorm=false "${common[@]}")
 
+# Float targets (docs/losses.md): a CSV of 4 features, a value y (a smooth function of them) and
+# two 0/1 labels a and b, written here with awk's generator (the same file for both devices); an
+# MLP regresses y with mse, and another takes a and b with bce_logits.
+awk 'BEGIN { srand(7); print "x1,x2,x3,x4,y,a,b"
+    for (i = 0; i < 1024; i++) {
+        for (j = 1; j <= 4; j++) x[j] = 4 * rand() - 2
+        y = 1.5 * x[1] - 2 * x[2] + sin(x[3]) * x[4] + 0.25
+        printf "%.6f,%.6f,%.6f,%.6f,%.6f,%d,%d\n", x[1], x[2], x[3], x[4], y, (x[1] > 0),
+            (x[1] + x[2] * x[3] > 0) } }' >"$work/float_targets.csv"
+cut -d, -f1-5 "$work/float_targets.csv" >"$work/regress.csv"
+cut -d, -f1-4,6,7 "$work/float_targets.csv" >"$work/labels.csv"
+floats=(model.type=mlp 'model.hidden=[64,32]' model.dropout=0 data.type=csv data.batch_size=32
+        optim.type=adamw optim.lr=0.001 "${common[@]}")
+reg=(train "$src/configs/fmnist_mlp.yaml" "${floats[@]}" loss=mse data.train="$work/regress.csv"
+     data.val="$work/regress.csv" data.label=y)
+bce=(train "$src/configs/fmnist_mlp.yaml" "${floats[@]}" loss=bce_logits
+     data.train="$work/labels.csv" data.val="$work/labels.csv" data.label=a,b)
+
 run() { # NAME ARGS...: one run into $work/NAME, its log beside it; returns ddpc's status
     local name=$1
     shift
@@ -64,7 +83,7 @@ allocs_zero() { # NAME: the run's warm steps allocated nothing on the device
 # AdamW lr 1e-3 the GPT and the CNN passed 1e-3 after 80 steps (each step's difference printed
 # below shows the growth), so these runs use lr 2e-4, where the growth is slower; the CNN with
 # BatchNorm still passed 1e-3 at step 120 under AdamW lr 2e-4, so it runs SGD with momentum.
-for m in gpt mlp cnn; do
+for m in gpt mlp cnn reg bce; do
     eval "args=(\"\${$m[@]}\")"
     if run "${m}_cpu8" "${args[@]}" max_steps=8 log_every=1 device=cpu &&
         run "${m}_gpu8" "${args[@]}" max_steps=8 log_every=1 device=$dev; then
@@ -114,7 +133,7 @@ waits_at_most() { # NAME QUIET LOGGED: the run's "host waits per step" line with
     return 1
 }
 if [ "$dev" = cuda ]; then
-    for m in gpt mlp cnn; do
+    for m in gpt mlp cnn reg bce; do
         if waits_at_most "${m}_gpu" 0 1; then
             pass "$m: no host wait in a step that logs nothing, one at a logged step"
         else
