@@ -6,7 +6,9 @@
 # precision for the MLP and the GPT, and ddp.comm_dtype compression still works; a repeat is byte-identical; a run killed mid-way and resumed
 # ends with the uninterrupted run's weights bit for bit, at 1 and 2 ranks; dynamic loss scaling
 # (on at fp16) grows, backs off on overflow, skips and counts, and resumes bit for bit; ddpc bench step reports
-# the precision and the engine; a bad value names the key.
+# the precision and the engine; a bad value names the key. matmul_precision (PyTorch's
+# set_float32_matmul_precision): high is TF32 on GPUs and changes nothing on the CPU (its start
+# line says so, its weights are highest's bit for bit); medium and unknown values are refused.
 # usage: cli_train_precision.sh DDPC_BIN SOURCE_DIR
 set -u
 ddpc=$1
@@ -173,6 +175,21 @@ check "bench step runs at bf16" test $? -eq 0
 check "bench step reports precision, engine and oneDNN" \
     grep -Eq '"precision": "bf16", "matmul": "[^"]+", "onednn": "oneDNN [0-9.]+ \(openmp\), ISA [a-z0-9_]+"' \
     "$tmp/bench.json"
+
+run mlp_tf32 "$ddpc" train "${mlp[@]}" data.batch_size=16 matmul_precision=high
+check "matmul_precision high on the CPU: the start line says it changes nothing" \
+    grep -q "^precision fp32: matrix products in .*; matmul_precision high changes nothing on the CPU" \
+    "$tmp/mlp_tf32.log"
+check "matmul_precision high on the CPU: the fp32 weights, bit for bit" \
+    cmp -s "$tmp/mlp_fp32.st" "$tmp/mlp_tf32.st"
+check "config.yaml records matmul_precision" grep -q "^matmul_precision: high" \
+    "$tmp/mlp_tf32/config.yaml"
+"$ddpc" train "${mlp[@]}" matmul_precision=medium run_dir="$tmp/bad" >"$tmp/badmm.log" 2>&1
+check "matmul_precision medium exits 1 pointing at precision: bf16" \
+    grep -q "key 'matmul_precision' cannot be 'medium': .*precision: bf16" "$tmp/badmm.log"
+"$ddpc" train "${mlp[@]}" matmul_precision=low run_dir="$tmp/bad" >"$tmp/badmm2.log" 2>&1
+check "an unknown matmul_precision exits 1 naming the choices" \
+    grep -q "key 'matmul_precision' must be one of highest, high, got 'low'" "$tmp/badmm2.log"
 
 "$ddpc" train "${mlp[@]}" precision=fp8 run_dir="$tmp/bad" >"$tmp/bad.log" 2>&1
 check "an unknown precision exits 1" test $? -eq 1

@@ -3,7 +3,8 @@
  * the same random inputs: outputs poisoned with NaN first, accumulating outputs seeded with the
  * same values on both sides, sizes that are not multiples of 32 plus GPT-2's (4096, 768) rows.
  * fp32 within 1e-5 relative (sums over rows or long rows 1e-4), bf16 / fp16 within 1e-2; a second
- * call of each kernel allocates nothing; layernorm_backward gives the same bits twice.
+ * call of each kernel allocates nothing; layernorm_backward gives the same bits twice; with TF32
+ * allowed an fp32 product is TF32's (within 1e-2, not 1e-5), and fp32's again when it is not.
  * Skips (exit 77, saying why) where this build or machine has no GPU. */
 #include "backend_testutil.h"
 
@@ -138,6 +139,40 @@ static void test_gemm(void)
         }
     check_gemm(DDPC_PREC_FP32, DDPC_NO_TRANS, DDPC_NO_TRANS, 13, 17, 0, 0.0f); /* k = 0 */
     check_gemm(DDPC_PREC_FP32, DDPC_NO_TRANS, DDPC_TRANS, 13, 17, 0, 0.5f);
+}
+
+/* The fp32 product's relative error against the CPU's at (m, n, k) = 512^3, under allow_tf32(on). */
+static double fp32_product_err(bool on)
+{
+    const int64_t s = 512;
+    float *a = tu_rand(s * s, -1, 1, 41), *b = tu_rand(s * s, -1, 1, 42), *c = tu_alloc(s * s);
+    float *da = bt_up(gpu, a, s * s), *db = bt_up(gpu, b, s * s), *dc = bt_poison(gpu, s * s);
+    gpu->allow_tf32(on);
+    gpu->gemm(DDPC_PREC_FP32, DDPC_NO_TRANS, DDPC_NO_TRANS, s, s, s, 1.0f, da, s, db, s, 0.0f, dc,
+              s);
+    gpu->allow_tf32(false);
+    cpu->gemm(DDPC_PREC_FP32, DDPC_NO_TRANS, DDPC_NO_TRANS, s, s, s, 1.0f, a, s, b, s, 0.0f, c, s);
+    double e = bt_err(gpu, on ? "fp32 product, TF32 allowed" : "fp32 product, TF32 off", dc, c,
+                      s * s);
+    gpu->free(da);
+    gpu->free(db);
+    gpu->free(dc);
+    ddpc_free(a);
+    ddpc_free(b);
+    ddpc_free(c);
+    return e;
+}
+
+/* matmul_precision high (allow_tf32): fp32 products run as TF32, whose 10-bit mantissa inputs
+ * put them near 1e-3 of fp32's, not within fp32's 1e-5 (so TF32 did run), and off again
+ * restores fp32. The CPU table has no such member. */
+static void test_tf32(void)
+{
+    CHECK(cpu->allow_tf32 == NULL);
+    const double with = fp32_product_err(true), without = fp32_product_err(false);
+    BT_CHECK_ERR(with, 1e-2);
+    CHECK(with > TOL_F32);
+    BT_CHECK_ERR(without, TOL_F32);
 }
 
 /* Linear forward (with bias, with bias and residual, residual in place with and without a bias)
@@ -325,5 +360,6 @@ int main(void)
     RUN_TEST(test_linear);
     RUN_TEST(test_layernorm);
     RUN_TEST(test_bias_sum_bitwise);
+    RUN_TEST(test_tf32);
     return check_summary();
 }

@@ -113,6 +113,11 @@ typedef struct ddpc_kernel_table {
     void (*axpy_f32)(float *y, float alpha, const float *x, int64_t n);
 
     /* ---- products ---- */
+    /* torch.backends.cuda.matmul.allow_tf32 for the process's device: on, every fp32 product
+     * (precision fp32; the 16-bit ones are unchanged) may run on the tensor cores as TF32, fp32
+     * inputs rounded to 10 mantissa bits, fp32 accumulation; off (the default) keeps true fp32.
+     * NULL on the CPU, whose products stay fp32 (as PyTorch's). */
+    void (*allow_tf32)(bool on);
     void (*gemm)(ddpc_precision prec, ddpc_transpose ta, ddpc_transpose tb, int64_t m, int64_t n,
                  int64_t k, float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
                  float beta, float *c, int64_t ldc);

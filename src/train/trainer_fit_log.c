@@ -145,11 +145,17 @@ void ddpc__trainer_log_start(ddpc_trainer *t)
     log_zero(t);
     /* Said once, so a CPU without bf16 products is never mistaken for a fast one. */
     bool gpu = ddpc_model_backend(t->model)->kind != DDPC_DEVICE_CPU;
-    fprintf(t->log, "precision %s: matrix products in %s\n", ddpc_precision_name(s->precision),
-            !gpu                             ? ddpc_kernels_matmul_info(s->precision, NULL)
-            : s->precision == DDPC_PREC_FP32 ? "fp32 cuBLAS (TF32 off)"
-                                             : "16-bit inputs on cuBLAS tensor cores, fp32 "
-                                               "accumulation");
+    bool fp32 = s->precision == DDPC_PREC_FP32;
+    fprintf(t->log, "precision %s: matrix products in %s%s\n", ddpc_precision_name(s->precision),
+            !gpu           ? ddpc_kernels_matmul_info(s->precision, NULL)
+            : !fp32        ? "16-bit inputs on cuBLAS tensor cores, fp32 accumulation"
+            : s->tf32      ? "TF32 on cuBLAS tensor cores (inputs with 10 mantissa bits), fp32 "
+                             "accumulation (matmul_precision high)"
+                           : "fp32 cuBLAS (TF32 off)",
+            !s->tf32 ? ""
+            : !gpu   ? "; matmul_precision high changes nothing on the CPU"
+            : !fp32  ? "; matmul_precision high changes only fp32 products, and there are none"
+                     : "");
     log_activations(t);
     ddpc__trainer_log_memory_plan(t);
 }

@@ -156,7 +156,10 @@ static ddpc_status read_model_config(ddpc_trainer *t, ddpc_model_config *mc, voi
                             .model_on_gpu = b->gpu,
                             .dp_replicas = t->dist.dp_replicas,
                             .local_rank = t->dist.pg ? ddpc_pg_local_rank(t->dist.pg) : 0};
-    return ddpc__device_select(&ask, &mc->backend, t->notes, sizeof t->notes);
+    DDPC_TRY(ddpc__device_select(&ask, &mc->backend, t->notes, sizeof t->notes));
+    if (mc->backend->allow_tf32) /* the process's GPU, as torch's flag is the process's */
+        mc->backend->allow_tf32(t->set.tf32);
+    return DDPC_OK;
 }
 
 static const char *const optim_types[] = {"sgd", "adamw", NULL};

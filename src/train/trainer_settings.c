@@ -24,6 +24,14 @@ static const ddpc_config_alias precision_aliases[] = {
     {NULL, NULL, NULL},
 };
 
+/* torch.set_float32_matmul_precision's names: "highest" keeps fp32 products in fp32, "high" lets
+ * a GPU run them as TF32 on its tensor cores. */
+static const char *const matmul_precisions[] = {"highest", "high", NULL};
+static const ddpc_config_alias matmul_aliases[] = {
+    {"medium", NULL, "PyTorch's medium runs fp32 products in bf16; ddpc's way is precision: bf16"},
+    {NULL, NULL, NULL},
+};
+
 ddpc_status ddpc__trainer_read_settings(ddpc_trainer *t, const char *config_name)
 {
     ddpc_config *c = t->cfg;
@@ -40,6 +48,9 @@ ddpc_status ddpc__trainer_read_settings(ddpc_trainer *t, const char *config_name
     DDPC_TRY(
         ddpc_config_choice_alias(c, "precision", "fp32", precision_names, precision_aliases, &v32));
     s->precision = (ddpc_precision)v32;
+    DDPC_TRY(ddpc_config_choice_alias(c, "matmul_precision", "highest", matmul_precisions,
+                                      matmul_aliases, &v32));
+    s->tf32 = v32 == 1;
     DDPC_TRY(ddpc__device_read(c, &s->device));
     s->state = (trainer_state)state;
     DDPC_TRY(ddpc_config_int(c, "epochs", 1, 0, 1000000, &s->epochs));

@@ -23,6 +23,7 @@ typedef struct {
     int64_t batch_size, eval_batch_size; /* per rank; the tasks' defaults */
     int64_t accum_steps;                 /* micro-batches per optimizer step */
     ddpc_precision precision;            /* of the model's matrix products */
+    bool tf32;                           /* matmul_precision high: fp32 products as TF32 (GPU) */
     int device;                          /* device: a ddpc_device_kind (trainer_device.c) */
     int64_t stats_sync_every;            /* steps between cross-rank loss averages */
     progress_mode progress;              /* log.progress: a bar on a terminal, or plain lines */

@@ -5,7 +5,8 @@
 #   - the GPT (4 layers, 256 wide), the MLP and the CNN with BatchNorm, dropout off: 200 steps on
 #     the GPU at fp32 give losses within 1e-3 relative of the CPU's at every logged step; so do
 #     MLPs on float targets (reg: mse on a CSV's value, bce: bce_logits on two labels);
-#   - the GPT at bf16 ends within 2% of fp32's loss;
+#   - the GPT at bf16 ends within 2% of fp32's loss, and so does fp32 with matmul_precision high
+#     (TF32);
 #   - a rerun on the GPU is bitwise identical (every logged loss, the saved weights), and so is
 #     activation checkpointing at fp32 and at bf16 (the fused attention);
 #   - kill -9 and resume on the GPU ends with the uninterrupted run's weights, byte for byte;
@@ -194,6 +195,22 @@ if run gpt_bf16 "${gpt[@]}" device=$dev precision=bf16; then
     fi
 else
     fail "gpt bf16: the run failed"
+fi
+
+# 3.1 matmul_precision high (torch.set_float32_matmul_precision): fp32 products as TF32 on the
+# tensor cores, which the start line says; the loss after 200 steps within 2% of fp32's.
+if run gpt_tf32 "${gpt[@]}" device=$dev matmul_precision=high; then
+    grep -m1 "^precision" "$work/gpt_tf32.log" | cut -c1-160 | sed 's/^/  /'
+    if [ "$dev" = cuda ] && ! grep -q "^precision fp32: matrix products in TF32" \
+        "$work/gpt_tf32.log"; then
+        fail "gpt tf32: the start line does not say TF32"
+    elif losses_close gpt_tf32 gpt_gpu 0.02 $N; then
+        pass "gpt tf32 (matmul_precision high): the loss after 200 steps is within 2% of fp32's"
+    else
+        fail "gpt tf32: the loss after 200 steps is more than 2% from fp32's"
+    fi
+else
+    fail "gpt tf32: the run failed"
 fi
 
 # 3a. Under candidate kernels (run.sh's candidates part) the run's start line names them.

@@ -113,7 +113,8 @@ static void permute(float *heads, float *packed, int64_t b, int64_t t, int64_t n
 
 /* Row-major c (m, n) = alpha op(a) (m, k) op(b) (k, n) for `batch` matrices `sa`, `sb`, `sc`
  * floats apart, as cuBLAS's column-major c^T = op(b)^T op(a)^T. Precision as ddpc__cuda_gemm:
- * fp32 without TF32; bf16/fp16 round the fp32 inputs on the tensor cores, accumulating in fp32. */
+ * fp32 without TF32 unless allowed; bf16/fp16 round the fp32 inputs on the tensor cores,
+ * accumulating in fp32. */
 static void batched_gemm(ddpc_precision prec, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                          float alpha, const float *a, int64_t lda, int64_t sa, const float *b,
                          int64_t ldb, int64_t sb, float *c, int64_t ldc, int64_t sc, int64_t batch)
@@ -121,7 +122,7 @@ static void batched_gemm(ddpc_precision prec, bool ta, bool tb, int64_t m, int64
     const float beta = 0.0f;
     const cublasComputeType_t ct = prec == DDPC_PREC_BF16   ? CUBLAS_COMPUTE_32F_FAST_16BF
                                    : prec == DDPC_PREC_FP16 ? CUBLAS_COMPUTE_32F_FAST_16F
-                                                            : CUBLAS_COMPUTE_32F;
+                                                            : ddpc__cuda_fp32_compute();
     DDPC_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
         ddpc__cuda_blas(), tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n,
         (int)m, (int)k, &alpha, b, CUDA_R_32F, (int)ldb, (long long)sb, a, CUDA_R_32F, (int)lda,

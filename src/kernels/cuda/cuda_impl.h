@@ -105,8 +105,13 @@ void ddpc__cuda_gelu_forward_16(ddpc_precision prec, void *y, const float *x, in
 /* relu_mask.cu */
 void ddpc__cuda_relu_mask(float *x, const float *y, int64_t n);
 
-/* gemm.cu (cuBLAS: fp32 as CUBLAS_COMPUTE_32F with TF32 off; bf16/fp16 as fp32 inputs rounded to
- * bf16/fp16 on the tensor cores, fp32 accumulation and output: autocast's numerics) */
+/* The compute type of fp32 products: CUBLAS_COMPUTE_32F, or its FAST_TF32 once allow_tf32(true)
+ * (gemm.cu; attention.cu's fp32 products take it too). */
+void ddpc__cuda_allow_tf32(bool on);
+cublasComputeType_t ddpc__cuda_fp32_compute(void);
+/* gemm.cu (cuBLAS: fp32 as ddpc__cuda_fp32_compute says, TF32 off by default; bf16/fp16 as fp32
+ * inputs rounded to bf16/fp16 on the tensor cores, fp32 accumulation and output: autocast's
+ * numerics) */
 void ddpc__cuda_gemm(ddpc_precision prec, ddpc_transpose ta, ddpc_transpose tb, int64_t m,
                      int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                      const float *b, int64_t ldb, float beta, float *c, int64_t ldc);

@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: MIT
-/* Matrix products on cuBLAS with ddpc_gemm's row-major contract, and the linear layer on them.
- * A row-major (r, c) matrix with leading dimension ld is the column-major (c, r) one, so row-major
- * C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: B goes first, with the same transpose
- * flags, and m and n swap. fp32 runs CUBLAS_COMPUTE_32F (no TF32). bf16 / fp16 round both fp32
- * operands to nearest even into scratch (the rounding kernels.h and the CPU path specify; the
- * _FAST_16BF compute types do not document their rounding) and run cublasGemmEx on the 16-bit
- * copies with fp32 accumulation and fp32 C: autocast's numerics. At 16 bits the linear layer
- * saves passes: backward rounds dy once for both of its products, and forward with a bias (no
- * residual) adds it in cuBLASLt's epilogue (gemm_lt.cu) instead of seeding y for beta = 1. The
+/* Matrix products on cuBLAS with ddpc_gemm's row-major contract, and the linear layer on them. A
+ * row-major (r, c) matrix with leading dimension ld is the column-major (c, r) one, so row-major C
+ * = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: B goes first, with the same transpose
+ * flags, and m and n swap. fp32 runs CUBLAS_COMPUTE_32F (TF32 only after allow_tf32). bf16 / fp16
+ * round both fp32 operands to nearest even into scratch (the rounding kernels.h and the CPU path
+ * specify; the _FAST_16BF compute types do not document their rounding) and run cublasGemmEx on
+ * the 16-bit copies with fp32 accumulation and fp32 C: autocast's numerics. At 16 bits the linear
+ * layer saves passes: backward rounds dy once for both of its products, and forward with a bias
+ * (no residual) adds it in cuBLASLt's epilogue (gemm_lt.cu) instead of seeding y for beta = 1. The
  * LM head's 16-bit path (head16.cu) writes its product in 16 bits and reads its dy as it is; the
- * 16-bit activations' path (act16.cu) gives the linear layer an x already rounded, as round_operand
- * would have left it, which then goes into the same products unrounded again.
+ * 16-bit activations' path (act16.cu) gives the linear layer an x already rounded, as
+ * round_operand would have left it, which then goes into the same products unrounded again.
  * Invariant: the only device memory touched besides the operands is the BLAS scratch slot (grown
  * once per largest shape) and the preset cuBLAS(Lt) workspace, so warm calls allocate nothing. */
 #include "kernels/cuda/cuda_impl.h"
@@ -237,6 +237,19 @@ static rounded x_operand(const float *x, const void *x16, int64_t rows, int64_t 
     return r;
 }
 
+/* allow_tf32's setting: the process's, read by every fp32 product after it. */
+static bool g_tf32 = false;
+
+extern "C" void ddpc__cuda_allow_tf32(bool on)
+{
+    g_tf32 = on;
+}
+
+extern "C" cublasComputeType_t ddpc__cuda_fp32_compute(void)
+{
+    return g_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+}
+
 extern "C" void ddpc__cuda_gemm(ddpc_precision prec, ddpc_transpose ta, ddpc_transpose tb,
                                 int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                                 int64_t lda, const float *b, int64_t ldb, float beta, float *c,
@@ -261,7 +274,7 @@ extern "C" void ddpc__cuda_gemm(ddpc_precision prec, ddpc_transpose ta, ddpc_tra
     DDPC_CUBLAS_CHECK(cublasGemmEx(ddpc__cuda_blas(), op_of(tb), op_of(ta), in, im, ik, &alpha, b,
                                    CUDA_R_32F, int_size(ldb, "ldb"), a, CUDA_R_32F,
                                    int_size(lda, "lda"), &beta, c, CUDA_R_32F, ic,
-                                   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                                   ddpc__cuda_fp32_compute(), CUBLAS_GEMM_DEFAULT));
 }
 
 /* y (n, out) = b (out) broadcast, plus r (n, out) when given (r may be y): linear.c's seed_rows. */

@@ -26,6 +26,7 @@ extern "C" const ddpc_kernel_table ddpc__cuda_table = {
     .fill_f32 = ddpc__cuda_fill_f32,
     .add_f32 = ddpc__cuda_add_f32,
     .axpy_f32 = ddpc__cuda_axpy_f32,
+    .allow_tf32 = ddpc__cuda_allow_tf32,
     .gemm = ddpc__cuda_gemm,
     .linear_forward = ddpc__cuda_linear_forward,
     .linear_residual_forward = ddpc__cuda_linear_residual_forward,
