@@ -172,9 +172,14 @@ check "a bad scaler setting exits 1 naming the key" grep -q "loss_scale.backoff_
 "$ddpc" bench step "${gpt[@]}" data.batch_size=4 precision=bf16 bench.steps=2 bench.warmup=1 \
     >"$tmp/bench.json" 2>"$tmp/bench.err"
 check "bench step runs at bf16" test $? -eq 0
-check "bench step reports precision, engine and oneDNN" \
-    grep -Eq '"precision": "bf16", "matmul": "[^"]+", "onednn": "oneDNN [0-9.]+ \(openmp\), ISA [a-z0-9_]+"' \
+check "bench step reports precision, engine, device and oneDNN" \
+    grep -Eq '"precision": "bf16", "matmul": "[^"]+", "device": "cpu", "onednn": "oneDNN [0-9.]+ \(openmp\), ISA [a-z0-9_]+"' \
     "$tmp/bench.json"
+"$ddpc" bench step "${mlp[@]}" data.batch_size=16 matmul_precision=high bench.steps=2 \
+    bench.warmup=1 >"$tmp/bench32.json" 2>"$tmp/bench32.err"
+check "bench step's matmul says what the start line says (matmul_precision high on the CPU)" \
+    grep -q '"matmul": "fp32 OpenBLAS sgemm; matmul_precision high changes nothing on the CPU"' \
+    "$tmp/bench32.json"
 
 run mlp_tf32 "$ddpc" train "${mlp[@]}" data.batch_size=16 matmul_precision=high
 check "matmul_precision high on the CPU: the start line says it changes nothing" \

@@ -59,6 +59,8 @@ typedef struct {
     double global_tokens_per_s;  /* 0 for image models */
     double gflops;               /* achieved per rank, from the model's FLOP estimate */
     int precision;               /* ddpc_precision of the matrix products */
+    char matmul[256];            /* what runs them, as the trainer's start line says */
+    char device[256];            /* the model's device, as ddpc_device_describe says */
     bool activation_checkpointing; /* model.activation_checkpointing */
     size_t activation_bytes;       /* activation arena of one micro-batch, as run */
     size_t activation_bytes_no_ckpt; /* the same without activation checkpointing */

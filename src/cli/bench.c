@@ -22,7 +22,8 @@ static void print_result(const char *name, const ddpc_bench_result *r)
            "\"global_tokens_per_s\": %.1f, \"gflops\": %.2f, \"buckets\": %zu, "
            "\"exposed_comm_ms\": %.3f, \"exposed_comm_mean_ms\": %.3f, \"comm_ms\": %.3f, "
            "\"comm_mean_ms\": %.3f, \"exposed_comm_fraction\": %.4f, \"precision\": \"%s\", "
-           "\"matmul\": \"%s\", \"onednn\": \"%s\", \"activation_checkpointing\": %s, "
+           "\"matmul\": \"%s\", \"device\": \"%s\", \"onednn\": \"%s\", "
+           "\"activation_checkpointing\": %s, "
            "\"activation_bytes\": %zu, \"activation_bytes_no_ckpt\": %zu, \"zero_stage\": %d, "
            "\"comm_bytes\": %.0f, \"params\": %zu, \"replicas\": %d, \"forward_ms\": %.3f, "
            "\"backward_ms\": %.3f, \"comm_wait_ms\": %.3f, \"optimizer_ms\": %.3f, "
@@ -33,7 +34,7 @@ static void print_result(const char *name, const ddpc_bench_result *r)
            r->global_tokens_per_s, r->gflops, r->num_buckets, 1e3 * r->exposed_median_s,
            1e3 * r->exposed_mean_s, 1e3 * r->comm_median_s, 1e3 * r->comm_mean_s, exposed_frac,
            ddpc_precision_name((ddpc_precision)r->precision),
-           ddpc_kernels_matmul_info((ddpc_precision)r->precision, NULL), ddpc_kernels_onednn_info(),
+           r->matmul, r->device, ddpc_kernels_onednn_info(),
            r->activation_checkpointing ? "true" : "false", r->activation_bytes,
            r->activation_bytes_no_ckpt, r->zero_stage, r->comm_bytes, r->num_params, r->replicas,
            1e3 * r->phases.forward_s, 1e3 * r->phases.backward_s, 1e3 * r->phases.comm_wait_s,

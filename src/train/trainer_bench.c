@@ -6,6 +6,7 @@
 #include "train/trainer_impl.h"
 
 #include <ddpc/alloc.h>
+#include <ddpc/device.h>
 #include <ddpc/kernels.h>
 #include <ddpc/rng.h>
 #include <ddpc/timer.h>
@@ -189,6 +190,9 @@ ddpc_status ddpc_trainer_bench(ddpc_trainer *t, int64_t warmup, int64_t steps, d
             .replicas = t->dist.dp_replicas,
             .phases = ddpc_engine_take_timing(t->engine),
         };
+        ddpc__trainer_matmul_info(t, r->matmul, sizeof r->matmul);
+        snprintf(r->device, sizeof r->device, "%s",
+                 ddpc_device_describe(ddpc_model_backend(t->model)));
         ddpc_engine_timing *p = &r->phases;
         double *each[] = {&p->forward_s,   &p->backward_s, &p->comm_wait_s,    &p->optimizer_s,
                           &p->replicate_s, &p->scatter_s,  &p->replica_wait_s, &p->reduce_s};

@@ -52,6 +52,23 @@ static void log_activations(ddpc_trainer *t)
         fprintf(t->log, "(no checkpointing for %s)\n", mc->type);
 }
 
+void ddpc__trainer_matmul_info(const ddpc_trainer *t, char *out, size_t cap)
+{
+    const trainer_settings *s = &t->set;
+    bool gpu = ddpc_model_backend(t->model)->kind != DDPC_DEVICE_CPU;
+    bool fp32 = s->precision == DDPC_PREC_FP32;
+    snprintf(out, cap, "%s%s",
+             !gpu      ? ddpc_kernels_matmul_info(s->precision, NULL)
+             : !fp32   ? "16-bit inputs on cuBLAS tensor cores, fp32 accumulation"
+             : s->tf32 ? "TF32 on cuBLAS tensor cores (inputs with 10 mantissa bits), fp32 "
+                         "accumulation (matmul_precision high)"
+                       : "fp32 cuBLAS (TF32 off)",
+             !s->tf32 ? ""
+             : !gpu   ? "; matmul_precision high changes nothing on the CPU"
+             : !fp32  ? "; matmul_precision high changes only fp32 products, and there are none"
+                      : "");
+}
+
 void ddpc__trainer_log_start(ddpc_trainer *t)
 {
     const trainer_settings *s = &t->set;
@@ -144,18 +161,10 @@ void ddpc__trainer_log_start(ddpc_trainer *t)
             ddpc__trainer_lr_scale(t));
     log_zero(t);
     /* Said once, so a CPU without bf16 products is never mistaken for a fast one. */
-    bool gpu = ddpc_model_backend(t->model)->kind != DDPC_DEVICE_CPU;
-    bool fp32 = s->precision == DDPC_PREC_FP32;
-    fprintf(t->log, "precision %s: matrix products in %s%s\n", ddpc_precision_name(s->precision),
-            !gpu           ? ddpc_kernels_matmul_info(s->precision, NULL)
-            : !fp32        ? "16-bit inputs on cuBLAS tensor cores, fp32 accumulation"
-            : s->tf32      ? "TF32 on cuBLAS tensor cores (inputs with 10 mantissa bits), fp32 "
-                             "accumulation (matmul_precision high)"
-                           : "fp32 cuBLAS (TF32 off)",
-            !s->tf32 ? ""
-            : !gpu   ? "; matmul_precision high changes nothing on the CPU"
-            : !fp32  ? "; matmul_precision high changes only fp32 products, and there are none"
-                     : "");
+    char matmul[256];
+    ddpc__trainer_matmul_info(t, matmul, sizeof matmul);
+    fprintf(t->log, "precision %s: matrix products in %s\n", ddpc_precision_name(s->precision),
+            matmul);
     log_activations(t);
     ddpc__trainer_log_memory_plan(t);
 }

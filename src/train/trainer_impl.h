@@ -264,6 +264,8 @@ ddpc_status ddpc__trainer_build_loaders(ddpc_trainer *t, int64_t *per_epoch);
 ddpc_status ddpc__trainer_fit(ddpc_trainer *t);
 /* trainer_fit_log.c: rank 0's lines before the first step and, on a GPU, after the last. */
 void ddpc__trainer_log_start(ddpc_trainer *t);
+/* What runs the run's matrix products (engine, precision, TF32), as the start line says it. */
+void ddpc__trainer_matmul_info(const ddpc_trainer *t, char *out, size_t cap);
 void ddpc__trainer_log_device_allocs(const ddpc_trainer *t);
 /* trainer_window.c: sync_stats (collective) averages the losses since the last sync over ranks
  * into the window; log_progress writes the window's record and line, then resets it. */
