@@ -9,6 +9,12 @@ MKL_NUM_THREADS = N, OMP_WAIT_POLICY=PASSIVE at N >= 2, ATEN_CPU_CAPABILITY): se
 /work/shared/PEERS.md, "Running the peers fairly".
 
     /usr/bin/python3 bench/torch_step.py gpt --threads 1 [--steps 20 --warmup 3]
+
+On a GPU (--device cuda; tests/gpu/run.sh's models part): the same models and steps, the GPT's
+attention through F.scaled_dot_product_attention (PEERS.md's fair GPU peer), AdamW fused, each
+step timed between torch.cuda.synchronize() calls; --tf32 sets allow_tf32 for matmuls and cuDNN
+(ddpc's matmul_precision high), else both stay off (ddpc's fp32 products and im2col
+convolutions are true fp32).
 """
 import argparse
 import json
@@ -48,6 +54,9 @@ class Block(nn.Module):
         q = q.view(B, T, self.n_head, hs).transpose(1, 2)           # (B, nh, T, hs)
         k = k.view(B, T, self.n_head, hs).transpose(1, 2)
         v = v.view(B, T, self.n_head, hs).transpose(1, 2)
+        if x.is_cuda:  # the fused kernel a GPU user calls
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            return self.proj(y.transpose(1, 2).contiguous().view(B, T, C))
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))     # (B, nh, T, T)
         att = att.masked_fill(~self.mask[:, :, :T, :T], float("-inf"))
         att = F.softmax(att, dim=-1)
@@ -70,44 +79,49 @@ class GPT(nn.Module):
 
     def forward(self, idx):                                         # idx (B, T)
         T = idx.shape[1]
-        pos = torch.arange(T, dtype=torch.long)
+        pos = torch.arange(T, dtype=torch.long, device=idx.device)
         x = self.wte(idx) + self.wpe(pos)                           # (B, T, C)
         for b in self.blocks:
             x = b(x)
         return self.lnf(x) @ self.wte.weight.t()                    # (B, T, V)
 
 
-def make_gpt(B):
+def fused(dev):
+    """AdamW's fused kernel on a GPU, as the GPU peers run it (Debian's CPU torch 1.13 has none)."""
+    return {"fused": True} if dev != "cpu" else {}
+
+
+def make_gpt(B, dev):
     V, T = 256, 128
-    model = GPT(V=V, n_layer=4, n_head=4, C=256, T=T)
+    model = GPT(V=V, n_layer=4, n_head=4, C=256, T=T).to(dev)
     decay = [p for p in model.parameters() if p.dim() == 2]
     no_decay = [p for p in model.parameters() if p.dim() != 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
-                             {"params": no_decay, "weight_decay": 0.0}], lr=1e-3)
-    x = torch.randint(0, V, (B, T))
-    y = torch.randint(0, V, (B, T))
+                             {"params": no_decay, "weight_decay": 0.0}], lr=1e-3, **fused(dev))
+    x = torch.randint(0, V, (B, T), device=dev)
+    y = torch.randint(0, V, (B, T), device=dev)
     loss_fn = lambda logits: F.cross_entropy(logits.view(-1, V), y.view(-1))
     return model, opt, x, loss_fn, T
 
 
-def make_mlp(B):
+def make_mlp(B, dev):
     model = nn.Sequential(nn.Flatten(), nn.Linear(784, 1024), nn.ReLU(),
-                          nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
+                          nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10)).to(dev)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    x = torch.randn(B, 1, 28, 28)
-    y = torch.randint(0, 10, (B,))
+    x = torch.randn(B, 1, 28, 28, device=dev)
+    y = torch.randint(0, 10, (B,), device=dev)
     return model, opt, x, lambda logits: F.cross_entropy(logits, y), 0
 
 
-def make_cnn(B):
+def make_cnn(B, dev):
     model = nn.Sequential(
         nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
         nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
         nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Dropout(0.25),
-        nn.Linear(128, 10))
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
-    x = torch.randn(B, 1, 28, 28)
-    y = torch.randint(0, 10, (B,))
+        nn.Linear(128, 10)).to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01, **fused(dev))
+    x = torch.randn(B, 1, 28, 28, device=dev)
+    y = torch.randint(0, 10, (B,), device=dev)
     return model, opt, x, lambda logits: F.cross_entropy(logits, y), 0
 
 
@@ -115,9 +129,9 @@ MODELS = {"gpt": (make_gpt, 8), "mlp": (make_mlp, 128), "cnn": (make_cnn, 64)}
 
 
 def forward(model, x, amp):
-    """The model's output in fp32; amp "bf16" runs it under CPU autocast (the loss stays
-    outside, in fp32, as autocast's recipe says)."""
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp == "bf16"):
+    """The model's output in fp32; amp "bf16" runs it under autocast on x's device (the loss
+    stays outside, in fp32, as autocast's recipe says)."""
+    with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=amp == "bf16"):
         out = model(x)
     return out.float()
 
@@ -131,13 +145,20 @@ def main():
     ap.add_argument("--batch", type=int, default=None, help="override the model's batch size")
     ap.add_argument("--seed", type=int, default=1337)
     ap.add_argument("--amp", choices=["none", "bf16"], default="none",
-                    help="bf16: torch.autocast('cpu', dtype=torch.bfloat16) around the forward")
+                    help="bf16: torch.autocast(device, dtype=torch.bfloat16) around the forward")
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    ap.add_argument("--tf32", action="store_true",
+                    help="cuda: allow TF32 in matmuls and cuDNN (ddpc's matmul_precision high)")
     a = ap.parse_args()
     if a.threads < 1 or a.steps < 1 or a.warmup < 0:
         ap.error("--threads and --steps must be >= 1, --warmup >= 0")
+    gpu = a.device == "cuda"
+    if gpu:
+        torch.backends.cuda.matmul.allow_tf32 = a.tf32
+        torch.backends.cudnn.allow_tf32 = a.tf32  # torch's default is on; ddpc's fp32 is fp32
 
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        if os.environ.get(var) != str(a.threads):
+        if not gpu and os.environ.get(var) != str(a.threads):
             print(f"torch_step.py: warning: {var}={os.environ.get(var)!r} disagrees with "
                   f"--threads {a.threads}; PyTorch's thread settings will not hold "
                   "(see PEERS.md)", file=sys.stderr)
@@ -146,16 +167,19 @@ def main():
 
     make, default_batch = MODELS[a.model]
     B = a.batch or default_batch
-    model, opt, x, loss_fn, T = make(B)
+    model, opt, x, loss_fn, T = make(B, a.device)
     model.train()
+    sync = torch.cuda.synchronize if gpu else (lambda: None)
 
     times = []
     for i in range(a.warmup + a.steps):
+        sync()
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
         loss = loss_fn(forward(model, x, a.amp))
         loss.backward()
         opt.step()
+        sync()
         dt = time.perf_counter() - t0
         if not math.isfinite(loss.item()):
             sys.exit(f"torch_step.py: non-finite loss at step {i}")
@@ -170,6 +194,7 @@ def main():
         "tokens_per_s": round(B * T / med, 1),
         "amp": a.amp, "torch": torch.__version__,
         "cpu_capability": os.environ.get("ATEN_CPU_CAPABILITY", "default"),
+        "device": torch.cuda.get_device_name(0) if gpu else "cpu", "tf32": gpu and a.tf32,
     }))
 
 

@@ -28,6 +28,10 @@ if [ "$1" = run ]; then
     shift
     exec "$@"
 fi
+if [ "$1" = bench ] && [ "$2" = step ]; then
+    echo '{"bench": "step", "median_step_ms": 12.500}'
+    exit 0
+fi
 if [ "$1" = bench ]; then
     echo "# GPU buffers: host staging over shm: 2 ranks on this host share 1 GPU, which NCCL refuses"
     echo "# pinned copies (67108864 B, median of 10): host->GPU 53.10 GB/s, GPU->host 54.20 GB/s (host staging's ceiling)"
@@ -106,6 +110,9 @@ tar -tzf "$tmp/out/logs.tar.gz" >"$tmp/tar" 2>&1 && grep -q 'logs/ddpc.log' "$tm
     fail "logs, env and rows under \$OUT" "$tmp/tar"
 [ "$(ls "$tmp/out" | wc -l)" -le 8 ] && ok "at most 8 files under \$OUT" ||
     fail "at most 8 files under \$OUT"
+[ ! -e "$tmp/out/models.md" ] && ! grep -q '^models ' "$tmp/out/checks.txt" &&
+    ok "models is opt-in: not in a run that does not name it" ||
+    fail "models is opt-in: not in a run that does not name it" "$tmp/out/checks.txt"
 
 # candidates: the kernel tests again with DDPC_CUDA_CANDIDATES set, and a second ddpc row.
 tar -xzOf "$tmp/out/logs.tar.gz" logs/test_cuda_pass.log >"$tmp/plain" 2>&1
@@ -178,6 +185,19 @@ rc=$?
     grep -q 'skipped: ddpc env sees no GPU' "$tmp/log5" && ! grep -q 'test_cuda_pass' "$tmp/log5" &&
     ! grep -q '^| ddpc' "$tmp/log5" && ok "--only multi runs each multi_*.sh, with its verdict" ||
     fail "--only multi runs each multi_*.sh, with its verdict (exit $rc)" "$tmp/log5"
+# models: ddpc bench step against torch_step.py on each model at fp32, TF32 and bf16; PyTorch
+# has no GPU here, so its cells are FAILED and the part too, while ddpc's are parsed.
+rm -rf "$tmp/out"
+run --only models >"$tmp/log7" 2>&1
+rc=$?
+cells='^| [a-z]* | [0-9]* | [a-z0-9]* | 12.5 | FAILED |'
+[ $rc = 1 ] && [ "$(grep -c "$cells" "$tmp/out/models.md")" = 9 ] &&
+    grep -q '^| cnn | 512 | tf32 | 12.5 | FAILED |' "$tmp/out/models.md" &&
+    grep -Eq '^models +FAILED \(a cell\)' "$tmp/out/checks.txt" &&
+    tar -xzOf "$tmp/out/logs.tar.gz" logs/models_mlp_tf32_torch.log 2>/dev/null |
+    grep -qiE 'cuda|torch' && ok "--only models: a row per model and mode, ddpc's ms parsed" ||
+    fail "--only models: a row per model and mode, ddpc's ms parsed (exit $rc)" "$tmp/log7" \
+        "$tmp/out/models.md"
 run --only gpus >"$tmp/log4" 2>&1
 [ $? = 2 ] && grep -q "unknown part 'gpus'" "$tmp/log4" && ok "an unknown part is refused" ||
     fail "an unknown part is refused" "$tmp/log4"

@@ -8,16 +8,18 @@
 # FAILED, else 0.
 #
 # usage: tests/gpu/run.sh [--only PARTS] [--skip PARTS] [--deadline SECONDS] [--steps N]
-#   PARTS, comma-separated: env kernels comm train candidates multi profile ddpc eager llmc
-#   compile (run in this order), or the groups checks (kernels,comm,train,candidates,multi), peers
-#   (eager,llmc,compile), bench (ddpc and the peers). candidates: the kernel tests and
+#   PARTS, comma-separated: env kernels comm train candidates multi profile models ddpc eager
+#   llmc compile (run in this order), or the groups checks (kernels,comm,train,candidates,
+#   multi), peers (eager,llmc,compile), bench (ddpc and the peers). candidates: the kernel tests and
 #   train_checks again with DDPC_CUDA_CANDIDATES naming every candidate kernel in src
 #   (candidates.cu); with it, ddpc runs under each alone and all together, profile under all.
 #   multi: every tests/gpu/multi_*.sh (several ranks on GPU 0, 150 s each). comm: test_cuda_comm
 #   (collectives on GPU buffers: 1 rank nccl, 2 ranks staged on GPU 0) and `ddpc bench allreduce
 #   --device cuda` for nccl and for staging, into $OUT/comm.txt.
 #   profile (bench/gpu_step_profile: the step's phases and every kernel-table member's time at
-#   GPT-2 124M's shapes; under a minute) runs only when named in --only.
+#   GPT-2 124M's shapes; under a minute) and models (ddpc bench step against bench/torch_step.py
+#   on the small GPT, MLP and CNN at fp32, TF32 and bf16, into $OUT/models.md; about 2 minutes)
+#   run only when named in --only.
 #   --deadline: seconds for the whole run (default 420); a part never runs past it.
 #   --steps: training steps of each benchmark row (default 30; the first 10 are warm-up).
 # environment: OUT (default ./gpu-out), DDPC_GPU_DIR (default ./.gpu), DDPC_GPU_PYTHON
@@ -29,7 +31,7 @@ set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
-all_parts="env kernels comm train candidates multi profile ddpc eager llmc compile"
+all_parts="env kernels comm train candidates multi profile models ddpc eager llmc compile"
 only="" skip="" deadline=420 steps=30
 while [ $# -gt 0 ]; do
     case $1 in
@@ -37,7 +39,7 @@ while [ $# -gt 0 ]; do
     --skip) skip="$skip,$2"; shift 2 ;;
     --deadline) deadline=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
-    -h | --help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -48,7 +50,8 @@ expand() {
         checks) echo kernels comm train candidates multi ;;
         peers) echo eager llmc compile ;;
         bench) echo ddpc eager llmc compile ;;
-        env | kernels | comm | train | candidates | multi | profile | ddpc | eager | compile | llmc)
+        env | kernels | comm | train | candidates | multi | profile | models | ddpc | eager | \
+            compile | llmc)
             echo "$w" ;;
         *) echo "run.sh: unknown part '$w' (parts: $all_parts, checks, peers, bench)" >&2
             exit 2 ;;
@@ -61,8 +64,8 @@ only_list=$(echo $only_list)
 skip_list=$(echo $skip_list)
 wants() {
     case " $skip_list " in *" $1 "*) return 1 ;; esac
-    # profile is opt-in: it runs only when --only names it.
-    [ -z "$only_list" ] && [ "$1" != profile ] && return 0
+    # profile and models are opt-in: they run only when --only names them.
+    [ -z "$only_list" ] && [ "$1" != profile ] && [ "$1" != models ] && return 0
     case " $only_list " in *" $1 "*) return 0 ;; esac
     return 1
 }
@@ -392,6 +395,47 @@ profile_part() { # SUFFIX [VAR=VALUE...]
 if wants profile; then
     profile_part ""
     with_cands && profile_part "-cand" "${cand_env[@]}"
+fi
+
+# --- models: `ddpc bench step` against PyTorch eager (bench/torch_step.py --device cuda, the same
+# models, SDPA and fused AdamW) on bench/configs' GPT, MLP and CNN at GPU batch sizes, in fp32,
+# TF32 (matmul_precision high / allow_tf32) and bf16 (autocast): median ms per step of 20 after 5,
+# each step ending in a synchronisation on both sides; the table into $OUT/models.md.
+json_field() { # FIELD FILE: FIELD of the last JSON line of FILE, or nothing
+    grep '^{' "$2" 2>/dev/null | tail -n 1 |
+        "$py" -c 'import json, sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1" 2>/dev/null
+}
+if wants models; then
+    md=$out/models.md
+    {
+        echo "| model | batch | products | ddpc ms/step | PyTorch ms/step | ddpc speed / PyTorch |"
+        echo "|---|---|---|---|---|---|"
+    } >"$md"
+    for m in gpt mlp cnn; do
+        case $m in gpt) b=64 ;; mlp) b=1024 ;; cnn) b=512 ;; esac
+        for mode in fp32 tf32 bf16; do
+            case $mode in
+            fp32) dargs=() pargs=() ;;
+            tf32) dargs=(matmul_precision=high) pargs=(--tf32) ;;
+            bf16) dargs=(precision=bf16) pargs=(--amp bf16) ;;
+            esac
+            name=models_${m}_$mode
+            run_part "${name}_ddpc" 60 "${libenv[@]}" OMP_NUM_THREADS=8 "$ddpc" bench step \
+                "bench/configs/$m.yaml" device=cuda "data.batch_size=$b" bench.steps=20 \
+                bench.warmup=5 "${dargs[@]}"
+            d=$(json_field median_step_ms "$logs/${name}_ddpc.log")
+            run_part "${name}_torch" 90 "$py" bench/torch_step.py "$m" --device cuda --threads 1 \
+                --batch "$b" --steps 20 --warmup 5 "${pargs[@]}"
+            p=$(json_field median_step_ms "$logs/${name}_torch.log")
+            r=""
+            ratio='import sys; a, b = map(float, sys.argv[1:]); print("%.2f" % (b / a))'
+            [ -n "$d" ] && [ -n "$p" ] && r=$("$py" -c "$ratio" "$d" "$p")
+            printf '| %s | %s | %s | %s | %s | %s |\n' "$m" "$b" "$mode" "${d:-FAILED}" \
+                "${p:-FAILED}" "${r:-}" >>"$md"
+        done
+    done
+    check_line models "$(grep -q FAILED "$md" && echo "FAILED (a cell)" || echo PASS)" 0
+    sed 's/^/    /' "$md"
 fi
 
 # --- The benchmark: GPT-2 124M, bf16, batch 16 x 1024, on the same shards.
