@@ -170,15 +170,20 @@ void ddpc__trainer_log_start(ddpc_trainer *t)
 }
 
 /* A GPU run's promise that warm training steps allocate nothing on the device, as a line tests
- * read (evaluation at another batch size may grow the buffers once, after the last step). */
+ * read; evaluations and checkpoints between them (whose first batch of a larger size may grow the
+ * buffers once) are counted apart, as is nothing after the last step. */
 void ddpc__trainer_log_device_allocs(const ddpc_trainer *t)
 {
     const ddpc_kernel_table *k = ddpc_model_backend(t->model);
     if (!t->log || k->kind == DDPC_DEVICE_CPU || t->gpu.steps <= 2)
         return;
-    fprintf(t->log, "device allocations after step 2: %llu in %lld steps\n",
-            (unsigned long long)(t->gpu.allocs_last - t->gpu.allocs_warm),
-            (long long)t->gpu.steps - 2);
+    const uint64_t between = t->gpu.allocs_last - t->gpu.allocs_warm - t->gpu.step_allocs;
+    fprintf(t->log, "device allocations after step 2: %llu in %lld steps",
+            (unsigned long long)t->gpu.step_allocs, (long long)t->gpu.steps - 2);
+    if (between)
+        fprintf(t->log, "; %llu more by evaluations and checkpoints between them",
+                (unsigned long long)between);
+    fputc('\n', t->log);
     /* ZeRO-2/3's saving: the flat buffers' backed bytes are this rank's own. Without ZeRO-2/3
      * they are plain allocations, all of them held. */
     double mib = 1048576.0, flat = (double)ddpc_model_num_params(t->model) * sizeof(float);

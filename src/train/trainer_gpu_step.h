@@ -14,11 +14,14 @@
 #include <stdint.h>
 
 /* A GPU run: device allocations made by the end of the second step, and steps taken, so the end
- * of the run can say how many a warm step made (none is the promise); and the host's waits for
+ * of the run can say how many warm steps made (none is the promise) and how many evaluations and
+ * checkpoints between them made (their first batches of a larger size); and the host's waits for
  * the device in each warm step (trainer_waits.c), the most in one that logged nothing and in one
  * that logged. */
 typedef struct {
     uint64_t allocs_warm, allocs_last;
+    uint64_t allocs_at;   /* alloc_count() when the current step began */
+    uint64_t step_allocs; /* made inside warm steps (their passes, update and progress line) */
     int64_t steps;
     uint64_t waits_at;     /* host_waits() when the current step began */
     uint64_t throttles_at; /* host_throttles() then */
@@ -41,9 +44,9 @@ typedef struct {
     double step_sum;  /* the current step's weighted loss sum so far */
 } ddpc__pending;
 
-/* trainer_waits.c: a GPU run's host waits per step: begin before a step's first pass, end after
- * its progress line (before evaluation and checkpoints); the log line at the end. No-ops on the
- * CPU. */
+/* trainer_waits.c: a GPU run's host waits and device allocations per step: begin before a step's
+ * first pass, end after its progress line (before evaluation and checkpoints); the log line at the
+ * end. No-ops on the CPU. */
 void ddpc__trainer_waits_begin(ddpc_trainer *t);
 void ddpc__trainer_waits_end(ddpc_trainer *t, bool logged);
 void ddpc__trainer_log_host_waits(const ddpc_trainer *t);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* A GPU run's host waits per training step: how often the host stopped to wait for the device
- * (the kernel table's host_waits) between a step's first pass and its progress line. Evaluation
- * and checkpoints read the device by nature and are left out. Invariant: only warm steps (after
+ * (the kernel table's host_waits) between a step's first pass and its progress line, and the
+ * device allocations made there (alloc_count). Evaluation and checkpoints read the device by
+ * nature and are left out, and their allocations are counted apart. Invariant: only warm steps (after
  * the second) count, as for device allocations, and the two maxima are kept apart because a step
  * that logs reads its values back by design. Throttles (the host so far ahead that a batch's
  * pinned slot is still in use, the GPU's queue full meanwhile) are counted apart: they cannot
@@ -18,6 +19,7 @@ void ddpc__trainer_waits_begin(ddpc_trainer *t)
     if (k->kind != DDPC_DEVICE_CPU) {
         t->gpu.waits_at = k->host_waits();
         t->gpu.throttles_at = k->host_throttles();
+        t->gpu.allocs_at = k->alloc_count();
     }
 }
 
@@ -28,6 +30,7 @@ void ddpc__trainer_waits_end(ddpc_trainer *t, bool logged)
         return;
     uint64_t n = k->host_waits() - t->gpu.waits_at;
     t->gpu.throttles += k->host_throttles() - t->gpu.throttles_at;
+    t->gpu.step_allocs += k->alloc_count() - t->gpu.allocs_at;
     uint64_t *most = logged ? &t->gpu.waits_logged : &t->gpu.waits_quiet;
     *most = n > *most ? n : *most;
     *(logged ? &t->gpu.logged_steps : &t->gpu.quiet_steps) += 1;

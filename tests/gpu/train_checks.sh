@@ -116,6 +116,17 @@ for m in gpt mlp cnn reg bce; do
     fi
 done
 
+# 1a. Evaluations between steps at a larger batch (1000 against 64) may grow the device buffers
+# once; the log counts that apart, and the warm steps themselves still allocate nothing.
+if [ "$dev" = cuda ]; then
+    if run mlp_eval "${mlp[@]}" device=$dev max_steps=100 eval_every=25 eval_batches=2 \
+        data.eval_batch_size=1000 && allocs_zero mlp_eval; then
+        pass "mlp: warm steps allocate nothing with evaluations between them"
+    else
+        fail "mlp: with evaluations between them, warm steps allocated on the device"
+    fi
+fi
+
 # 1b. Host waits (docs/gpu.md): a GPT, MLP or CNN (BatchNorm) step that logs nothing never waits
 # for the GPU (the losses, the gradient norm and BatchNorm's batch sums stay on the device), a
 # logged step waits once (the read). Then the
