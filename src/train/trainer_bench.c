@@ -62,6 +62,10 @@ static ddpc_status gather(ddpc_trainer *t, const int64_t *perm, int64_t n, int32
                           int64_t pair_len, ddpc_batch *batch)
 {
     const ddpc_dataset *d = t->data.task[0].train;
+    if (t->buf.ftargets) { /* a loss on float targets: the images and their targets */
+        DDPC_TRY(ddpc_dataset_get_batch(d, perm, n, t->buf.x, NULL, NULL));
+        return ddpc_dataset_get_float_targets(d, perm, n, t->buf.ftargets);
+    }
     if (!pairs)
         return ddpc_dataset_get_batch(d, perm, n, t->buf.x, t->buf.tokens, t->buf.targets);
     int64_t S, T, cap = n * pair_len;
@@ -89,7 +93,11 @@ static ddpc_status bench_loop(ddpc_trainer *t, int64_t warmup, int64_t steps, do
         t->buf.perm[i] = i;
     ddpc_rng order = ddpc_rng_make(t->set.seed, 1000);
     ddpc_rng_shuffle(&order, t->buf.perm, size);
-    ddpc_batch batch = {.n = n, .x = t->buf.x, .tokens = t->buf.tokens, .targets = t->buf.targets};
+    ddpc_batch batch = {.n = n,
+                        .x = t->buf.x,
+                        .tokens = t->buf.tokens,
+                        .targets = t->buf.ftargets ? NULL : t->buf.targets,
+                        .float_targets = t->buf.ftargets};
     for (int64_t i = 0; i < warmup + steps; i++) {
         /* Ranks take different samples, as they do in training. */
         int64_t off = ((i * t->dist.world + t->dist.rank) * n) % (size - n + 1);
@@ -126,10 +134,6 @@ ddpc_status ddpc_trainer_bench(ddpc_trainer *t, int64_t warmup, int64_t steps, d
     if (steps < 1 || steps > 100000)
         return ddpc_errorf(DDPC_EINVAL, "bench steps must be in [1, 100000], got %lld",
                            (long long)steps);
-    ddpc_loss loss = ddpc_model_config_of(t->model)->loss;
-    if (loss != DDPC_LOSS_CROSS_ENTROPY) /* its batches hold class labels only */
-        return ddpc_errorf(DDPC_EINVAL, "ddpc bench step times cross_entropy models only, not "
-                           "loss '%s' yet", ddpc_loss_name(loss));
     /* dt (steps), then exposed and comm (steps each), adjacent so one all-reduce averages both. */
     double *buf = ddpc_malloc(3 * (size_t)steps * sizeof(double));
     /* Sentence pairs: their own batch arrays (the trainer's are sized for one id per sample). */

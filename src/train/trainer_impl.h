@@ -169,6 +169,8 @@ typedef struct {
     int64_t max_batch, sample_floats, tokens_per_sample;
     float *x;                  /* (max_batch, sample_floats) */
     int32_t *tokens, *targets; /* (max_batch, tokens_per_sample) */
+    int64_t target_width;      /* float targets per sample (a loss on them), else 0 */
+    float *ftargets;           /* (max_batch, target_width), or NULL */
     int64_t *perm;             /* (train size) bench order */
 } ddpc__buffers;
 

@@ -290,7 +290,11 @@ static ddpc_status alloc_buffers(ddpc_trainer *t)
         images ? NULL : ddpc_malloc((size_t)(n * t->buf.tokens_per_sample) * sizeof(int32_t));
     t->buf.targets = ddpc_malloc((size_t)(n * t->buf.tokens_per_sample) * sizeof(int32_t));
     t->buf.perm = ddpc_malloc((size_t)ddpc_dataset_size(t->data.task[0].train) * sizeof(int64_t));
-    if ((images && !t->buf.x) || (!images && !t->buf.tokens) || !t->buf.targets || !t->buf.perm)
+    t->buf.target_width = ddpc_dataset_target_width(t->data.task[0].train);
+    if (t->buf.target_width > 0)
+        t->buf.ftargets = ddpc_malloc((size_t)(n * t->buf.target_width) * sizeof(float));
+    if ((images && !t->buf.x) || (!images && !t->buf.tokens) || !t->buf.targets || !t->buf.perm ||
+        (t->buf.target_width > 0 && !t->buf.ftargets))
         return ddpc_errorf(DDPC_ENOMEM, "out of memory for batch buffers of %lld samples",
                            (long long)n);
     return DDPC_OK;

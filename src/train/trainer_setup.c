@@ -97,6 +97,7 @@ void ddpc_trainer_destroy(ddpc_trainer *t)
     ddpc_free(t->buf.tokens);
     ddpc_free(t->buf.targets);
     ddpc_free(t->buf.perm);
+    ddpc_free(t->buf.ftargets);
     ddpc_free(t->config_text);
     ddpc_free(t->mem.buckets);
     ddpc_free(t->ph.ranks);
