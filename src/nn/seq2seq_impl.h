@@ -76,6 +76,8 @@ size_t ddpc__s2s_arena_floats(const ddpc_model *m, int64_t n, bool ckpt);
  * have been carved for at least (B, S, T) with g->ckpt. */
 void ddpc__s2s_encode(ddpc_model *m, s2s_impl *g, const int32_t *src);
 void ddpc__s2s_decode(ddpc_model *m, s2s_impl *g, const int32_t *tgt);
+/* The host batch's lengths and tokens, before it is staged (ops->check_input). */
+ddpc_status ddpc__s2s_check_input(const ddpc_model *m, const ddpc_model_input *in);
 ddpc_status ddpc__s2s_forward(ddpc_model *m, const ddpc_model_input *in, bool training,
                               ddpc_model_output *out);
 void ddpc__s2s_backward(ddpc_model *m, float dloss);
