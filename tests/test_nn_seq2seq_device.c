@@ -4,8 +4,8 @@
  * lies in it (a pass that read or wrote host memory, or handed the host's to a kernel, would break
  * on a GPU). Training steps (dropout on, with and without activation checkpointing) give the CPU
  * table's losses, counts, gradients and parameters bit for bit, greedy and beam translation the
- * same tokens, and a loss sink gets the loss back exactly. tests/test_cuda_seq2seq.c checks the
- * CUDA table's members against the CPU's on a GPU. */
+ * same tokens (a repeat allocating no device memory), and a loss sink gets the loss back exactly.
+ * tests/test_cuda_seq2seq.c checks the CUDA table's members against the CPU's on a GPU. */
 #include <ddpc/alloc.h>
 #include <ddpc/device.h>
 #include <ddpc/kernels.h>
@@ -30,8 +30,16 @@ static si_block si_allocs[SI_MAX_ALLOCS];
 static size_t si_n_allocs;
 static uint64_t strays; /* arrays a member got from outside the stand-in's memory */
 
+static uint64_t si_alloc_calls;
+
+static uint64_t si_alloc_count(void)
+{
+    return si_alloc_calls;
+}
+
 static void *si_alloc(size_t bytes)
 {
+    si_alloc_calls++;
     void *p = cpu->alloc(bytes);
     if (p && si_n_allocs < SI_MAX_ALLOCS)
         si_allocs[si_n_allocs++] = (si_block){p, bytes ? bytes : 1};
@@ -232,6 +240,7 @@ static void standin_init(void)
     standin.name = "standin";
     standin.kind = DDPC_DEVICE_CUDA;
     standin.alloc = si_alloc;
+    standin.alloc_count = si_alloc_count;
     standin.free = si_free;
     standin.copy = si_copy;
     standin.mha_forward = si_mha_forward;
@@ -356,7 +365,7 @@ static void test_training_same_bits(void)
 
 /* Trains both a step, then translates the batch's sources greedily and with beam 3 (the
  * untrained model emits tokens other than <eos>, so the search runs to max_out and beam search
- * reorders its caches). */
+ * reorders its caches), and again without allocating device memory. */
 static void test_translate_same_tokens(void)
 {
     make_batch();
@@ -380,6 +389,11 @@ static void test_translate_same_tokens(void)
         CHECK(ob[0] != 0); /* a token before <eos> */
     }
     CHECK_EQ_INT(strays - strays0, 0);
+    /* The search keeps its device memory: the same translation again allocates nothing there. */
+    int32_t again[B * MAX_OUT];
+    uint64_t allocs = standin.alloc_count();
+    CHECK_EQ_INT(ddpc_model_translate(b, src, B, S, 3, MAX_OUT, again), DDPC_OK);
+    CHECK_EQ_INT(standin.alloc_count() - allocs, 0);
     ddpc_model_destroy(a);
     ddpc_model_destroy(b);
 }

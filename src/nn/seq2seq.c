@@ -233,7 +233,10 @@ static void s2s_init(ddpc_model *m)
 
 static void s2s_destroy(ddpc_model *m)
 {
-    ddpc_free(m->impl);
+    s2s_impl *g = m->impl;
+    if (g && g->search)
+        m->k->free(g->search);
+    ddpc_free(g);
 }
 
 const ddpc_model_ops ddpc__seq2seq_ops = {

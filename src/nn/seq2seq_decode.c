@@ -36,15 +36,29 @@ typedef struct {
     int32_t *tok;                                    /* (rows) */
     int32_t *prefix;                                 /* (rows, max_out) the step's prefixes */
     uint8_t *tgt_pad;                                /* (rows, max_out) */
-    float *block;                                    /* the one allocation, the table's */
+    int32_t *src;                                    /* (rows, S) the sources, per hypothesis */
     int32_t *host_tok;                               /* host (rows): tok before its upload */
     float *host_logits;                              /* host (rows, V): the logits read back */
 } kv_cache;
 
+/* The search's block of the table's memory, at least `floats` long: the model keeps it from one
+ * translate to the next, grown, never shrunk, so repeated evaluations allocate nothing. */
+static float *search_block(ddpc_model *m, s2s_impl *g, size_t floats)
+{
+    if (g->search && g->search_floats >= floats)
+        return g->search;
+    if (g->search)
+        m->k->free(g->search);
+    g->search = m->k->alloc(floats * sizeof(float));
+    g->search_floats = g->search ? floats : 0;
+    return g->search;
+}
+
+/* Carves the cache for `rows` hypotheses of S source tokens from the search block; the host's
+ * buffers are the cache's own. */
 static ddpc_status cache_create(kv_cache *c, ddpc_model *m, s2s_impl *g, int64_t rows, int64_t S,
                                 int64_t max_out)
 {
-    const ddpc_model_config *cfg = &m->cfg;
     const ddpc_seq2seq_config *o = ddpc__s2s_cfg(m);
     size_t C = (size_t)o->d_model, F = (size_t)o->d_ff, V = (size_t)o->tgt_vocab;
     size_t H = (size_t)o->num_heads, R = (size_t)rows, L = (size_t)o->num_decoder_layers;
@@ -67,20 +81,21 @@ static ddpc_status cache_create(kv_cache *c, ddpc_model *m, s2s_impl *g, int64_t
                       R * (size_t)max_out * 2 * C,
                       R,
                       R * (size_t)max_out,
-                      (R * (size_t)max_out + 3) / 4};
+                      (R * (size_t)max_out + 3) / 4,
+                      R * (size_t)S};
     size_t total = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         total += ddpc__round16(sizes[i]);
     *c = (kv_cache){.m = m, .g = g, .rows = rows, .S = S, .max_out = max_out};
-    c->block = m->k->alloc(total * sizeof(float));
+    float *block = search_block(m, g, total);
     c->host_tok = ddpc_malloc(R * sizeof(int32_t));
     c->host_logits = ddpc_malloc(R * V * sizeof(float));
-    if (!c->block || !c->host_tok || !c->host_logits)
+    if (!block || !c->host_tok || !c->host_logits)
         return ddpc_errorf(DDPC_ENOMEM,
                            "out of memory for the key/value cache of %lld "
                            "hypotheses (%zu MiB)",
                            (long long)rows, total * sizeof(float) >> 20);
-    float *p = c->block;
+    float *p = block;
     float *self = ddpc__take(&p, sizes[0]), *cross = ddpc__take(&p, sizes[1]);
     for (size_t l = 0; l < L; l++) {
         c->kv_self[l] = self + l * R * (size_t)max_out * 2 * C;
@@ -103,20 +118,27 @@ static ddpc_status cache_create(kv_cache *c, ddpc_model *m, s2s_impl *g, int64_t
     c->tok = (int32_t *)ddpc__take(&p, sizes[16]);
     c->prefix = (int32_t *)ddpc__take(&p, sizes[17]);
     c->tgt_pad = (uint8_t *)ddpc__take(&p, sizes[18]);
-    m->k->sinusoidal_positions(c->pe, max_out, (int64_t)C);
-    for (size_t l = 0; l < L; l++) { /* cross-attention keys/values: rows C..3C of in_proj */
-        const s2s_attn_params *a = &g->dec_p[l].cross;
-        m->k->linear_forward(cfg->precision, c->kv_cross[l], g->memory, P(a->inw) + C * C,
-                             P(a->inb) + C, rows * S, (int64_t)C, 2 * (int64_t)C);
-    }
+    c->src = (int32_t *)ddpc__take(&p, sizes[19]);
     return DDPC_OK;
 }
 
-/* Frees what cache_create made (a failed one included). */
+/* After the encoder: the positions, and each decoder layer's cross-attention keys/values. */
+static void cache_project(kv_cache *c)
+{
+    ddpc_model *m = c->m;
+    const ddpc_seq2seq_config *o = ddpc__s2s_cfg(m);
+    int64_t C = o->d_model;
+    m->k->sinusoidal_positions(c->pe, c->max_out, C);
+    for (int l = 0; l < o->num_decoder_layers; l++) { /* rows C..3C of in_proj */
+        const s2s_attn_params *a = &c->g->dec_p[l].cross;
+        m->k->linear_forward(m->cfg.precision, c->kv_cross[l], c->g->memory, P(a->inw) + C * C,
+                             P(a->inb) + C, c->rows * c->S, C, 2 * C);
+    }
+}
+
+/* Frees the host buffers cache_create made (a failed one's included); the block stays. */
 static void cache_destroy(kv_cache *c)
 {
-    if (c->block)
-        c->m->k->free(c->block);
     ddpc_free(c->host_tok);
     ddpc_free(c->host_logits);
 }
@@ -247,32 +269,31 @@ ddpc_status ddpc_model_translate(ddpc_model *m, const int32_t *src, int64_t n, i
     /* The arena holds the encoder's activations (a decoder of one position is carved, unused). */
     DDPC_TRY(ddpc__model_reserve_arena(m, ddpc__s2s_carve(m, NULL, rows, src_len, 1, false, NULL),
                                        rows));
+    kv_cache cache;
+    ddpc_status s = cache_create(&cache, m, g, rows, src_len, max_out);
     /* The sources repeated per hypothesis, built on the host and copied to the table's memory. */
     size_t rep_bytes = (size_t)(rows * src_len) * sizeof(int32_t);
-    int32_t *rep = ddpc_malloc(rep_bytes), *krep = m->k->alloc(rep_bytes);
-    if (!rep || !krep) {
-        ddpc_free(rep);
-        if (krep)
-            m->k->free(krep);
-        return ddpc_errorf(DDPC_ENOMEM, "out of memory for %lld source rows", (long long)rows);
+    int32_t *rep = s == DDPC_OK ? ddpc_malloc(rep_bytes) : NULL;
+    if (s == DDPC_OK && !rep)
+        s = ddpc_errorf(DDPC_ENOMEM, "out of memory for %lld source rows", (long long)rows);
+    if (s != DDPC_OK) {
+        cache_destroy(&cache);
+        return s;
     }
     for (int64_t r = 0; r < rows; r++)
         memcpy(rep + r * src_len, src + (r / beam_size) * src_len,
                (size_t)src_len * sizeof(int32_t));
-    m->k->to_device(krep, rep, rep_bytes);
+    m->k->to_device(cache.src, rep, rep_bytes);
     ddpc_free(rep);
     ddpc__s2s_carve(m, g, rows, src_len, 1, false, m->arena);
     g->ckpt = false, g->training = false, g->rng_stream = 0, g->targets = NULL;
     g->B = rows, g->S = src_len, g->T = 1;
-    ddpc__s2s_encode(m, g, krep);
-    kv_cache cache;
-    ddpc_status s = cache_create(&cache, m, g, rows, src_len, max_out);
-    g->src = NULL; /* krep is freed below; nothing reads it after the encoder */
-    m->k->free(krep);
-    if (s == DDPC_OK)
-        s = beam_size == 1
-                ? ddpc__s2s_greedy(cached_step, &cache, n, o->tgt_vocab, max_out, out)
-                : ddpc__s2s_beam(cached_step, &cache, n, beam_size, o->tgt_vocab, max_out, out);
+    ddpc__s2s_encode(m, g, cache.src);
+    g->src = NULL; /* nothing reads the sources after the encoder */
+    cache_project(&cache);
+    s = beam_size == 1
+            ? ddpc__s2s_greedy(cached_step, &cache, n, o->tgt_vocab, max_out, out)
+            : ddpc__s2s_beam(cached_step, &cache, n, beam_size, o->tgt_vocab, max_out, out);
     cache_destroy(&cache);
     return s;
 }

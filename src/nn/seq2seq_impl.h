@@ -61,6 +61,8 @@ typedef struct {
     float *dq2, *dkv2;      /* (B,T,C), (B,S,2C) */
     float *dff[2];          /* (B,L,F) */
     float *dmem;            /* (B,S,C) gradient of the encoder's output */
+    float *search;          /* translate's key/value cache and scratch, k's memory (decode.c) */
+    size_t search_floats;   /* its size: grown, never shrunk */
     const int32_t *src, *tgt, *targets;
     int64_t B, S, T, n_valid;
     bool training;
