@@ -3,7 +3,8 @@
  * against the CPU table on the same inputs, fp32: masked attention forward (out, att) within 1e-5
  * relative and backward within 1e-4 (self-attention with padding and a row of masked keys, causal,
  * cross-attention with tq != tk, one query against a key/value cache); the label-smoothed loss
- * within 1e-4, its probabilities 1e-5 and backward 1e-5; positions, the scaled embedding, the pad
+ * within 1e-4, its probabilities 1e-5 and backward 1e-5 (the no-wait forms: no host wait, the
+ * same backward bits from the device's count); positions, the scaled embedding, the pad
  * mask and copy2d within 1e-5 or exactly; second calls with the same shapes allocate nothing. Then
  * a small seq2seq model trains a few steps and translates on the GPU as on the CPU (losses within
  * 1e-4, the same tokens). Skips (exit 77) without a GPU; device outputs are poisoned first. */
@@ -133,6 +134,27 @@ static void test_cross_entropy_smooth(void)
     BT_CHECK_WARM(gpu, gloss = gpu->cross_entropy_smooth_forward(d_logits, NULL, d_logits, d_tg, n,
                                                                  v, 0, 0.1f, NULL));
     CHECK_NEAR(gloss, loss, 1e-4);
+    /* The no-wait forms: the sums stay on the device (no host wait); backward_from takes the
+     * count from them and gives the same bits as backward given it. */
+    double *d_sums = gpu->alloc(2 * sizeof(double)), sums[2];
+    float *d_from = bt_up(gpu, d, n * v), *d_given = bt_up(gpu, d, n * v);
+    gpu->to_device(d_logits, logits, (size_t)(n * v) * sizeof(float));
+    uint64_t w0 = gpu->host_waits();
+    gpu->cross_entropy_smooth_forward_into(d_sums, d_logits, d_losses, d_logits, d_tg, n, v, 0,
+                                           0.1f);
+    gpu->cross_entropy_smooth_backward_from(d_from, d_logits, d_tg, n, v, 0, 0.1f, d_sums, 0.5f);
+    CHECK_EQ_INT(gpu->host_waits() - w0, 0);
+    gpu->cross_entropy_smooth_backward(d_given, d_logits, d_tg, n, v, 0, 0.1f, valid, 0.5f);
+    gpu->to_host(sums, d_sums, sizeof sums);
+    CHECK_EQ_INT((int64_t)sums[1], valid);
+    CHECK_NEAR((float)(sums[0] / sums[1]), loss, 1e-4);
+    float *from = bt_down(gpu, d_from, n * v), *given = bt_down(gpu, d_given, n * v);
+    CHECK(memcmp(from, given, (size_t)(n * v) * sizeof(float)) == 0);
+    gpu->free(d_sums);
+    gpu->free(d_from);
+    gpu->free(d_given);
+    ddpc_free(from);
+    ddpc_free(given);
     gpu->free(d_logits);
     gpu->free(d_d);
     gpu->free(d_tg);

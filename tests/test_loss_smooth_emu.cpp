@@ -2,7 +2,8 @@
 /* src/kernels/cuda/loss_smooth.cu's device code on the host (tests/cuda_emu.h) against the CPU
  * table's label-smoothed cross-entropy: probabilities (in place over the logits, as seq2seq runs
  * it) and row losses within 1e-5, the mean within 1e-4, the valid count exact, the backward
- * (accumulating onto a nonzero dlogits, ignored rows untouched) within 1e-5. Rows of 7 to 3000
+ * (accumulating onto a nonzero dlogits, ignored rows untouched) within 1e-5, and the same bits
+ * with the count taken from the forward's sums on the device. Rows of 7 to 3000
  * classes (one warp to rows longer than the block), grids smaller than the rows. */
 #include "cuda_emu.h"
 
@@ -44,10 +45,19 @@ static void check_smooth(int64_t n, int64_t v, float eps, unsigned blocks)
     std::vector<float> d = emu_rand(n * v, 0.1f, 12 + (uint64_t)v), ed = d;
     cpu->cross_entropy_smooth_backward(d.data(), probs.data(), tg.data(), n, v, 0, eps, valid,
                                        dloss);
-    const float g = dloss / (float)valid, u = g * eps / (float)v, gt = g * (1.0f - eps);
-    emu_launch(emu_grid(n * v, 256) > 3 ? 3 : emu_grid(n * v, 256), 256, 0, [&] {
-        ce_smooth_backward_kernel(ed.data(), probs.data(), tg.data(), n, v, 0, g, u, gt);
+    const smooth_coefs k = smooth_coefs_of(dloss, (float)valid, eps, v);
+    const unsigned bgrid = emu_grid(n * v, 256) > 3 ? 3 : emu_grid(n * v, 256);
+    emu_launch(bgrid, 256, 0, [&] {
+        ce_smooth_backward_kernel(ed.data(), probs.data(), tg.data(), n, v, 0, k, nullptr, 0.0f,
+                                  0.0f);
     });
+    /* The _from form: the count from the forward's sums, the coefficients on the device. */
+    std::vector<float> efrom = emu_rand(n * v, 0.1f, 12 + (uint64_t)v);
+    emu_launch(bgrid, 256, 0, [&] {
+        ce_smooth_backward_kernel(efrom.data(), probs.data(), tg.data(), n, v, 0,
+                                  smooth_coefs{NAN, NAN, NAN}, sums, dloss, eps);
+    });
+    CHECK(emu_same_bits("dlogits from the sums", efrom.data(), ed.data(), n * v, sizeof(float)));
     CHECK(emu_rel_err("dlogits", ed.data(), d.data(), n * v) <= 1e-5);
 }
 

@@ -4,7 +4,8 @@
  * lies in it (a pass that read or wrote host memory, or handed the host's to a kernel, would break
  * on a GPU). Training steps (dropout on, with and without activation checkpointing) give the CPU
  * table's losses, counts, gradients and parameters bit for bit, greedy and beam translation the
- * same tokens (a repeat allocating no device memory), and a loss sink gets the loss back exactly.
+ * same tokens (a repeat allocating no device memory), and a loss sink gets the loss back exactly:
+ * with the no-wait members, from a step that waits for nothing.
  * tests/test_cuda_seq2seq.c checks the CUDA table's members against the CPU's on a GPU. */
 #include <ddpc/alloc.h>
 #include <ddpc/device.h>
@@ -29,6 +30,7 @@ typedef struct {
 static si_block si_allocs[SI_MAX_ALLOCS];
 static size_t si_n_allocs;
 static uint64_t strays; /* arrays a member got from outside the stand-in's memory */
+static uint64_t waits;  /* read-backs and returned values: each a host wait on a GPU */
 
 static uint64_t si_alloc_calls;
 
@@ -114,8 +116,44 @@ static float si_ce_smooth_forward(float *probs, float *losses, const float *logi
     HOLD(losses, n);
     HOLD(logits, n * v);
     HOLD(targets, n);
+    waits++;
     return cpu->cross_entropy_smooth_forward(probs, losses, logits, targets, n, v, ignore_index,
                                              eps, n_valid);
+}
+
+/* The no-wait forms, from the CPU's kernels as kernels/cuda computes them: the row losses'
+ * sum in double, then the count. */
+static void si_ce_smooth_into(double *sums, float *probs, float *losses, const float *logits,
+                              const int32_t *targets, int64_t n, int64_t v, int32_t ignore_index,
+                              float eps)
+{
+    HOLD(sums, 2);
+    HOLD(losses, n);
+    int64_t valid = 0;
+    si_ce_smooth_forward(probs, losses, logits, targets, n, v, ignore_index, eps, &valid);
+    waits--; /* the device keeps the values: no read */
+    double total = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        total += losses[i];
+    sums[0] = total;
+    sums[1] = (double)valid;
+}
+
+static void si_ce_smooth_backward_from(float *dlogits, const float *probs, const int32_t *targets,
+                                       int64_t n, int64_t v, int32_t ignore_index, float eps,
+                                       const double *sums, float dloss)
+{
+    HOLD(sums, 2);
+    standin.cross_entropy_smooth_backward(dlogits, probs, targets, n, v, ignore_index, eps,
+                                          (int64_t)sums[1], dloss);
+}
+
+static void si_argmax_into(double *correct, const float *scores, const int32_t *targets, int64_t n,
+                           int64_t v, int32_t ignore_index)
+{
+    HOLD(correct, 1);
+    *correct = (double)standin.argmax_correct(scores, targets, n, v, ignore_index);
+    waits--;
 }
 
 static void si_ce_smooth_backward(float *dlogits, const float *probs, const int32_t *targets,
@@ -216,6 +254,7 @@ static int64_t si_argmax_correct(const float *scores, const int32_t *targets, in
 {
     HOLD(scores, n * v);
     HOLD(targets, n);
+    waits++;
     return cpu->argmax_correct(scores, targets, n, v, ignore_index);
 }
 
@@ -225,6 +264,12 @@ static void si_dropout_forward(float *y, const float *x, int64_t n, float p, uin
     HOLD(y, n);
     HOLD(x, n);
     cpu->dropout_forward(y, x, n, p, seed, stream);
+}
+
+static void si_to_host(void *dst, const void *src, size_t bytes)
+{
+    waits++;
+    cpu->to_host(dst, src, bytes);
 }
 
 static void si_fill(float *x, float value, int64_t n)
@@ -258,6 +303,7 @@ static void standin_init(void)
     standin.argmax_correct = si_argmax_correct;
     standin.dropout_forward = si_dropout_forward;
     standin.fill_f32 = si_fill;
+    standin.to_host = si_to_host;
 }
 
 /* ---- the model and its batch ---- */
@@ -421,6 +467,47 @@ static void test_loss_sink(void)
     ddpc_model_destroy(m);
 }
 
+/* With the no-wait members and a sink, a training step waits for nothing: the sink then holds
+ * {loss sum, valid, hits} giving the reading step's loss and counts, and the gradients are the
+ * reading step's, bit for bit. */
+static void test_deferred_loss_never_waits(void)
+{
+    ddpc_kernel_table deferring = standin;
+    deferring.cross_entropy_smooth_forward_into = si_ce_smooth_into;
+    deferring.cross_entropy_smooth_backward_from = si_ce_smooth_backward_from;
+    deferring.argmax_correct_into = si_argmax_into;
+    make_batch();
+    ddpc_model *a = make(&standin, false), *b = make(&deferring, false);
+    CHECK(a && b);
+    if (!a || !b)
+        return;
+    double *sink = standin.alloc(3 * sizeof(double)), got[3];
+    size_t n = ddpc_model_num_params(a);
+    for (int s = 0; s < 2; s++) {
+        ddpc_model_output oa, ob;
+        step(a, s, &oa);
+        ddpc_model_set_loss_sink(b, sink);
+        uint64_t w0 = waits;
+        step(b, s, &ob);
+        CHECK_EQ_INT(waits - w0, 0);
+        ddpc_model_set_loss_sink(b, NULL);
+        CHECK(isnan(ob.loss) && ob.n_valid == -1 && ob.n_correct == -1);
+        standin.to_host(got, sink, sizeof got);
+        float loss = (float)(got[0] / got[1]);
+        printf("  step %d: deferred loss %.9g, read now %.9g\n", s, loss, oa.loss);
+        CHECK(memcmp(&loss, &oa.loss, sizeof loss) == 0);
+        CHECK_EQ_INT((int64_t)got[1], oa.n_valid);
+        CHECK_EQ_INT((int64_t)got[2], oa.n_correct);
+        float *ga = grads_of(a), *gb = grads_of(b);
+        CHECK(memcmp(ga, gb, n * sizeof(float)) == 0);
+        ddpc_free(ga);
+        ddpc_free(gb);
+    }
+    standin.free(sink);
+    ddpc_model_destroy(a);
+    ddpc_model_destroy(b);
+}
+
 /* A device table without the seq2seq members is refused, naming the table. */
 static void test_table_without_members_refused(void)
 {
@@ -438,6 +525,7 @@ int main(void)
     RUN_TEST(test_training_same_bits);
     RUN_TEST(test_translate_same_tokens);
     RUN_TEST(test_loss_sink);
+    RUN_TEST(test_deferred_loss_never_waits);
     RUN_TEST(test_table_without_members_refused);
     return check_summary();
 }

@@ -176,6 +176,19 @@ typedef struct ddpc_kernel_table {
                                           const int32_t *targets, int64_t n, int64_t v,
                                           int32_t ignore_index, float eps, int64_t n_valid,
                                           float dloss);
+    /* The smoothed loss without the wait, for a caller that reads it later (the engine, at
+     * logged steps): NULL in the CPU table, whose values are at hand. sums (2) are doubles in the
+     * table's memory as cross_entropy_forward_into's: {the row losses' sum, the valid rows}
+     * (cross_entropy_smooth_forward returns sums[0] / sums[1] as a float); backward_from takes
+     * n_valid from sums[1]. */
+    void (*cross_entropy_smooth_forward_into)(double *sums, float *probs, float *losses,
+                                              const float *logits, const int32_t *targets,
+                                              int64_t n, int64_t v, int32_t ignore_index,
+                                              float eps);
+    void (*cross_entropy_smooth_backward_from)(float *dlogits, const float *probs,
+                                               const int32_t *targets, int64_t n, int64_t v,
+                                               int32_t ignore_index, float eps, const double *sums,
+                                               float dloss);
     void (*sinusoidal_positions)(float *pe, int64_t t, int64_t c);
     void (*embedding_scaled_forward)(float *y, const int32_t *tokens, const float *w, float scale,
                                      const float *pe, int64_t b, int64_t t, int64_t c);

@@ -65,6 +65,7 @@ typedef struct {
     size_t search_floats;   /* its size: grown, never shrunk */
     const int32_t *src, *tgt, *targets;
     int64_t B, S, T, n_valid;
+    const double *sums; /* a deferred loss's {sum, valid rows} in k's memory, else NULL */
     bool training;
     bool ckpt;
     uint64_t rng_stream;

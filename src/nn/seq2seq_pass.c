@@ -188,15 +188,56 @@ ddpc_status ddpc__s2s_check_input(const ddpc_model *m, const ddpc_model_input *i
     return check_tokens(in->tokens, B * T, o->tgt_vocab, "target");
 }
 
-/* The loss's values into the loss sink, laid out as cross-entropy's sums: loss * n_valid is
- * exact in double (24 + 29 bits, fewer than 2^29 rows), so a reader's sums[0] / sums[1] gives the
- * loss back bit for bit. A device's values were read already (the smoothed loss has no deferred
- * member yet). */
-static void fill_sink(ddpc_model *m, const ddpc_model_output *out)
+/* Whether this forward leaves its loss on the device, in the loss sink: the table has the
+ * no-wait members (a GPU's) and the caller gave a sink (the engine, reading at logged steps). */
+static bool deferred(const ddpc_model *m)
 {
-    double sums[3] = {(double)out->loss * (double)out->n_valid, (double)out->n_valid,
-                      (double)out->n_correct};
-    m->k->to_device(m->loss_sink, sums, sizeof sums);
+    return m->loss_sink && m->k->cross_entropy_smooth_forward_into && m->k->argmax_correct_into;
+}
+
+/* The label-smoothed loss and the argmax hits of the logits (B*T, V), which become the
+ * probabilities. Deferred: into the sink {loss sum, valid rows, hits}, *out's loss NaN and counts
+ * -1, and backward takes the count from there. Else read now (a wait on a device); a sink of a
+ * table without the no-wait members gets the values anyway: loss * n_valid is exact in double
+ * (24 + 29 bits, fewer than 2^29 rows), so its reader's sums[0] / sums[1] is the loss, bit for
+ * bit. */
+static void loss_forward(ddpc_model *m, s2s_impl *g, int64_t n, int64_t v, ddpc_model_output *out)
+{
+    const ddpc_kernel_table *k = m->k;
+    float eps = ddpc__s2s_cfg(m)->label_smoothing;
+    g->sums = NULL;
+    if (deferred(m)) {
+        k->argmax_correct_into(m->loss_sink + 2, g->logits, g->targets, n, v, PAD);
+        k->cross_entropy_smooth_forward_into(m->loss_sink, g->logits, g->losses, g->logits,
+                                             g->targets, n, v, PAD, eps);
+        g->sums = m->loss_sink;
+        out->loss = NAN;
+        out->n_valid = out->n_correct = -1;
+        return;
+    }
+    out->n_correct = k->argmax_correct(g->logits, g->targets, n, v, PAD);
+    out->loss = k->cross_entropy_smooth_forward(g->logits, g->losses, g->logits, g->targets, n, v,
+                                                PAD, eps, &out->n_valid);
+    g->n_valid = out->n_valid;
+    if (m->loss_sink) {
+        double sums[3] = {(double)out->loss * (double)out->n_valid, (double)out->n_valid,
+                          (double)out->n_correct};
+        k->to_device(m->loss_sink, sums, sizeof sums);
+    }
+}
+
+/* dlogits (n, v) = dloss * d(loss)/d(logits), from forward's probabilities. */
+static void loss_backward(ddpc_model *m, s2s_impl *g, int64_t n, int64_t v, float dloss)
+{
+    const ddpc_kernel_table *k = m->k;
+    float eps = ddpc__s2s_cfg(m)->label_smoothing;
+    k->fill_f32(g->dlogits, 0.0f, n * v);
+    if (g->sums)
+        k->cross_entropy_smooth_backward_from(g->dlogits, g->logits, g->targets, n, v, PAD, eps,
+                                              g->sums, dloss);
+    else
+        k->cross_entropy_smooth_backward(g->dlogits, g->logits, g->targets, n, v, PAD, eps,
+                                         g->n_valid, dloss);
 }
 
 ddpc_status ddpc__s2s_forward(ddpc_model *m, const ddpc_model_input *in, bool training,
@@ -221,13 +262,7 @@ ddpc_status ddpc__s2s_forward(ddpc_model *m, const ddpc_model_input *in, bool tr
         m->k->softmax_rows(g->logits, B * T, V);
         return DDPC_OK;
     }
-    out->n_correct = m->k->argmax_correct(g->logits, in->targets, B * T, V, PAD);
-    out->loss =
-        m->k->cross_entropy_smooth_forward(g->logits, g->losses, g->logits, in->targets, B * T, V,
-                                           PAD, o->label_smoothing, &out->n_valid);
-    g->n_valid = out->n_valid;
-    if (m->loss_sink)
-        fill_sink(m, out);
+    loss_forward(m, g, B * T, V, out);
     return DDPC_OK;
 }
 
@@ -259,9 +294,7 @@ void ddpc__s2s_backward(ddpc_model *m, float dloss)
     const ddpc_seq2seq_config *o = ddpc__s2s_cfg(m);
     int64_t B = g->B, S = g->S, T = g->T, C = o->d_model, V = o->tgt_vocab, BT = B * T;
     int Le = (int)o->num_encoder_layers, Ld = (int)o->num_decoder_layers;
-    m->k->fill_f32(g->dlogits, 0.0f, BT * V);
-    m->k->cross_entropy_smooth_backward(g->dlogits, g->logits, g->targets, BT, V, PAD,
-                                        o->label_smoothing, g->n_valid, dloss);
+    loss_backward(m, g, BT, V, dloss);
     m->k->fill_f32(g->d[1], 0.0f, BT * C);
     m->k->linear_backward(c->precision, g->d[1], G(g->gen_w), G(g->gen_b), g->dlogits, g->dec_y,
                           P(g->gen_w), BT, C, V);

@@ -171,9 +171,9 @@ void ddpc__cuda_embedding_backward(float *dwte, float *dwpe, const float *dy,
                                    const int32_t *tokens, int64_t b, int64_t t, int64_t c);
 
 /* seq2seq's members. mha.cu (products through ddpc__cuda_gemm per (batch, head); the workspace
- * is dP of every head), loss_smooth.cu (the row losses and sums in DDPC__CUDA_SCRATCH_S2S where
- * the caller keeps none), positional.cu (backward's scaled dy in DDPC__CUDA_SCRATCH_S2S, then
- * embedding.cu's backward). */
+ * is dP of every head), loss_smooth.cu (the row losses in DDPC__CUDA_SCRATCH_S2S where the caller
+ * keeps none, and the returning forward's sums there), positional.cu (backward's scaled dy in
+ * DDPC__CUDA_SCRATCH_S2S, then embedding.cu's backward). */
 size_t ddpc__cuda_mha_workspace_floats(const ddpc_mha_shape *s);
 void ddpc__cuda_mha_forward(ddpc_precision prec, float *out, float *att, const float *q,
                             const float *k, const float *v, const uint8_t *key_pad,
@@ -189,6 +189,14 @@ void ddpc__cuda_cross_entropy_smooth_backward(float *dlogits, const float *probs
                                               const int32_t *targets, int64_t n, int64_t v,
                                               int32_t ignore_index, float eps, int64_t n_valid,
                                               float dloss);
+void ddpc__cuda_cross_entropy_smooth_forward_into(double *sums, float *probs, float *losses,
+                                                  const float *logits, const int32_t *targets,
+                                                  int64_t n, int64_t v, int32_t ignore_index,
+                                                  float eps);
+void ddpc__cuda_cross_entropy_smooth_backward_from(float *dlogits, const float *probs,
+                                                   const int32_t *targets, int64_t n, int64_t v,
+                                                   int32_t ignore_index, float eps,
+                                                   const double *sums, float dloss);
 void ddpc__cuda_sinusoidal_positions(float *pe, int64_t t, int64_t c);
 void ddpc__cuda_embedding_scaled_forward(float *y, const int32_t *tokens, const float *w,
                                          float scale, const float *pe, int64_t b, int64_t t,

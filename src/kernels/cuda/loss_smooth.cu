@@ -3,8 +3,9 @@
  * ignore_index and label_smoothing) on the GPU, with kernels/cpu/cross_entropy_smooth.c's
  * contract: one block per row computes its softmax (probs may overwrite logits: a row reads what
  * it needs before writing) and its loss in double as the CPU does; the mean sums the row losses in
- * one block in a fixed order (no float atomics: reruns give the same bits). Backward is
- * elementwise, separately rounded as the CPU's loop. */
+ * one block in a fixed order (no float atomics: reruns give the same bits), left in device memory
+ * by the _into form. Backward is elementwise, separately rounded as the CPU's loop; the _from
+ * form takes the valid count from those sums on the device. */
 #ifndef DDPC_CUDA_EMULATE /* tests/test_loss_smooth_emu.cpp runs the kernels on the host */
 #include "kernels/cuda/cuda_impl.h"
 #endif
@@ -83,26 +84,69 @@ static __global__ void ce_smooth_sum_kernel(double *sums, const float *losses,
     }
 }
 
-/* dlogits (n, v) += g * probs - u on valid rows, then g * (1 - eps) less at the target: the CPU's
- * order, each product and sum rounded on its own (g, u and gt = g * (1 - eps) from the host). */
+/* The backward's coefficients from the valid count, as the CPU computes them (each operation
+ * rounded on its own): g = dloss / count, u = g * eps / v, gt = g * (1 - eps). */
+struct smooth_coefs {
+    float g, u, gt;
+};
+static __host__ __device__ __forceinline__ smooth_coefs smooth_coefs_of(float dloss, float count,
+                                                                        float eps, int64_t v)
+{
+    const float g = dloss / count;
+    return smooth_coefs{g, g * eps / (float)v, g * (1.0f - eps)};
+}
+
+/* dlogits (n, v) += g * probs - u on valid rows, then gt less at the target: the CPU's order, each
+ * product and sum rounded on its own. The coefficients are k's, or, with sums (the forward's
+ * {sum, valid rows} in device memory), computed here from sums[1] (nothing without valid rows). */
 static __global__ void ce_smooth_backward_kernel(float *dlogits, const float *probs,
                                                  const int32_t *targets, int64_t n, int64_t v,
-                                                 int32_t ignore_index, float g, float u, float gt)
+                                                 int32_t ignore_index, smooth_coefs k,
+                                                 const double *sums, float dloss, float eps)
 {
+    if (sums) {
+        if (!(sums[1] > 0.0))
+            return;
+        k = smooth_coefs_of(dloss, (float)sums[1], eps, v);
+    }
     for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n * v;
          e += (int64_t)gridDim.x * blockDim.x) {
         const int64_t i = e / v, j = e % v;
         const int32_t tg = targets[i];
         if (!smooth_valid(tg, v, ignore_index))
             continue;
-        float d = __fadd_rn(dlogits[e], __fsub_rn(__fmul_rn(g, probs[e]), u));
+        float d = __fadd_rn(dlogits[e], __fsub_rn(__fmul_rn(k.g, probs[e]), k.u));
         if (j == tg)
-            d = __fsub_rn(d, gt);
+            d = __fsub_rn(d, k.gt);
         dlogits[e] = d;
     }
 }
 
 #ifndef DDPC_CUDA_EMULATE /* the host side: launches */
+extern "C" void ddpc__cuda_cross_entropy_smooth_forward_into(double *sums, float *probs,
+                                                             float *losses, const float *logits,
+                                                             const int32_t *targets, int64_t n,
+                                                             int64_t v, int32_t ignore_index,
+                                                             float eps)
+{
+    cudaStream_t st = ddpc__cuda_stream();
+    if (n <= 0 || v <= 0) {
+        DDPC_CUDA_CHECK(cudaMemsetAsync(sums, 0, 2 * sizeof(double), st));
+        return;
+    }
+    /* The row losses where the caller keeps none, past the returning forward's sums. */
+    float *rows = losses ? losses
+                         : (float *)((char *)ddpc__cuda_scratch(DDPC__CUDA_SCRATCH_S2S,
+                                                                64 + (size_t)n * sizeof(float)) +
+                                     64);
+    const unsigned grid = (unsigned)(n < 65535 * 16 ? n : 65535 * 16);
+    ce_smooth_forward_kernel<<<grid, ddpc__row_threads(v, 1024), 0, st>>>(
+        probs, rows, logits, targets, n, v, ignore_index, eps);
+    DDPC_CUDA_LAUNCHED();
+    ce_smooth_sum_kernel<<<1, 1024, 0, st>>>(sums, rows, targets, n, v, ignore_index);
+    DDPC_CUDA_LAUNCHED();
+}
+
 extern "C" float ddpc__cuda_cross_entropy_smooth_forward(float *probs, float *losses,
                                                          const float *logits,
                                                          const int32_t *targets, int64_t n,
@@ -114,18 +158,11 @@ extern "C" float ddpc__cuda_cross_entropy_smooth_forward(float *probs, float *lo
             *n_valid = 0;
         return 0.0f;
     }
-    /* The sums, then the row losses where the caller keeps none. */
-    char *scratch = (char *)ddpc__cuda_scratch(DDPC__CUDA_SCRATCH_S2S,
-                                               64 + (losses ? 0 : (size_t)n * sizeof(float)));
-    double *sums = (double *)scratch;
-    float *rows = losses ? losses : (float *)(scratch + 64);
+    double *sums = (double *)ddpc__cuda_scratch(DDPC__CUDA_SCRATCH_S2S,
+                                                64 + (losses ? 0 : (size_t)n * sizeof(float)));
+    ddpc__cuda_cross_entropy_smooth_forward_into(sums, probs, losses, logits, targets, n, v,
+                                                 ignore_index, eps);
     cudaStream_t st = ddpc__cuda_stream();
-    const unsigned grid = (unsigned)(n < 65535 * 16 ? n : 65535 * 16);
-    ce_smooth_forward_kernel<<<grid, ddpc__row_threads(v, 1024), 0, st>>>(
-        probs, rows, logits, targets, n, v, ignore_index, eps);
-    DDPC_CUDA_LAUNCHED();
-    ce_smooth_sum_kernel<<<1, 1024, 0, st>>>(sums, rows, targets, n, v, ignore_index);
-    DDPC_CUDA_LAUNCHED();
     double host[2];
     DDPC_CUDA_CHECK(cudaMemcpyAsync(host, sums, sizeof host, cudaMemcpyDeviceToHost, st));
     ddpc__cuda_wait(st);
@@ -135,6 +172,15 @@ extern "C" float ddpc__cuda_cross_entropy_smooth_forward(float *probs, float *lo
     return count ? (float)(host[0] / (double)count) : 0.0f;
 }
 
+static void backward(float *dlogits, const float *probs, const int32_t *targets, int64_t n,
+                     int64_t v, int32_t ignore_index, smooth_coefs k, const double *sums,
+                     float dloss, float eps)
+{
+    ce_smooth_backward_kernel<<<ddpc__cuda_blocks(n * v, 256), 256, 0, ddpc__cuda_stream()>>>(
+        dlogits, probs, targets, n, v, ignore_index, k, sums, dloss, eps);
+    DDPC_CUDA_LAUNCHED();
+}
+
 extern "C" void ddpc__cuda_cross_entropy_smooth_backward(float *dlogits, const float *probs,
                                                          const int32_t *targets, int64_t n,
                                                          int64_t v, int32_t ignore_index, float eps,
@@ -142,9 +188,19 @@ extern "C" void ddpc__cuda_cross_entropy_smooth_backward(float *dlogits, const f
 {
     if (n_valid <= 0 || n <= 0 || v <= 0)
         return;
-    const float g = dloss / (float)n_valid, u = g * eps / (float)v, gt = g * (1.0f - eps);
-    ce_smooth_backward_kernel<<<ddpc__cuda_blocks(n * v, 256), 256, 0, ddpc__cuda_stream()>>>(
-        dlogits, probs, targets, n, v, ignore_index, g, u, gt);
-    DDPC_CUDA_LAUNCHED();
+    backward(dlogits, probs, targets, n, v, ignore_index,
+             smooth_coefs_of(dloss, (float)n_valid, eps, v), nullptr, dloss, eps);
+}
+
+extern "C" void ddpc__cuda_cross_entropy_smooth_backward_from(float *dlogits, const float *probs,
+                                                              const int32_t *targets, int64_t n,
+                                                              int64_t v, int32_t ignore_index,
+                                                              float eps, const double *sums,
+                                                              float dloss)
+{
+    if (n <= 0 || v <= 0)
+        return;
+    backward(dlogits, probs, targets, n, v, ignore_index, smooth_coefs{0.0f, 0.0f, 0.0f}, sums,
+             dloss, eps);
 }
 #endif
