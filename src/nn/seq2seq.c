@@ -253,4 +253,5 @@ const ddpc_model_ops ddpc__seq2seq_ops = {
     .checkpointing = true,
     .destroy = s2s_destroy,
     .data_kind = DDPC_DATASET_PAIRS,
+    .gpu = true,
 };
