@@ -3,10 +3,11 @@
 # `device: cpu|cuda|auto` where the user meets it. Without a GPU (this machine, CI): device=cuda
 # exits 1 with one stderr line saying why (no GPU, or a build without CUDA, as `ddpc env` tells)
 # and writes nothing into the run directory; device=auto trains on the CPU and says why; cpu says
-# nothing more; a misspelt device gets the usual unknown-choice line; seq2seq and parallel.mode dp
-# are refused on cuda whatever the machine has, two ranks without a GPU for want of one; `ddpc env`
-# prints its GPU section.
-# With a GPU visible, device=cuda and auto train the MLP on it and the start line names it. A
+# nothing more; a misspelt device gets the usual unknown-choice line; parallel.mode dp is refused
+# on cuda whatever the machine has, two ranks without a GPU for want of one; seq2seq goes where the
+# MLP goes; `ddpc env` prints its GPU section.
+# With a GPU visible, device=cuda and auto train the MLP and seq2seq on it and the start line
+# names it. A
 # configure with -DDDPC_CUDA=ON and no working nvcc stops with its one line (docs/gpu.md). On
 # the CPU, DDPC_CUDA_CANDIDATES changes nothing.
 # usage: cli_train_device.sh DDPC_BIN SOURCE_DIR
@@ -76,8 +77,7 @@ if [ $gpu = no ]; then
         grep -Eq '^  GPUs: +none$' "$tmp/env.out"
 fi
 
-# Refusals that hold on every machine, before anything is written.
-# seq2seq reads translation data; the refusal must come with the model, not from the data.
+# seq2seq runs where the MLP runs: on a GPU when one is visible, else refused for want of one.
 /usr/bin/python3 - "$tmp" <<'EOF'
 import random, sys
 random.seed(3)
@@ -94,18 +94,25 @@ s2s=(model.type=seq2seq model.d_model=16 model.num_heads=2 model.num_encoder_lay
     data.valid_tgt="$tmp/valid.tgt" data.test_src="$tmp/test.src" data.test_tgt="$tmp/test.tgt"
     data.batch_size=8 max_steps=2 num_threads=1 log.progress=plain)
 train s2s_cuda "$src/configs/translate_demo.yaml" "${s2s[@]}" device=cuda run_dir="$tmp/s2s"
-refused s2s_cuda \
-    '^ddpc train: device: cuda: model\.type seq2seq does not run on GPUs yet; use device: cpu$' \
-    "$tmp/s2s"
-train s2s_auto "$src/configs/translate_demo.yaml" "${s2s[@]}" run_dir="$tmp/s2s_auto"
-check_status "seq2seq with device: auto trains on the CPU" $rc "$tmp/s2s_auto.err" \
-    "$tmp/s2s_auto.out"
-check "... and its start line says so" grep -Eq '^training seq2seq: .*, on cpu$' "$tmp/s2s_auto.out"
-if [ $gpu = yes ]; then
-    check "... and why" grep -qx \
-        'device: auto runs on the CPU: model.type seq2seq does not run on GPUs yet' \
-        "$tmp/s2s_auto.out"
+if [ $gpu = no ]; then
+    refused s2s_cuda '^ddpc train: device: cuda cannot be used: .+; set device: cpu or auto$' \
+        "$tmp/s2s"
+else
+    check_status "seq2seq with device: cuda trains" $rc "$tmp/s2s_cuda.err" "$tmp/s2s_cuda.out"
+    check "... on the GPU, as its start line says" \
+        grep -Eq '^training seq2seq: .*, on .*GPU [0-9]+ of [0-9]+' "$tmp/s2s_cuda.out"
 fi
+train s2s_auto "$src/configs/translate_demo.yaml" "${s2s[@]}" run_dir="$tmp/s2s_auto"
+check_status "seq2seq with device: auto trains" $rc "$tmp/s2s_auto.err" "$tmp/s2s_auto.out"
+if [ $gpu = no ]; then
+    check "... on the CPU, as its start line says" \
+        grep -Eq '^training seq2seq: .*, on cpu$' "$tmp/s2s_auto.out"
+else
+    check "... on the GPU, as its start line says" \
+        grep -Eq '^training seq2seq: .*, on .*GPU [0-9]+ of [0-9]+' "$tmp/s2s_auto.out"
+fi
+
+# Refusals that hold on every machine, before anything is written.
 
 # Two ranks on GPUs are DDP (tests/cli_multi_ddp.sh, tests/gpu/multi_ddp.sh); without a GPU each
 # rank refuses device: cuda with the one-rank line, and nothing is written.

@@ -160,6 +160,49 @@ typedef struct ddpc_kernel_table {
                                const float *qkv, const float *att, int64_t b, int64_t t, int64_t c,
                                int64_t nh, float *ws);
 
+    /* ---- the encoder-decoder Transformer (seq2seq): kernels.h's functions of the same names
+     * (ddpc_mha_*, ddpc_cross_entropy_smooth_*, ddpc_embedding_scaled_*,
+     * ddpc_sinusoidal_positions); the attention's shape `s` is host. mha_workspace_floats sizes
+     * mha_backward's ws for every shape up to s (b, tq, tk at their largest, c and nh as used);
+     * mha_forward needs none. cross_entropy_smooth_forward's n_valid is host and its value waits
+     * for the device. pad_mask: mask (n) = tokens (n) == pad, a key padding mask. copy2d:
+     * cudaMemcpy2D's contract within the table's memory (height rows of width bytes, the rows
+     * dpitch and spitch bytes apart), e.g. a key/value cache's row appended per step. ---- */
+    size_t (*mha_workspace_floats)(const ddpc_mha_shape *s);
+    void (*mha_forward)(ddpc_precision prec, float *out, float *att, const float *q, const float *k,
+                        const float *v, const uint8_t *key_pad, const ddpc_mha_shape *s);
+    void (*mha_backward)(ddpc_precision prec, float *dq, float *dk, float *dv, const float *dout,
+                         const float *q, const float *k, const float *v, const float *att,
+                         const ddpc_mha_shape *s, float *ws);
+    float (*cross_entropy_smooth_forward)(float *probs, float *losses, const float *logits,
+                                          const int32_t *targets, int64_t n, int64_t v,
+                                          int32_t ignore_index, float eps, int64_t *n_valid);
+    void (*cross_entropy_smooth_backward)(float *dlogits, const float *probs,
+                                          const int32_t *targets, int64_t n, int64_t v,
+                                          int32_t ignore_index, float eps, int64_t n_valid,
+                                          float dloss);
+    /* The smoothed loss without the wait, for a caller that reads it later (the engine, at
+     * logged steps): NULL in the CPU table, whose values are at hand. sums (2) are doubles in the
+     * table's memory as cross_entropy_forward_into's: {the row losses' sum, the valid rows}
+     * (cross_entropy_smooth_forward returns sums[0] / sums[1] as a float); backward_from takes
+     * n_valid from sums[1]. */
+    void (*cross_entropy_smooth_forward_into)(double *sums, float *probs, float *losses,
+                                              const float *logits, const int32_t *targets,
+                                              int64_t n, int64_t v, int32_t ignore_index,
+                                              float eps);
+    void (*cross_entropy_smooth_backward_from)(float *dlogits, const float *probs,
+                                               const int32_t *targets, int64_t n, int64_t v,
+                                               int32_t ignore_index, float eps, const double *sums,
+                                               float dloss);
+    void (*sinusoidal_positions)(float *pe, int64_t t, int64_t c);
+    void (*embedding_scaled_forward)(float *y, const int32_t *tokens, const float *w, float scale,
+                                     const float *pe, int64_t b, int64_t t, int64_t c);
+    void (*embedding_scaled_backward)(float *dw, const float *dy, const int32_t *tokens,
+                                      float scale, int64_t b, int64_t t, int64_t c);
+    void (*pad_mask)(uint8_t *mask, const int32_t *tokens, int64_t n, int32_t pad);
+    void (*copy2d)(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                   size_t height);
+
     /* ---- convolution, pooling, batch norm (CNN) ---- */
     size_t (*conv2d_workspace_floats)(const ddpc_conv2d_shape *s);
     void (*conv2d_forward)(ddpc_precision prec, float *y, const float *x, const float *w,

@@ -185,6 +185,9 @@ void ddpc_mha_backward(ddpc_precision prec, float *dq, float *dk, float *dv, con
                        const float *q, const float *k, const float *v, const float *att,
                        const ddpc_mha_shape *s, float *ws);
 
+/* mask (n) = 1 where tokens (n) == pad, else 0: a key_pad for ddpc_mha_forward. */
+void ddpc_pad_mask(uint8_t *mask, const int32_t *tokens, int64_t n, int32_t pad);
+
 /* ---- Transformer embeddings (Vaswani et al. 2017, sections 3.4 and 3.5) ------------------- */
 
 /* pe (t, c): pe[p, 2i] = sin(p / 10000^(2i/c)), pe[p, 2i+1] = cos(p / 10000^(2i/c)), computed in

@@ -150,9 +150,9 @@ static ddpc_status create_shapes(ddpc_model **out, const ddpc_model_ops *ops,
                            "seq2seq and cnn do: they recompute their blocks in backward)",
                            ops->name);
     const ddpc_kernel_table *k = cfg->backend ? cfg->backend : ddpc_kernel_table_cpu();
-    if (k->kind != DDPC_DEVICE_CPU && ops == &ddpc__seq2seq_ops)
-        return ddpc_errorf(DDPC_EINVAL, "model type 'seq2seq' does not run on GPUs yet; use "
-                           "device: cpu");
+    if (ops == &ddpc__seq2seq_ops && !ddpc__s2s_table_ok(k))
+        return ddpc_errorf(DDPC_EINVAL, "model type 'seq2seq' does not run on GPUs yet (the %s "
+                           "kernel table lacks its kernels); use device: cpu", k->name);
     DDPC_TRY(ddpc__loss_check(cfg, ops == &ddpc__mlp_ops || ops == &ddpc__cnn_ops, k));
     ddpc_model *m = ddpc_calloc(1, sizeof *m);
     if (!m)

@@ -131,6 +131,9 @@ extern const ddpc_model_ops ddpc__cnn_ops;
 extern const ddpc_model_ops ddpc__gpt_ops;
 extern const ddpc_model_ops ddpc__seq2seq_ops;
 
+/* Whether kernel table k has every member the seq2seq model calls (seq2seq.c). */
+bool ddpc__s2s_table_ok(const ddpc_kernel_table *k);
+
 /* DDPC_EINVAL naming what is wrong with a table: a bad name or a required member missing. */
 ddpc_status ddpc__model_ops_check(const ddpc_model_ops *ops);
 

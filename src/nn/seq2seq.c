@@ -159,6 +159,14 @@ double ddpc_model_train_flops_pair(const ddpc_model *m, int64_t src_len, int64_t
                                         : m->train_flops_per_sample;
 }
 
+bool ddpc__s2s_table_ok(const ddpc_kernel_table *k)
+{
+    return k->mha_workspace_floats && k->mha_forward && k->mha_backward &&
+           k->cross_entropy_smooth_forward && k->cross_entropy_smooth_backward &&
+           k->sinusoidal_positions && k->embedding_scaled_forward && k->embedding_scaled_backward &&
+           k->pad_mask && k->copy2d;
+}
+
 static ddpc_status s2s_build(ddpc_model *m)
 {
     const ddpc_model_config *c = &m->cfg;
@@ -225,7 +233,10 @@ static void s2s_init(ddpc_model *m)
 
 static void s2s_destroy(ddpc_model *m)
 {
-    ddpc_free(m->impl);
+    s2s_impl *g = m->impl;
+    if (g && g->search)
+        m->k->free(g->search);
+    ddpc_free(g);
 }
 
 const ddpc_model_ops ddpc__seq2seq_ops = {
@@ -236,9 +247,11 @@ const ddpc_model_ops ddpc__seq2seq_ops = {
     .build = s2s_build,
     .init = s2s_init,
     .arena_floats = ddpc__s2s_arena_floats,
+    .check_input = ddpc__s2s_check_input,
     .forward = ddpc__s2s_forward,
     .backward = ddpc__s2s_backward,
     .checkpointing = true,
     .destroy = s2s_destroy,
     .data_kind = DDPC_DATASET_PAIRS,
+    .gpu = true,
 };

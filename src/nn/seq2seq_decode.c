@@ -6,7 +6,9 @@
  * layer's cache and attending over the cached positions. When beam search reorders hypotheses,
  * the caches' rows follow (gathered by the step's parent rows). Inference only: no dropout, and
  * no forward left for backward. Invariant: the same kernels as the full decoder at each position,
- * so translate equals a search over full teacher-forced forwards (the decode test checks it). */
+ * so translate equals a search over full teacher-forced forwards (the decode test checks it).
+ * Everything runs through the model's kernel table on its memory; the host holds the prefixes and
+ * reads each step's logits back (to_host) for the search. */
 #include "nn/seq2seq_impl.h"
 
 #include <ddpc/alloc.h>
@@ -32,14 +34,31 @@ typedef struct {
     float *logits;                                   /* (rows, V) */
     float *gather;                                   /* (rows, max_out, 2C) reorder scratch */
     int32_t *tok;                                    /* (rows) */
+    int32_t *prefix;                                 /* (rows, max_out) the step's prefixes */
     uint8_t *tgt_pad;                                /* (rows, max_out) */
-    float *block;                                    /* the one allocation */
+    int32_t *src;                                    /* (rows, S) the sources, per hypothesis */
+    int32_t *host_tok;                               /* host (rows): tok before its upload */
+    float *host_logits;                              /* host (rows, V): the logits read back */
 } kv_cache;
 
+/* The search's block of the table's memory, at least `floats` long: the model keeps it from one
+ * translate to the next, grown, never shrunk, so repeated evaluations allocate nothing. */
+static float *search_block(ddpc_model *m, s2s_impl *g, size_t floats)
+{
+    if (g->search && g->search_floats >= floats)
+        return g->search;
+    if (g->search)
+        m->k->free(g->search);
+    g->search = m->k->alloc(floats * sizeof(float));
+    g->search_floats = g->search ? floats : 0;
+    return g->search;
+}
+
+/* Carves the cache for `rows` hypotheses of S source tokens from the search block; the host's
+ * buffers are the cache's own. */
 static ddpc_status cache_create(kv_cache *c, ddpc_model *m, s2s_impl *g, int64_t rows, int64_t S,
                                 int64_t max_out)
 {
-    const ddpc_model_config *cfg = &m->cfg;
     const ddpc_seq2seq_config *o = ddpc__s2s_cfg(m);
     size_t C = (size_t)o->d_model, F = (size_t)o->d_ff, V = (size_t)o->tgt_vocab;
     size_t H = (size_t)o->num_heads, R = (size_t)rows, L = (size_t)o->num_decoder_layers;
@@ -61,18 +80,22 @@ static ddpc_status cache_create(kv_cache *c, ddpc_model *m, s2s_impl *g, int64_t
                       R * V,
                       R * (size_t)max_out * 2 * C,
                       R,
-                      (R * (size_t)max_out + 3) / 4};
+                      R * (size_t)max_out,
+                      (R * (size_t)max_out + 3) / 4,
+                      R * (size_t)S};
     size_t total = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         total += ddpc__round16(sizes[i]);
     *c = (kv_cache){.m = m, .g = g, .rows = rows, .S = S, .max_out = max_out};
-    c->block = ddpc_malloc(total * sizeof(float));
-    if (!c->block)
+    float *block = search_block(m, g, total);
+    c->host_tok = ddpc_malloc(R * sizeof(int32_t));
+    c->host_logits = ddpc_malloc(R * V * sizeof(float));
+    if (!block || !c->host_tok || !c->host_logits)
         return ddpc_errorf(DDPC_ENOMEM,
                            "out of memory for the key/value cache of %lld "
                            "hypotheses (%zu MiB)",
                            (long long)rows, total * sizeof(float) >> 20);
-    float *p = c->block;
+    float *p = block;
     float *self = ddpc__take(&p, sizes[0]), *cross = ddpc__take(&p, sizes[1]);
     for (size_t l = 0; l < L; l++) {
         c->kv_self[l] = self + l * R * (size_t)max_out * 2 * C;
@@ -93,27 +116,45 @@ static ddpc_status cache_create(kv_cache *c, ddpc_model *m, s2s_impl *g, int64_t
     c->logits = ddpc__take(&p, sizes[14]);
     c->gather = ddpc__take(&p, sizes[15]);
     c->tok = (int32_t *)ddpc__take(&p, sizes[16]);
-    c->tgt_pad = (uint8_t *)ddpc__take(&p, sizes[17]);
-    ddpc_sinusoidal_positions(c->pe, max_out, (int64_t)C);
-    for (size_t l = 0; l < L; l++) { /* cross-attention keys/values: rows C..3C of in_proj */
-        const s2s_attn_params *a = &g->dec_p[l].cross;
-        ddpc_linear_forward(cfg->precision, c->kv_cross[l], g->memory, P(a->inw) + C * C,
-                            P(a->inb) + C, rows * S, (int64_t)C, 2 * (int64_t)C);
-    }
+    c->prefix = (int32_t *)ddpc__take(&p, sizes[17]);
+    c->tgt_pad = (uint8_t *)ddpc__take(&p, sizes[18]);
+    c->src = (int32_t *)ddpc__take(&p, sizes[19]);
     return DDPC_OK;
 }
 
-/* Row r of every self-attention cache takes row parent[r]'s first `len` positions. */
+/* After the encoder: the positions, and each decoder layer's cross-attention keys/values. */
+static void cache_project(kv_cache *c)
+{
+    ddpc_model *m = c->m;
+    const ddpc_seq2seq_config *o = ddpc__s2s_cfg(m);
+    int64_t C = o->d_model;
+    m->k->sinusoidal_positions(c->pe, c->max_out, C);
+    for (int l = 0; l < o->num_decoder_layers; l++) { /* rows C..3C of in_proj */
+        const s2s_attn_params *a = &c->g->dec_p[l].cross;
+        m->k->linear_forward(m->cfg.precision, c->kv_cross[l], c->g->memory, P(a->inw) + C * C,
+                             P(a->inb) + C, c->rows * c->S, C, 2 * C);
+    }
+}
+
+/* Frees the host buffers cache_create made (a failed one's included); the block stays. */
+static void cache_destroy(kv_cache *c)
+{
+    ddpc_free(c->host_tok);
+    ddpc_free(c->host_logits);
+}
+
+/* Row r of every self-attention cache takes row parent[r]'s (host) first `len` positions. */
 static void cache_reorder(kv_cache *c, const int64_t *parent, int64_t len)
 {
+    const ddpc_kernel_table *k = c->m->k;
     int64_t C2 = 2 * ddpc__s2s_cfg(c->m)->d_model, row = c->max_out * C2;
     for (int l = 0; l < ddpc__s2s_cfg(c->m)->num_decoder_layers; l++) {
         float *kv = c->kv_self[l];
-        memcpy(c->gather, kv, (size_t)(c->rows * row) * sizeof(float));
+        k->copy(c->gather, kv, (size_t)(c->rows * row) * sizeof(float));
         for (int64_t r = 0; r < c->rows; r++)
             if (parent[r] != r)
-                memcpy(kv + r * row, c->gather + parent[r] * row,
-                       (size_t)(len * C2) * sizeof(float));
+                k->copy(kv + r * row, c->gather + parent[r] * row,
+                        (size_t)(len * C2) * sizeof(float));
     }
 }
 
@@ -127,11 +168,10 @@ static void layer_step(kv_cache *c, int l, int64_t pos)
     const s2s_layer_params *p = &g->dec_p[l];
     ddpc_precision prec = cfg->precision;
     int64_t C = o->d_model, F = o->d_ff, R = c->rows, t = pos + 1;
-    ddpc_linear_forward(prec, c->qkv, c->x, P(p->self.inw), P(p->self.inb), R, C, 3 * C);
-    float *kv = c->kv_self[l];
-    for (int64_t r = 0; r < R; r++)
-        memcpy(kv + (r * c->max_out + pos) * 2 * C, c->qkv + r * 3 * C + C,
-               (size_t)(2 * C) * sizeof(float));
+    m->k->linear_forward(prec, c->qkv, c->x, P(p->self.inw), P(p->self.inb), R, C, 3 * C);
+    float *kv = c->kv_self[l]; /* each row's k | v appended at pos */
+    m->k->copy2d(kv + pos * 2 * C, (size_t)(c->max_out * 2 * C) * sizeof(float), c->qkv + C,
+                 (size_t)(3 * C) * sizeof(float), (size_t)(2 * C) * sizeof(float), (size_t)R);
     ddpc_mha_shape s = {.b = R,
                         .tq = 1,
                         .tk = t,
@@ -141,22 +181,22 @@ static void layer_step(kv_cache *c, int l, int64_t pos)
                         .ldk = 2 * C,
                         .bsq = 3 * C,
                         .bsk = c->max_out * 2 * C};
-    ddpc_mha_forward(prec, c->atty, c->att, c->qkv, kv, kv + C, c->tgt_pad, &s);
-    ddpc_linear_residual_forward(prec, c->res, c->atty, P(p->self.outw), P(p->self.outb), c->x, R,
-                                 C, C);
-    ddpc_layernorm_forward(c->h1, c->mean, c->rstd, c->res, P(p->n1w), P(p->n1b), R, C);
-    ddpc_linear_forward(prec, c->q2, c->h1, P(p->cross.inw), P(p->cross.inb), R, C, C);
+    m->k->mha_forward(prec, c->atty, c->att, c->qkv, kv, kv + C, c->tgt_pad, &s);
+    m->k->linear_residual_forward(prec, c->res, c->atty, P(p->self.outw), P(p->self.outb), c->x, R,
+                                  C, C);
+    m->k->layernorm_forward(c->h1, c->mean, c->rstd, c->res, P(p->n1w), P(p->n1b), R, C);
+    m->k->linear_forward(prec, c->q2, c->h1, P(p->cross.inw), P(p->cross.inb), R, C, C);
     ddpc_mha_shape x = {
         .b = R, .tq = 1, .tk = c->S, .c = C, .nh = o->num_heads, .ldq = C, .ldk = 2 * C};
-    ddpc_mha_forward(prec, c->atty, c->att, c->q2, c->kv_cross[l], c->kv_cross[l] + C, g->src_pad,
-                     &x);
-    ddpc_linear_residual_forward(prec, c->res, c->atty, P(p->cross.outw), P(p->cross.outb), c->h1,
-                                 R, C, C);
-    ddpc_layernorm_forward(c->h2, c->mean, c->rstd, c->res, P(p->n2w), P(p->n2b), R, C);
-    ddpc_linear_forward(prec, c->ff, c->h2, P(p->l1w), P(p->l1b), R, C, F);
-    ddpc_relu_forward(c->ff, c->ff, R * F);
-    ddpc_linear_residual_forward(prec, c->res, c->ff, P(p->l2w), P(p->l2b), c->h2, R, F, C);
-    ddpc_layernorm_forward(c->x, c->mean, c->rstd, c->res, P(p->n3w), P(p->n3b), R, C);
+    m->k->mha_forward(prec, c->atty, c->att, c->q2, c->kv_cross[l], c->kv_cross[l] + C, g->src_pad,
+                      &x);
+    m->k->linear_residual_forward(prec, c->res, c->atty, P(p->cross.outw), P(p->cross.outb), c->h1,
+                                  R, C, C);
+    m->k->layernorm_forward(c->h2, c->mean, c->rstd, c->res, P(p->n2w), P(p->n2b), R, C);
+    m->k->linear_forward(prec, c->ff, c->h2, P(p->l1w), P(p->l1b), R, C, F);
+    m->k->relu_forward(c->ff, c->ff, R * F);
+    m->k->linear_residual_forward(prec, c->res, c->ff, P(p->l2w), P(p->l2b), c->h2, R, F, C);
+    m->k->layernorm_forward(c->x, c->mean, c->rstd, c->res, P(p->n3w), P(p->n3b), R, C);
 }
 
 /* logp (rows, V) = log_softmax of the decoder's logits at position t-1 of each prefix row. */
@@ -169,21 +209,23 @@ static ddpc_status cached_step(void *ctx, const int32_t *prefix, const int64_t *
     const ddpc_model_config *cfg = &m->cfg;
     const ddpc_seq2seq_config *o = ddpc__s2s_cfg(m);
     int64_t C = o->d_model, V = o->tgt_vocab, pos = t - 1;
+    const ddpc_kernel_table *k = m->k;
     if (parent && pos > 0)
         cache_reorder(c, parent, pos);
-    for (int64_t r = 0; r < rows; r++) {
-        c->tok[r] = prefix[r * t + pos];
-        for (int64_t j = 0; j < t; j++)
-            c->tgt_pad[r * t + j] = prefix[r * t + j] == PAD;
-    }
-    ddpc_embedding_scaled_forward(c->x, c->tok, P(g->tgt_embed), sqrtf((float)C), c->pe + pos * C,
-                                  rows, 1, C);
+    for (int64_t r = 0; r < rows; r++)
+        c->host_tok[r] = prefix[r * t + pos];
+    k->to_device(c->tok, c->host_tok, (size_t)rows * sizeof(int32_t));
+    k->to_device(c->prefix, prefix, (size_t)(rows * t) * sizeof(int32_t));
+    k->pad_mask(c->tgt_pad, c->prefix, rows * t, PAD);
+    m->k->embedding_scaled_forward(c->x, c->tok, P(g->tgt_embed), sqrtf((float)C), c->pe + pos * C,
+                                   rows, 1, C);
     for (int l = 0; l < o->num_decoder_layers; l++)
         layer_step(c, l, pos);
-    ddpc_layernorm_forward(c->h1, c->mean, c->rstd, c->x, P(g->dec_nw), P(g->dec_nb), rows, C);
-    ddpc_linear_forward(cfg->precision, c->logits, c->h1, P(g->gen_w), P(g->gen_b), rows, C, V);
+    m->k->layernorm_forward(c->h1, c->mean, c->rstd, c->x, P(g->dec_nw), P(g->dec_nb), rows, C);
+    k->linear_forward(cfg->precision, c->logits, c->h1, P(g->gen_w), P(g->gen_b), rows, C, V);
+    k->to_host(c->host_logits, c->logits, (size_t)(rows * V) * sizeof(float));
     for (int64_t r = 0; r < rows; r++) {
-        const float *z = c->logits + r * V;
+        const float *z = c->host_logits + r * V;
         float *lp = logp + r * V;
         float mx = z[0];
         for (int64_t v = 1; v < V; v++)
@@ -227,24 +269,31 @@ ddpc_status ddpc_model_translate(ddpc_model *m, const int32_t *src, int64_t n, i
     /* The arena holds the encoder's activations (a decoder of one position is carved, unused). */
     DDPC_TRY(ddpc__model_reserve_arena(m, ddpc__s2s_carve(m, NULL, rows, src_len, 1, false, NULL),
                                        rows));
-    int32_t *rep = ddpc_malloc((size_t)(rows * src_len) * sizeof(int32_t));
-    if (!rep)
-        return ddpc_errorf(DDPC_ENOMEM, "out of memory for %lld source rows", (long long)rows);
+    kv_cache cache;
+    ddpc_status s = cache_create(&cache, m, g, rows, src_len, max_out);
+    /* The sources repeated per hypothesis, built on the host and copied to the table's memory. */
+    size_t rep_bytes = (size_t)(rows * src_len) * sizeof(int32_t);
+    int32_t *rep = s == DDPC_OK ? ddpc_malloc(rep_bytes) : NULL;
+    if (s == DDPC_OK && !rep)
+        s = ddpc_errorf(DDPC_ENOMEM, "out of memory for %lld source rows", (long long)rows);
+    if (s != DDPC_OK) {
+        cache_destroy(&cache);
+        return s;
+    }
     for (int64_t r = 0; r < rows; r++)
         memcpy(rep + r * src_len, src + (r / beam_size) * src_len,
                (size_t)src_len * sizeof(int32_t));
+    m->k->to_device(cache.src, rep, rep_bytes);
+    ddpc_free(rep);
     ddpc__s2s_carve(m, g, rows, src_len, 1, false, m->arena);
     g->ckpt = false, g->training = false, g->rng_stream = 0, g->targets = NULL;
     g->B = rows, g->S = src_len, g->T = 1;
-    ddpc__s2s_encode(m, g, rep);
-    g->src = NULL; /* rep is freed below; nothing reads it after the encoder */
-    ddpc_free(rep);
-    kv_cache cache;
-    DDPC_TRY(cache_create(&cache, m, g, rows, src_len, max_out));
-    ddpc_status s =
-        beam_size == 1
+    ddpc__s2s_encode(m, g, cache.src);
+    g->src = NULL; /* nothing reads the sources after the encoder */
+    cache_project(&cache);
+    s = beam_size == 1
             ? ddpc__s2s_greedy(cached_step, &cache, n, o->tgt_vocab, max_out, out)
             : ddpc__s2s_beam(cached_step, &cache, n, beam_size, o->tgt_vocab, max_out, out);
-    ddpc_free(cache.block);
+    cache_destroy(&cache);
     return s;
 }

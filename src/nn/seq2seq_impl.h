@@ -61,8 +61,11 @@ typedef struct {
     float *dq2, *dkv2;      /* (B,T,C), (B,S,2C) */
     float *dff[2];          /* (B,L,F) */
     float *dmem;            /* (B,S,C) gradient of the encoder's output */
+    float *search;          /* translate's key/value cache and scratch, k's memory (decode.c) */
+    size_t search_floats;   /* its size: grown, never shrunk */
     const int32_t *src, *tgt, *targets;
     int64_t B, S, T, n_valid;
+    const double *sums; /* a deferred loss's {sum, valid rows} in k's memory, else NULL */
     bool training;
     bool ckpt;
     uint64_t rng_stream;
@@ -76,6 +79,8 @@ size_t ddpc__s2s_arena_floats(const ddpc_model *m, int64_t n, bool ckpt);
  * have been carved for at least (B, S, T) with g->ckpt. */
 void ddpc__s2s_encode(ddpc_model *m, s2s_impl *g, const int32_t *src);
 void ddpc__s2s_decode(ddpc_model *m, s2s_impl *g, const int32_t *tgt);
+/* The host batch's lengths and tokens, before it is staged (ops->check_input). */
+ddpc_status ddpc__s2s_check_input(const ddpc_model *m, const ddpc_model_input *in);
 ddpc_status ddpc__s2s_forward(ddpc_model *m, const ddpc_model_input *in, bool training,
                               ddpc_model_output *out);
 void ddpc__s2s_backward(ddpc_model *m, float dloss);

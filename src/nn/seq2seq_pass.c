@@ -92,8 +92,9 @@ size_t ddpc__s2s_carve(const ddpc_model *m, s2s_impl *g, int64_t B, int64_t S, i
     TAKE(dec_rstd, BT);
     TAKE(logits, BT * V);
     TAKE(losses, BT);
-    ddpc_mha_shape ws = {.b = B, .tq = (int64_t)L, .tk = (int64_t)L};
-    TAKE(ws, ddpc_mha_workspace_floats(&ws));
+    ddpc_mha_shape ws = {
+        .b = B, .tq = (int64_t)L, .tk = (int64_t)L, .c = o->d_model, .nh = o->num_heads};
+    TAKE(ws, m->k->mha_workspace_floats(&ws));
     TAKE(dlogits, BT * V);
     for (int i = 0; i < 3; i++)
         TAKE(d[i], BL * C);
@@ -119,15 +120,9 @@ static void embed(ddpc_model *m, s2s_impl *g, float *x, const int32_t *tok, int 
                   uint64_t site)
 {
     int64_t C = ddpc__s2s_cfg(m)->d_model, n = g->B * L;
-    ddpc_embedding_scaled_forward(x, tok, P(w), sqrtf((float)C), g->pe, g->B, L, C);
+    m->k->embedding_scaled_forward(x, tok, P(w), sqrtf((float)C), g->pe, g->B, L, C);
     if (g->training && m->cfg.dropout > 0.0f)
-        ddpc_dropout_forward(x, x, n * C, m->cfg.dropout, m->cfg.seed, ddpc__s2s_site(g, site));
-}
-
-static void pad_mask(uint8_t *mask, const int32_t *tok, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++)
-        mask[i] = tok[i] == PAD;
+        m->k->dropout_forward(x, x, n * C, m->cfg.dropout, m->cfg.seed, ddpc__s2s_site(g, site));
 }
 
 void ddpc__s2s_encode(ddpc_model *m, s2s_impl *g, const int32_t *src)
@@ -135,16 +130,16 @@ void ddpc__s2s_encode(ddpc_model *m, s2s_impl *g, const int32_t *src)
     const ddpc_seq2seq_config *o = ddpc__s2s_cfg(m);
     int64_t S = g->S, T = g->T, C = o->d_model;
     g->src = src;
-    ddpc_sinusoidal_positions(g->pe, S > T ? S : T, C);
-    pad_mask(g->src_pad, src, g->B * S);
+    m->k->sinusoidal_positions(g->pe, S > T ? S : T, C);
+    m->k->pad_mask(g->src_pad, src, g->B * S, PAD);
     embed(m, g, g->src_x, src, g->src_embed, S, S2S_SITE_SRC);
     const float *x = g->src_x;
     for (int l = 0; l < o->num_encoder_layers; l++) {
         ddpc__s2s_enc_layer_forward(m, g, l, x);
         x = g->enc[l].out;
     }
-    ddpc_layernorm_forward(g->memory, g->mem_mean, g->mem_rstd, x, P(g->enc_nw), P(g->enc_nb),
-                           g->B * S, C);
+    m->k->layernorm_forward(g->memory, g->mem_mean, g->mem_rstd, x, P(g->enc_nw), P(g->enc_nb),
+                            g->B * S, C);
 }
 
 void ddpc__s2s_decode(ddpc_model *m, s2s_impl *g, const int32_t *tgt)
@@ -153,19 +148,20 @@ void ddpc__s2s_decode(ddpc_model *m, s2s_impl *g, const int32_t *tgt)
     const ddpc_seq2seq_config *o = ddpc__s2s_cfg(m);
     int64_t T = g->T, C = o->d_model, BT = g->B * T;
     g->tgt = tgt;
-    pad_mask(g->tgt_pad, tgt, BT);
+    m->k->pad_mask(g->tgt_pad, tgt, BT, PAD);
     embed(m, g, g->tgt_x, tgt, g->tgt_embed, T, S2S_SITE_TGT);
     const float *x = g->tgt_x;
     for (int l = 0; l < o->num_decoder_layers; l++) {
         ddpc__s2s_dec_layer_forward(m, g, l, x);
         x = g->dec[l].out;
     }
-    ddpc_layernorm_forward(g->dec_y, g->dec_mean, g->dec_rstd, x, P(g->dec_nw), P(g->dec_nb), BT,
-                           C);
-    ddpc_linear_forward(c->precision, g->logits, g->dec_y, P(g->gen_w), P(g->gen_b), BT, C,
-                        o->tgt_vocab);
+    m->k->layernorm_forward(g->dec_y, g->dec_mean, g->dec_rstd, x, P(g->dec_nw), P(g->dec_nb), BT,
+                            C);
+    m->k->linear_forward(c->precision, g->logits, g->dec_y, P(g->gen_w), P(g->gen_b), BT, C,
+                         o->tgt_vocab);
 }
 
+/* On the host batch, before ddpc_model_forward stages it on the model's device. */
 static ddpc_status check_tokens(const int32_t *tok, int64_t n, int64_t vocab, const char *what)
 {
     if (!tok)
@@ -179,6 +175,71 @@ static ddpc_status check_tokens(const int32_t *tok, int64_t n, int64_t vocab, co
     return DDPC_OK;
 }
 
+ddpc_status ddpc__s2s_check_input(const ddpc_model *m, const ddpc_model_input *in)
+{
+    const ddpc_seq2seq_config *o = ddpc__s2s_cfg(m);
+    int64_t B = in->n, S = in->src_len, T = in->tgt_len;
+    if (S < 1 || S > o->max_len || T < 1 || T > o->max_len)
+        return ddpc_errorf(DDPC_EINVAL,
+                           "seq2seq src_len %lld and tgt_len %lld must be in [1, "
+                           "max_len %lld]",
+                           (long long)S, (long long)T, (long long)o->max_len);
+    DDPC_TRY(check_tokens(in->src_tokens, B * S, o->src_vocab, "source"));
+    return check_tokens(in->tokens, B * T, o->tgt_vocab, "target");
+}
+
+/* Whether this forward leaves its loss on the device, in the loss sink: the table has the
+ * no-wait members (a GPU's) and the caller gave a sink (the engine, reading at logged steps). */
+static bool deferred(const ddpc_model *m)
+{
+    return m->loss_sink && m->k->cross_entropy_smooth_forward_into && m->k->argmax_correct_into;
+}
+
+/* The label-smoothed loss and the argmax hits of the logits (B*T, V), which become the
+ * probabilities. Deferred: into the sink {loss sum, valid rows, hits}, *out's loss NaN and counts
+ * -1, and backward takes the count from there. Else read now (a wait on a device); a sink of a
+ * table without the no-wait members gets the values anyway: loss * n_valid is exact in double
+ * (24 + 29 bits, fewer than 2^29 rows), so its reader's sums[0] / sums[1] is the loss, bit for
+ * bit. */
+static void loss_forward(ddpc_model *m, s2s_impl *g, int64_t n, int64_t v, ddpc_model_output *out)
+{
+    const ddpc_kernel_table *k = m->k;
+    float eps = ddpc__s2s_cfg(m)->label_smoothing;
+    g->sums = NULL;
+    if (deferred(m)) {
+        k->argmax_correct_into(m->loss_sink + 2, g->logits, g->targets, n, v, PAD);
+        k->cross_entropy_smooth_forward_into(m->loss_sink, g->logits, g->losses, g->logits,
+                                             g->targets, n, v, PAD, eps);
+        g->sums = m->loss_sink;
+        out->loss = NAN;
+        out->n_valid = out->n_correct = -1;
+        return;
+    }
+    out->n_correct = k->argmax_correct(g->logits, g->targets, n, v, PAD);
+    out->loss = k->cross_entropy_smooth_forward(g->logits, g->losses, g->logits, g->targets, n, v,
+                                                PAD, eps, &out->n_valid);
+    g->n_valid = out->n_valid;
+    if (m->loss_sink) {
+        double sums[3] = {(double)out->loss * (double)out->n_valid, (double)out->n_valid,
+                          (double)out->n_correct};
+        k->to_device(m->loss_sink, sums, sizeof sums);
+    }
+}
+
+/* dlogits (n, v) = dloss * d(loss)/d(logits), from forward's probabilities. */
+static void loss_backward(ddpc_model *m, s2s_impl *g, int64_t n, int64_t v, float dloss)
+{
+    const ddpc_kernel_table *k = m->k;
+    float eps = ddpc__s2s_cfg(m)->label_smoothing;
+    k->fill_f32(g->dlogits, 0.0f, n * v);
+    if (g->sums)
+        k->cross_entropy_smooth_backward_from(g->dlogits, g->logits, g->targets, n, v, PAD, eps,
+                                              g->sums, dloss);
+    else
+        k->cross_entropy_smooth_backward(g->dlogits, g->logits, g->targets, n, v, PAD, eps,
+                                         g->n_valid, dloss);
+}
+
 ddpc_status ddpc__s2s_forward(ddpc_model *m, const ddpc_model_input *in, bool training,
                               ddpc_model_output *out)
 {
@@ -186,13 +247,6 @@ ddpc_status ddpc__s2s_forward(ddpc_model *m, const ddpc_model_input *in, bool tr
     const ddpc_model_config *c = &m->cfg;
     const ddpc_seq2seq_config *o = ddpc__s2s_cfg(m);
     int64_t B = in->n, S = in->src_len, T = in->tgt_len, V = o->tgt_vocab;
-    if (S < 1 || S > o->max_len || T < 1 || T > o->max_len)
-        return ddpc_errorf(DDPC_EINVAL,
-                           "seq2seq src_len %lld and tgt_len %lld must be in [1, "
-                           "max_len %lld]",
-                           (long long)S, (long long)T, (long long)o->max_len);
-    DDPC_TRY(check_tokens(in->src_tokens, B * S, o->src_vocab, "source"));
-    DDPC_TRY(check_tokens(in->tokens, B * T, V, "target"));
     g->ckpt = c->activation_checkpointing;
     ddpc__s2s_carve(m, g, B, S, T, g->ckpt, m->arena);
     g->B = B, g->S = S, g->T = T;
@@ -202,15 +256,13 @@ ddpc_status ddpc__s2s_forward(ddpc_model *m, const ddpc_model_input *in, bool tr
     ddpc__s2s_encode(m, g, in->src_tokens);
     ddpc__s2s_decode(m, g, in->tokens);
     m->probs = g->logits;
+    m->probs_count = (size_t)(B * T * V);
     *out = (ddpc_model_output){0};
     if (!in->targets) {
         m->k->softmax_rows(g->logits, B * T, V);
         return DDPC_OK;
     }
-    out->n_correct = ddpc_argmax_correct(g->logits, in->targets, B * T, V, PAD);
-    out->loss = ddpc_cross_entropy_smooth_forward(g->logits, g->losses, g->logits, in->targets,
-                                                  B * T, V, PAD, o->label_smoothing, &out->n_valid);
-    g->n_valid = out->n_valid;
+    loss_forward(m, g, B * T, V, out);
     return DDPC_OK;
 }
 
@@ -226,12 +278,12 @@ static void embed_backward(ddpc_model *m, s2s_impl *g, const float *d, const int
 {
     int64_t C = ddpc__s2s_cfg(m)->d_model, n = g->B * L * C;
     if (g->training && m->cfg.dropout > 0.0f) {
-        ddpc_fill_f32(g->dbranch, 0.0f, n);
-        ddpc_dropout_backward(g->dbranch, d, n, m->cfg.dropout, m->cfg.seed,
-                              ddpc__s2s_site(g, site));
+        m->k->fill_f32(g->dbranch, 0.0f, n);
+        m->k->dropout_backward(g->dbranch, d, n, m->cfg.dropout, m->cfg.seed,
+                               ddpc__s2s_site(g, site));
         d = g->dbranch;
     }
-    ddpc_embedding_scaled_backward(G(w), d, tok, sqrtf((float)C), g->B, L, C);
+    m->k->embedding_scaled_backward(G(w), d, tok, sqrtf((float)C), g->B, L, C);
     ddpc__model_grad_ready(m, w);
 }
 
@@ -242,18 +294,16 @@ void ddpc__s2s_backward(ddpc_model *m, float dloss)
     const ddpc_seq2seq_config *o = ddpc__s2s_cfg(m);
     int64_t B = g->B, S = g->S, T = g->T, C = o->d_model, V = o->tgt_vocab, BT = B * T;
     int Le = (int)o->num_encoder_layers, Ld = (int)o->num_decoder_layers;
-    ddpc_fill_f32(g->dlogits, 0.0f, BT * V);
-    ddpc_cross_entropy_smooth_backward(g->dlogits, g->logits, g->targets, BT, V, PAD,
-                                       o->label_smoothing, g->n_valid, dloss);
-    ddpc_fill_f32(g->d[1], 0.0f, BT * C);
-    ddpc_linear_backward(c->precision, g->d[1], G(g->gen_w), G(g->gen_b), g->dlogits, g->dec_y,
-                         P(g->gen_w), BT, C, V);
+    loss_backward(m, g, BT, V, dloss);
+    m->k->fill_f32(g->d[1], 0.0f, BT * C);
+    m->k->linear_backward(c->precision, g->d[1], G(g->gen_w), G(g->gen_b), g->dlogits, g->dec_y,
+                          P(g->gen_w), BT, C, V);
     ready(m, g->gen_w, g->gen_b);
-    ddpc_fill_f32(g->d[0], 0.0f, BT * C);
-    ddpc_layernorm_backward(g->d[0], G(g->dec_nw), G(g->dec_nb), g->d[1], g->dec[Ld - 1].out,
-                            P(g->dec_nw), g->dec_mean, g->dec_rstd, BT, C);
+    m->k->fill_f32(g->d[0], 0.0f, BT * C);
+    m->k->layernorm_backward(g->d[0], G(g->dec_nw), G(g->dec_nb), g->d[1], g->dec[Ld - 1].out,
+                             P(g->dec_nw), g->dec_mean, g->dec_rstd, BT, C);
     ready(m, g->dec_nw, g->dec_nb);
-    ddpc_fill_f32(g->dmem, 0.0f, B * S * C);
+    m->k->fill_f32(g->dmem, 0.0f, B * S * C);
     for (int l = Ld - 1; l >= 0; l--) {
         const float *x = l > 0 ? g->dec[l - 1].out : g->tgt_x;
         /* The shared set holds the last layer's activations from forward. */
@@ -262,9 +312,9 @@ void ddpc__s2s_backward(ddpc_model *m, float dloss)
         ddpc__s2s_dec_layer_backward(m, g, l, x);
     }
     embed_backward(m, g, g->d[0], g->tgt, g->tgt_embed, T, S2S_SITE_TGT);
-    ddpc_fill_f32(g->d[0], 0.0f, B * S * C);
-    ddpc_layernorm_backward(g->d[0], G(g->enc_nw), G(g->enc_nb), g->dmem, g->enc[Le - 1].out,
-                            P(g->enc_nw), g->mem_mean, g->mem_rstd, B * S, C);
+    m->k->fill_f32(g->d[0], 0.0f, B * S * C);
+    m->k->layernorm_backward(g->d[0], G(g->enc_nw), G(g->enc_nb), g->dmem, g->enc[Le - 1].out,
+                             P(g->enc_nw), g->mem_mean, g->mem_rstd, B * S, C);
     ready(m, g->enc_nw, g->enc_nb);
     for (int l = Le - 1; l >= 0; l--) {
         const float *x = l > 0 ? g->enc[l - 1].out : g->src_x;

@@ -21,8 +21,8 @@ ddpc_status ddpc__device_read(ddpc_config *c, int *kind)
     return ddpc_config_choice(c, "device", "auto", device_names, kind);
 }
 
-/* Why this run cannot use a GPU on any machine: what stands in the way ("model.type seq2seq"),
- * why, and what to do instead. */
+/* Why this run cannot use a GPU on any machine: what stands in the way ("model.type NAME" of a
+ * registered type without GPU passes), why, and what to do instead. */
 typedef struct {
     char what[96];
     const char *why, *instead;

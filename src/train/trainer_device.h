@@ -16,7 +16,7 @@ struct ddpc_kernel_table;
 typedef struct {
     int kind;               /* the `device` key: a ddpc_device_kind */
     const char *model_type; /* model.type, for the messages */
-    bool model_on_gpu;      /* whether that model type has CUDA kernels (seq2seq has none yet) */
+    bool model_on_gpu;      /* whether that model type runs on a GPU (ddpc_model_ops.gpu) */
     int dp_replicas;        /* parallel.mode dp's replicas in this process; 0 under ddp */
     int local_rank;         /* LOCAL_RANK: the GPU is local_rank mod the visible GPUs */
 } ddpc__device_ask;

@@ -4,7 +4,8 @@
 # GPU machine; skipped with 77 where no GPU is visible). Issue 19's acceptance:
 #   - the GPT (4 layers, 256 wide), the MLP and the CNN with BatchNorm, dropout off: 200 steps on
 #     the GPU at fp32 give losses within 1e-3 relative of the CPU's at every logged step; so do
-#     MLPs on float targets (reg: mse on a CSV's value, bce: bce_logits on two labels);
+#     MLPs on float targets (reg: mse on a CSV's value, bce: bce_logits on two labels) and a
+#     seq2seq (s2s: word reversal, label-smoothed, translated by its test pass);
 #   - the GPT at bf16 ends within 2% of fp32's loss, and so does fp32 with matmul_precision high
 #     (TF32);
 #   - a rerun on the GPU is bitwise identical (every logged loss, the saved weights), and so is
@@ -12,8 +13,9 @@
 #   - kill -9 and resume on the GPU ends with the uninterrupted run's weights, byte for byte;
 #   - a GPU checkpoint resumes on the CPU and continues within 1e-3 of the GPU run;
 #   - warm steps allocate nothing on the device (the run's "device allocations after step 2");
-#   - a GPT, MLP (reg and bce too) or CNN step that logs nothing makes no host wait, a logged
-#     step one; reading the losses less often trains the same weights; a NaN stops a GPU run too;
+#   - a GPT, MLP (reg and bce too), CNN or seq2seq step that logs nothing makes no host wait, a
+#     logged step one; reading the losses less often trains the same weights; a NaN stops a GPU
+#     run too;
 #   - under DDPC_CUDA_CANDIDATES (run.sh's candidates part), the run's log names the candidates.
 # usage: train_checks.sh DDPC_BIN SOURCE_DIR   (WORK: scratch folder)
 # A dry run of the script's own logic without a GPU: DDPC_CHECK_DEVICE=cpu DDPC_CHECK_STEPS=40.
@@ -59,6 +61,29 @@ reg=(train "$src/configs/fmnist_mlp.yaml" "${floats[@]}" loss=mse data.train="$w
 bce=(train "$src/configs/fmnist_mlp.yaml" "${floats[@]}" loss=bce_logits
      data.train="$work/labels.csv" data.val="$work/labels.csv" data.label=a,b)
 
+# seq2seq (docs/seq2seq.md) on word pairs written here with awk: each source word of 3 to 8
+# letters, its target the word reversed (the same files for both devices and every split); a small
+# model (2 + 2 layers, 64 wide), dropout off, label smoothing on. Its test pass at the end
+# translates (greedy search on the device).
+awk 'BEGIN { srand(11)
+    for (i = 0; i < 2048; i++) {
+        n = 3 + int(6 * rand()); w = ""
+        for (j = 0; j < n; j++) w = w substr("abcdefghijklmnopqrstuvwxyz", 1 + int(26 * rand()), 1)
+        r = ""; for (j = n; j > 0; j--) r = r substr(w, j, 1)
+        print w > "/dev/stdout"; print r > "/dev/stderr" } }' >"$work/pairs.src" 2>"$work/pairs.tgt"
+cat >"$work/s2s.yaml" <<YAML
+seed: 1337
+model: {type: seq2seq, d_model: 64, num_heads: 4, num_encoder_layers: 2, num_decoder_layers: 2,
+        d_ff: 128, dropout: 0.0, label_smoothing: 0.1}
+data: {type: translation, tokenize: char, min_freq: 1, max_len: 12, batch_size: 32,
+       train_src: $work/pairs.src, train_tgt: $work/pairs.tgt,
+       valid_src: $work/pairs.src, valid_tgt: $work/pairs.tgt,
+       test_src: $work/pairs.src, test_tgt: $work/pairs.tgt}
+optim: {type: adamw, lr: 0.0002, weight_decay: 0.01}
+eval_beam_size: 1
+YAML
+s2s=(train "$work/s2s.yaml" "${common[@]}")
+
 run() { # NAME ARGS...: one run into $work/NAME, its log beside it; returns ddpc's status
     local name=$1
     shift
@@ -84,7 +109,7 @@ allocs_zero() { # NAME: the run's warm steps allocated nothing on the device
 # AdamW lr 1e-3 the GPT and the CNN passed 1e-3 after 80 steps (each step's difference printed
 # below shows the growth), so these runs use lr 2e-4, where the growth is slower; the CNN with
 # BatchNorm still passed 1e-3 at step 120 under AdamW lr 2e-4, so it runs SGD with momentum.
-for m in gpt mlp cnn reg bce; do
+for m in gpt mlp cnn reg bce s2s; do
     eval "args=(\"\${$m[@]}\")"
     if run "${m}_cpu8" "${args[@]}" max_steps=8 log_every=1 device=cpu &&
         run "${m}_gpu8" "${args[@]}" max_steps=8 log_every=1 device=$dev; then
@@ -145,7 +170,7 @@ waits_at_most() { # NAME QUIET LOGGED: the run's "host waits per step" line with
     return 1
 }
 if [ "$dev" = cuda ]; then
-    for m in gpt mlp cnn reg bce; do
+    for m in gpt mlp cnn reg bce s2s; do
         if waits_at_most "${m}_gpu" 0 1; then
             pass "$m: no host wait in a step that logs nothing, one at a logged step"
         else

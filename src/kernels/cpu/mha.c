@@ -17,6 +17,12 @@ size_t ddpc_mha_workspace_floats(const ddpc_mha_shape *s)
     return (size_t)ddpc__kernel_slots() * (size_t)(s->tq * s->tk);
 }
 
+void ddpc_pad_mask(uint8_t *mask, const int32_t *tokens, int64_t n, int32_t pad)
+{
+    for (int64_t i = 0; i < n; i++)
+        mask[i] = tokens[i] == pad;
+}
+
 /* row (tk) holds scaled scores of query i; becomes the softmax over the keys it may see. */
 static void masked_softmax_row(float *restrict row, const uint8_t *pad, int64_t i, int64_t tk,
                                bool causal)

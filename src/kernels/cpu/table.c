@@ -74,6 +74,13 @@ static void cpu_softmax_rows(float *x, int64_t n, int64_t classes)
     }
 }
 
+static void host_copy2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                        size_t height)
+{
+    for (size_t r = 0; r < height; r++)
+        host_copy((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
+}
+
 static const ddpc_kernel_table cpu_table = {
     .name = "cpu",
     .kind = DDPC_DEVICE_CPU,
@@ -113,6 +120,18 @@ static const ddpc_kernel_table cpu_table = {
     .attention_workspace_floats = cpu_attention_workspace_floats,
     .attention_forward = ddpc_attention_forward,
     .attention_backward = ddpc_attention_backward,
+    .mha_workspace_floats = ddpc_mha_workspace_floats,
+    .mha_forward = ddpc_mha_forward,
+    .mha_backward = ddpc_mha_backward,
+    .cross_entropy_smooth_forward = ddpc_cross_entropy_smooth_forward,
+    .cross_entropy_smooth_backward = ddpc_cross_entropy_smooth_backward,
+    .cross_entropy_smooth_forward_into = NULL, /* the CPU's values are at hand */
+    .cross_entropy_smooth_backward_from = NULL,
+    .sinusoidal_positions = ddpc_sinusoidal_positions,
+    .embedding_scaled_forward = ddpc_embedding_scaled_forward,
+    .embedding_scaled_backward = ddpc_embedding_scaled_backward,
+    .pad_mask = ddpc_pad_mask,
+    .copy2d = host_copy2d,
     .conv2d_workspace_floats = ddpc_conv2d_workspace_floats,
     .conv2d_forward = ddpc_conv2d_forward,
     .conv2d_backward = ddpc_conv2d_backward,

@@ -47,7 +47,7 @@ static inline unsigned ddpc__cuda_blocks(int64_t n, int threads)
  * a few independent buffers. Growth counts as an allocation (alloc_count). */
 void *ddpc__cuda_scratch(int slot, size_t bytes);
 enum { DDPC__CUDA_SCRATCH_BLAS, DDPC__CUDA_SCRATCH_REDUCE,
-       DDPC__CUDA_SCRATCH_MISC, DDPC__CUDA_SCRATCH_COUNT };
+       DDPC__CUDA_SCRATCH_MISC, DDPC__CUDA_SCRATCH_S2S, DDPC__CUDA_SCRATCH_COUNT };
 
 /* device.cu implements ddpc_backend_cuda_built, ddpc_cuda_devices and backend_impl.h's
  * ddpc__backend_cuda_open / ddpc__backend_cuda_describe: picks GPU local_rank mod visible, makes
@@ -60,6 +60,8 @@ void ddpc__cuda_free(void *p);
 void ddpc__cuda_to_device(void *dst, const void *src, size_t bytes);
 void ddpc__cuda_to_host(void *dst, const void *src, size_t bytes);
 void ddpc__cuda_copy(void *dst, const void *src, size_t bytes);
+void ddpc__cuda_copy2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                       size_t height);
 void ddpc__cuda_synchronize(void);
 uint64_t ddpc__cuda_alloc_count(void);
 size_t ddpc__cuda_memory_total(void);
@@ -172,6 +174,40 @@ void ddpc__cuda_embedding_forward(float *y, const int32_t *tokens, const float *
                                   const float *wpe, int64_t b, int64_t t, int64_t c);
 void ddpc__cuda_embedding_backward(float *dwte, float *dwpe, const float *dy,
                                    const int32_t *tokens, int64_t b, int64_t t, int64_t c);
+
+/* seq2seq's members. mha.cu (products through ddpc__cuda_gemm per (batch, head); the workspace
+ * is dP of every head), loss_smooth.cu (the row losses in DDPC__CUDA_SCRATCH_S2S where the caller
+ * keeps none, and the returning forward's sums there), positional.cu (backward's scaled dy in
+ * DDPC__CUDA_SCRATCH_S2S, then embedding.cu's backward). */
+size_t ddpc__cuda_mha_workspace_floats(const ddpc_mha_shape *s);
+void ddpc__cuda_mha_forward(ddpc_precision prec, float *out, float *att, const float *q,
+                            const float *k, const float *v, const uint8_t *key_pad,
+                            const ddpc_mha_shape *s);
+void ddpc__cuda_mha_backward(ddpc_precision prec, float *dq, float *dk, float *dv,
+                             const float *dout, const float *q, const float *k, const float *v,
+                             const float *att, const ddpc_mha_shape *s, float *ws);
+void ddpc__cuda_pad_mask(uint8_t *mask, const int32_t *tokens, int64_t n, int32_t pad);
+float ddpc__cuda_cross_entropy_smooth_forward(float *probs, float *losses, const float *logits,
+                                              const int32_t *targets, int64_t n, int64_t v,
+                                              int32_t ignore_index, float eps, int64_t *n_valid);
+void ddpc__cuda_cross_entropy_smooth_backward(float *dlogits, const float *probs,
+                                              const int32_t *targets, int64_t n, int64_t v,
+                                              int32_t ignore_index, float eps, int64_t n_valid,
+                                              float dloss);
+void ddpc__cuda_cross_entropy_smooth_forward_into(double *sums, float *probs, float *losses,
+                                                  const float *logits, const int32_t *targets,
+                                                  int64_t n, int64_t v, int32_t ignore_index,
+                                                  float eps);
+void ddpc__cuda_cross_entropy_smooth_backward_from(float *dlogits, const float *probs,
+                                                   const int32_t *targets, int64_t n, int64_t v,
+                                                   int32_t ignore_index, float eps,
+                                                   const double *sums, float dloss);
+void ddpc__cuda_sinusoidal_positions(float *pe, int64_t t, int64_t c);
+void ddpc__cuda_embedding_scaled_forward(float *y, const int32_t *tokens, const float *w,
+                                         float scale, const float *pe, int64_t b, int64_t t,
+                                         int64_t c);
+void ddpc__cuda_embedding_scaled_backward(float *dw, const float *dy, const int32_t *tokens,
+                                          float scale, int64_t b, int64_t t, int64_t c);
 
 /* attention.cu */
 size_t ddpc__cuda_attention_saved_floats(ddpc_precision prec, int64_t b, int64_t t, int64_t c,

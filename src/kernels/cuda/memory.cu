@@ -90,6 +90,14 @@ extern "C" void ddpc__cuda_copy(void *dst, const void *src, size_t bytes)
             cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, ddpc__cuda_stream()));
 }
 
+extern "C" void ddpc__cuda_copy2d(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                  size_t width, size_t height)
+{
+    if (width && height)
+        DDPC_CUDA_CHECK(cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height,
+                                          cudaMemcpyDeviceToDevice, ddpc__cuda_stream()));
+}
+
 extern "C" void ddpc__cuda_synchronize(void)
 {
     ddpc__cuda_wait_at(ddpc__cuda_stream(), "synchronize");
