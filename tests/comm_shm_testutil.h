@@ -55,6 +55,25 @@ static inline int free_port(void)
     return ntohs(sa.sin_port);
 }
 
+/* A port p with p and p + 1 free right now: torchrun's agent store on p, ddpc's on the next.
+ * free_port alone leaves p + 1 to chance, and tests running beside this one (ctest -j, another
+ * build's tests) take kernel-chosen ports in the same range. */
+static inline int free_port_pair(void)
+{
+    for (int tries = 0; tries < 64; tries++) {
+        int p = free_port();
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in sa = {.sin_family = AF_INET,
+                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+                                 .sin_port = htons((uint16_t)(p + 1))};
+        bool free_next = p < 65535 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+        close(fd);
+        if (free_next)
+            return p;
+    }
+    return free_port();
+}
+
 /* A run id no other test or job uses (odd characters on purpose: the backend sanitises them). */
 static inline void set_run_id(ddpc_comm_env *e, const char *tag)
 {

@@ -53,7 +53,7 @@ static void two_groups(bool agent, bool second_first)
     ddpc_comm_env e = base_env(2);
     e.backend = DDPC_BACKEND_GLOO;
     snprintf(e.master_addr, sizeof e.master_addr, "127.0.0.1");
-    e.master_port = free_port();
+    e.master_port = agent ? free_port_pair() : free_port();
     e.agent_store = agent; /* torchrun: its agent holds MASTER_PORT, ddpc's store the next */
     set_run_id(&e, agent ? "shared-agent" : "shared");
     order o = {second_first};
