@@ -25,7 +25,9 @@ ddpc_status ddpc__device_read(ddpc_config *c, int *kind)
  * registered type without GPU passes), why, and what to do instead. */
 typedef struct {
     char what[96];
-    const char *why, *instead;
+    const char *why;
+    char instead[160];
+    bool with; /* said "with WHAT: WHY" (a setting), not "WHAT WHY" (a sentence) */
 } obstacle;
 
 /* Fills *o and returns true when the run must stay on the CPU whatever the machine has. Several
@@ -33,14 +35,23 @@ typedef struct {
  * sharing its one device, which GPUs are not built for. */
 static bool cpu_only(const ddpc__device_ask *a, obstacle *o)
 {
+    o->with = false;
     if (!a->model_on_gpu) {
         snprintf(o->what, sizeof o->what, "model.type %s", a->model_type);
-        o->why = "does not run on GPUs yet", o->instead = "use device: cpu";
+        o->why = "does not run on GPUs yet";
+        snprintf(o->instead, sizeof o->instead, "use device: cpu");
+    } else if (a->candidate && !ddpc_cuda_candidate(a->candidate)) {
+        snprintf(o->what, sizeof o->what, "%s", a->what_needs);
+        o->why = "runs on GPUs only as a candidate: its CUDA kernels have not run on a GPU yet";
+        snprintf(o->instead, sizeof o->instead,
+                 "use device: cpu, or set DDPC_CUDA_CANDIDATES=%s to run them", a->candidate);
     } else if (a->dp_replicas > 0) {
         snprintf(o->what, sizeof o->what, "parallel.mode dp (%d replicas)", a->dp_replicas);
         o->why = "DataParallel replicas run on the CPU only";
-        o->instead = "use DDP ranks for several GPUs (ddpc run --nproc-per-node N, parallel.mode "
-                     "ddp) or device: cpu";
+        snprintf(o->instead, sizeof o->instead,
+                 "use DDP ranks for several GPUs (ddpc run --nproc-per-node N, parallel.mode "
+                 "ddp) or device: cpu");
+        o->with = true;
     } else {
         return false;
     }
@@ -66,7 +77,7 @@ ddpc_status ddpc__device_select(const ddpc__device_ask *a, const ddpc_kernel_tab
     obstacle o;
     bool blocked = cpu_only(a, &o);
     if (a->kind == DDPC_DEVICE_CUDA) {
-        if (blocked && !a->model_on_gpu)
+        if (blocked && !o.with)
             return ddpc_errorf(DDPC_EINVAL, "device: cuda: %s %s; %s", o.what, o.why, o.instead);
         if (blocked)
             return ddpc_errorf(DDPC_EINVAL, "device: cuda with %s: %s; %s", o.what, o.why,
@@ -76,7 +87,7 @@ ddpc_status ddpc__device_select(const ddpc__device_ask *a, const ddpc_kernel_tab
     char none[192] = "", why[320];
     if (ddpc_cuda_devices(none, sizeof none) <= 0)
         snprintf(why, sizeof why, "no GPU: %s", none);
-    else if (blocked && !a->model_on_gpu)
+    else if (blocked && !o.with)
         snprintf(why, sizeof why, "%s %s", o.what, o.why);
     else if (blocked)
         snprintf(why, sizeof why, "%s: %s", o.what, o.why);

@@ -17,6 +17,9 @@ typedef struct {
     int kind;               /* the `device` key: a ddpc_device_kind */
     const char *model_type; /* model.type, for the messages */
     bool model_on_gpu;      /* whether that model type runs on a GPU (ddpc_model_ops.gpu) */
+    /* The candidate (ddpc_cuda_candidate) the run's GPU path needs, or NULL: GPU code written
+     * without a GPU; what_needs names it for the messages ("model.type seq2seq", "loss mse"). */
+    const char *candidate, *what_needs;
     int dp_replicas;        /* parallel.mode dp's replicas in this process; 0 under ddp */
     int local_rank;         /* LOCAL_RANK: the GPU is local_rank mod the visible GPUs */
 } ddpc__device_ask;

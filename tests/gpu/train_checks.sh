@@ -109,8 +109,18 @@ allocs_zero() { # NAME: the run's warm steps allocated nothing on the device
 # AdamW lr 1e-3 the GPT and the CNN passed 1e-3 after 80 steps (each step's difference printed
 # below shows the growth), so these runs use lr 2e-4, where the growth is slower; the CNN with
 # BatchNorm still passed 1e-3 at step 120 under AdamW lr 2e-4, so it runs SGD with momentum.
+# The losses on float targets and seq2seq run on a GPU only as candidates (docs/gpu.md) until
+# these runs have checked them: reg, bce and s2s name theirs in DDPC_CUDA_CANDIDATES.
+cands0=${DDPC_CUDA_CANDIDATES:-} # the caller's (run.sh's candidates part: the kernels')
+with_candidate() { # RUN: DDPC_CUDA_CANDIDATES for that run
+    local c=""
+    case $1 in reg | bce) c=losses ;; s2s) c=seq2seq ;; esac
+    echo "${cands0}${c:+${cands0:+,}$c}"
+}
+export DDPC_CUDA_CANDIDATES
 for m in gpt mlp cnn reg bce s2s; do
     eval "args=(\"\${$m[@]}\")"
+    DDPC_CUDA_CANDIDATES=$(with_candidate "$m") # back to the caller's after the loop
     if run "${m}_cpu8" "${args[@]}" max_steps=8 log_every=1 device=cpu &&
         run "${m}_gpu8" "${args[@]}" max_steps=8 log_every=1 device=$dev; then
         if losses_close "${m}_gpu8" "${m}_cpu8" 1e-5; then
@@ -140,6 +150,7 @@ for m in gpt mlp cnn reg bce s2s; do
         fail "$m fp32: a run failed"
     fi
 done
+DDPC_CUDA_CANDIDATES=$cands0
 
 # 1a. Evaluations between steps at a larger batch (1000 against 64) may grow the device buffers
 # once; the log counts that apart, and the warm steps themselves still allocate nothing.
