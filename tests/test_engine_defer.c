@@ -2,13 +2,14 @@
 /* The deferred engine's logic on the CPU, through a stand-in device: the CPU kernel table with
  * kind cuda, whose read-backs count as host waits and whose no-wait members (the *_into losses,
  * grad_norm_clip, elementwise_loss_into) are written here from the CPU kernels the way
- * kernels/cuda computes them (a sum in double, then the mean as a float), and whose memory is
- * told from the host's (float targets must be staged). engine_defer_check.h's checks then run on
- * it; on the GPU test_cuda_defer runs them on the CUDA table. Also: the CPU table never defers; a CNN with
- * BatchNorm on the stand-in keeps its batch sums in the stand-in's memory (sums handed over from
- * anywhere else would be a read-back, counted as a wait), so its steps never wait and train the
- * CPU table's bits. */
+ * kernels/cuda computes them (a sum in double, then the mean as a float), and whose memory is told
+ * from the host's (float targets must be staged). engine_defer_check.h's checks then run on it; on
+ * the GPU test_cuda_defer runs them on the CUDA table. Also: the CPU table never defers; a CNN
+ * with BatchNorm on the stand-in keeps its batch sums in the stand-in's memory (sums handed over
+ * from anywhere else would be a read-back, counted as a wait), so its steps never wait and train
+ * the CPU table's bits. */
 #include "engine_defer_check.h"
+#include "standin_memory_testutil.h"
 
 #include <ddpc/kernels.h>
 #include <ddpc/optim.h>
@@ -74,8 +75,6 @@ static void si_argmax_into(double *correct, const float *scores, const int32_t *
     *correct = (double)cpu->argmax_correct(scores, targets, n, v, ignore_index);
 }
 
-static bool si_holds(const void *p, size_t bytes);
-
 /* The elementwise losses: the values the CPU returns, read back (a wait) or left in sums the way
  * kernels/cuda lays them out, whose sum over n elements gives the CPU's mean again (mean * n is
  * exact in double for these sizes). The targets must have been staged into the stand-in's
@@ -83,7 +82,7 @@ static bool si_holds(const void *p, size_t bytes);
 static void si_elementwise_into(double *sums, ddpc_elementwise_loss loss, float beta, float *probs,
                                 const float *pred, const float *target, int64_t n)
 {
-    CHECK(si_holds(target, (size_t)n * sizeof(float)));
+    CHECK(standin_holds(target, (size_t)n * sizeof(float)));
     float mean;
     double hits = 0.0;
     switch (loss) {
@@ -187,49 +186,12 @@ static void si_sgd(float *params, const float *grads, float *buf, const uint8_t 
     }
 }
 
-/* The stand-in's memory: every live allocation, so a batchnorm member can tell its sums from
- * host memory. */
-enum { SI_MAX_ALLOCS = 4096 };
-typedef struct {
-    const char *p;
-    size_t bytes;
-} si_block;
-static si_block si_allocs[SI_MAX_ALLOCS];
-static size_t si_n_allocs;
 static uint64_t host_sums; /* batchnorm calls given sums outside the stand-in's memory */
-
-static void *si_alloc(size_t bytes)
-{
-    void *p = cpu->alloc(bytes);
-    if (p && si_n_allocs < SI_MAX_ALLOCS)
-        si_allocs[si_n_allocs++] = (si_block){p, bytes};
-    return p;
-}
-
-static void si_free(void *p)
-{
-    for (size_t i = 0; p && i < si_n_allocs; i++)
-        if (si_allocs[i].p == p) {
-            si_allocs[i] = si_allocs[--si_n_allocs];
-            break;
-        }
-    cpu->free(p);
-}
-
-/* Whether bytes at p lie in the stand-in's memory. */
-static bool si_holds(const void *p, size_t bytes)
-{
-    const char *a = (const char *)p, *b = a + bytes;
-    for (size_t i = 0; i < si_n_allocs; i++)
-        if (a >= si_allocs[i].p && b <= si_allocs[i].p + si_allocs[i].bytes)
-            return true;
-    return false;
-}
 
 /* Whether sums (count doubles) lie in the stand-in's memory; counts the call when not. */
 static bool si_owned(const double *sums, int64_t count)
 {
-    if (si_holds(sums, (size_t)count * sizeof(double)))
+    if (standin_holds(sums, (size_t)count * sizeof(double)))
         return true;
     host_sums++;
     return false;
@@ -408,8 +370,8 @@ int main(void)
     standin.unscale = si_unscale;
     standin.scale = si_scale;
     standin.grad_norm_clip = si_grad_norm_clip;
-    standin.alloc = si_alloc;
-    standin.free = si_free;
+    standin.alloc = standin_alloc;
+    standin.free = standin_free;
     standin.batchnorm_sums = si_bn_sums;
     standin.batchnorm_stats = si_bn_stats;
     standin.batchnorm_backward_sums = si_bn_backward_sums;

@@ -15,48 +15,15 @@
 #include <ddpc/rng.h>
 
 #include "check.h"
+#include "standin_memory_testutil.h"
 
 enum { B = 3, S = 5, T = 6, STEPS = 4, MAX_OUT = 7 };
 
 static const ddpc_kernel_table *cpu;
 static ddpc_kernel_table standin;
 
-/* ---- the stand-in's memory: every live allocation ---- */
-enum { SI_MAX_ALLOCS = 4096 };
-typedef struct {
-    const char *p;
-    size_t bytes;
-} si_block;
-static si_block si_allocs[SI_MAX_ALLOCS];
-static size_t si_n_allocs;
 static uint64_t strays; /* arrays a member got from outside the stand-in's memory */
 static uint64_t waits;  /* read-backs and returned values: each a host wait on a GPU */
-
-static uint64_t si_alloc_calls;
-
-static uint64_t si_alloc_count(void)
-{
-    return si_alloc_calls;
-}
-
-static void *si_alloc(size_t bytes)
-{
-    si_alloc_calls++;
-    void *p = cpu->alloc(bytes);
-    if (p && si_n_allocs < SI_MAX_ALLOCS)
-        si_allocs[si_n_allocs++] = (si_block){p, bytes ? bytes : 1};
-    return p;
-}
-
-static void si_free(void *p)
-{
-    for (size_t i = 0; p && i < si_n_allocs; i++)
-        if (si_allocs[i].p == p) {
-            si_allocs[i] = si_allocs[--si_n_allocs];
-            break;
-        }
-    cpu->free(p);
-}
 
 /* Counts (and names, the first few times) an array p of `bytes` outside the stand-in's memory;
  * NULL is fine (an optional argument). */
@@ -64,10 +31,8 @@ static void held(const char *member, const char *what, const void *p, size_t byt
 {
     if (!p || !bytes)
         return;
-    const char *a = p, *b = a + bytes;
-    for (size_t i = 0; i < si_n_allocs; i++)
-        if (a >= si_allocs[i].p && b <= si_allocs[i].p + si_allocs[i].bytes)
-            return;
+    if (standin_holds(p, bytes))
+        return;
     if (strays++ < 8)
         fprintf(stderr, "  %s: %s (%zu bytes) is not the device's memory\n", member, what, bytes);
 }
@@ -284,9 +249,9 @@ static void standin_init(void)
     standin = *cpu;
     standin.name = "standin";
     standin.kind = DDPC_DEVICE_CUDA;
-    standin.alloc = si_alloc;
-    standin.alloc_count = si_alloc_count;
-    standin.free = si_free;
+    standin.alloc = standin_alloc;
+    standin.alloc_count = standin_alloc_count;
+    standin.free = standin_free;
     standin.copy = si_copy;
     standin.mha_forward = si_mha_forward;
     standin.mha_backward = si_mha_backward;
