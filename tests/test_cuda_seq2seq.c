@@ -18,20 +18,12 @@
 static const ddpc_kernel_table *gpu;
 static const ddpc_kernel_table *cpu;
 
-static int64_t bs_q(const ddpc_mha_shape *s)
-{
-    return s->bsq ? s->bsq : s->tq * s->ldq;
-}
-static int64_t bs_k(const ddpc_mha_shape *s)
-{
-    return s->bsk ? s->bsk : s->tk * s->ldk;
-}
-
 static void check_mha(const char *what, ddpc_mha_shape s, uint64_t seed)
 {
     printf(" %s: b %lld tq %lld tk %lld c %lld nh %lld%s\n", what, (long long)s.b, (long long)s.tq,
            (long long)s.tk, (long long)s.c, (long long)s.nh, s.causal ? " causal" : "");
-    const int64_t nq = s.b * bs_q(&s), nk = s.b * bs_k(&s), nout = s.b * s.tq * s.c;
+    const int64_t sk = ddpc_mha_kv_batch_stride(&s);
+    const int64_t nq = s.b * ddpc_mha_q_batch_stride(&s), nk = s.b * sk, nout = s.b * s.tq * s.c;
     const int64_t natt = s.b * s.nh * s.tq * s.tk;
     float *q = tu_rand(nq, -1.0f, 1.0f, seed), *kv = tu_rand(nk, -1.0f, 1.0f, seed + 1);
     float *dout = tu_rand(nout, -1.0f, 1.0f, seed + 2);
@@ -59,10 +51,10 @@ static void check_mha(const char *what, ddpc_mha_shape s, uint64_t seed)
     /* Only the first c columns of each row are written: compare those. */
     float *hq = bt_down(gpu, d_dq, nq), *hkv = bt_down(gpu, d_dkv, nk);
     for (int64_t i = 0; i < nq; i++)
-        if ((i % bs_q(&s)) % s.ldq >= s.c)
+        if ((i % ddpc_mha_q_batch_stride(&s)) % s.ldq >= s.c)
             hq[i] = dq[i];
     for (int64_t i = 0; i < nk; i++)
-        if ((i % bs_k(&s)) % s.ldk >= 2 * s.c || (i % bs_k(&s)) / s.ldk >= s.tk)
+        if ((i % sk) % s.ldk >= 2 * s.c || (i % sk) / s.ldk >= s.tk)
             hkv[i] = dkv[i];
     double eq = tu_rel_err(hq, dq, nq, 1e-6), ekv = tu_rel_err(hkv, dkv, nk, 1e-6);
     printf("  dq rel err %.3g, dk | dv rel err %.3g\n", eq, ekv);

@@ -122,7 +122,7 @@ static void check_emu(int64_t n, int64_t v, unsigned threads, unsigned blocks, f
     for (int host = 0; host < 2; host++) {
         std::vector<float> over = probs;
         for (int64_t i = 0; i < n; i++)
-            if (!valid_target(t[i], v, IGNORE))
+            if (!ddpc__valid_target(t[i], v, IGNORE))
                 std::fill(over.begin() + i * v, over.begin() + (i + 1) * v, NAN);
         const int64_t n_valid = host ? (int64_t)ref_sums[1] : -1;
         emu_launch(blocks, bwd, 0, [&] {

@@ -29,20 +29,12 @@ static void host_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float a
         }
 }
 
-static int64_t bs_q(const ddpc_mha_shape *s)
-{
-    return s->bsq ? s->bsq : s->tq * s->ldq;
-}
-static int64_t bs_k(const ddpc_mha_shape *s)
-{
-    return s->bsk ? s->bsk : s->tk * s->ldk;
-}
-
 /* The emulated forward and backward (mha.cu's host side with host products) against the CPU's. */
 static void check_mha(const char *what, ddpc_mha_shape s, bool pad, unsigned row_blocks)
 {
     const int64_t hs = s.c / s.nh, jobs = s.b * s.nh, rows = jobs * s.tq, tt = s.tq * s.tk;
-    const int64_t sq = bs_q(&s), sk = bs_k(&s), nq = s.b * sq, nk = s.b * sk;
+    const int64_t sq = ddpc_mha_q_batch_stride(&s), sk = ddpc_mha_kv_batch_stride(&s);
+    const int64_t nq = s.b * sq, nk = s.b * sk;
     const int64_t nout = s.b * s.tq * s.c;
     const unsigned threads = (unsigned)ddpc__row_threads(s.tk, 256);
     const unsigned blocks = row_blocks ? row_blocks : (unsigned)rows;

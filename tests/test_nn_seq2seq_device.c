@@ -39,9 +39,10 @@ static void held(const char *member, const char *what, const void *p, size_t byt
 #define HOLD(p, count) held(__func__, #p, (p), (size_t)(count) * sizeof *(p))
 
 /* ---- members that check their arrays, then run the CPU's ---- */
-static size_t rows_of(const ddpc_mha_shape *s, int64_t t, int64_t ld, int64_t bs)
+/* The floats b batch rows of t rows (ld apart, batch rows `stride` apart) span. */
+static size_t rows_of(const ddpc_mha_shape *s, int64_t t, int64_t ld, int64_t stride)
 {
-    return (size_t)((s->b - 1) * (bs ? bs : t * ld) + (t - 1) * ld + s->c);
+    return (size_t)((s->b - 1) * stride + (t - 1) * ld + s->c);
 }
 
 static void si_mha_forward(ddpc_precision prec, float *out, float *att, const float *q,
@@ -50,9 +51,9 @@ static void si_mha_forward(ddpc_precision prec, float *out, float *att, const fl
 {
     HOLD(out, s->b * s->tq * s->c);
     HOLD(att, s->b * s->nh * s->tq * s->tk);
-    HOLD(q, rows_of(s, s->tq, s->ldq, s->bsq));
-    HOLD(k, rows_of(s, s->tk, s->ldk, s->bsk));
-    HOLD(v, rows_of(s, s->tk, s->ldk, s->bsk));
+    HOLD(q, rows_of(s, s->tq, s->ldq, ddpc_mha_q_batch_stride(s)));
+    HOLD(k, rows_of(s, s->tk, s->ldk, ddpc_mha_kv_batch_stride(s)));
+    HOLD(v, rows_of(s, s->tk, s->ldk, ddpc_mha_kv_batch_stride(s)));
     HOLD(key_pad, s->b * s->tk);
     cpu->mha_forward(prec, out, att, q, k, v, key_pad, s);
 }
@@ -61,13 +62,13 @@ static void si_mha_backward(ddpc_precision prec, float *dq, float *dk, float *dv
                             const float *q, const float *k, const float *v, const float *att,
                             const ddpc_mha_shape *s, float *ws)
 {
-    HOLD(dq, rows_of(s, s->tq, s->ldq, s->bsq));
-    HOLD(dk, rows_of(s, s->tk, s->ldk, s->bsk));
-    HOLD(dv, rows_of(s, s->tk, s->ldk, s->bsk));
+    HOLD(dq, rows_of(s, s->tq, s->ldq, ddpc_mha_q_batch_stride(s)));
+    HOLD(dk, rows_of(s, s->tk, s->ldk, ddpc_mha_kv_batch_stride(s)));
+    HOLD(dv, rows_of(s, s->tk, s->ldk, ddpc_mha_kv_batch_stride(s)));
     HOLD(dout, s->b * s->tq * s->c);
-    HOLD(q, rows_of(s, s->tq, s->ldq, s->bsq));
-    HOLD(k, rows_of(s, s->tk, s->ldk, s->bsk));
-    HOLD(v, rows_of(s, s->tk, s->ldk, s->bsk));
+    HOLD(q, rows_of(s, s->tq, s->ldq, ddpc_mha_q_batch_stride(s)));
+    HOLD(k, rows_of(s, s->tk, s->ldk, ddpc_mha_kv_batch_stride(s)));
+    HOLD(v, rows_of(s, s->tk, s->ldk, ddpc_mha_kv_batch_stride(s)));
     HOLD(att, s->b * s->nh * s->tq * s->tk);
     HOLD(ws, cpu->mha_workspace_floats(s));
     cpu->mha_backward(prec, dq, dk, dv, dout, q, k, v, att, s, ws);

@@ -169,6 +169,16 @@ typedef struct {
     bool causal;
 } ddpc_mha_shape;
 
+/* The batch strides of q and of k/v that s means (its bsq, bsk, or packed where they are 0). */
+static inline int64_t ddpc_mha_q_batch_stride(const ddpc_mha_shape *s)
+{
+    return s->bsq ? s->bsq : s->tq * s->ldq;
+}
+static inline int64_t ddpc_mha_kv_batch_stride(const ddpc_mha_shape *s)
+{
+    return s->bsk ? s->bsk : s->tk * s->ldk;
+}
+
 /* Floats of scratch that backward needs, passed as `ws`: one (tq, tk) matrix per thread slot,
  * slots = max(ddpc_kernels_threads(), cores) when queried. */
 size_t ddpc_mha_workspace_floats(const ddpc_mha_shape *s);

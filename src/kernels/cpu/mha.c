@@ -59,21 +59,11 @@ static int parallel_jobs(const ddpc_mha_shape *s, int64_t jobs)
            jobs * s->tq * s->tk * (s->c / s->nh) >= DDPC__PAR_MIN_MACS;
 }
 
-/* Batch strides of q and of k/v (0 in the shape: packed). */
-static int64_t bsq(const ddpc_mha_shape *s)
-{
-    return s->bsq ? s->bsq : s->tq * s->ldq;
-}
-static int64_t bsk(const ddpc_mha_shape *s)
-{
-    return s->bsk ? s->bsk : s->tk * s->ldk;
-}
-
 void ddpc_mha_forward(ddpc_precision prec, float *out, float *att, const float *q, const float *k,
                       const float *v, const uint8_t *key_pad, const ddpc_mha_shape *s)
 {
     int64_t hs = s->c / s->nh, jobs = s->b * s->nh, tq = s->tq, tk = s->tk;
-    int64_t sq = bsq(s), sk = bsk(s);
+    int64_t sq = ddpc_mha_q_batch_stride(s), sk = ddpc_mha_kv_batch_stride(s);
     float scale = 1.0f / sqrtf((float)hs);
 #pragma omp parallel for schedule(static) if (parallel_jobs(s, jobs))
     for (int64_t job = 0; job < jobs; job++) {
@@ -110,7 +100,8 @@ void ddpc_mha_backward(ddpc_precision prec, float *dq, float *dk, float *dv, con
                        const ddpc_mha_shape *s, float *ws)
 {
     int64_t hs = s->c / s->nh, jobs = s->b * s->nh, tq = s->tq, tk = s->tk;
-    int64_t ldq = s->ldq, ldk = s->ldk, c = s->c, sq = bsq(s), sk = bsk(s);
+    int64_t ldq = s->ldq, ldk = s->ldk, c = s->c;
+    int64_t sq = ddpc_mha_q_batch_stride(s), sk = ddpc_mha_kv_batch_stride(s);
     float scale = 1.0f / sqrtf((float)hs);
 #pragma omp parallel for schedule(static) if (parallel_jobs(s, jobs))
     for (int64_t job = 0; job < jobs; job++) {

@@ -26,11 +26,6 @@
 #define CE_ROW_SMEM(name) extern __shared__ __align__(16) unsigned char name[]
 #endif
 
-static __device__ __forceinline__ bool valid_target(int32_t tg, int64_t v, int32_t ignore_index)
-{
-    return tg != ignore_index && tg >= 0 && tg < v;
-}
-
 /* probs (n, v) = softmax(logits); row_loss (n) = -log probs[target], 0 where ignored. probs may
  * be logits: each element is read and then written by the same thread. */
 static __global__ void __launch_bounds__(1024)
@@ -42,7 +37,7 @@ static __global__ void __launch_bounds__(1024)
         const float *x = logits + i * v;
         float *p = probs + i * v;
         const int32_t tg = targets[i];
-        const bool valid = valid_target(tg, v, ignore_index);
+        const bool valid = ddpc__valid_target(tg, v, ignore_index);
         /* Read before the barrier inside the max reduction: after it, threads overwrite x. */
         const float x_tg = valid ? x[tg] : 0.0f;
         const ddpc__row_stats r = ddpc__row_max_expsum(x, p, v, sh);
@@ -62,7 +57,7 @@ static __device__ __forceinline__ long long valid_rows(const int32_t *targets, i
 {
     long long count = 0;
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
-        count += valid_target(targets[i], v, ignore_index);
+        count += ddpc__valid_target(targets[i], v, ignore_index);
     return ddpc__block_reduce(count, ddpc__sum_op(), 0LL, shc);
 }
 
@@ -103,7 +98,7 @@ static __global__ void ce_backward_kernel(float *dlogits, const float *probs,
         const int32_t tg = targets[i];
         float *d = dlogits + i * v;
         const float *p = probs + i * v;
-        if (count <= 0 || !valid_target(tg, v, ignore_index)) {
+        if (count <= 0 || !ddpc__valid_target(tg, v, ignore_index)) {
             for (int64_t j = threadIdx.x; over && j < v; j += blockDim.x)
                 d[j] = 0.0f;
             continue; /* the whole block skips: no barrier in this kernel */
@@ -174,7 +169,7 @@ static __global__ void __launch_bounds__(1024)
         const float *x = logits + i * v;
         float *d = dlogits + i * v;
         const int32_t tg = targets[i];
-        if (count <= 0 || !valid_target(tg, v, ignore_index)) { /* uniform over the block */
+        if (count <= 0 || !ddpc__valid_target(tg, v, ignore_index)) { /* uniform over the block */
             ce_fused_ignored(d, row_loss + i, v);
             continue;
         }
@@ -234,7 +229,7 @@ static __global__ void __launch_bounds__(1024)
     for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
         float *d = dlogits + i * v;
         const int32_t tg = targets[i];
-        if (count <= 0 || !valid_target(tg, v, ignore_index)) { /* uniform over the block */
+        if (count <= 0 || !ddpc__valid_target(tg, v, ignore_index)) { /* uniform over the block */
             ce_fused_ignored(d, row_loss + i, v);
             continue;
         }
@@ -260,7 +255,7 @@ static __global__ void __launch_bounds__(1024)
     for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
         float *p = probs + i * v;
         const int32_t tg = targets[i];
-        const bool valid = valid_target(tg, v, ignore_index);
+        const bool valid = ddpc__valid_target(tg, v, ignore_index);
         float *s = ce_stage_row((float *)smem, logits + i * v, v);
         const float x_tg = valid ? s[tg] : 0.0f; /* before the exponentials overwrite s */
         const ddpc__row_stats r = ddpc__row_max_expsum(s, s, v, sh);
@@ -295,7 +290,7 @@ static __global__ void __launch_bounds__(1024)
     __shared__ int si[32];
     for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
         const int32_t tg = targets[i];
-        if (!valid_target(tg, v, ignore_index))
+        if (!ddpc__valid_target(tg, v, ignore_index))
             continue; /* uniform over the block, so the barriers below stay matched */
         const float *row = scores + i * v;
         /* Each thread's first element is taken as is (as the CPU takes row[0]), later ones only
@@ -417,7 +412,7 @@ static __global__ void __launch_bounds__(1024)
         uint16_t *x = logits + i * ld;
         uint4 *x8 = (uint4 *)x;
         const int32_t tg = i < n ? targets[i] : ignore_index;
-        if (i >= n || count <= 0 || !valid_target(tg, v, ignore_index)) { /* uniform */
+        if (i >= n || count <= 0 || !ddpc__valid_target(tg, v, ignore_index)) { /* uniform */
             for (int64_t k = threadIdx.x; k < n8; k += blockDim.x)
                 x8[k] = make_uint4(0u, 0u, 0u, 0u);
             if (i < n && threadIdx.x == 0)

@@ -13,11 +13,6 @@
 
 #include <math.h>
 
-static __device__ __forceinline__ bool smooth_valid(int32_t tg, int64_t v, int32_t ignore_index)
-{
-    return tg != ignore_index && tg >= 0 && tg < v;
-}
-
 /* probs row = softmax(logits row); losses[row] = (1 - eps) nll + eps * mean_j(-log p_j) for a
  * valid target, else 0: the CPU's row_forward (the max, sum_j (x_j - mx) in double, then the
  * exponentials' float sum). */
@@ -31,7 +26,7 @@ static __global__ void ce_smooth_forward_kernel(float *probs, float *losses, con
         const float *x = logits + row * v;
         float *p = probs + row * v;
         const int32_t tg = targets[row];
-        const bool valid = smooth_valid(tg, v, ignore_index);
+        const bool valid = ddpc__valid_target(tg, v, ignore_index);
         const float target = valid ? x[tg] : 0.0f; /* read before any thread writes p */
         float mx = -INFINITY;
         for (int64_t j = threadIdx.x; j < v; j += blockDim.x)
@@ -74,7 +69,7 @@ static __global__ void ce_smooth_sum_kernel(double *sums, const float *losses,
     double total = 0.0, count = 0.0;
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
         total += (double)losses[i];
-        count += smooth_valid(targets[i], v, ignore_index) ? 1.0 : 0.0;
+        count += ddpc__valid_target(targets[i], v, ignore_index) ? 1.0 : 0.0;
     }
     total = ddpc__block_reduce(total, ddpc__sum_op(), 0.0, shd);
     count = ddpc__block_reduce(count, ddpc__sum_op(), 0.0, shd);
@@ -113,7 +108,7 @@ static __global__ void ce_smooth_backward_kernel(float *dlogits, const float *pr
          e += (int64_t)gridDim.x * blockDim.x) {
         const int64_t i = e / v, j = e % v;
         const int32_t tg = targets[i];
-        if (!smooth_valid(tg, v, ignore_index))
+        if (!ddpc__valid_target(tg, v, ignore_index))
             continue;
         float d = __fadd_rn(dlogits[e], __fsub_rn(__fmul_rn(k.g, probs[e]), k.u));
         if (j == tg)

@@ -78,16 +78,6 @@ extern "C" size_t ddpc__cuda_mha_workspace_floats(const ddpc_mha_shape *s)
     return (size_t)(s->b * s->nh * s->tq * s->tk);
 }
 
-/* Batch strides of q and of k/v (0 in the shape: packed). */
-static int64_t bsq(const ddpc_mha_shape *s)
-{
-    return s->bsq ? s->bsq : s->tq * s->ldq;
-}
-static int64_t bsk(const ddpc_mha_shape *s)
-{
-    return s->bsk ? s->bsk : s->tk * s->ldk;
-}
-
 /* One block per row (rows looping past the grid), threads for rows of tk. */
 static unsigned row_grid(int64_t rows)
 {
@@ -98,7 +88,8 @@ extern "C" void ddpc__cuda_mha_forward(ddpc_precision prec, float *out, float *a
                                        const float *k, const float *v, const uint8_t *key_pad,
                                        const ddpc_mha_shape *s)
 {
-    const int64_t hs = s->c / s->nh, tq = s->tq, tk = s->tk, sq = bsq(s), sk = bsk(s);
+    const int64_t hs = s->c / s->nh, tq = s->tq, tk = s->tk;
+    const int64_t sq = ddpc_mha_q_batch_stride(s), sk = ddpc_mha_kv_batch_stride(s);
     const int64_t rows = s->b * s->nh * tq;
     if (rows <= 0 || tk <= 0 || hs <= 0)
         return;
@@ -124,7 +115,8 @@ extern "C" void ddpc__cuda_mha_backward(ddpc_precision prec, float *dq, float *d
                                         const float *v, const float *att, const ddpc_mha_shape *s,
                                         float *ws)
 {
-    const int64_t hs = s->c / s->nh, tq = s->tq, tk = s->tk, sq = bsq(s), sk = bsk(s);
+    const int64_t hs = s->c / s->nh, tq = s->tq, tk = s->tk;
+    const int64_t sq = ddpc_mha_q_batch_stride(s), sk = ddpc_mha_kv_batch_stride(s);
     const int64_t ldq = s->ldq, ldk = s->ldk, c = s->c, jobs = s->b * s->nh, rows = jobs * tq;
     if (rows <= 0 || tk <= 0 || hs <= 0)
         return;

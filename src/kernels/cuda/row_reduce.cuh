@@ -102,4 +102,12 @@ __device__ __forceinline__ void ddpc__block_argmax(float *v, int *i, float *sv, 
                              __shfl_xor_sync(0xffffffffu, *i, m));
 }
 
+/* Whether a cross-entropy row's target counts: not ignore_index and a class in [0, v) (the CPU's
+ * rule; every other row adds nothing to the loss, its count or its gradient). */
+static __device__ __forceinline__ bool ddpc__valid_target(int32_t tg, int64_t v,
+                                                          int32_t ignore_index)
+{
+    return tg != ignore_index && tg >= 0 && tg < v;
+}
+
 #endif
