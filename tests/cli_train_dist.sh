@@ -54,7 +54,7 @@ else
         *) cmd+=("$w") ;;
         esac
     done
-    PET_MASTER_PORT=$((20000 + RANDOM % 20000)) PET_LOG_DIR="$tmp/torchrun" timeout 120 "${cmd[@]}" \
+    PET_MASTER_PORT=$((20000 + RANDOM % 12000)) PET_LOG_DIR="$tmp/torchrun" timeout 120 "${cmd[@]}" \
         >"$tmp/tr.log" 2>&1
     check_status "README's torchrun line trains ($line)" $? "$tmp/tr.log"
     check "on 2 ranks, shm" grep -q "global batch 16 = 8 per rank x 2 ranks x 1 accumulation step (backend shm" "$tmp/tr.log"

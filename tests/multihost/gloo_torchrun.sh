@@ -18,7 +18,7 @@ mh_require_root gloo_torchrun
 OUT=$(mktemp -d)
 trap 'kill -9 $(jobs -p) 2>/dev/null; bed_down; rm -rf "$OUT"' EXIT
 bed_up 2 || exit 1
-port=$((20000 + RANDOM % 20000))
+port=$(bed_port)
 pids=()
 for h in 0 1; do
     # torchrun 1.13 under Python 3.11 needs --redirects/--tee (../shared/PEERS.md)

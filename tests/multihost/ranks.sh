@@ -26,7 +26,7 @@ mh_start() {
     local hosts=$1 locals=$2 out=$3 h l r
     shift 3
     local world=$((hosts * locals))
-    mh_port=$((20000 + RANDOM % 20000))
+    mh_port=$(bed_port)
     mh_pids=()
     for ((h = 0; h < hosts; h++)); do
         for ((l = 0; l < locals; l++)); do

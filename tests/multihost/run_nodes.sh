@@ -26,7 +26,7 @@ on_host() {
 }
 host_addr() { bed_addr "$1"; }
 # Each namespace has its own ports, all free.
-master_port() { echo $((20000 + RANDOM % 20000)); }
+master_port() { bed_port; }
 
 # Host 1's link cut (only possible on the bed): node 0 hears nothing from node 1 and names it
 # after --agent-timeout; node 1's requests to node 0's store get no answer, and within the

@@ -24,7 +24,7 @@ common=(data.type=synthetic_images data.size=480 data.batch_size=8 epochs=1 log_
 cfg=$src/configs/fmnist_mlp.yaml
 bed_up 2 || exit 1
 unset DDPC_STORE_TOKEN DDPC_STORE_TOKEN_FILE DDPC_STORE_BIND # bed_up exports a token: not here
-port=$((20000 + RANDOM % 20000)) # each namespace has its own ports, all free
+port=$(bed_port) # each namespace has its own ports
 
 # The reference: two launchers on host 0's loopback (no token needed there).
 for i in 0 1; do

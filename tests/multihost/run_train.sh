@@ -32,7 +32,7 @@ bed_up 2 || exit 1
 # nodes NAME [ddpc run options] -- [train keys]: both hosts' launchers, waited for; exit codes in
 # rc0 and rc1, output in $tmp/NAME.{0,1}.log.
 nodes() {
-    local name=$1 port=$((20000 + RANDOM % 20000)) opts=() i
+    local name=$1 port=$(bed_port) opts=() i
     shift
     while [ "$1" != -- ]; do opts+=("$1"); shift; done
     shift

@@ -19,6 +19,10 @@ bed=""
 bed_hosts=0
 
 bed_addr() { echo "10.77.0.$(($1 + 1))"; }
+# A port for a job's store (and the next one, torchrun's agent's): below the kernel's ephemeral
+# range (32768 up), from which the ranks' own connections take their local ports, so none of them
+# can hold it when the store binds (a conformance run once failed "already in use" at 38760).
+bed_port() { echo $((20000 + RANDOM % 12000)); }
 
 bed_exec() {
     local h=$1
