@@ -358,7 +358,10 @@ if wants candidates; then
                 check_line "$t bits" "differ (in bounds)" 0
             fi
         done
-        train_part "-cand" "${cand_env[@]}"
+        # The CPU reference runs are the default part's, where it ran.
+        reuse=()
+        [ -d "$work/train" ] && reuse=(DDPC_CHECK_CPU_FROM="$work/train")
+        train_part "-cand" "${cand_env[@]}" "${reuse[@]}"
     else
         check_line candidates "SKIPPED (none)" 0
     fi
@@ -471,13 +474,38 @@ ddpc_row() { # NAME [VAR=VALUE]: one ddpc benchmark run, its environment extende
     fi
     bench_done "$name" "$logs/$name.log"
 }
+# A candidate row's losses against the default row's (the same steps on the same data): the
+# default's bits, or within 2% at every logged step (a garbage kernel strays further), so a
+# candidate's correctness at GPT-2's shapes is known alone, not only with all of them on.
+row_losses() { # NAME: a check line, NAME's logged losses against ddpc's
+    local a=$logs/${1}_metrics.jsonl b=$logs/ddpc_metrics.jsonl said
+    if [ ! -s "$a" ] || [ ! -s "$b" ]; then
+        check_line "$1 losses" "SKIPPED (no metrics)" 0
+        return
+    fi
+    said=$("$py" tests/gpu/losses_close.py "$a" "$b" 0.02 0 2>&1)
+    local rc=$? worst
+    worst=$(sed -n 's/.*worst relative difference \([^ ]*\) .*/\1/p' <<<"$said" | head -n 1)
+    if [ $rc -ne 0 ]; then
+        check_line "$1 losses" "FAILED (${worst:-?} > 2%)" 0
+        sed 's/^/    /' <<<"$said" | cut -c1-200
+    elif [ "$worst" = 0 ]; then
+        check_line "$1 losses" "same bits as ddpc" 0
+    else
+        check_line "$1 losses" "PASS (within $worst)" 0
+    fi
+}
 if wants ddpc; then
     ddpc_row ddpc
     if with_cands; then # each candidate alone, then (when several) all of them together
         for c in ${cands//,/ }; do
             ddpc_row "ddpc-$c" DDPC_CUDA_CANDIDATES="$c"
+            row_losses "ddpc-$c"
         done
-        [ "$cands" = "${cands%%,*}" ] || ddpc_row ddpc-cand "${cand_env[@]}"
+        if [ "$cands" != "${cands%%,*}" ]; then
+            ddpc_row ddpc-cand "${cand_env[@]}"
+            row_losses ddpc-cand
+        fi
     fi
     # DDPC_BENCH_VARIANT="VAR=VALUE": a second ddpc row under that setting, in the same run.
     [ -n "${DDPC_BENCH_VARIANT:-}" ] && ddpc_row "ddpc-${DDPC_BENCH_VARIANT##*=}" "$DDPC_BENCH_VARIANT"

@@ -18,19 +18,23 @@
 #     run too;
 #   - under DDPC_CUDA_CANDIDATES (run.sh's candidates part), the run's log names the candidates.
 # usage: train_checks.sh DDPC_BIN SOURCE_DIR   (WORK: scratch folder)
-# A dry run of the script's own logic without a GPU: DDPC_CHECK_DEVICE=cpu DDPC_CHECK_STEPS=40.
+# A dry run of the script's own logic without a GPU: DDPC_CHECK_DEVICE=cpu DDPC_CHECK_STEPS=40
+# (tests/cli_gpu_train_checks.sh, with DDPC_CHECK_GPT: a smaller GPT's model keys, and
+# DDPC_CHECK_THREADS).
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/check_lib.sh"
 N=${DDPC_CHECK_STEPS:-200}
 
 # The runs: small and quick, constant learning rate (so a shorter run is the same run's prefix).
-common=(max_steps=$N log_every=20 eval_every=0 eval_batches=1 test_batches=1 num_threads=8
-        data.num_workers=1 checkpoint.every_steps=0 optim.grad_clip=1.0)
+common=(max_steps=$N log_every=20 eval_every=0 eval_batches=1 test_batches=1
+        num_threads=${DDPC_CHECK_THREADS:-8} data.num_workers=1 checkpoint.every_steps=0
+        optim.grad_clip=1.0)
 # The GPT of the acceptance list (4 layers, 256 wide, context 128) on the learnable synthetic
 # token recurrence: no corpus needed on the GPU machine.
-cat >"$work/gpt.yaml" <<'YAML'
+gpt_size=${DDPC_CHECK_GPT:-"n_layer: 4, n_head: 4, n_embd: 256, block_size: 128"}
+cat >"$work/gpt.yaml" <<YAML
 seed: 1337
-model: {type: gpt, n_layer: 4, n_head: 4, n_embd: 256, block_size: 128, dropout: 0.0}
+model: {type: gpt, $gpt_size, dropout: 0.0}
 data: {type: synthetic_tokens, size: 262144, batch_size: 8}
 optim: {type: adamw, lr: 0.0002, weight_decay: 0.1, beta2: 0.99}
 YAML
@@ -84,14 +88,28 @@ eval_beam_size: 1
 YAML
 s2s=(train "$work/s2s.yaml" "${common[@]}")
 
+# DDPC_CHECK_CPU_FROM=DIR: an earlier run's WORK on this machine (run.sh's candidates part passes
+# the default part's), whose CPU reference runs (NAME_cpu, NAME_cpu8: they do not depend on the
+# GPU's kernels) are copied instead of run again.
+cpu_from=${DDPC_CHECK_CPU_FROM:-}
 run() { # NAME ARGS...: one run into $work/NAME, its log beside it; returns ddpc's status
-    local name=$1
+    local name=$1 rc
     shift
-    rm -rf "$work/$name"
-    "$ddpc" "$@" run_dir="$work/$name" weights_out="$work/$name.st" >"$work/$name.log" 2>&1
-    local rc=$?
-    [ $rc -eq 0 ] || { echo "  $name exited $rc:"; tail -n 5 "$work/$name.log" | sed 's/^/    /'; }
-    return $rc
+    rm -rf "$work/$name" "$work/$name.st"
+    if [[ $name == *_cpu || $name == *_cpu8 ]] && [ -n "$cpu_from" ] &&
+        [ -f "$cpu_from/$name.rc" ]; then
+        cp -r "$cpu_from/$name" "$work/$name" && cp "$cpu_from/$name.log" "$work/$name.log" &&
+            { [ ! -f "$cpu_from/$name.st" ] || cp "$cpu_from/$name.st" "$work/$name.st"; } ||
+            return 1
+        rc=$(cat "$cpu_from/$name.rc")
+        echo "  $name: the CPU run of $cpu_from (exit $rc)"
+    else
+        "$ddpc" "$@" run_dir="$work/$name" weights_out="$work/$name.st" >"$work/$name.log" 2>&1
+        rc=$?
+    fi
+    echo $rc >"$work/$name.rc"
+    [ "$rc" -eq 0 ] || { echo "  $name exited $rc:"; tail -n 5 "$work/$name.log" | sed 's/^/    /'; }
+    return "$rc"
 }
 
 
