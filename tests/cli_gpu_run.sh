@@ -44,7 +44,9 @@ mkdir -p "$dir"
 case ${DDPC_CUDA_CANDIDATES:-} in fake1) loss=10.95 ;; fake2) loss=12.5 ;; *) loss=10.9 ;; esac
 step=5
 for r in 100000 150000 160000 161000 159000 160000; do
-    echo "{\"step\": $step, \"epoch\": 0, \"loss\": $loss, \"tokens_per_s\": $r, \"time_s\": 1}"
+    echo "{\"step\": $step, \"epoch\": 0, \"loss\": $loss, \"tokens_per_s\": $r, \"time_s\": 1," \
+        "\"phase\": {\"data_s\": 0.001, \"forward_s\": 0.09, \"other_s\": 0.0114}," \
+        "\"step_s\": 0.1024}"
     echo "{\"step\": $step, \"rank_step_s\": {\"0\": 0.1}}"
     step=$((step + 5))
 done >"$dir/metrics.jsonl"
@@ -104,6 +106,9 @@ grep -Eq '^\| ddpc +\| 160,000 +\| 102.4 +\| 13.0% +\| - +\| 1.25 +\|$' "$tmp/lo
 grep -Eq '^\| llm.c +\| 128,000 +\| 128.0 +\| 10.4% +\| - +\| 1.00 +\|$' "$tmp/log" &&
     ok "llm.c's row: median step time after warm-up" ||
     fail "llm.c's row: median step time after warm-up" "$tmp/log"
+grep -q '^    phases (host clock, ms/step): data 1.0 forward 90.0 other 11.4 | step 102.4$' \
+    "$tmp/log" && ok "ddpc's row: its last window's phases" ||
+    fail "ddpc's row: its last window's phases" "$tmp/log"
 grep -Eq '^\| pytorch-eager +\| FAILED' "$tmp/log" && ok "a failed peer is a FAILED row" ||
     fail "a failed peer is a FAILED row" "$tmp/log"
 tar -tzf "$tmp/out/logs.tar.gz" >"$tmp/tar" 2>&1 && grep -q 'logs/ddpc.log' "$tmp/tar" &&

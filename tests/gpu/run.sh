@@ -473,6 +473,18 @@ ddpc_row() { # NAME [VAR=VALUE]: one ddpc benchmark run, its environment extende
         bench_row failed "$name" "$(verdict "$part_rc"): $(tail -n 1 "$logs/$name.log" | cut -c1-150)"
     fi
     bench_done "$name" "$logs/$name.log"
+    # The last window's phases, the host's clock on a GPU (docs/observability.md says where the
+    # GPU's time lands among them): printed for that page's claim, not checked.
+    "$py" - "$logs/${name}_metrics.jsonl" <<'PY' 2>/dev/null
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+ph = [r for r in recs if isinstance(r.get("phase"), dict) and "step_s" in r]
+if ph:
+    r = ph[-1]
+    print("    phases (host clock, ms/step): " + " ".join(
+        "%s %.1f" % (k[:-2], 1e3 * v) for k, v in r["phase"].items()) +
+        " | step %.1f" % (1e3 * r["step_s"]))
+PY
 }
 # A candidate row's losses against the default row's (the same steps on the same data): the
 # default's bits, or within 2% at every logged step (a garbage kernel strays further), so a
