@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /* src/kernels/cuda/mha.cu's device code (the masked softmax row kernels, whose block reductions
  * span several warps, and the pad mask) on the host (tests/cuda_emu.h) against the CPU table's
- * fp32 mha: the host side's sequence runs with a double-accumulating host GEMM per (batch, head)
- * in place of ddpc__cuda_gemm. Self-attention with padding, causal self-attention, cross-attention
+ * fp32 mha: the host side's own products (mha_scores, mha_values, mha_dp, mha_grads: their shapes,
+ * leading dimensions and offsets) run with a double-accumulating host GEMM in place of
+ * ddpc__cuda_gemm, which checks the leading dimensions cuBLAS would refuse.
+ * Self-attention with padding, causal self-attention, cross-attention
  * (tq != tk) on a packed kv, one query against a key/value cache of more positions (batch
  * strides), a row whose keys are all masked, and rows longer than the 256-thread block: out and
  * att within 1e-5, dq, dk, dv within 1e-4; the pad mask bit for bit. */
@@ -14,18 +16,26 @@
 
 #include "check.h"
 
-/* c (m, n) = alpha op(a) op(b), row-major with leading dimensions, accumulated in double. */
-static void host_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
-                      const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
-                      int64_t ldc)
+/* ddpc__cuda_gemm's contract on the host: c (m, n) = alpha op(a) op(b) + beta c, row-major with
+ * leading dimensions, accumulated in double; beta 0 never reads c (it may hold poison). The
+ * leading dimensions must be what cuBLAS takes for the row-major operands as stored (a (m, k),
+ * or (k, m) transposed; b (k, n), or (n, k); c (m, n)): a row at least as long as its columns. */
+static int gemm_calls;
+static void host_gemm(ddpc_precision prec, ddpc_transpose ta, ddpc_transpose tb, int64_t m,
+                      int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                      const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
 {
+    gemm_calls++;
+    CHECK_EQ_INT(prec, DDPC_PREC_FP32);
+    CHECK(lda >= (ta == DDPC_TRANS ? m : k) && ldb >= (tb == DDPC_TRANS ? k : n) && ldc >= n);
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) {
             double s = 0.0;
             for (int64_t p = 0; p < k; p++)
-                s += (double)(ta ? a[p * lda + i] : a[i * lda + p]) *
-                     (tb ? b[j * ldb + p] : b[p * ldb + j]);
-            c[i * ldc + j] = (float)(alpha * s);
+                s += (double)(ta == DDPC_TRANS ? a[p * lda + i] : a[i * lda + p]) *
+                     (tb == DDPC_TRANS ? b[j * ldb + p] : b[p * ldb + j]);
+            const double prior = beta != 0.0f ? (double)beta * c[i * ldc + j] : 0.0;
+            c[i * ldc + j] = (float)(alpha * s + prior);
         }
 }
 
@@ -68,40 +78,23 @@ static void check_mha(const char *what, ddpc_mha_shape s, bool pad, unsigned row
 
     const float scale = 1.0f / sqrtf((float)hs);
     std::vector<float> eout = emu_poison(nout), eatt = emu_poison(rows * s.tk);
-    for (int64_t job = 0; job < jobs; job++) {
-        const int64_t bi = job / s.nh, h = job % s.nh;
-        host_gemm(false, true, s.tq, s.tk, hs, scale, q.data() + bi * sq + h * hs, s.ldq,
-                  k + bi * sk + h * hs, s.ldk, eatt.data() + job * tt, s.tk);
-    }
+    gemm_calls = 0;
+    mha_scores(host_gemm, DDPC_PREC_FP32, &s, eatt.data(), q.data(), k, scale);
     emu_launch(blocks, threads, 0,
                [&] { mha_softmax_kernel(eatt.data(), kp, rows, s.nh, s.tq, s.tk, s.causal); });
-    for (int64_t job = 0; job < jobs; job++) {
-        const int64_t bi = job / s.nh, h = job % s.nh;
-        host_gemm(false, false, s.tq, hs, s.tk, 1.0f, eatt.data() + job * tt, s.tk,
-                  v + bi * sk + h * hs, s.ldk, eout.data() + bi * s.tq * s.c + h * hs, s.c);
-    }
+    mha_values(host_gemm, DDPC_PREC_FP32, &s, eout.data(), eatt.data(), v);
+    CHECK_EQ_INT(gemm_calls, 2 * jobs);
     CHECK(emu_rel_err("att", eatt.data(), att.data(), rows * s.tk) <= 1e-5);
     CHECK(emu_rel_err("out", eout.data(), out.data(), nout) <= 1e-5);
 
     /* Backward writes only the first c columns of each row of dq, dk, dv: the rest stay 0. */
     std::vector<float> ews = emu_poison(jobs * tt), edq(dq.size(), 0.0f), edkv(dkv.size(), 0.0f);
-    for (int64_t job = 0; job < jobs; job++) {
-        const int64_t bi = job / s.nh, h = job % s.nh;
-        host_gemm(false, true, s.tq, s.tk, hs, 1.0f, dout.data() + bi * s.tq * s.c + h * hs, s.c,
-                  v + bi * sk + h * hs, s.ldk, ews.data() + job * tt, s.tk);
-    }
+    mha_dp(host_gemm, DDPC_PREC_FP32, &s, ews.data(), dout.data(), v);
     emu_launch(blocks, threads, 0,
                [&] { mha_softmax_backward_kernel(ews.data(), eatt.data(), rows, s.tk, scale); });
-    for (int64_t job = 0; job < jobs; job++) {
-        const int64_t bi = job / s.nh, h = job % s.nh, qo = bi * sq + h * hs, ko = bi * sk + h * hs;
-        const float *ds = ews.data() + job * tt, *p = eatt.data() + job * tt;
-        host_gemm(false, false, s.tq, hs, s.tk, 1.0f, ds, s.tk, k + ko, s.ldk, edq.data() + qo,
-                  s.ldq);
-        host_gemm(true, false, s.tk, hs, s.tq, 1.0f, ds, s.tk, q.data() + qo, s.ldq,
-                  edkv.data() + ko, s.ldk);
-        host_gemm(true, false, s.tk, hs, s.tq, 1.0f, p, s.tk,
-                  dout.data() + bi * s.tq * s.c + h * hs, s.c, edkv.data() + s.c + ko, s.ldk);
-    }
+    mha_grads(host_gemm, DDPC_PREC_FP32, &s, edq.data(), edkv.data(), edkv.data() + s.c,
+              ews.data(), eatt.data(), q.data(), k, dout.data());
+    CHECK_EQ_INT(gemm_calls, 6 * jobs);
     CHECK(emu_rel_err("dq", edq.data(), dq.data(), nq) <= 1e-4);
     CHECK(emu_rel_err("dk | dv", edkv.data(), dkv.data(), nk) <= 1e-4);
 }

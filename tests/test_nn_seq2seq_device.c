@@ -5,7 +5,8 @@
  * on a GPU). Training steps (dropout on, with and without activation checkpointing) give the CPU
  * table's losses, counts, gradients and parameters bit for bit, greedy and beam translation the
  * same tokens (a repeat allocating no device memory), and a loss sink gets the loss back exactly:
- * with the no-wait members, from a step that waits for nothing.
+ * with the no-wait members, from a step that waits for nothing. ddpc_model_reserve's room covers
+ * batches up to max_len wide.
  * tests/test_cuda_seq2seq.c checks the CUDA table's members against the CPU's on a GPU. */
 #include <ddpc/alloc.h>
 #include <ddpc/device.h>
@@ -474,6 +475,41 @@ static void test_deferred_loss_never_waits(void)
     ddpc_model_destroy(b);
 }
 
+/* ddpc_model_reserve(m, n, 0) makes room for batches as wide as max_len (8): after it, training
+ * on the (S, T) batch and on one padded to max_len on both sides allocates no device memory (a
+ * GPU run's warm steps, whose batches are as wide as their longest pair, would otherwise grow the
+ * input buffers at the first wider one). */
+static void test_reserve_covers_max_len(void)
+{
+    enum { W = 8 };
+    make_batch();
+    ddpc_model *m = make(&standin, false);
+    CHECK(m != NULL);
+    if (!m)
+        return;
+    CHECK_EQ_INT(ddpc_model_reserve(m, B, 0), DDPC_OK);
+    uint64_t allocs = standin.alloc_count();
+    ddpc_model_output out;
+    step(m, 0, &out);
+    int32_t wsrc[B * W] = {0}, wtok[B * W] = {0}, wtgt[B * W] = {0};
+    for (int i = 0; i < B; i++) {
+        memcpy(wsrc + i * W, src + i * S, S * sizeof(int32_t));
+        memcpy(wtok + i * W, tok + i * T, T * sizeof(int32_t));
+        memcpy(wtgt + i * W, tgt + i * T, T * sizeof(int32_t));
+    }
+    ddpc_model_input in = {.n = B,
+                           .src_tokens = wsrc,
+                           .tokens = wtok,
+                           .targets = wtgt,
+                           .src_len = W,
+                           .tgt_len = W,
+                           .rng_stream = 1};
+    CHECK_EQ_INT(ddpc_model_forward(m, &in, true, &out), DDPC_OK);
+    CHECK_EQ_INT(ddpc_model_backward(m, 1.0f), DDPC_OK);
+    CHECK_EQ_INT(standin.alloc_count() - allocs, 0);
+    ddpc_model_destroy(m);
+}
+
 /* A device table without the seq2seq members is refused, naming the table. */
 static void test_table_without_members_refused(void)
 {
@@ -492,6 +528,7 @@ int main(void)
     RUN_TEST(test_translate_same_tokens);
     RUN_TEST(test_loss_sink);
     RUN_TEST(test_deferred_loss_never_waits);
+    RUN_TEST(test_reserve_covers_max_len);
     RUN_TEST(test_table_without_members_refused);
     return check_summary();
 }

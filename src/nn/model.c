@@ -460,6 +460,10 @@ ddpc_status ddpc_model_reserve(ddpc_model *m, int64_t n, int64_t seq_len)
     DDPC_TRY(ddpc__model_reserve_arena(m, arena_need(m, n, m->cfg.activation_checkpointing), n));
     if (m->k->kind == DDPC_DEVICE_CPU)
         return DDPC_OK;
+    /* A seq2seq batch is as wide as its longest pair, up to max_len, as the arena assumes. */
+    const ddpc_seq2seq_config *s2s = ddpc_seq2seq_config_of(m);
+    if (s2s && seq_len <= 0)
+        seq_len = s2s->max_len;
     ddpc_model_input probe = {.n = n, .src_len = seq_len, .tgt_len = seq_len};
     ddpc_sample_sizes z;
     return reserve_inputs(m, &probe, &z);

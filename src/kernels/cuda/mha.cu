@@ -2,9 +2,10 @@
 /* Multi-head attention with a key padding mask, optional causality and different query and key
  * lengths on the GPU (seq2seq's), with kernels/cpu/mha.c's contract: every product is
  * ddpc__cuda_gemm on strided views of q, k, v, one per (batch, head) (a first version: a batched
- * product over heads would launch fewer); the masked softmax and its backward are row kernels with
- * fixed-order block reductions, so reruns give the same bits. Invariant: att is exactly 0 at every
- * masked (query, key), so backward needs no mask. Also the key padding mask from tokens. */
+ * product over heads would launch fewer), derived outside the host fence so the emulator test
+ * runs the same calls; the masked softmax and its backward are row kernels with fixed-order block
+ * reductions, so reruns give the same bits. Invariant: att is exactly 0 at every masked (query,
+ * key), so backward needs no mask. Also the key padding mask from tokens. */
 #ifndef DDPC_CUDA_EMULATE /* tests/test_mha_emu.cpp runs the kernels on the host */
 #include "kernels/cuda/cuda_impl.h"
 #endif
@@ -71,6 +72,76 @@ static __global__ void pad_mask_kernel(uint8_t *mask, const int32_t *tokens, int
         mask[i] = tokens[i] == pad;
 }
 
+/* The products, one per (batch, head) job, each through `gemm` (ddpc__cuda_gemm's arguments and
+ * row-major contract; kernels/cpu/mha.c's calls): outside the host fence, so
+ * tests/test_mha_emu.cpp runs these very shapes, leading dimensions and offsets with a host
+ * product. A job's q (dq) rows start at q, its k, v (dk, dv) rows at kv, its out (dout) rows at
+ * out, its (tq, tk) matrix of att (dP, dS) at att. */
+struct mha_job {
+    int64_t q, kv, out, att;
+};
+static mha_job mha_job_of(const ddpc_mha_shape *s, int64_t job)
+{
+    const int64_t bi = job / s->nh, hs = s->c / s->nh, h = job % s->nh;
+    return mha_job{bi * ddpc_mha_q_batch_stride(s) + h * hs,
+                   bi * ddpc_mha_kv_batch_stride(s) + h * hs, bi * s->tq * s->c + h * hs,
+                   job * s->tq * s->tk};
+}
+
+/* att = scale q k^T, every job's (tq, tk) scores. */
+template <typename Gemm>
+static void mha_scores(Gemm gemm, ddpc_precision prec, const ddpc_mha_shape *s, float *att,
+                       const float *q, const float *k, float scale)
+{
+    for (int64_t job = 0; job < s->b * s->nh; job++) {
+        const mha_job j = mha_job_of(s, job);
+        gemm(prec, DDPC_NO_TRANS, DDPC_TRANS, s->tq, s->tk, s->c / s->nh, scale, q + j.q, s->ldq,
+             k + j.kv, s->ldk, 0.0f, att + j.att, s->tk);
+    }
+}
+
+/* out = P v, each job's (tq, c/nh) columns of out. */
+template <typename Gemm>
+static void mha_values(Gemm gemm, ddpc_precision prec, const ddpc_mha_shape *s, float *out,
+                       const float *att, const float *v)
+{
+    for (int64_t job = 0; job < s->b * s->nh; job++) {
+        const mha_job j = mha_job_of(s, job);
+        gemm(prec, DDPC_NO_TRANS, DDPC_NO_TRANS, s->tq, s->c / s->nh, s->tk, 1.0f, att + j.att,
+             s->tk, v + j.kv, s->ldk, 0.0f, out + j.out, s->c);
+    }
+}
+
+/* dP = dout v^T, laid out as att. */
+template <typename Gemm>
+static void mha_dp(Gemm gemm, ddpc_precision prec, const ddpc_mha_shape *s, float *dp,
+                   const float *dout, const float *v)
+{
+    for (int64_t job = 0; job < s->b * s->nh; job++) {
+        const mha_job j = mha_job_of(s, job);
+        gemm(prec, DDPC_NO_TRANS, DDPC_TRANS, s->tq, s->tk, s->c / s->nh, 1.0f, dout + j.out, s->c,
+             v + j.kv, s->ldk, 0.0f, dp + j.att, s->tk);
+    }
+}
+
+/* From dS (laid out as att): dq = dS k, dk = dS^T q, dv = P^T dout. */
+template <typename Gemm>
+static void mha_grads(Gemm gemm, ddpc_precision prec, const ddpc_mha_shape *s, float *dq,
+                      float *dk, float *dv, const float *ds, const float *att, const float *q,
+                      const float *k, const float *dout)
+{
+    const int64_t hs = s->c / s->nh, tq = s->tq, tk = s->tk;
+    for (int64_t job = 0; job < s->b * s->nh; job++) {
+        const mha_job j = mha_job_of(s, job);
+        gemm(prec, DDPC_NO_TRANS, DDPC_NO_TRANS, tq, hs, tk, 1.0f, ds + j.att, tk, k + j.kv, s->ldk,
+             0.0f, dq + j.q, s->ldq);
+        gemm(prec, DDPC_TRANS, DDPC_NO_TRANS, tk, hs, tq, 1.0f, ds + j.att, tk, q + j.q, s->ldq,
+             0.0f, dk + j.kv, s->ldk);
+        gemm(prec, DDPC_TRANS, DDPC_NO_TRANS, tk, hs, tq, 1.0f, att + j.att, tk, dout + j.out, s->c,
+             0.0f, dv + j.kv, s->ldk);
+    }
+}
+
 #ifndef DDPC_CUDA_EMULATE /* the host side: launches */
 /* dP of every (batch, head), one (tq, tk) matrix each: the CPU's is one per thread slot. */
 extern "C" size_t ddpc__cuda_mha_workspace_floats(const ddpc_mha_shape *s)
@@ -88,26 +159,14 @@ extern "C" void ddpc__cuda_mha_forward(ddpc_precision prec, float *out, float *a
                                        const float *k, const float *v, const uint8_t *key_pad,
                                        const ddpc_mha_shape *s)
 {
-    const int64_t hs = s->c / s->nh, tq = s->tq, tk = s->tk;
-    const int64_t sq = ddpc_mha_q_batch_stride(s), sk = ddpc_mha_kv_batch_stride(s);
-    const int64_t rows = s->b * s->nh * tq;
+    const int64_t hs = s->c / s->nh, tq = s->tq, tk = s->tk, rows = s->b * s->nh * tq;
     if (rows <= 0 || tk <= 0 || hs <= 0)
         return;
-    const float scale = 1.0f / sqrtf((float)hs);
-    for (int64_t job = 0; job < s->b * s->nh; job++) {
-        const int64_t bi = job / s->nh, h = job % s->nh;
-        ddpc__cuda_gemm(prec, DDPC_NO_TRANS, DDPC_TRANS, tq, tk, hs, scale, q + bi * sq + h * hs,
-                        s->ldq, k + bi * sk + h * hs, s->ldk, 0.0f, att + job * tq * tk, tk);
-    }
+    mha_scores(ddpc__cuda_gemm, prec, s, att, q, k, 1.0f / sqrtf((float)hs));
     mha_softmax_kernel<<<row_grid(rows), ddpc__row_threads(tk, 256), 0, ddpc__cuda_stream()>>>(
         att, key_pad, rows, s->nh, tq, tk, s->causal);
     DDPC_CUDA_LAUNCHED();
-    for (int64_t job = 0; job < s->b * s->nh; job++) {
-        const int64_t bi = job / s->nh, h = job % s->nh;
-        ddpc__cuda_gemm(prec, DDPC_NO_TRANS, DDPC_NO_TRANS, tq, hs, tk, 1.0f, att + job * tq * tk,
-                        tk, v + bi * sk + h * hs, s->ldk, 0.0f, out + bi * tq * s->c + h * hs,
-                        s->c);
-    }
+    mha_values(ddpc__cuda_gemm, prec, s, out, att, v);
 }
 
 extern "C" void ddpc__cuda_mha_backward(ddpc_precision prec, float *dq, float *dk, float *dv,
@@ -115,34 +174,17 @@ extern "C" void ddpc__cuda_mha_backward(ddpc_precision prec, float *dq, float *d
                                         const float *v, const float *att, const ddpc_mha_shape *s,
                                         float *ws)
 {
-    const int64_t hs = s->c / s->nh, tq = s->tq, tk = s->tk;
-    const int64_t sq = ddpc_mha_q_batch_stride(s), sk = ddpc_mha_kv_batch_stride(s);
-    const int64_t ldq = s->ldq, ldk = s->ldk, c = s->c, jobs = s->b * s->nh, rows = jobs * tq;
+    const int64_t hs = s->c / s->nh, tk = s->tk, rows = s->b * s->nh * s->tq;
     if (rows <= 0 || tk <= 0 || hs <= 0)
         return;
     DDPC_ASSERT(ws != NULL); /* a caller that sized no workspace: a bug, not input */
-    const float scale = 1.0f / sqrtf((float)hs);
-    /* dP = dout v^T for every head; dS in place; then dq = dS k, dk = dS^T q, dv = P^T dout. */
-    for (int64_t job = 0; job < jobs; job++) {
-        const int64_t bi = job / s->nh, h = job % s->nh;
-        ddpc__cuda_gemm(prec, DDPC_NO_TRANS, DDPC_TRANS, tq, tk, hs, 1.0f,
-                        dout + bi * tq * c + h * hs, c, v + bi * sk + h * hs, ldk, 0.0f,
-                        ws + job * tq * tk, tk);
-    }
+    /* dP for every head in ws; dS in place; then the gradients. */
+    mha_dp(ddpc__cuda_gemm, prec, s, ws, dout, v);
     mha_softmax_backward_kernel<<<row_grid(rows), ddpc__row_threads(tk, 256), 0,
-                                  ddpc__cuda_stream()>>>(ws, att, rows, tk, scale);
+                                  ddpc__cuda_stream()>>>(ws, att, rows, tk,
+                                                         1.0f / sqrtf((float)hs));
     DDPC_CUDA_LAUNCHED();
-    for (int64_t job = 0; job < jobs; job++) {
-        const int64_t bi = job / s->nh, h = job % s->nh;
-        const int64_t qo = bi * sq + h * hs, ko = bi * sk + h * hs;
-        const float *ds = ws + job * tq * tk, *p = att + job * tq * tk;
-        ddpc__cuda_gemm(prec, DDPC_NO_TRANS, DDPC_NO_TRANS, tq, hs, tk, 1.0f, ds, tk, k + ko, ldk,
-                        0.0f, dq + qo, ldq);
-        ddpc__cuda_gemm(prec, DDPC_TRANS, DDPC_NO_TRANS, tk, hs, tq, 1.0f, ds, tk, q + qo, ldq,
-                        0.0f, dk + ko, ldk);
-        ddpc__cuda_gemm(prec, DDPC_TRANS, DDPC_NO_TRANS, tk, hs, tq, 1.0f, p, tk,
-                        dout + bi * tq * c + h * hs, c, 0.0f, dv + ko, ldk);
-    }
+    mha_grads(ddpc__cuda_gemm, prec, s, dq, dk, dv, ws, att, q, k, dout);
 }
 
 extern "C" void ddpc__cuda_pad_mask(uint8_t *mask, const int32_t *tokens, int64_t n, int32_t pad)
