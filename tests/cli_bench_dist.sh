@@ -24,6 +24,8 @@ check "1 process: world 1, no buckets, no communication" \
                $(field "$tmp/one.json" comm_mean_ms) == 0 && $(field "$tmp/one.json" exposed_comm_fraction) == 0"
 check "1 process: global = per-rank throughput" \
     expr_true "$(field "$tmp/one.json" global_samples_per_s) == $(field "$tmp/one.json" samples_per_s)"
+check "1 process on the CPU: host phases, no device-time phases (gpu_phases_ms null)" \
+    grep -qE '"forward_ms": [0-9.]*[1-9].*"gpu_phases_ms": null}$' "$tmp/one.json"
 
 "$ddpc" run --nproc-per-node 2 -- "$ddpc" bench step "${cfg[@]}" >"$tmp/two.json" 2>"$tmp/two.err"
 check "2 ranks bench" test $? -eq 0

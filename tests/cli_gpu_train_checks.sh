@@ -29,7 +29,8 @@ for want in "gpt fp32: GPU losses within 1e-3" "s2s fp32: GPU losses within 1e-3
     "a NaN on the GPU stops the run" "a GPU rerun gives identical losses and weights" \
     "gpt bf16: the loss after 200 steps" "gpt tf32 (matmul_precision high)" \
     "gpt: activation checkpointing on the GPU" "gpt bf16: activation checkpointing" \
-    "gpt fp16 (loss scaling)" "kill -9" "a GPU checkpoint resumes on the CPU"; do
+    "gpt fp16 (loss scaling)" "kill -9" "a GPU checkpoint resumes on the CPU" \
+    "gpt: the phases in device time" "cnn: the phases in device time"; do
     check "PASS ...$want..." bash -c 'grep "^PASS" "$1" | grep -qF -- "$2"' _ "$tmp/a.out" "$want"
 done
 check "no check failed" bash -c "! grep -q '^FAIL' '$tmp/a.out'"

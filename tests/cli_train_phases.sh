@@ -4,7 +4,8 @@
 # `ddpc train` on 1 rank and `ddpc run` on 2: every progress record has the phase/* keys, step_s
 # and comm_s, the phases add up to step_s within 5%, a rank_step_s/<k> record follows it for
 # every rank, mem/*/<k> records come after warm-up and at the end, and log.phases: false
-# drops the phase keys.
+# drops the phase keys. The GPU's device-time phases (gpu_phase/*, docs/observability.md) are
+# absent on the CPU: tests/gpu/train_checks.sh checks them on a GPU.
 # usage: cli_train_phases.sh DDPC_BIN SOURCE_DIR
 set -u
 ddpc=$1
@@ -28,6 +29,7 @@ assert len(progress) == 3, f"{len(progress)} progress records"
 names = ["data_s", "forward_s", "backward_s", "comm_exposed_s", "optimizer_s", "checkpoint_s",
          "other_s"]
 for r in progress:
+    assert "gpu_phase" not in r, r  # the CPU's phases are its own clock's: no device time
     if not phases:
         assert "phase" not in r and "step_s" not in r, r
         continue

@@ -86,6 +86,15 @@ typedef struct ddpc_kernel_table {
     /* The device's free memory in bytes (cudaMemGetInfo's free: every process on it counted); 0 on
      * the CPU. */
     size_t (*memory_free)(void);
+    /* Device time (the step's phases on a GPU, docs/observability.md): a ring of n marks on the
+     * compute stream (CUDA events), NULL members on the CPU. marks_create gives NULL when it
+     * cannot; mark(ms, i) records mark i where the stream now is (again, for a used one: it
+     * moves); mark_seconds(ms, a, b, &s) gives the device time from mark a to a later mark b and
+     * true once the device has passed b, else false at once: it never waits. */
+    void *(*marks_create)(int n);
+    void (*marks_destroy)(void *marks);
+    void (*mark)(void *marks, int i);
+    bool (*mark_seconds)(void *marks, int a, int b, double *seconds);
 
     /* ---- releasable memory (ZeRO-2/3's flat buffers) ----
      * reserve: as alloc (zeroed, 64-byte aligned, all of it backed), freed with free.

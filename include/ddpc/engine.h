@@ -138,6 +138,12 @@ typedef struct {
     double replicate_s, scatter_s, replica_wait_s, reduce_s; /* DataParallel only */
 } ddpc_engine_timing;
 ddpc_engine_timing ddpc_engine_take_timing(ddpc_engine *e);
+/* On a device whose table has marks (a GPU), with cfg.timing: the same phases as the device ran
+ * them (forward, backward, comm_wait, optimizer: the device time from each phase's start on its
+ * stream to its end), for the spans the device has finished since the last call, without
+ * waiting (a span still ahead counts at a later call); resets them and returns true. False (and
+ * *out untouched) elsewhere. */
+bool ddpc_engine_take_device_timing(ddpc_engine *e, ddpc_engine_timing *out);
 
 /* DataParallel: the kernel threads each replica's forward and backward get, as the calling
  * thread's ddpc_kernels_threads() now sets them; 0 without replicas. */

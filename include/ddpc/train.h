@@ -78,6 +78,10 @@ typedef struct {
     /* Rank 0's engine timings (log.phases, on by default), mean per timed step: where the step
      * went (ddpc_engine_timing; the DataParallel fields are 0 under ddp). */
     ddpc_engine_timing phases;
+    /* On a GPU (gpu_phases): the same phases in device time, mean per timed step (the device is
+     * synchronised before they are taken, so every timed span is in). */
+    bool gpu_phases;
+    ddpc_engine_timing gpu;
 } ddpc_bench_result;
 
 /* Times `steps` full training steps (forward, backward, gradient all-reduce when world > 1, clip,

@@ -16,6 +16,14 @@ static void print_result(const char *name, const ddpc_bench_result *r)
 {
     /* Share of the all-reduce time that backward did not hide (0 when nothing communicated). */
     double exposed_frac = r->comm_mean_s > 0 ? r->exposed_mean_s / r->comm_mean_s : 0.0;
+    /* On a GPU the phases as the device ran them (docs/observability.md), else null. */
+    char gpu[160] = "null";
+    if (r->gpu_phases)
+        snprintf(gpu, sizeof gpu,
+                 "{\"forward\": %.3f, \"backward\": %.3f, \"comm_wait\": %.3f, "
+                 "\"optimizer\": %.3f}",
+                 1e3 * r->gpu.forward_s, 1e3 * r->gpu.backward_s, 1e3 * r->gpu.comm_wait_s,
+                 1e3 * r->gpu.optimizer_s);
     printf("{\"bench\": \"step\", \"config\": \"%s\", \"threads\": %d, \"world\": %d, "
            "\"batch\": %lld, \"steps\": %lld, \"median_step_ms\": %.3f, \"samples_per_s\": %.1f, "
            "\"tokens_per_s\": %.1f, \"global_samples_per_s\": %.1f, "
@@ -28,7 +36,7 @@ static void print_result(const char *name, const ddpc_bench_result *r)
            "\"comm_bytes\": %.0f, \"params\": %zu, \"replicas\": %d, \"forward_ms\": %.3f, "
            "\"backward_ms\": %.3f, \"comm_wait_ms\": %.3f, \"optimizer_ms\": %.3f, "
            "\"replicate_ms\": %.3f, \"scatter_ms\": %.3f, \"replica_wait_ms\": %.3f, "
-           "\"reduce_ms\": %.3f}\n",
+           "\"reduce_ms\": %.3f, \"gpu_phases_ms\": %s}\n",
            name, r->threads, r->world, (long long)r->batch, (long long)r->steps,
            1e3 * r->median_step_s, r->samples_per_s, r->tokens_per_s, r->global_samples_per_s,
            r->global_tokens_per_s, r->gflops, r->num_buckets, 1e3 * r->exposed_median_s,
@@ -39,7 +47,7 @@ static void print_result(const char *name, const ddpc_bench_result *r)
            r->activation_bytes_no_ckpt, r->zero_stage, r->comm_bytes, r->num_params, r->replicas,
            1e3 * r->phases.forward_s, 1e3 * r->phases.backward_s, 1e3 * r->phases.comm_wait_s,
            1e3 * r->phases.optimizer_s, 1e3 * r->phases.replicate_s, 1e3 * r->phases.scatter_s,
-           1e3 * r->phases.replica_wait_s, 1e3 * r->phases.reduce_s);
+           1e3 * r->phases.replica_wait_s, 1e3 * r->phases.reduce_s, gpu);
 }
 
 static int bench_step(int argc, char **argv)

@@ -18,10 +18,11 @@
 
 #include "parallel/engine_impl.h"
 
-double ddpc__engine_lap(const ddpc_engine *e, double *acc, double since, const char *name)
+double ddpc__engine_lap(ddpc_engine *e, double *acc, double since, const char *name)
 {
     if (!e->cfg.timing && !ddpc_trace_on())
         return 0.0;
+    ddpc__clock_lap(&e->clock, acc ? (size_t)((char *)acc - (char *)&e->spent) : (size_t)-1);
     double now = ddpc_time_now();
     if (acc) {
         *acc += now - since;
@@ -135,6 +136,8 @@ ddpc_status ddpc_engine_create(ddpc_model *m, ddpc_reducer *reducer, int rank, i
         ddpc_engine_destroy(e);
         return st;
     }
+    if (c->timing) /* else the clock stays off (zeroed) */
+        ddpc__clock_init(&e->clock, k);
     *out = e;
     return DDPC_OK;
 }
@@ -147,6 +150,7 @@ void ddpc_engine_destroy(ddpc_engine *e)
     ddpc__dp_destroy(e->dp);
     if (e->deferred)
         ddpc__defer_fini(&e->defer);
+    ddpc__clock_fini(&e->clock);
     ddpc_free(e);
 }
 
@@ -260,6 +264,14 @@ ddpc_engine_timing ddpc_engine_take_timing(ddpc_engine *e)
     ddpc_engine_timing r = e->spent;
     e->spent = (ddpc_engine_timing){0};
     return r;
+}
+
+bool ddpc_engine_take_device_timing(ddpc_engine *e, ddpc_engine_timing *out)
+{
+    if (!ddpc__clock_on(&e->clock))
+        return false;
+    *out = ddpc__clock_take(&e->clock);
+    return true;
 }
 
 int ddpc_engine_replica_threads(const ddpc_engine *e)

@@ -7,6 +7,7 @@
 #include <ddpc/engine.h>
 
 #include "parallel/dp_impl.h"
+#include "parallel/engine_clock.h"
 #include "parallel/engine_defer.h"
 
 struct ddpc_engine {
@@ -30,6 +31,7 @@ struct ddpc_engine {
     bool bad_loss;
     float bad_loss_value;
     ddpc_engine_timing spent; /* cfg.timing: since the last ddpc_engine_take_timing */
+    ddpc__clock clock;        /* cfg.timing on a device with marks: the phases in device time */
     /* DataParallel (cfg.dp_replicas > 0): the replicas, and whether this step copied the
      * parameters into them yet (at its first pass, after whatever changed them). */
     ddpc__dp *dp;
@@ -43,9 +45,10 @@ struct ddpc_engine {
     double last_norm; /* without deferral: the last step's norm, for ddpc_engine_read */
 };
 
-/* cfg.timing (or a trace recording): adds the seconds since `since` to *acc and traces them as
- * `name` (when given) and returns now; else 0. */
-double ddpc__engine_lap(const ddpc_engine *e, double *acc, double since, const char *name);
+/* cfg.timing (or a trace recording): adds the seconds since `since` to *acc (a field of
+ * e->spent) and traces them as `name` (when given) and returns now; else 0. On a device with
+ * marks, also a mark, whose span from the previous lap's adds to the same field in device time. */
+double ddpc__engine_lap(ddpc_engine *e, double *acc, double since, const char *name);
 
 /* The hang recorder's phase on the host group and, for a GPU model, the device group. */
 void ddpc__engine_set_phase(ddpc_engine *e, ddpc_phase phase);

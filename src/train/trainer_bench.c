@@ -116,8 +116,11 @@ static ddpc_status bench_loop(ddpc_trainer *t, int64_t warmup, int64_t steps, do
                       (pairs ? ddpc_model_train_flops_pair(t->model, batch.src_len, batch.tgt_len)
                              : ddpc_model_train_flops_per_sample(t->model));
         }
-        if (i + 1 == warmup) /* the timed steps' phases only */
+        if (i + 1 == warmup) { /* the timed steps' phases only */
+            ddpc_engine_timing drop;
             (void)ddpc_engine_take_timing(t->engine);
+            (void)ddpc_engine_take_device_timing(t->engine, &drop);
+        }
         if (t->dist.reducer)
             s1 = ddpc_reducer_stats_of(t->dist.reducer);
         if (i >= warmup) {
@@ -167,6 +170,9 @@ ddpc_status ddpc_trainer_bench(ddpc_trainer *t, int64_t warmup, int64_t steps, d
         bool ckpt = ddpc_model_config_of(t->model)->activation_checkpointing;
         /* Means before medians: median_of sorts in place. */
         double exposed_mean = mean_of(exposed, steps), comm_mean = mean_of(comm, steps);
+        const ddpc_kernel_table *kt = ddpc_model_backend(t->model);
+        if (kt->kind != DDPC_DEVICE_CPU) /* after the timing: every timed step's spans are in */
+            kt->synchronize();
         *r = (ddpc_bench_result){
             .threads = ddpc_kernels_threads(),
             .rank = t->dist.rank,
@@ -194,6 +200,7 @@ ddpc_status ddpc_trainer_bench(ddpc_trainer *t, int64_t warmup, int64_t steps, d
             .replicas = t->dist.dp_replicas,
             .phases = ddpc_engine_take_timing(t->engine),
         };
+        r->gpu_phases = ddpc_engine_take_device_timing(t->engine, &r->gpu);
         ddpc__trainer_matmul_info(t, r->matmul, sizeof r->matmul);
         snprintf(r->device, sizeof r->device, "%s",
                  ddpc_device_describe(ddpc_model_backend(t->model)));
@@ -202,6 +209,10 @@ ddpc_status ddpc_trainer_bench(ddpc_trainer *t, int64_t warmup, int64_t steps, d
                           &p->replicate_s, &p->scatter_s,  &p->replica_wait_s, &p->reduce_s};
         for (size_t k = 0; k < sizeof each / sizeof each[0]; k++)
             *each[k] /= (double)steps;
+        ddpc_engine_timing *g = &r->gpu;
+        double *gpu[] = {&g->forward_s, &g->backward_s, &g->comm_wait_s, &g->optimizer_s};
+        for (size_t k = 0; k < sizeof gpu / sizeof gpu[0]; k++)
+            *gpu[k] /= (double)steps;
     }
     ddpc_free(buf);
     return st;

@@ -46,6 +46,8 @@ typedef struct {
     double busy_mark; /* ddpc_pg_busy_seconds at the window's start */
     double data, ckpt, step;
     ddpc_engine_timing eng;
+    ddpc_engine_timing dev; /* on a GPU: the same phases in device time (gpu_on) */
+    bool gpu_on;
     int64_t steps;
     double *ranks; /* (world x 3) scratch for the per-rank gathers, from fit's start */
 } ddpc__phases;

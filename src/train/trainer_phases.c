@@ -43,6 +43,31 @@ void ddpc__trainer_phases_step(ddpc_trainer *t, double end)
     p->eng.scatter_s += e.scatter_s;
     p->eng.replica_wait_s += e.replica_wait_s;
     p->eng.reduce_s += e.reduce_s;
+    ddpc_engine_timing d;
+    if (ddpc_engine_take_device_timing(t->engine, &d)) {
+        p->gpu_on = true;
+        p->dev.forward_s += d.forward_s;
+        p->dev.backward_s += d.backward_s;
+        p->dev.comm_wait_s += d.comm_wait_s;
+        p->dev.optimizer_s += d.optimizer_s;
+    }
+}
+
+/* On a GPU, the phases as the device ran them (docs/observability.md): spans are counted in the
+ * window in which the host finds them finished, a few steps after they were queued, so a
+ * window's GPU phases can exceed its wall time by that lag; other_s, the rest of the wall time
+ * (the device idle, batch copies, evaluation), is then 0. */
+static void gpu_fields(ddpc_trainer *t, double n)
+{
+    const ddpc__phases *p = &t->ph;
+    const ddpc_engine_timing *d = &p->dev;
+    double busy = d->forward_s + d->backward_s + d->comm_wait_s + d->optimizer_s;
+    ddpc_metrics *m = t->metrics;
+    ddpc_metrics_f64(m, "gpu_phase/forward_s", d->forward_s / n, -1);
+    ddpc_metrics_f64(m, "gpu_phase/backward_s", d->backward_s / n, -1);
+    ddpc_metrics_f64(m, "gpu_phase/comm_exposed_s", d->comm_wait_s / n, -1);
+    ddpc_metrics_f64(m, "gpu_phase/optimizer_s", d->optimizer_s / n, -1);
+    ddpc_metrics_f64(m, "gpu_phase/other_s", (p->step > busy ? p->step - busy : 0.0) / n, -1);
 }
 
 void ddpc__trainer_phases_fields(ddpc_trainer *t)
@@ -69,6 +94,8 @@ void ddpc__trainer_phases_fields(ddpc_trainer *t)
         ddpc_metrics_f64(m, "phase/dp_reduce_s", e->reduce_s / n, -1);
     }
     ddpc_metrics_f64(m, "phase/other_s", other / n, -1);
+    if (p->gpu_on)
+        gpu_fields(t, n);
     ddpc_metrics_f64(m, "step_s", p->step / n, -1);
     ddpc_metrics_f64(m, "comm_s", (busy - p->busy_mark) / n, -1);
 }

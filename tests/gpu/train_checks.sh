@@ -16,6 +16,7 @@
 #   - a GPT, MLP (reg and bce too), CNN or seq2seq step that logs nothing makes no host wait, a
 #     logged step one; reading the losses less often trains the same weights; a NaN stops a GPU
 #     run too;
+#   - the phases in device time (gpu_phase/*) in the GPT's and the CNN's records;
 #   - under DDPC_CUDA_CANDIDATES (run.sh's candidates part), the run's log names the candidates.
 # usage: train_checks.sh DDPC_BIN SOURCE_DIR   (WORK: scratch folder)
 # A dry run of the script's own logic without a GPU: DDPC_CHECK_DEVICE=cpu DDPC_CHECK_STEPS=40
@@ -242,6 +243,43 @@ else
         fail "mlp: the GPU run did not stop on NaN as the CPU run did, or saved past it"
     fi
 fi
+
+# 1c. The phases in device time (docs/observability.md): on the GPU every progress record of the
+# GPT and the CNN has gpu_phase/* (forward, backward and optimizer time spent on the device, the
+# rest of the wall time), their sum over the run within its wall time (10% for the lag of spans
+# read a few steps late); on the CPU none.
+gpu_phases() { # NAME DEVICE: the run's gpu_phase records, as DEVICE should have them
+    "$py" - "$work/$1/metrics.jsonl" "$2" <<'PY'
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+prog = [r for r in recs if "loss" in r and "epoch" in r and "step_s" in r]
+assert prog, "no progress record with phases"
+if sys.argv[2] != "cuda":
+    assert not any("gpu_phase" in r for r in prog), "gpu_phase on the CPU"
+    sys.exit(0)
+names = ["forward_s", "backward_s", "comm_exposed_s", "optimizer_s", "other_s"]
+busy = wall = 0.0
+for r in prog:
+    g = r.get("gpu_phase")
+    assert g and all(g.get(n, -1) >= 0 for n in names), ("gpu_phase", r)
+    if r is not prog[0]:
+        busy += sum(g[n] for n in names[:4])
+        wall += r["step_s"]
+    last = g
+assert last["forward_s"] > 0 and last["backward_s"] > 0 and last["optimizer_s"] > 0, last
+assert busy <= 1.1 * wall, (busy, wall)
+print("  %s: gpu_phase ms/step %s; busy %.1f%% of the wall time" % (
+    sys.argv[1].split("/")[-2], " ".join("%s %.2f" % (n[:-2], 1e3 * last[n]) for n in names),
+    100 * busy / wall))
+PY
+}
+for m in gpt cnn; do
+    if gpu_phases "${m}_gpu" "$dev"; then
+        pass "$m: the phases in device time (gpu_phase/*) as the device has them"
+    else
+        fail "$m: gpu_phase/* missing, negative or past the wall time (cuda), or present (cpu)"
+    fi
+done
 
 # 2. A rerun on the GPU is bitwise identical.
 if run gpt_gpu2 "${gpt[@]}" device=$dev && losses_close gpt_gpu2 gpt_gpu 0 &&

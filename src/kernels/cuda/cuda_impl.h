@@ -67,6 +67,11 @@ uint64_t ddpc__cuda_alloc_count(void);
 size_t ddpc__cuda_memory_total(void);
 size_t ddpc__cuda_memory_free(void);
 void ddpc__cuda_count_alloc(void);
+/* marks.cu */
+void *ddpc__cuda_marks_create(int n);
+void ddpc__cuda_marks_destroy(void *marks);
+void ddpc__cuda_mark(void *marks, int i);
+bool ddpc__cuda_mark_seconds(void *marks, int a, int b, double *seconds);
 /* memory_vmm.cu (free and to_host too: they tell reserved ranges apart) */
 void *ddpc__cuda_reserve(size_t bytes);
 ddpc_status ddpc__cuda_release(void *p, size_t bytes);
