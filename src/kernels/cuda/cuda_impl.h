@@ -122,6 +122,16 @@ cublasComputeType_t ddpc__cuda_fp32_compute(void);
 void ddpc__cuda_gemm(ddpc_precision prec, ddpc_transpose ta, ddpc_transpose tb, int64_t m,
                      int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                      const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+/* Row-major c (m, n) = alpha op(a) (m, k) op(b) (k, n) for `batch` matrices sa, sb, sc elements
+ * apart (one cublasGemmStridedBatchedEx; the sizes must fit cuBLAS's int). in16: a and b hold
+ * 16-bit values of prec's type (bf16 / fp16), rounded by the caller, multiplied with fp32
+ * accumulation: ddpc__cuda_gemm's numerics. Otherwise a and b are fp32: fp32 as
+ * ddpc__cuda_fp32_compute says, bf16/fp16 rounded by cuBLAS's _FAST_16BF / _FAST_16F compute
+ * types (attention.cu's products). c is fp32, overwritten (beta 0). */
+void ddpc__cuda_gemm_batched(ddpc_precision prec, bool in16, bool ta, bool tb, int64_t m,
+                             int64_t n, int64_t k, float alpha, const void *a, int64_t lda,
+                             int64_t sa, const void *b, int64_t ldb, int64_t sb, float *c,
+                             int64_t ldc, int64_t sc, int64_t batch);
 void ddpc__cuda_linear_forward(ddpc_precision prec, float *y, const float *x, const float *w,
                                const float *b, int64_t n, int64_t in, int64_t out);
 void ddpc__cuda_linear_residual_forward(ddpc_precision prec, float *y, const float *x,
