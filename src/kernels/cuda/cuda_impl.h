@@ -190,14 +190,14 @@ void ddpc__cuda_embedding_forward(float *y, const int32_t *tokens, const float *
 void ddpc__cuda_embedding_backward(float *dwte, float *dwpe, const float *dy,
                                    const int32_t *tokens, int64_t b, int64_t t, int64_t c);
 
-/* seq2seq's members. mha.cu (products through ddpc__cuda_gemm per (batch, head); the workspace
- * is dP of every head), loss_smooth.cu (the row losses in DDPC__CUDA_SCRATCH_S2S where the caller
- * keeps none, and the returning forward's sums there), positional.cu (backward's scaled dy in
- * DDPC__CUDA_SCRATCH_S2S, then embedding.cu's backward). */
+/* seq2seq's members. mha.cu (each product one batched GEMM over every (batch, head); the
+ * workspace, forward's too, holds the head-major operands), loss_smooth.cu (the row losses in
+ * DDPC__CUDA_SCRATCH_S2S where the caller keeps none, and the returning forward's sums there),
+ * positional.cu (backward's scaled dy in DDPC__CUDA_SCRATCH_S2S, then embedding.cu's backward). */
 size_t ddpc__cuda_mha_workspace_floats(const ddpc_mha_shape *s);
 void ddpc__cuda_mha_forward(ddpc_precision prec, float *out, float *att, const float *q,
                             const float *k, const float *v, const uint8_t *key_pad,
-                            const ddpc_mha_shape *s);
+                            const ddpc_mha_shape *s, float *ws);
 void ddpc__cuda_mha_backward(ddpc_precision prec, float *dq, float *dk, float *dv,
                              const float *dout, const float *q, const float *k, const float *v,
                              const float *att, const ddpc_mha_shape *s, float *ws);
