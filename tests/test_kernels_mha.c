@@ -16,7 +16,7 @@ typedef struct {
 static double mha_loss(void *p)
 {
     mha_ctx *a = p;
-    ddpc_mha_forward(DDPC_PREC_FP32, a->out, a->att, a->q, a->k, a->v, a->pad, &a->s);
+    ddpc_mha_forward(DDPC_PREC_FP32, a->out, a->att, a->q, a->k, a->v, a->pad, &a->s, NULL);
     return tu_dot(a->out, a->r, a->s.b * a->s.tq * a->s.c);
 }
 
@@ -178,7 +178,7 @@ static void test_matches_causal_attention(void)
     float *ws1 = tu_alloc((int64_t)ddpc_attention_workspace_floats(b, t, c, nh));
     float *ws2 = tu_alloc((int64_t)ddpc_mha_workspace_floats(&s));
     ddpc_attention_forward(DDPC_PREC_FP32, o1, a1, qkv, b, t, c, nh, ws1);
-    ddpc_mha_forward(DDPC_PREC_FP32, o2, a2, qkv, qkv + c, qkv + 2 * c, NULL, &s);
+    ddpc_mha_forward(DDPC_PREC_FP32, o2, a2, qkv, qkv + c, qkv + 2 * c, NULL, &s, NULL);
     ddpc_attention_backward(DDPC_PREC_FP32, d1, dout, qkv, a1, b, t, c, nh, ws1);
     ddpc_mha_backward(DDPC_PREC_FP32, d2, d2 + c, d2 + 2 * c, dout, qkv, qkv + c, qkv + 2 * c, a2,
                       &s, ws2);
@@ -200,7 +200,7 @@ static void test_all_keys_masked(void)
     float *out = tu_alloc(b * tq * c), *att = tu_alloc(b * 2 * tq * tk);
     float *dout = tu_rand(b * tq * c, -1, 1, 9), *dq = tu_alloc(b * tq * c);
     float *dkv = tu_alloc(b * tk * 2 * c), *ws = tu_alloc((int64_t)ddpc_mha_workspace_floats(&s));
-    ddpc_mha_forward(DDPC_PREC_FP32, out, att, q, kv, kv + c, pad, &s);
+    ddpc_mha_forward(DDPC_PREC_FP32, out, att, q, kv, kv + c, pad, &s, NULL);
     ddpc_mha_backward(DDPC_PREC_FP32, dq, dkv, dkv + c, dout, q, kv, kv + c, att, &s, ws);
     CHECK(tu_max_abs(out + tq * c, tq * c) == 0.0);
     CHECK(tu_max_abs(att + 2 * tq * tk, 2 * tq * tk) == 0.0);
@@ -233,8 +233,8 @@ static void test_batch_strides(void)
     float *a1 = tu_alloc(b * nh * tq * tk), *a2 = tu_alloc(b * nh * tq * tk);
     float *dq1 = tu_alloc(b * tq * c), *dkv1 = tu_alloc(b * tk * 2 * c);
     float *dq2 = tu_alloc(b * (tq + 1) * c), *dkv2 = tu_alloc(b * cap * 2 * c);
-    ddpc_mha_forward(DDPC_PREC_FP32, o1, a1, q, kv, kv + c, pad, &packed);
-    ddpc_mha_forward(DDPC_PREC_FP32, o2, a2, qs, kvs, kvs + c, pad, &strided);
+    ddpc_mha_forward(DDPC_PREC_FP32, o1, a1, q, kv, kv + c, pad, &packed, NULL);
+    ddpc_mha_forward(DDPC_PREC_FP32, o2, a2, qs, kvs, kvs + c, pad, &strided, NULL);
     ddpc_mha_backward(DDPC_PREC_FP32, dq1, dkv1, dkv1 + c, dout, q, kv, kv + c, a1, &packed, ws);
     ddpc_mha_backward(DDPC_PREC_FP32, dq2, dkv2, dkv2 + c, dout, qs, kvs, kvs + c, a2, &strided,
                       ws);
@@ -267,7 +267,7 @@ static void test_threads_agree(void)
         o[t] = tu_alloc(b * tq * c), a[t] = tu_alloc(b * nh * tq * tk);
         dq[t] = tu_alloc(b * tq * c), dkv[t] = tu_alloc(b * tk * 2 * c);
         ddpc_kernels_set_threads(t + 1);
-        ddpc_mha_forward(DDPC_PREC_FP32, o[t], a[t], q, kv, kv + c, pad, &s);
+        ddpc_mha_forward(DDPC_PREC_FP32, o[t], a[t], q, kv, kv + c, pad, &s, NULL);
         ddpc_mha_backward(DDPC_PREC_FP32, dq[t], dkv[t], dkv[t] + c, dout, q, kv, kv + c, a[t], &s,
                           ws);
     }

@@ -48,7 +48,7 @@ static size_t rows_of(const ddpc_mha_shape *s, int64_t t, int64_t ld, int64_t st
 
 static void si_mha_forward(ddpc_precision prec, float *out, float *att, const float *q,
                            const float *k, const float *v, const uint8_t *key_pad,
-                           const ddpc_mha_shape *s)
+                           const ddpc_mha_shape *s, float *ws)
 {
     HOLD(out, s->b * s->tq * s->c);
     HOLD(att, s->b * s->nh * s->tq * s->tk);
@@ -56,7 +56,8 @@ static void si_mha_forward(ddpc_precision prec, float *out, float *att, const fl
     HOLD(k, rows_of(s, s->tk, s->ldk, ddpc_mha_kv_batch_stride(s)));
     HOLD(v, rows_of(s, s->tk, s->ldk, ddpc_mha_kv_batch_stride(s)));
     HOLD(key_pad, s->b * s->tk);
-    cpu->mha_forward(prec, out, att, q, k, v, key_pad, s);
+    HOLD(ws, cpu->mha_workspace_floats(s)); /* a device's forward may take it (CUDA's does) */
+    cpu->mha_forward(prec, out, att, q, k, v, key_pad, s, ws);
 }
 
 static void si_mha_backward(ddpc_precision prec, float *dq, float *dk, float *dv, const float *dout,

@@ -172,14 +172,16 @@ typedef struct ddpc_kernel_table {
     /* ---- the encoder-decoder Transformer (seq2seq): kernels.h's functions of the same names
      * (ddpc_mha_*, ddpc_cross_entropy_smooth_*, ddpc_embedding_scaled_*,
      * ddpc_sinusoidal_positions); the attention's shape `s` is host. mha_workspace_floats sizes
-     * mha_backward's ws for every shape up to s (b, tq, tk at their largest, c and nh as used);
-     * mha_forward needs none. cross_entropy_smooth_forward's n_valid is host and its value waits
-     * for the device. pad_mask: mask (n) = tokens (n) == pad, a key padding mask. copy2d:
-     * cudaMemcpy2D's contract within the table's memory (height rows of width bytes, the rows
-     * dpitch and spitch bytes apart), e.g. a key/value cache's row appended per step. ---- */
+     * the ws of mha_forward and mha_backward for every shape up to s (b, tq, tk at their largest,
+     * c and nh as used, any precision); the CPU's forward ignores it, the GPU's needs it.
+     * cross_entropy_smooth_forward's n_valid is host and its value waits for the device.
+     * pad_mask: mask (n) = tokens (n) == pad, a key padding mask. copy2d: cudaMemcpy2D's
+     * contract within the table's memory (height rows of width bytes, the rows dpitch and spitch
+     * bytes apart), e.g. a key/value cache's row appended per step. ---- */
     size_t (*mha_workspace_floats)(const ddpc_mha_shape *s);
     void (*mha_forward)(ddpc_precision prec, float *out, float *att, const float *q, const float *k,
-                        const float *v, const uint8_t *key_pad, const ddpc_mha_shape *s);
+                        const float *v, const uint8_t *key_pad, const ddpc_mha_shape *s,
+                        float *ws);
     void (*mha_backward)(ddpc_precision prec, float *dq, float *dk, float *dv, const float *dout,
                          const float *q, const float *k, const float *v, const float *att,
                          const ddpc_mha_shape *s, float *ws);

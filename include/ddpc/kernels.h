@@ -179,16 +179,18 @@ static inline int64_t ddpc_mha_kv_batch_stride(const ddpc_mha_shape *s)
     return s->bsk ? s->bsk : s->tk * s->ldk;
 }
 
-/* Floats of scratch that backward needs, passed as `ws`: one (tq, tk) matrix per thread slot,
- * slots = max(ddpc_kernels_threads(), cores) when queried. */
+/* Floats of scratch that forward and backward take, passed as `ws`: here backward's one (tq, tk)
+ * matrix per thread slot, slots = max(ddpc_kernels_threads(), cores) when queried (forward takes
+ * none on the CPU; a device's table may, device.h). */
 size_t ddpc_mha_workspace_floats(const ddpc_mha_shape *s);
 /* out (b, tq, c) = concat over heads of softmax(q k^T / sqrt(c/nh) + mask) v, where key j of batch
  * row i is masked when key_pad[i, j] != 0 (key_pad (b, tk), NULL: none; PyTorch's
  * key_padding_mask) or, if causal, when j > the query. att (b, nh, tq, tk) saves the probabilities,
  * exactly 0 at masked keys; a query whose keys are all masked gets an all-zero row and output 0
- * (PyTorch gives NaN there). q (b, tq, ldq), k and v (b, tk, ldk). out must not alias the inputs. */
+ * (PyTorch gives NaN there). q (b, tq, ldq), k and v (b, tk, ldk). out must not alias the inputs.
+ * ws (ddpc_mha_workspace_floats) is unused here and may be NULL. */
 void ddpc_mha_forward(ddpc_precision prec, float *out, float *att, const float *q, const float *k,
-                      const float *v, const uint8_t *key_pad, const ddpc_mha_shape *s);
+                      const float *v, const uint8_t *key_pad, const ddpc_mha_shape *s, float *ws);
 /* dq (b, tq, ldq), dk and dv (b, tk, ldk), laid out as q, k and v: OVERWRITES their first c columns
  * (no zeroing needed), from dout (b, tq, c) and forward's att. They must not alias the inputs. */
 void ddpc_mha_backward(ddpc_precision prec, float *dq, float *dk, float *dv, const float *dout,

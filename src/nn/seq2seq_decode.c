@@ -37,6 +37,7 @@ typedef struct {
     int32_t *prefix;                                 /* (rows, max_out) the step's prefixes */
     uint8_t *tgt_pad;                                /* (rows, max_out) */
     int32_t *src;                                    /* (rows, S) the sources, per hypothesis */
+    float *ws;                                       /* the attention's, one query, Tk keys */
     int32_t *host_tok;                               /* host (rows): tok before its upload */
     float *host_logits;                              /* host (rows, V): the logits read back */
 } kv_cache;
@@ -63,6 +64,8 @@ static ddpc_status cache_create(kv_cache *c, ddpc_model *m, s2s_impl *g, int64_t
     size_t C = (size_t)o->d_model, F = (size_t)o->d_ff, V = (size_t)o->tgt_vocab;
     size_t H = (size_t)o->num_heads, R = (size_t)rows, L = (size_t)o->num_decoder_layers;
     size_t Tk = (size_t)(max_out > S ? max_out : S);
+    ddpc_mha_shape ws = {
+        .b = rows, .tq = 1, .tk = (int64_t)Tk, .c = o->d_model, .nh = o->num_heads};
     size_t sizes[] = {L * R * (size_t)max_out * 2 * C,
                       L * R * (size_t)S * 2 * C,
                       (size_t)max_out * C,
@@ -82,7 +85,8 @@ static ddpc_status cache_create(kv_cache *c, ddpc_model *m, s2s_impl *g, int64_t
                       R,
                       R * (size_t)max_out,
                       (R * (size_t)max_out + 3) / 4,
-                      R * (size_t)S};
+                      R * (size_t)S,
+                      m->k->mha_workspace_floats(&ws)};
     size_t total = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         total += ddpc__round16(sizes[i]);
@@ -119,6 +123,7 @@ static ddpc_status cache_create(kv_cache *c, ddpc_model *m, s2s_impl *g, int64_t
     c->prefix = (int32_t *)ddpc__take(&p, sizes[17]);
     c->tgt_pad = (uint8_t *)ddpc__take(&p, sizes[18]);
     c->src = (int32_t *)ddpc__take(&p, sizes[19]);
+    c->ws = ddpc__take(&p, sizes[20]);
     return DDPC_OK;
 }
 
@@ -181,7 +186,7 @@ static void layer_step(kv_cache *c, int l, int64_t pos)
                         .ldk = 2 * C,
                         .bsq = 3 * C,
                         .bsk = c->max_out * 2 * C};
-    m->k->mha_forward(prec, c->atty, c->att, c->qkv, kv, kv + C, c->tgt_pad, &s);
+    m->k->mha_forward(prec, c->atty, c->att, c->qkv, kv, kv + C, c->tgt_pad, &s, c->ws);
     m->k->linear_residual_forward(prec, c->res, c->atty, P(p->self.outw), P(p->self.outb), c->x, R,
                                   C, C);
     m->k->layernorm_forward(c->h1, c->mean, c->rstd, c->res, P(p->n1w), P(p->n1b), R, C);
@@ -189,7 +194,7 @@ static void layer_step(kv_cache *c, int l, int64_t pos)
     ddpc_mha_shape x = {
         .b = R, .tq = 1, .tk = c->S, .c = C, .nh = o->num_heads, .ldq = C, .ldk = 2 * C};
     m->k->mha_forward(prec, c->atty, c->att, c->q2, c->kv_cross[l], c->kv_cross[l] + C, g->src_pad,
-                      &x);
+                      &x, c->ws);
     m->k->linear_residual_forward(prec, c->res, c->atty, P(p->cross.outw), P(p->cross.outb), c->h1,
                                   R, C, C);
     m->k->layernorm_forward(c->h2, c->mean, c->rstd, c->res, P(p->n2w), P(p->n2b), R, C);

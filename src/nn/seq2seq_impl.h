@@ -52,7 +52,7 @@ typedef struct {
     float *dec_y, *dec_mean, *dec_rstd;  /* (B,T,C), (B,T), (B,T) decoder.norm output */
     float *logits;                       /* (B,T,V), softmax in place after the loss */
     float *losses;                       /* (B,T) */
-    float *ws; /* attention workspace, (max_len, max_len) per thread slot */
+    float *ws; /* the attention's (mha_workspace_floats at B, max_len, max_len): both passes' */
     /* Backward temporaries; L = max(S, T). */
     float *dlogits;         /* (B,T,V) */
     float *d[3];            /* (B,L,C) rotating residual-stream gradients */

@@ -85,7 +85,7 @@ static void self_block(ddpc_model *m, s2s_impl *g, const s2s_layer_params *p, s2
     m->k->linear_forward(m->cfg.precision, a->qkv, x, P(p->self.inw), P(p->self.inb), rows, C,
                          3 * C);
     m->k->mha_forward(m->cfg.precision, a->atty, a->att, a->qkv, a->qkv + C, a->qkv + 2 * C, pad,
-                      &s);
+                      &s, g->ws);
     residual_out(m, g, a->res1, a->atty, p->self.outw, p->self.outb, x, rows, C, site);
     m->k->layernorm_forward(a->h1, a->mean1, a->rstd1, a->res1, P(p->n1w), P(p->n1b), rows, C);
 }
@@ -127,7 +127,8 @@ void ddpc__s2s_dec_layer_forward(ddpc_model *m, s2s_impl *g, int l, const float 
     m->k->linear_forward(c->precision, a->q2, a->h1, P(p->cross.inw), P(p->cross.inb), rowsT, C, C);
     m->k->linear_forward(c->precision, a->kv2, g->memory, P(p->cross.inw) + C * C,
                          P(p->cross.inb) + C, rowsS, C, 2 * C);
-    m->k->mha_forward(c->precision, a->atty2, a->att2, a->q2, a->kv2, a->kv2 + C, g->src_pad, &s);
+    m->k->mha_forward(c->precision, a->atty2, a->att2, a->q2, a->kv2, a->kv2 + C, g->src_pad, &s,
+                      g->ws);
     residual_out(m, g, a->res2, a->atty2, p->cross.outw, p->cross.outb, a->h1, rowsT, C, site + 1);
     m->k->layernorm_forward(a->h2, a->mean2, a->rstd2, a->res2, P(p->n2w), P(p->n2b), rowsT, C);
     ffn_block(m, g, p, a, a->h2, g->T, p->n3w, p->n3b, site + 2);

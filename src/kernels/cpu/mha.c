@@ -60,8 +60,9 @@ static int parallel_jobs(const ddpc_mha_shape *s, int64_t jobs)
 }
 
 void ddpc_mha_forward(ddpc_precision prec, float *out, float *att, const float *q, const float *k,
-                      const float *v, const uint8_t *key_pad, const ddpc_mha_shape *s)
+                      const float *v, const uint8_t *key_pad, const ddpc_mha_shape *s, float *ws)
 {
+    (void)ws; /* the CUDA table's forward takes one; this one computes a job's scores in att */
     int64_t hs = s->c / s->nh, jobs = s->b * s->nh, tq = s->tq, tk = s->tk;
     int64_t sq = ddpc_mha_q_batch_stride(s), sk = ddpc_mha_kv_batch_stride(s);
     float scale = 1.0f / sqrtf((float)hs);

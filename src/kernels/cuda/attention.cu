@@ -111,25 +111,6 @@ static void permute(float *heads, float *packed, int64_t b, int64_t t, int64_t n
     DDPC_CUDA_LAUNCHED();
 }
 
-/* Row-major c (m, n) = alpha op(a) (m, k) op(b) (k, n) for `batch` matrices `sa`, `sb`, `sc`
- * floats apart, as cuBLAS's column-major c^T = op(b)^T op(a)^T. Precision as ddpc__cuda_gemm:
- * fp32 without TF32 unless allowed; bf16/fp16 round the fp32 inputs on the tensor cores,
- * accumulating in fp32. */
-static void batched_gemm(ddpc_precision prec, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
-                         float alpha, const float *a, int64_t lda, int64_t sa, const float *b,
-                         int64_t ldb, int64_t sb, float *c, int64_t ldc, int64_t sc, int64_t batch)
-{
-    const float beta = 0.0f;
-    const cublasComputeType_t ct = prec == DDPC_PREC_BF16   ? CUBLAS_COMPUTE_32F_FAST_16BF
-                                   : prec == DDPC_PREC_FP16 ? CUBLAS_COMPUTE_32F_FAST_16F
-                                                            : ddpc__cuda_fp32_compute();
-    DDPC_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-        ddpc__cuda_blas(), tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n,
-        (int)m, (int)k, &alpha, b, CUDA_R_32F, (int)ldb, (long long)sb, a, CUDA_R_32F, (int)lda,
-        (long long)sa, &beta, c, CUDA_R_32F, (int)ldc, (long long)sc, (int)batch, ct,
-        CUBLAS_GEMM_DEFAULT));
-}
-
 /* Rows handled by one block each, looping when there are more than the grid. */
 static unsigned row_grid(int64_t rows)
 {
@@ -153,14 +134,14 @@ extern "C" void ddpc__cuda_attention_forward(ddpc_precision prec, float *out, fl
     float *q = ws, *k = ws + r, *v = ws + 2 * r, *y = q; /* y overwrites q once scores exist */
     permute(q, (float *)qkv, b, t, nh, hs, 3, r, true);  /* reads qkv only */
     /* att (T, T) per head = scale q k^T, the full square; the softmax zeroes above the diagonal. */
-    batched_gemm(prec, false, true, t, t, hs, scale, q, hs, t * hs, k, hs, t * hs, att, t, t * t,
-                 bh);
+    ddpc__cuda_gemm_batched(prec, false, false, true, t, t, hs, scale, q, hs, t * hs, k, hs,
+                            t * hs, att, t, t * t, bh);
     causal_softmax_kernel<<<row_grid(rows), ddpc__row_threads(t, 256), 0, ddpc__cuda_stream()>>>(
         att, rows, t);
     DDPC_CUDA_LAUNCHED();
     /* y (T, hs) per head = att v: the zeros above the diagonal keep it causal. */
-    batched_gemm(prec, false, false, t, hs, t, 1.0f, att, t, t * t, v, hs, t * hs, y, hs, t * hs,
-                 bh);
+    ddpc__cuda_gemm_batched(prec, false, false, false, t, hs, t, 1.0f, att, t, t * t, v, hs,
+                            t * hs, y, hs, t * hs, bh);
     permute(y, out, b, t, nh, hs, 1, r, false);
 }
 
@@ -184,14 +165,18 @@ extern "C" void ddpc__cuda_attention_backward(ddpc_precision prec, float *dqkv, 
     permute(q, (float *)qkv, b, t, nh, hs, 3, r, true);   /* reads qkv only */
     permute(dy, (float *)dout, b, t, nh, hs, 1, r, true); /* reads dout only */
     /* datt = dy v^T; dv = att^T dy (att is 0 above the diagonal: only later queries count). */
-    batched_gemm(prec, false, true, t, t, hs, 1.0f, dy, hs, th, v, hs, th, datt, t, tt, bh);
-    batched_gemm(prec, true, false, t, hs, t, 1.0f, att, t, tt, dy, hs, th, dv, hs, th, bh);
+    ddpc__cuda_gemm_batched(prec, false, false, true, t, t, hs, 1.0f, dy, hs, th, v, hs, th, datt,
+                            t, tt, bh);
+    ddpc__cuda_gemm_batched(prec, false, true, false, t, hs, t, 1.0f, att, t, tt, dy, hs, th, dv,
+                            hs, th, bh);
     causal_softmax_backward_kernel<<<row_grid(rows), ddpc__row_threads(t, 256), 0,
                                      ddpc__cuda_stream()>>>(datt, att, rows, t, scale);
     DDPC_CUDA_LAUNCHED();
     /* dq = dpre k; dk = dpre^T q. */
-    batched_gemm(prec, false, false, t, hs, t, 1.0f, datt, t, tt, k, hs, th, dq, hs, th, bh);
-    batched_gemm(prec, true, false, t, hs, t, 1.0f, datt, t, tt, q, hs, th, dk, hs, th, bh);
+    ddpc__cuda_gemm_batched(prec, false, false, false, t, hs, t, 1.0f, datt, t, tt, k, hs, th, dq,
+                            hs, th, bh);
+    ddpc__cuda_gemm_batched(prec, false, true, false, t, hs, t, 1.0f, datt, t, tt, q, hs, th, dk,
+                            hs, th, bh);
     /* dq, dk, dv are consecutive regions r apart: one scatter writes every element of dqkv. */
     permute(dq, dqkv, b, t, nh, hs, 3, r, false);
 }

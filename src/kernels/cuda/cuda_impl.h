@@ -122,6 +122,16 @@ cublasComputeType_t ddpc__cuda_fp32_compute(void);
 void ddpc__cuda_gemm(ddpc_precision prec, ddpc_transpose ta, ddpc_transpose tb, int64_t m,
                      int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                      const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+/* Row-major c (m, n) = alpha op(a) (m, k) op(b) (k, n) for `batch` matrices sa, sb, sc elements
+ * apart (one cublasGemmStridedBatchedEx; the sizes must fit cuBLAS's int). in16: a and b hold
+ * 16-bit values of prec's type (bf16 / fp16), rounded by the caller, multiplied with fp32
+ * accumulation: ddpc__cuda_gemm's numerics. Otherwise a and b are fp32: fp32 as
+ * ddpc__cuda_fp32_compute says, bf16/fp16 rounded by cuBLAS's _FAST_16BF / _FAST_16F compute
+ * types (attention.cu's products). c is fp32, overwritten (beta 0). */
+void ddpc__cuda_gemm_batched(ddpc_precision prec, bool in16, bool ta, bool tb, int64_t m,
+                             int64_t n, int64_t k, float alpha, const void *a, int64_t lda,
+                             int64_t sa, const void *b, int64_t ldb, int64_t sb, float *c,
+                             int64_t ldc, int64_t sc, int64_t batch);
 void ddpc__cuda_linear_forward(ddpc_precision prec, float *y, const float *x, const float *w,
                                const float *b, int64_t n, int64_t in, int64_t out);
 void ddpc__cuda_linear_residual_forward(ddpc_precision prec, float *y, const float *x,
@@ -180,14 +190,14 @@ void ddpc__cuda_embedding_forward(float *y, const int32_t *tokens, const float *
 void ddpc__cuda_embedding_backward(float *dwte, float *dwpe, const float *dy,
                                    const int32_t *tokens, int64_t b, int64_t t, int64_t c);
 
-/* seq2seq's members. mha.cu (products through ddpc__cuda_gemm per (batch, head); the workspace
- * is dP of every head), loss_smooth.cu (the row losses in DDPC__CUDA_SCRATCH_S2S where the caller
- * keeps none, and the returning forward's sums there), positional.cu (backward's scaled dy in
- * DDPC__CUDA_SCRATCH_S2S, then embedding.cu's backward). */
+/* seq2seq's members. mha.cu (each product one batched GEMM over every (batch, head); the
+ * workspace, forward's too, holds the head-major operands), loss_smooth.cu (the row losses in
+ * DDPC__CUDA_SCRATCH_S2S where the caller keeps none, and the returning forward's sums there),
+ * positional.cu (backward's scaled dy in DDPC__CUDA_SCRATCH_S2S, then embedding.cu's backward). */
 size_t ddpc__cuda_mha_workspace_floats(const ddpc_mha_shape *s);
 void ddpc__cuda_mha_forward(ddpc_precision prec, float *out, float *att, const float *q,
                             const float *k, const float *v, const uint8_t *key_pad,
-                            const ddpc_mha_shape *s);
+                            const ddpc_mha_shape *s, float *ws);
 void ddpc__cuda_mha_backward(ddpc_precision prec, float *dq, float *dk, float *dv,
                              const float *dout, const float *q, const float *k, const float *v,
                              const float *att, const ddpc_mha_shape *s, float *ws);

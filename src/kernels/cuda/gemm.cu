@@ -11,6 +11,8 @@
  * LM head's 16-bit path (head16.cu) writes its product in 16 bits and reads its dy as it is; the
  * 16-bit activations' path (act16.cu) gives the linear layer an x already rounded, as
  * round_operand would have left it, which then goes into the same products unrounded again.
+ * ddpc__cuda_gemm_batched runs a batch of equal products as one strided-batched call (the
+ * attentions' per-head products), on fp32 operands or on 16-bit ones its caller rounded.
  * Invariant: the only device memory touched besides the operands is the BLAS scratch slot (grown
  * once per largest shape) and the preset cuBLAS(Lt) workspace, so warm calls allocate nothing. */
 #include "kernels/cuda/cuda_impl.h"
@@ -275,6 +277,33 @@ extern "C" void ddpc__cuda_gemm(ddpc_precision prec, ddpc_transpose ta, ddpc_tra
                                    CUDA_R_32F, int_size(ldb, "ldb"), a, CUDA_R_32F,
                                    int_size(lda, "lda"), &beta, c, CUDA_R_32F, ic,
                                    ddpc__cuda_fp32_compute(), CUBLAS_GEMM_DEFAULT));
+}
+
+extern "C" void ddpc__cuda_gemm_batched(ddpc_precision prec, bool in16, bool ta, bool tb,
+                                        int64_t m, int64_t n, int64_t k, float alpha,
+                                        const void *a, int64_t lda, int64_t sa, const void *b,
+                                        int64_t ldb, int64_t sb, float *c, int64_t ldc, int64_t sc,
+                                        int64_t batch)
+{
+    const float beta = 0.0f;
+    const bool half = prec == DDPC_PREC_BF16 || prec == DDPC_PREC_FP16;
+    if (in16 && !half) {
+        fprintf(stderr, "ddpc: CUDA batched gemm: 16-bit operands at precision %d\n", (int)prec);
+        abort();
+    }
+    /* 16-bit operands (rounded by the caller) multiply exactly in fp32 (CUBLAS_COMPUTE_32F);
+     * fp32 ones at bf16/fp16 are rounded by the _FAST_16 compute types in their own way. */
+    const cublasComputeType_t ct = in16                     ? CUBLAS_COMPUTE_32F
+                                   : prec == DDPC_PREC_BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF
+                                   : prec == DDPC_PREC_FP16 ? CUBLAS_COMPUTE_32F_FAST_16F
+                                                            : ddpc__cuda_fp32_compute();
+    const cudaDataType_t ab = in16 ? type_of(prec) : CUDA_R_32F;
+    DDPC_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+        ddpc__cuda_blas(), op_of(tb ? DDPC_TRANS : DDPC_NO_TRANS),
+        op_of(ta ? DDPC_TRANS : DDPC_NO_TRANS), int_size(n, "n"), int_size(m, "m"),
+        int_size(k, "k"), &alpha, b, ab, int_size(ldb, "ldb"), (long long)sb, a, ab,
+        int_size(lda, "lda"), (long long)sa, &beta, c, CUDA_R_32F, int_size(ldc, "ldc"),
+        (long long)sc, int_size(batch, "batch"), ct, CUBLAS_GEMM_DEFAULT));
 }
 
 /* y (n, out) = b (out) broadcast, plus r (n, out) when given (r may be y): linear.c's seed_rows. */
