@@ -199,7 +199,9 @@ const uint8_t *ddpc_model_device_decay_mask(const ddpc_model *m);
 float *ddpc_model_device_buffer_data(ddpc_model *m);
 /* Makes room now for batches of up to n samples (seq_len: seq2seq's longest sequence, 0 for its
  * max_len; else 0): the activation arena and, on a device, the input buffers, so later forwards of
- * any batch up to n (training or evaluation) allocate nothing. DDPC_ENOMEM naming the device. */
+ * any batch up to n (training or evaluation) allocate nothing. A seq2seq on a device also runs one
+ * training pass at that widest shape (gradients zeroed after, nothing else changed), so that its
+ * kernels' scratch is grown too. DDPC_ENOMEM naming the device. */
 ddpc_status ddpc_model_reserve(ddpc_model *m, int64_t n, int64_t seq_len);
 void ddpc_model_to_host(ddpc_model *m);
 ddpc_status ddpc_model_to_device(ddpc_model *m); /* DDPC_ENOMEM naming the device */

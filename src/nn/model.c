@@ -453,6 +453,30 @@ static ddpc_status stage_inputs(ddpc_model *m, const ddpc_model_input *in, ddpc_
     return DDPC_OK;
 }
 
+/* One training pass of n pairs seq_len wide, every token <unk> (3: no padding, no mask), then
+ * the gradients zeroed: the device kernels' own scratch (a 16-bit product's rounded operands, the
+ * loss's rows) grows to the widest batch now, not at the first wider batch of a run. It leaves no
+ * trace: dropout draws from a counter of rng_stream, and seq2seq keeps no running statistics. */
+static ddpc_status warm_widest_pairs(ddpc_model *m, int64_t n, int64_t seq_len)
+{
+    const size_t count = (size_t)(n * seq_len);
+    int32_t *ids = ddpc_malloc(count * sizeof *ids);
+    if (!ids)
+        return ddpc_errorf(DDPC_ENOMEM, "out of memory for a %lld x %lld warm-up batch",
+                           (long long)n, (long long)seq_len);
+    for (size_t i = 0; i < count; i++)
+        ids[i] = 3;
+    ddpc_model_input in = {.n = n, .tokens = ids, .targets = ids, .src_tokens = ids,
+                           .src_len = seq_len, .tgt_len = seq_len};
+    ddpc_model_output out;
+    ddpc_status st = ddpc_model_forward(m, &in, true, &out);
+    if (st == DDPC_OK)
+        st = ddpc_model_backward(m, 1.0f);
+    ddpc_model_zero_grad(m);
+    ddpc_free(ids);
+    return st;
+}
+
 ddpc_status ddpc_model_reserve(ddpc_model *m, int64_t n, int64_t seq_len)
 {
     if (n <= 0)
@@ -466,7 +490,9 @@ ddpc_status ddpc_model_reserve(ddpc_model *m, int64_t n, int64_t seq_len)
         seq_len = s2s->max_len;
     ddpc_model_input probe = {.n = n, .src_len = seq_len, .tgt_len = seq_len};
     ddpc_sample_sizes z;
-    return reserve_inputs(m, &probe, &z);
+    DDPC_TRY(reserve_inputs(m, &probe, &z));
+    /* Other models' batches have one shape per n: their first step grows the scratch. */
+    return s2s ? warm_widest_pairs(m, n, seq_len) : DDPC_OK;
 }
 
 ddpc_status ddpc_model_forward(ddpc_model *m, const ddpc_model_input *in, bool training,

@@ -12,7 +12,8 @@
 #     activation checkpointing at fp32 and at bf16 (the fused attention);
 #   - kill -9 and resume on the GPU ends with the uninterrupted run's weights, byte for byte;
 #   - a GPU checkpoint resumes on the CPU and continues within 1e-3 of the GPU run;
-#   - warm steps allocate nothing on the device (the run's "device allocations after step 2");
+#   - warm steps allocate nothing on the device (the run's "device allocations after step 2"),
+#     a seq2seq's batches of varying width at bf16 included;
 #   - a GPT, MLP (reg and bce too), CNN or seq2seq step that logs nothing makes no host wait, a
 #     logged step one; reading the losses less often trains the same weights; a NaN stops a GPU
 #     run too;
@@ -179,6 +180,26 @@ if [ "$dev" = cuda ]; then
         pass "mlp: warm steps allocate nothing with evaluations between them"
     else
         fail "mlp: with evaluations between them, warm steps allocated on the device"
+    fi
+fi
+
+# 1a'. A seq2seq's batches are as wide as their longest pair: words of 3 letters but one in 64 of
+# 11 (so most batches are narrow, and a wide one comes after the first steps), at bf16, where the
+# products' rounded operands grow with the width. Its one warm-up pass at max_len (docs/gpu.md)
+# must leave nothing to allocate later.
+if [ "$dev" = cuda ]; then
+    awk 'BEGIN { srand(13)
+        for (i = 0; i < 2048; i++) {
+            n = i % 64 == 63 ? 11 : 3; w = ""
+            for (j = 0; j < n; j++) w = w substr("abcdefghijklmnopqrstuvwxyz", 1 + int(26 * rand()), 1)
+            r = ""; for (j = n; j > 0; j--) r = r substr(w, j, 1)
+            print w > "/dev/stdout"; print r > "/dev/stderr" } }' >"$work/wide.src" 2>"$work/wide.tgt"
+    if DDPC_CUDA_CANDIDATES=$(with_candidate s2s) run s2s_wide "${s2s[@]}" device=$dev \
+        precision=bf16 max_steps=100 data.train_src="$work/wide.src" \
+        data.train_tgt="$work/wide.tgt" && allocs_zero s2s_wide; then
+        pass "s2s bf16: batches of varying width allocate nothing after the warm-up pass"
+    else
+        fail "s2s bf16: a wider batch allocated on the device after step 2"
     fi
 fi
 
