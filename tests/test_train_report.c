@@ -81,6 +81,7 @@ static const char *metrics =
     "\"rank_step_s\": {\"0\": 0.07, \"1\": 0.08}}\n"
     "{\"step\": 15, \"epoch\": 0, \"loss\": 1.5, \"lr\": 0.01, \"samples_per_s\": 120.0, "
     "\"phase\": {\"data_s\": 0.01, \"forward_s\": 0.02, \"backward_s\": 0.04, \"x_s\": 0.1}, "
+    "\"gpu_phase\": {\"forward_s\": 0.015, \"backward_s\": 0.03, \"other_s\": 0.02}, "
     "\"rank_step_s\": {\"0\": 0.07, \"1\": 0.08}}\n"
     "{\"step\": 15, \"split\": \"val\", \"eval_loss\": 1.4, \"eval_accuracy\": 0.6}\n"
     "{\"step\": 15, \"mem_rss_bytes\": 3145728, \"mem\": {\"act_bytes\": 1048576}}\n"
@@ -126,9 +127,12 @@ static void test_page(void)
     CHECK_STR_CONTAINS(html, "<th>world size</th><td><span class=\"omit\">not recorded");
     CHECK_EQ_INT(count(html, "class=\"resume\""), 0);
     CHECK_STR_CONTAINS(html, "data-key=\"rank 1\" data-points=\"3\"");
-    CHECK_EQ_INT(count(html, "<g class=\"bar\""), 3);
-    CHECK_EQ_INT(count(html, "class=\"seg\" data-key=\"backward_s\""), 3);
+    CHECK_EQ_INT(count(html, "<g class=\"bar\""), 3 + 1); /* + the GPU chart's (below) */
+    CHECK_EQ_INT(count(html, "class=\"seg\" data-key=\"backward_s\""), 3 + 1);
     CHECK_EQ_INT(count(html, "class=\"seg\" data-key=\"x_s\""), 1); /* an unknown phase too */
+    /* A GPU run's device-time phases: a chart of their own, from the records that have them. */
+    CHECK_STR_CONTAINS(html, "<h2>Where a step's time goes on the GPU (device time)</h2>");
+    CHECK_EQ_INT(count(html, "class=\"seg\" data-key=\"other_s\""), 1);
     CHECK_STR_CONTAINS(html, "Gradient norm (before clipping): not drawn");
     CHECK_STR_CONTAINS(html, ">mem/act_bytes</text>"); /* the last memory record, nested keys */
     CHECK_EQ_INT(count(html, ">mem_params_bytes</text>"), 0);
@@ -229,6 +233,7 @@ static void test_long_run(void)
     CHECK_EQ_INT(count(html, "<g class=\"bar\""), 200);
     CHECK_STR_CONTAINS(html, "1 in 3 logged steps");
     CHECK_EQ_INT(count(html, "<circle"), 0); /* no dots on long curves */
+    CHECK_EQ_INT(count(html, "on the GPU"), 0); /* a CPU run: no device-time chart, no note */
     free(html);
 }
 

@@ -217,14 +217,18 @@ static const char *const phase_order[] = {"data_s",         "forward_s",   "back
                                           "other_s"};
 #define N_PHASES (sizeof phase_order / sizeof phase_order[0])
 
-static ddpc_status phases(page *p)
+/* The stacked chart of `group`'s keys ("phase": the host's clock; "gpu_phase": the device's,
+ * drawn only where a run has them). */
+static ddpc_status phases(page *p, const char *group, const char *title, const char *keys_note)
 {
     const char *keys[MAX_SERIES];
-    size_t n = group_keys(p->d, any, "phase", keys, MAX_SERIES);
+    size_t n = group_keys(p->d, any, group, keys, MAX_SERIES);
+    if (n == 0 && strcmp(group, "phase") != 0)
+        return DDPC_OK;
     char path[160];
     /* The known phases in step order, then any others as they come. */
     for (size_t k = 0; k < N_PHASES; k++) {
-        snprintf(path, sizeof path, "phase/%s", phase_order[k]);
+        snprintf(path, sizeof path, "%s/%s", group, phase_order[k]);
         DDPC_TRY(add(p, any, NULL, NULL, path, phase_order[k]));
     }
     for (size_t i = 0; i < n; i++) {
@@ -233,7 +237,7 @@ static ddpc_status phases(page *p)
             k++;
         if (k < N_PHASES)
             continue;
-        snprintf(path, sizeof path, "phase/%s", keys[i]);
+        snprintf(path, sizeof path, "%s/%s", group, keys[i]);
         DDPC_TRY(add(p, any, NULL, NULL, path, keys[i]));
     }
     /* Absent phases take no legend entry. */
@@ -247,7 +251,7 @@ static ddpc_status phases(page *p)
     }
     memset(p->s + kept, 0, (p->n - kept) * sizeof p->s[0]);
     p->n = kept;
-    chart(p, "Where a step's time goes (per logged step)", "seconds", "\"phase/*\" keys", true);
+    chart(p, title, "seconds", keys_note, true);
     return DDPC_OK;
 }
 
@@ -413,7 +417,10 @@ static ddpc_status write_page(page *p, const char *run_dir, const char *metrics)
     DDPC_TRY(add(p, progress, NULL, NULL, "lr", "lr"));
     chart(p, "Learning rate", "lr", "\"lr\"", false);
     DDPC_TRY(throughput(p));
-    DDPC_TRY(phases(p));
+    DDPC_TRY(phases(p, "phase", "Where a step's time goes (per logged step)",
+                    "\"phase/*\" keys"));
+    DDPC_TRY(phases(p, "gpu_phase", "Where a step's time goes on the GPU (device time)",
+                    "\"gpu_phase/*\" keys"));
     DDPC_TRY(step_times(p));
     DDPC_TRY(add(p, progress, NULL, NULL, "data_wait_s", "data_wait_s"));
     chart(p, "Waiting for data (per logging window)", "seconds", "\"data_wait_s\"", false);
