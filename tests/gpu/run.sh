@@ -542,6 +542,50 @@ fi
 # Last, so that inductor's first compile (a minute or two) cannot starve the rows above.
 wants compile && torch_row compile 300
 
+# --- The candidates' verdicts from what this run measured: each one's ms/step against the
+# default row's, its own losses check, and the checks run with every candidate on (kernel tests,
+# train_checks.sh): "promote" (faster, correct), "delete" (slower, or its losses strayed), or
+# "look" (the checks with all of them on failed: which one is to blame needs the logs).
+verdicts=$work/verdicts.txt # printed after the table, and added to table.md
+: >"$verdicts"
+if wants ddpc && with_cands; then
+    "$py" - "$rows" "$checks" "$cands" >"$verdicts" <<'PY'
+import json, re, sys
+rows = {}
+for line in open(sys.argv[1]):
+    try:
+        r = json.loads(line)
+    except ValueError:
+        continue
+    rows[r.get("name")] = r
+checks = {}  # check_line's lines: the name in 34 columns, the verdict, seconds
+for line in open(sys.argv[2]):
+    m = re.match(r"^(.{34}) (.*?)\s+\d+ s$", line.rstrip("\n"))
+    if m:
+        checks[m.group(1).strip()] = m.group(2).strip()
+joint = [v for k, v in checks.items() if k.endswith("-cand")]
+joint_ok = bool(joint) and all(v.startswith(("PASS", "SKIPPED")) for v in joint)
+base = rows.get("ddpc", {})
+for c in sys.argv[3].split(","):
+    r = rows.get("ddpc-" + c, {})
+    own = checks.get("ddpc-%s losses" % c, "not run")
+    if r.get("status") != "ok" or base.get("status") != "ok":
+        print("%-8s no timing (its row or the default's FAILED) -> look" % c)
+        continue
+    ratio = r["ms_per_step"] / base["ms_per_step"]
+    if own.startswith("FAILED"):
+        verdict = "delete (its losses strayed)"
+    elif ratio >= 0.995:
+        verdict = "delete (not faster)"
+    elif not joint_ok:
+        verdict = "look (a check with all candidates on failed)"
+    else:
+        verdict = "promote"
+    print("%-8s %7.1f ms/step vs %.1f (x%.3f)  losses: %-24s -> %s"
+          % (c, r["ms_per_step"], base["ms_per_step"], ratio, own, verdict))
+PY
+fi
+
 # --- Last: the clocks after the work (throttling shows here), the checks' summary, the table.
 echo "== after: $(nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
     --format=csv,noheader 2>&1 | head -1) (SM MHz, max SM MHz, °C, W)"
@@ -553,6 +597,10 @@ if [ -s "$rows" ]; then
     echo "== benchmark on $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null |
         head -1) ($((SECONDS - start)) s in all)"
     "$py" tests/gpu/bench_parse.py table "$rows" --peak-tflops "$peak" | tee "$out/table.md"
+fi
+if [ -s "$verdicts" ]; then
+    echo "== candidates: promote each faster correct one, delete the rest (docs/gpu.md)"
+    tee -a "$out/table.md" <"$verdicts"
 fi
 pack_logs
 # Exit 1 when a check or a benchmark row failed, so the device call's rc says it too.

@@ -188,12 +188,13 @@ fi
 # products' rounded operands grow with the width. Its one warm-up pass at max_len (docs/gpu.md)
 # must leave nothing to allocate later.
 if [ "$dev" = cuda ]; then
-    awk 'BEGIN { srand(13)
+    awk 'BEGIN { srand(13); a = "abcdefghijklmnopqrstuvwxyz"
         for (i = 0; i < 2048; i++) {
             n = i % 64 == 63 ? 11 : 3; w = ""
-            for (j = 0; j < n; j++) w = w substr("abcdefghijklmnopqrstuvwxyz", 1 + int(26 * rand()), 1)
+            for (j = 0; j < n; j++) w = w substr(a, 1 + int(26 * rand()), 1)
             r = ""; for (j = n; j > 0; j--) r = r substr(w, j, 1)
-            print w > "/dev/stdout"; print r > "/dev/stderr" } }' >"$work/wide.src" 2>"$work/wide.tgt"
+            print w > "/dev/stdout"; print r > "/dev/stderr" } }' \
+        >"$work/wide.src" 2>"$work/wide.tgt"
     if DDPC_CUDA_CANDIDATES=$(with_candidate s2s) run s2s_wide "${s2s[@]}" device=$dev \
         precision=bf16 max_steps=100 data.train_src="$work/wide.src" \
         data.train_tgt="$work/wide.tgt" && allocs_zero s2s_wide; then
