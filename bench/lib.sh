@@ -31,3 +31,20 @@ import sys
 try: print(f"{float(sys.argv[1]) / float(sys.argv[2]):.2f}")
 except Exception: print("n/a")' "$1" "$2"
 }
+
+# seq2seq_pairs DIR: the translation pairs bench/configs/seq2seq.yaml trains on (and
+# bench/torch_step.py seq2seq mirrors): DIR/pairs.src, 4096 words of 15 random letters, and
+# DIR/pairs.tgt, each reversed: 30 ids with the 4 specials, every batch 16 wide on both sides.
+# Prints the overrides that point every split of the config at them.
+seq2seq_pairs() {
+    mkdir -p "$1"
+    awk 'BEGIN { srand(5); a = "abcdefghijklmnopqrstuvwxyz"
+        for (i = 0; i < 4096; i++) {
+            w = ""; for (j = 0; j < 15; j++) w = w substr(a, 1 + int(26 * rand()), 1)
+            r = ""; for (j = 15; j > 0; j--) r = r substr(w, j, 1)
+            print w > "/dev/stdout"; print r > "/dev/stderr" } }' >"$1/pairs.src" 2>"$1/pairs.tgt"
+    local split
+    for split in train valid test; do
+        printf 'data.%s_src=%s data.%s_tgt=%s ' "$split" "$1/pairs.src" "$split" "$1/pairs.tgt"
+    done
+}

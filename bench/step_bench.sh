@@ -4,7 +4,7 @@
 # same batch, same optimizer) at 1 and 2 threads, next to OpenBLAS's sgemm peak.
 # Every peer gets the environment /work/shared/PEERS.md asks for, in the same run as ddpc.
 # Prints a Markdown table on stdout; the raw JSON lines go to stderr.
-# Environment: THREADS (default "1 2"), MODELS (default "gpt mlp cnn"), STEPS (default 20),
+# Environment: THREADS (default "1 2"), MODELS (default "gpt mlp cnn seq2seq"), STEPS (default 20),
 # PYTHON (default /usr/bin/python3, which has Debian's python3-torch).
 set -euo pipefail
 
@@ -16,7 +16,7 @@ DDPC=$1
 HERE=$(cd "$(dirname "$0")" && pwd)
 PY=${PYTHON:-/usr/bin/python3}
 THREADS=${THREADS:-"1 2"}
-MODELS=${MODELS:-"gpt mlp cnn"}
+MODELS=${MODELS:-"gpt mlp cnn seq2seq"}
 STEPS=${STEPS:-20}
 
 [[ -x $DDPC ]] || { echo "$0: $DDPC is not an executable" >&2; exit 2; }
@@ -33,6 +33,7 @@ cc -std=c11 -O2 -fopenmp -I/usr/include/x86_64-linux-gnu/openblas-openmp \
     -o "$TMP/sgemm_peak"
 
 . "$HERE/lib.sh"
+read -ra pairs <<<"$(seq2seq_pairs "$TMP/pairs")" # seq2seq's data: overrides for its config
 
 failed=0
 echo "| threads | model | ddpc samples/s (tok/s for gpt) | PyTorch |"\
@@ -44,6 +45,7 @@ for t in $THREADS; do
     peak=$(json sgemm_peak_gflops <<<"$peak_line")
     for m in $MODELS; do
         cfg=("$HERE/configs/$m.yaml")
+        [[ $m == seq2seq ]] && cfg+=("${pairs[@]}")
         key=samples_per_s
         [[ $m == gpt ]] && key=tokens_per_s
         if d_out=$(thread_env "$t" "$DDPC" bench step "${cfg[@]}" num_threads="$t" \

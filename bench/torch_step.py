@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """PyTorch peer for `ddpc bench step`: times full fp32 (or --amp bf16: autocast) training steps (zero_grad, forward,
 cross-entropy, backward, optimizer step) of the same models ddpc benchmarks and prints one
-JSON line. The models here must stay identical to ddpc's (src/nn/gpt.c, mlp.c, cnn.c).
+JSON line. The models here must stay identical to ddpc's (src/nn/gpt.c, mlp.c, cnn.c, seq2seq*.c).
 
 Run with the environment bench/step_bench.sh sets (OMP_NUM_THREADS, OPENBLAS_NUM_THREADS,
 MKL_NUM_THREADS = N, OMP_WAIT_POLICY=PASSIVE at N >= 2, ATEN_CPU_CAPABILITY): see
@@ -125,7 +125,68 @@ def make_cnn(B, dev):
     return model, opt, x, lambda logits: F.cross_entropy(logits, y), 0
 
 
-MODELS = {"gpt": (make_gpt, 8), "mlp": (make_mlp, 128), "cnn": (make_cnn, 64)}
+# seq2seq: ddpc's encoder-decoder (docs/seq2seq.md; the model of tests/parity/parity_seq2seq.py):
+# torch.nn.Transformer (batch_first, post-LN, ReLU) with embeddings scaled by sqrt(d_model) plus
+# sinusoidal positions, a generator Linear, CrossEntropyLoss(ignore_index=0, label_smoothing=0.1).
+# bench/configs/seq2seq.yaml: 128 wide, 4 heads, 2 + 2 layers, d_ff 256, dropout 0, on
+# bench/lib.sh's seq2seq_pairs (15 random letters reversed: 30 ids with the 4 specials, every
+# source 16 wide with <eos>, every target 16 with <bos>/<eos>), batch 32, AdamW lr 1e-3.
+S2S = dict(C=128, H=4, LAYERS=2, FF=256, V=30, L=16)
+
+
+def sinusoidal(t, c, dev):
+    pos = torch.arange(t, dtype=torch.float64).unsqueeze(1)
+    div = torch.exp(torch.arange(0, c, 2, dtype=torch.float64) * (-math.log(10000.0) / c))
+    pe = torch.zeros(t, c, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(pos * div)
+    pe[:, 1::2] = torch.cos(pos * div)
+    return pe.float().to(dev)
+
+
+class Seq2Seq(nn.Module):
+    def __init__(self, C, H, LAYERS, FF, V, L, dev):
+        super().__init__()
+        self.C = C
+        self.src_embed = nn.Embedding(V, C)
+        self.tgt_embed = nn.Embedding(V, C)
+        self.transformer = nn.Transformer(d_model=C, nhead=H, num_encoder_layers=LAYERS,
+                                          num_decoder_layers=LAYERS, dim_feedforward=FF,
+                                          dropout=0.0, batch_first=True)
+        self.generator = nn.Linear(C, V)
+        self.register_buffer("pe", sinusoidal(L, C, dev), persistent=False)
+        mask = self.transformer.generate_square_subsequent_mask(L)
+        self.register_buffer("causal", mask, persistent=False)
+
+    def forward(self, x):                                       # x (2, B, L): sources, decoder in
+        src, tgt = x[0], x[1]
+        s = math.sqrt(self.C)
+        out = self.transformer(self.src_embed(src) * s + self.pe, self.tgt_embed(tgt) * s + self.pe,
+                               tgt_mask=self.causal, src_key_padding_mask=src == 0,
+                               tgt_key_padding_mask=tgt == 0, memory_key_padding_mask=src == 0)
+        return self.generator(out)                              # (B, L, V)
+
+
+def make_seq2seq(B, dev):
+    c = S2S
+    model = Seq2Seq(**c, dev=dev).to(dev)
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
+                             {"params": no_decay, "weight_decay": 0.0}], lr=1e-3, **fused(dev))
+    L, V = c["L"], c["V"]
+    src = torch.randint(4, V, (B, L), device=dev)
+    src[:, -1] = 2                                              # <eos>
+    y = torch.randint(4, V, (B, L - 1), device=dev)
+    bos = torch.ones(B, 1, dtype=torch.long, device=dev)
+    tok = torch.cat([bos, y], dim=1)                            # <bos> y
+    tgt = torch.cat([y, 2 * bos], dim=1)                        # y <eos>
+    loss_fn = lambda logits: F.cross_entropy(logits.reshape(-1, V), tgt.reshape(-1),
+                                             ignore_index=0, label_smoothing=0.1)
+    return model, opt, torch.stack([src, tok]), loss_fn, L
+
+
+MODELS = {"gpt": (make_gpt, 8), "mlp": (make_mlp, 128), "cnn": (make_cnn, 64),
+          "seq2seq": (make_seq2seq, 32)}
 
 
 def forward(model, x, amp):

@@ -212,8 +212,9 @@ rc=$?
 rm -rf "$tmp/out"
 run --only models >"$tmp/log7" 2>&1
 rc=$?
-cells='^| [a-z]* | [0-9]* | [a-z0-9]* | 12.5 | FAILED |'
-[ $rc = 1 ] && [ "$(grep -c "$cells" "$tmp/out/models.md")" = 9 ] &&
+cells='^| [a-z0-9]* | [0-9]* | [a-z0-9]* | 12.5 | FAILED |'
+[ $rc = 1 ] && [ "$(grep -c "$cells" "$tmp/out/models.md")" = 12 ] &&
+    grep -q '^| seq2seq | 256 | bf16 | 12.5 | FAILED |' "$tmp/out/models.md" &&
     grep -q '^| cnn | 512 | tf32 | 12.5 | FAILED |' "$tmp/out/models.md" &&
     grep -Eq '^models +FAILED \(a cell\)' "$tmp/out/checks.txt" &&
     tar -xzOf "$tmp/out/logs.tar.gz" logs/models_mlp_tf32_torch.log 2>/dev/null |

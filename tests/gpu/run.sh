@@ -160,9 +160,9 @@ for f in "$gpu"/lib/*; do
 done
 site_dirs=$("$py" -c 'import site; print("\n".join(site.getsitepackages()))' 2>/dev/null)
 find_so() { # prints the folder holding the library named $1, or nothing
-    local d p
+    local d p ldp=${LD_LIBRARY_PATH:-} # set -u: unset would end the function at once
     for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda/lib \
-        /usr/local/nvidia/lib64 ${LD_LIBRARY_PATH//:/ }; do
+        /usr/local/nvidia/lib64 ${ldp//:/ }; do
         [ -e "$d/$1" ] && { echo "$d"; return; }
     done
     p=$(ldconfig -p 2>/dev/null | awk -v n="$1" '$1 == n {print $NF; exit}')
@@ -401,7 +401,8 @@ if wants profile; then
 fi
 
 # --- models: `ddpc bench step` against PyTorch eager (bench/torch_step.py --device cuda, the same
-# models, SDPA and fused AdamW) on bench/configs' GPT, MLP and CNN at GPU batch sizes, in fp32,
+# models, SDPA and fused AdamW) on bench/configs' GPT, MLP, CNN and seq2seq (bench/lib.sh's
+# pairs) at GPU batch sizes, in fp32,
 # TF32 (matmul_precision high / allow_tf32) and bf16 (autocast): median ms per step of 20 after 5,
 # each step ending in a synchronisation on both sides; the table into $OUT/models.md.
 json_field() { # FIELD FILE: FIELD of the last JSON line of FILE, or nothing
@@ -414,8 +415,13 @@ if wants models; then
         echo "| model | batch | products | ddpc ms/step | PyTorch ms/step | ddpc speed / PyTorch |"
         echo "|---|---|---|---|---|---|"
     } >"$md"
-    for m in gpt mlp cnn; do
-        case $m in gpt) b=64 ;; mlp) b=1024 ;; cnn) b=512 ;; esac
+    . bench/lib.sh
+    read -ra pairs <<<"$(seq2seq_pairs "$work/pairs")" # seq2seq's data (its config's overrides)
+    for m in gpt mlp cnn seq2seq; do
+        case $m in gpt) b=64 ;; mlp) b=1024 ;; cnn) b=512 ;; seq2seq) b=256 ;; esac
+        extra=() cand=()
+        # seq2seq runs on a GPU only as a candidate until train_checks.sh has checked it there.
+        [ $m = seq2seq ] && extra=("${pairs[@]}") cand=(DDPC_CUDA_CANDIDATES=seq2seq)
         for mode in fp32 tf32 bf16; do
             case $mode in
             fp32) dargs=() pargs=() ;;
@@ -423,9 +429,9 @@ if wants models; then
             bf16) dargs=(precision=bf16) pargs=(--amp bf16) ;;
             esac
             name=models_${m}_$mode
-            run_part "${name}_ddpc" 60 "${libenv[@]}" OMP_NUM_THREADS=8 "$ddpc" bench step \
-                "bench/configs/$m.yaml" device=cuda "data.batch_size=$b" bench.steps=20 \
-                bench.warmup=5 "${dargs[@]}"
+            run_part "${name}_ddpc" 60 "${libenv[@]}" "${cand[@]}" OMP_NUM_THREADS=8 "$ddpc" \
+                bench step "bench/configs/$m.yaml" device=cuda "data.batch_size=$b" \
+                bench.steps=20 bench.warmup=5 "${extra[@]}" "${dargs[@]}"
             d=$(json_field median_step_ms "$logs/${name}_ddpc.log")
             run_part "${name}_torch" 90 "$py" bench/torch_step.py "$m" --device cuda --threads 1 \
                 --batch "$b" --steps 20 --warmup 5 "${pargs[@]}"
