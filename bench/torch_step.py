@@ -131,10 +131,11 @@ def make_cnn(B, dev):
 # bench/configs/seq2seq.yaml: 128 wide, 4 heads, 2 + 2 layers, d_ff 256, dropout 0, on
 # bench/lib.sh's seq2seq_pairs (15 random letters reversed: 30 ids with the 4 specials, every
 # source 16 wide with <eos>, every target 16 with <bos>/<eos>), batch 32, AdamW lr 1e-3.
-S2S = dict(C=128, H=4, LAYERS=2, FF=256, V=30, L=16)
+S2S = dict(C=128, H=4, LAYERS=2, FF=256, VS=30, VT=30, L=16)
 
 
-def sinusoidal(t, c, dev):
+def sinusoidal(t, c, dev="cpu"):
+    """The PyTorch tutorial's PositionalEncoding (t, c), in float64, rounded once to fp32."""
     pos = torch.arange(t, dtype=torch.float64).unsqueeze(1)
     div = torch.exp(torch.arange(0, c, 2, dtype=torch.float64) * (-math.log(10000.0) / c))
     pe = torch.zeros(t, c, dtype=torch.float64)
@@ -144,26 +145,32 @@ def sinusoidal(t, c, dev):
 
 
 class Seq2Seq(nn.Module):
-    def __init__(self, C, H, LAYERS, FF, V, L, dev):
+    """ddpc's seq2seq, named as its state_dict (also tests/parity/parity_seq2seq.py's peer)."""
+
+    def __init__(self, C, H, LAYERS, FF, VS, VT, L, dropout=0.0, dev="cpu"):
         super().__init__()
         self.C = C
-        self.src_embed = nn.Embedding(V, C)
-        self.tgt_embed = nn.Embedding(V, C)
+        self.src_embed = nn.Embedding(VS, C)
+        self.tgt_embed = nn.Embedding(VT, C)
         self.transformer = nn.Transformer(d_model=C, nhead=H, num_encoder_layers=LAYERS,
                                           num_decoder_layers=LAYERS, dim_feedforward=FF,
-                                          dropout=0.0, batch_first=True)
-        self.generator = nn.Linear(C, V)
+                                          dropout=dropout, batch_first=True)
+        self.generator = nn.Linear(C, VT)
         self.register_buffer("pe", sinusoidal(L, C, dev), persistent=False)
         mask = self.transformer.generate_square_subsequent_mask(L)
         self.register_buffer("causal", mask, persistent=False)
 
-    def forward(self, x):                                       # x (2, B, L): sources, decoder in
-        src, tgt = x[0], x[1]
-        s = math.sqrt(self.C)
-        out = self.transformer(self.src_embed(src) * s + self.pe, self.tgt_embed(tgt) * s + self.pe,
-                               tgt_mask=self.causal, src_key_padding_mask=src == 0,
+    def forward(self, src, tgt=None):
+        """src (B, S), tgt (B, T) of at most L, padded with 0; or src (2, B, L) holding both (one
+        input, as torch_step.py passes it)."""
+        if tgt is None:
+            src, tgt = src[0], src[1]
+        s, t, scale = src.shape[1], tgt.shape[1], math.sqrt(self.C)
+        x = self.src_embed(src) * scale + self.pe[:s]
+        y = self.tgt_embed(tgt) * scale + self.pe[:t]
+        out = self.transformer(x, y, tgt_mask=self.causal[:t, :t], src_key_padding_mask=src == 0,
                                tgt_key_padding_mask=tgt == 0, memory_key_padding_mask=src == 0)
-        return self.generator(out)                              # (B, L, V)
+        return self.generator(out)                              # (B, T, VT)
 
 
 def make_seq2seq(B, dev):
@@ -173,7 +180,7 @@ def make_seq2seq(B, dev):
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
                              {"params": no_decay, "weight_decay": 0.0}], lr=1e-3, **fused(dev))
-    L, V = c["L"], c["V"]
+    L, V = c["L"], c["VT"]
     src = torch.randint(4, V, (B, L), device=dev)
     src[:, -1] = 2                                              # <eos>
     y = torch.randint(4, V, (B, L - 1), device=dev)

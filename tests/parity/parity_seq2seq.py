@@ -20,7 +20,6 @@ gradient within 1e-1 of the fp32 gradient and not equal to it (the rounding happ
 worst gradient's distance to fp32 no larger than autocast's worst (per tensor the two round
 different things: autocast also the products' outputs, ddpc also the incoming gradients).
 """
-import math
 import os
 import subprocess
 import sys
@@ -28,7 +27,6 @@ import tempfile
 
 try:
     import torch
-    import torch.nn as nn
     import torch.nn.functional as F
 except ImportError as e:  # a missing peer is a failure, never a silent skip
     sys.exit(f"parity: PyTorch/numpy are required (Debian's python3-torch, python3-numpy): {e}")
@@ -38,40 +36,19 @@ C, H, LAYERS, FF, VS, VT, SMOOTHING = 32, 4, 2, 64, 23, 19, 0.1
 TOL_FP32 = 1e-4
 TOL_BF16_LOSS, TOL_BF16_PROBS, TOL_BF16_GRAD = 1e-2, 2e-2, 1e-1
 
-# The file reader, the relative error and the loss comparison of the cnn/gpt parity test.
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# The file reader, the relative error and the loss comparison of the cnn/gpt parity test; the
+# model is the step benchmark's peer (bench/torch_step.py), at this test's sizes.
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
 from parity import compare_losses, read_safetensors, rel  # noqa: E402
+from torch_step import Seq2Seq as PeerSeq2Seq  # noqa: E402
+
+MAX_LEN = 64  # at least the batches' widths (parity_seq2seq_run.c's)
 
 
-def positions(t, c):
-    """The PyTorch tutorial's PositionalEncoding, in float64, rounded once to fp32."""
-    pos = torch.arange(t, dtype=torch.float64).unsqueeze(1)
-    div = torch.exp(torch.arange(0, c, 2, dtype=torch.float64) * (-math.log(10000.0) / c))
-    pe = torch.zeros(t, c, dtype=torch.float64)
-    pe[:, 0::2] = torch.sin(pos * div)
-    pe[:, 1::2] = torch.cos(pos * div)
-    return pe.float()
-
-
-class Seq2Seq(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.src_embed = nn.Embedding(VS, C)
-        self.tgt_embed = nn.Embedding(VT, C)
-        self.transformer = nn.Transformer(d_model=C, nhead=H, num_encoder_layers=LAYERS,
-                                          num_decoder_layers=LAYERS, dim_feedforward=FF,
-                                          dropout=0.0, batch_first=True)
-        self.generator = nn.Linear(C, VT)
-
-    def forward(self, src, tgt):
-        s, t = src.shape[1], tgt.shape[1]
-        pe = positions(max(s, t), C)
-        x = self.src_embed(src) * math.sqrt(C) + pe[:s]
-        y = self.tgt_embed(tgt) * math.sqrt(C) + pe[:t]
-        causal = self.transformer.generate_square_subsequent_mask(t)
-        out = self.transformer(x, y, tgt_mask=causal, src_key_padding_mask=src == 0,
-                               tgt_key_padding_mask=tgt == 0, memory_key_padding_mask=src == 0)
-        return self.generator(out)
+def Seq2Seq():
+    return PeerSeq2Seq(C, H, LAYERS, FF, VS, VT, MAX_LEN)
 
 
 def torch_name(ddpc_name):
