@@ -49,7 +49,7 @@ step=5
 for r in $rates; do
     echo "{\"step\": $step, \"epoch\": 0, \"loss\": $loss, \"tokens_per_s\": $r, \"time_s\": 1," \
         "\"phase\": {\"data_s\": 0.001, \"forward_s\": 0.09, \"other_s\": 0.0114}," \
-        "\"step_s\": 0.1024}"
+        "\"gpu_phase\": {\"forward_s\": 0.03, \"backward_s\": 0.06}, \"step_s\": 0.1024}"
     echo "{\"step\": $step, \"rank_step_s\": {\"0\": 0.1}}"
     step=$((step + 5))
 done >"$dir/metrics.jsonl"
@@ -112,6 +112,7 @@ grep -Eq '^\| llm.c +\| 128,000 +\| 128.0 +\| 10.4% +\| - +\| 1.00 +\|$' "$tmp/l
     ok "llm.c's row: median step time after warm-up" ||
     fail "llm.c's row: median step time after warm-up" "$tmp/log"
 grep -q '^    phases (host clock, ms/step): data 1.0 forward 90.0 other 11.4 | step 102.4$' \
+    "$tmp/log" && grep -q '^    gpu_phase (device time, ms/step): forward 30.0 backward 60.0$' \
     "$tmp/log" && ok "ddpc's row: its last window's phases" ||
     fail "ddpc's row: its last window's phases" "$tmp/log"
 grep -Eq '^\| pytorch-eager +\| FAILED' "$tmp/log" && ok "a failed peer is a FAILED row" ||

@@ -480,7 +480,7 @@ ddpc_row() { # NAME [VAR=VALUE]: one ddpc benchmark run, its environment extende
     fi
     bench_done "$name" "$logs/$name.log"
     # The last window's phases, the host's clock on a GPU (docs/observability.md says where the
-    # GPU's time lands among them): printed for that page's claim, not checked.
+    # GPU's time lands among them), and the device's (gpu_phase): printed, not checked.
     "$py" - "$logs/${name}_metrics.jsonl" <<'PY' 2>/dev/null
 import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
@@ -490,6 +490,9 @@ if ph:
     print("    phases (host clock, ms/step): " + " ".join(
         "%s %.1f" % (k[:-2], 1e3 * v) for k, v in r["phase"].items()) +
         " | step %.1f" % (1e3 * r["step_s"]))
+    if isinstance(r.get("gpu_phase"), dict):  # the same window as the device ran it
+        print("    gpu_phase (device time, ms/step): " + " ".join(
+            "%s %.1f" % (k[:-2], 1e3 * v) for k, v in r["gpu_phase"].items()))
 PY
 }
 # A candidate row's losses against the default row's (the same steps on the same data): the
