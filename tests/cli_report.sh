@@ -10,8 +10,8 @@
 # the last run only. A hand-made metrics.jsonl with the phase and per-rank keys
 # checks the stacked bars and the per-rank chart, null values (a gap, not a point), a resumed
 # run's replayed steps (superseded, not doubled), an absent key (a note, no empty chart) and a
-# torn last line (skipped with a note). A missing run directory or metrics.jsonl is one error
-# line naming the path.
+# torn last line (skipped with a note); a GPU run's gpu_phase keys get a second stacked chart.
+# A missing run directory or metrics.jsonl is one error line naming the path.
 # usage: cli_report.sh DDPC_BIN SOURCE_DIR
 set -u
 ddpc=$1
@@ -185,6 +185,20 @@ for s in 5 10; do echo "{\"step\": $s, \"epoch\": 0, \"loss\": 1.5, \"samples_pe
 check_status "report of an older image run" $? "$tmp/old.out"
 check "tokens/s equal to samples/s is a note" grep -q 'Tokens per second: the same as samples per second' "$tmp/old/report.html"
 check "not a chart" test "$(grep -c 'data-key="tokens/s"' "$tmp/old/report.html")" -eq 0
+
+# A GPU run's records also carry gpu_phase/* (the device's time): a second stacked chart of them;
+# the CPU runs above have none, and no note for it either.
+check "a CPU run: no device-time chart, no note" test "$(grep -c 'on the GPU' "$fx")" -eq 0
+mkdir -p "$tmp/gpu"
+for s in 5 10 15; do
+    echo "{\"step\": $s, \"epoch\": 0, \"loss\": 1.5, \"samples_per_s\": 800.0, $(phase 0.001 0.06 0.002 0 0.001 0 0.003), \"gpu_phase\": {\"forward_s\": 0.02, \"backward_s\": 0.04, \"comm_exposed_s\": 0, \"optimizer_s\": 0.003, \"other_s\": 0.004}, \"step_s\": 0.067}"
+done >"$tmp/gpu/metrics.jsonl"
+"$ddpc" report "$tmp/gpu" >"$tmp/gpu.out" 2>&1
+check_status "report of a GPU run" $? "$tmp/gpu.out"
+check "its device-time chart" \
+    grep -q "<h2>Where a step's time goes on the GPU (device time)</h2>" "$tmp/gpu/report.html"
+check "bars for both charts: 3 host, 3 device" \
+    test "$(grep -o '<g class="bar"' "$tmp/gpu/report.html" | wc -l)" -eq 6
 
 # Errors: one line naming the path, a non-zero exit.
 "$ddpc" report "$tmp/nowhere" >"$tmp/e1.out" 2>&1
