@@ -198,21 +198,16 @@ ddpc_status ddpc_trainer_bench(ddpc_trainer *t, int64_t warmup, int64_t steps, d
             .comm_bytes = (double)bytes / (double)steps,
             .num_params = ddpc_model_num_params(t->model),
             .replicas = t->dist.dp_replicas,
-            .phases = ddpc_engine_take_timing(t->engine),
         };
-        r->gpu_phases = ddpc_engine_take_device_timing(t->engine, &r->gpu);
         ddpc__trainer_matmul_info(t, r->matmul, sizeof r->matmul);
         snprintf(r->device, sizeof r->device, "%s",
                  ddpc_device_describe(ddpc_model_backend(t->model)));
-        ddpc_engine_timing *p = &r->phases;
-        double *each[] = {&p->forward_s,   &p->backward_s, &p->comm_wait_s,    &p->optimizer_s,
-                          &p->replicate_s, &p->scatter_s,  &p->replica_wait_s, &p->reduce_s};
-        for (size_t k = 0; k < sizeof each / sizeof each[0]; k++)
-            *each[k] /= (double)steps;
-        ddpc_engine_timing *g = &r->gpu;
-        double *gpu[] = {&g->forward_s, &g->backward_s, &g->comm_wait_s, &g->optimizer_s};
-        for (size_t k = 0; k < sizeof gpu / sizeof gpu[0]; k++)
-            *gpu[k] /= (double)steps;
+        /* The timed steps' sums, as means per step. */
+        ddpc_engine_timing sum = ddpc_engine_take_timing(t->engine);
+        ddpc__timing_add(&r->phases, &sum, 1.0 / (double)steps);
+        r->gpu_phases = ddpc_engine_take_device_timing(t->engine, &sum);
+        if (r->gpu_phases)
+            ddpc__timing_add(&r->gpu, &sum, 1.0 / (double)steps);
     }
     ddpc_free(buf);
     return st;

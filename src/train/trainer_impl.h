@@ -375,6 +375,8 @@ static inline double ddpc__trainer_phase_now(const ddpc_trainer *t)
     return t->set.phases || ddpc_trace_on() ? ddpc_time_now() : 0.0;
 }
 void ddpc__trainer_phases_step(ddpc_trainer *t, double end);
+/* *acc += scale x, field by field (window sums, and the bench's means per step). */
+void ddpc__timing_add(ddpc_engine_timing *acc, const ddpc_engine_timing *x, double scale);
 void ddpc__trainer_phases_fields(ddpc_trainer *t);
 ddpc_status ddpc__trainer_phases_ranks(ddpc_trainer *t, int64_t step);
 ddpc_status ddpc__trainer_rank_memory(ddpc_trainer *t, int64_t step);

@@ -35,22 +35,23 @@ void ddpc__trainer_phases_step(ddpc_trainer *t, double end)
     p->step += end - p->mark;
     p->mark = end;
     ddpc_engine_timing e = ddpc_engine_take_timing(t->engine);
-    p->eng.forward_s += e.forward_s;
-    p->eng.backward_s += e.backward_s;
-    p->eng.comm_wait_s += e.comm_wait_s;
-    p->eng.optimizer_s += e.optimizer_s;
-    p->eng.replicate_s += e.replicate_s;
-    p->eng.scatter_s += e.scatter_s;
-    p->eng.replica_wait_s += e.replica_wait_s;
-    p->eng.reduce_s += e.reduce_s;
-    ddpc_engine_timing d;
-    if (ddpc_engine_take_device_timing(t->engine, &d)) {
+    ddpc__timing_add(&p->eng, &e, 1.0);
+    if (ddpc_engine_take_device_timing(t->engine, &e)) {
         p->gpu_on = true;
-        p->dev.forward_s += d.forward_s;
-        p->dev.backward_s += d.backward_s;
-        p->dev.comm_wait_s += d.comm_wait_s;
-        p->dev.optimizer_s += d.optimizer_s;
+        ddpc__timing_add(&p->dev, &e, 1.0);
     }
+}
+
+void ddpc__timing_add(ddpc_engine_timing *acc, const ddpc_engine_timing *x, double scale)
+{
+    acc->forward_s += scale * x->forward_s;
+    acc->backward_s += scale * x->backward_s;
+    acc->comm_wait_s += scale * x->comm_wait_s;
+    acc->optimizer_s += scale * x->optimizer_s;
+    acc->replicate_s += scale * x->replicate_s;
+    acc->scatter_s += scale * x->scatter_s;
+    acc->replica_wait_s += scale * x->replica_wait_s;
+    acc->reduce_s += scale * x->reduce_s;
 }
 
 /* On a GPU, the phases as the device ran them (docs/observability.md): spans are counted in the
