@@ -5,8 +5,7 @@
 # and writes nothing into the run directory; device=auto trains on the CPU and says why; cpu says
 # nothing more; a misspelt device gets the usual unknown-choice line; parallel.mode dp is refused
 # on cuda whatever the machine has, two ranks without a GPU for want of one; seq2seq and a loss on
-# float targets are candidates on GPUs (refused on cuda, the CPU under auto, unless
-# DDPC_CUDA_CANDIDATES names them; then as the MLP); `ddpc env` prints its GPU section.
+# float targets go where the MLP goes; `ddpc env` prints its GPU section.
 # With a GPU visible, device=cuda and auto train the MLP on it and the start line names it. A
 # configure with -DDDPC_CUDA=ON and no working nvcc stops with its one line (docs/gpu.md). On
 # the CPU, DDPC_CUDA_CANDIDATES changes nothing.
@@ -93,55 +92,45 @@ s2s=(model.type=seq2seq model.d_model=16 model.num_heads=2 model.num_encoder_lay
     data.train_src="$tmp/train.src" data.train_tgt="$tmp/train.tgt" data.valid_src="$tmp/valid.src"
     data.valid_tgt="$tmp/valid.tgt" data.test_src="$tmp/test.src" data.test_tgt="$tmp/test.tgt"
     data.batch_size=8 max_steps=2 num_threads=1 log.progress=plain)
-# Its GPU path and the losses on float targets are candidates (docs/gpu.md): device: cuda is
-# refused naming the candidate on every machine, auto stays on the CPU; named in
-# DDPC_CUDA_CANDIDATES they go where the MLP goes, on a GPU or refused for want of one.
-cand_refusal='^ddpc train: device: cuda: %s runs on GPUs only as a candidate: its CUDA kernels '
-cand_refusal+='have not run on a GPU yet; use device: cpu, or set DDPC_CUDA_CANDIDATES=%s to run '
-cand_refusal+='them$'
+# seq2seq and the losses on float targets run on GPUs (checked on an H200 by
+# tests/gpu/train_checks.sh): device: cuda goes where the MLP goes, on a GPU or refused for want
+# of one; auto trains on a GPU where one is visible, else on the CPU.
+no_gpu_refusal='^ddpc train: device: cuda cannot be used: .+; set device: cpu or auto$'
+# gpu_or_refused NAME RUN_DIR WHAT START_LINE: the last run trained on the GPU (its start line)
+# or, without one, was refused.
+gpu_or_refused() {
+    if [ $gpu = no ]; then
+        refused "$1" "$no_gpu_refusal" "$2"
+    else
+        check_status "$3, device: cuda trains" $rc "$tmp/$1.err" "$tmp/$1.out"
+        check "... on the GPU, as its start line says" \
+            grep -Eq "^training $4: .*, on .*GPU [0-9]+ of [0-9]+" "$tmp/$1.out"
+    fi
+}
+# auto_trains NAME WHAT START_LINE: the last run trained, on the CPU exactly when no GPU is visible.
+auto_trains() {
+    check_status "$2 with device: auto trains" $rc "$tmp/$1.err" "$tmp/$1.out"
+    if [ $gpu = no ]; then
+        check "... on the CPU, as its start line says" \
+            grep -Eq "^training $3: .*, on cpu\$" "$tmp/$1.out"
+    else
+        check "... on the GPU, as its start line says" \
+            grep -Eq "^training $3: .*, on .*GPU [0-9]+ of [0-9]+" "$tmp/$1.out"
+    fi
+}
 train s2s_cuda "$src/configs/translate_demo.yaml" "${s2s[@]}" device=cuda run_dir="$tmp/s2s"
-# shellcheck disable=SC2059
-refused s2s_cuda "$(printf "$cand_refusal" "model\\.type seq2seq" seq2seq)" "$tmp/s2s"
-DDPC_CUDA_CANDIDATES=seq2seq train s2s_cand "$src/configs/translate_demo.yaml" "${s2s[@]}" \
-    device=cuda run_dir="$tmp/s2s_cand"
-if [ $gpu = no ]; then
-    refused s2s_cand '^ddpc train: device: cuda cannot be used: .+; set device: cpu or auto$' \
-        "$tmp/s2s_cand"
-else
-    check_status "seq2seq named a candidate, device: cuda trains" $rc "$tmp/s2s_cand.err" \
-        "$tmp/s2s_cand.out"
-    check "... on the GPU, as its start line says" \
-        grep -Eq '^training seq2seq: .*, on .*GPU [0-9]+ of [0-9]+' "$tmp/s2s_cand.out"
-fi
+gpu_or_refused s2s_cuda "$tmp/s2s" seq2seq seq2seq
 train s2s_auto "$src/configs/translate_demo.yaml" "${s2s[@]}" run_dir="$tmp/s2s_auto"
-check_status "seq2seq with device: auto trains" $rc "$tmp/s2s_auto.err" "$tmp/s2s_auto.out"
-check "... on the CPU, as its start line says" \
-    grep -Eq '^training seq2seq: .*, on cpu$' "$tmp/s2s_auto.out"
-if [ $gpu = yes ]; then
-    check "... and why" grep -q \
-        '^device: auto runs on the CPU: model.type seq2seq runs on GPUs only as a candidate' \
-        "$tmp/s2s_auto.out"
-fi
+auto_trains s2s_auto seq2seq seq2seq
 printf 'x1,x2,y\n' >"$tmp/reg.csv"
 for i in $(seq 1 64); do printf '%d,%d,%d\n' $((i % 7)) $((i % 5)) $((i % 3)); done >>"$tmp/reg.csv"
 reg=("$src/configs/fmnist_mlp.yaml" data.type=csv data.train="$tmp/reg.csv"
      data.val="$tmp/reg.csv" data.label=y loss=mse data.batch_size=16 max_steps=2 num_threads=1
      log.progress=plain)
 train reg_cuda "${reg[@]}" device=cuda run_dir="$tmp/reg"
-# shellcheck disable=SC2059
-refused reg_cuda "$(printf "$cand_refusal" "loss mse" losses)" "$tmp/reg"
-DDPC_CUDA_CANDIDATES=losses train reg_cand "${reg[@]}" device=cuda run_dir="$tmp/reg_cand"
-if [ $gpu = no ]; then
-    refused reg_cand '^ddpc train: device: cuda cannot be used: .+; set device: cpu or auto$' \
-        "$tmp/reg_cand"
-else
-    check_status "loss mse named a candidate, device: cuda trains" $rc "$tmp/reg_cand.err" \
-        "$tmp/reg_cand.out"
-fi
+gpu_or_refused reg_cuda "$tmp/reg" "loss mse" mlp
 train reg_auto "${reg[@]}" run_dir="$tmp/reg_auto"
-check_status "loss mse with device: auto trains" $rc "$tmp/reg_auto.err" "$tmp/reg_auto.out"
-check "... on the CPU, as its start line says" grep -Eq '^training mlp: .*, on cpu$' \
-    "$tmp/reg_auto.out"
+auto_trains reg_auto "loss mse" mlp
 
 # Refusals that hold on every machine, before anything is written.
 

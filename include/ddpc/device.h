@@ -383,10 +383,6 @@ const ddpc_kernel_table *ddpc_kernel_table_cpu(void);
  * (CUDA_VISIBLE_DEVICES honoured; 0 without a driver or GPU, never an error). *why (may be NULL)
  * gets a short reason when it is 0: "this build has no CUDA", "no CUDA driver (...)", ... */
 bool ddpc_cuda_built(void);
-/* Whether DDPC_CUDA_CANDIDATES (read once; a comma list, or "all") names `name`: GPU code written
- * without a GPU runs on one only where it does (docs/gpu.md, "Candidates"). False in a build
- * without CUDA. */
-bool ddpc_cuda_candidate(const char *name);
 int ddpc_cuda_devices(char *why, size_t cap);
 /* For `ddpc env`: the CUDA runtime this build carries (cudaRuntimeGetVersion: 13000 is 13.0) and
  * the cuBLAS it loaded (major * 10000 + minor * 100 + patch); 0 in a build without CUDA or when

@@ -87,10 +87,6 @@ typedef struct ddpc_model_ops {
      * and device memory, verified on a GPU): device cuda/auto may then put it there. false: the
      * CPU only, and device: cuda is refused naming the type. */
     bool gpu;
-    /* With gpu: the candidate name (ddpc_cuda_candidate) of GPU passes written without a GPU,
-     * which then run on one only where DDPC_CUDA_CANDIDATES names it; NULL once a GPU has
-     * checked them. */
-    const char *gpu_candidate;
 } ddpc_model_ops;
 
 /* Builds and initialises a model of the type `ops` (borrowed for the model's life) without

@@ -7,12 +7,6 @@
 
 #include "kernels/backend_impl.h"
 
-bool ddpc_cuda_candidate(const char *name)
-{
-    (void)name;
-    return false;
-}
-
 bool ddpc_cuda_built(void)
 {
     return false;

@@ -254,5 +254,4 @@ const ddpc_model_ops ddpc__seq2seq_ops = {
     .destroy = s2s_destroy,
     .data_kind = DDPC_DATASET_PAIRS,
     .gpu = true,
-    .gpu_candidate = "seq2seq", /* its CUDA members have not run on a GPU yet */
 };

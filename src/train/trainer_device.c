@@ -40,11 +40,6 @@ static bool cpu_only(const ddpc__device_ask *a, obstacle *o)
         snprintf(o->what, sizeof o->what, "model.type %s", a->model_type);
         o->why = "does not run on GPUs yet";
         snprintf(o->instead, sizeof o->instead, "use device: cpu");
-    } else if (a->candidate && !ddpc_cuda_candidate(a->candidate)) {
-        snprintf(o->what, sizeof o->what, "%s", a->what_needs);
-        o->why = "runs on GPUs only as a candidate: its CUDA kernels have not run on a GPU yet";
-        snprintf(o->instead, sizeof o->instead,
-                 "use device: cpu, or set DDPC_CUDA_CANDIDATES=%s to run them", a->candidate);
     } else if (a->dp_replicas > 0) {
         snprintf(o->what, sizeof o->what, "parallel.mode dp (%d replicas)", a->dp_replicas);
         o->why = "DataParallel replicas run on the CPU only";

@@ -17,9 +17,6 @@ typedef struct {
     int kind;               /* the `device` key: a ddpc_device_kind */
     const char *model_type; /* model.type, for the messages */
     bool model_on_gpu;      /* whether that model type runs on a GPU (ddpc_model_ops.gpu) */
-    /* The candidate (ddpc_cuda_candidate) the run's GPU path needs, or NULL: GPU code written
-     * without a GPU; what_needs names it for the messages ("model.type seq2seq", "loss mse"). */
-    const char *candidate, *what_needs;
     int dp_replicas;        /* parallel.mode dp's replicas in this process; 0 under ddp */
     int local_rank;         /* LOCAL_RANK: the GPU is local_rank mod the visible GPUs */
 } ddpc__device_ask;
@@ -27,10 +24,10 @@ typedef struct {
 /* Reads `device` (cpu, cuda or auto; default auto) into *kind, a ddpc_device_kind. */
 ddpc_status ddpc__device_read(ddpc_config *c, int *kind);
 
-/* The kernel table the run's model lives on. device: cuda that cannot run here (seq2seq,
- * DataParallel replicas, no GPU, a build without CUDA) is DDPC_EINVAL with one line saying which;
- * device: auto then stays on the CPU and appends one line saying why to note (cap bytes,
- * NUL-terminated). Opens the GPU for cuda (ddpc_backend_select). */
+/* The kernel table the run's model lives on. device: cuda that cannot run here (a model type
+ * without GPU passes, DataParallel replicas, no GPU, a build without CUDA) is DDPC_EINVAL with
+ * one line saying which; device: auto then stays on the CPU and appends one line saying why to
+ * note (cap bytes, NUL-terminated). Opens the GPU for cuda (ddpc_backend_select). */
 ddpc_status ddpc__device_select(const ddpc__device_ask *a, const struct ddpc_kernel_table **out,
                                 char *note, size_t cap);
 

@@ -150,21 +150,10 @@ static ddpc_status read_model_config(ddpc_trainer *t, ddpc_model_config *mc, voi
         mc->in_channels = shape[0], mc->in_height = shape[1], mc->in_width = shape[2];
     if (t->data.multi)
         DDPC_TRY(task_heads(t, mc));
-    /* Last, once the config is known good: cuda opens the GPU. GPU paths written without a GPU
-     * are candidates (docs/gpu.md): the model type's, else the losses on float targets'
-     * (kernels/cuda/regression_loss.cu, "losses"). */
-    char needs[96];
-    const char *candidate = b->gpu_candidate;
-    snprintf(needs, sizeof needs, "model.type %s", b->name);
-    if (!candidate && mc->loss != DDPC_LOSS_CROSS_ENTROPY) {
-        candidate = "losses";
-        snprintf(needs, sizeof needs, "loss %s", ddpc_loss_name(mc->loss));
-    }
+    /* Last, once the config is known good: cuda opens the GPU. */
     ddpc__device_ask ask = {.kind = t->set.device,
                             .model_type = b->name,
                             .model_on_gpu = b->gpu,
-                            .candidate = candidate,
-                            .what_needs = needs,
                             .dp_replicas = t->dist.dp_replicas,
                             .local_rank = t->dist.pg ? ddpc_pg_local_rank(t->dist.pg) : 0};
     DDPC_TRY(ddpc__device_select(&ask, &mc->backend, t->notes, sizeof t->notes));

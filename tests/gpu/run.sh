@@ -419,9 +419,8 @@ if wants models; then
     read -ra pairs <<<"$(seq2seq_pairs "$work/pairs")" # seq2seq's data (its config's overrides)
     for m in gpt mlp cnn seq2seq; do
         case $m in gpt) b=64 ;; mlp) b=1024 ;; cnn) b=512 ;; seq2seq) b=256 ;; esac
-        extra=() cand=()
-        # seq2seq runs on a GPU only as a candidate until train_checks.sh has checked it there.
-        [ $m = seq2seq ] && extra=("${pairs[@]}") cand=(DDPC_CUDA_CANDIDATES=seq2seq)
+        extra=()
+        [ $m = seq2seq ] && extra=("${pairs[@]}")
         for mode in fp32 tf32 bf16; do
             case $mode in
             fp32) dargs=() pargs=() ;;
@@ -429,7 +428,7 @@ if wants models; then
             bf16) dargs=(precision=bf16) pargs=(--amp bf16) ;;
             esac
             name=models_${m}_$mode
-            run_part "${name}_ddpc" 60 "${libenv[@]}" "${cand[@]}" OMP_NUM_THREADS=8 "$ddpc" \
+            run_part "${name}_ddpc" 60 "${libenv[@]}" OMP_NUM_THREADS=8 "$ddpc" \
                 bench step "bench/configs/$m.yaml" device=cuda "data.batch_size=$b" \
                 bench.steps=20 bench.warmup=5 "${extra[@]}" "${dargs[@]}"
             d=$(json_field median_step_ms "$logs/${name}_ddpc.log")

@@ -49,12 +49,18 @@ cnn=(train "$src/configs/fmnist_cnn_bn.yaml" data.type=synthetic_images data.siz
      optim.type=sgd optim.lr=0.005 optim.momentum=0.9 optim.weight_decay=0 optim.schedule=constant
      model.sync_batchnorm=false "${common[@]}")
 
+# The data files below come from this generator (Park and Miller's minimal standard, exact in
+# doubles), not awk's srand/rand, whose sequence for a seed differs from one awk to the next (and
+# on an H200 image's awk from one run to the next: the candidates part's GPU runs then disagreed
+# from the first step with the CPU references it took from the default part, trained on others).
+rnd='function rnd() { s = (s * 16807) % 2147483647; return s / 2147483647 }'
+
 # Float targets (docs/losses.md): a CSV of 4 features, a value y (a smooth function of them) and
-# two 0/1 labels a and b, written here with awk's generator (the same file for both devices); an
-# MLP regresses y with mse, and another takes a and b with bce_logits.
-awk 'BEGIN { srand(7); print "x1,x2,x3,x4,y,a,b"
+# two 0/1 labels a and b (the same file for both devices); an MLP regresses y with mse, and
+# another takes a and b with bce_logits.
+awk "$rnd"' BEGIN { s = 7; print "x1,x2,x3,x4,y,a,b"
     for (i = 0; i < 1024; i++) {
-        for (j = 1; j <= 4; j++) x[j] = 4 * rand() - 2
+        for (j = 1; j <= 4; j++) x[j] = 4 * rnd() - 2
         y = 1.5 * x[1] - 2 * x[2] + sin(x[3]) * x[4] + 0.25
         printf "%.6f,%.6f,%.6f,%.6f,%.6f,%d,%d\n", x[1], x[2], x[3], x[4], y, (x[1] > 0),
             (x[1] + x[2] * x[3] > 0) } }' >"$work/float_targets.csv"
@@ -71,10 +77,10 @@ bce=(train "$src/configs/fmnist_mlp.yaml" "${floats[@]}" loss=bce_logits
 # letters, its target the word reversed (the same files for both devices and every split); a small
 # model (2 + 2 layers, 64 wide), dropout off, label smoothing on. Its test pass at the end
 # translates (greedy search on the device).
-awk 'BEGIN { srand(11)
+awk "$rnd"' BEGIN { s = 11
     for (i = 0; i < 2048; i++) {
-        n = 3 + int(6 * rand()); w = ""
-        for (j = 0; j < n; j++) w = w substr("abcdefghijklmnopqrstuvwxyz", 1 + int(26 * rand()), 1)
+        n = 3 + int(6 * rnd()); w = ""
+        for (j = 0; j < n; j++) w = w substr("abcdefghijklmnopqrstuvwxyz", 1 + int(26 * rnd()), 1)
         r = ""; for (j = n; j > 0; j--) r = r substr(w, j, 1)
         print w > "/dev/stdout"; print r > "/dev/stderr" } }' >"$work/pairs.src" 2>"$work/pairs.tgt"
 cat >"$work/s2s.yaml" <<YAML
@@ -92,8 +98,15 @@ s2s=(train "$work/s2s.yaml" "${common[@]}")
 
 # DDPC_CHECK_CPU_FROM=DIR: an earlier run's WORK on this machine (run.sh's candidates part passes
 # the default part's), whose CPU reference runs (NAME_cpu, NAME_cpu8: they do not depend on the
-# GPU's kernels) are copied instead of run again.
+# GPU's kernels) are copied instead of run again, where that run's data files are these bytes.
 cpu_from=${DDPC_CHECK_CPU_FROM:-}
+for f in float_targets.csv pairs.src pairs.tgt; do
+    [ -n "$cpu_from" ] || break
+    if ! cmp -s "$work/$f" "$cpu_from/$f"; then
+        echo "  $f differs from $cpu_from's: the CPU references run here"
+        cpu_from=""
+    fi
+done
 run() { # NAME ARGS...: one run into $work/NAME, its log beside it; returns ddpc's status
     local name=$1 rc
     shift
@@ -129,18 +142,8 @@ allocs_zero() { # NAME: the run's warm steps allocated nothing on the device
 # AdamW lr 1e-3 the GPT and the CNN passed 1e-3 after 80 steps (each step's difference printed
 # below shows the growth), so these runs use lr 2e-4, where the growth is slower; the CNN with
 # BatchNorm still passed 1e-3 at step 120 under AdamW lr 2e-4, so it runs SGD with momentum.
-# The losses on float targets and seq2seq run on a GPU only as candidates (docs/gpu.md) until
-# these runs have checked them: reg, bce and s2s name theirs in DDPC_CUDA_CANDIDATES.
-cands0=${DDPC_CUDA_CANDIDATES:-} # the caller's (run.sh's candidates part: the kernels')
-with_candidate() { # RUN: DDPC_CUDA_CANDIDATES for that run
-    local c=""
-    case $1 in reg | bce) c=losses ;; s2s) c=seq2seq ;; esac
-    echo "${cands0}${c:+${cands0:+,}$c}"
-}
-export DDPC_CUDA_CANDIDATES
 for m in gpt mlp cnn reg bce s2s; do
     eval "args=(\"\${$m[@]}\")"
-    DDPC_CUDA_CANDIDATES=$(with_candidate "$m") # back to the caller's after the loop
     if run "${m}_cpu8" "${args[@]}" max_steps=8 log_every=1 device=cpu &&
         run "${m}_gpu8" "${args[@]}" max_steps=8 log_every=1 device=$dev; then
         if losses_close "${m}_gpu8" "${m}_cpu8" 1e-5; then
@@ -170,7 +173,6 @@ for m in gpt mlp cnn reg bce s2s; do
         fail "$m fp32: a run failed"
     fi
 done
-DDPC_CUDA_CANDIDATES=$cands0
 
 # 1a. Evaluations between steps at a larger batch (1000 against 64) may grow the device buffers
 # once; the log counts that apart, and the warm steps themselves still allocate nothing.
@@ -188,14 +190,14 @@ fi
 # products' rounded operands grow with the width. Its one warm-up pass at max_len (docs/gpu.md)
 # must leave nothing to allocate later.
 if [ "$dev" = cuda ]; then
-    awk 'BEGIN { srand(13); a = "abcdefghijklmnopqrstuvwxyz"
+    awk "$rnd"' BEGIN { s = 13; a = "abcdefghijklmnopqrstuvwxyz"
         for (i = 0; i < 2048; i++) {
             n = i % 64 == 63 ? 11 : 3; w = ""
-            for (j = 0; j < n; j++) w = w substr(a, 1 + int(26 * rand()), 1)
+            for (j = 0; j < n; j++) w = w substr(a, 1 + int(26 * rnd()), 1)
             r = ""; for (j = n; j > 0; j--) r = r substr(w, j, 1)
             print w > "/dev/stdout"; print r > "/dev/stderr" } }' \
         >"$work/wide.src" 2>"$work/wide.tgt"
-    if DDPC_CUDA_CANDIDATES=$(with_candidate s2s) run s2s_wide "${s2s[@]}" device=$dev \
+    if run s2s_wide "${s2s[@]}" device=$dev \
         precision=bf16 max_steps=100 data.train_src="$work/wide.src" \
         data.train_tgt="$work/wide.tgt" && allocs_zero s2s_wide; then
         pass "s2s bf16: batches of varying width allocate nothing after the warm-up pass"

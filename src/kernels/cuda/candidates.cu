@@ -37,9 +37,4 @@ extern "C" bool ddpc__cuda_candidate(const char *name)
 {
     return candidate_named(ddpc__cuda_candidates(), name);
 }
-
-extern "C" bool ddpc_cuda_candidate(const char *name)
-{
-    return ddpc__cuda_candidate(name);
-}
 #endif
