@@ -18,7 +18,9 @@ cat >"$tmp/path/nvidia-smi" <<'EOF'
 #!/bin/sh
 echo "Fake GPU 80GB, 81559 MiB, 580.00, 9.0"
 EOF
-# ddpc: train writes metrics.jsonl windows (tokens/s 100k in warm-up, then 159k-161k).
+# ddpc: train writes metrics.jsonl windows (tokens/s 100k in warm-up, then 159k-161k), their
+# time_s the wall clock at those rates (16384 tokens a step), except fake2's, 30% slower than its
+# own tokens/s says.
 cat >"$fake/bin/ddpc" <<'EOF'
 #!/bin/bash
 [ "$1" = env ] && { echo "GPUs: Fake GPU"; exit 0; }
@@ -45,9 +47,12 @@ mkdir -p "$dir"
 case ${DDPC_CUDA_CANDIDATES:-} in fake1) loss=10.95 ;; fake2) loss=12.5 ;; *) loss=10.9 ;; esac
 rates="100000 150000 160000 161000 159000 160000"
 [ "${DDPC_CUDA_CANDIDATES:-}" = fake1 ] && rates="100000 190000 200000 200000 201000 199000"
-step=5
+step=5 t=0
+slow=1
+[ "${DDPC_CUDA_CANDIDATES:-}" = fake2 ] && slow=1.3
 for r in $rates; do
-    echo "{\"step\": $step, \"epoch\": 0, \"loss\": $loss, \"tokens_per_s\": $r, \"time_s\": 1," \
+    t=$(awk -v t="$t" -v r="$r" -v s="$slow" 'BEGIN { printf "%.6f", t + 5 * 16384 * s / r }')
+    echo "{\"step\": $step, \"epoch\": 0, \"loss\": $loss, \"tokens_per_s\": $r, \"time_s\": $t," \
         "\"phase\": {\"data_s\": 0.001, \"forward_s\": 0.09, \"other_s\": 0.0114}," \
         "\"gpu_phase\": {\"forward_s\": 0.03, \"backward_s\": 0.06}, \"step_s\": 0.1024}"
     echo "{\"step\": $step, \"rank_step_s\": {\"0\": 0.1}}"
@@ -127,7 +132,8 @@ tar -tzf "$tmp/out/logs.tar.gz" >"$tmp/tar" 2>&1 && grep -q 'logs/ddpc.log' "$tm
     ok "models is opt-in: not in a run that does not name it" ||
     fail "models is opt-in: not in a run that does not name it" "$tmp/out/checks.txt"
 
-# candidates: the kernel tests again with DDPC_CUDA_CANDIDATES set, and a second ddpc row.
+# candidates: the kernel tests again with DDPC_CUDA_CANDIDATES set, and a second ddpc row. Each
+# ddpc row's tokens/s is the wall clock's, and the trainer's own is checked against it.
 # fake1 is faster with its losses in bounds, but a kernel test failed with every candidate on.
 fake1_verdict='^fake1 +81.9 ms/step vs 102.4 \(x0.800\) +losses: PASS \(within 0.00459\) +'
 fake1_verdict+='-> look \(a check with all candidates on failed\)$'
@@ -140,7 +146,9 @@ grep -q 'candidates \[\]' "$tmp/plain" && grep -q 'candidates \[fake1,fake2\]' "
     ! grep -q '^test_cuda_pass bits' "$tmp/out/checks.txt" &&
     grep -q '== candidates: fake1,fake2' "$tmp/log" &&
     grep -Eq '^\| ddpc-fake1 +\| 200,000 ' "$tmp/log" &&
-    grep -Eq '^\| ddpc-fake2 +\| 160,000 ' "$tmp/log" &&
+    grep -Eq '^\| ddpc-fake2 +\| 123,077 ' "$tmp/log" &&
+    grep -Eq '^ddpc tokens/s +PASS \(x1.0 wall\)' "$tmp/out/checks.txt" &&
+    grep -Eq '^ddpc-fake2 tokens/s +FAILED \(x1.3 wall\)' "$tmp/out/checks.txt" &&
     grep -Eq '^\| ddpc-cand +\| 160,000 ' "$tmp/log" &&
     grep -Eq '^ddpc-fake1 losses +PASS \(within 0.00459\)' "$tmp/out/checks.txt" &&
     grep -Eq '^ddpc-fake2 losses +FAILED \(0.147 > 2%\)' "$tmp/out/checks.txt" &&

@@ -38,13 +38,16 @@ def row(name, ms, steps, source, **extra):
 
 
 def parse_ddpc(path, name, skip, tokens_per_step):
-    """metrics.jsonl: one record per log_every steps; each record's tokens_per_s covers the steps
-    since the previous one. Records whose window ends after the warm-up steps count."""
+    """metrics.jsonl: one record per log_every steps. Each window's rate is its steps' tokens over
+    the wall clock between its record and the previous one (time_s), so that the row does not
+    rest on the trainer's own accounting; the trainer's tokens_per_s for the same windows comes
+    beside it (trainer_vs_wall: their medians' ratio; 1 where the two agree). Windows that end
+    after the warm-up steps count."""
     try:
         lines = open(path, encoding="utf-8", errors="replace").read().splitlines()
     except OSError as e:
         return failed(name, f"no metrics file: {e.strerror}")
-    rates, last_loss = [], None
+    recs, last_loss = [], None
     for line in lines:
         try:
             rec = json.loads(line)
@@ -54,15 +57,21 @@ def parse_ddpc(path, name, skip, tokens_per_step):
             continue
         if isinstance(rec.get("loss"), (int, float)):
             last_loss = rec["loss"]
-        if rec["step"] > skip and isinstance(rec["tokens_per_s"], (int, float)):
-            rates.append(float(rec["tokens_per_s"]))
-    if not rates:
-        return failed(name, f"no tokens_per_s record after step {skip} in {path}")
-    tok_s = statistics.median(rates)
-    if tok_s <= 0:
-        return failed(name, f"tokens_per_s is {tok_s}")
-    return row(name, tokens_per_step / tok_s * 1e3, len(rates), "metrics.jsonl windows",
-               tokens_per_s=round(tok_s, 1), loss_last=last_loss)
+        if isinstance(rec["tokens_per_s"], (int, float)) and isinstance(
+                rec.get("time_s"), (int, float)):
+            recs.append(rec)
+    wall, own = [], []
+    for prev, rec in zip(recs, recs[1:]):
+        dt = rec["time_s"] - prev["time_s"]
+        if rec["step"] > skip and dt > 0:
+            wall.append((rec["step"] - prev["step"]) * tokens_per_step / dt)
+            own.append(float(rec["tokens_per_s"]))
+    if not wall:
+        return failed(name, f"no two records with time_s after step {skip} in {path}")
+    tok_s = statistics.median(wall)
+    return row(name, tokens_per_step / tok_s * 1e3, len(wall), "metrics.jsonl windows, wall clock",
+               tokens_per_s=round(tok_s, 1), trainer_tokens_per_s=round(statistics.median(own), 1),
+               trainer_vs_wall=round(statistics.median(own) / tok_s, 4), loss_last=last_loss)
 
 
 def parse_llmc(path, name, skip, tokens_per_step):

@@ -478,6 +478,18 @@ ddpc_row() { # NAME [VAR=VALUE]: one ddpc benchmark run, its environment extende
         bench_row failed "$name" "$(verdict "$part_rc"): $(tail -n 1 "$logs/$name.log" | cut -c1-150)"
     fi
     bench_done "$name" "$logs/$name.log"
+    # The trainer's own tokens/s against the row's wall clock (docs/observability.md: on a GPU
+    # they count the read that waits for the device): within 3%, the logging between windows.
+    local vs
+    vs=$(tail -n 1 "$rows" |
+        "$py" -c 'import json, sys; print(json.load(sys.stdin)["trainer_vs_wall"])' 2>/dev/null)
+    if [ -n "$vs" ]; then
+        if "$py" -c 'import sys; sys.exit(abs(float(sys.argv[1]) - 1) > 0.03)' "$vs"; then
+            check_line "$name tokens/s" "PASS (x$vs wall)" 0
+        else
+            check_line "$name tokens/s" "FAILED (x$vs wall)" 0
+        fi
+    fi
     # The last window's phases, the host's clock on a GPU (docs/observability.md says where the
     # GPU's time lands among them), and the device's (gpu_phase): printed, not checked.
     "$py" - "$logs/${name}_metrics.jsonl" <<'PY' 2>/dev/null
