@@ -98,7 +98,8 @@ static bool run_elementwise(bench *b, int op)
     }
 }
 
-/* The linear layers as a training step runs them, forward and backward. */
+/* The linear layers on an fp32 x, forward and backward: proj's in a bf16 step, the others as the
+ * reference rows the 16-bit ones replaced. */
 static bool run_linear(bench *b, int op)
 {
     const ddpc_kernel_table *k = b->k;
@@ -206,15 +207,14 @@ static bool run_optimizer(bench *b, int op)
     }
 }
 
-/* The candidates' members: act16 and head16. */
-static bool run_candidates(bench *b, int op)
+/* The 16-bit members a bf16 step runs: act16.cu's and head16.cu's. */
+static bool run_half(bench *b, int op)
 {
     const ddpc_kernel_table *k = b->k;
     const ddpc_precision bf = DDPC_PREC_BF16;
     int64_t BT = b->BT;
     switch (op) {
-    /* The candidate act16's members (they run whether or not it is named; act16_applies alone
-     * asks): LayerNorm then GELU write a16's 16-bit copy, the linear layers read it. */
+    /* LayerNorm then GELU write a16's 16-bit copy, the linear layers read it. */
     case OP_LN_FWD16:
         k->layernorm_forward16(bf, b->a16, b->mean, b->rstd, b->x, b->lnw, b->lnb, BT, C);
         return true;
@@ -239,10 +239,9 @@ static bool run_candidates(bench *b, int op)
     case OP_LINB16_QKV:
         k->linear_backward16(bf, b->dx, b->dw, b->db, b->dqkv, b->a16, b->w, BT, C, 3 * C);
         return true;
-    /* The candidate head16 (DDPC_CUDA_CANDIDATES=head16; otherwise its forward declines at once
-     * and its backward reads whatever bits the logits hold): the product, argmax and fused loss
-     * over 16-bit logits, then the backward's two products from the 16-bit gradient. Last in
-     * the enum: the forward overwrites the logits with 16-bit values. */
+    /* The product, argmax and fused loss over 16-bit logits, then the backward's two products
+     * from the 16-bit gradient. Last in the enum: the forward overwrites the logits with 16-bit
+     * values. */
     case OP_HEAD16_FWD:
         (void)k->head16_forward(bf, b->sums, b->logits, (size_t)(BT * V) * sizeof(float), b->losses,
                                 b->x, b->w, b->targets, BT, C, V, -1, 1.0f);
@@ -304,7 +303,7 @@ static bool run_reference(bench *b, int op)
 void op_run(bench *b, int op)
 {
     (void)(run_elementwise(b, op) || run_linear(b, op) || run_attention_loss(b, op) ||
-           run_optimizer(b, op) || run_candidates(b, op) || run_reference(b, op));
+           run_optimizer(b, op) || run_half(b, op) || run_reference(b, op));
 }
 
 /* ---- op_check's groups: each checks what op writes, true if op is one of its ops ---- */
@@ -463,34 +462,40 @@ static void rows_step(row *rows, const sizes *s)
     const row part[OP_COUNT] = {
         [OP_FILL_GRADS] = {"fill_f32 (zero_grad)", "124M", 1, f * n, 0, 0},
         [OP_EMB_FWD] = {"embedding_forward", "BT x C", 1, f * (2 * bt * C + T * C) + 4 * bt, 0, 0},
-        [OP_LN_FWD] = {"layernorm_forward", "BT x C", 2 * l + 1, f * (2 * bt * C + 2 * bt + 2 * C),
-                       0, 0},
-        [OP_LIN_QKV] = {"linear_forward qkv", "C->3C", l, LINFB(C, 3 * C, f * 3 * C),
-                        LINF(C, 3 * C), 0},
+        /* ln_f alone: ln1 and ln2 write only 16-bit copies (layernorm_forward16) */
+        [OP_LN_FWD] = {"layernorm_forward", "BT x C", 1, f * (2 * bt * C + 2 * bt + 2 * C), 0, 0},
+        [OP_LN_FWD16] = {"layernorm_forward16", "BT x C", 2 * l,
+                         (f + 2) * bt * C + f * (2 * bt + 2 * C), 0, 0},
+        [OP_LIN16_QKV] = {"linear_forward16 qkv", "C->3C", l,
+                          LINFB(C, 3 * C, f * 3 * C) - (f - 2) * bt * C, LINF(C, 3 * C), 0},
         [OP_ATT_FWD] = {"attention_forward", att_shape, l, att_fwd, 4.0 * B * T * T * C, 0},
         [OP_LIN_PROJ] = {"linear_residual_fwd proj", "C->C +r", l, LINFB(C, C, f * bt * C),
                          LINF(C, C), 0},
-        [OP_LIN_FC] = {"linear_forward fc", "C->4C", l, LINFB(C, 4 * C, 0), LINF(C, 4 * C), 0},
-        [OP_GELU_FWD] = {"gelu_forward", "BT x 4C", l, f * 2 * bt * 4 * C, 0, 0},
-        [OP_LIN_FCPROJ] = {"linear_residual_fwd fcproj", "4C->C +r", l, LINFB(4 * C, C, f * bt * C),
-                           LINF(4 * C, C), 0},
-        [OP_LIN_HEAD] = {"linear_forward LM head", "C->V", 1, LINFB(C, V, 0), LINF(C, V), 0},
-        [OP_ARGMAX] = {"argmax_correct", "BT x V", 1, f * bt * V, 0, 0},
-        [OP_CE_FUSED] = {"cross_entropy_fused", "BT x V", 1, f * 2 * bt * V, 0, 0},
+        [OP_LIN16_FC] = {"linear_forward16 fc", "C->4C", l, LINFB(C, 4 * C, 0) - (f - 2) * bt * C,
+                         LINF(C, 4 * C), 0},
+        [OP_GELU_FWD16] = {"gelu_forward16", "BT x 4C", l, (f + 2) * bt * 4 * C, 0, 0},
+        [OP_LIN16_FCPROJ] = {"linear_forward16 fcproj", "4C->C +r", l,
+                             LINFB(4 * C, C, f * bt * C) - (f - 2) * bt * 4 * C, LINF(4 * C, C), 0},
+        /* x and w in fp32, 16-bit logits written, read and written again */
+        [OP_HEAD16_FWD] = {"head16_forward", "C->V + CE", 1,
+                           f * (bt * C + (double)V * C) + 6.0 * bt * V, LINF(C, V), 0},
         [OP_FILL_C] = {"fill_f32 dln/dres/datty", "BT x C", 3 * l + 2, f * bt * C, 0, 0},
         [OP_FILL_4C] = {"fill_f32 dfch", "BT x 4C", l, f * bt * 4 * C, 0, 0},
-        [OP_LINB_HEAD] = {"linear_backward LM head", "C->V", 1,
-                          f * (2 * bt * C + bt * V + 3.0 * V * C), 2 * LINF(C, V), 0},
+        /* the 16-bit dlogits read as they are */
+        [OP_HEAD16_BWD] = {"head16_backward", "C->V", 1,
+                           f * (3 * bt * C + 3.0 * V * C) + 2.0 * bt * V, 2 * LINF(C, V), 0},
         /* reads dy, x, mean, rstd, w; dx, dw, db are read and written (they accumulate) */
         [OP_LN_BWD] = {"layernorm_backward", "BT x C", 2 * l + 1, f * (4 * bt * C + 2 * bt + 5 * C),
                        0, 0},
-        [OP_LINB_FCPROJ] = {"linear_backward fcproj", "4C->C", l, LINBB(4 * C, C),
-                            2 * LINF(4 * C, C), 0},
+        [OP_LINB16_FCPROJ] = {"linear_backward16 fcproj", "4C->C", l,
+                              LINBB(4 * C, C) - (f - 2) * bt * 4 * C, 2 * LINF(4 * C, C), 0},
         [OP_GELU_BWD] = {"gelu_backward", "BT x 4C", l, f * 3 * bt * 4 * C, 0, 0},
-        [OP_LINB_FC] = {"linear_backward fc", "C->4C", l, LINBB(C, 4 * C), 2 * LINF(C, 4 * C), 0},
+        [OP_LINB16_FC] = {"linear_backward16 fc", "C->4C", l, LINBB(C, 4 * C) - (f - 2) * bt * C,
+                          2 * LINF(C, 4 * C), 0},
         [OP_LINB_PROJ] = {"linear_backward proj", "C->C", l, LINBB(C, C), 2 * LINF(C, C), 0},
         [OP_ATT_BWD] = {"attention_backward", att_shape, l, att_bwd, 8.0 * B * T * T * C, 0},
-        [OP_LINB_QKV] = {"linear_backward qkv", "C->3C", l, LINBB(C, 3 * C), 2 * LINF(C, 3 * C), 0},
+        [OP_LINB16_QKV] = {"linear_backward16 qkv", "C->3C", l, LINBB(C, 3 * C) - (f - 2) * bt * C,
+                           2 * LINF(C, 3 * C), 0},
         [OP_EMB_BWD] = {"embedding_backward", "BT x C", 1, f * (3 * bt * C + 2.0 * T * C), 0, 0},
         [OP_SUMSQ] = {"sumsq (grad norm)", "124M", 1, f * n, 0, 0},
         [OP_SCALE] = {"scale (clip)", "124M", 1, f * 2 * n, 0, 0},
@@ -499,12 +504,13 @@ static void rows_step(row *rows, const sizes *s)
     rows_merge(rows, part);
 }
 
-/* Reference rows (calls 0, not summed): what a member replaced, or what a candidate would. */
+/* Reference rows (calls 0, not summed): what a member replaced. */
 static void rows_reference(row *rows, const sizes *s)
 {
     const double bt = s->bt, f = s->f;
     const row part[OP_COUNT] = {
-        /* A training step runs the fused member; the three it replaces are reference rows. */
+        /* cross_entropy_fused (itself replaced by head16_forward at bf16) and the three it
+         * replaced. */
         [OP_CE_FWD] = {"  cross_entropy_forward", "BT x V", 0, f * 2 * bt * V, 0, 0},
         [OP_FILL_DLOGITS] = {"  fill_f32 dlogits", "BT x V", 0, f * bt * V, 0, 0},
         [OP_CE_BWD] = {"  cross_entropy_backward", "BT x V", 0, f * 3 * bt * V, 0, 0},
@@ -530,30 +536,26 @@ static void rows_reference(row *rows, const sizes *s)
                               2 * LINF(C, 3 * C), 0},
         [OP_TWO_GEMMS_FC] = {"  before: 2 gemms+db fc", "C->4C", 0, LINBB(C, 4 * C),
                              2 * LINF(C, 4 * C), 0},
-        /* Against "layernorm_forward", "gelu_forward" and the qkv, fc and fcproj linear rows:
-         * what the candidate act16 saves (bytes: its activation written and read in 16 bits). */
-        [OP_LN_FWD16] = {"  act16 layernorm fwd", "BT x C", 0,
-                         (f + 2) * bt * C + f * (2 * bt + 2 * C), 0, 0},
-        [OP_LIN16_QKV] = {"  act16 linear fwd qkv", "C->3C", 0,
-                          LINFB(C, 3 * C, f * 3 * C) - (f - 2) * bt * C, LINF(C, 3 * C), 0},
-        [OP_LIN16_FC] = {"  act16 linear fwd fc", "C->4C", 0, LINFB(C, 4 * C, 0) - (f - 2) * bt * C,
-                         LINF(C, 4 * C), 0},
-        [OP_GELU_FWD16] = {"  act16 gelu fwd", "BT x 4C", 0, (f + 2) * bt * 4 * C, 0, 0},
-        [OP_LIN16_FCPROJ] = {"  act16 linear fwd fcproj", "4C->C +r", 0,
-                             LINFB(4 * C, C, f * bt * C) - (f - 2) * bt * 4 * C, LINF(4 * C, C), 0},
-        [OP_LINB16_FCPROJ] = {"  act16 linear bwd fcproj", "4C->C", 0,
-                              LINBB(4 * C, C) - (f - 2) * bt * 4 * C, 2 * LINF(4 * C, C), 0},
-        [OP_LINB16_FC] = {"  act16 linear bwd fc", "C->4C", 0, LINBB(C, 4 * C) - (f - 2) * bt * C,
-                          2 * LINF(C, 4 * C), 0},
-        [OP_LINB16_QKV] = {"  act16 linear bwd qkv", "C->3C", 0, LINBB(C, 3 * C) - (f - 2) * bt * C,
-                           2 * LINF(C, 3 * C), 0},
-        /* Against "linear_forward LM head" + argmax + cross_entropy_fused, and "linear_backward
-         * LM head": what the candidate head16 saves (bytes: x and w in fp32, 16-bit logits
-         * written, read and written again; the backward's dlogits read in 16 bits). */
-        [OP_HEAD16_FWD] = {"  head16_forward (cand.)", "C->V + CE", 0,
-                           f * (bt * C + (double)V * C) + 6.0 * bt * V, LINF(C, V), 0},
-        [OP_HEAD16_BWD] = {"  head16_backward (cand.)", "C->V", 0,
-                           f * (3 * bt * C + 3.0 * V * C) + 2.0 * bt * V, 2 * LINF(C, V), 0},
+        /* The members a bf16 step ran before its activations and LM head went 16-bit, as fp32
+         * and the shapes the 16-bit members decline still run them: against the act16 rows
+         * (layernorm_forward16, linear_forward16, gelu_forward16, linear_backward16) and the
+         * head16 rows, what those save. */
+        [OP_LIN_QKV] = {"  linear_forward qkv", "C->3C", 0, LINFB(C, 3 * C, f * 3 * C),
+                        LINF(C, 3 * C), 0},
+        [OP_LIN_FC] = {"  linear_forward fc", "C->4C", 0, LINFB(C, 4 * C, 0), LINF(C, 4 * C), 0},
+        [OP_GELU_FWD] = {"  gelu_forward", "BT x 4C", 0, f * 2 * bt * 4 * C, 0, 0},
+        [OP_LIN_FCPROJ] = {"  linear_residual_fwd fcproj", "4C->C +r", 0,
+                           LINFB(4 * C, C, f * bt * C), LINF(4 * C, C), 0},
+        [OP_LINB_FCPROJ] = {"  linear_backward fcproj", "4C->C", 0, LINBB(4 * C, C),
+                            2 * LINF(4 * C, C), 0},
+        [OP_LINB_FC] = {"  linear_backward fc", "C->4C", 0, LINBB(C, 4 * C), 2 * LINF(C, 4 * C), 0},
+        [OP_LINB_QKV] = {"  linear_backward qkv", "C->3C", 0, LINBB(C, 3 * C), 2 * LINF(C, 3 * C),
+                         0},
+        [OP_LIN_HEAD] = {"  linear_forward LM head", "C->V", 0, LINFB(C, V, 0), LINF(C, V), 0},
+        [OP_ARGMAX] = {"  argmax_correct", "BT x V", 0, f * bt * V, 0, 0},
+        [OP_CE_FUSED] = {"  cross_entropy_fused", "BT x V", 0, f * 2 * bt * V, 0, 0},
+        [OP_LINB_HEAD] = {"  linear_backward LM head", "C->V", 0,
+                          f * (2 * bt * C + bt * V + 3.0 * V * C), 2 * LINF(C, V), 0},
     };
     rows_merge(rows, part);
 }

@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: MIT
-/* The CUDA table's 16-bit activation members (the candidate "act16") against today's members
- * they replace, bit for bit: layernorm_forward16's and gelu_forward16's copies are the fp32
- * outputs rounded to nearest even (mean and rstd the same bits); linear_forward16 (bias, bias and
- * residual, no bias; an output width that needs padding) and linear_backward16 (dx, dw, db
- * accumulated onto nonzero values; dx or dw alone) on such a copy give linear_forward's,
+/* The CUDA table's 16-bit activation members (bf16/fp16's default where act16_applies) against
+ * the fp32 path (fp32 outputs, then the fp32 members: fp32's and the declined shapes'), bit for
+ * bit: layernorm_forward16's and gelu_forward16's copies are the fp32 outputs rounded to nearest
+ * even (mean and rstd the same bits); linear_forward16 (bias, bias and residual, no bias; an
+ * output width that needs padding) and linear_backward16 (dx, dw, db accumulated onto nonzero
+ * values; dx or dw alone) on such a copy give linear_forward's,
  * linear_residual_forward's and linear_backward's bits on the fp32 x; reruns give the same bits,
- * warm calls allocate nothing and wait for nothing. act16_applies says yes exactly for bf16/fp16,
- * sizes padded() keeps, and DDPC_CUDA_CANDIDATES naming act16. Then a GPT's training steps (with
- * and without activation checkpointing and dropout) give the same losses, gradients and updated
- * parameters, bit for bit, with the members and with a copy of the table without them. Without
- * the candidate named act16_applies says no and the model keeps today's path: run this test both
- * ways. Skips (exit 77) without a GPU. */
+ * warm calls allocate nothing and wait for nothing. act16_applies says yes exactly for bf16/fp16
+ * and sizes padded() keeps. Then a GPT's training steps (with and without activation
+ * checkpointing and dropout) give the same losses, gradients and updated parameters, bit for bit,
+ * with the members (taken at bf16/fp16, not at fp32) and with a copy of the table without them.
+ * Skips (exit 77) without a GPU. */
 #include <ddpc/half.h>
 #include <ddpc/models.h>
 #include <ddpc/nn.h>
@@ -23,7 +23,6 @@
 
 static const ddpc_kernel_table *gpu;
 static ddpc_kernel_table plain; /* gpu's members, without the act16 ones */
-static bool on;                 /* DDPC_CUDA_CANDIDATES names act16 */
 
 static bool same_bits(const char *what, const void *d, const void *ref_d, size_t bytes)
 {
@@ -64,9 +63,9 @@ static bool copy_is_rounded(const char *what, ddpc_precision p, const float *buf
 
 static void test_applies(void)
 {
-    CHECK(gpu->act16_applies(DDPC_PREC_BF16, 16384, 768) == on);
-    CHECK(gpu->act16_applies(DDPC_PREC_FP16, 16384, 3072) == on);
-    CHECK(gpu->act16_applies(DDPC_PREC_BF16, 64, 64) == on);
+    CHECK(gpu->act16_applies(DDPC_PREC_BF16, 16384, 768));
+    CHECK(gpu->act16_applies(DDPC_PREC_FP16, 16384, 3072));
+    CHECK(gpu->act16_applies(DDPC_PREC_BF16, 64, 64));
     CHECK(!gpu->act16_applies(DDPC_PREC_FP32, 16384, 768));
     CHECK(!gpu->act16_applies(DDPC_PREC_BF16, 12, 768)); /* padded rows */
     CHECK(!gpu->act16_applies(DDPC_PREC_BF16, 64, 33));  /* padded columns */
@@ -74,7 +73,7 @@ static void test_applies(void)
 }
 
 /* One linear layer (n, in) -> out on a 16-bit x from `producer` (0: LayerNorm over in columns,
- * 1: GELU) against today's members on the fp32 output, bit for bit. */
+ * 1: GELU) against the fp32 members on the fp32 output, bit for bit. */
 static void check_layer(ddpc_precision p, int producer, int64_t n, int64_t in, int64_t out,
                         bool bias, bool residual)
 {
@@ -90,7 +89,7 @@ static void check_layer(ddpc_precision p, int producer, int64_t n, int64_t in, i
     float *w = bt_up(gpu, hw, out * in), *b = bias ? bt_up(gpu, hb, out) : NULL;
     float *r = residual ? bt_up(gpu, hr, n * out) : NULL, *dy = bt_up(gpu, hdy, n * out);
 
-    /* Today: the fp32 output, then the fp32 members on it. */
+    /* The fp32 path: the fp32 output, then the fp32 members on it. */
     float *act = bt_poison(gpu, n * in), *mean = bt_poison(gpu, n), *rstd = bt_poison(gpu, n);
     if (producer)
         gpu->gelu_forward(act, x, n * in);
@@ -152,10 +151,6 @@ static void check_layer(ddpc_precision p, int producer, int64_t n, int64_t in, i
 
 static void test_members(void)
 {
-    if (!on) {
-        printf(" the candidate is off: members not called\n");
-        return;
-    }
     for (int bf = 0; bf < 2; bf++) {
         const ddpc_precision p = bf ? DDPC_PREC_BF16 : DDPC_PREC_FP16;
         check_layer(p, 0, 1024, 768, 2304, true, false); /* GPT-2's qkv */
@@ -202,7 +197,7 @@ static void check_model(ddpc_precision p, bool ckpt, float dropout)
         }
         const gpt_impl *g0 = m[0]->impl, *g1 = m[1]->impl;
         CHECK(!g0->act16);
-        CHECK(g1->act16 == (on && p != DDPC_PREC_FP32));
+        CHECK(g1->act16 == (p != DDPC_PREC_FP32));
         printf("  step %d: loss %.9g, without the members %.9g\n", s, (double)out[1].loss,
                (double)out[0].loss);
         CHECK(memcmp(&out[0].loss, &out[1].loss, sizeof(float)) == 0);
@@ -231,10 +226,6 @@ static void test_model(void)
 int main(void)
 {
     gpu = bt_cuda_or_skip();
-    const char *c = getenv("DDPC_CUDA_CANDIDATES");
-    on = c && (strcmp(c, "all") == 0 || strstr(c, "act16") != NULL);
-    printf("candidate act16 %s (DDPC_CUDA_CANDIDATES=%s)\n", on ? "on" : "off: checks it declines",
-           c ? c : "");
     CHECK(gpu->act16_applies && gpu->layernorm_forward16 && gpu->gelu_forward16 &&
           gpu->linear_forward16 && gpu->linear_backward16);
     plain = *gpu;

@@ -1,17 +1,16 @@
 // SPDX-License-Identifier: MIT
-/* The CUDA table's head16 members (the LM head and its loss with 16-bit logits, the candidate
- * "head16") against the composition of today's members they replace: linear_forward (fp32
- * logits), the logits rounded to 16 bits, cross_entropy_fused and argmax_correct_into on them,
- * then linear_backward from the fp32 dlogits. Within bf16's tolerance (the products may take
- * other cuBLAS algorithms at a 16-bit output): gradients over the logits, row losses, dx, dw;
- * the valid count exactly, the loss sum within 1e-3, the argmax count within one row. Zeros in
- * the padding (rows past n, columns past v) and on ignored rows; a rerun gives the same bits; no
- * host wait, and no allocation on a warm call, nor in an evaluation after training steps. GPT-2's
- * 50257 classes and a small odd width, bf16 and fp16. Then a GPT on the GPU, announced as the
- * engine announces a training step, with and without a loss sink: it takes the path exactly when
- * DDPC_CUDA_CANDIDATES names head16 and the precision is 16-bit, within tolerance of the
- * fp32-logits path. Without the candidate named the members decline and the model keeps today's
- * path: run this test both ways. Skips (exit 77) without a GPU. */
+/* The CUDA table's head16 members (the LM head and its loss with 16-bit logits, bf16/fp16
+ * training's default) against the composition of the fp32-logits members evaluation and fp32
+ * keep: linear_forward (fp32 logits), the logits rounded to 16 bits, cross_entropy_fused and
+ * argmax_correct_into on them, then linear_backward from the fp32 dlogits. Within bf16's
+ * tolerance (the products may take other cuBLAS algorithms at a 16-bit output): gradients over
+ * the logits, row losses, dx, dw; the valid count exactly, the loss sum within 1e-3, the argmax
+ * count within one row. Zeros in the padding (rows past n, columns past v) and on ignored rows;
+ * a rerun gives the same bits; no host wait, and no allocation on a warm call, nor in an
+ * evaluation after training steps. GPT-2's 50257 classes and a small odd width, bf16 and fp16.
+ * Then a GPT on the GPU, announced as the engine announces a training step, with and without a
+ * loss sink: it takes the path exactly when the precision is 16-bit, within tolerance of the
+ * fp32-logits path, and an evaluation forward keeps fp32 logits. Skips (exit 77) without a GPU. */
 #include <ddpc/half.h>
 #include <ddpc/models.h>
 #include <ddpc/nn.h>
@@ -23,7 +22,6 @@
 #include <string.h>
 
 static const ddpc_kernel_table *gpu;
-static bool on; /* DDPC_CUDA_CANDIDATES names head16 */
 
 enum { IGNORE = -1 };
 
@@ -77,7 +75,7 @@ static void check_members(ddpc_precision p, int64_t n, int64_t c, int64_t v, flo
     float *dx0 = tu_rand(n * c, -1.0f, 1.0f, 83), *dw0 = tu_rand(v * c, -1.0f, 1.0f, 84);
     float *gx = bt_up(gpu, x, n * c), *gw = bt_up(gpu, w, v * c);
 
-    /* Today's members: fp32 logits, rounded to 16 bits and back, then the fused loss. */
+    /* The fp32-logits members: the logits rounded to 16 bits and back, then the fused loss. */
     float *ref = bt_poison(gpu, n * v), *ref_l = bt_poison(gpu, n);
     gpu->linear_forward(p, ref, gx, gw, NULL, n, c, v);
     uint16_t *h16 = gpu->alloc((size_t)(n * v) * sizeof(uint16_t));
@@ -105,54 +103,46 @@ static void check_members(ddpc_precision p, int64_t n, int64_t c, int64_t v, flo
         float *gdx = bt_up(gpu, dx0, n * c), *gdw = bt_up(gpu, dw0, v * c);
         double *sums = gpu->alloc(3 * sizeof(double)), s[3];
         const uint64_t waits = gpu->host_waits(), allocs = gpu->alloc_count();
-        bool took =
-            gpu->head16_forward(p, sums, buf, bytes, l, gx, gw, gtg, n, c, v, IGNORE, dloss);
-        CHECK(took == on);
-        if (!took) { /* declined: nothing ran, the poison is still there */
-            float *h = bt_down(gpu, buf, n * v);
-            CHECK(isnan(h[0]) && isnan(h[n * v - 1]));
-            ddpc_free(h);
-        } else {
-            gpu->head16_backward(p, gdx, gdw, buf, gx, gw, n, c, v);
-            CHECK_EQ_INT(gpu->host_waits(), waits);
-            if (rep == 1)
-                CHECK_EQ_INT(gpu->alloc_count(), allocs);
-            gpu->to_host(s, sums, sizeof s);
-            printf("  sums %.9g %.0f %.0f (today's %.9g %.0f %.0f)\n", s[0], s[1], s[2], rs[0],
-                   rs[1], rs[2]);
-            CHECK(s[1] == rs[1]);
-            CHECK(rs[0] == 0.0 ? s[0] == 0.0 : fabs(s[0] - rs[0]) <= 1e-3 * fabs(rs[0]));
-            CHECK(fabs(s[2] - rs[2]) <= 1.0);
-            CHECK(none ? s[2] == 0.0 : rs[2] > 0.0);
-            float *d = widen_down(buf, rows * ld, bf), *got = tu_alloc(n * v);
-            int64_t pad = 0;
-            for (int64_t i = 0; i < rows; i++)
-                for (int64_t j = 0; j < ld; j++) {
-                    if (i < n && j < v)
-                        got[i * v + j] = d[i * ld + j];
-                    else
-                        pad += d[i * ld + j] != 0.0f;
-                }
-            CHECK_EQ_INT(pad, 0);
-            double e = tu_rel_err(got, want_d, n * v, 1e-6);
-            printf("  dlogits rel err %.3g\n", e);
-            CHECK(e <= 1e-2);
-            if (none)
-                CHECK(tu_max_abs(got, n * v) == 0.0);
-            CHECK(bt_err(gpu, "row losses", l, want_l, n) <= 1e-2);
-            CHECK(bt_err(gpu, "dx += dlogits w", gdx, want_dx, n * c) <= 1e-2);
-            CHECK(bt_err(gpu, "dw += dlogits^T x", gdw, want_dw, v * c) <= 1e-2);
-            uint16_t *bits = ddpc_malloc((size_t)(rows * ld) * sizeof(uint16_t));
-            gpu->to_host(bits, buf, (size_t)(rows * ld) * sizeof(uint16_t));
-            if (rep == 0)
-                first = bits;
-            else {
-                CHECK(memcmp(bits, first, (size_t)(rows * ld) * sizeof(uint16_t)) == 0);
-                ddpc_free(bits);
+        CHECK(gpu->head16_forward(p, sums, buf, bytes, l, gx, gw, gtg, n, c, v, IGNORE, dloss));
+        gpu->head16_backward(p, gdx, gdw, buf, gx, gw, n, c, v);
+        CHECK_EQ_INT(gpu->host_waits(), waits);
+        if (rep == 1)
+            CHECK_EQ_INT(gpu->alloc_count(), allocs);
+        gpu->to_host(s, sums, sizeof s);
+        printf("  sums %.9g %.0f %.0f (fp32 logits' %.9g %.0f %.0f)\n", s[0], s[1], s[2], rs[0],
+               rs[1], rs[2]);
+        CHECK(s[1] == rs[1]);
+        CHECK(rs[0] == 0.0 ? s[0] == 0.0 : fabs(s[0] - rs[0]) <= 1e-3 * fabs(rs[0]));
+        CHECK(fabs(s[2] - rs[2]) <= 1.0);
+        CHECK(none ? s[2] == 0.0 : rs[2] > 0.0);
+        float *d = widen_down(buf, rows * ld, bf), *got = tu_alloc(n * v);
+        int64_t pad = 0;
+        for (int64_t i = 0; i < rows; i++)
+            for (int64_t j = 0; j < ld; j++) {
+                if (i < n && j < v)
+                    got[i * v + j] = d[i * ld + j];
+                else
+                    pad += d[i * ld + j] != 0.0f;
             }
-            ddpc_free(d);
-            ddpc_free(got);
+        CHECK_EQ_INT(pad, 0);
+        double e = tu_rel_err(got, want_d, n * v, 1e-6);
+        printf("  dlogits rel err %.3g\n", e);
+        CHECK(e <= 1e-2);
+        if (none)
+            CHECK(tu_max_abs(got, n * v) == 0.0);
+        CHECK(bt_err(gpu, "row losses", l, want_l, n) <= 1e-2);
+        CHECK(bt_err(gpu, "dx += dlogits w", gdx, want_dx, n * c) <= 1e-2);
+        CHECK(bt_err(gpu, "dw += dlogits^T x", gdw, want_dw, v * c) <= 1e-2);
+        uint16_t *bits = ddpc_malloc((size_t)(rows * ld) * sizeof(uint16_t));
+        gpu->to_host(bits, buf, (size_t)(rows * ld) * sizeof(uint16_t));
+        if (rep == 0)
+            first = bits;
+        else {
+            CHECK(memcmp(bits, first, (size_t)(rows * ld) * sizeof(uint16_t)) == 0);
+            ddpc_free(bits);
         }
+        ddpc_free(d);
+        ddpc_free(got);
         gpu->free(buf);
         gpu->free(l);
         gpu->free(gdx);
@@ -233,8 +223,7 @@ static void check_model(ddpc_precision p, bool sink)
             CHECK_EQ_INT(ddpc_model_forward(m[k], &in, true, &out[k]), DDPC_OK);
             CHECK_EQ_INT(ddpc_model_backward(m[k], 1.0f), DDPC_OK);
         }
-        const bool want = on && p != DDPC_PREC_FP32;
-        CHECK(m[1]->ce_half == want);
+        CHECK(m[1]->ce_half == (p != DDPC_PREC_FP32));
         CHECK(!m[0]->ce_half);
         if (sink) {
             CHECK(isnan(out[1].loss) && out[1].n_valid == -1 && out[1].n_correct == -1);
@@ -243,7 +232,7 @@ static void check_model(ddpc_precision p, bool sink)
             out[1].loss = (float)(hs[0] / hs[1]);
             out[1].n_correct = (int64_t)hs[2];
         }
-        printf("  step %d: loss %.6f, today's %.6f; valid %lld; correct %lld, today's %lld\n", step,
+        printf("  step %d: loss %.6f, fp32's %.6f; valid %lld; correct %lld, fp32's %lld\n", step,
                (double)out[1].loss, (double)out[0].loss, (long long)out[1].n_valid,
                (long long)out[1].n_correct, (long long)out[0].n_correct);
         CHECK_EQ_INT(out[1].n_valid, out[0].n_valid);
@@ -288,7 +277,7 @@ static void test_eval_allocates_nothing(void)
         ddpc_model_expect_backward(m, 1.0f);
         CHECK_EQ_INT(ddpc_model_forward(m, &in, true, &out), DDPC_OK);
         CHECK_EQ_INT(ddpc_model_backward(m, 1.0f), DDPC_OK);
-        CHECK(m->ce_half == on);
+        CHECK(m->ce_half);
     }
     const uint64_t allocs = gpu->alloc_count();
     CHECK_EQ_INT(ddpc_model_forward(m, &in, false, &out), DDPC_OK);
@@ -310,10 +299,6 @@ static void test_model_path(void)
 int main(void)
 {
     gpu = bt_cuda_or_skip();
-    const char *c = getenv("DDPC_CUDA_CANDIDATES");
-    on = c && (strcmp(c, "all") == 0 || strstr(c, "head16") != NULL);
-    printf("candidate head16 %s (DDPC_CUDA_CANDIDATES=%s)\n", on ? "on" : "off: checks it declines",
-           c ? c : "");
     RUN_TEST(test_eval_allocates_nothing); /* first: the scratch has not grown yet */
     RUN_TEST(test_members_small);
     RUN_TEST(test_members_gpt2_vocab);

@@ -4,8 +4,8 @@
  * which the host does not fuse), GELU forward and backward within 1e-5 (expf on both sides, the
  * CPU's own contraction), backward in place (dx aliasing dy). Odd sizes, the host side's grid and
  * 2-3 blocks (the grid-stride loops go round), with float4s (aligned arrays) and without. GELU's
- * 16-bit forward (candidate "act16") equals the fp32 kernel's y rounded to nearest even, bit for
- * bit, in bf16 and fp16, also where y overflows fp16 and on infinities and NaN. */
+ * 16-bit forward (act16.cu's) equals the fp32 kernel's y rounded to nearest even, bit for bit, in
+ * bf16 and fp16, also where y overflows fp16 and on infinities and NaN. */
 #include "cuda_emu.h"
 
 #include "../src/kernels/cuda/elementwise.cu"

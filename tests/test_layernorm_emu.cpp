@@ -5,7 +5,7 @@
  * chunks) within 1e-4. Both paths (the float4 kernels and the scalar ones, for odd or long rows
  * and unaligned pointers), rows longer than a warp's 32 lanes, c = 1, one row, more rows than the
  * grid's warps (the row loop goes round), several row chunks, w and b absent, mean and rstd not
- * asked for. The 16-bit forward (candidate "act16") writes bf16 / fp16 y equal bit for bit to
+ * asked for. The 16-bit forward (act16.cu's) writes bf16 / fp16 y equal bit for bit to
  * the fp32 kernel's y rounded to nearest even, with the same mean and rstd bits, on every case and
  * on rows that overflow fp16, hold an infinity or a NaN. */
 #include "cuda_emu.h"

@@ -9,7 +9,7 @@
  * rows longer than the block, fewer blocks than rows (the grid-stride loop), in place and not,
  * ignored and out-of-range targets, every row ignored, GPT-2's padded 50304 and raw 50257 (rows at
  * every 16-byte offset), rows narrower than the 16-byte head, one row, a row past sm_90's shared
- * memory; and the row softmax against the CPU table's within 1e-6. The candidate head16's kernel
+ * memory; and the row softmax against the CPU table's within 1e-6. head16.cu's row kernel
  * on 16-bit logits (bf16, fp16) against the fused kernel on them widened, its gradient rounded,
  * and argmax_kernel, bit for bit (rows whose loss is near 0 expose the sum's order). Outputs start
  * as NaN. What it cannot see: the device's own expf/logf (the GPU test compares those,
@@ -232,7 +232,7 @@ static float widen16(bool bf, uint16_t b)
     return bf ? ddpc_bf16_to_f32(b) : ddpc_f16_to_f32(b);
 }
 
-/* The head16 candidate's row kernel on 16-bit logits (rows, ld), v of each row's ld columns
+/* head16.cu's row kernel on 16-bit logits (rows, ld), v of each row's ld columns
  * real, against the fp32 path on the same logits widened: ce_count_kernel, ce_fused_smem_kernel
  * and ce_mean_kernel, then its dlogits rounded to 16 bits as linear_backward rounds them, and
  * argmax_kernel. The same bits for every gradient, row loss and sum, the same argmax count;

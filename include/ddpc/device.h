@@ -294,8 +294,8 @@ typedef struct ddpc_kernel_table {
      * them, rounded to 16 bits: the bits of cross_entropy_fused on the rounded logits widened to
      * fp32 with its dlogits rounded to 16 bits; losses (n) its row losses (may be NULL);
      * sums (3) = {the loss sum, the valid rows, argmax_correct on the same logits}. False, having
-     * run nothing, where it does not apply (another precision, `bytes` too few, a row too wide,
-     * the candidate off): the caller then runs linear_forward and the fp32 members.
+     * run nothing, where it does not apply (another precision, `bytes` too few, a row too
+     * wide): the caller then runs linear_forward and the fp32 members.
      * head16_backward: dx (n, c) += dlogits @ w, dw (v, c) += dlogits^T @ x (linear_backward's
      * accumulate contract, w and x rounded as it rounds them) from a head16_forward's logits. */
     bool (*head16_forward)(ddpc_precision prec, double *sums, void *logits, size_t bytes,
@@ -306,9 +306,9 @@ typedef struct ddpc_kernel_table {
     /* 16-bit activations for a linear layer's input (x rounded as linear_forward rounds it,
      * computed once by its producer instead of written in fp32, read back and rounded): NULL in
      * the CPU table. act16_applies: whether the members below take a (rows, cols) x at `prec`;
-     * false where they do not (another precision, shapes the table cannot keep packed, the
-     * candidate off), the caller then keeps fp32 outputs and the fp32 members. A caller asks
-     * before the producer runs and has the consumers, forward and backward, follow that answer.
+     * false where they do not (another precision, shapes the table cannot keep packed), the
+     * caller then keeps fp32 outputs and the fp32 members. A caller asks before the producer
+     * runs and has the consumers, forward and backward, follow that answer.
      * An x16 argument is a buffer of rows * cols floats (fp32's size) holding the 16-bit copy in
      * a layout of the table's, written by layernorm_forward16 or gelu_forward16 and read by
      * linear_forward16 and linear_backward16 of the same shape; its values are `prec`'s round to

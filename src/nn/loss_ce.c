@@ -7,7 +7,7 @@
  * Invariant: every way runs kernels that give the same bits (the fused one matches forward then
  * backward), read now or later. A table with head16 members may also take a language model's
  * head into the loss (16-bit logits): only in such an announced training forward with targets,
- * where the member accepts (its precision, the candidate named); every other forward keeps fp32
+ * where the member accepts (bf16/fp16 and a shape it takes); every other forward keeps fp32
  * logits. */
 #include "nn/loss.h"
 

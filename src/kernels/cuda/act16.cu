@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* 16-bit activations for linear inputs (the candidate "act16"): LayerNorm and GELU write their
+/* 16-bit activations for linear inputs at bf16/fp16: LayerNorm and GELU write their
  * outputs only in bf16/fp16, and the linear layers take that copy as their rounded x, so the
  * fp32 output is neither written nor read back and rounded. The 16-bit copy lives in the caller's
  * fp32-sized buffer from its first 256-byte boundary on, the alignment of the BLAS scratch the
@@ -21,10 +21,8 @@ extern "C" bool ddpc__cuda_act16_applies(ddpc_precision prec, int64_t rows, int6
         return false;
     /* rows * cols >= 128: the copy (2 bytes each) and up to 252 bytes to the boundary fit in the
      * 4 bytes each of the buffer; no padding: x_operand's layout is the buffer's, packed. */
-    if (rows <= 0 || cols <= 0 || rows > INT_MAX || cols > INT_MAX || rows * cols < 128 ||
-        ddpc__cuda_gemm_padded(rows) != rows || ddpc__cuda_gemm_padded(cols) != cols)
-        return false;
-    return ddpc__cuda_candidate("act16");
+    return rows > 0 && cols > 0 && rows <= INT_MAX && cols <= INT_MAX && rows * cols >= 128 &&
+           ddpc__cuda_gemm_padded(rows) == rows && ddpc__cuda_gemm_padded(cols) == cols;
 }
 
 extern "C" void ddpc__cuda_layernorm_forward16(ddpc_precision prec, float *y16, float *mean,

@@ -3,7 +3,7 @@
  * kernels/cpu/activation.c computes it (x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3)).
  * Invariant: each element is computed independently by grid-stride loops with 64-bit indices, so
  * in-place use (y aliasing an input element for element) is safe. GELU forward also writes its y
- * in 16 bits (candidate "act16"): the fp32 value's arithmetic, then rounded to nearest even. */
+ * in 16 bits (act16.cu's): the fp32 value's arithmetic, then rounded to nearest even. */
 #ifndef DDPC_CUDA_EMULATE /* tests/test_elementwise_emu.cpp runs the kernels on the host */
 #include "kernels/cuda/cuda_impl.h"
 

@@ -3,11 +3,12 @@
  * row-major (r, c) matrix with leading dimension ld is the column-major (c, r) one, so row-major C
  * = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: B goes first, with the same transpose
  * flags, and m and n swap. fp32 runs CUBLAS_COMPUTE_32F (TF32 only after allow_tf32). bf16 / fp16
- * round both fp32 operands to nearest even into scratch (the rounding kernels.h and the CPU path
- * specify; the _FAST_16BF compute types do not document their rounding) and run cublasGemmEx on
- * the 16-bit copies with fp32 accumulation and fp32 C: autocast's numerics. At 16 bits the linear
- * layer saves passes: backward rounds dy once for both of its products, and forward with a bias
- * (no residual) adds it in cuBLASLt's epilogue (gemm_lt.cu) instead of seeding y for beta = 1. The
+ * round both fp32 operands to nearest even into scratch (round.cu: the rounding kernels.h and the
+ * CPU path specify; the _FAST_16BF compute types do not document their rounding) and run
+ * cublasGemmEx on the 16-bit copies with fp32 accumulation and fp32 C: autocast's numerics. At 16
+ * bits the linear layer saves passes: backward rounds dy once for both of its products, and
+ * forward with a bias adds it in cuBLASLt's epilogue (gemm_lt.cu), a residual read as its C,
+ * instead of seeding y for beta = 1. The
  * LM head's 16-bit path (head16.cu) writes its product in 16 bits and reads its dy as it is; the
  * 16-bit activations' path (act16.cu) gives the linear layer an x already rounded, as
  * round_operand would have left it, which then goes into the same products unrounded again.
@@ -18,40 +19,11 @@
 #include "kernels/cuda/cuda_impl.h"
 #include "kernels/cuda/reduce.cuh"
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #define THREADS 256
-
-/* dst (rows, cols; leading dimension ldd) = src (rows, cols; leading dimension lds) rounded to
- * nearest even. */
-template <typename T> static __device__ T round_to(float v);
-template <> __device__ __nv_bfloat16 round_to<__nv_bfloat16>(float v)
-{
-    return __float2bfloat16_rn(v);
-}
-template <> __device__ __half round_to<__half>(float v)
-{
-    return __float2half_rn(v);
-}
-
-/* Rows by blockIdx.y (strided), columns by x: no division per element. dst is (prows, pcols):
- * src inside (rows, cols), zeros in the padding, so padded products add nothing. */
-template <typename T>
-static __global__ void round_kernel(T *dst, const float *src, int64_t rows, int64_t cols,
-                                    int64_t prows, int64_t pcols, int64_t lds)
-{
-    for (int64_t r = blockIdx.y; r < prows; r += gridDim.y) {
-        const float *s = src + r * lds;
-        T *d = dst + r * pcols;
-        for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < pcols;
-             c += (int64_t)gridDim.x * blockDim.x)
-            d[c] = round_to<T>(r < rows && c < cols ? s[c] : 0.0f);
-    }
-}
 
 /* c (m, n; ldc) *= beta, with beta = 0 writing zeros (BLAS never reads c then): the k = 0 case,
  * which the CPU path also handles itself. */
@@ -81,17 +53,6 @@ static int int_size(int64_t v, const char *what)
 static cublasOperation_t op_of(ddpc_transpose t)
 {
     return t == DDPC_TRANS ? CUBLAS_OP_T : CUBLAS_OP_N;
-}
-
-template <typename T>
-static void round_into(T *dst, int64_t prows, int64_t pcols, const float *src, int64_t rows,
-                       int64_t cols, int64_t lds)
-{
-    int64_t xb = (pcols + THREADS - 1) / THREADS;
-    dim3 grid((unsigned)(xb < 1024 ? xb : 1024), (unsigned)(prows < 65535 ? prows : 65535));
-    round_kernel<T>
-        <<<grid, THREADS, 0, ddpc__cuda_stream()>>>(dst, src, rows, cols, prows, pcols, lds);
-    DDPC_CUDA_LAUNCHED();
 }
 
 /* A product's size rounded up for the tensor cores: to 8 (16-byte bf16 rows), and to 128 for the
@@ -132,15 +93,11 @@ static size_t rounded_bytes(const rounded *o)
     return ((size_t)(o->prows * o->pcols) * 2 + 255) & ~(size_t)255;
 }
 
+/* round.cu's kernel, four elements a thread: padded() keeps pcols a multiple of 8. */
 static void round_operand(ddpc_precision prec, rounded *o, char *at)
 {
     o->p = at;
-    if (o->pcols % 4 == 0 && ddpc__cuda_candidate("round4"))
-        ddpc__cuda_round4(prec, at, o->prows, o->pcols, o->src, o->rows, o->cols, o->ld);
-    else if (prec == DDPC_PREC_BF16)
-        round_into((__nv_bfloat16 *)at, o->prows, o->pcols, o->src, o->rows, o->cols, o->ld);
-    else
-        round_into((__half *)at, o->prows, o->pcols, o->src, o->rows, o->cols, o->ld);
+    ddpc__cuda_round4(prec, at, o->prows, o->pcols, o->src, o->rows, o->cols, o->ld);
 }
 
 static cudaDataType_t type_of(ddpc_precision prec)
@@ -324,8 +281,8 @@ static __global__ void seed_kernel(float *y, const float *r, const float *b, int
 
 /* The 16-bit linear forward with a bias: y (n, out) = x @ w^T + b with b added in cuBLASLt's
  * epilogue (beta = 0), so y is written once instead of seeded, read and written again; with a
- * residual r (candidate "ltres"), y = (x @ w^T + r) + b, r read as cuBLASLt's C (beta = 1) where
- * y needs no padded scratch. The same padded sizes and rounded operands as gemm_16's (NO_TRANS,
+ * residual r, y = (x @ w^T + r) + b, r read as cuBLASLt's C (beta = 1) where y needs no padded
+ * scratch. The same padded sizes and rounded operands as gemm_16's (NO_TRANS,
  * TRANS) product; the bias is copied into scratch, zero-padded, when out is padded (the epilogue
  * reads one per padded row) or b is not 16-byte aligned.
  * False, having run nothing, where cuBLASLt has no algorithm for the shape or r needs scratch. */
@@ -378,13 +335,14 @@ static void residual_forward(ddpc_precision prec, float *y, const float *x, cons
     if (n <= 0 || out <= 0)
         return;
     const bool half = prec == DDPC_PREC_BF16 || prec == DDPC_PREC_FP16;
-    if (half && b && (!r || ddpc__cuda_candidate("ltres")) && in > 0 &&
+    if (half && b && in > 0 &&
         linear_bias_16(prec, y, x_operand(x, x16, n, in), w, b, r, int_size(n, "m"),
                        int_size(in, "k"), int_size(out, "n")))
         return;
     float beta = 0.0f;
     if (b || r) {
-        /* Seed y with bias (+ residual) so the product adds onto it (beta = 1). */
+        /* Seed y with bias (+ residual) so the product adds onto it (beta = 1): fp32, no bias,
+         * or a shape linear_bias_16 declines. */
         if (b || r != y) {
             seed_kernel<<<ddpc__cuda_blocks(n * out, THREADS), THREADS, 0, ddpc__cuda_stream()>>>(
                 y, r, b, n, out);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The cuBLASLt product with the bias added in its epilogue, for gemm.cu's 16-bit linear forward:
  * the bias costs no pass over the output of its own (cuBLAS's beta = 1 read it back from y), and
- * a residual c comes in as cuBLASLt's C with beta = 1 (candidate "ltres": no seeding pass).
+ * a residual c comes in as cuBLASLt's C with beta = 1 (no seeding pass).
  * Invariant: a shape's descriptors and algorithm are made once and kept for the process (as the
  * handles are), so a warm call allocates nothing and asks no heuristic; the workspace is the one
  * device.cu set for cuBLAS. The cache is guarded by a mutex: kernels may be reached from several

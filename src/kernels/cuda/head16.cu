@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* The LM head and its cross-entropy with 16-bit logits (the candidate "head16", autocast's and
- * llm.c's numerics): one product writes the logits in bf16/fp16 at the padded vocabulary's row
+/* The LM head and its cross-entropy with 16-bit logits in a bf16/fp16 training step (autocast's
+ * and llm.c's numerics): one product writes the logits in bf16/fp16 at the padded vocabulary's row
  * stride over the memory of the model's fp32 logits, one row kernel turns them into the loss's
  * 16-bit gradient in place, and the backward's two products read that gradient as it is.
  * Invariant: the bits are the fp32 path's with the logits rounded to 16 bits after the product;
@@ -12,7 +12,7 @@ extern "C" bool ddpc__cuda_head16_forward(ddpc_precision prec, double *sums, voi
                                           const float *w, const int32_t *targets, int64_t n,
                                           int64_t c, int64_t v, int32_t ignore_index, float dloss)
 {
-    if (!ddpc__cuda_candidate("head16") || n <= 0 || c <= 0 || v <= 0)
+    if (n <= 0 || c <= 0 || v <= 0)
         return false;
     /* The product's padded shape: rows past n and columns past v come out 0 (zero operands). */
     const int64_t rows = ddpc__cuda_gemm_padded(n), ld = ddpc__cuda_gemm_padded(v);

@@ -6,7 +6,7 @@
  * memory, and backward folds dw, db into the same pass); other rows take the scalar kernels.
  * Invariants: backward uses forward's saved mean and rstd (rows), never recomputed statistics;
  * dw and db are fixed-order sums (reduce.cuh's row chunks), so reruns give the same bits. The
- * forward kernels also write y in 16 bits (candidate "act16"): the fp32 y's arithmetic, each
+ * forward kernels also write y in 16 bits (act16.cu's): the fp32 y's arithmetic, each
  * value then rounded to nearest even, so y16 = round(y) bit for bit. */
 #ifndef DDPC_CUDA_EMULATE /* tests/test_layernorm_emu.cpp runs the kernels on the host */
 #include "kernels/cuda/cuda_impl.h"

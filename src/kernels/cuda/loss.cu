@@ -7,7 +7,7 @@
  * leave it in device memory (the waiting ones are the *_into ones plus a read). The fused
  * forward+backward gives the bits of forward then backward (same block shape, same products),
  * reading each logit from device memory once where its row fits in shared memory; its 16-bit
- * form (the candidate head16) gives its bits on the logits widened, the gradient rounded. */
+ * form (head16.cu's) gives its bits on the logits widened, the gradient rounded. */
 #ifndef DDPC_CUDA_EMULATE /* tests/test_loss_emu.cpp runs the kernels on the host */
 #include "kernels/cuda/cuda_impl.h"
 
@@ -313,7 +313,7 @@ static __global__ void __launch_bounds__(1024)
 }
 
 /* The 16-bit logits' formats, as stored bits: widen is exact, narrow rounds to nearest even (as
- * gemm.cu's round_kernel and cuBLAS's 16-bit output round). */
+ * round.cu's kernel and cuBLAS's 16-bit output round). */
 struct ce16_bf16 {
     static __device__ __forceinline__ float widen(uint16_t b)
     {

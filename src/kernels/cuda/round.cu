@@ -4,13 +4,15 @@
  * zeros in the padding (r >= rows or c >= cols). pcols is a multiple of 4 (gemm.cu pads to 8),
  * so each thread writes one aligned 8-byte group; a group reads one float4 where src's rows are
  * 16-byte aligned and the group lies inside cols, else its elements one by one.
- * Candidate "round4" (candidates.cu): gemm.cu's one-element kernel stays the default until a GPU
- * has run this one. tests/test_round_emu.cpp runs it on the host against core/half.c's rounding. */
+ * gemm.cu's only rounding of fp32 operands. tests/test_round_emu.cpp runs it on the host against
+ * core/half.c's rounding. */
 #ifndef DDPC_CUDA_EMULATE
 #include "kernels/cuda/cuda_impl.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <stdio.h>
+#include <stdlib.h>
 #endif
 
 enum { ROUND4_THREADS = 256 };
@@ -66,6 +68,11 @@ static bool round4_vectors(const float *src, int64_t lds)
 extern "C" void ddpc__cuda_round4(ddpc_precision prec, void *dst, int64_t prows, int64_t pcols,
                                   const float *src, int64_t rows, int64_t cols, int64_t lds)
 {
+    if (pcols % 4 != 0) { /* gemm.cu's padded() sizes are multiples of 8: a caller's bug */
+        fprintf(stderr, "ddpc: CUDA round: %lld columns are not a multiple of 4\n",
+                (long long)pcols);
+        abort();
+    }
     const bool vec = round4_vectors(src, lds);
     const unsigned blocks = ddpc__cuda_blocks(prows * (pcols / 4), ROUND4_THREADS);
     if (prec == DDPC_PREC_BF16)
