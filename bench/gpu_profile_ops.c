@@ -566,7 +566,8 @@ void rows_init(row *rows, const bench *b)
     const double bt = (double)b->BT, f = 4.0;
     /* The fused (flash) kernels save the logsumexps and a copy of out instead of (B, NH, T, T):
      * the least they move is qkv, out, its copy and lse forward; qkv, dout, the copy, lse, D
-     * and dqkv backward. */
+     * and dqkv backward (not counted: the backward's scratch, written and read back: 16-bit
+     * q, k, v and dout, and each causal tile pair's dS). */
     const bool flash = attention_flash(b);
     const double att = flash ? (double)B * NH * T : (double)B * NH * T * T;
     sizes s = {

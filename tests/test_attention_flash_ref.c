@@ -188,7 +188,8 @@ static void flash_backward_dkdv(const flash_shape *s, float *dqkv, const float *
         }
 }
 
-/* dQ of each query tile, over the key tiles up to the diagonal. */
+/* dQ of each query tile, over the key tiles up to the diagonal. The kernels store dS in the dK/dV
+ * pass and read it here; recomputing it gives the same values (the same products, same order). */
 static void flash_backward_dq(const flash_shape *s, float *dqkv, const float *dout,
                               const float *qkv, const float *saved, const float *dd)
 {

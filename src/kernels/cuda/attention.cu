@@ -6,8 +6,8 @@
  * workspace so every product is one cuBLAS strided-batched GEMM over B*NH heads; softmax and its
  * backward are ddpc's row kernels with fixed-order reductions (reruns give the same bits).
  * At bf16/fp16 with head dims 32, 64 and 128 the fused kernels of attention_flash.cu run instead
- * (or, where DDPC_CUDA_CANDIDATES names flash2, attention_flash2.cu's), and att holds their saved
- * state (ddpc__cuda_attention_saved_floats). */
+ * (where ddpc__cuda_flash_applies), and att holds their saved state
+ * (ddpc__cuda_attention_saved_floats). */
 #ifndef DDPC_CUDA_EMULATE /* tests/test_attention_emu.cpp runs the kernels on the host */
 #include "kernels/cuda/cuda_impl.h"
 #endif
@@ -78,16 +78,14 @@ static int64_t region(int64_t floats)
 }
 
 /* Forward uses q, k, v (y reuses q's region); backward q, k, v, dout, dq, dk, dv, then datt.
- * Unlike the CPU kernel, forward needs ws too (it may not be NULL here). The fused kernels need
- * only D (B, NH, T) in backward; candidate flash2 also q, k, v, dout at 16 bits and every causal
- * tile pair's dS (attention_flash2.cu), about 315 MB for GPT-2 124M at B 16. */
+ * Unlike the CPU kernel, forward needs ws too (it may not be NULL here). The fused kernels use it
+ * in backward only: D (B, NH, T), q, k, v, dout at 16 bits and every causal tile pair's dS
+ * (attention_flash.cu), about 315 MB for GPT-2 124M at B 16. */
 extern "C" size_t ddpc__cuda_attention_workspace_floats(ddpc_precision prec, int64_t b, int64_t t,
                                                         int64_t c, int64_t nh)
 {
-    if (ddpc__cuda_flash2_on(prec, b, t, c, nh))
-        return ddpc__cuda_flash2_workspace_floats(b, t, c, nh);
     if (ddpc__cuda_flash_applies(prec, b, t, c, nh))
-        return (size_t)region(b * nh * t);
+        return ddpc__cuda_flash_workspace_floats(b, t, c, nh);
     return (size_t)(7 * region(b * t * c) + region(b * nh * t * t));
 }
 
@@ -124,8 +122,7 @@ extern "C" void ddpc__cuda_attention_forward(ddpc_precision prec, float *out, fl
     if (b <= 0 || t <= 0 || c <= 0 || nh <= 0)
         return;
     if (ddpc__cuda_flash_applies(prec, b, t, c, nh)) {
-        if (!ddpc__cuda_flash2_forward(prec, out, att, qkv, b, t, c, nh))
-            ddpc__cuda_flash_forward(prec, out, att, qkv, b, t, c, nh);
+        ddpc__cuda_flash_forward(prec, out, att, qkv, b, t, c, nh);
         return;
     }
     DDPC_ASSERT(ws != NULL); /* a caller that sized no workspace: a bug, not input */
@@ -153,8 +150,7 @@ extern "C" void ddpc__cuda_attention_backward(ddpc_precision prec, float *dqkv, 
         return;
     DDPC_ASSERT(ws != NULL); /* a caller that sized no workspace: a bug, not input */
     if (ddpc__cuda_flash_applies(prec, b, t, c, nh)) {
-        if (!ddpc__cuda_flash2_backward(prec, dqkv, dout, qkv, att, b, t, c, nh, ws))
-            ddpc__cuda_flash_backward(prec, dqkv, dout, qkv, att, b, t, c, nh, ws);
+        ddpc__cuda_flash_backward(prec, dqkv, dout, qkv, att, b, t, c, nh, ws);
         return;
     }
     const int64_t hs = c / nh, r = region(b * t * c), bh = b * nh, rows = bh * t;

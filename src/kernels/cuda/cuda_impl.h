@@ -235,25 +235,17 @@ void ddpc__cuda_attention_backward(ddpc_precision prec, float *dqkv, const float
                                    const float *qkv, const float *att, int64_t b, int64_t t,
                                    int64_t c, int64_t nh, float *ws);
 /* attention_flash.cu: the fused kernels, where ddpc__cuda_flash_applies (bf16/fp16, head dim 32,
- * 64 or 128); saved (ddpc__cuda_attention_saved_floats) plays att's part, ws holds D (B, NH, T). */
+ * 64 or 128, a device whose shared memory holds their blocks); saved
+ * (ddpc__cuda_attention_saved_floats) plays att's part; ws, 32-byte aligned, holds
+ * ddpc__cuda_flash_workspace_floats: D (B, NH, T), q, k, v and dout at 16 bits and the dS of
+ * each causal tile pair. */
 bool ddpc__cuda_flash_applies(ddpc_precision prec, int64_t b, int64_t t, int64_t c, int64_t nh);
+size_t ddpc__cuda_flash_workspace_floats(int64_t b, int64_t t, int64_t c, int64_t nh);
 void ddpc__cuda_flash_forward(ddpc_precision prec, float *out, float *saved, const float *qkv,
                               int64_t b, int64_t t, int64_t c, int64_t nh);
 void ddpc__cuda_flash_backward(ddpc_precision prec, float *dqkv, const float *dout,
                                const float *qkv, const float *saved, int64_t b, int64_t t,
                                int64_t c, int64_t nh, float *ws);
-/* attention_flash2.cu: candidate "flash2" of the fused kernels, the same contract; on where the
- * candidate is named and the fused kernels apply, when its workspace (B*NH*T floats of D, q, k,
- * v and dout at 16 bits, dS of each causal tile pair) replaces theirs. forward and backward return
- * false, having done nothing, where they stand aside (off, the device's shared memory too small,
- * forward's qkv not 16-byte aligned): then the fused kernels run. */
-bool ddpc__cuda_flash2_on(ddpc_precision prec, int64_t b, int64_t t, int64_t c, int64_t nh);
-size_t ddpc__cuda_flash2_workspace_floats(int64_t b, int64_t t, int64_t c, int64_t nh);
-bool ddpc__cuda_flash2_forward(ddpc_precision prec, float *out, float *saved, const float *qkv,
-                               int64_t b, int64_t t, int64_t c, int64_t nh);
-bool ddpc__cuda_flash2_backward(ddpc_precision prec, float *dqkv, const float *dout,
-                                const float *qkv, const float *saved, int64_t b, int64_t t,
-                                int64_t c, int64_t nh, float *ws);
 
 /* conv.cu, pool.cu, batchnorm.cu */
 size_t ddpc__cuda_conv2d_workspace_floats(const ddpc_conv2d_shape *s);
