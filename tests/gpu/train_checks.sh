@@ -50,9 +50,10 @@ cnn=(train "$src/configs/fmnist_cnn_bn.yaml" data.type=synthetic_images data.siz
      model.sync_batchnorm=false "${common[@]}")
 
 # The data files below come from this generator (Park and Miller's minimal standard, exact in
-# doubles), not awk's srand/rand, whose sequence for a seed differs from one awk to the next (and
-# on an H200 image's awk from one run to the next: the candidates part's GPU runs then disagreed
-# from the first step with the CPU references it took from the default part, trained on others).
+# doubles), not awk's srand/rand, whose sequence for a seed differs from one awk to the next, and
+# on the GPU machine's (Ubuntu 24.04, mawk 1.3.4 20240123) from one run to the next: srand(7)
+# then rand() gave 0.618874 and 0.256267. The candidates part's GPU runs then disagreed from the
+# first step with the CPU references it took from the default part, trained on other files.
 rnd='function rnd() { s = (s * 16807) % 2147483647; return s / 2147483647 }'
 
 # Float targets (docs/losses.md): a CSV of 4 features, a value y (a smooth function of them) and
