@@ -13,18 +13,20 @@ src=$2
 
 py=/usr/bin/python3
 cfg=$src/configs/fmnist_mlp.yaml
+# dist.timeout_s: long enough that no rank of three on a loaded 2-core machine times out before
+# rank 1 is stopped (3 s did, once, under CI-like load).
 common=(data.type=synthetic_images data.size=20000 epochs=100 num_threads=1 log_every=10
-    dist.timeout_s=3)
+    dist.timeout_s=10)
 
-# hang NAME [keys]: 3 ranks train until step 80 is logged (more than 64 collectives), then rank 1 is SIGSTOPped; waits for
-# the launcher (at most 60 s) and leaves its exit status in $rc.
+# hang NAME [keys]: 3 ranks train until step 80 is logged (more than 64 collectives), then rank 1
+# is SIGSTOPped; waits for the launcher (at most 150 s) and leaves its exit status in $rc.
 hang() {
     local name=$1 pid p
     shift
-    timeout 60 "$ddpc" run --nproc-per-node 3 -- "$ddpc" train "$cfg" "${common[@]}" \
+    timeout 150 "$ddpc" run --nproc-per-node 3 -- "$ddpc" train "$cfg" "${common[@]}" \
         run_dir="$tmp/$name" "$@" >"$tmp/$name.log" 2>&1 &
     pid=$!
-    for _ in $(seq 300); do
+    for _ in $(seq 1200); do
         grep -q '"step": 80,' "$tmp/$name/metrics.jsonl" 2>/dev/null && break
         sleep 0.1
     done
@@ -41,11 +43,11 @@ hang() {
 
 stopped=
 hang on
-check "a SIGSTOPped rank fails the run (exit $rc, not the 60 s deadline's 124)" \
+check "a SIGSTOPped rank fails the run (exit $rc, not the 150 s deadline's 124)" \
     test "$rc" -ne 0 -a "$rc" -ne 124
 check "rank 1 was found and stopped" test -n "$stopped"
 phase="(data|forward|backward|optimizer|eval|checkpoint)"
-re="all_reduce #([0-9]+) timed out after 3 s: rank 1 never arrived; rank 1 (is still in $phase \
+re="all_reduce #([0-9]+) timed out after 10 s: rank 1 never arrived; rank 1 (is still in $phase \
 after [a-z_]+ #[0-9]+|entered all_reduce #[0-9]+ \(in $phase\) but stopped inside it); ranks 0, 2 \
 wait in all_reduce #"
 check "the message says where rank 1 stopped and where ranks 0, 2 wait" grep -Eq "$re" "$tmp/on.log"
