@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "check.h"
+#include "flash_lse.h"
 
 static std::vector<float> rand_vec(int64_t n, float amp, uint64_t seed)
 {
@@ -143,32 +144,6 @@ static bool d_bits_match(const float *dd, const float *dout, const float *o, int
     return true;
 }
 
-/* The value the tensor cores multiply: x rounded to prec's 16 bits. */
-static double rounded(ddpc_precision prec, float x)
-{
-    return prec == DDPC_PREC_BF16 ? ddpc_bf16_to_f32(ddpc_f32_to_bf16(x))
-                                  : ddpc_f16_to_f32(ddpc_f32_to_f16(x));
-}
-
-/* max |exp(s(i, 0) - lse(i)) - P_cpu(i, 0)| over every head and row, s from the rounded q, k. */
-static double lse_err(ddpc_precision prec, const float *lse, const float *att, const float *qkv,
-                      int64_t b, int64_t t, int64_t c, int64_t nh)
-{
-    const int64_t hs = c / nh;
-    double e = 0.0;
-    for (int64_t bh = 0; bh < b * nh; bh++)
-        for (int64_t i = 0; i < t; i++) {
-            const int64_t bi = bh / nh, h = bh % nh;
-            const float *q = qkv + (bi * t + i) * 3 * c + h * hs;
-            const float *k = qkv + bi * t * 3 * c + c + h * hs;
-            double s = 0.0;
-            for (int64_t d = 0; d < hs; d++)
-                s += rounded(prec, q[d]) * rounded(prec, k[d]);
-            const double p0 = exp(s / sqrt((double)hs) - lse[bh * t + i]);
-            e = fmax(e, std::isfinite(p0) ? fabs(p0 - att[(bh * t + i) * t]) : INFINITY);
-        }
-    return e;
-}
 
 /* One shape: `skew` floats before qkv and dout (1: the forward's one-float loads, whose bits must
  * be the aligned run's). */
@@ -192,7 +167,7 @@ static void check_emu(int64_t b, int64_t t, int64_t c, int64_t nh, ddpc_precisio
     flash_run r = run(prec, qkv, dout, b, t, c, nh);
     const double e_out = emu_rel_err(r.out, out.data(), nout),
                  e_dqkv = emu_rel_err(r.dqkv, dqkv.data(), nqkv),
-                 e_lse = lse_err(prec, r.saved, att.data(), qkv, b, t, c, nh);
+                 e_lse = flash_lse_err(prec, r.saved, att.data(), qkv, b, t, c, nh);
     printf("  out rel err %.3g, dqkv rel err %.3g, P(i, 0) from the logsumexp abs err %.3g\n",
            e_out, e_dqkv, e_lse);
     CHECK(e_out <= 1e-2);

@@ -9,41 +9,12 @@
  * Skips (exit 77) without a GPU; every device output and the workspace are poisoned with NaN
  * first, so an element a kernel misses, or a read of the workspace before a write, fails. */
 #include "backend_testutil.h"
+#include "flash_lse.h"
 
 #include <ddpc/half.h>
 
 static const ddpc_kernel_table *gpu;
 static const ddpc_kernel_table *cpu;
-
-/* The value the tensor cores multiply: x rounded to prec's 16 bits (fp32: x). */
-static double rounded(ddpc_precision prec, float x)
-{
-    if (prec == DDPC_PREC_BF16)
-        return ddpc_bf16_to_f32(ddpc_f32_to_bf16(x));
-    if (prec == DDPC_PREC_FP16)
-        return ddpc_f16_to_f32(ddpc_f32_to_f16(x));
-    return x;
-}
-
-/* max |exp(s(i, 0) - lse(i)) - P_cpu(i, 0)| over every head and row: the saved logsumexps. */
-static double lse_err(ddpc_precision prec, const float *lse, const float *att, const float *qkv,
-                      int64_t b, int64_t t, int64_t c, int64_t nh)
-{
-    const int64_t hs = c / nh;
-    double e = 0.0;
-    for (int64_t bh = 0; bh < b * nh; bh++)
-        for (int64_t i = 0; i < t; i++) {
-            const int64_t bi = bh / nh, h = bh % nh;
-            const float *q = qkv + (bi * t + i) * 3 * c + h * hs;
-            const float *k = qkv + bi * t * 3 * c + c + h * hs;
-            double s = 0.0;
-            for (int64_t d = 0; d < hs; d++)
-                s += rounded(prec, q[d]) * rounded(prec, k[d]);
-            const double p0 = exp(s / sqrt((double)hs) - lse[bh * t + i]);
-            e = fmax(e, isfinite(p0) ? fabs(p0 - att[(bh * t + i) * t]) : INFINITY);
-        }
-    return e;
-}
 
 /* One shape at one precision, inputs uniform in (-amp, amp); `skew` floats before qkv and dout
  * on the device (1: not 16-byte aligned, so the forward takes its one-float loads). */
@@ -79,7 +50,7 @@ static void check_flash_at(int64_t b, int64_t t, int64_t c, int64_t nh, ddpc_pre
     CHECK(bt_err(gpu, "out", d_out, out, nout) <= tol);
     float *h_out = bt_down(gpu, d_out, nout), *h_saved = bt_down(gpu, d_saved, nsaved);
     if (fused) {
-        const double e = lse_err(prec, h_saved, att, qkv, b, t, c, nh);
+        const double e = flash_lse_err(prec, h_saved, att, qkv, b, t, c, nh);
         printf("  %-40s abs err %.3g\n", "P(i, 0) from the saved logsumexp", e);
         CHECK(e <= tol);
         CHECK(memcmp(h_saved + b * nh * t, h_out, (size_t)nout * sizeof(float)) == 0);
