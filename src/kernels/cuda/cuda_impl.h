@@ -163,7 +163,7 @@ void ddpc__cuda_linear_backward_x16(ddpc_precision prec, float *dx, float *dw, f
                                     const float *dy, const void *x16, const float *w, int64_t n,
                                     int64_t in, int64_t out);
 /* round.cu: dst (prows, pcols) 16-bit = src (rows, cols; lds) rounded to nearest even, zero past
- * rows and cols; pcols a multiple of 4 (else it ends the process: a caller's bug). */
+ * rows and cols; pcols a multiple of 4 (asserted). */
 void ddpc__cuda_round4(ddpc_precision prec, void *dst, int64_t prows, int64_t pcols,
                        const float *src, int64_t rows, int64_t cols, int64_t lds);
 /* gemm_lt.cu: column-major d (m, n; ldd) fp32 = op(a) op(b) [+ c] + bias (m) broadcast over d's

@@ -11,8 +11,6 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
-#include <stdio.h>
-#include <stdlib.h>
 #endif
 
 enum { ROUND4_THREADS = 256 };
@@ -68,11 +66,7 @@ static bool round4_vectors(const float *src, int64_t lds)
 extern "C" void ddpc__cuda_round4(ddpc_precision prec, void *dst, int64_t prows, int64_t pcols,
                                   const float *src, int64_t rows, int64_t cols, int64_t lds)
 {
-    if (pcols % 4 != 0) { /* gemm.cu's padded() sizes are multiples of 8: a caller's bug */
-        fprintf(stderr, "ddpc: CUDA round: %lld columns are not a multiple of 4\n",
-                (long long)pcols);
-        abort();
-    }
+    DDPC_ASSERT(pcols % 4 == 0); /* gemm.cu's padded() sizes are multiples of 8: a caller's bug */
     const bool vec = round4_vectors(src, lds);
     const unsigned blocks = ddpc__cuda_blocks(prows * (pcols / 4), ROUND4_THREADS);
     if (prec == DDPC_PREC_BF16)
