@@ -49,17 +49,15 @@ cnn=(train "$src/configs/fmnist_cnn_bn.yaml" data.type=synthetic_images data.siz
      optim.type=sgd optim.lr=0.005 optim.momentum=0.9 optim.weight_decay=0 optim.schedule=constant
      model.sync_batchnorm=false "${common[@]}")
 
-# The data files below come from this generator (Park and Miller's minimal standard, exact in
-# doubles), not awk's srand/rand, whose sequence for a seed differs from one awk to the next, and
-# on the GPU machine's (Ubuntu 24.04, mawk 1.3.4 20240123) from one run to the next: srand(7)
-# then rand() gave 0.618874 and 0.256267. The candidates part's GPU runs then disagreed from the
-# first step with the CPU references it took from the default part, trained on other files.
-rnd='function rnd() { s = (s * 16807) % 2147483647; return s / 2147483647 }'
+# The data files below come from bench/lib.sh's awk_rnd, not awk's srand/rand: with the GPU
+# machine's mawk, the candidates part's GPU runs disagreed from the first step with the CPU
+# references it took from the default part, trained on other files.
+. "$(dirname "${BASH_SOURCE[0]}")/../../bench/lib.sh"
 
 # Float targets (docs/losses.md): a CSV of 4 features, a value y (a smooth function of them) and
 # two 0/1 labels a and b (the same file for both devices); an MLP regresses y with mse, and
 # another takes a and b with bce_logits.
-awk "$rnd"' BEGIN { s = 7; print "x1,x2,x3,x4,y,a,b"
+awk "$awk_rnd"' BEGIN { s = 7; print "x1,x2,x3,x4,y,a,b"
     for (i = 0; i < 1024; i++) {
         for (j = 1; j <= 4; j++) x[j] = 4 * rnd() - 2
         y = 1.5 * x[1] - 2 * x[2] + sin(x[3]) * x[4] + 0.25
@@ -78,7 +76,7 @@ bce=(train "$src/configs/fmnist_mlp.yaml" "${floats[@]}" loss=bce_logits
 # letters, its target the word reversed (the same files for both devices and every split); a small
 # model (2 + 2 layers, 64 wide), dropout off, label smoothing on. Its test pass at the end
 # translates (greedy search on the device).
-awk "$rnd"' BEGIN { s = 11
+awk "$awk_rnd"' BEGIN { s = 11
     for (i = 0; i < 2048; i++) {
         n = 3 + int(6 * rnd()); w = ""
         for (j = 0; j < n; j++) w = w substr("abcdefghijklmnopqrstuvwxyz", 1 + int(26 * rnd()), 1)
@@ -191,7 +189,7 @@ fi
 # products' rounded operands grow with the width. Its one warm-up pass at max_len (docs/gpu.md)
 # must leave nothing to allocate later.
 if [ "$dev" = cuda ]; then
-    awk "$rnd"' BEGIN { s = 13; a = "abcdefghijklmnopqrstuvwxyz"
+    awk "$awk_rnd"' BEGIN { s = 13; a = "abcdefghijklmnopqrstuvwxyz"
         for (i = 0; i < 2048; i++) {
             n = i % 64 == 63 ? 11 : 3; w = ""
             for (j = 0; j < n; j++) w = w substr(a, 1 + int(26 * rnd()), 1)
